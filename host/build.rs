@@ -1,0 +1,67 @@
+//! Builds the plugin workspace (`plugins/`) for `wasm32-wasip2` and bundles
+//! the example packs into the binary, so that `prompt-host serve` with no
+//! plugin directory serves them at once.
+
+use std::env;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The example packs bundled into the binary, by crate file name.
+const BUNDLED_PACKS: &[&str] = &["code_review", "dev_assistant", "media_prompts", "project_insights"];
+
+fn main() {
+    let manifest_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
+    let root = manifest_dir.parent().unwrap();
+    let plugins = root.join("plugins");
+
+    println!("cargo:rerun-if-changed={}", root.join("wit").display());
+    println!("cargo:rerun-if-changed={}", plugins.join("Cargo.toml").display());
+    println!("cargo:rerun-if-changed={}", plugins.join("Cargo.lock").display());
+    // Not the whole plugins/ directory: its target/ changes with every build.
+    for entry in fs::read_dir(&plugins).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() && path.join("Cargo.toml").exists() {
+            println!("cargo:rerun-if-changed={}", path.display());
+        }
+    }
+
+    build_plugins(&plugins);
+
+    let release = plugins.join("target/wasm32-wasip2/release");
+    let mut bundled = String::from("&[\n");
+    for pack in BUNDLED_PACKS {
+        let path = release.join(format!("{pack}.wasm"));
+        assert!(path.exists(), "the plugin build did not produce {}", path.display());
+        bundled += &format!("    ({pack:?}, include_bytes!({:?})),\n", path.display().to_string());
+    }
+    bundled += "]\n";
+    let out = PathBuf::from(env::var("OUT_DIR").unwrap()).join("bundled_packs.rs");
+    fs::write(out, bundled).unwrap();
+}
+
+fn build_plugins(plugins: &Path) {
+    let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut command = Command::new(cargo);
+    command
+        .args(["build", "--release", "--target", "wasm32-wasip2", "--manifest-path"])
+        .arg(plugins.join("Cargo.toml"))
+        .arg("--target-dir")
+        .arg(plugins.join("target"));
+    // The host's own build settings must not leak into the guest build.
+    for (key, _) in env::vars() {
+        if key.starts_with("CARGO_") && key != "CARGO_HOME" || key == "RUSTFLAGS" || key == "RUSTC_WRAPPER" {
+            command.env_remove(key);
+        }
+    }
+    // Build-script stdout is read as cargo directives; keep the nested build's output off it.
+    command.stdout(std::process::Stdio::from(std::io::stderr()));
+    let status = command.status().expect("failed to run cargo for the plugin workspace");
+    if !status.success() {
+        panic!(
+            "building the plugin workspace failed; is the target installed? \
+             Run `rustup target add wasm32-wasip2`, then \
+             `cargo build --release --target wasm32-wasip2 --manifest-path plugins/Cargo.toml` to see the error"
+        );
+    }
+}

@@ -1,0 +1,226 @@
+//! The catalog: every served prompt, merged from all plugins, in one stable
+//! order; name resolution; and pagination.
+//!
+//! The catalog is plain data built from plugin summaries. It never calls a
+//! plugin and knows nothing of WebAssembly, so `prompts/list` costs a slice
+//! and a few clones.
+
+pub mod cursor;
+
+use std::collections::HashMap;
+
+use rmcp::model::Prompt;
+use sha2::{Digest, Sha256};
+
+pub use cursor::CursorError;
+
+/// What the catalog needs to know of one plugin.
+#[derive(Debug, Clone)]
+pub struct PluginSummary {
+    /// The plugin's name.
+    pub id: String,
+    /// The SHA-256 of its bytes: part of the catalog's version.
+    pub digest: String,
+    /// Put before each of its prompt names.
+    pub prefix: String,
+    /// Its prompts, under the names it declared them with, in its order.
+    pub prompts: Vec<Prompt>,
+}
+
+/// One served prompt.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    /// The prompt as clients see it, under its served name.
+    pub prompt: Prompt,
+    /// The index of the owning plugin among the summaries the catalog was
+    /// built from.
+    pub plugin: usize,
+    /// The name the owning plugin declared it with.
+    pub declared_name: String,
+}
+
+impl Entry {
+    /// The names of the arguments a client must pass.
+    pub fn required_arguments(&self) -> impl Iterator<Item = &str> {
+        self.prompt
+            .arguments
+            .iter()
+            .flatten()
+            .filter(|argument| argument.required == Some(true))
+            .map(|argument| argument.name.as_str())
+    }
+}
+
+/// A prompt left out because an earlier plugin already serves its name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    pub name: String,
+    pub plugin: String,
+    pub served_by: String,
+}
+
+/// One page of `prompts/list`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Page<'a> {
+    pub prompts: &'a [Entry],
+    pub next_cursor: Option<String>,
+}
+
+/// Every served prompt, in order: plugins by name, and each plugin's prompts
+/// in the order it declared them.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Catalog {
+    version: String,
+    entries: Vec<Entry>,
+    by_name: HashMap<String, usize>,
+}
+
+impl Catalog {
+    /// Merges the plugins' prompts. A served name belongs to the first plugin
+    /// (by name) that declares it; the same name from a later plugin is
+    /// skipped and reported.
+    pub fn build(plugins: &[PluginSummary]) -> (Catalog, Vec<Skipped>) {
+        let mut order: Vec<usize> = (0..plugins.len()).collect();
+        order.sort_by(|&a, &b| plugins[a].id.cmp(&plugins[b].id));
+
+        let mut catalog = Catalog { version: version(order.iter().map(|&i| &plugins[i])), ..Catalog::default() };
+        let mut skipped = Vec::new();
+        for index in order {
+            let plugin = &plugins[index];
+            for declared in &plugin.prompts {
+                let name = format!("{}{}", plugin.prefix, declared.name);
+                if let Some(&existing) = catalog.by_name.get(&name) {
+                    let owner = catalog.entries[existing].plugin;
+                    skipped.push(Skipped { name, plugin: plugin.id.clone(), served_by: plugins[owner].id.clone() });
+                    continue;
+                }
+                let mut prompt = declared.clone();
+                prompt.name = name.clone();
+                catalog.by_name.insert(name, catalog.entries.len());
+                catalog.entries.push(Entry { prompt, plugin: index, declared_name: declared.name.clone() });
+            }
+        }
+        (catalog, skipped)
+    }
+
+    /// The catalog's version: derived from the plugins' names, contents and
+    /// prefixes only, so equal plugin sets give equal versions (and cursors)
+    /// on any host.
+    pub fn version(&self) -> &str {
+        &self.version
+    }
+
+    /// All served prompts, in order.
+    pub fn entries(&self) -> &[Entry] {
+        &self.entries
+    }
+
+    /// The prompt served under `name`.
+    pub fn resolve(&self, name: &str) -> Option<&Entry> {
+        self.by_name.get(name).map(|&index| &self.entries[index])
+    }
+
+    /// The page that starts at `cursor` (or at the beginning), of at most
+    /// `page_size` prompts, with the cursor of the next page if any remain.
+    pub fn page(&self, cursor: Option<&str>, page_size: usize) -> Result<Page<'_>, CursorError> {
+        let start = match cursor {
+            None => 0,
+            Some(cursor) => cursor::decode(cursor, &self.version, self.entries.len())?,
+        };
+        let end = start.saturating_add(page_size.max(1)).min(self.entries.len());
+        let next_cursor = (end < self.entries.len()).then(|| cursor::encode(&self.version, end));
+        Ok(Page { prompts: &self.entries[start..end], next_cursor })
+    }
+}
+
+fn version<'a>(plugins: impl Iterator<Item = &'a PluginSummary>) -> String {
+    let mut hasher = Sha256::new();
+    for plugin in plugins {
+        for part in [&plugin.id, &plugin.digest, &plugin.prefix] {
+            hasher.update((part.len() as u64).to_le_bytes());
+            hasher.update(part.as_bytes());
+        }
+    }
+    let hash = hasher.finalize();
+    hash.iter().take(cursor::VERSION_LEN / 2).map(|byte| format!("{byte:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plugin(id: &str, prefix: &str, names: &[&str]) -> PluginSummary {
+        PluginSummary {
+            id: id.into(),
+            digest: format!("digest-of-{id}"),
+            prefix: prefix.into(),
+            prompts: names.iter().map(|name| Prompt::new(*name, None::<String>, None)).collect(),
+        }
+    }
+
+    fn names(entries: &[Entry]) -> Vec<&str> {
+        entries.iter().map(|entry| entry.prompt.name.as_str()).collect()
+    }
+
+    #[test]
+    fn plugins_merge_in_name_order_and_keep_their_own_order() {
+        let (catalog, skipped) = Catalog::build(&[plugin("zeta", "", &["z2", "z1"]), plugin("alpha", "", &["a2", "a1"])]);
+        assert_eq!(names(catalog.entries()), ["a2", "a1", "z2", "z1"]);
+        assert!(skipped.is_empty());
+        let entry = catalog.resolve("z1").unwrap();
+        assert_eq!((entry.plugin, entry.declared_name.as_str()), (0, "z1"));
+    }
+
+    #[test]
+    fn a_clashing_name_stays_with_the_first_plugin() {
+        let (catalog, skipped) = Catalog::build(&[plugin("b", "", &["shared", "b-only"]), plugin("a", "", &["shared"])]);
+        assert_eq!(names(catalog.entries()), ["shared", "b-only"]);
+        assert_eq!(catalog.resolve("shared").unwrap().plugin, 1);
+        assert_eq!(skipped, [Skipped { name: "shared".into(), plugin: "b".into(), served_by: "a".into() }]);
+    }
+
+    #[test]
+    fn prefixes_rename_and_resolve_back() {
+        let (catalog, skipped) = Catalog::build(&[plugin("a", "", &["shared"]), plugin("b", "team-", &["shared"])]);
+        assert_eq!(names(catalog.entries()), ["shared", "team-shared"]);
+        assert!(skipped.is_empty());
+        assert_eq!(catalog.resolve("team-shared").unwrap().declared_name, "shared");
+    }
+
+    #[test]
+    fn equal_plugin_sets_give_equal_versions() {
+        let one = Catalog::build(&[plugin("a", "", &["x"]), plugin("b", "", &["y"])]).0;
+        let two = Catalog::build(&[plugin("b", "", &["y"]), plugin("a", "", &["x"])]).0;
+        assert_eq!(one.version(), two.version());
+        let changed = Catalog::build(&[plugin("a", "p-", &["x"]), plugin("b", "", &["y"])]).0;
+        assert_ne!(one.version(), changed.version());
+    }
+
+    #[test]
+    fn pages_walk_the_whole_catalog() {
+        let (catalog, _) = Catalog::build(&[plugin("a", "", &["1", "2", "3", "4", "5"])]);
+        let first = catalog.page(None, 2).unwrap();
+        assert_eq!(names(first.prompts), ["1", "2"]);
+        let second = catalog.page(first.next_cursor.as_deref(), 2).unwrap();
+        assert_eq!(names(second.prompts), ["3", "4"]);
+        let third = catalog.page(second.next_cursor.as_deref(), 2).unwrap();
+        assert_eq!(names(third.prompts), ["5"]);
+        assert_eq!(third.next_cursor, None);
+    }
+
+    #[test]
+    fn a_cursor_from_another_catalog_is_stale() {
+        let (old, _) = Catalog::build(&[plugin("a", "", &["1", "2", "3"])]);
+        let (new, _) = Catalog::build(&[plugin("a", "", &["1", "2", "3"]), plugin("b", "", &["4"])]);
+        let cursor = old.page(None, 1).unwrap().next_cursor.unwrap();
+        assert_eq!(new.page(Some(&cursor), 1), Err(CursorError::Stale));
+    }
+
+    #[test]
+    fn an_empty_catalog_has_one_empty_page() {
+        let (catalog, _) = Catalog::build(&[]);
+        let page = catalog.page(None, 10).unwrap();
+        assert!(page.prompts.is_empty());
+        assert_eq!(page.next_cursor, None);
+    }
+}

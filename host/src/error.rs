@@ -1,0 +1,92 @@
+//! Errors a request can end in, and their JSON-RPC form.
+//!
+//! Codes follow the MCP specification: -32602 (invalid params) for what the
+//! client can fix (an unknown prompt, missing or non-string arguments, a bad
+//! cursor, arguments a plugin rejected); -32603 (internal error) for a plugin
+//! that failed or hit a limit. Each error carries structured `data` naming
+//! the prompt or plugin involved.
+
+use rmcp::model::ErrorData;
+use serde_json::{Value, json};
+
+use crate::catalog::CursorError;
+use crate::convert::NonStringArgument;
+use crate::plugin::PluginError;
+use crate::sandbox::CallFailure;
+
+/// Why a request failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RequestError {
+    #[error("unknown prompt '{0}'")]
+    UnknownPrompt(String),
+    #[error("prompt '{prompt}' is missing required arguments: {}", missing.join(", "))]
+    MissingArguments { prompt: String, missing: Vec<String> },
+    #[error("prompt '{prompt}': {problem}")]
+    NonStringArgument { prompt: String, problem: NonStringArgument },
+    #[error(transparent)]
+    Cursor(#[from] CursorError),
+    #[error("completion/complete supports only ref/prompt references: this server serves no resources")]
+    UnsupportedReference,
+    #[error(transparent)]
+    Plugin(#[from] PluginError),
+}
+
+impl RequestError {
+    fn data(&self) -> Value {
+        match self {
+            RequestError::UnknownPrompt(prompt) => json!({ "prompt": prompt }),
+            RequestError::MissingArguments { prompt, missing } => json!({ "prompt": prompt, "missing": missing }),
+            RequestError::NonStringArgument { prompt, problem } => {
+                json!({ "prompt": prompt, "argument": problem.name })
+            }
+            RequestError::Cursor(_) => json!({ "reason": "cursor" }),
+            RequestError::UnsupportedReference => json!({ "reason": "reference" }),
+            RequestError::Plugin(error) => plugin_data(error),
+        }
+    }
+}
+
+fn plugin_data(error: &PluginError) -> Value {
+    let plugin = error.plugin();
+    match error {
+        PluginError::Failed { failure, .. } => {
+            let mut data = json!({ "plugin": plugin, "failure": failure.kind() });
+            if let Some(limit) = limit(failure) {
+                data["limit"] = limit;
+            }
+            data
+        }
+        PluginError::InvalidArguments { prompt, .. } => json!({ "plugin": plugin, "prompt": prompt, "failure": "invalid-arguments" }),
+        PluginError::Internal { prompt, .. } => json!({ "plugin": plugin, "prompt": prompt, "failure": "internal" }),
+        PluginError::Disowned { prompt, .. } => json!({ "plugin": plugin, "prompt": prompt, "failure": "not-found" }),
+        PluginError::InvalidReply { prompt, .. } => json!({ "plugin": plugin, "prompt": prompt, "failure": "invalid-reply" }),
+    }
+}
+
+/// The limit a failure hit, with its unit, for structured error data.
+fn limit(failure: &CallFailure) -> Option<Value> {
+    match failure {
+        CallFailure::OutOfFuel { budget } => Some(json!({ "fuel": budget })),
+        CallFailure::DeadlineExceeded { deadline } => Some(json!({ "milliseconds": deadline.as_millis() as u64 })),
+        CallFailure::MemoryLimit { limit_bytes } => Some(json!({ "bytes": limit_bytes })),
+        CallFailure::StackOverflow { limit_bytes } => Some(json!({ "bytes": limit_bytes })),
+        CallFailure::Busy { limit, .. } => Some(json!({ "concurrentCalls": limit })),
+        CallFailure::Panic { .. } | CallFailure::Trap { .. } => None,
+    }
+}
+
+impl From<RequestError> for ErrorData {
+    fn from(error: RequestError) -> ErrorData {
+        let (message, data) = (error.to_string(), Some(error.data()));
+        let client_error = match &error {
+            RequestError::Plugin(PluginError::InvalidArguments { .. }) => true,
+            RequestError::Plugin(_) => false,
+            _ => true,
+        };
+        if client_error {
+            ErrorData::invalid_params(message, data)
+        } else {
+            ErrorData::internal_error(message, data)
+        }
+    }
+}

@@ -1,0 +1,134 @@
+//! The MCP handler: one rmcp [`ServerHandler`] whose methods each take a
+//! registry snapshot and delegate, to the catalog for listing and to the
+//! owning plugin for prompts and completions.
+
+use std::sync::Arc;
+
+use rmcp::model::{
+    CompleteRequestParams, CompleteResult, ErrorData, GetPromptRequestParams, GetPromptResponse,
+    Implementation, InitializeResult, ListPromptsResult, PaginatedRequestParams, Reference,
+    ServerCapabilities, ServerConfig,
+};
+use rmcp::service::RequestContext;
+use rmcp::{RoleServer, ServerHandler};
+
+use crate::convert;
+use crate::error::RequestError;
+use crate::registry::Registry;
+
+/// The number of prompts on one page of `prompts/list`, unless configured.
+pub const DEFAULT_PAGE_SIZE: usize = 100;
+
+/// Serves the registry's prompts over MCP.
+#[derive(Clone)]
+pub struct PromptServer {
+    registry: Arc<Registry>,
+    page_size: usize,
+}
+
+impl PromptServer {
+    pub fn new(registry: Arc<Registry>, page_size: usize) -> PromptServer {
+        PromptServer { registry, page_size: page_size.max(1) }
+    }
+
+    pub fn registry(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+
+    fn list(&self, request: Option<PaginatedRequestParams>) -> Result<ListPromptsResult, RequestError> {
+        let snapshot = self.registry.snapshot();
+        let cursor = request.as_ref().and_then(|request| request.cursor.as_deref());
+        let page = snapshot.catalog().page(cursor, self.page_size)?;
+        let mut result = ListPromptsResult::with_all_items(page.prompts.iter().map(|entry| entry.prompt.clone()).collect());
+        result.next_cursor = page.next_cursor;
+        Ok(result)
+    }
+
+    async fn get(&self, request: GetPromptRequestParams) -> Result<GetPromptResponse, RequestError> {
+        let snapshot = self.registry.snapshot();
+        let (entry, plugin) = snapshot
+            .resolve(&request.name)
+            .ok_or_else(|| RequestError::UnknownPrompt(request.name.clone()))?;
+        let arguments = convert::arguments(request.arguments.as_ref()).map_err(|problem| {
+            RequestError::NonStringArgument { prompt: request.name.clone(), problem }
+        })?;
+        let missing: Vec<String> = entry
+            .required_arguments()
+            .filter(|required| !arguments.iter().any(|argument| argument.name == *required))
+            .map(str::to_string)
+            .collect();
+        if !missing.is_empty() {
+            return Err(RequestError::MissingArguments { prompt: request.name, missing });
+        }
+        let reply = plugin.get_prompt(&entry.declared_name, &arguments).await?;
+        Ok(GetPromptResponse::Complete(convert::reply(reply)))
+    }
+
+    async fn complete(&self, request: CompleteRequestParams) -> Result<CompleteResult, RequestError> {
+        let Reference::Prompt(reference) = &request.r#ref else {
+            return Err(RequestError::UnsupportedReference);
+        };
+        let snapshot = self.registry.snapshot();
+        let (entry, plugin) = snapshot
+            .resolve(&reference.name)
+            .ok_or_else(|| RequestError::UnknownPrompt(reference.name.clone()))?;
+        let context = convert::completion_context(
+            request.context.as_ref().and_then(|context| context.arguments.as_ref()).into_iter().flatten(),
+        );
+        let argument = &request.argument;
+        let completion = plugin.complete(&entry.declared_name, &argument.name, &argument.value, &context).await?;
+        Ok(CompleteResult::new(convert::completion(completion)))
+    }
+}
+
+impl ServerHandler for PromptServer {
+    fn get_info(&self) -> ServerConfig {
+        let capabilities = ServerCapabilities::builder()
+            .enable_prompts()
+            .enable_prompts_list_changed()
+            .enable_completions()
+            .build();
+        InitializeResult::new(capabilities)
+            .with_server_info(
+                Implementation::new("prompt-host", env!("CARGO_PKG_VERSION"))
+                    .with_title("prompt-host")
+                    .with_description("Serves prompts from sandboxed WebAssembly prompt packs"),
+            )
+            .with_instructions("This server offers prompts. List them with prompts/list and fetch one with prompts/get.")
+    }
+
+    async fn list_prompts(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        Ok(self.list(request)?)
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let name = request.name.clone();
+        self.get(request).await.map_err(|error| log_failure("prompts/get", &name, error))
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        let name = request.r#ref.as_prompt_name().unwrap_or_default().to_string();
+        self.complete(request).await.map_err(|error| log_failure("completion/complete", &name, error))
+    }
+}
+
+/// Logs a plugin's failure for the operator (the client gets the error too),
+/// and converts the error for the wire.
+fn log_failure(method: &str, prompt: &str, error: RequestError) -> ErrorData {
+    if let RequestError::Plugin(plugin_error) = &error {
+        tracing::warn!(method, prompt, plugin = plugin_error.plugin(), "{plugin_error}");
+    }
+    error.into()
+}

@@ -1,0 +1,71 @@
+//! `prompt-host inspect`: checks one plugin file and reports what it offers.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use crate::convert;
+use crate::loader::{self, LoadFailure, PluginSettings, PluginSource};
+use crate::sandbox::{Sandbox, SandboxConfig};
+
+/// What a valid plugin offers.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Report {
+    pub plugin: String,
+    pub file: String,
+    pub sha256: String,
+    pub size_bytes: usize,
+    pub imports: Vec<String>,
+    pub exports: Vec<String>,
+    pub limits: LimitsReport,
+    /// The prompts, as `prompts/list` would serve them.
+    pub prompts: Vec<rmcp::model::Prompt>,
+}
+
+/// The limits a plugin's calls run under.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LimitsReport {
+    pub fuel: u64,
+    pub deadline_ms: u64,
+    pub memory_bytes: usize,
+    pub max_wasm_stack_bytes: usize,
+    pub max_prompts: usize,
+}
+
+/// Loads `path` as the server would, with `settings`, and reports on it.
+pub async fn inspect(path: &Path, settings: PluginSettings, sandbox_config: SandboxConfig) -> Result<Report, LoadFailure> {
+    let source = PluginSource::read(path)?;
+    let sandbox = Arc::new(Sandbox::new(sandbox_config.clone()).map_err(|error| LoadFailure {
+        origin: source.origin.clone(),
+        error: loader::LoadError::Link(error.to_string()),
+    })?);
+    let fail = |error| LoadFailure { origin: source.origin.clone(), error };
+    let component = loader::compile(&sandbox, &source.bytes).await.map_err(fail)?;
+    let (imports, exports) = (loader::import_names(&sandbox, &component), loader::export_names(&sandbox, &component));
+    let limits = LimitsReport {
+        fuel: settings.limits.fuel,
+        deadline_ms: settings.limits.deadline.as_millis() as u64,
+        memory_bytes: settings.limits.memory_bytes,
+        max_wasm_stack_bytes: sandbox_config.max_wasm_stack,
+        max_prompts: settings.limits.max_prompts,
+    };
+    let (file, size_bytes) = (source.origin.clone(), source.bytes.len());
+    let plugin = loader::load_compiled(&sandbox, source.clone(), &component, settings).await.map_err(fail)?;
+    Ok(Report {
+        plugin: plugin.id().to_string(),
+        file,
+        sha256: plugin.digest().to_string(),
+        size_bytes,
+        imports,
+        exports,
+        limits,
+        prompts: plugin
+            .prompts()
+            .iter()
+            .map(|prompt| convert::prompt(prompt, &format!("{}{}", plugin.prefix(), prompt.name)))
+            .collect(),
+    })
+}

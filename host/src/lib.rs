@@ -1,0 +1,35 @@
+//! prompt-host: an MCP server that serves prompts from sandboxed WebAssembly
+//! prompt packs.
+//!
+//! A request flows top to bottom through these modules, and each depends only
+//! on those below it:
+//! - [`transport`]: MCP over stdio;
+//! - [`handler`]: the MCP `ServerHandler`, one short method per request kind;
+//! - [`error`]: request errors and their JSON-RPC codes;
+//! - [`registry`]: the current snapshot of plugins and their catalog;
+//! - [`catalog`]: the merged prompt list, name resolution and cursors;
+//! - [`convert`]: WIT types to MCP types and back;
+//! - [`plugin`]: a loaded plugin and calls into it;
+//! - [`validate`]: checks on everything a plugin returns;
+//! - [`sandbox`]: the engine, limits, and one fresh store per call;
+//! - [`bindings`]: generated from the WIT package.
+//!
+//! Beside the request path: [`config`], [`startup`] (from config to
+//! registry), [`loader`] (from bytes to plugin), [`bundled`] (the example
+//! packs built in) and [`inspect`] (the `inspect` command).
+
+pub mod bindings;
+pub mod bundled;
+pub mod catalog;
+pub mod config;
+pub mod convert;
+pub mod error;
+pub mod handler;
+pub mod inspect;
+pub mod loader;
+pub mod plugin;
+pub mod registry;
+pub mod sandbox;
+pub mod startup;
+pub mod transport;
+pub mod validate;

@@ -1,0 +1,255 @@
+//! Plugin loading: from bytes on disk (or bundled in the binary) to a
+//! validated [`Plugin`].
+//!
+//! Loading checks, in order: that the bytes are a WebAssembly component, that
+//! it compiles, that it exports the prompt-provider interface, that its
+//! imports are ones the host provides, that listing its prompts stays within
+//! its limits, and that the prompts it lists are valid. The first failure
+//! stops the load and says which check failed and why.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use sha2::{Digest, Sha256};
+use wasmtime::component::Component;
+
+use crate::bindings::PROVIDER_INTERFACE;
+use crate::plugin::Plugin;
+use crate::sandbox::{CallFailure, Limits, PrepareError, Sandbox};
+use crate::validate;
+
+/// The bytes of a plugin and where they came from.
+#[derive(Debug, Clone)]
+pub struct PluginSource {
+    /// The plugin's name: its file name without `.wasm`.
+    pub id: String,
+    /// Where the bytes came from, for messages: a path, or "bundled".
+    pub origin: String,
+    pub bytes: Vec<u8>,
+}
+
+impl PluginSource {
+    /// Reads a `.wasm` file; the plugin is named after the file.
+    pub fn read(path: &Path) -> Result<PluginSource, LoadFailure> {
+        let origin = path.display().to_string();
+        let bytes = std::fs::read(path).map_err(|error| LoadFailure {
+            origin: origin.clone(),
+            error: LoadError::Read(error.to_string()),
+        })?;
+        Ok(PluginSource { id: plugin_id(path), origin, bytes })
+    }
+}
+
+/// The plugin name a file gives: its name without the `.wasm` extension.
+pub fn plugin_id(path: &Path) -> String {
+    path.file_stem().map(|stem| stem.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
+/// The `.wasm` files in a plugin directory, sorted by name.
+pub fn plugin_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.extension().is_some_and(|ext| ext == "wasm") && path.is_file() {
+            files.push(path);
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+/// What the operator configured for one plugin.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PluginSettings {
+    /// Put before each of the plugin's prompt names.
+    pub prefix: String,
+    /// The limits each call runs under.
+    pub limits: Limits,
+}
+
+/// Why a plugin could not be loaded.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum LoadError {
+    #[error("cannot read it: {0}")]
+    Read(String),
+    #[error("not a WebAssembly file: it does not start with the \\0asm magic bytes")]
+    NotWasm,
+    #[error(
+        "a core WebAssembly module, not a component: build the pack for the wasm32-wasip2 target, \
+         or wrap the module with `wasm-tools component new`"
+    )]
+    CoreModule,
+    #[error("not a valid WebAssembly component: {0}")]
+    Invalid(String),
+    #[error(
+        "does not export {PROVIDER_INTERFACE} (it exports: {exports}); \
+         build it against the prompt-pack world of the prompt-host WIT package"
+    )]
+    WrongWorld { exports: String },
+    #[error("cannot be linked: {0}")]
+    Link(String),
+    #[error("failed while listing its prompts: it {0}")]
+    List(CallFailure),
+    #[error("declares an invalid prompt: {0}")]
+    Definitions(String),
+}
+
+/// A plugin that failed to load, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadFailure {
+    pub origin: String,
+    pub error: LoadError,
+}
+
+impl fmt::Display for LoadFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.origin, self.error)
+    }
+}
+
+impl std::error::Error for LoadFailure {}
+
+/// The hex SHA-256 of a plugin's bytes.
+pub fn digest(bytes: &[u8]) -> String {
+    Sha256::digest(bytes).iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+/// Loads one plugin: compiles it, checks it, lists its prompts once in the
+/// sandbox and validates them.
+pub async fn load(
+    sandbox: &Arc<Sandbox>,
+    source: PluginSource,
+    settings: PluginSettings,
+) -> Result<Plugin, LoadFailure> {
+    let origin = source.origin.clone();
+    load_checked(sandbox, source, settings)
+        .await
+        .map_err(|error| LoadFailure { origin, error })
+}
+
+async fn load_checked(
+    sandbox: &Arc<Sandbox>,
+    source: PluginSource,
+    settings: PluginSettings,
+) -> Result<Plugin, LoadError> {
+    let component = compile(sandbox, &source.bytes).await?;
+    load_compiled(sandbox, source, &component, settings).await
+}
+
+/// Loads a plugin whose component is already compiled.
+pub async fn load_compiled(
+    sandbox: &Arc<Sandbox>,
+    source: PluginSource,
+    component: &Component,
+    settings: PluginSettings,
+) -> Result<Plugin, LoadError> {
+    let pre = prepare(sandbox, component)?;
+    let instance = sandbox.instantiate(&pre, &settings.limits, &source.id).await;
+    let prompts = instance.map_err(LoadError::List)?.list_prompts().await.map_err(LoadError::List)?;
+    validate::prompt_definitions(&prompts, settings.limits.max_prompts).map_err(LoadError::Definitions)?;
+    Ok(Plugin::new(
+        source.id,
+        digest(&source.bytes),
+        settings.prefix,
+        prompts,
+        settings.limits,
+        pre,
+        sandbox.clone(),
+    ))
+}
+
+/// Checks that the bytes are a component, then compiles them off the async
+/// runtime: compiling is CPU-bound and takes milliseconds to seconds.
+pub async fn compile(sandbox: &Arc<Sandbox>, bytes: &[u8]) -> Result<Component, LoadError> {
+    check_header(bytes)?;
+    let (sandbox, bytes) = (sandbox.clone(), bytes.to_vec());
+    tokio::task::spawn_blocking(move || sandbox.compile(&bytes))
+        .await
+        .expect("the compile task does not panic")
+        .map_err(|error| LoadError::Invalid(error.to_string()))
+}
+
+/// Links a compiled component, telling a component of another world apart
+/// from one that needs imports the host lacks.
+pub fn prepare(
+    sandbox: &Sandbox,
+    component: &Component,
+) -> Result<crate::bindings::PromptPackPre<crate::sandbox::CallState>, LoadError> {
+    let exports = export_names(sandbox, component);
+    if !exports.iter().any(|name| name == PROVIDER_INTERFACE) {
+        let exports = if exports.is_empty() { "nothing".to_string() } else { exports.join(", ") };
+        return Err(LoadError::WrongWorld { exports });
+    }
+    sandbox.prepare(component).map_err(|error| match error {
+        PrepareError::Compile(message) => LoadError::Invalid(message),
+        PrepareError::Link(message) => LoadError::Link(message),
+    })
+}
+
+/// The names a component exports.
+pub fn export_names(sandbox: &Sandbox, component: &Component) -> Vec<String> {
+    let engine = sandbox.engine();
+    component.component_type().exports(engine).map(|(name, _)| name.to_string()).collect()
+}
+
+/// The names a component imports.
+pub fn import_names(sandbox: &Sandbox, component: &Component) -> Vec<String> {
+    let engine = sandbox.engine();
+    component.component_type().imports(engine).map(|(name, _)| name.to_string()).collect()
+}
+
+/// The first eight bytes of a WebAssembly binary: the magic `\0asm`, then a
+/// version and a layer that tell a core module from a component.
+fn check_header(bytes: &[u8]) -> Result<(), LoadError> {
+    const MAGIC: &[u8] = b"\0asm";
+    const CORE_MODULE: &[u8] = &[1, 0, 0, 0];
+    if !bytes.starts_with(MAGIC) {
+        return Err(LoadError::NotWasm);
+    }
+    if bytes.get(4..8) == Some(CORE_MODULE) {
+        return Err(LoadError::CoreModule);
+    }
+    Ok(())
+}
+
+/// Loads many plugins concurrently. Returns the ones that loaded, in the order
+/// of `sources`, and the failures.
+pub async fn load_all(
+    sandbox: &Arc<Sandbox>,
+    sources: Vec<PluginSource>,
+    settings: impl Fn(&str) -> PluginSettings,
+) -> (Vec<Arc<Plugin>>, Vec<LoadFailure>) {
+    let mut tasks = tokio::task::JoinSet::new();
+    for (index, source) in sources.into_iter().enumerate() {
+        let (sandbox, settings) = (sandbox.clone(), settings(&source.id));
+        tasks.spawn(async move { (index, load(&sandbox, source, settings).await) });
+    }
+    let mut results = tasks.join_all().await;
+    results.sort_by_key(|(index, _)| *index);
+    let (mut plugins, mut failures) = (Vec::new(), Vec::new());
+    for (_, result) in results {
+        match result {
+            Ok(plugin) => plugins.push(Arc::new(plugin)),
+            Err(failure) => failures.push(failure),
+        }
+    }
+    (plugins, failures)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headers_tell_files_apart() {
+        assert_eq!(check_header(b"hello world"), Err(LoadError::NotWasm));
+        assert_eq!(check_header(b"\0asm\x01\0\0\0rest"), Err(LoadError::CoreModule));
+        assert_eq!(check_header(b"\0asm\x0d\0\x01\0rest"), Ok(()));
+    }
+
+    #[test]
+    fn plugins_are_named_after_their_files() {
+        assert_eq!(plugin_id(Path::new("/srv/packs/code_review.wasm")), "code_review");
+    }
+}

@@ -1,0 +1,133 @@
+//! A loaded plugin: its identity, its validated prompt definitions, and calls
+//! into it, each in a fresh sandboxed instance.
+
+use std::sync::Arc;
+
+use crate::bindings::{PromptPackPre, provider};
+use crate::sandbox::{CallFailure, CallState, Limits, Sandbox};
+use crate::validate;
+
+/// A prompt pack, loaded, validated and ready to call.
+pub struct Plugin {
+    id: String,
+    digest: String,
+    prefix: String,
+    prompts: Vec<provider::Prompt>,
+    limits: Limits,
+    pre: PromptPackPre<CallState>,
+    sandbox: Arc<Sandbox>,
+}
+
+/// Why a call into a plugin did not produce a usable answer. Every message
+/// names the plugin.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum PluginError {
+    #[error("plugin '{plugin}' {failure}")]
+    Failed { plugin: String, failure: CallFailure },
+    #[error("plugin '{plugin}' rejected the arguments of prompt '{prompt}': {message}")]
+    InvalidArguments { plugin: String, prompt: String, message: String },
+    #[error("plugin '{plugin}' failed on prompt '{prompt}': {message}")]
+    Internal { plugin: String, prompt: String, message: String },
+    #[error("plugin '{plugin}' does not know prompt '{prompt}', although it listed it")]
+    Disowned { plugin: String, prompt: String },
+    #[error("plugin '{plugin}' returned an invalid reply for prompt '{prompt}': {problem}")]
+    InvalidReply { plugin: String, prompt: String, problem: String },
+}
+
+impl PluginError {
+    /// The plugin the error is about.
+    pub fn plugin(&self) -> &str {
+        match self {
+            PluginError::Failed { plugin, .. }
+            | PluginError::InvalidArguments { plugin, .. }
+            | PluginError::Internal { plugin, .. }
+            | PluginError::Disowned { plugin, .. }
+            | PluginError::InvalidReply { plugin, .. } => plugin,
+        }
+    }
+}
+
+impl Plugin {
+    pub(crate) fn new(
+        id: String,
+        digest: String,
+        prefix: String,
+        prompts: Vec<provider::Prompt>,
+        limits: Limits,
+        pre: PromptPackPre<CallState>,
+        sandbox: Arc<Sandbox>,
+    ) -> Plugin {
+        Plugin { id, digest, prefix, prompts, limits, pre, sandbox }
+    }
+
+    /// The plugin's name: its file name without `.wasm`.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The SHA-256 of the plugin's bytes, in hex.
+    pub fn digest(&self) -> &str {
+        &self.digest
+    }
+
+    /// What the operator asked to put before each of its prompt names.
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// The prompts the plugin declared, validated, in its order.
+    pub fn prompts(&self) -> &[provider::Prompt] {
+        &self.prompts
+    }
+
+    /// The limits each call into this plugin runs under.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    fn failed(&self, failure: CallFailure) -> PluginError {
+        PluginError::Failed { plugin: self.id.clone(), failure }
+    }
+
+    /// Runs the plugin's `get-prompt` for its prompt `prompt` (the name it
+    /// declared), and checks the reply.
+    pub async fn get_prompt(
+        &self,
+        prompt: &str,
+        arguments: &[provider::Argument],
+    ) -> Result<provider::PromptReply, PluginError> {
+        let instance = self.sandbox.instantiate(&self.pre, &self.limits, &self.id).await;
+        let answer = instance.map_err(|f| self.failed(f))?.get_prompt(prompt, arguments).await;
+        let reply = answer.map_err(|f| self.failed(f))?.map_err(|e| self.prompt_error(prompt, e))?;
+        validate::reply(&reply).map_err(|problem| PluginError::InvalidReply {
+            plugin: self.id.clone(),
+            prompt: prompt.to_string(),
+            problem,
+        })?;
+        Ok(reply)
+    }
+
+    /// Runs the plugin's `complete` for an argument of its prompt `prompt`.
+    pub async fn complete(
+        &self,
+        prompt: &str,
+        argument: &str,
+        value: &str,
+        context: &[provider::Argument],
+    ) -> Result<provider::Completion, PluginError> {
+        let instance = self.sandbox.instantiate(&self.pre, &self.limits, &self.id).await;
+        let answer = instance.map_err(|f| self.failed(f))?.complete(prompt, argument, value, context).await;
+        answer.map_err(|f| self.failed(f))?.map_err(|e| self.prompt_error(prompt, e))
+    }
+
+    fn prompt_error(&self, prompt: &str, error: provider::PromptError) -> PluginError {
+        let (plugin, prompt) = (self.id.clone(), prompt.to_string());
+        match error {
+            provider::PromptError::NotFound => PluginError::Disowned { plugin, prompt },
+            provider::PromptError::InvalidArguments(message) => {
+                PluginError::InvalidArguments { plugin, prompt, message }
+            }
+            provider::PromptError::Internal(message) => PluginError::Internal { plugin, prompt, message },
+        }
+    }
+}

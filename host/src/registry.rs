@@ -1,0 +1,77 @@
+//! The registry: the plugins being served and their catalog, as one immutable
+//! snapshot that is swapped whole.
+//!
+//! A request takes one snapshot and uses it to the end, so it never sees half
+//! of a change, and a plugin it is calling stays alive until it is done.
+
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+
+use crate::catalog::{Catalog, Entry, PluginSummary};
+use crate::convert;
+use crate::plugin::Plugin;
+
+/// The plugins being served, and the catalog merged from them.
+pub struct Snapshot {
+    plugins: Vec<Arc<Plugin>>,
+    catalog: Catalog,
+}
+
+impl Snapshot {
+    /// Merges the plugins' prompts into a catalog. A prompt whose served name
+    /// is taken by another plugin is skipped with a warning naming both.
+    pub fn new(plugins: Vec<Arc<Plugin>>) -> Snapshot {
+        let summaries: Vec<PluginSummary> = plugins.iter().map(|plugin| summary(plugin)).collect();
+        let (catalog, skipped) = Catalog::build(&summaries);
+        for skip in skipped {
+            tracing::warn!(
+                prompt = %skip.name,
+                plugin = %skip.plugin,
+                served_by = %skip.served_by,
+                "prompt '{}' of plugin '{}' is skipped: plugin '{}' already serves that name",
+                skip.name, skip.plugin, skip.served_by
+            );
+        }
+        Snapshot { plugins, catalog }
+    }
+
+    pub fn catalog(&self) -> &Catalog {
+        &self.catalog
+    }
+
+    pub fn plugins(&self) -> &[Arc<Plugin>] {
+        &self.plugins
+    }
+
+    /// The prompt served under `name`, and the plugin that owns it.
+    pub fn resolve(&self, name: &str) -> Option<(&Entry, &Arc<Plugin>)> {
+        let entry = self.catalog.resolve(name)?;
+        Some((entry, &self.plugins[entry.plugin]))
+    }
+}
+
+fn summary(plugin: &Plugin) -> PluginSummary {
+    PluginSummary {
+        id: plugin.id().to_string(),
+        digest: plugin.digest().to_string(),
+        prefix: plugin.prefix().to_string(),
+        prompts: plugin.prompts().iter().map(|prompt| convert::prompt(prompt, &prompt.name)).collect(),
+    }
+}
+
+/// Holds the current snapshot.
+pub struct Registry {
+    current: ArcSwap<Snapshot>,
+}
+
+impl Registry {
+    pub fn new(plugins: Vec<Arc<Plugin>>) -> Registry {
+        Registry { current: ArcSwap::from_pointee(Snapshot::new(plugins)) }
+    }
+
+    /// The current snapshot, for one request to use to its end.
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.current.load_full()
+    }
+}

@@ -1,0 +1,463 @@
+//! The sandbox: where plugin code runs, and the limits it runs under.
+//!
+//! Every call into a plugin gets a fresh [`Store`] instantiated from a
+//! pre-instantiated component, so a trap or a blown limit poisons nothing but
+//! that one call. Each call is bounded by
+//! - fuel (instructions executed),
+//! - a wall-clock deadline, enforced by epoch interruption in WebAssembly code
+//!   and by a timer around host calls that block,
+//! - linear memory, tables and instances (a [`ResourceLimiter`]),
+//! - the engine's WebAssembly stack size,
+//! - and a bound on how many instances run at once.
+//!
+//! Plugins get WASI with nothing granted: no files, no environment, no
+//! arguments, no network, empty stdin. What they print is captured and logged,
+//! never written to the host's stdout.
+//!
+//! This module knows nothing of MCP.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use wasmtime::component::{Component, Linker, ResourceTable};
+use wasmtime::{Config, Engine, ResourceLimiter, Store, Trap, UpdateDeadline};
+use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
+use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+
+use crate::bindings::{PromptPack, PromptPackPre, provider};
+
+/// How often the engine's epoch advances. A running call yields to the async
+/// runtime at every tick, and its deadline is checked at every tick.
+const EPOCH_TICK: Duration = Duration::from_millis(5);
+
+/// Limits on one call into a plugin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limits {
+    /// Fuel (roughly, WebAssembly instructions) one call may burn.
+    pub fuel: u64,
+    /// Wall-clock time one call may take, instantiation included.
+    pub deadline: Duration,
+    /// Bytes of linear memory one memory of the instance may grow to.
+    pub memory_bytes: usize,
+    /// Bytes of stdout and of stderr kept from one call, for the log.
+    pub output_capture_bytes: usize,
+    /// Prompts one plugin may declare.
+    pub max_prompts: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            fuel: 500_000_000,
+            deadline: Duration::from_millis(1000),
+            memory_bytes: 64 << 20,
+            output_capture_bytes: 16 << 10,
+            max_prompts: 1000,
+        }
+    }
+}
+
+/// Settings of the sandbox shared by every plugin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxConfig {
+    /// WebAssembly stack one call may use, in bytes.
+    pub max_wasm_stack: usize,
+    /// Plugin instances that may run at once, across all plugins.
+    pub max_concurrent_calls: usize,
+    /// How long a call waits for a free slot before it is refused as busy.
+    pub queue_wait: Duration,
+}
+
+impl Default for SandboxConfig {
+    fn default() -> Self {
+        SandboxConfig {
+            max_wasm_stack: 512 << 10,
+            max_concurrent_calls: 64,
+            queue_wait: Duration::from_millis(2000),
+        }
+    }
+}
+
+/// Why a call into a plugin failed. The messages complete a sentence that
+/// starts with the plugin's name: "plugin 'acme' exceeded its fuel budget".
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CallFailure {
+    #[error("exceeded its fuel budget ({budget} units)")]
+    OutOfFuel { budget: u64 },
+    #[error("exceeded its {} ms deadline", deadline.as_millis())]
+    DeadlineExceeded { deadline: Duration },
+    #[error("exceeded its {} MiB memory limit", limit_bytes >> 20)]
+    MemoryLimit { limit_bytes: usize },
+    #[error("overflowed its {} KiB stack", limit_bytes >> 10)]
+    StackOverflow { limit_bytes: usize },
+    #[error("panicked: {message}")]
+    Panic { message: String },
+    #[error("trapped: {message}")]
+    Trap { message: String },
+    #[error("could not be called: all {limit} sandbox slots stayed busy for {} ms", waited.as_millis())]
+    Busy { limit: usize, waited: Duration },
+}
+
+impl CallFailure {
+    /// A short, stable name for the kind of failure, for structured error data.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            CallFailure::OutOfFuel { .. } => "fuel",
+            CallFailure::DeadlineExceeded { .. } => "deadline",
+            CallFailure::MemoryLimit { .. } => "memory",
+            CallFailure::StackOverflow { .. } => "stack",
+            CallFailure::Panic { .. } => "panic",
+            CallFailure::Trap { .. } => "trap",
+            CallFailure::Busy { .. } => "busy",
+        }
+    }
+}
+
+/// Why a component could not be prepared for calls.
+#[derive(Debug, thiserror::Error)]
+pub enum PrepareError {
+    #[error("{0}")]
+    Compile(String),
+    #[error("{0}")]
+    Link(String),
+}
+
+/// The engine, the WASI linker and the slots that calls run in.
+pub struct Sandbox {
+    engine: Engine,
+    linker: Linker<CallState>,
+    config: SandboxConfig,
+    slots: Arc<Semaphore>,
+}
+
+impl Sandbox {
+    /// Creates the engine and starts its epoch ticker.
+    pub fn new(config: SandboxConfig) -> Result<Sandbox, PrepareError> {
+        let mut wasm_config = Config::new();
+        wasm_config
+            .consume_fuel(true)
+            .epoch_interruption(true)
+            .max_wasm_stack(config.max_wasm_stack)
+            .wasm_component_model(true);
+        let engine = Engine::new(&wasm_config).map_err(|e| PrepareError::Compile(e.to_string()))?;
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker)
+            .map_err(|e| PrepareError::Link(e.to_string()))?;
+        start_epoch_ticker(&engine);
+        Ok(Sandbox {
+            engine,
+            linker,
+            slots: Arc::new(Semaphore::new(config.max_concurrent_calls)),
+            config,
+        })
+    }
+
+    /// The engine, for compiling components.
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// Compiles a component from its binary form.
+    pub fn compile(&self, bytes: &[u8]) -> Result<Component, PrepareError> {
+        Component::new(&self.engine, bytes).map_err(|e| PrepareError::Compile(format!("{e:#}")))
+    }
+
+    /// Links a component against the WASI the host provides and checks that
+    /// it exports the prompt-provider interface.
+    pub fn prepare(&self, component: &Component) -> Result<PromptPackPre<CallState>, PrepareError> {
+        let instance_pre = self
+            .linker
+            .instantiate_pre(component)
+            .map_err(|e| PrepareError::Link(format!("{e:#}")))?;
+        PromptPackPre::new(instance_pre).map_err(|e| PrepareError::Link(format!("{e:#}")))
+    }
+
+    /// Instantiates a fresh instance of a prepared component, under `limits`.
+    /// `plugin` names the plugin in the log lines of what it printed.
+    pub async fn instantiate(
+        &self,
+        pre: &PromptPackPre<CallState>,
+        limits: &Limits,
+        plugin: &str,
+    ) -> Result<Instance, CallFailure> {
+        let slot = tokio::time::timeout(self.config.queue_wait, self.slots.clone().acquire_owned())
+            .await
+            .map_err(|_| CallFailure::Busy {
+                limit: self.config.max_concurrent_calls,
+                waited: self.config.queue_wait,
+            })?
+            .expect("the sandbox never closes its semaphore");
+
+        let stdout = MemoryOutputPipe::new(limits.output_capture_bytes);
+        let stderr = MemoryOutputPipe::new(limits.output_capture_bytes);
+        let wasi = WasiCtxBuilder::new()
+            .stdout(stdout.clone())
+            .stderr(stderr.clone())
+            .allow_tcp(false)
+            .allow_udp(false)
+            .allow_ip_name_lookup(false)
+            .build();
+        let started = Instant::now();
+        let state = CallState {
+            wasi,
+            table: ResourceTable::new(),
+            guard: MemoryGuard { memory_bytes: limits.memory_bytes, denied: None },
+            deadline: started + limits.deadline,
+        };
+        let mut store = Store::new(&self.engine, state);
+        store.limiter(|state| &mut state.guard);
+        store.set_fuel(limits.fuel).expect("fuel is enabled on the engine");
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_callback(|context| {
+            if Instant::now() >= context.data().deadline {
+                Err(DeadlineReached.into())
+            } else {
+                Ok(UpdateDeadline::Yield(1))
+            }
+        });
+
+        let mut instance = Instance {
+            store,
+            pack: None,
+            limits: limits.clone(),
+            max_wasm_stack: self.config.max_wasm_stack,
+            plugin: plugin.to_string(),
+            started,
+            stdout,
+            stderr,
+            _slot: slot,
+        };
+        let result = tokio::time::timeout(limits.deadline, pre.instantiate_async(&mut instance.store)).await;
+        instance.pack = Some(instance.settle(result)?);
+        Ok(instance)
+    }
+}
+
+/// One fresh instance of a plugin, for one call.
+pub struct Instance {
+    store: Store<CallState>,
+    pack: Option<PromptPack>,
+    limits: Limits,
+    max_wasm_stack: usize,
+    plugin: String,
+    started: Instant,
+    stdout: MemoryOutputPipe,
+    stderr: MemoryOutputPipe,
+    _slot: OwnedSemaphorePermit,
+}
+
+impl Instance {
+    fn take_pack(&mut self) -> PromptPack {
+        self.pack.take().expect("an Instance is handed out instantiated, and makes one call")
+    }
+
+    fn remaining(&self) -> Duration {
+        self.limits.deadline.saturating_sub(self.started.elapsed())
+    }
+
+    /// Calls the plugin's `list-prompts`.
+    pub async fn list_prompts(mut self) -> Result<Vec<provider::Prompt>, CallFailure> {
+        let (pack, remaining) = (self.take_pack(), self.remaining());
+        let call = pack.prompt_host_prompts_prompt_provider().call_list_prompts(&mut self.store);
+        let result = tokio::time::timeout(remaining, call).await;
+        self.settle(result)
+    }
+
+    /// Calls the plugin's `get-prompt`.
+    pub async fn get_prompt(
+        mut self,
+        name: &str,
+        arguments: &[provider::Argument],
+    ) -> Result<Result<provider::PromptReply, provider::PromptError>, CallFailure> {
+        let (pack, remaining) = (self.take_pack(), self.remaining());
+        let call = pack.prompt_host_prompts_prompt_provider().call_get_prompt(&mut self.store, name, arguments);
+        let result = tokio::time::timeout(remaining, call).await;
+        self.settle(result)
+    }
+
+    /// Calls the plugin's `complete`.
+    pub async fn complete(
+        mut self,
+        prompt: &str,
+        argument: &str,
+        value: &str,
+        context: &[provider::Argument],
+    ) -> Result<Result<provider::Completion, provider::PromptError>, CallFailure> {
+        let (pack, remaining) = (self.take_pack(), self.remaining());
+        let call = pack.prompt_host_prompts_prompt_provider().call_complete(&mut self.store, prompt, argument, value, context);
+        let result = tokio::time::timeout(remaining, call).await;
+        self.settle(result)
+    }
+
+    /// Logs what the plugin printed and turns a failed call into the
+    /// [`CallFailure`] that explains it.
+    fn settle<R>(
+        &mut self,
+        result: Result<wasmtime::Result<R>, tokio::time::error::Elapsed>,
+    ) -> Result<R, CallFailure> {
+        let stderr = String::from_utf8_lossy(&self.stderr.contents()).into_owned();
+        log_output(&self.plugin, "stdout", &String::from_utf8_lossy(&self.stdout.contents()));
+        log_output(&self.plugin, "stderr", &stderr);
+        let fuel_used = self.limits.fuel - self.store.get_fuel().unwrap_or(0);
+        tracing::debug!(plugin = %self.plugin, fuel_used, elapsed_us = self.started.elapsed().as_micros() as u64, "plugin call finished");
+        match result {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(error)) => Err(self.classify(&error, &stderr)),
+            Err(_) => Err(CallFailure::DeadlineExceeded { deadline: self.limits.deadline }),
+        }
+    }
+
+    fn classify(&self, error: &wasmtime::Error, stderr: &str) -> CallFailure {
+        if error.is::<DeadlineReached>() {
+            return CallFailure::DeadlineExceeded { deadline: self.limits.deadline };
+        }
+        match error.downcast_ref::<Trap>() {
+            Some(Trap::OutOfFuel) => return CallFailure::OutOfFuel { budget: self.limits.fuel },
+            Some(Trap::StackOverflow) => {
+                return CallFailure::StackOverflow { limit_bytes: self.max_wasm_stack };
+            }
+            Some(Trap::Interrupt) => {
+                return CallFailure::DeadlineExceeded { deadline: self.limits.deadline };
+            }
+            _ => {}
+        }
+        if self.store.data().guard.denied.is_some() {
+            return CallFailure::MemoryLimit { limit_bytes: self.limits.memory_bytes };
+        }
+        if let Some(message) = panic_message(stderr) {
+            return CallFailure::Panic { message };
+        }
+        let message = match error.downcast_ref::<Trap>() {
+            Some(trap) => trap.to_string(),
+            None => error.root_cause().to_string(),
+        };
+        CallFailure::Trap { message }
+    }
+}
+
+/// The state of one call's store.
+pub struct CallState {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    guard: MemoryGuard,
+    deadline: Instant,
+}
+
+impl WasiView for CallState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+    }
+}
+
+/// Caps linear memory, tables and instances, and remembers whether it refused
+/// a memory growth, so that the trap that follows (a Rust guest aborts when an
+/// allocation fails) can be reported as the memory limit it is.
+struct MemoryGuard {
+    memory_bytes: usize,
+    denied: Option<usize>,
+}
+
+/// Table elements one table may grow to.
+const MAX_TABLE_ELEMENTS: usize = 100_000;
+/// Core instances, tables and memories one component instance may create.
+const MAX_INSTANCES: usize = 100;
+const MAX_TABLES: usize = 100;
+const MAX_MEMORIES: usize = 10;
+
+impl ResourceLimiter for MemoryGuard {
+    fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+        if desired > self.memory_bytes {
+            self.denied = Some(desired);
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+        Ok(desired <= MAX_TABLE_ELEMENTS)
+    }
+
+    fn instances(&self) -> usize {
+        MAX_INSTANCES
+    }
+
+    fn tables(&self) -> usize {
+        MAX_TABLES
+    }
+
+    fn memories(&self) -> usize {
+        MAX_MEMORIES
+    }
+}
+
+/// Raised from the epoch callback when a call outlives its deadline.
+#[derive(Debug)]
+struct DeadlineReached;
+
+impl std::fmt::Display for DeadlineReached {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("deadline reached")
+    }
+}
+
+impl std::error::Error for DeadlineReached {}
+
+/// Advances the engine's epoch every [`EPOCH_TICK`] for as long as the engine
+/// lives. One thread per engine, whatever the number of plugins and calls.
+fn start_epoch_ticker(engine: &Engine) {
+    let engine = engine.weak();
+    std::thread::Builder::new()
+        .name("prompt-host-epoch".into())
+        .spawn(move || {
+            while let Some(engine) = engine.upgrade() {
+                engine.increment_epoch();
+                drop(engine);
+                std::thread::sleep(EPOCH_TICK);
+            }
+        })
+        .expect("failed to start the epoch ticker thread");
+}
+
+/// Extracts the message of a Rust panic from what a guest wrote to stderr:
+/// "thread '<unnamed>' panicked at src/lib.rs:9:5:\nboom\nnote: ..." gives
+/// "boom (at src/lib.rs:9:5)".
+fn panic_message(stderr: &str) -> Option<String> {
+    let start = stderr.find("panicked at ")? + "panicked at ".len();
+    let rest = &stderr[start..];
+    let (location, message) = rest.split_once(":\n")?;
+    let message: Vec<&str> = message.lines().take_while(|line| !line.starts_with("note: ")).collect();
+    Some(format!("{} (at {location})", message.join("\n").trim()))
+}
+
+fn log_output(plugin: &str, stream: &str, output: &str) {
+    for line in output.lines().filter(|line| !line.trim().is_empty()) {
+        tracing::info!(plugin, stream, "{line}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn panic_message_reads_rust_panic_output() {
+        let stderr = "\nthread '<unnamed>' panicked at src/lib.rs:9:5:\nboom\nnote: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n";
+        assert_eq!(panic_message(stderr).as_deref(), Some("boom (at src/lib.rs:9:5)"));
+    }
+
+    #[test]
+    fn panic_message_is_none_without_a_panic() {
+        assert_eq!(panic_message("memory allocation of 5 bytes failed\n"), None);
+    }
+
+    #[test]
+    fn failures_read_as_sentences_about_the_plugin() {
+        let fuel = CallFailure::OutOfFuel { budget: 500_000_000 };
+        assert_eq!(fuel.to_string(), "exceeded its fuel budget (500000000 units)");
+        let deadline = CallFailure::DeadlineExceeded { deadline: Duration::from_millis(1000) };
+        assert_eq!(deadline.to_string(), "exceeded its 1000 ms deadline");
+        let memory = CallFailure::MemoryLimit { limit_bytes: 64 << 20 };
+        assert_eq!(memory.to_string(), "exceeded its 64 MiB memory limit");
+    }
+}

@@ -1,0 +1,253 @@
+//! Write prompt packs for [prompt-host] in Rust.
+//!
+//! A prompt pack is a WebAssembly component that exports the
+//! `prompt-host:prompts/prompt-provider` interface (see `wit/` at the root of
+//! the repository). This crate generates the bindings for you and adds small
+//! helpers for the common work: declaring prompts, reading arguments, building
+//! messages and answering completions.
+//!
+//! ```ignore
+//! use prompt_pack::*;
+//!
+//! struct Pack;
+//!
+//! impl Guest for Pack {
+//!     fn list_prompts() -> Vec<Prompt> {
+//!         vec![prompt("greet", "Greets someone").argument(required("name", "Who to greet"))]
+//!     }
+//!
+//!     fn get_prompt(name: String, arguments: Vec<Argument>) -> Result<PromptReply, PromptError> {
+//!         let args = Arguments::from(arguments);
+//!         match name.as_str() {
+//!             "greet" => Ok(reply([user_text(format!("Say hello to {}.", args.require("name")?))])),
+//!             _ => Err(PromptError::NotFound),
+//!         }
+//!     }
+//!
+//!     fn complete(_: String, _: String, _: String, _: Vec<Argument>) -> Result<Completion, PromptError> {
+//!         Ok(no_completions())
+//!     }
+//! }
+//!
+//! prompt_pack::export_pack!(Pack);
+//! ```
+//!
+//! Build it with `cargo build --release --target wasm32-wasip2`; the
+//! `.wasm` file that lands in `target/wasm32-wasip2/release/` is the pack.
+//!
+//! [prompt-host]: https://github.com/prompt-host/prompt-host
+
+/// The bindings generated from the WIT package. Most packs only need the
+/// re-exports at the crate root.
+#[doc(hidden)]
+pub mod bindings {
+    wit_bindgen::generate!({
+        path: "../../wit",
+        world: "prompt-pack",
+        pub_export_macro: true,
+        export_macro_name: "export_pack",
+        default_bindings_module: "prompt_pack::bindings",
+    });
+}
+
+/// Exports a type implementing [`Guest`] as the pack's `prompt-provider`.
+pub use bindings::export_pack;
+
+pub use bindings::exports::prompt_host::prompts::prompt_provider::{
+    Annotations, Argument, Completion, Content, EmbeddedResource, Guest, Icon, IconTheme,
+    MediaContent, Message, Prompt, PromptArgument, PromptError, PromptReply, ResourceBody,
+    ResourceLink, Role, TextContent,
+};
+
+/// Declares a prompt with a description and no arguments yet.
+pub fn prompt(name: &str, description: &str) -> Prompt {
+    Prompt {
+        name: name.to_string(),
+        title: None,
+        description: Some(description.to_string()),
+        arguments: Vec::new(),
+        icons: Vec::new(),
+    }
+}
+
+impl Prompt {
+    /// Sets the human-readable title.
+    pub fn title(mut self, title: &str) -> Self {
+        self.title = Some(title.to_string());
+        self
+    }
+
+    /// Adds an argument, after the ones already declared.
+    pub fn argument(mut self, argument: PromptArgument) -> Self {
+        self.arguments.push(argument);
+        self
+    }
+
+    /// Adds an icon.
+    pub fn icon(mut self, icon: Icon) -> Self {
+        self.icons.push(icon);
+        self
+    }
+}
+
+/// Declares an argument a client must pass.
+pub fn required(name: &str, description: &str) -> PromptArgument {
+    PromptArgument {
+        name: name.to_string(),
+        title: None,
+        description: Some(description.to_string()),
+        required: true,
+    }
+}
+
+/// Declares an argument a client may leave out.
+pub fn optional(name: &str, description: &str) -> PromptArgument {
+    PromptArgument {
+        required: false,
+        ..required(name, description)
+    }
+}
+
+/// The arguments of one request, looked up by name.
+pub struct Arguments(Vec<Argument>);
+
+impl From<Vec<Argument>> for Arguments {
+    fn from(arguments: Vec<Argument>) -> Self {
+        Arguments(arguments)
+    }
+}
+
+impl Arguments {
+    /// The value of `name`, if the client passed it.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|argument| argument.name == name)
+            .map(|argument| argument.value.as_str())
+    }
+
+    /// The value of `name`, or an invalid-arguments error naming it.
+    pub fn require(&self, name: &str) -> Result<&str, PromptError> {
+        self.get(name)
+            .ok_or_else(|| PromptError::InvalidArguments(format!("missing required argument '{name}'")))
+    }
+}
+
+/// A reply made of these messages, with no reply-specific description.
+pub fn reply(messages: impl IntoIterator<Item = Message>) -> PromptReply {
+    PromptReply {
+        description: None,
+        messages: messages.into_iter().collect(),
+    }
+}
+
+impl PromptReply {
+    /// Sets the description of this reply.
+    pub fn described(mut self, description: &str) -> Self {
+        self.description = Some(description.to_string());
+        self
+    }
+}
+
+/// A message with the given role and content.
+pub fn message(role: Role, content: Content) -> Message {
+    Message { role, content }
+}
+
+/// Text content.
+pub fn text(text: impl Into<String>) -> Content {
+    Content::Text(TextContent {
+        text: text.into(),
+        annotations: None,
+    })
+}
+
+/// A user message of plain text.
+pub fn user_text(text_: impl Into<String>) -> Message {
+    message(Role::User, text(text_))
+}
+
+/// An assistant message of plain text.
+pub fn assistant_text(text_: impl Into<String>) -> Message {
+    message(Role::Assistant, text(text_))
+}
+
+/// Image content from raw bytes; `mime_type` must start with `image/`.
+pub fn image(data: impl Into<Vec<u8>>, mime_type: &str) -> Content {
+    Content::Image(MediaContent {
+        data: data.into(),
+        mime_type: mime_type.to_string(),
+        annotations: None,
+    })
+}
+
+/// Audio content from raw bytes; `mime_type` must start with `audio/`.
+pub fn audio(data: impl Into<Vec<u8>>, mime_type: &str) -> Content {
+    Content::Audio(MediaContent {
+        data: data.into(),
+        mime_type: mime_type.to_string(),
+        annotations: None,
+    })
+}
+
+/// An embedded resource with textual contents.
+pub fn text_resource(uri: impl Into<String>, mime_type: &str, contents: impl Into<String>) -> Content {
+    Content::Resource(EmbeddedResource {
+        uri: uri.into(),
+        mime_type: Some(mime_type.to_string()),
+        body: ResourceBody::Text(contents.into()),
+        annotations: None,
+    })
+}
+
+/// An embedded resource with binary contents.
+pub fn blob_resource(uri: impl Into<String>, mime_type: &str, contents: impl Into<Vec<u8>>) -> Content {
+    Content::Resource(EmbeddedResource {
+        uri: uri.into(),
+        mime_type: Some(mime_type.to_string()),
+        body: ResourceBody::Blob(contents.into()),
+        annotations: None,
+    })
+}
+
+/// A link to a resource the client can fetch itself.
+pub fn resource_link(uri: impl Into<String>, name: &str, description: &str) -> Content {
+    Content::ResourceLink(ResourceLink {
+        uri: uri.into(),
+        name: name.to_string(),
+        title: None,
+        description: Some(description.to_string()),
+        mime_type: None,
+        size: None,
+        annotations: None,
+    })
+}
+
+/// The completion to return for an argument that offers none.
+pub fn no_completions() -> Completion {
+    Completion {
+        values: Vec::new(),
+        total: None,
+        has_more: false,
+    }
+}
+
+/// The most suggestions one completion may carry (the MCP limit).
+pub const MAX_COMPLETIONS: usize = 100;
+
+/// Completes `typed` from a fixed list of `options`: every option that starts
+/// with `typed`, ignoring ASCII case, in the order given.
+pub fn complete_from(options: &[&str], typed: &str) -> Completion {
+    let typed = typed.to_ascii_lowercase();
+    let matches: Vec<String> = options
+        .iter()
+        .filter(|option| option.to_ascii_lowercase().starts_with(&typed))
+        .map(|option| option.to_string())
+        .collect();
+    let total = matches.len();
+    Completion {
+        has_more: total > MAX_COMPLETIONS,
+        total: Some(total as u32),
+        values: matches.into_iter().take(MAX_COMPLETIONS).collect(),
+    }
+}
