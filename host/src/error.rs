@@ -6,7 +6,7 @@
 //! that failed or hit a limit. Each error carries structured `data` naming
 //! the prompt or plugin involved.
 
-use rmcp::model::ErrorData;
+use rmcp::model::{ErrorCode, ErrorData};
 use serde_json::{Value, json};
 
 use crate::catalog::CursorError;
@@ -29,6 +29,10 @@ pub enum RequestError {
     UnsupportedReference,
     #[error(transparent)]
     Plugin(#[from] PluginError),
+    #[error("invalid params for {method}: {problem}")]
+    InvalidParams { method: String, problem: String },
+    #[error("method not found: {0}")]
+    UnknownMethod(String),
 }
 
 impl RequestError {
@@ -42,6 +46,8 @@ impl RequestError {
             RequestError::Cursor(_) => json!({ "reason": "cursor" }),
             RequestError::UnsupportedReference => json!({ "reason": "reference" }),
             RequestError::Plugin(error) => plugin_data(error),
+            RequestError::InvalidParams { method, .. } => json!({ "method": method }),
+            RequestError::UnknownMethod(method) => json!({ "method": method }),
         }
     }
 }
@@ -78,15 +84,33 @@ fn limit(failure: &CallFailure) -> Option<Value> {
 impl From<RequestError> for ErrorData {
     fn from(error: RequestError) -> ErrorData {
         let (message, data) = (error.to_string(), Some(error.data()));
-        let client_error = match &error {
-            RequestError::Plugin(PluginError::InvalidArguments { .. }) => true,
-            RequestError::Plugin(_) => false,
-            _ => true,
+        let code = match &error {
+            RequestError::Plugin(PluginError::InvalidArguments { .. }) => ErrorCode::INVALID_PARAMS,
+            RequestError::Plugin(_) => ErrorCode::INTERNAL_ERROR,
+            RequestError::UnknownMethod(_) => ErrorCode::METHOD_NOT_FOUND,
+            _ => ErrorCode::INVALID_PARAMS,
         };
-        if client_error {
-            ErrorData::invalid_params(message, data)
-        } else {
-            ErrorData::internal_error(message, data)
-        }
+        ErrorData::new(code, message, data)
+    }
+}
+
+/// The error for a request rmcp could not parse: a method this server does
+/// not offer, or one of its methods with parameters of the wrong shape, which
+/// gets the reason the parameters were refused.
+pub fn unparsed_request(method: &str, params: Option<Value>) -> RequestError {
+    use rmcp::model::{CompleteRequestParams, GetPromptRequestParams, PaginatedRequestParams};
+    let problem = match method {
+        "prompts/get" => params_problem::<GetPromptRequestParams>(params),
+        "prompts/list" => params_problem::<PaginatedRequestParams>(params),
+        "completion/complete" => params_problem::<CompleteRequestParams>(params),
+        _ => return RequestError::UnknownMethod(method.to_string()),
+    };
+    RequestError::InvalidParams { method: method.to_string(), problem }
+}
+
+fn params_problem<T: serde::de::DeserializeOwned>(params: Option<Value>) -> String {
+    match serde_json::from_value::<T>(params.unwrap_or(Value::Null)) {
+        Err(error) => error.to_string(),
+        Ok(_) => "the parameters do not fit the method".to_string(),
     }
 }

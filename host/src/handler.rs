@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use rmcp::model::{
-    CompleteRequestParams, CompleteResult, ErrorData, GetPromptRequestParams, GetPromptResponse,
+    CompleteRequestParams, CompleteResult, CustomRequest, CustomResult, ErrorData, GetPromptRequestParams, GetPromptResponse,
     Implementation, InitializeResult, ListPromptsResult, PaginatedRequestParams, Reference,
     ServerCapabilities, ServerConfig,
 };
@@ -13,7 +13,7 @@ use rmcp::service::RequestContext;
 use rmcp::{RoleServer, ServerHandler};
 
 use crate::convert;
-use crate::error::RequestError;
+use crate::error::{self, RequestError};
 use crate::registry::Registry;
 
 /// The number of prompts on one page of `prompts/list`, unless configured.
@@ -121,6 +121,14 @@ impl ServerHandler for PromptServer {
     ) -> Result<CompleteResult, ErrorData> {
         let name = request.r#ref.as_prompt_name().unwrap_or_default().to_string();
         self.complete(request).await.map_err(|error| log_failure("completion/complete", &name, error))
+    }
+
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        Err(error::unparsed_request(&request.method, request.params).into())
     }
 }
 

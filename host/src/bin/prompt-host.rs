@@ -4,11 +4,13 @@ use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use prompt_host::config::ServeConfig;
 use prompt_host::handler::{DEFAULT_PAGE_SIZE, PromptServer};
+use prompt_host::sandbox::Limits;
 
 /// What is logged unless RUST_LOG says otherwise: the host's own events, and
 /// only rmcp's warnings (it logs every message it handles at info).
@@ -32,6 +34,8 @@ enum Command {
     Inspect {
         /// The plugin file (a WebAssembly component).
         file: PathBuf,
+        #[command(flatten)]
+        limits: LimitArgs,
     },
 }
 
@@ -47,6 +51,33 @@ struct ServeArgs {
     /// Serve the prompts of plugin PLUGIN under PREFIX followed by their declared names (repeatable).
     #[arg(long = "prefix", value_name = "PLUGIN=PREFIX", value_parser = parse_prefix)]
     prefixes: Vec<(String, String)>,
+    #[command(flatten)]
+    limits: LimitArgs,
+}
+
+/// Limits on every call into a plugin.
+#[derive(Args)]
+struct LimitArgs {
+    /// Fuel (roughly, WebAssembly instructions) one call may burn.
+    #[arg(long, value_name = "UNITS", default_value_t = Limits::default().fuel)]
+    fuel: u64,
+    /// Wall-clock milliseconds one call may take.
+    #[arg(long, value_name = "MS", default_value_t = Limits::default().deadline.as_millis() as u64)]
+    deadline_ms: u64,
+    /// MiB of linear memory one plugin instance may use.
+    #[arg(long, value_name = "MIB", default_value_t = Limits::default().memory_bytes >> 20)]
+    memory_mib: usize,
+}
+
+impl LimitArgs {
+    fn limits(&self) -> Limits {
+        Limits {
+            fuel: self.fuel,
+            deadline: Duration::from_millis(self.deadline_ms),
+            memory_bytes: self.memory_mib << 20,
+            ..Limits::default()
+        }
+    }
 }
 
 fn parse_prefix(text: &str) -> Result<(String, String), String> {
@@ -71,7 +102,7 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async {
         match cli.command {
             Command::Serve(args) => serve(args).await,
-            Command::Inspect { file } => inspect(file).await,
+            Command::Inspect { file, limits } => inspect(file, limits).await,
         }
     });
     match result {
@@ -88,6 +119,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         plugins_dir: args.plugins,
         page_size: args.page_size as usize,
         prefixes: args.prefixes.into_iter().collect::<BTreeMap<_, _>>(),
+        limits: args.limits.limits(),
         ..ServeConfig::default()
     };
     let registry = prompt_host::startup::load_registry(&config).await?;
@@ -95,8 +127,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     prompt_host::transport::serve_stdio(server).await.context("serving MCP over stdio")
 }
 
-async fn inspect(file: PathBuf) -> anyhow::Result<()> {
-    let config = ServeConfig::default();
+async fn inspect(file: PathBuf, limits: LimitArgs) -> anyhow::Result<()> {
+    let config = ServeConfig { limits: limits.limits(), ..ServeConfig::default() };
     let settings = config.plugin_settings(&prompt_host::loader::plugin_id(&file));
     let report = prompt_host::inspect::inspect(&file, settings, config.sandbox).await?;
     println!("{}", serde_json::to_string_pretty(&report)?);

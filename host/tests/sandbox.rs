@@ -1,0 +1,171 @@
+//! Hostile plugins, over the real binary: each misdeed ends in its own clear
+//! error naming the plugin, and the host keeps serving.
+
+mod support;
+
+use serde_json::{Value, json};
+use support::{Server, only_text, plugin_dir};
+
+fn serve_hostile(extra: &[&str]) -> (tempfile::TempDir, Server) {
+    let dir = plugin_dir(&["hostile", "code_review"]);
+    let mut args = vec!["--plugins", dir.path().to_str().unwrap()];
+    args.extend_from_slice(extra);
+    let server = Server::start(&args);
+    (dir, server)
+}
+
+/// Asserts that `prompt` fails with `code` and `message`, then that the same
+/// plugin and another one still answer.
+fn assert_contained(server: &mut Server, prompt: &str, code: i64, message: &str) -> Value {
+    let error = server.error("prompts/get", json!({ "name": prompt }));
+    assert_eq!(error["code"], code, "{prompt}: {error}");
+    assert_eq!(error["message"], message, "{prompt}");
+    assert_eq!(only_text(&server.get_prompt("echo", json!({ "text": "still here" }))), "still here");
+    assert_eq!(only_text(&server.get_prompt("code_review", json!({ "code": "x" }))), "Please review this Python code:\nx");
+    error
+}
+
+#[test]
+fn an_endless_loop_runs_out_of_fuel() {
+    let (_dir, mut server) = serve_hostile(&["--fuel", "2000000", "--deadline-ms", "60000"]);
+    let error = assert_contained(&mut server, "spin", -32603, "plugin 'hostile' exceeded its fuel budget (2000000 units)");
+    assert_eq!(error["data"], json!({ "plugin": "hostile", "failure": "fuel", "limit": { "fuel": 2000000 } }));
+}
+
+#[test]
+fn an_endless_loop_meets_the_deadline() {
+    let (_dir, mut server) = serve_hostile(&["--fuel", "100000000000000", "--deadline-ms", "300"]);
+    let error = assert_contained(&mut server, "spin", -32603, "plugin 'hostile' exceeded its 300 ms deadline");
+    assert_eq!(error["data"], json!({ "plugin": "hostile", "failure": "deadline", "limit": { "milliseconds": 300 } }));
+}
+
+#[test]
+fn a_call_that_never_returns_from_the_host_meets_the_deadline() {
+    let (_dir, mut server) = serve_hostile(&["--deadline-ms", "300"]);
+    assert_contained(&mut server, "sleep", -32603, "plugin 'hostile' exceeded its 300 ms deadline");
+}
+
+#[test]
+fn an_endless_completion_runs_out_of_fuel() {
+    let (_dir, mut server) = serve_hostile(&["--fuel", "2000000", "--deadline-ms", "60000"]);
+    let error = server.error(
+        "completion/complete",
+        json!({ "ref": { "type": "ref/prompt", "name": "spin" }, "argument": { "name": "a", "value": "" } }),
+    );
+    assert_eq!(error["code"], -32603);
+    assert_eq!(error["message"], "plugin 'hostile' exceeded its fuel budget (2000000 units)");
+    assert_eq!(only_text(&server.get_prompt("echo", json!({}))), "echo");
+}
+
+#[test]
+fn unbounded_allocation_meets_the_memory_limit() {
+    let (_dir, mut server) = serve_hostile(&["--memory-mib", "16"]);
+    let error = assert_contained(&mut server, "grow", -32603, "plugin 'hostile' exceeded its 16 MiB memory limit");
+    assert_eq!(error["data"], json!({ "plugin": "hostile", "failure": "memory", "limit": { "bytes": 16 << 20 } }));
+}
+
+#[test]
+fn a_reply_of_hundreds_of_megabytes_meets_the_memory_limit() {
+    let (_dir, mut server) = serve_hostile(&[]);
+    assert_contained(&mut server, "huge-reply", -32603, "plugin 'hostile' exceeded its 64 MiB memory limit");
+}
+
+#[test]
+fn deep_recursion_overflows_the_stack() {
+    let (_dir, mut server) = serve_hostile(&[]);
+    assert_contained(&mut server, "recurse", -32603, "plugin 'hostile' overflowed its 512 KiB stack");
+}
+
+#[test]
+fn a_panic_is_reported_with_its_message() {
+    let (_dir, mut server) = serve_hostile(&[]);
+    let error = server.error("prompts/get", json!({ "name": "panic" }));
+    assert_eq!(error["code"], -32603);
+    let message = error["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("plugin 'hostile' panicked: hostile plugin panicked on purpose (at hostile/src/lib.rs:"),
+        "{message}"
+    );
+    assert_eq!(error["data"], json!({ "plugin": "hostile", "failure": "panic" }));
+    assert_eq!(only_text(&server.get_prompt("echo", json!({}))), "echo");
+}
+
+#[test]
+fn invalid_replies_never_reach_the_client() {
+    let (_dir, mut server) = serve_hostile(&[]);
+    assert_contained(
+        &mut server,
+        "bad-mime",
+        -32603,
+        "plugin 'hostile' returned an invalid reply for prompt 'bad-mime': message 0: image mime type \"text/plain\" does not start with image/",
+    );
+    assert_contained(
+        &mut server,
+        "bad-uri",
+        -32603,
+        "plugin 'hostile' returned an invalid reply for prompt 'bad-uri': message 0: resource uri \"not a uri\" is not a URI (relative URL without a base)",
+    );
+}
+
+#[test]
+fn the_plugin_sees_no_files_no_environment_and_no_network() {
+    let (_dir, mut server) = serve_hostile(&[]);
+    assert_contained(
+        &mut server,
+        "read-file",
+        -32603,
+        "plugin 'hostile' failed on prompt 'read-file': reading /etc/passwd failed: No such file or directory (os error 44)",
+    );
+    assert_contained(
+        &mut server,
+        "read-env",
+        -32603,
+        "plugin 'hostile' failed on prompt 'read-env': reading $HOME failed: environment variable not found",
+    );
+    assert_contained(
+        &mut server,
+        "open-socket",
+        -32603,
+        "plugin 'hostile' failed on prompt 'open-socket': connecting to 127.0.0.1:80 failed: Permission denied (os error 2)",
+    );
+}
+
+#[test]
+fn what_a_plugin_prints_goes_to_the_log_not_the_protocol() {
+    let (_dir, mut server) = serve_hostile(&[]);
+    // `response` fails the test if stdout carries anything but JSON-RPC.
+    assert_eq!(only_text(&server.get_prompt("chatty", json!({}))), "chatted");
+    let stderr = server.wait_for_stderr("hello from the plugin's stderr");
+    assert!(stderr.contains("hello from the plugin's stdout"), "{stderr}");
+}
+
+#[test]
+fn a_plugin_that_loops_while_listing_is_not_loaded() {
+    let dir = plugin_dir(&["hostile_list_loop", "code_review"]);
+    let mut server = Server::start(&["--plugins", dir.path().to_str().unwrap(), "--fuel", "2000000"]);
+    assert_eq!(server.list_all_names(), ["code_review"]);
+    server.wait_for_stderr(&format!(
+        "{}: failed while listing its prompts: it exceeded its fuel budget (2000000 units)",
+        dir.path().join("hostile_list_loop.wasm").display()
+    ));
+}
+
+#[test]
+fn slow_calls_do_not_hold_up_others() {
+    let (_dir, mut server) = serve_hostile(&["--deadline-ms", "3000"]);
+    let sleepers: Vec<u64> =
+        (0..4).map(|_| server.send_request("prompts/get", json!({ "name": "sleep" }))).collect();
+    let spinners: Vec<u64> = (0..2)
+        .map(|_| server.send_request("prompts/get", json!({ "name": "spin" })))
+        .collect();
+    let started = std::time::Instant::now();
+    let fast = server.send_request("prompts/get", json!({ "name": "code_review", "arguments": { "code": "x" } }));
+    let response = server.response(fast);
+    let waited = started.elapsed();
+    assert_eq!(only_text(&response["result"]), "Please review this Python code:\nx");
+    // Generous: the slow calls take 3 s each; the fast one must not wait for them.
+    assert!(waited < std::time::Duration::from_millis(2000), "the fast call took {waited:?}");
+    for id in sleepers.into_iter().chain(spinners) {
+        assert_eq!(server.response(id)["error"]["code"], -32603);
+    }
+}

@@ -1,0 +1,234 @@
+//! Drives the real `prompt-host` binary over stdio, as an MCP client would,
+//! with raw JSON-RPC so tests see exactly what goes over the wire.
+
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+/// How long a test waits for one response before it fails.
+const RESPONSE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The directory the plugin workspace builds its components into.
+pub fn built_plugins() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins/target/wasm32-wasip2/release")
+}
+
+/// The path of one built plugin, by crate file name (`code_review`).
+pub fn built_plugin(name: &str) -> PathBuf {
+    let path = built_plugins().join(format!("{name}.wasm"));
+    assert!(path.exists(), "{} is missing: the build script builds plugins/", path.display());
+    path
+}
+
+/// A fresh plugin directory holding copies of the named built plugins.
+pub fn plugin_dir(names: &[&str]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for name in names {
+        std::fs::copy(built_plugin(name), dir.path().join(format!("{name}.wasm"))).unwrap();
+    }
+    dir
+}
+
+/// A running `prompt-host serve`.
+pub struct Server {
+    child: Child,
+    stdin: ChildStdin,
+    lines: Receiver<String>,
+    stderr: Arc<Mutex<String>>,
+    next_id: u64,
+    /// Responses read while waiting for another one, by id.
+    pending: HashMap<u64, Value>,
+    /// Notifications from the server, in the order they came.
+    pub notifications: Vec<Value>,
+}
+
+impl Server {
+    /// Starts `prompt-host serve` with these arguments, without initializing.
+    pub fn spawn(args: &[&str]) -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_prompt-host"))
+            .arg("serve")
+            .args(args)
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("failed to start prompt-host");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (sender, lines) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if sender.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let sink = stderr.clone();
+        let mut pipe = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            let mut buffer = [0u8; 4096];
+            while let Ok(n) = pipe.read(&mut buffer) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock().unwrap().push_str(&String::from_utf8_lossy(&buffer[..n]));
+            }
+        });
+        Server { child, stdin, lines, stderr, next_id: 1, pending: HashMap::new(), notifications: Vec::new() }
+    }
+
+    /// Starts `prompt-host serve` and completes the MCP handshake.
+    pub fn start(args: &[&str]) -> Server {
+        let mut server = Server::spawn(args);
+        server.initialize("2025-11-25");
+        server
+    }
+
+    /// Sends `initialize` with `version`, then `notifications/initialized`.
+    /// Returns the initialize result.
+    pub fn initialize(&mut self, version: &str) -> Value {
+        let result = self.result(
+            "initialize",
+            json!({
+                "protocolVersion": version,
+                "capabilities": {},
+                "clientInfo": { "name": "prompt-host-tests", "version": "1.0.0" }
+            }),
+        );
+        self.send(&json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
+        result
+    }
+
+    /// Writes one message.
+    pub fn send(&mut self, message: &Value) {
+        writeln!(self.stdin, "{message}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// Writes a raw line, which need not be valid JSON.
+    pub fn send_raw(&mut self, line: &str) {
+        writeln!(self.stdin, "{line}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// Sends a request and returns its id.
+    pub fn send_request(&mut self, method: &str, params: Value) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }));
+        id
+    }
+
+    /// Reads messages until the response to `id` arrives, and returns it.
+    /// Every line on stdout must be a JSON-RPC message.
+    pub fn response(&mut self, id: u64) -> Value {
+        if let Some(response) = self.pending.remove(&id) {
+            return response;
+        }
+        loop {
+            let line = match self.lines.recv_timeout(RESPONSE_TIMEOUT) {
+                Ok(line) => line,
+                Err(RecvTimeoutError::Timeout) => panic!("no response to request {id}; stderr:\n{}", self.stderr()),
+                Err(RecvTimeoutError::Disconnected) => panic!("the server closed stdout; stderr:\n{}", self.stderr()),
+            };
+            let message: Value = serde_json::from_str(&line)
+                .unwrap_or_else(|error| panic!("stdout carried a line that is not JSON ({error}): {line}"));
+            assert_eq!(message["jsonrpc"], "2.0", "not a JSON-RPC message: {line}");
+            match message["id"].as_u64() {
+                Some(found) if found == id => return message,
+                Some(other) => {
+                    self.pending.insert(other, message);
+                }
+                None => self.notifications.push(message),
+            }
+        }
+    }
+
+    /// Sends a request and returns its whole response.
+    pub fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.send_request(method, params);
+        self.response(id)
+    }
+
+    /// Sends a request that must succeed, and returns its result.
+    pub fn result(&mut self, method: &str, params: Value) -> Value {
+        let response = self.request(method, params);
+        assert!(response.get("error").is_none(), "{method} failed: {response}");
+        response["result"].clone()
+    }
+
+    /// Sends a request that must fail, and returns its error object.
+    pub fn error(&mut self, method: &str, params: Value) -> Value {
+        let response = self.request(method, params);
+        assert!(response.get("result").is_none(), "{method} should have failed: {response}");
+        response["error"].clone()
+    }
+
+    /// Gets a prompt that must succeed.
+    pub fn get_prompt(&mut self, name: &str, arguments: Value) -> Value {
+        self.result("prompts/get", json!({ "name": name, "arguments": arguments }))
+    }
+
+    /// Every prompt name, walking all pages of `prompts/list`.
+    pub fn list_all_names(&mut self) -> Vec<String> {
+        let mut names = Vec::new();
+        let mut cursor: Option<String> = None;
+        loop {
+            let params = match &cursor {
+                Some(cursor) => json!({ "cursor": cursor }),
+                None => json!({}),
+            };
+            let page = self.result("prompts/list", params);
+            for prompt in page["prompts"].as_array().unwrap() {
+                names.push(prompt["name"].as_str().unwrap().to_string());
+            }
+            match page.get("nextCursor").and_then(Value::as_str) {
+                Some(next) => cursor = Some(next.to_string()),
+                None => return names,
+            }
+        }
+    }
+
+    /// Everything the server has written to stderr so far.
+    pub fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    /// Waits until stderr contains `text`, or fails after the response timeout.
+    pub fn wait_for_stderr(&self, text: &str) -> String {
+        let deadline = std::time::Instant::now() + RESPONSE_TIMEOUT;
+        loop {
+            let stderr = self.stderr();
+            if stderr.contains(text) {
+                return stderr;
+            }
+            assert!(std::time::Instant::now() < deadline, "stderr never said {text:?}:\n{stderr}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The text of the only message of a `prompts/get` result.
+pub fn only_text(result: &Value) -> &str {
+    let messages = result["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 1, "expected one message: {result}");
+    messages[0]["content"]["text"].as_str().unwrap()
+}
