@@ -1,11 +1,34 @@
-//! Configuration of a serving host.
+//! Configuration of a serving host: defaults, the TOML config file, and how
+//! the two combine for each plugin.
+//!
+//! ```toml
+//! [server]
+//! plugins = "/srv/prompt-packs"   # the plugin directory
+//! page_size = 100                 # prompts per page of prompts/list
+//!
+//! [limits]                        # every plugin, unless overridden below
+//! fuel = 500000000
+//! deadline_ms = 1000
+//! memory_mib = 64
+//!
+//! [sandbox]                       # shared by all plugins
+//! max_concurrent_calls = 64
+//!
+//! [plugins.acme]                  # the plugin in acme.wasm
+//! prefix = "acme-"
+//! limits = { deadline_ms = 3000 }
+//! ```
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
 
 use crate::handler::DEFAULT_PAGE_SIZE;
+use crate::limits::Limits;
 use crate::loader::PluginSettings;
-use crate::sandbox::{Limits, SandboxConfig};
+use crate::sandbox::SandboxConfig;
 
 /// Everything `prompt-host serve` needs to know.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -14,12 +37,24 @@ pub struct ServeConfig {
     pub plugins_dir: Option<PathBuf>,
     /// Prompts on one page of `prompts/list`.
     pub page_size: usize,
-    /// The limits every plugin call runs under.
+    /// The limits of every plugin without its own.
     pub limits: Limits,
     /// Settings of the sandbox shared by all plugins.
     pub sandbox: SandboxConfig,
-    /// Prefixes to put before the prompt names of some plugins, by plugin name.
-    pub prefixes: BTreeMap<String, String>,
+    /// What is configured for particular plugins, by plugin name.
+    pub plugins: BTreeMap<String, PluginConfig>,
+}
+
+/// What is configured for one plugin.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PluginConfig {
+    /// Put before each of the plugin's prompt names.
+    #[serde(default)]
+    pub prefix: String,
+    /// Limits that differ from the `[limits]` section.
+    #[serde(default)]
+    pub limits: LimitOverrides,
 }
 
 impl Default for ServeConfig {
@@ -29,7 +64,7 @@ impl Default for ServeConfig {
             page_size: DEFAULT_PAGE_SIZE,
             limits: Limits::default(),
             sandbox: SandboxConfig::default(),
-            prefixes: BTreeMap::new(),
+            plugins: BTreeMap::new(),
         }
     }
 }
@@ -37,9 +72,217 @@ impl Default for ServeConfig {
 impl ServeConfig {
     /// What applies to the plugin named `plugin`.
     pub fn plugin_settings(&self, plugin: &str) -> PluginSettings {
-        PluginSettings {
-            prefix: self.prefixes.get(plugin).cloned().unwrap_or_default(),
-            limits: self.limits.clone(),
+        let configured = self.plugins.get(plugin).cloned().unwrap_or_default();
+        PluginSettings { prefix: configured.prefix, limits: configured.limits.apply(&self.limits) }
+    }
+
+    /// Reads a config file over the defaults.
+    pub fn from_file(path: &Path) -> Result<ServeConfig, ConfigError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|error| ConfigError { path: path.display().to_string(), problem: error.to_string() })?;
+        ServeConfig::from_toml(&text)
+            .map_err(|problem| ConfigError { path: path.display().to_string(), problem })
+    }
+
+    /// Parses a config file's text over the defaults. The error names the
+    /// offending key.
+    pub fn from_toml(text: &str) -> Result<ServeConfig, String> {
+        let file: ConfigFile = toml::from_str(text).map_err(|error| error.to_string().trim_end().to_string())?;
+        file.limits.check("limits")?;
+        for (name, plugin) in &file.plugins {
+            plugin.limits.check(&format!("plugins.{name}.limits"))?;
         }
+        let mut config = ServeConfig::default();
+        config.plugins_dir = file.server.plugins;
+        if let Some(page_size) = file.server.page_size {
+            positive("server.page_size", page_size as u64)?;
+            config.page_size = page_size;
+        }
+        config.limits = file.limits.apply(&config.limits);
+        config.sandbox = file.sandbox.apply(&config.sandbox)?;
+        config.plugins = file.plugins;
+        Ok(config)
+    }
+}
+
+/// A config file that could not be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid config file {path}: {problem}")]
+pub struct ConfigError {
+    pub path: String,
+    pub problem: String,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConfigFile {
+    #[serde(default)]
+    server: ServerSection,
+    #[serde(default)]
+    limits: LimitOverrides,
+    #[serde(default)]
+    sandbox: SandboxSection,
+    #[serde(default)]
+    plugins: BTreeMap<String, PluginConfig>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ServerSection {
+    plugins: Option<PathBuf>,
+    page_size: Option<usize>,
+}
+
+/// Limits as a config file or the command line sets them, each optional, in
+/// the units people write.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitOverrides {
+    pub fuel: Option<u64>,
+    pub deadline_ms: Option<u64>,
+    pub memory_mib: Option<usize>,
+    pub output_capture_kib: Option<usize>,
+    pub max_prompts: Option<usize>,
+    pub max_messages: Option<usize>,
+    pub max_string_kib: Option<usize>,
+    pub max_reply_kib: Option<usize>,
+    pub max_argument_kib: Option<usize>,
+}
+
+impl LimitOverrides {
+    /// `base`, with the limits set here replacing its own.
+    pub fn apply(&self, base: &Limits) -> Limits {
+        Limits {
+            fuel: self.fuel.unwrap_or(base.fuel),
+            deadline: self.deadline_ms.map_or(base.deadline, Duration::from_millis),
+            memory_bytes: self.memory_mib.map_or(base.memory_bytes, |mib| mib << 20),
+            output_capture_bytes: self.output_capture_kib.map_or(base.output_capture_bytes, |kib| kib << 10),
+            max_prompts: self.max_prompts.unwrap_or(base.max_prompts),
+            max_messages: self.max_messages.unwrap_or(base.max_messages),
+            max_string_bytes: self.max_string_kib.map_or(base.max_string_bytes, |kib| kib << 10),
+            max_reply_bytes: self.max_reply_kib.map_or(base.max_reply_bytes, |kib| kib << 10),
+            max_argument_bytes: self.max_argument_kib.map_or(base.max_argument_bytes, |kib| kib << 10),
+        }
+    }
+
+    /// Refuses a limit of zero, which would refuse every call.
+    pub fn check(&self, section: &str) -> Result<(), String> {
+        let values = [
+            ("fuel", self.fuel),
+            ("deadline_ms", self.deadline_ms),
+            ("memory_mib", self.memory_mib.map(|v| v as u64)),
+            ("max_prompts", self.max_prompts.map(|v| v as u64)),
+            ("max_messages", self.max_messages.map(|v| v as u64)),
+            ("max_string_kib", self.max_string_kib.map(|v| v as u64)),
+            ("max_reply_kib", self.max_reply_kib.map(|v| v as u64)),
+            ("max_argument_kib", self.max_argument_kib.map(|v| v as u64)),
+        ];
+        for (key, value) in values {
+            if let Some(value) = value {
+                positive(&format!("{section}.{key}"), value)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SandboxSection {
+    max_wasm_stack_kib: Option<usize>,
+    max_concurrent_calls: Option<usize>,
+    queue_wait_ms: Option<u64>,
+}
+
+impl SandboxSection {
+    fn apply(&self, base: &SandboxConfig) -> Result<SandboxConfig, String> {
+        if let Some(kib) = self.max_wasm_stack_kib {
+            positive("sandbox.max_wasm_stack_kib", kib as u64)?;
+        }
+        if let Some(calls) = self.max_concurrent_calls {
+            positive("sandbox.max_concurrent_calls", calls as u64)?;
+        }
+        Ok(SandboxConfig {
+            max_wasm_stack: self.max_wasm_stack_kib.map_or(base.max_wasm_stack, |kib| kib << 10),
+            max_concurrent_calls: self.max_concurrent_calls.unwrap_or(base.max_concurrent_calls),
+            queue_wait: self.queue_wait_ms.map_or(base.queue_wait, Duration::from_millis),
+        })
+    }
+}
+
+fn positive(key: &str, value: u64) -> Result<(), String> {
+    if value == 0 { Err(format!("{key} must be at least 1")) } else { Ok(()) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_file_gives_the_defaults() {
+        assert_eq!(ServeConfig::from_toml(""), Ok(ServeConfig::default()));
+    }
+
+    #[test]
+    fn plugin_limits_override_the_defaults_which_override_the_built_in_ones() {
+        let config = ServeConfig::from_toml(
+            r#"
+            [server]
+            plugins = "/srv/packs"
+            page_size = 10
+
+            [limits]
+            fuel = 1000
+            memory_mib = 32
+
+            [sandbox]
+            max_concurrent_calls = 4
+
+            [plugins.acme]
+            prefix = "acme-"
+            limits = { fuel = 5, deadline_ms = 3000 }
+            "#,
+        )
+        .unwrap();
+        assert_eq!(config.plugins_dir, Some(PathBuf::from("/srv/packs")));
+        assert_eq!(config.page_size, 10);
+        assert_eq!(config.sandbox.max_concurrent_calls, 4);
+
+        let acme = config.plugin_settings("acme");
+        assert_eq!(acme.prefix, "acme-");
+        assert_eq!(acme.limits.fuel, 5);
+        assert_eq!(acme.limits.deadline, Duration::from_millis(3000));
+        assert_eq!(acme.limits.memory_bytes, 32 << 20);
+
+        let other = config.plugin_settings("other");
+        assert_eq!(other.prefix, "");
+        assert_eq!(other.limits.fuel, 1000);
+        assert_eq!(other.limits.deadline, Limits::default().deadline);
+    }
+
+    #[test]
+    fn an_unknown_key_is_named() {
+        let error = ServeConfig::from_toml("[limits]\nfuell = 5\n").unwrap_err();
+        assert!(error.contains("unknown field `fuell`"), "{error}");
+        assert!(error.contains("line 2"), "{error}");
+    }
+
+    #[test]
+    fn a_zero_limit_is_named() {
+        assert_eq!(
+            ServeConfig::from_toml("[plugins.acme.limits]\ndeadline_ms = 0\n"),
+            Err("plugins.acme.limits.deadline_ms must be at least 1".into())
+        );
+        assert_eq!(
+            ServeConfig::from_toml("[sandbox]\nmax_concurrent_calls = 0\n"),
+            Err("sandbox.max_concurrent_calls must be at least 1".into())
+        );
+    }
+
+    #[test]
+    fn a_value_of_the_wrong_type_is_named() {
+        let error = ServeConfig::from_toml("[limits]\nfuel = \"lots\"\n").unwrap_err();
+        assert!(error.contains("fuel"), "{error}");
+        assert!(error.contains("invalid type: string \"lots\""), "{error}");
     }
 }

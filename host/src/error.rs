@@ -23,6 +23,8 @@ pub enum RequestError {
     MissingArguments { prompt: String, missing: Vec<String> },
     #[error("prompt '{prompt}': {problem}")]
     NonStringArgument { prompt: String, problem: NonStringArgument },
+    #[error("the arguments of prompt '{prompt}' are {bytes} bytes, more than the limit of {limit}")]
+    ArgumentsTooLarge { prompt: String, bytes: usize, limit: usize },
     #[error(transparent)]
     Cursor(#[from] CursorError),
     #[error("completion/complete supports only ref/prompt references: this server serves no resources")]
@@ -42,6 +44,9 @@ impl RequestError {
             RequestError::MissingArguments { prompt, missing } => json!({ "prompt": prompt, "missing": missing }),
             RequestError::NonStringArgument { prompt, problem } => {
                 json!({ "prompt": prompt, "argument": problem.name })
+            }
+            RequestError::ArgumentsTooLarge { prompt, limit, .. } => {
+                json!({ "prompt": prompt, "limit": { "bytes": limit } })
             }
             RequestError::Cursor(_) => json!({ "reason": "cursor" }),
             RequestError::UnsupportedReference => json!({ "reason": "reference" }),

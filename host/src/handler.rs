@@ -12,7 +12,9 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{RoleServer, ServerHandler};
 
+use crate::bindings::provider;
 use crate::convert;
+use crate::limits::Limits;
 use crate::error::{self, RequestError};
 use crate::registry::Registry;
 
@@ -52,6 +54,7 @@ impl PromptServer {
         let arguments = convert::arguments(request.arguments.as_ref()).map_err(|problem| {
             RequestError::NonStringArgument { prompt: request.name.clone(), problem }
         })?;
+        check_argument_size(&request.name, &arguments, plugin.limits())?;
         let missing: Vec<String> = entry
             .required_arguments()
             .filter(|required| !arguments.iter().any(|argument| argument.name == *required))
@@ -76,6 +79,8 @@ impl PromptServer {
             request.context.as_ref().and_then(|context| context.arguments.as_ref()).into_iter().flatten(),
         );
         let argument = &request.argument;
+        let typed = provider::Argument { name: argument.name.clone(), value: argument.value.clone() };
+        check_argument_size(&reference.name, context.iter().chain([&typed]), plugin.limits())?;
         let completion = plugin.complete(&entry.declared_name, &argument.name, &argument.value, &context).await?;
         Ok(CompleteResult::new(convert::completion(completion)))
     }
@@ -130,6 +135,19 @@ impl ServerHandler for PromptServer {
     ) -> Result<CustomResult, ErrorData> {
         Err(error::unparsed_request(&request.method, request.params).into())
     }
+}
+
+/// Refuses arguments larger in all than the owning plugin accepts.
+fn check_argument_size<'a>(
+    prompt: &str,
+    arguments: impl IntoIterator<Item = &'a provider::Argument>,
+    limits: &Limits,
+) -> Result<(), RequestError> {
+    let bytes: usize = arguments.into_iter().map(|argument| argument.name.len() + argument.value.len()).sum();
+    if bytes > limits.max_argument_bytes {
+        return Err(RequestError::ArgumentsTooLarge { prompt: prompt.to_string(), bytes, limit: limits.max_argument_bytes });
+    }
+    Ok(())
 }
 
 /// Logs a plugin's failure for the operator (the client gets the error too),

@@ -11,7 +11,7 @@
 //! - [`convert`]: WIT types to MCP types and back;
 //! - [`plugin`]: a loaded plugin and calls into it;
 //! - [`validate`]: checks on everything a plugin returns;
-//! - [`sandbox`]: the engine, limits, and one fresh store per call;
+//! - [`sandbox`]: the engine and one fresh store per call, under [`limits`];
 //! - [`bindings`]: generated from the WIT package.
 //!
 //! Beside the request path: [`config`], [`startup`] (from config to
@@ -26,6 +26,7 @@ pub mod convert;
 pub mod error;
 pub mod handler;
 pub mod inspect;
+pub mod limits;
 pub mod loader;
 pub mod plugin;
 pub mod registry;

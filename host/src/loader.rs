@@ -87,11 +87,17 @@ pub enum LoadError {
          build it against the prompt-pack world of the prompt-host WIT package"
     )]
     WrongWorld { exports: String },
+    #[error(
+        "imports what the host does not provide: {}; a pack may import only WASI 0.2 \
+         (wasi:cli, wasi:clocks, wasi:filesystem, wasi:io, wasi:random, wasi:sockets), and is granted nothing through it",
+        .0.join(", ")
+    )]
+    UnsatisfiedImports(Vec<String>),
     #[error("cannot be linked: {0}")]
     Link(String),
     #[error("failed while listing its prompts: it {0}")]
     List(CallFailure),
-    #[error("declares an invalid prompt: {0}")]
+    #[error("its prompt definitions are invalid: {0}")]
     Definitions(String),
 }
 
@@ -183,8 +189,21 @@ pub fn prepare(
     }
     sandbox.prepare(component).map_err(|error| match error {
         PrepareError::Compile(message) => LoadError::Invalid(message),
-        PrepareError::Link(message) => LoadError::Link(message),
+        PrepareError::Link(message) => {
+            let unsatisfied: Vec<String> =
+                import_names(sandbox, component).into_iter().filter(|name| !is_provided(name)).collect();
+            if unsatisfied.is_empty() { LoadError::Link(message) } else { LoadError::UnsatisfiedImports(unsatisfied) }
+        }
     })
+}
+
+/// The WASI packages the sandbox links (all of WASI 0.2, with nothing
+/// granted): the only imports a pack may have.
+const PROVIDED_PACKAGES: &[&str] =
+    &["wasi:cli/", "wasi:clocks/", "wasi:filesystem/", "wasi:io/", "wasi:random/", "wasi:sockets/"];
+
+fn is_provided(import: &str) -> bool {
+    PROVIDED_PACKAGES.iter().any(|package| import.starts_with(package)) && import.contains("@0.2.")
 }
 
 /// The names a component exports.
@@ -246,6 +265,13 @@ mod tests {
         assert_eq!(check_header(b"hello world"), Err(LoadError::NotWasm));
         assert_eq!(check_header(b"\0asm\x01\0\0\0rest"), Err(LoadError::CoreModule));
         assert_eq!(check_header(b"\0asm\x0d\0\x01\0rest"), Ok(()));
+    }
+
+    #[test]
+    fn only_wasi_0_2_is_provided() {
+        assert!(is_provided("wasi:cli/environment@0.2.6"));
+        assert!(!is_provided("wasi:cli/environment@0.3.0"));
+        assert!(!is_provided("fixture:extra-import/vault@0.1.0"));
     }
 
     #[test]

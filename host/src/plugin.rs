@@ -99,11 +99,7 @@ impl Plugin {
         let instance = self.sandbox.instantiate(&self.pre, &self.limits, &self.id).await;
         let answer = instance.map_err(|f| self.failed(f))?.get_prompt(prompt, arguments).await;
         let reply = answer.map_err(|f| self.failed(f))?.map_err(|e| self.prompt_error(prompt, e))?;
-        validate::reply(&reply).map_err(|problem| PluginError::InvalidReply {
-            plugin: self.id.clone(),
-            prompt: prompt.to_string(),
-            problem,
-        })?;
+        validate::reply(&reply, &self.limits).map_err(|problem| self.invalid_reply(prompt, problem))?;
         Ok(reply)
     }
 
@@ -117,7 +113,13 @@ impl Plugin {
     ) -> Result<provider::Completion, PluginError> {
         let instance = self.sandbox.instantiate(&self.pre, &self.limits, &self.id).await;
         let answer = instance.map_err(|f| self.failed(f))?.complete(prompt, argument, value, context).await;
-        answer.map_err(|f| self.failed(f))?.map_err(|e| self.prompt_error(prompt, e))
+        let completion = answer.map_err(|f| self.failed(f))?.map_err(|e| self.prompt_error(prompt, e))?;
+        validate::completion(&completion, &self.limits).map_err(|problem| self.invalid_reply(prompt, problem))?;
+        Ok(completion)
+    }
+
+    fn invalid_reply(&self, prompt: &str, problem: String) -> PluginError {
+        PluginError::InvalidReply { plugin: self.id.clone(), prompt: prompt.to_string(), problem }
     }
 
     fn prompt_error(&self, prompt: &str, error: provider::PromptError) -> PluginError {

@@ -22,41 +22,18 @@ use std::time::{Duration, Instant};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use wasmtime::component::{Component, Linker, ResourceTable};
 use wasmtime::{Config, Engine, ResourceLimiter, Store, Trap, UpdateDeadline};
-use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 use crate::bindings::{PromptPack, PromptPackPre, provider};
+pub use crate::limits::Limits;
+
+mod capture;
+
+use capture::CapturedOutput;
 
 /// How often the engine's epoch advances. A running call yields to the async
 /// runtime at every tick, and its deadline is checked at every tick.
 const EPOCH_TICK: Duration = Duration::from_millis(5);
-
-/// Limits on one call into a plugin.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Limits {
-    /// Fuel (roughly, WebAssembly instructions) one call may burn.
-    pub fuel: u64,
-    /// Wall-clock time one call may take, instantiation included.
-    pub deadline: Duration,
-    /// Bytes of linear memory one memory of the instance may grow to.
-    pub memory_bytes: usize,
-    /// Bytes of stdout and of stderr kept from one call, for the log.
-    pub output_capture_bytes: usize,
-    /// Prompts one plugin may declare.
-    pub max_prompts: usize,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Limits {
-            fuel: 500_000_000,
-            deadline: Duration::from_millis(1000),
-            memory_bytes: 64 << 20,
-            output_capture_bytes: 16 << 10,
-            max_prompts: 1000,
-        }
-    }
-}
 
 /// Settings of the sandbox shared by every plugin.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -189,8 +166,8 @@ impl Sandbox {
             })?
             .expect("the sandbox never closes its semaphore");
 
-        let stdout = MemoryOutputPipe::new(limits.output_capture_bytes);
-        let stderr = MemoryOutputPipe::new(limits.output_capture_bytes);
+        let stdout = CapturedOutput::new(limits.output_capture_bytes);
+        let stderr = CapturedOutput::new(limits.output_capture_bytes);
         let wasi = WasiCtxBuilder::new()
             .stdout(stdout.clone())
             .stderr(stderr.clone())
@@ -242,8 +219,8 @@ pub struct Instance {
     max_wasm_stack: usize,
     plugin: String,
     started: Instant,
-    stdout: MemoryOutputPipe,
-    stderr: MemoryOutputPipe,
+    stdout: CapturedOutput,
+    stderr: CapturedOutput,
     _slot: OwnedSemaphorePermit,
 }
 
@@ -296,9 +273,8 @@ impl Instance {
         &mut self,
         result: Result<wasmtime::Result<R>, tokio::time::error::Elapsed>,
     ) -> Result<R, CallFailure> {
-        let stderr = String::from_utf8_lossy(&self.stderr.contents()).into_owned();
-        log_output(&self.plugin, "stdout", &String::from_utf8_lossy(&self.stdout.contents()));
-        log_output(&self.plugin, "stderr", &stderr);
+        let stderr = log_output(&self.plugin, "stderr", &self.stderr);
+        log_output(&self.plugin, "stdout", &self.stdout);
         let fuel_used = self.limits.fuel - self.store.get_fuel().unwrap_or(0);
         tracing::debug!(plugin = %self.plugin, fuel_used, elapsed_us = self.started.elapsed().as_micros() as u64, "plugin call finished");
         match result {
@@ -430,10 +406,17 @@ fn panic_message(stderr: &str) -> Option<String> {
     Some(format!("{} (at {location})", message.join("\n").trim()))
 }
 
-fn log_output(plugin: &str, stream: &str, output: &str) {
-    for line in output.lines().filter(|line| !line.trim().is_empty()) {
+/// Logs what a plugin wrote to one stream, line by line under its name, and
+/// returns the text.
+fn log_output(plugin: &str, stream: &str, output: &CapturedOutput) -> String {
+    let (text, dropped) = output.contents();
+    for line in text.lines().filter(|line| !line.trim().is_empty()) {
         tracing::info!(plugin, stream, "{line}");
     }
+    if dropped > 0 {
+        tracing::info!(plugin, stream, "... {dropped} more bytes not kept");
+    }
+    text
 }
 
 #[cfg(test)]

@@ -7,12 +7,13 @@
 use std::collections::HashSet;
 
 use crate::bindings::provider;
+use crate::limits::Limits;
 
 /// Checks a plugin's prompt definitions: usable, unique names, and
 /// well-formed icons.
 pub fn prompt_definitions(prompts: &[provider::Prompt], max_prompts: usize) -> Result<(), String> {
     if prompts.len() > max_prompts {
-        return Err(format!("declares {} prompts, more than the limit of {max_prompts}", prompts.len()));
+        return Err(format!("{} prompts, more than the limit of {max_prompts}", prompts.len()));
     }
     let mut names = HashSet::new();
     for prompt in prompts {
@@ -40,12 +41,67 @@ pub fn prompt_definitions(prompts: &[provider::Prompt], max_prompts: usize) -> R
     Ok(())
 }
 
-/// Checks a plugin's reply to `get-prompt`.
-pub fn reply(reply: &provider::PromptReply) -> Result<(), String> {
+/// Checks a plugin's reply to `get-prompt`: its size against the limits,
+/// then every message's content.
+pub fn reply(reply: &provider::PromptReply, limits: &Limits) -> Result<(), String> {
+    if reply.messages.len() > limits.max_messages {
+        return Err(format!(
+            "it holds {} messages, more than the limit of {}",
+            reply.messages.len(),
+            limits.max_messages
+        ));
+    }
+    let mut total = reply.description.as_ref().map_or(0, String::len);
     for (index, message) in reply.messages.iter().enumerate() {
-        content(&message.content).map_err(|problem| format!("message {index}: {problem}"))?;
+        let at = |problem: String| format!("message {index}: {problem}");
+        for (field, size) in content_sizes(&message.content) {
+            if size > limits.max_string_bytes {
+                return Err(at(format!("{field} is {size} bytes, more than the limit of {}", limits.max_string_bytes)));
+            }
+            total += size;
+        }
+        content(&message.content).map_err(at)?;
+    }
+    if total > limits.max_reply_bytes {
+        return Err(format!("it is {total} bytes, more than the limit of {}", limits.max_reply_bytes));
     }
     Ok(())
+}
+
+/// Checks a plugin's completion: no suggestion longer than a string may be.
+pub fn completion(completion: &provider::Completion, limits: &Limits) -> Result<(), String> {
+    match completion.values.iter().position(|value| value.len() > limits.max_string_bytes) {
+        Some(index) => Err(format!(
+            "value {index} is {} bytes, more than the limit of {}",
+            completion.values[index].len(),
+            limits.max_string_bytes
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The size of each string or byte string in one piece of content, by field.
+fn content_sizes(content: &provider::Content) -> Vec<(&'static str, usize)> {
+    let optional = |text: &Option<String>| text.as_ref().map_or(0, String::len);
+    match content {
+        provider::Content::Text(text) => vec![("text", text.text.len())],
+        provider::Content::Image(media) => vec![("image data", media.data.len()), ("mime type", media.mime_type.len())],
+        provider::Content::Audio(media) => vec![("audio data", media.data.len()), ("mime type", media.mime_type.len())],
+        provider::Content::Resource(resource) => {
+            let body = match &resource.body {
+                provider::ResourceBody::Text(text) => text.len(),
+                provider::ResourceBody::Blob(blob) => blob.len(),
+            };
+            vec![("resource uri", resource.uri.len()), ("resource mime type", optional(&resource.mime_type)), ("resource contents", body)]
+        }
+        provider::Content::ResourceLink(link) => vec![
+            ("resource link uri", link.uri.len()),
+            ("resource link name", link.name.len()),
+            ("resource link title", optional(&link.title)),
+            ("resource link description", optional(&link.description)),
+            ("resource link mime type", optional(&link.mime_type)),
+        ],
+    }
 }
 
 fn content(content: &provider::Content) -> Result<(), String> {
@@ -168,7 +224,38 @@ mod tests {
         );
         assert_eq!(
             prompt_definitions(&[prompt("a", &[]), prompt("b", &[])], 1),
-            Err("declares 2 prompts, more than the limit of 1".into())
+            Err("2 prompts, more than the limit of 1".into())
+        );
+    }
+
+    fn text_reply(texts: &[&str]) -> provider::PromptReply {
+        provider::PromptReply {
+            description: None,
+            messages: texts
+                .iter()
+                .map(|text| provider::Message {
+                    role: provider::Role::User,
+                    content: provider::Content::Text(provider::TextContent { text: text.to_string(), annotations: None }),
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn replies_are_held_to_the_size_limits() {
+        let limits = Limits { max_messages: 2, max_string_bytes: 5, max_reply_bytes: 8, ..Limits::default() };
+        assert_eq!(reply(&text_reply(&["abc", "defg"]), &limits), Ok(()));
+        assert_eq!(
+            reply(&text_reply(&["a", "b", "c"]), &limits),
+            Err("it holds 3 messages, more than the limit of 2".into())
+        );
+        assert_eq!(
+            reply(&text_reply(&["abcdef"]), &limits),
+            Err("message 0: text is 6 bytes, more than the limit of 5".into())
+        );
+        assert_eq!(
+            reply(&text_reply(&["abcde", "fghij"]), &limits),
+            Err("it is 10 bytes, more than the limit of 8".into())
         );
     }
 

@@ -338,7 +338,7 @@ fn files_that_are_not_plugins_are_reported_and_the_rest_served() {
             path("wrong_world.wasm")
         ),
         format!(
-            "{}: declares an invalid prompt: prompt \"twice\": declared more than once",
+            "{}: its prompt definitions are invalid: prompt \"twice\": declared more than once",
             path("hostile_bad_definitions.wasm")
         ),
         format!("{}: not a valid WebAssembly component: ", path("truncated.wasm")),

@@ -169,3 +169,105 @@ fn slow_calls_do_not_hold_up_others() {
         assert_eq!(server.response(id)["error"]["code"], -32603);
     }
 }
+
+#[test]
+fn a_plugin_declaring_100000_prompts_is_not_loaded() {
+    let dir = plugin_dir(&["hostile_many_prompts", "code_review"]);
+    let mut server = Server::start(&["--plugins", dir.path().to_str().unwrap()]);
+    assert_eq!(server.list_all_names(), ["code_review"]);
+    server.wait_for_stderr(&format!(
+        "{}: its prompt definitions are invalid: 100000 prompts, more than the limit of 1000",
+        dir.path().join("hostile_many_prompts.wasm").display()
+    ));
+}
+
+#[test]
+fn a_plugin_importing_what_the_host_does_not_provide_is_not_loaded() {
+    let dir = plugin_dir(&["hostile_extra_import", "code_review"]);
+    let mut server = Server::start(&["--plugins", dir.path().to_str().unwrap()]);
+    assert_eq!(server.list_all_names(), ["code_review"]);
+    server.wait_for_stderr(&format!(
+        "{}: imports what the host does not provide: fixture:extra-import/vault@0.1.0; a pack may import only WASI 0.2",
+        dir.path().join("hostile_extra_import.wasm").display()
+    ));
+}
+
+#[test]
+fn a_flood_of_output_is_cut_and_the_call_succeeds() {
+    let (_dir, mut server) = serve_hostile(&[]);
+    assert_eq!(only_text(&server.get_prompt("flood", json!({}))), "flooded");
+    // 16,384 lines of 61 bytes; the first 16 KiB are kept.
+    server.wait_for_stderr("... 983040 more bytes not kept");
+}
+
+#[test]
+fn a_reply_with_too_many_messages_is_refused() {
+    let (_dir, mut server) = serve_hostile(&[]);
+    assert_contained(
+        &mut server,
+        "many-messages",
+        -32603,
+        "plugin 'hostile' returned an invalid reply for prompt 'many-messages': it holds 1000 messages, more than the limit of 100",
+    );
+}
+
+#[test]
+fn arguments_larger_than_the_limit_are_refused_before_the_plugin_runs() {
+    let (_dir, mut server) = serve_hostile(&[]);
+    let text = "a".repeat(2 << 20);
+    let error = server.error("prompts/get", json!({ "name": "echo", "arguments": { "text": text } }));
+    assert_eq!(error["code"], -32602);
+    assert_eq!(error["message"], "the arguments of prompt 'echo' are 2097156 bytes, more than the limit of 1048576");
+}
+
+/// A config file in a temporary directory.
+fn config_file(text: &str) -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("prompt-host.toml");
+    std::fs::write(&path, text).unwrap();
+    let path = path.display().to_string();
+    (dir, path)
+}
+
+#[test]
+fn per_plugin_limits_come_from_the_config_file() {
+    let plugins = plugin_dir(&["hostile", "code_review"]);
+    let (_config_dir, config) = config_file(&format!(
+        "[server]\nplugins = {:?}\n\n[limits]\nfuel = 100000000000000\n\n[plugins.hostile.limits]\ndeadline_ms = 250\n",
+        plugins.path().display().to_string()
+    ));
+    let mut server = Server::start(&["--config", &config]);
+    assert_contained(&mut server, "spin", -32603, "plugin 'hostile' exceeded its 250 ms deadline");
+}
+
+#[test]
+fn calls_past_the_concurrency_bound_are_refused_as_busy() {
+    let plugins = plugin_dir(&["hostile"]);
+    let (_config_dir, config) = config_file(
+        "[limits]\ndeadline_ms = 2000\n\n[sandbox]\nmax_concurrent_calls = 1\nqueue_wait_ms = 100\n",
+    );
+    let mut server = Server::start(&["--config", &config, "--plugins", plugins.path().to_str().unwrap()]);
+    let sleeper = server.send_request("prompts/get", json!({ "name": "sleep" }));
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let error = server.error("prompts/get", json!({ "name": "echo" }));
+    assert_eq!(error["code"], -32603);
+    assert_eq!(error["message"], "plugin 'hostile' could not be called: all 1 sandbox slots stayed busy for 100 ms");
+    assert_eq!(error["data"], json!({ "plugin": "hostile", "failure": "busy", "limit": { "concurrentCalls": 1 } }));
+    assert_eq!(server.response(sleeper)["error"]["message"], "plugin 'hostile' exceeded its 2000 ms deadline");
+    assert_eq!(only_text(&server.get_prompt("echo", json!({}))), "echo");
+}
+
+#[test]
+fn an_invalid_config_file_is_refused_at_start_naming_the_key() {
+    let (_config_dir, config) = config_file("[limits]\nfuel = 1000\ndeadline = 5\n");
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_prompt-host"))
+        .args(["serve", "--config", &config])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(output.stdout.is_empty());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.starts_with(&format!("error: invalid config file {config}: TOML parse error at line 3")), "{stderr}");
+    assert!(stderr.contains("unknown field `deadline`"), "{stderr}");
+}

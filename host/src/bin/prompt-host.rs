@@ -1,16 +1,13 @@
 //! The `prompt-host` command: a thin shell over the library.
 
-use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
-use prompt_host::config::ServeConfig;
-use prompt_host::handler::{DEFAULT_PAGE_SIZE, PromptServer};
-use prompt_host::sandbox::Limits;
+use prompt_host::config::{LimitOverrides, ServeConfig};
+use prompt_host::handler::PromptServer;
 
 /// What is logged unless RUST_LOG says otherwise: the host's own events, and
 /// only rmcp's warnings (it logs every message it handles at info).
@@ -41,13 +38,17 @@ enum Command {
 
 #[derive(Args)]
 struct ServeArgs {
-    /// Directory of plugin files (`*.wasm`). Without it, the example packs
-    /// built into this binary are served.
+    /// A TOML config file: plugin directory, page size, limits, per-plugin
+    /// prefixes and limits. Command-line options override it.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Directory of plugin files (`*.wasm`). Without it (here or in the config
+    /// file), the example packs built into this binary are served.
     #[arg(long, value_name = "DIR")]
     plugins: Option<PathBuf>,
-    /// Prompts per page of prompts/list.
-    #[arg(long, value_name = "N", default_value_t = DEFAULT_PAGE_SIZE as u32, value_parser = clap::value_parser!(u32).range(1..))]
-    page_size: u32,
+    /// Prompts per page of prompts/list [default: 100].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    page_size: Option<u32>,
     /// Serve the prompts of plugin PLUGIN under PREFIX followed by their declared names (repeatable).
     #[arg(long = "prefix", value_name = "PLUGIN=PREFIX", value_parser = parse_prefix)]
     prefixes: Vec<(String, String)>,
@@ -55,27 +56,28 @@ struct ServeArgs {
     limits: LimitArgs,
 }
 
-/// Limits on every call into a plugin.
+/// Limits on every call into a plugin (the config file can set more, and set
+/// them per plugin).
 #[derive(Args)]
 struct LimitArgs {
-    /// Fuel (roughly, WebAssembly instructions) one call may burn.
-    #[arg(long, value_name = "UNITS", default_value_t = Limits::default().fuel)]
-    fuel: u64,
-    /// Wall-clock milliseconds one call may take.
-    #[arg(long, value_name = "MS", default_value_t = Limits::default().deadline.as_millis() as u64)]
-    deadline_ms: u64,
-    /// MiB of linear memory one plugin instance may use.
-    #[arg(long, value_name = "MIB", default_value_t = Limits::default().memory_bytes >> 20)]
-    memory_mib: usize,
+    /// Fuel (roughly, WebAssembly instructions) one call may burn [default: 500000000].
+    #[arg(long, value_name = "UNITS", value_parser = clap::value_parser!(u64).range(1..))]
+    fuel: Option<u64>,
+    /// Wall-clock milliseconds one call may take [default: 1000].
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
+    deadline_ms: Option<u64>,
+    /// MiB of linear memory one plugin instance may use [default: 64].
+    #[arg(long, value_name = "MIB", value_parser = clap::value_parser!(u64).range(1..))]
+    memory_mib: Option<u64>,
 }
 
 impl LimitArgs {
-    fn limits(&self) -> Limits {
-        Limits {
+    fn overrides(&self) -> LimitOverrides {
+        LimitOverrides {
             fuel: self.fuel,
-            deadline: Duration::from_millis(self.deadline_ms),
-            memory_bytes: self.memory_mib << 20,
-            ..Limits::default()
+            deadline_ms: self.deadline_ms,
+            memory_mib: self.memory_mib.map(|mib| mib as usize),
+            ..LimitOverrides::default()
         }
     }
 }
@@ -115,21 +117,29 @@ fn main() -> ExitCode {
 }
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
-    let config = ServeConfig {
-        plugins_dir: args.plugins,
-        page_size: args.page_size as usize,
-        prefixes: args.prefixes.into_iter().collect::<BTreeMap<_, _>>(),
-        limits: args.limits.limits(),
-        ..ServeConfig::default()
+    let mut config = match &args.config {
+        Some(path) => ServeConfig::from_file(path)?,
+        None => ServeConfig::default(),
     };
+    if let Some(dir) = args.plugins {
+        config.plugins_dir = Some(dir);
+    }
+    if let Some(page_size) = args.page_size {
+        config.page_size = page_size as usize;
+    }
+    for (plugin, prefix) in args.prefixes {
+        config.plugins.entry(plugin).or_default().prefix = prefix;
+    }
+    config.limits = args.limits.overrides().apply(&config.limits);
     let registry = prompt_host::startup::load_registry(&config).await?;
     let server = PromptServer::new(registry, config.page_size);
     prompt_host::transport::serve_stdio(server).await.context("serving MCP over stdio")
 }
 
 async fn inspect(file: PathBuf, limits: LimitArgs) -> anyhow::Result<()> {
-    let config = ServeConfig { limits: limits.limits(), ..ServeConfig::default() };
-    let settings = config.plugin_settings(&prompt_host::loader::plugin_id(&file));
+    let config = ServeConfig::default();
+    let mut settings = config.plugin_settings(&prompt_host::loader::plugin_id(&file));
+    settings.limits = limits.overrides().apply(&settings.limits);
     let report = prompt_host::inspect::inspect(&file, settings, config.sandbox).await?;
     println!("{}", serde_json::to_string_pretty(&report)?);
     Ok(())

@@ -22,6 +22,8 @@ const PROMPTS: &[(&str, &str)] = &[
     ("read-env", "Tries to read an environment variable of the host"),
     ("open-socket", "Tries to open a network connection"),
     ("chatty", "Prints to stdout and stderr, then behaves"),
+    ("flood", "Prints a megabyte to stdout, then behaves"),
+    ("many-messages", "Replies with a thousand messages"),
 ];
 
 impl Guest for Hostile {
@@ -70,6 +72,13 @@ impl Guest for Hostile {
                 eprintln!("hello from the plugin's stderr");
                 Ok(reply([user_text("chatted")]))
             }
+            "flood" => {
+                for _ in 0..16_384 {
+                    println!("{}", "flood ".repeat(10));
+                }
+                Ok(reply([user_text("flooded")]))
+            }
+            "many-messages" => Ok(reply((0..1000).map(|i| user_text(format!("message {i}"))))),
             _ => Err(PromptError::NotFound),
         }
     }
