@@ -216,6 +216,59 @@ mod tests {
         assert_eq!(new.page(Some(&cursor), 1), Err(CursorError::Stale));
     }
 
+    proptest::proptest! {
+        /// Whatever the plugins and the page size, walking the pages lists
+        /// every served prompt exactly once, in catalog order, and every
+        /// declared name is either served or reported as skipped.
+        #[test]
+        fn pages_list_every_prompt_once_in_order(
+            plugins in proptest::collection::vec(
+                ("[a-d]{1,2}", proptest::collection::vec("[a-f]{1,2}", 0..12)),
+                0..6,
+            ),
+            page_size in 1usize..20,
+        ) {
+            let summaries: Vec<PluginSummary> = plugins
+                .iter()
+                .enumerate()
+                .map(|(i, (id, names))| {
+                    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+                    plugin(&format!("{id}{i}"), "", &names)
+                })
+                .collect();
+            let (catalog, skipped) = Catalog::build(&summaries);
+            let mut walked = Vec::new();
+            let mut cursor: Option<String> = None;
+            loop {
+                let page = catalog.page(cursor.as_deref(), page_size).unwrap();
+                proptest::prop_assert!(page.prompts.len() <= page_size);
+                walked.extend(page.prompts.iter().cloned());
+                match page.next_cursor {
+                    Some(next) => cursor = Some(next),
+                    None => break,
+                }
+            }
+            proptest::prop_assert_eq!(&walked, catalog.entries());
+            let mut served: Vec<&str> = walked.iter().map(|entry| entry.prompt.name.as_str()).collect();
+            let total = served.len();
+            served.sort();
+            served.dedup();
+            proptest::prop_assert_eq!(served.len(), total, "a name was served twice");
+            let declared: usize = summaries.iter().map(|plugin| plugin.prompts.len()).sum();
+            proptest::prop_assert_eq!(total + skipped.len(), declared);
+        }
+
+        /// No string, however odd, makes cursor decoding panic, and a cursor
+        /// that decodes points inside the catalog.
+        #[test]
+        fn any_cursor_text_decodes_or_is_refused(text in ".{0,64}", len in 0usize..200) {
+            let (catalog, _) = Catalog::build(&[]);
+            if let Ok(position) = cursor::decode(&text, catalog.version(), len) {
+                proptest::prop_assert!(position > 0 && position < len);
+            }
+        }
+    }
+
     #[test]
     fn an_empty_catalog_has_one_empty_page() {
         let (catalog, _) = Catalog::build(&[]);

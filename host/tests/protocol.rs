@@ -6,6 +6,8 @@ mod support;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
+use std::path::Path;
+
 use serde_json::{Value, json};
 use support::{Server, built_plugin, only_text, plugin_dir};
 
@@ -162,7 +164,7 @@ fn analyze_project_embeds_its_checklist_and_links_the_logs_and_file() {
 
 /// The bytes of an asset the media pack ships, base64-encoded as on the wire.
 fn media_asset(name: &str) -> String {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins/media-prompts/assets").join(name);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins/media-prompts/assets").join(name);
     BASE64.encode(std::fs::read(path).unwrap())
 }
 
@@ -354,4 +356,54 @@ fn an_empty_plugin_directory_serves_an_empty_list() {
     let mut server = Server::start(&["--plugins", dir.path().to_str().unwrap()]);
     assert_eq!(server.result("prompts/list", json!({})), json!({ "prompts": [] }));
     server.wait_for_stderr("no plugin loaded");
+}
+
+#[test]
+fn the_conformance_fixture_serves_what_the_official_suite_expects() {
+    let dir = plugin_dir(&["conformance"]);
+    let mut server = Server::start(&["--plugins", dir.path().to_str().unwrap()]);
+    let page = server.result("prompts/list", json!({}));
+    for prompt in page["prompts"].as_array().unwrap() {
+        assert!(!prompt["description"].as_str().unwrap().is_empty(), "{prompt}");
+    }
+    assert_eq!(
+        server.list_all_names(),
+        [
+            "test_simple_prompt",
+            "test_prompt_with_arguments",
+            "test_prompt_with_embedded_resource",
+            "test_prompt_with_image"
+        ]
+    );
+    let simple = server.get_prompt("test_simple_prompt", json!({}));
+    assert_eq!(
+        simple["messages"],
+        json!([{ "role": "user", "content": { "type": "text", "text": "This is a simple prompt for testing." } }])
+    );
+    let with_arguments = server.get_prompt("test_prompt_with_arguments", json!({ "arg1": "first", "arg2": "second" }));
+    assert_eq!(only_text(&with_arguments), "Prompt with arguments: arg1='first', arg2='second'");
+    let embedded = server.get_prompt("test_prompt_with_embedded_resource", json!({ "resourceUri": "test://example-resource" }));
+    assert_eq!(
+        embedded["messages"],
+        json!([
+            { "role": "user", "content": { "type": "resource", "resource": {
+                "uri": "test://example-resource", "mimeType": "text/plain", "text": "Embedded resource content for testing."
+            } } },
+            { "role": "user", "content": { "type": "text", "text": "Please process the embedded resource above." } }
+        ])
+    );
+    let image = server.get_prompt("test_prompt_with_image", json!({}));
+    let pixel = BASE64.encode(std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins/conformance/src/pixel.png")).unwrap());
+    assert_eq!(
+        image["messages"],
+        json!([
+            { "role": "user", "content": { "type": "image", "data": pixel, "mimeType": "image/png" } },
+            { "role": "user", "content": { "type": "text", "text": "Please analyze the image above." } }
+        ])
+    );
+    let completion = server.result(
+        "completion/complete",
+        json!({ "ref": { "type": "ref/prompt", "name": "test_prompt_with_arguments" }, "argument": { "name": "arg1", "value": "pa" } }),
+    );
+    assert_eq!(completion["completion"], json!({ "values": ["paris", "park", "party"], "total": 3, "hasMore": false }));
 }

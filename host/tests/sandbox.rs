@@ -25,6 +25,17 @@ fn assert_contained(server: &mut Server, prompt: &str, code: i64, message: &str)
     error
 }
 
+/// Asserts that the fixture `fixture` is not loaded, for `reason`, and that
+/// the plugin beside it is served.
+fn assert_not_loaded(fixture: &str, extra: &[&str], reason: &str) {
+    let dir = plugin_dir(&[fixture, "code_review"]);
+    let mut args = vec!["--plugins", dir.path().to_str().unwrap()];
+    args.extend_from_slice(extra);
+    let mut server = Server::start(&args);
+    assert_eq!(server.list_all_names(), ["code_review"]);
+    server.wait_for_stderr(&format!("{}: {reason}", dir.path().join(format!("{fixture}.wasm")).display()));
+}
+
 #[test]
 fn an_endless_loop_runs_out_of_fuel() {
     let (_dir, mut server) = serve_hostile(&["--fuel", "2000000", "--deadline-ms", "60000"]);
@@ -141,13 +152,11 @@ fn what_a_plugin_prints_goes_to_the_log_not_the_protocol() {
 
 #[test]
 fn a_plugin_that_loops_while_listing_is_not_loaded() {
-    let dir = plugin_dir(&["hostile_list_loop", "code_review"]);
-    let mut server = Server::start(&["--plugins", dir.path().to_str().unwrap(), "--fuel", "2000000"]);
-    assert_eq!(server.list_all_names(), ["code_review"]);
-    server.wait_for_stderr(&format!(
-        "{}: failed while listing its prompts: it exceeded its fuel budget (2000000 units)",
-        dir.path().join("hostile_list_loop.wasm").display()
-    ));
+    assert_not_loaded(
+        "hostile_list_loop",
+        &["--fuel", "2000000"],
+        "failed while listing its prompts: it exceeded its fuel budget (2000000 units)",
+    );
 }
 
 #[test]
@@ -172,24 +181,20 @@ fn slow_calls_do_not_hold_up_others() {
 
 #[test]
 fn a_plugin_declaring_100000_prompts_is_not_loaded() {
-    let dir = plugin_dir(&["hostile_many_prompts", "code_review"]);
-    let mut server = Server::start(&["--plugins", dir.path().to_str().unwrap()]);
-    assert_eq!(server.list_all_names(), ["code_review"]);
-    server.wait_for_stderr(&format!(
-        "{}: its prompt definitions are invalid: 100000 prompts, more than the limit of 1000",
-        dir.path().join("hostile_many_prompts.wasm").display()
-    ));
+    assert_not_loaded(
+        "hostile_many_prompts",
+        &[],
+        "its prompt definitions are invalid: 100000 prompts, more than the limit of 1000",
+    );
 }
 
 #[test]
 fn a_plugin_importing_what_the_host_does_not_provide_is_not_loaded() {
-    let dir = plugin_dir(&["hostile_extra_import", "code_review"]);
-    let mut server = Server::start(&["--plugins", dir.path().to_str().unwrap()]);
-    assert_eq!(server.list_all_names(), ["code_review"]);
-    server.wait_for_stderr(&format!(
-        "{}: imports what the host does not provide: fixture:extra-import/vault@0.1.0; a pack may import only WASI 0.2",
-        dir.path().join("hostile_extra_import.wasm").display()
-    ));
+    assert_not_loaded(
+        "hostile_extra_import",
+        &[],
+        "imports what the host does not provide: fixture:extra-import/vault@0.1.0; a pack may import only WASI 0.2",
+    );
 }
 
 #[test]
