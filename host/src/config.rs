@@ -5,6 +5,9 @@
 //! [server]
 //! plugins = "/srv/prompt-packs"   # the plugin directory
 //! page_size = 100                 # prompts per page of prompts/list
+//! watch = true                    # reload plugins when the directory changes
+//! cache_dir = "/var/cache/prompt-host"  # compiled plugins; default ~/.cache/prompt-host
+//! require_pinned = false          # refuse plugins without a sha256 below
 //!
 //! [limits]                        # every plugin, unless overridden below
 //! fuel = 500000000
@@ -16,6 +19,7 @@
 //!
 //! [plugins.acme]                  # the plugin in acme.wasm
 //! prefix = "acme-"
+//! sha256 = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
 //! limits = { deadline_ms = 3000 }
 //! ```
 
@@ -25,6 +29,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::cache::CompiledCache;
 use crate::handler::DEFAULT_PAGE_SIZE;
 use crate::limits::Limits;
 use crate::loader::PluginSettings;
@@ -43,6 +48,12 @@ pub struct ServeConfig {
     pub sandbox: SandboxConfig,
     /// What is configured for particular plugins, by plugin name.
     pub plugins: BTreeMap<String, PluginConfig>,
+    /// Whether a plugin without a pinned SHA-256 is refused.
+    pub require_pinned: bool,
+    /// Whether the plugin directory is watched for changes.
+    pub watch: bool,
+    /// Where compiled plugins are cached; `None` disables the cache.
+    pub cache_dir: Option<PathBuf>,
 }
 
 /// What is configured for one plugin.
@@ -55,6 +66,9 @@ pub struct PluginConfig {
     /// Limits that differ from the `[limits]` section.
     #[serde(default)]
     pub limits: LimitOverrides,
+    /// The SHA-256 (hex) the plugin file must have: any other file under
+    /// that name is refused.
+    pub sha256: Option<String>,
 }
 
 impl Default for ServeConfig {
@@ -65,6 +79,9 @@ impl Default for ServeConfig {
             limits: Limits::default(),
             sandbox: SandboxConfig::default(),
             plugins: BTreeMap::new(),
+            require_pinned: false,
+            watch: true,
+            cache_dir: CompiledCache::default_dir(),
         }
     }
 }
@@ -73,7 +90,12 @@ impl ServeConfig {
     /// What applies to the plugin named `plugin`.
     pub fn plugin_settings(&self, plugin: &str) -> PluginSettings {
         let configured = self.plugins.get(plugin).cloned().unwrap_or_default();
-        PluginSettings { prefix: configured.prefix, limits: configured.limits.apply(&self.limits) }
+        PluginSettings {
+            prefix: configured.prefix,
+            limits: configured.limits.apply(&self.limits),
+            pinned_sha256: configured.sha256,
+            require_pinned: self.require_pinned,
+        }
     }
 
     /// Reads a config file over the defaults.
@@ -94,6 +116,18 @@ impl ServeConfig {
         }
         let mut config = ServeConfig::default();
         config.plugins_dir = file.server.plugins;
+        config.require_pinned = file.server.require_pinned.unwrap_or(config.require_pinned);
+        config.watch = file.server.watch.unwrap_or(config.watch);
+        if let Some(dir) = file.server.cache_dir {
+            config.cache_dir = Some(dir);
+        }
+        for (name, plugin) in &file.plugins {
+            if let Some(pin) = &plugin.sha256
+                && !(pin.len() == 64 && pin.bytes().all(|b| b.is_ascii_hexdigit()))
+            {
+                return Err(format!("plugins.{name}.sha256 must be 64 hex digits, not {pin:?}"));
+            }
+        }
         if let Some(page_size) = file.server.page_size {
             positive("server.page_size", page_size as u64)?;
             config.page_size = page_size;
@@ -131,6 +165,9 @@ struct ConfigFile {
 struct ServerSection {
     plugins: Option<PathBuf>,
     page_size: Option<usize>,
+    require_pinned: Option<bool>,
+    watch: Option<bool>,
+    cache_dir: Option<PathBuf>,
 }
 
 /// Limits as a config file or the command line sets them, each optional, in
@@ -276,6 +313,19 @@ mod tests {
         assert_eq!(
             ServeConfig::from_toml("[sandbox]\nmax_concurrent_calls = 0\n"),
             Err("sandbox.max_concurrent_calls must be at least 1".into())
+        );
+    }
+
+    #[test]
+    fn pins_are_read_and_checked() {
+        let pin = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+        let config = ServeConfig::from_toml(&format!("[server]\nrequire_pinned = true\n[plugins.acme]\nsha256 = \"{pin}\"\n")).unwrap();
+        let settings = config.plugin_settings("acme");
+        assert_eq!(settings.pinned_sha256.as_deref(), Some(pin));
+        assert!(settings.require_pinned);
+        assert_eq!(
+            ServeConfig::from_toml("[plugins.acme]\nsha256 = \"abc\"\n"),
+            Err("plugins.acme.sha256 must be 64 hex digits, not \"abc\"".into())
         );
     }
 

@@ -9,8 +9,8 @@ use rmcp::model::{
     Implementation, InitializeResult, ListPromptsResult, PaginatedRequestParams, Reference,
     ServerCapabilities, ServerConfig,
 };
-use rmcp::service::RequestContext;
-use rmcp::{RoleServer, ServerHandler};
+use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::{Peer, RoleServer, ServerHandler};
 
 use crate::bindings::provider;
 use crate::convert;
@@ -128,6 +128,10 @@ impl ServerHandler for PromptServer {
         self.complete(request).await.map_err(|error| log_failure("completion/complete", &name, error))
     }
 
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        notify_list_changes(&self.registry, context.peer);
+    }
+
     async fn on_custom_request(
         &self,
         request: CustomRequest,
@@ -136,6 +140,34 @@ impl ServerHandler for PromptServer {
         Err(error::unparsed_request(&request.method, request.params).into())
     }
 }
+
+/// Sends the client `notifications/prompts/list_changed` after each
+/// effective change of the catalog, from its `initialized` on, until the
+/// client goes away. Changes that come while a notification is being sent
+/// are coalesced into one more.
+fn notify_list_changes(registry: &Registry, peer: Peer<RoleServer>) {
+    let mut changes = registry.subscribe();
+    tokio::spawn(async move {
+        let mut check_closed = tokio::time::interval(CLOSED_CHECK);
+        loop {
+            tokio::select! {
+                changed = changes.changed() => {
+                    if changed.is_err() || peer.notify_prompt_list_changed().await.is_err() {
+                        return;
+                    }
+                }
+                _ = check_closed.tick() => {
+                    if peer.is_transport_closed() {
+                        return;
+                    }
+                }
+            }
+        }
+    });
+}
+
+/// How often a notifier checks whether its client is gone.
+const CLOSED_CHECK: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Refuses arguments larger in all than the owning plugin accepts.
 fn check_argument_size<'a>(

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use crate::convert;
-use crate::loader::{self, LoadFailure, PluginSettings, PluginSource};
+use crate::loader::{self, LoadFailure, Loader, PluginSettings, PluginSource};
 use crate::sandbox::{Sandbox, SandboxConfig};
 
 /// What a valid plugin offers.
@@ -42,8 +42,10 @@ pub async fn inspect(path: &Path, settings: PluginSettings, sandbox_config: Sand
         origin: source.origin.clone(),
         error: loader::LoadError::Link(error.to_string()),
     })?);
+    let loader = Loader::new(sandbox.clone(), None);
     let fail = |error| LoadFailure { origin: source.origin.clone(), error };
-    let component = loader::compile(&sandbox, &source.bytes).await.map_err(fail)?;
+    let digest = loader::digest(&source.bytes);
+    let (component, _) = loader.compile(&source.bytes, &digest).await.map_err(fail)?;
     let (imports, exports) = (loader::import_names(&sandbox, &component), loader::export_names(&sandbox, &component));
     let limits = LimitsReport {
         fuel: settings.limits.fuel,
@@ -53,7 +55,7 @@ pub async fn inspect(path: &Path, settings: PluginSettings, sandbox_config: Sand
         max_prompts: settings.limits.max_prompts,
     };
     let (file, size_bytes) = (source.origin.clone(), source.bytes.len());
-    let plugin = loader::load_compiled(&sandbox, source.clone(), &component, settings).await.map_err(fail)?;
+    let plugin = loader.load_compiled(source.clone(), digest, &component, settings).await.map_err(fail)?;
     Ok(Report {
         plugin: plugin.id().to_string(),
         file,

@@ -15,11 +15,13 @@
 //! - [`bindings`]: generated from the WIT package.
 //!
 //! Beside the request path: [`config`], [`startup`] (from config to
-//! registry), [`loader`] (from bytes to plugin), [`bundled`] (the example
+//! registry), [`watch`] (the live plugin directory), [`loader`] (from bytes
+//! to plugin), [`cache`] (compiled plugins on disk), [`bundled`] (the example
 //! packs built in) and [`inspect`] (the `inspect` command).
 
 pub mod bindings;
 pub mod bundled;
+pub mod cache;
 pub mod catalog;
 pub mod config;
 pub mod convert;
@@ -34,3 +36,4 @@ pub mod sandbox;
 pub mod startup;
 pub mod transport;
 pub mod validate;
+pub mod watch;

@@ -15,6 +15,7 @@ use sha2::{Digest, Sha256};
 use wasmtime::component::Component;
 
 use crate::bindings::PROVIDER_INTERFACE;
+use crate::cache::{CompiledCache, Origin};
 use crate::plugin::Plugin;
 use crate::sandbox::{CallFailure, Limits, PrepareError, Sandbox};
 use crate::validate;
@@ -66,6 +67,10 @@ pub struct PluginSettings {
     pub prefix: String,
     /// The limits each call runs under.
     pub limits: Limits,
+    /// The SHA-256 (hex) the plugin's bytes must have, if pinned.
+    pub pinned_sha256: Option<String>,
+    /// Whether a plugin that is not pinned is refused.
+    pub require_pinned: bool,
 }
 
 /// Why a plugin could not be loaded.
@@ -99,6 +104,10 @@ pub enum LoadError {
     List(CallFailure),
     #[error("its prompt definitions are invalid: {0}")]
     Definitions(String),
+    #[error("its SHA-256 is {actual}, but the configuration pins it to {pinned}")]
+    PinMismatch { pinned: String, actual: String },
+    #[error("it is not pinned, and the configuration requires every plugin to be pinned (plugins.NAME.sha256)")]
+    NotPinned,
 }
 
 /// A plugin that failed to load, and why.
@@ -121,59 +130,111 @@ pub fn digest(bytes: &[u8]) -> String {
     Sha256::digest(bytes).iter().map(|byte| format!("{byte:02x}")).collect()
 }
 
-/// Loads one plugin: compiles it, checks it, lists its prompts once in the
-/// sandbox and validates them.
-pub async fn load(
-    sandbox: &Arc<Sandbox>,
-    source: PluginSource,
-    settings: PluginSettings,
-) -> Result<Plugin, LoadFailure> {
-    let origin = source.origin.clone();
-    load_checked(sandbox, source, settings)
-        .await
-        .map_err(|error| LoadFailure { origin, error })
+/// Loads plugins: compiles them (or takes them from the compiled cache),
+/// checks them, lists their prompts once in the sandbox and validates them.
+pub struct Loader {
+    sandbox: Arc<Sandbox>,
+    cache: Option<Arc<CompiledCache>>,
 }
 
-async fn load_checked(
-    sandbox: &Arc<Sandbox>,
-    source: PluginSource,
-    settings: PluginSettings,
-) -> Result<Plugin, LoadError> {
-    let component = compile(sandbox, &source.bytes).await?;
-    load_compiled(sandbox, source, &component, settings).await
-}
+impl Loader {
+    pub fn new(sandbox: Arc<Sandbox>, cache: Option<CompiledCache>) -> Loader {
+        Loader { sandbox, cache: cache.map(Arc::new) }
+    }
 
-/// Loads a plugin whose component is already compiled.
-pub async fn load_compiled(
-    sandbox: &Arc<Sandbox>,
-    source: PluginSource,
-    component: &Component,
-    settings: PluginSettings,
-) -> Result<Plugin, LoadError> {
-    let pre = prepare(sandbox, component)?;
-    let instance = sandbox.instantiate(&pre, &settings.limits, &source.id).await;
-    let prompts = instance.map_err(LoadError::List)?.list_prompts().await.map_err(LoadError::List)?;
-    validate::prompt_definitions(&prompts, settings.limits.max_prompts).map_err(LoadError::Definitions)?;
-    Ok(Plugin::new(
-        source.id,
-        digest(&source.bytes),
-        settings.prefix,
-        prompts,
-        settings.limits,
-        pre,
-        sandbox.clone(),
-    ))
-}
+    pub fn sandbox(&self) -> &Arc<Sandbox> {
+        &self.sandbox
+    }
 
-/// Checks that the bytes are a component, then compiles them off the async
-/// runtime: compiling is CPU-bound and takes milliseconds to seconds.
-pub async fn compile(sandbox: &Arc<Sandbox>, bytes: &[u8]) -> Result<Component, LoadError> {
-    check_header(bytes)?;
-    let (sandbox, bytes) = (sandbox.clone(), bytes.to_vec());
-    tokio::task::spawn_blocking(move || sandbox.compile(&bytes))
+    /// Loads one plugin.
+    pub async fn load(&self, source: PluginSource, settings: PluginSettings) -> Result<Plugin, LoadFailure> {
+        let origin = source.origin.clone();
+        self.load_checked(source, settings).await.map_err(|error| LoadFailure { origin, error })
+    }
+
+    async fn load_checked(&self, source: PluginSource, settings: PluginSettings) -> Result<Plugin, LoadError> {
+        let digest = digest(&source.bytes);
+        check_pin(&digest, &settings)?;
+        let (component, origin) = self.compile(&source.bytes, &digest).await?;
+        let plugin = self.load_compiled(source, digest, &component, settings).await?;
+        if origin == Origin::Cache {
+            tracing::info!(plugin = plugin.id(), "loaded the compiled component from the cache");
+        }
+        Ok(plugin)
+    }
+
+    /// Loads a plugin whose component is already compiled.
+    pub async fn load_compiled(
+        &self,
+        source: PluginSource,
+        digest: String,
+        component: &Component,
+        settings: PluginSettings,
+    ) -> Result<Plugin, LoadError> {
+        let pre = prepare(&self.sandbox, component)?;
+        let instance = self.sandbox.instantiate(&pre, &settings.limits, &source.id).await;
+        let prompts = instance.map_err(LoadError::List)?.list_prompts().await.map_err(LoadError::List)?;
+        validate::prompt_definitions(&prompts, settings.limits.max_prompts).map_err(LoadError::Definitions)?;
+        Ok(Plugin::new(source.id, digest, settings.prefix, prompts, settings.limits, pre, self.sandbox.clone()))
+    }
+
+    /// Checks that the bytes are a component, then takes its compiled form
+    /// from the cache or compiles it (and caches it). Both run off the async
+    /// runtime: compiling is CPU-bound and takes milliseconds to seconds.
+    pub async fn compile(&self, bytes: &[u8], digest: &str) -> Result<(Component, Origin), LoadError> {
+        check_header(bytes)?;
+        let (sandbox, cache) = (self.sandbox.clone(), self.cache.clone());
+        let (bytes, digest) = (bytes.to_vec(), digest.to_string());
+        tokio::task::spawn_blocking(move || {
+            if let Some(component) = cache.as_ref().and_then(|cache| cache.load(sandbox.engine(), &digest)) {
+                return Ok((component, Origin::Cache));
+            }
+            let component = sandbox.compile(&bytes).map_err(|error| LoadError::Invalid(error.to_string()))?;
+            if let Some(cache) = &cache {
+                cache.store(&digest, &component);
+            }
+            Ok((component, Origin::Compiled))
+        })
         .await
         .expect("the compile task does not panic")
-        .map_err(|error| LoadError::Invalid(error.to_string()))
+    }
+
+    /// Loads many plugins concurrently: compilation runs in parallel on the
+    /// blocking pool. Returns the ones that loaded, in the order of
+    /// `sources`, and the failures.
+    pub async fn load_all(
+        self: &Arc<Self>,
+        sources: Vec<PluginSource>,
+        settings: impl Fn(&str) -> PluginSettings,
+    ) -> (Vec<Plugin>, Vec<LoadFailure>) {
+        let mut tasks = tokio::task::JoinSet::new();
+        for (index, source) in sources.into_iter().enumerate() {
+            let (loader, settings) = (self.clone(), settings(&source.id));
+            tasks.spawn(async move { (index, loader.load(source, settings).await) });
+        }
+        let mut results = tasks.join_all().await;
+        results.sort_by_key(|(index, _)| *index);
+        let (mut plugins, mut failures) = (Vec::new(), Vec::new());
+        for (_, result) in results {
+            match result {
+                Ok(plugin) => plugins.push(plugin),
+                Err(failure) => failures.push(failure),
+            }
+        }
+        (plugins, failures)
+    }
+}
+
+/// Refuses bytes that do not match the plugin's pinned digest, and unpinned
+/// plugins when pins are required.
+fn check_pin(digest: &str, settings: &PluginSettings) -> Result<(), LoadError> {
+    match &settings.pinned_sha256 {
+        Some(pinned) if !pinned.eq_ignore_ascii_case(digest) => {
+            Err(LoadError::PinMismatch { pinned: pinned.clone(), actual: digest.to_string() })
+        }
+        None if settings.require_pinned => Err(LoadError::NotPinned),
+        _ => Ok(()),
+    }
 }
 
 /// Links a compiled component, telling a component of another world apart
@@ -230,30 +291,6 @@ fn check_header(bytes: &[u8]) -> Result<(), LoadError> {
         return Err(LoadError::CoreModule);
     }
     Ok(())
-}
-
-/// Loads many plugins concurrently. Returns the ones that loaded, in the order
-/// of `sources`, and the failures.
-pub async fn load_all(
-    sandbox: &Arc<Sandbox>,
-    sources: Vec<PluginSource>,
-    settings: impl Fn(&str) -> PluginSettings,
-) -> (Vec<Arc<Plugin>>, Vec<LoadFailure>) {
-    let mut tasks = tokio::task::JoinSet::new();
-    for (index, source) in sources.into_iter().enumerate() {
-        let (sandbox, settings) = (sandbox.clone(), settings(&source.id));
-        tasks.spawn(async move { (index, load(&sandbox, source, settings).await) });
-    }
-    let mut results = tasks.join_all().await;
-    results.sort_by_key(|(index, _)| *index);
-    let (mut plugins, mut failures) = (Vec::new(), Vec::new());
-    for (_, result) in results {
-        match result {
-            Ok(plugin) => plugins.push(Arc::new(plugin)),
-            Err(failure) => failures.push(failure),
-        }
-    }
-    (plugins, failures)
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
+use tokio::sync::watch;
 
 use crate::catalog::{Catalog, Entry, PluginSummary};
 use crate::convert;
@@ -60,18 +61,39 @@ fn summary(plugin: &Plugin) -> PluginSummary {
     }
 }
 
-/// Holds the current snapshot.
+/// Holds the current snapshot, and tells subscribers when it changes.
 pub struct Registry {
     current: ArcSwap<Snapshot>,
+    /// Counts effective changes. A watch channel keeps only the latest value,
+    /// so a burst of changes wakes a slow subscriber once.
+    changes: watch::Sender<u64>,
 }
 
 impl Registry {
     pub fn new(plugins: Vec<Arc<Plugin>>) -> Registry {
-        Registry { current: ArcSwap::from_pointee(Snapshot::new(plugins)) }
+        Registry { current: ArcSwap::from_pointee(Snapshot::new(plugins)), changes: watch::Sender::new(0) }
     }
 
     /// The current snapshot, for one request to use to its end.
     pub fn snapshot(&self) -> Arc<Snapshot> {
         self.current.load_full()
+    }
+
+    /// Serves `plugins` from now on, if that changes the catalog. Requests
+    /// already running finish on the snapshot they took. Returns whether the
+    /// catalog changed.
+    pub fn publish(&self, plugins: Vec<Arc<Plugin>>) -> bool {
+        let next = Snapshot::new(plugins);
+        if next.catalog.version() == self.current.load().catalog.version() {
+            return false;
+        }
+        self.current.store(Arc::new(next));
+        self.changes.send_modify(|generation| *generation += 1);
+        true
+    }
+
+    /// A receiver that is woken after each effective change.
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.changes.subscribe()
     }
 }

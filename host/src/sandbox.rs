@@ -206,7 +206,7 @@ impl Sandbox {
             _slot: slot,
         };
         let result = tokio::time::timeout(limits.deadline, pre.instantiate_async(&mut instance.store)).await;
-        instance.pack = Some(instance.settle(result)?);
+        instance.pack = Some(instance.settle(result, false)?);
         Ok(instance)
     }
 }
@@ -238,7 +238,7 @@ impl Instance {
         let (pack, remaining) = (self.take_pack(), self.remaining());
         let call = pack.prompt_host_prompts_prompt_provider().call_list_prompts(&mut self.store);
         let result = tokio::time::timeout(remaining, call).await;
-        self.settle(result)
+        self.settle(result, true)
     }
 
     /// Calls the plugin's `get-prompt`.
@@ -250,7 +250,7 @@ impl Instance {
         let (pack, remaining) = (self.take_pack(), self.remaining());
         let call = pack.prompt_host_prompts_prompt_provider().call_get_prompt(&mut self.store, name, arguments);
         let result = tokio::time::timeout(remaining, call).await;
-        self.settle(result)
+        self.settle(result, true)
     }
 
     /// Calls the plugin's `complete`.
@@ -264,27 +264,38 @@ impl Instance {
         let (pack, remaining) = (self.take_pack(), self.remaining());
         let call = pack.prompt_host_prompts_prompt_provider().call_complete(&mut self.store, prompt, argument, value, context);
         let result = tokio::time::timeout(remaining, call).await;
-        self.settle(result)
+        self.settle(result, true)
     }
 
-    /// Logs what the plugin printed and turns a failed call into the
-    /// [`CallFailure`] that explains it.
+    /// Turns a failed step into the [`CallFailure`] that explains it, and
+    /// reports the call once it is over: after its `last` step, or after
+    /// any step that failed.
     fn settle<R>(
         &mut self,
         result: Result<wasmtime::Result<R>, tokio::time::error::Elapsed>,
+        last: bool,
     ) -> Result<R, CallFailure> {
-        let stderr = log_output(&self.plugin, "stderr", &self.stderr);
-        log_output(&self.plugin, "stdout", &self.stdout);
-        let fuel_used = self.limits.fuel - self.store.get_fuel().unwrap_or(0);
-        tracing::debug!(plugin = %self.plugin, fuel_used, elapsed_us = self.started.elapsed().as_micros() as u64, "plugin call finished");
-        match result {
+        let outcome = match result {
             Ok(Ok(value)) => Ok(value),
-            Ok(Err(error)) => Err(self.classify(&error, &stderr)),
+            Ok(Err(error)) => Err(self.classify(&error)),
             Err(_) => Err(CallFailure::DeadlineExceeded { deadline: self.limits.deadline }),
+        };
+        if last || outcome.is_err() {
+            self.report();
         }
+        outcome
     }
 
-    fn classify(&self, error: &wasmtime::Error, stderr: &str) -> CallFailure {
+    /// Logs what the plugin printed, and what the call cost.
+    fn report(&self) {
+        log_output(&self.plugin, "stderr", &self.stderr);
+        log_output(&self.plugin, "stdout", &self.stdout);
+        let fuel_used = self.limits.fuel - self.store.get_fuel().unwrap_or(0);
+        let elapsed_us = self.started.elapsed().as_micros() as u64;
+        tracing::debug!(plugin = %self.plugin, fuel_used, elapsed_us, "plugin call finished");
+    }
+
+    fn classify(&self, error: &wasmtime::Error) -> CallFailure {
         if error.is::<DeadlineReached>() {
             return CallFailure::DeadlineExceeded { deadline: self.limits.deadline };
         }
@@ -301,7 +312,7 @@ impl Instance {
         if self.store.data().guard.denied.is_some() {
             return CallFailure::MemoryLimit { limit_bytes: self.limits.memory_bytes };
         }
-        if let Some(message) = panic_message(stderr) {
+        if let Some(message) = panic_message(&self.stderr.contents().0) {
             return CallFailure::Panic { message };
         }
         let message = match error.downcast_ref::<Trap>() {
@@ -406,9 +417,8 @@ fn panic_message(stderr: &str) -> Option<String> {
     Some(format!("{} (at {location})", message.join("\n").trim()))
 }
 
-/// Logs what a plugin wrote to one stream, line by line under its name, and
-/// returns the text.
-fn log_output(plugin: &str, stream: &str, output: &CapturedOutput) -> String {
+/// Logs what a plugin wrote to one stream, line by line under its name.
+fn log_output(plugin: &str, stream: &str, output: &CapturedOutput) {
     let (text, dropped) = output.contents();
     for line in text.lines().filter(|line| !line.trim().is_empty()) {
         tracing::info!(plugin, stream, "{line}");
@@ -416,7 +426,6 @@ fn log_output(plugin: &str, stream: &str, output: &CapturedOutput) -> String {
     if dropped > 0 {
         tracing::info!(plugin, stream, "... {dropped} more bytes not kept");
     }
-    text
 }
 
 #[cfg(test)]

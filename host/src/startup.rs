@@ -1,55 +1,69 @@
-//! Start-up: from a configuration to a registry of loaded plugins.
+//! Start-up: from a configuration to a registry of loaded plugins, and the
+//! watcher that keeps a plugin directory live.
 
 use std::sync::Arc;
 
 use crate::bundled;
+use crate::cache::CompiledCache;
 use crate::config::ServeConfig;
-use crate::loader::{self, PluginSource};
+use crate::loader::Loader;
 use crate::registry::Registry;
 use crate::sandbox::{PrepareError, Sandbox};
+use crate::watch::PluginDirectory;
 
 /// Why the host could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum StartupError {
     #[error("cannot read the plugin directory {path}: {error}")]
     PluginDir { path: String, error: std::io::Error },
+    #[error("cannot watch the plugin directory {path}: {error}")]
+    Watch { path: String, error: notify::Error },
     #[error("cannot create the WebAssembly engine: {0}")]
     Engine(#[from] PrepareError),
 }
 
-/// Loads every plugin the configuration names. A plugin that fails to load is
-/// logged with its file and the reason, and the others are served.
-pub async fn load_registry(config: &ServeConfig) -> Result<Arc<Registry>, StartupError> {
+/// A host ready to serve: the registry, and the watcher keeping it in line
+/// with the plugin directory, if there is one to watch.
+pub struct Host {
+    pub registry: Arc<Registry>,
+    pub directory: Option<Arc<PluginDirectory>>,
+    pub watcher: Option<tokio::task::JoinHandle<()>>,
+}
+
+/// Loads every plugin the configuration names, and watches the plugin
+/// directory if the configuration asks. A plugin that fails to load is logged
+/// with its file and the reason, and the others are served.
+pub async fn start(config: &ServeConfig) -> Result<Host, StartupError> {
     let sandbox = Arc::new(Sandbox::new(config.sandbox.clone())?);
-    let (sources, read_failures) = match &config.plugins_dir {
-        None => (bundled::sources(), Vec::new()),
-        Some(dir) => {
-            let files = loader::plugin_files(dir)
-                .map_err(|error| StartupError::PluginDir { path: dir.display().to_string(), error })?;
-            let (mut sources, mut failures) = (Vec::new(), Vec::new());
-            for file in files {
-                match PluginSource::read(&file) {
-                    Ok(source) => sources.push(source),
-                    Err(failure) => failures.push(failure),
-                }
-            }
-            (sources, failures)
+    let cache = config.cache_dir.as_ref().and_then(|dir| match CompiledCache::open(dir, sandbox.engine()) {
+        Ok(cache) => Some(cache),
+        Err(error) => {
+            tracing::warn!(dir = %dir.display(), "compiled cache disabled: {error}");
+            None
         }
+    });
+    let loader = Arc::new(Loader::new(sandbox, cache));
+    let registry = Arc::new(Registry::new(Vec::new()));
+
+    let Some(dir) = &config.plugins_dir else {
+        let (plugins, failures) = loader.load_all(bundled::sources(), |id| config.plugin_settings(id)).await;
+        for failure in failures {
+            tracing::error!("bundled pack not loaded: {failure}");
+        }
+        registry.publish(plugins.into_iter().map(Arc::new).collect());
+        return Ok(Host { registry, directory: None, watcher: None });
     };
-    let (plugins, load_failures) = loader::load_all(&sandbox, sources, |id| config.plugin_settings(id)).await;
-    for failure in read_failures.iter().chain(&load_failures) {
-        tracing::error!(file = %failure.origin, "plugin not loaded: {failure}");
+
+    let directory = Arc::new(PluginDirectory::new(dir, loader, Arc::new(config.clone()), registry.clone()));
+    directory
+        .rescan()
+        .await
+        .map_err(|error| StartupError::PluginDir { path: dir.display().to_string(), error })?;
+    let watcher = directory
+        .keep_live(config.watch)
+        .map_err(|error| StartupError::Watch { path: dir.display().to_string(), error })?;
+    if config.watch {
+        tracing::info!(dir = %dir.display(), "watching the plugin directory");
     }
-    for plugin in &plugins {
-        tracing::info!(
-            plugin = plugin.id(),
-            prompts = plugin.prompts().len(),
-            sha256 = &plugin.digest()[..12],
-            "plugin loaded"
-        );
-    }
-    if plugins.is_empty() {
-        tracing::warn!("no plugin loaded: the server has no prompts to offer");
-    }
-    Ok(Arc::new(Registry::new(plugins)))
+    Ok(Host { registry, directory: Some(directory), watcher: Some(watcher) })
 }

@@ -146,8 +146,9 @@ fn what_a_plugin_prints_goes_to_the_log_not_the_protocol() {
     let (_dir, mut server) = serve_hostile(&[]);
     // `response` fails the test if stdout carries anything but JSON-RPC.
     assert_eq!(only_text(&server.get_prompt("chatty", json!({}))), "chatted");
-    let stderr = server.wait_for_stderr("hello from the plugin's stderr");
-    assert!(stderr.contains("hello from the plugin's stdout"), "{stderr}");
+    // stdout is logged after stderr, so once it is read both are.
+    let stderr = server.wait_for_stderr("hello from the plugin's stdout");
+    assert!(stderr.contains("hello from the plugin's stderr"), "{stderr}");
 }
 
 #[test]

@@ -52,6 +52,18 @@ struct ServeArgs {
     /// Serve the prompts of plugin PLUGIN under PREFIX followed by their declared names (repeatable).
     #[arg(long = "prefix", value_name = "PLUGIN=PREFIX", value_parser = parse_prefix)]
     prefixes: Vec<(String, String)>,
+    /// Do not watch the plugin directory (SIGHUP still rescans it).
+    #[arg(long)]
+    no_watch: bool,
+    /// Where compiled plugins are cached [default: $XDG_CACHE_HOME/prompt-host or ~/.cache/prompt-host].
+    #[arg(long, value_name = "DIR")]
+    cache_dir: Option<PathBuf>,
+    /// Compile every plugin at start, without the compiled cache.
+    #[arg(long, conflicts_with = "cache_dir")]
+    no_cache: bool,
+    /// Load only plugins whose SHA-256 the config file pins (plugins.NAME.sha256).
+    #[arg(long)]
+    require_pinned: bool,
     #[command(flatten)]
     limits: LimitArgs,
 }
@@ -130,9 +142,20 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     for (plugin, prefix) in args.prefixes {
         config.plugins.entry(plugin).or_default().prefix = prefix;
     }
+    if args.no_watch {
+        config.watch = false;
+    }
+    if args.no_cache {
+        config.cache_dir = None;
+    } else if let Some(dir) = args.cache_dir {
+        config.cache_dir = Some(dir);
+    }
+    if args.require_pinned {
+        config.require_pinned = true;
+    }
     config.limits = args.limits.overrides().apply(&config.limits);
-    let registry = prompt_host::startup::load_registry(&config).await?;
-    let server = PromptServer::new(registry, config.page_size);
+    let host = prompt_host::startup::start(&config).await?;
+    let server = PromptServer::new(host.registry, config.page_size);
     prompt_host::transport::serve_stdio(server).await.context("serving MCP over stdio")
 }
 

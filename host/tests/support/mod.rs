@@ -28,6 +28,19 @@ pub fn built_plugin(name: &str) -> PathBuf {
     path
 }
 
+/// Installs a built plugin into `dir` under `file_name` the way operators
+/// should: copy beside it, then rename over it.
+pub fn install(dir: &Path, plugin: &str, file_name: &str) {
+    install_bytes(dir, &std::fs::read(built_plugin(plugin)).unwrap(), file_name);
+}
+
+/// Writes `bytes` into `dir` under `file_name`, atomically.
+pub fn install_bytes(dir: &Path, bytes: &[u8], file_name: &str) {
+    let staging = dir.join(format!(".{file_name}.partial"));
+    std::fs::write(&staging, bytes).unwrap();
+    std::fs::rename(&staging, dir.join(file_name)).unwrap();
+}
+
 /// A fresh plugin directory holding copies of the named built plugins.
 pub fn plugin_dir(names: &[&str]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
@@ -56,7 +69,9 @@ impl Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_prompt-host"))
             .arg("serve")
             .args(args)
-            .env("RUST_LOG", "info")
+            .env("RUST_LOG", "info,prompt_host=debug")
+            // Keep the compiled cache out of the user's home, shared by the tests.
+            .env("XDG_CACHE_HOME", Path::new(env!("CARGO_TARGET_TMPDIR")).join("cache"))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -200,6 +215,40 @@ impl Server {
         }
     }
 
+    /// Reads messages until a notification with `method` arrives (or takes
+    /// one that already has), and returns it.
+    pub fn notification(&mut self, method: &str) -> Value {
+        loop {
+            if let Some(index) = self.notifications.iter().position(|n| n["method"] == method) {
+                return self.notifications.remove(index);
+            }
+            let line = match self.lines.recv_timeout(RESPONSE_TIMEOUT) {
+                Ok(line) => line,
+                Err(_) => panic!("no {method} notification; stderr:\n{}", self.stderr()),
+            };
+            let message: Value = serde_json::from_str(&line).unwrap();
+            match message["id"].as_u64() {
+                Some(id) => {
+                    self.pending.insert(id, message);
+                }
+                None => self.notifications.push(message),
+            }
+        }
+    }
+
+    /// Makes a request, which makes the server flush what it had to say
+    /// before answering it, and returns the notifications received so far.
+    pub fn drain_notifications(&mut self) -> Vec<Value> {
+        self.result("ping", json!({}));
+        std::mem::take(&mut self.notifications)
+    }
+
+    /// Sends the server SIGHUP.
+    pub fn hang_up(&self) {
+        let status = Command::new("kill").args(["-HUP", &self.child.id().to_string()]).status().unwrap();
+        assert!(status.success());
+    }
+
     /// Everything the server has written to stderr so far.
     pub fn stderr(&self) -> String {
         self.stderr.lock().unwrap().clone()
@@ -207,13 +256,20 @@ impl Server {
 
     /// Waits until stderr contains `text`, or fails after the response timeout.
     pub fn wait_for_stderr(&self, text: &str) -> String {
+        self.wait_for_stderr_count(text, 1)
+    }
+
+    /// Waits until stderr contains `text` at least `count` times, or fails
+    /// after the response timeout. (stderr is read by another thread, so a
+    /// line logged before a response may be seen after it.)
+    pub fn wait_for_stderr_count(&self, text: &str, count: usize) -> String {
         let deadline = std::time::Instant::now() + RESPONSE_TIMEOUT;
         loop {
             let stderr = self.stderr();
-            if stderr.contains(text) {
+            if stderr.matches(text).count() >= count {
                 return stderr;
             }
-            assert!(std::time::Instant::now() < deadline, "stderr never said {text:?}:\n{stderr}");
+            assert!(std::time::Instant::now() < deadline, "stderr never said {text:?} {count} times:\n{stderr}");
             std::thread::sleep(Duration::from_millis(20));
         }
     }
