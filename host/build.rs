@@ -41,16 +41,22 @@ fn main() {
 }
 
 fn build_plugins(plugins: &Path) {
-    let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let mut command = Command::new(cargo);
+    // The cargo on PATH (rustup's proxy, where there is one), not the one
+    // building the host: the plugins build with the default toolchain, which
+    // is the one `rustup target add wasm32-wasip2` equipped, even when the
+    // host builds with another (cargo +nightly fuzz, say).
+    let mut command = Command::new("cargo");
     command
         .args(["build", "--release", "--target", "wasm32-wasip2", "--manifest-path"])
         .arg(plugins.join("Cargo.toml"))
         .arg("--target-dir")
         .arg(plugins.join("target"));
-    // The host's own build settings must not leak into the guest build.
+    // The host's own build settings (toolchain, flags, sanitizers) must not
+    // leak into the guest build.
+    const HOST_ONLY: &[&str] =
+        &["RUSTC", "RUSTC_WRAPPER", "RUSTC_WORKSPACE_WRAPPER", "RUSTDOC", "RUSTFLAGS", "RUSTDOCFLAGS", "RUSTUP_TOOLCHAIN"];
     for (key, _) in env::vars() {
-        if key.starts_with("CARGO_") && key != "CARGO_HOME" || key == "RUSTFLAGS" || key == "RUSTC_WRAPPER" {
+        if key.starts_with("CARGO_") && key != "CARGO_HOME" || HOST_ONLY.contains(&key.as_str()) {
             command.env_remove(key);
         }
     }

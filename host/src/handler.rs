@@ -7,9 +7,11 @@ use std::sync::Arc;
 use rmcp::model::{
     CompleteRequestParams, CompleteResult, CustomRequest, CustomResult, ErrorData, GetPromptRequestParams, GetPromptResponse,
     Implementation, InitializeResult, ListPromptsResult, PaginatedRequestParams, Reference,
-    ServerCapabilities, ServerConfig,
+    ServerCapabilities, ServerConfig, SubscriptionFilter,
 };
-use rmcp::service::{NotificationContext, RequestContext};
+#[allow(deprecated, reason = "logging/setLevel is deprecated from 2026-07-28; earlier clients still send it")]
+use rmcp::model::SetLevelRequestParams;
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{Peer, RoleServer, ServerHandler};
 
 use crate::bindings::provider;
@@ -88,7 +90,9 @@ impl PromptServer {
 
 impl ServerHandler for PromptServer {
     fn get_info(&self) -> ServerConfig {
+        #[allow(deprecated, reason = "logging is deprecated from 2026-07-28, but clients of earlier revisions set its level")]
         let capabilities = ServerCapabilities::builder()
+            .enable_logging()
             .enable_prompts()
             .enable_prompts_list_changed()
             .enable_completions()
@@ -130,6 +134,38 @@ impl ServerHandler for PromptServer {
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         notify_list_changes(&self.registry, context.peer);
+    }
+
+    /// Accepted so that clients may set it; this server sends no log
+    /// messages to clients (its log goes to stderr).
+    #[allow(deprecated, reason = "logging/setLevel is deprecated from 2026-07-28; earlier clients still send it")]
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        tracing::debug!(level = ?request.level, "client set its log level");
+        Ok(())
+    }
+
+    /// Protocol 2026-07-28 has no sessions: clients listen for prompt list
+    /// changes with `subscriptions/listen`.
+    fn accepted_subscription_filter(&self, _requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+        Some(SubscriptionFilter::builder().prompts_list_changed().build())
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let mut changes = self.registry.subscribe();
+        loop {
+            tokio::select! {
+                _ = context.cancelled() => return Ok(()),
+                changed = changes.changed() => {
+                    if changed.is_err() || context.sink().notify_prompt_list_changed().await.is_err() {
+                        return Ok(());
+                    }
+                }
+            }
+        }
     }
 
     async fn on_custom_request(

@@ -1,4 +1,7 @@
-//! Transports: how MCP messages reach the handler.
+//! Transports: how MCP messages reach the handler. stdio is the default;
+//! [`http`] serves Streamable HTTP.
+
+pub mod http;
 
 use rmcp::ServiceExt;
 

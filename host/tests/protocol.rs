@@ -29,7 +29,7 @@ fn every_protocol_revision_in_use_is_negotiated() {
         let mut server = Server::spawn(&[]);
         let result = server.initialize(version);
         assert_eq!(result["protocolVersion"], version);
-        assert_eq!(result["capabilities"], json!({ "prompts": { "listChanged": true }, "completions": {} }));
+        assert_eq!(result["capabilities"], json!({ "prompts": { "listChanged": true }, "completions": {}, "logging": {} }));
         assert_eq!(result["serverInfo"]["name"], "prompt-host");
         assert_eq!(server.list_all_names(), BUNDLED_PROMPTS, "with protocol {version}");
     }

@@ -4,16 +4,13 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { copyFileSync, mkdtempSync, renameSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { fileURLToPath } from "node:url";
 import path from "node:path";
 
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { McpError, PromptListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-const binary = process.env.PROMPT_HOST_BIN ?? path.join(root, "target/debug/prompt-host");
-const built = (name) => path.join(root, "plugins/target/wasm32-wasip2/release", `${name}.wasm`);
+import { allNames, binary, built, install as installInto } from "./helpers.js";
 
 const dir = mkdtempSync(path.join(tmpdir(), "prompt-host-plugins-"));
 const cache = mkdtempSync(path.join(tmpdir(), "prompt-host-cache-"));
@@ -21,12 +18,7 @@ let client;
 let changes = 0;
 let waiters = [];
 
-// Copy beside, then rename over: how operators install a pack atomically.
-function install(plugin, fileName) {
-  const staging = path.join(dir, `.${fileName}.partial`);
-  copyFileSync(built(plugin), staging);
-  renameSync(staging, path.join(dir, fileName));
-}
+const install = (plugin, fileName) => installInto(dir, plugin, fileName);
 
 function nextListChanged() {
   return new Promise((resolve, reject) => {
@@ -38,16 +30,7 @@ function nextListChanged() {
   });
 }
 
-async function names() {
-  const all = [];
-  let cursor;
-  do {
-    const page = await client.listPrompts(cursor ? { cursor } : {});
-    all.push(...page.prompts.map((prompt) => prompt.name));
-    cursor = page.nextCursor;
-  } while (cursor);
-  return all;
-}
+const names = () => allNames(client);
 
 before(async () => {
   copyFileSync(built("code_review"), path.join(dir, "code_review.wasm"));

@@ -3,15 +3,14 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { fileURLToPath } from "node:url";
 import path from "node:path";
 
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { McpError } from "@modelcontextprotocol/sdk/types.js";
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-const binary = process.env.PROMPT_HOST_BIN ?? path.join(root, "target/debug/prompt-host");
+import { binary, root } from "./helpers.js";
+
 const asset = (name) => readFileSync(path.join(root, "plugins/media-prompts/assets", name)).toString("base64");
 
 let client;

@@ -1,6 +1,7 @@
 //! The `prompt-host` command: a thin shell over the library.
 
 use std::io::IsTerminal;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -8,6 +9,7 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use prompt_host::config::{LimitOverrides, ServeConfig};
 use prompt_host::handler::PromptServer;
+use prompt_host::transport::http::{self, HttpConfig};
 
 /// What is logged unless RUST_LOG says otherwise: the host's own events, and
 /// only rmcp's warnings (it logs every message it handles at info).
@@ -23,7 +25,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Serve MCP over stdio (stdin and stdout carry the protocol; logs go to stderr).
+    /// Serve MCP over stdio (stdin and stdout carry the protocol; logs go to
+    /// stderr), or over Streamable HTTP with --http.
     Serve(ServeArgs),
     /// Load one plugin as the server would, and print its prompts as JSON.
     ///
@@ -65,7 +68,32 @@ struct ServeArgs {
     #[arg(long)]
     require_pinned: bool,
     #[command(flatten)]
+    http: HttpArgs,
+    #[command(flatten)]
     limits: LimitArgs,
+}
+
+/// Serving over Streamable HTTP instead of stdio.
+#[derive(Args)]
+struct HttpArgs {
+    /// Serve MCP over Streamable HTTP at http://ADDR/mcp instead of stdio (for example 127.0.0.1:8080).
+    #[arg(long, value_name = "ADDR")]
+    http: Option<SocketAddr>,
+    /// Allow --http on an address other than loopback.
+    #[arg(long, requires = "http")]
+    allow_remote: bool,
+    /// Accept this Host header besides localhost, 127.0.0.1 and ::1 (repeatable).
+    #[arg(long = "allow-host", value_name = "HOST", requires = "http")]
+    allowed_hosts: Vec<String>,
+    /// Accept this Origin besides loopback ones, such as https://app.example.com (repeatable).
+    #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "http")]
+    allowed_origins: Vec<String>,
+    /// Require `Authorization: Bearer <token>`, with the token read from FILE.
+    #[arg(long, value_name = "FILE", requires = "http")]
+    auth_token_file: Option<PathBuf>,
+    /// The largest request body accepted, in KiB; larger ones get 413.
+    #[arg(long, value_name = "KIB", default_value_t = 4096, requires = "http")]
+    max_request_kib: usize,
 }
 
 /// Limits on every call into a plugin (the config file can set more, and set
@@ -156,7 +184,22 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     config.limits = args.limits.overrides().apply(&config.limits);
     let host = prompt_host::startup::start(&config).await?;
     let server = PromptServer::new(host.registry, config.page_size);
-    prompt_host::transport::serve_stdio(server).await.context("serving MCP over stdio")
+    let Some(addr) = args.http.http else {
+        return prompt_host::transport::serve_stdio(server).await.context("serving MCP over stdio");
+    };
+    let http = HttpConfig {
+        allow_remote: args.http.allow_remote,
+        allowed_hosts: args.http.allowed_hosts,
+        allowed_origins: args.http.allowed_origins,
+        auth_token: args.http.auth_token_file.as_deref().map(http::read_token_file).transpose()?,
+        max_request_bytes: args.http.max_request_kib << 10,
+        ..HttpConfig::new(addr)
+    };
+    let running = http::serve_http(server, http).await?;
+    tokio::signal::ctrl_c().await.context("waiting for Ctrl-C")?;
+    tracing::info!("interrupted: closing every session");
+    running.shutdown().await;
+    Ok(())
 }
 
 async fn inspect(file: PathBuf, limits: LimitArgs) -> anyhow::Result<()> {
