@@ -87,6 +87,19 @@ impl Default for ServeConfig {
 }
 
 impl ServeConfig {
+    /// The sandbox settings, with memory slots large enough for the largest
+    /// memory limit any plugin has.
+    pub fn sandbox_config(&self) -> SandboxConfig {
+        let largest = self
+            .plugins
+            .values()
+            .map(|plugin| plugin.limits.apply(&self.limits).memory_bytes)
+            .chain([self.limits.memory_bytes])
+            .max()
+            .unwrap_or_default();
+        SandboxConfig { max_memory_bytes: largest, ..self.sandbox.clone() }
+    }
+
     /// What applies to the plugin named `plugin`.
     pub fn plugin_settings(&self, plugin: &str) -> PluginSettings {
         let configured = self.plugins.get(plugin).cloned().unwrap_or_default();
@@ -243,6 +256,7 @@ impl SandboxSection {
             max_wasm_stack: self.max_wasm_stack_kib.map_or(base.max_wasm_stack, |kib| kib << 10),
             max_concurrent_calls: self.max_concurrent_calls.unwrap_or(base.max_concurrent_calls),
             queue_wait: self.queue_wait_ms.map_or(base.queue_wait, Duration::from_millis),
+            max_memory_bytes: base.max_memory_bytes,
         })
     }
 }

@@ -38,6 +38,10 @@ pub struct LimitsReport {
 /// Loads `path` as the server would, with `settings`, and reports on it.
 pub async fn inspect(path: &Path, settings: PluginSettings, sandbox_config: SandboxConfig) -> Result<Report, LoadFailure> {
     let source = PluginSource::read(path)?;
+    let sandbox_config = SandboxConfig {
+        max_memory_bytes: sandbox_config.max_memory_bytes.max(settings.limits.memory_bytes),
+        ..sandbox_config
+    };
     let sandbox = Arc::new(Sandbox::new(sandbox_config.clone()).map_err(|error| LoadFailure {
         origin: source.origin.clone(),
         error: loader::LoadError::Link(error.to_string()),

@@ -15,6 +15,11 @@ use sha2::{Digest, Sha256};
 use wasmtime::component::Component;
 
 use crate::bindings::PROVIDER_INTERFACE;
+
+/// The provider interface's name without its version, and the versions of
+/// it this host accepts: any 0.1.x (a 0.y release is compatible within y).
+const PROVIDER_INTERFACE_UNVERSIONED: &str = "prompt-host:prompts/prompt-provider";
+const ACCEPTED_VERSIONS: &str = "@0.1.";
 use crate::cache::{CompiledCache, Origin};
 use crate::plugin::Plugin;
 use crate::sandbox::{CallFailure, Limits, PrepareError, Sandbox};
@@ -92,6 +97,11 @@ pub enum LoadError {
          build it against the prompt-pack world of the prompt-host WIT package"
     )]
     WrongWorld { exports: String },
+    #[error(
+        "is built against version {found} of the prompt-host:prompts WIT package, and this host accepts 0.1.x; \
+         rebuild it against the WIT package this host ships"
+    )]
+    UnsupportedVersion { found: String },
     #[error(
         "imports what the host does not provide: {}; a pack may import only WASI 0.2 \
          (wasi:cli, wasi:clocks, wasi:filesystem, wasi:io, wasi:random, wasi:sockets), and is granted nothing through it",
@@ -244,7 +254,15 @@ pub fn prepare(
     component: &Component,
 ) -> Result<crate::bindings::PromptPackPre<crate::sandbox::CallState>, LoadError> {
     let exports = export_names(sandbox, component);
-    if !exports.iter().any(|name| name == PROVIDER_INTERFACE) {
+    let provider = exports.iter().find_map(|name| name.strip_prefix(PROVIDER_INTERFACE_UNVERSIONED));
+    if let Some(version) = provider
+        && !version.starts_with(ACCEPTED_VERSIONS)
+    {
+        let found = version.trim_start_matches('@');
+        let found = if found.is_empty() { "(none)" } else { found };
+        return Err(LoadError::UnsupportedVersion { found: found.to_string() });
+    }
+    if provider.is_none() {
         let exports = if exports.is_empty() { "nothing".to_string() } else { exports.join(", ") };
         return Err(LoadError::WrongWorld { exports });
     }

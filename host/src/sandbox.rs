@@ -21,7 +21,9 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use wasmtime::component::{Component, Linker, ResourceTable};
-use wasmtime::{Config, Engine, ResourceLimiter, Store, Trap, UpdateDeadline};
+use wasmtime::{
+    Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, ResourceLimiter, Store, Trap, UpdateDeadline,
+};
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 use crate::bindings::{PromptPack, PromptPackPre, provider};
@@ -32,8 +34,9 @@ mod capture;
 use capture::CapturedOutput;
 
 /// How often the engine's epoch advances. A running call yields to the async
-/// runtime at every tick, and its deadline is checked at every tick.
-const EPOCH_TICK: Duration = Duration::from_millis(5);
+/// runtime at every tick, and its deadline is checked at every tick; the tick
+/// bounds how long a spinning plugin holds a worker thread before others run.
+const EPOCH_TICK: Duration = Duration::from_millis(1);
 
 /// Settings of the sandbox shared by every plugin.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,6 +47,9 @@ pub struct SandboxConfig {
     pub max_concurrent_calls: usize,
     /// How long a call waits for a free slot before it is refused as busy.
     pub queue_wait: Duration,
+    /// The largest memory limit of any plugin: the size of a memory slot in
+    /// the engine's instance pool.
+    pub max_memory_bytes: usize,
 }
 
 impl Default for SandboxConfig {
@@ -52,9 +58,15 @@ impl Default for SandboxConfig {
             max_wasm_stack: 512 << 10,
             max_concurrent_calls: 64,
             queue_wait: Duration::from_millis(2000),
+            max_memory_bytes: Limits::default().memory_bytes,
         }
     }
 }
+
+/// A call that has run this long is a long call: long calls take turns in
+/// the slow lane, so that however many spin, calls that finish quickly
+/// always find a free worker thread.
+const LONG_CALL: Duration = Duration::from_millis(10);
 
 /// Why a call into a plugin failed. The messages complete a sentence that
 /// starts with the plugin's name: "plugin 'acme' exceeded its fuel budget".
@@ -106,26 +118,42 @@ pub struct Sandbox {
     linker: Linker<CallState>,
     config: SandboxConfig,
     slots: Arc<Semaphore>,
+    /// Turns for long calls: one fewer than the cores.
+    slow_lane: Arc<Semaphore>,
 }
 
 impl Sandbox {
     /// Creates the engine and starts its epoch ticker.
     pub fn new(config: SandboxConfig) -> Result<Sandbox, PrepareError> {
+        // Instances come from a pool sized for the calls that may run at
+        // once: instantiation then costs no mmap or munmap.
+        let calls = config.max_concurrent_calls as u32;
+        let mut pool = PoolingAllocationConfig::default();
+        pool.total_component_instances(calls)
+            .total_core_instances(calls * 16)
+            .total_memories(calls * 4)
+            .total_tables(calls * 4)
+            .total_stacks(calls)
+            .max_memory_size(config.max_memory_bytes)
+            .table_elements(MAX_TABLE_ELEMENTS);
         let mut wasm_config = Config::new();
         wasm_config
             .consume_fuel(true)
             .epoch_interruption(true)
             .max_wasm_stack(config.max_wasm_stack)
+            .allocation_strategy(InstanceAllocationStrategy::Pooling(pool))
             .wasm_component_model(true);
         let engine = Engine::new(&wasm_config).map_err(|e| PrepareError::Compile(e.to_string()))?;
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)
             .map_err(|e| PrepareError::Link(e.to_string()))?;
         start_epoch_ticker(&engine);
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
         Ok(Sandbox {
             engine,
             linker,
             slots: Arc::new(Semaphore::new(config.max_concurrent_calls)),
+            slow_lane: Arc::new(Semaphore::new(cores.saturating_sub(1).max(1))),
             config,
         })
     }
@@ -180,18 +208,36 @@ impl Sandbox {
             wasi,
             table: ResourceTable::new(),
             guard: MemoryGuard { memory_bytes: limits.memory_bytes, denied: None },
+            started,
             deadline: started + limits.deadline,
+            slow_lane: self.slow_lane.clone(),
+            slow_turn: Arc::default(),
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|state| &mut state.guard);
         store.set_fuel(limits.fuel).expect("fuel is enabled on the engine");
         store.set_epoch_deadline(1);
         store.epoch_deadline_callback(|context| {
-            if Instant::now() >= context.data().deadline {
-                Err(DeadlineReached.into())
-            } else {
-                Ok(UpdateDeadline::Yield(1))
+            let state = context.data();
+            let now = Instant::now();
+            if now >= state.deadline {
+                return Err(DeadlineReached.into());
             }
+            if now - state.started >= LONG_CALL && state.slow_turn.lock().unwrap().is_none() {
+                // Wait for a turn in the slow lane, and keep it to the end.
+                let (lane, turn) = (state.slow_lane.clone(), state.slow_turn.clone());
+                return Ok(UpdateDeadline::YieldCustom(
+                    1,
+                    Box::pin(async move {
+                        let permit = lane.acquire_owned().await.expect("the slow lane never closes");
+                        *turn.lock().unwrap() = Some(permit);
+                    }),
+                ));
+            }
+            // tokio's yield_now puts the task at the back of the run queue;
+            // a plain wake would land it in the worker's LIFO slot, and a
+            // spinning plugin would run again at once, starving the others.
+            Ok(UpdateDeadline::YieldCustom(1, Box::pin(tokio::task::yield_now())))
         });
 
         let mut instance = Instance {
@@ -328,7 +374,11 @@ pub struct CallState {
     wasi: WasiCtx,
     table: ResourceTable,
     guard: MemoryGuard,
+    started: Instant,
     deadline: Instant,
+    slow_lane: Arc<Semaphore>,
+    /// The call's turn in the slow lane, once it is a long call.
+    slow_turn: Arc<std::sync::Mutex<Option<OwnedSemaphorePermit>>>,
 }
 
 impl WasiView for CallState {

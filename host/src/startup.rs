@@ -34,7 +34,7 @@ pub struct Host {
 /// directory if the configuration asks. A plugin that fails to load is logged
 /// with its file and the reason, and the others are served.
 pub async fn start(config: &ServeConfig) -> Result<Host, StartupError> {
-    let sandbox = Arc::new(Sandbox::new(config.sandbox.clone())?);
+    let sandbox = Arc::new(Sandbox::new(config.sandbox_config())?);
     let cache = config.cache_dir.as_ref().and_then(|dir| match CompiledCache::open(dir, sandbox.engine()) {
         Ok(cache) => Some(cache),
         Err(error) => {

@@ -92,3 +92,11 @@ fn a_missing_file_is_refused() {
         "error: /nonexistent/pack.wasm: cannot read it: No such file or directory (os error 2)\n"
     );
 }
+
+#[test]
+fn a_pack_built_against_another_wit_version_is_refused() {
+    assert_refused(
+        &built_plugin("future_version"),
+        "is built against version 0.2.0 of the prompt-host:prompts WIT package, and this host accepts 0.1.x",
+    );
+}

@@ -22,8 +22,9 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 use tokio_util::sync::CancellationToken;
 
+use rmcp::ServerHandler;
+
 use super::TransportError;
-use crate::handler::PromptServer;
 
 /// The path MCP is served at.
 pub const MCP_PATH: &str = "/mcp";
@@ -106,8 +107,13 @@ impl HttpServer {
     }
 }
 
-/// Starts serving MCP over Streamable HTTP.
-pub async fn serve_http(server: PromptServer, config: HttpConfig) -> Result<HttpServer, TransportError> {
+/// Starts serving MCP over Streamable HTTP, one clone of `server` per
+/// session. (Generic so that the benchmark's reference server is served the
+/// same way.)
+pub async fn serve_http<S>(server: S, config: HttpConfig) -> Result<HttpServer, TransportError>
+where
+    S: ServerHandler + Clone + Send + Sync + 'static,
+{
     if !config.addr.ip().is_loopback() && !config.allow_remote {
         return Err(TransportError::Start(format!(
             "refusing to listen on {}, which is not a loopback address: pass --allow-remote to do so \
@@ -151,6 +157,8 @@ pub async fn serve_http(server: PromptServer, config: HttpConfig) -> Result<Http
                     }
                 },
             };
+            // Responses are small and interactive: no Nagle delay.
+            let _ = stream.set_nodelay(true);
             let (service, token_digest) = (service.clone(), token_digest);
             let connection_closed = accepting.clone();
             tokio::spawn(async move {
@@ -178,9 +186,9 @@ pub async fn serve_http(server: PromptServer, config: HttpConfig) -> Result<Http
 
 type Body = BoxBody<Bytes, Infallible>;
 
-async fn route(
+async fn route<S: ServerHandler + Clone + Send + Sync + 'static>(
     request: Request<Incoming>,
-    service: &StreamableHttpService<PromptServer, LocalSessionManager>,
+    service: &StreamableHttpService<S, LocalSessionManager>,
     token_digest: Option<&sha2::digest::Output<Sha256>>,
 ) -> Response<Body> {
     if request.uri().path() != MCP_PATH {

@@ -1,0 +1,661 @@
+//! prompt-host-bench: measures prompt-host against a hand-written JSON-RPC
+//! floor and an rmcp reference server, and prints the results as markdown.
+//!
+//! ```sh
+//! cargo build --release --locked -p prompt-host -p prompt-host-bench
+//! target/release/prompt-host-bench --write BENCHMARKS.md
+//! ```
+//!
+//! The servers are measured alternately, round after round, and each figure
+//! is the median over the rounds: the machine is noisy, and ratios measured
+//! side by side in one run are what count.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail, ensure};
+use serde_json::{Value, json};
+
+const CODE: &str = "def hello():\n    print('world')";
+const EXPECTED_TEXT: &str = "Please review this Python code:\ndef hello():\n    print('world')";
+
+fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().collect();
+    let write = args.iter().position(|a| a == "--write").map(|i| PathBuf::from(&args[i + 1]));
+    let rounds: usize = args
+        .iter()
+        .position(|a| a == "--rounds")
+        .map(|i| args[i + 1].parse())
+        .transpose()?
+        .unwrap_or(5);
+    let setup = Setup::locate()?;
+    let mut report = Report::default();
+
+    stdio_get(&setup, rounds, &mut report)?;
+    http_get(&setup, rounds, &mut report)?;
+    list_walk(&setup, &mut report)?;
+    startup_and_memory(&setup, &mut report)?;
+    file_to_list_changed(&setup, &mut report)?;
+    tail_under_spinners(&setup, &mut report)?;
+
+    let text = report.render(&args);
+    println!("{text}");
+    if let Some(path) = write {
+        write_between_markers(&path, &text)?;
+        eprintln!("wrote {}", path.display());
+    }
+    Ok(())
+}
+
+/// Where the binaries and plugins are.
+struct Setup {
+    bin_dir: PathBuf,
+    plugins: PathBuf,
+    work: tempfile::TempDir,
+}
+
+impl Setup {
+    fn locate() -> anyhow::Result<Setup> {
+        let bin_dir = std::env::current_exe()?.parent().context("no parent")?.to_path_buf();
+        for name in ["prompt-host", "floor-server", "rmcp-server"] {
+            ensure!(
+                bin_dir.join(name).exists(),
+                "{} is missing: cargo build --release --locked -p prompt-host -p prompt-host-bench",
+                bin_dir.join(name).display()
+            );
+        }
+        let plugins = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins/target/wasm32-wasip2/release");
+        Ok(Setup { bin_dir, plugins, work: tempfile::tempdir()? })
+    }
+
+    fn bin(&self, name: &str) -> PathBuf {
+        self.bin_dir.join(name)
+    }
+
+    fn plugin(&self, name: &str) -> PathBuf {
+        self.plugins.join(format!("{name}.wasm"))
+    }
+
+    /// A fresh directory under the benchmark's work directory.
+    fn dir(&self, name: &str) -> anyhow::Result<PathBuf> {
+        let dir = self.work.path().join(name);
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir)?;
+        Ok(dir)
+    }
+
+    /// A plugin directory with copies of these packs.
+    fn plugin_dir(&self, name: &str, packs: &[&str]) -> anyhow::Result<PathBuf> {
+        let dir = self.dir(name)?;
+        for pack in packs {
+            std::fs::copy(self.plugin(pack), dir.join(format!("{pack}.wasm")))?;
+        }
+        Ok(dir)
+    }
+
+    /// The command line of each server answering `code_review` over stdio.
+    fn code_review_servers(&self) -> anyhow::Result<Vec<(&'static str, PathBuf, Vec<String>)>> {
+        let dir = self.plugin_dir("code-review", &["code_review"])?;
+        let cache = self.work.path().join("cache");
+        let host_args = vec![
+            "serve".into(),
+            "--plugins".into(),
+            dir.display().to_string(),
+            "--cache-dir".into(),
+            cache.display().to_string(),
+        ];
+        Ok(vec![
+            ("floor (hand-written loop)", self.bin("floor-server"), vec![]),
+            ("rmcp reference (native)", self.bin("rmcp-server"), vec![]),
+            ("prompt-host (sandboxed pack)", self.bin("prompt-host"), host_args),
+        ])
+    }
+}
+
+/// One MCP server over stdio, driven with raw JSON-RPC lines.
+struct StdioServer {
+    child: Child,
+    stdin: BufWriter<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+    next_id: u64,
+}
+
+impl StdioServer {
+    fn spawn(program: &Path, args: &[String]) -> anyhow::Result<StdioServer> {
+        let mut child = Command::new(program)
+            .args(args)
+            .env("RUST_LOG", "warn")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .with_context(|| format!("starting {}", program.display()))?;
+        let stdin = BufWriter::with_capacity(1 << 16, child.stdin.take().unwrap());
+        let stdout = BufReader::with_capacity(1 << 16, child.stdout.take().unwrap());
+        Ok(StdioServer { child, stdin, stdout, next_id: 1 })
+    }
+
+    fn start(program: &Path, args: &[String]) -> anyhow::Result<StdioServer> {
+        let mut server = StdioServer::spawn(program, args)?;
+        server.initialize()?;
+        Ok(server)
+    }
+
+    fn initialize(&mut self) -> anyhow::Result<()> {
+        let params = json!({
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": { "name": "prompt-host-bench", "version": "0" }
+        });
+        self.call("initialize", params)?;
+        self.send(&json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }).to_string())?;
+        self.stdin.flush()?;
+        Ok(())
+    }
+
+    fn send(&mut self, line: &str) -> anyhow::Result<()> {
+        self.stdin.write_all(line.as_bytes())?;
+        self.stdin.write_all(b"\n")?;
+        Ok(())
+    }
+
+    fn read_line(&mut self) -> anyhow::Result<String> {
+        let mut line = String::new();
+        ensure!(self.stdout.read_line(&mut line)? > 0, "the server closed stdout");
+        Ok(line)
+    }
+
+    /// One request, waited for; notifications in between are skipped.
+    fn call(&mut self, method: &str, params: Value) -> anyhow::Result<Value> {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }).to_string())?;
+        self.stdin.flush()?;
+        loop {
+            let message: Value = serde_json::from_str(&self.read_line()?)?;
+            if message["id"] == json!(id) {
+                if let Some(error) = message.get("error") {
+                    bail!("{method} failed: {error}");
+                }
+                return Ok(message["result"].clone());
+            }
+        }
+    }
+
+    /// Reads lines until a notification with `method` arrives.
+    fn wait_for_notification(&mut self, method: &str) -> anyhow::Result<()> {
+        loop {
+            if self.read_line()?.contains(&format!("\"method\":\"{method}\"")) {
+                return Ok(());
+            }
+        }
+    }
+
+    /// `total` prompts/get of code_review with `in_flight` outstanding.
+    fn load(&mut self, total: u64, in_flight: u64) -> anyhow::Result<Load> {
+        let first = self.next_id;
+        let mut sent_at: HashMap<u64, Instant> = HashMap::with_capacity(in_flight as usize);
+        let mut latencies = Vec::with_capacity(total as usize);
+        let started = Instant::now();
+        let mut sent = 0;
+        while sent < in_flight.min(total) {
+            self.send_get(first + sent, &mut sent_at)?;
+            sent += 1;
+        }
+        self.stdin.flush()?;
+        while (latencies.len() as u64) < total {
+            let line = self.read_line()?;
+            let Some(id) = response_id(&line) else { continue };
+            ensure!(!line.contains("\"error\""), "request {id} failed: {line}");
+            let at = sent_at.remove(&id).context("a response to no request")?;
+            latencies.push(at.elapsed());
+            if sent < total {
+                self.send_get(first + sent, &mut sent_at)?;
+                sent += 1;
+            }
+            // Write out once every response read so far is answered.
+            if self.stdout.buffer().is_empty() {
+                self.stdin.flush()?;
+            }
+        }
+        self.next_id = first + total;
+        Ok(Load::new(started.elapsed(), latencies))
+    }
+
+    fn send_get(&mut self, id: u64, sent_at: &mut HashMap<u64, Instant>) -> anyhow::Result<()> {
+        sent_at.insert(id, Instant::now());
+        let request = json!({
+            "jsonrpc": "2.0", "id": id, "method": "prompts/get",
+            "params": { "name": "code_review", "arguments": { "code": CODE } }
+        });
+        self.send(&request.to_string())
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for StdioServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The id of a JSON-RPC response line, read without parsing the whole line.
+fn response_id(line: &str) -> Option<u64> {
+    let start = line.find("\"id\":")? + 5;
+    let digits: String = line[start..].chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
+}
+
+/// Throughput and latency of one load run.
+#[derive(Debug, Clone, Copy)]
+struct Load {
+    per_second: f64,
+    p50: Duration,
+    p99: Duration,
+}
+
+impl Load {
+    fn new(elapsed: Duration, mut latencies: Vec<Duration>) -> Load {
+        latencies.sort();
+        let at = |q: f64| latencies[((latencies.len() as f64 - 1.0) * q).round() as usize];
+        Load { per_second: latencies.len() as f64 / elapsed.as_secs_f64(), p50: at(0.5), p99: at(0.99) }
+    }
+
+    /// The median of each figure over rounds.
+    fn median(loads: &[Load]) -> Load {
+        let mid = |mut values: Vec<f64>| {
+            values.sort_by(f64::total_cmp);
+            values[values.len() / 2]
+        };
+        Load {
+            per_second: mid(loads.iter().map(|l| l.per_second).collect()),
+            p50: Duration::from_secs_f64(mid(loads.iter().map(|l| l.p50.as_secs_f64()).collect())),
+            p99: Duration::from_secs_f64(mid(loads.iter().map(|l| l.p99.as_secs_f64()).collect())),
+        }
+    }
+}
+
+/// Checks that a server answers code_review exactly as the pack does.
+fn check_reply(server: &mut StdioServer, name: &str) -> anyhow::Result<()> {
+    let reply = server.call("prompts/get", json!({ "name": "code_review", "arguments": { "code": CODE } }))?;
+    ensure!(reply["messages"][0]["content"]["text"] == EXPECTED_TEXT, "{name} answered {reply}");
+    Ok(())
+}
+
+fn stdio_get(setup: &Setup, rounds: usize, report: &mut Report) -> anyhow::Result<()> {
+    let servers = setup.code_review_servers()?;
+    // Warm the compiled cache, so no round pays for compilation.
+    check_reply(&mut StdioServer::start(&servers[2].1, &servers[2].2)?, servers[2].0)?;
+    let mut results: Vec<[Vec<Load>; 2]> = servers.iter().map(|_| [Vec::new(), Vec::new()]).collect();
+    let mut peak_rss = 0;
+    for _ in 0..rounds {
+        for (index, (name, program, args)) in servers.iter().enumerate() {
+            let mut server = StdioServer::start(program, args)?;
+            check_reply(&mut server, name)?;
+            server.load(500, 1)?; // warm-up
+            results[index][0].push(server.load(3000, 1)?);
+            results[index][1].push(server.load(30_000, 64)?);
+            if index == 2 {
+                peak_rss = peak_rss.max(memory_kib(server.pid(), "VmHWM")?);
+            }
+        }
+    }
+    for (index, (name, _, _)) in servers.iter().enumerate() {
+        report.stdio.push((name.to_string(), Load::median(&results[index][0]), Load::median(&results[index][1])));
+    }
+    report.facts.push(("Peak resident memory of prompt-host, stdio at 64 in flight".into(), format!("{:.1} MiB", peak_rss as f64 / 1024.0)));
+    Ok(())
+}
+
+/// Resident memory of a process, from /proc: `VmRSS` now, or `VmHWM` at its peak.
+fn memory_kib(pid: u32, field: &str) -> anyhow::Result<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let line = status.lines().find(|line| line.starts_with(field)).context("no such field")?;
+    Ok(line.split_whitespace().nth(1).context("no value")?.parse()?)
+}
+
+fn free_port() -> anyhow::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+fn wait_for_port(port: u16) -> anyhow::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        ensure!(Instant::now() < deadline, "nothing listens on port {port}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(())
+}
+
+fn http_get(setup: &Setup, rounds: usize, report: &mut Report) -> anyhow::Result<()> {
+    let servers = setup.code_review_servers()?;
+    let runtime = tokio::runtime::Runtime::new()?;
+    let mut results: Vec<Vec<Load>> = vec![Vec::new(); 2];
+    for _ in 0..rounds {
+        for (index, (_, program, args)) in servers[1..].iter().enumerate() {
+            let port = free_port()?;
+            let mut args = args.clone();
+            args.extend(["--http".to_string(), format!("127.0.0.1:{port}")]);
+            let mut child = Command::new(program).args(&args).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).spawn()?;
+            wait_for_port(port)?;
+            let load = runtime.block_on(http_load(port, 64, 200));
+            let _ = child.kill();
+            let _ = child.wait();
+            results[index].push(load?);
+        }
+    }
+    for (index, (name, _, _)) in servers[1..].iter().enumerate() {
+        report.http.push((name.to_string(), Load::median(&results[index])));
+    }
+    Ok(())
+}
+
+/// `clients` sessions, each making `per_client` prompts/get in a row.
+async fn http_load(port: u16, clients: usize, per_client: usize) -> anyhow::Result<Load> {
+    let mut connector = hyper_util::client::legacy::connect::HttpConnector::new();
+    connector.set_nodelay(true);
+    let client: HttpClient = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .pool_max_idle_per_host(clients)
+        .build(connector);
+    let url: hyper::Uri = format!("http://127.0.0.1:{port}/mcp").parse()?;
+    let mut sessions = Vec::new();
+    for _ in 0..clients {
+        sessions.push(http_session(&client, &url).await?);
+    }
+    let started = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for session in sessions {
+        let (client, url) = (client.clone(), url.clone());
+        tasks.spawn(async move {
+            let mut latencies = Vec::with_capacity(per_client);
+            for id in 0..per_client {
+                let request = json!({
+                    "jsonrpc": "2.0", "id": id + 10, "method": "prompts/get",
+                    "params": { "name": "code_review", "arguments": { "code": CODE } }
+                });
+                let at = Instant::now();
+                let body = http_post(&client, &url, Some(&session), &request).await?.1;
+                ensure!(body.contains("Please review this Python code"), "unexpected reply: {body}");
+                latencies.push(at.elapsed());
+            }
+            anyhow::Ok(latencies)
+        });
+    }
+    let mut latencies = Vec::new();
+    for result in tasks.join_all().await {
+        latencies.extend(result?);
+    }
+    Ok(Load::new(started.elapsed(), latencies))
+}
+
+type HttpClient = hyper_util::client::legacy::Client<hyper_util::client::legacy::connect::HttpConnector, http_body_util::Full<bytes::Bytes>>;
+
+async fn http_session(client: &HttpClient, url: &hyper::Uri) -> anyhow::Result<String> {
+    let initialize = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": { "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "bench", "version": "0" } }
+    });
+    let (session, _) = http_post(client, url, None, &initialize).await?;
+    let session = session.context("no Mcp-Session-Id")?;
+    http_post(client, url, Some(&session), &json!({ "jsonrpc": "2.0", "method": "notifications/initialized" })).await?;
+    Ok(session)
+}
+
+async fn http_post(
+    client: &HttpClient,
+    url: &hyper::Uri,
+    session: Option<&str>,
+    body: &Value,
+) -> anyhow::Result<(Option<String>, String)> {
+    use http_body_util::BodyExt;
+    let mut request = hyper::Request::post(url.clone())
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-06-18");
+    if let Some(session) = session {
+        request = request.header("mcp-session-id", session);
+    }
+    let response = client.request(request.body(http_body_util::Full::new(bytes::Bytes::from(body.to_string())))?).await?;
+    ensure!(response.status().is_success(), "HTTP {}", response.status());
+    let session = response.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).map(str::to_string);
+    let bytes = response.into_body().collect().await?.to_bytes();
+    Ok((session, String::from_utf8_lossy(&bytes).into_owned()))
+}
+
+/// 100 copies of the 100-prompt pack, each under its own prefix, and the
+/// config file that names the prefixes.
+fn hundred_plugins(setup: &Setup, name: &str) -> anyhow::Result<(PathBuf, PathBuf)> {
+    let dir = setup.dir(name)?;
+    let mut config = String::new();
+    for i in 0..100 {
+        std::fs::copy(setup.plugin("bench_hundred"), dir.join(format!("p{i:02}.wasm")))?;
+        config += &format!("[plugins.p{i:02}]\nprefix = \"p{i:02}-\"\n");
+    }
+    let config_path = setup.work.path().join(format!("{name}.toml"));
+    std::fs::write(&config_path, config)?;
+    Ok((dir, config_path))
+}
+
+fn host_args(config: &Path, dir: &Path, cache: &Path) -> Vec<String> {
+    ["serve", "--config", &config.display().to_string(), "--plugins", &dir.display().to_string(), "--cache-dir", &cache.display().to_string()]
+        .map(String::from)
+        .to_vec()
+}
+
+fn walk(server: &mut StdioServer) -> anyhow::Result<usize> {
+    let (mut count, mut cursor) = (0, None::<String>);
+    loop {
+        let params = cursor.as_ref().map_or(json!({}), |cursor| json!({ "cursor": cursor }));
+        let page = server.call("prompts/list", params)?;
+        count += page["prompts"].as_array().context("no prompts")?.len();
+        match page.get("nextCursor").and_then(Value::as_str) {
+            Some(next) => cursor = Some(next.to_string()),
+            None => return Ok(count),
+        }
+    }
+}
+
+fn list_walk(setup: &Setup, report: &mut Report) -> anyhow::Result<()> {
+    let (dir, config) = hundred_plugins(setup, "walk")?;
+    let cache = setup.dir("walk-cache")?;
+    let mut server = StdioServer::start(&setup.bin("prompt-host"), &host_args(&config, &dir, &cache))?;
+    let mut times = Vec::new();
+    for _ in 0..21 {
+        let started = Instant::now();
+        let count = walk(&mut server)?;
+        times.push(started.elapsed());
+        ensure!(count == 10_000, "walked {count} prompts");
+    }
+    times.sort();
+    report.facts.push((
+        "prompts/list: full walk of 10,000 prompts from 100 plugins, 100 pages (median of 21)".into(),
+        format!("{:.2} ms", times[times.len() / 2].as_secs_f64() * 1000.0),
+    ));
+    Ok(())
+}
+
+fn startup_and_memory(setup: &Setup, report: &mut Report) -> anyhow::Result<()> {
+    let (dir, config) = hundred_plugins(setup, "startup")?;
+    let mut cold = Vec::new();
+    let mut warm = Vec::new();
+    let mut idle_rss = 0;
+    for _ in 0..3 {
+        let cache = setup.dir("startup-cache")?;
+        let args = host_args(&config, &dir, &cache);
+        for times in [&mut cold, &mut warm] {
+            let started = Instant::now();
+            let mut server = StdioServer::start(&setup.bin("prompt-host"), &args)?;
+            server.call("prompts/list", json!({}))?;
+            times.push(started.elapsed());
+            std::thread::sleep(Duration::from_millis(300));
+            idle_rss = memory_kib(server.pid(), "VmRSS")?;
+        }
+    }
+    cold.sort();
+    warm.sort();
+    report.facts.push(("Startup to first prompts/list answer, 100 plugins, compiled cache cold (median of 3)".into(), format!("{:.0} ms", cold[1].as_secs_f64() * 1000.0)));
+    report.facts.push(("Startup to first prompts/list answer, 100 plugins, compiled cache warm (median of 3)".into(), format!("{:.0} ms", warm[1].as_secs_f64() * 1000.0)));
+    report.facts.push(("Resident memory idle, 100 plugins loaded".into(), format!("{:.1} MiB", idle_rss as f64 / 1024.0)));
+    Ok(())
+}
+
+fn file_to_list_changed(setup: &Setup, report: &mut Report) -> anyhow::Result<()> {
+    let dir = setup.plugin_dir("landing", &["code_review"])?;
+    let cache = setup.dir("landing-cache")?;
+    let args = ["serve", "--plugins", &dir.display().to_string(), "--cache-dir", &cache.display().to_string()].map(String::from);
+    let mut server = StdioServer::start(&setup.bin("prompt-host"), &args)?;
+    let mut times = Vec::new();
+    for round in 0..8 {
+        let staging = dir.join(".media.wasm.partial");
+        std::fs::copy(setup.plugin("media_prompts"), &staging)?;
+        let started = Instant::now();
+        std::fs::rename(&staging, dir.join("media.wasm"))?;
+        server.wait_for_notification("notifications/prompts/list_changed")?;
+        if round > 0 {
+            times.push(started.elapsed()); // the first compiles the pack
+        }
+        std::fs::remove_file(dir.join("media.wasm"))?;
+        server.wait_for_notification("notifications/prompts/list_changed")?;
+    }
+    times.sort();
+    report.facts.push((
+        "File renamed into the plugin directory to list_changed at the client (median of 7, cache warm)".into(),
+        format!("{:.0} ms", times[times.len() / 2].as_secs_f64() * 1000.0),
+    ));
+    Ok(())
+}
+
+fn tail_under_spinners(setup: &Setup, report: &mut Report) -> anyhow::Result<()> {
+    let dir = setup.plugin_dir("spinners", &["code_review", "hostile"])?;
+    let cache = setup.dir("spinners-cache")?;
+    let args = ["serve", "--plugins", &dir.display().to_string(), "--cache-dir", &cache.display().to_string(), "--fuel", "100000000000000", "--deadline-ms", "1000"]
+        .map(String::from);
+    let mut server = StdioServer::start(&setup.bin("prompt-host"), &args)?;
+    let spin = |server: &mut StdioServer, id: u64| {
+        server.send(&json!({ "jsonrpc": "2.0", "id": id, "method": "prompts/get", "params": { "name": "spin" } }).to_string())
+    };
+    const SPIN_IDS: u64 = 1_000_000;
+    let mut next_spin = SPIN_IDS;
+    for _ in 0..8 {
+        spin(&mut server, next_spin)?;
+        next_spin += 1;
+    }
+    server.stdin.flush()?;
+    let mut latencies = Vec::new();
+    let mut spins_done = 0;
+    let until = Instant::now() + Duration::from_secs(6);
+    let mut id = 1000;
+    while Instant::now() < until {
+        id += 1;
+        let mut sent_at = HashMap::new();
+        server.send_get(id, &mut sent_at)?;
+        server.stdin.flush()?;
+        loop {
+            let line = server.read_line()?;
+            match response_id(&line) {
+                Some(found) if found >= SPIN_IDS => {
+                    ensure!(line.contains("exceeded its 1000 ms deadline"), "a spinner ended otherwise: {line}");
+                    spins_done += 1;
+                    spin(&mut server, next_spin)?;
+                    next_spin += 1;
+                    server.stdin.flush()?;
+                }
+                Some(found) if found == id => {
+                    ensure!(line.contains("Please review"), "{line}");
+                    latencies.push(sent_at[&id].elapsed());
+                    break;
+                }
+                _ => {}
+            }
+        }
+    }
+    let load = Load::new(Duration::from_secs(6), latencies);
+    report.facts.push((
+        format!("prompts/get of code_review while 8 calls spin to their 1000 ms deadline ({spins_done} spinners ended meanwhile): p50 / p99"),
+        format!("{} / {}", micros(load.p50), micros(load.p99)),
+    ));
+    Ok(())
+}
+
+fn micros(duration: Duration) -> String {
+    format!("{} µs", duration.as_micros())
+}
+
+#[derive(Default)]
+struct Report {
+    stdio: Vec<(String, Load, Load)>,
+    http: Vec<(String, Load)>,
+    facts: Vec<(String, String)>,
+}
+
+impl Report {
+    fn render(&self, args: &[String]) -> String {
+        let mut out = String::new();
+        let cpu = std::fs::read_to_string("/proc/cpuinfo")
+            .ok()
+            .and_then(|info| info.lines().find(|l| l.starts_with("model name")).map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string()))
+            .unwrap_or_default();
+        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
+        let commit = Command::new("git").args(["rev-parse", "--short", "HEAD"]).output().ok().map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string()).unwrap_or_default();
+        let dirty = Command::new("git").args(["status", "--porcelain", "--untracked-files=no"]).output().map(|o| !o.stdout.is_empty()).unwrap_or(false);
+        out += &format!(
+            "Measured {} on {cores} cores ({cpu}), commit {commit}{}, with `{}`.\n\n",
+            date(),
+            if dirty { " plus uncommitted changes" } else { "" },
+            std::iter::once("target/release/prompt-host-bench".to_string()).chain(args[1..].iter().cloned()).collect::<Vec<_>>().join(" ")
+        );
+        out += "### prompts/get of `code_review` over stdio (median of rounds)\n\n";
+        out += "| server | req/s, 1 in flight | p50 | p99 | req/s, 64 in flight | p50 | p99 |\n|---|---|---|---|---|---|---|\n";
+        for (name, one, many) in &self.stdio {
+            out += &format!(
+                "| {name} | {:.0} | {} | {} | {:.0} | {} | {} |\n",
+                one.per_second, micros(one.p50), micros(one.p99), many.per_second, micros(many.p50), micros(many.p99)
+            );
+        }
+        if let [floor, rmcp, host] = self.stdio.as_slice() {
+            out += &format!(
+                "\nprompt-host ÷ rmcp reference: {:.2} (1 in flight), {:.2} (64 in flight). prompt-host ÷ floor: {:.2} (1 in flight), {:.2} (64 in flight).\n",
+                host.1.per_second / rmcp.1.per_second,
+                host.2.per_second / rmcp.2.per_second,
+                host.1.per_second / floor.1.per_second,
+                host.2.per_second / floor.2.per_second
+            );
+        }
+        out += "\n### prompts/get of `code_review` over Streamable HTTP, 64 sessions (median of rounds)\n\n| server | req/s | p50 | p99 |\n|---|---|---|---|\n";
+        for (name, load) in &self.http {
+            out += &format!("| {name} | {:.0} | {} | {} |\n", load.per_second, micros(load.p50), micros(load.p99));
+        }
+        out += "\n### Catalog, start-up, memory, reloads, isolation\n\n| measure | result |\n|---|---|\n";
+        for (measure, result) in &self.facts {
+            out += &format!("| {measure} | {result} |\n");
+        }
+        out
+    }
+}
+
+fn date() -> String {
+    Command::new("date").args(["-u", "+%Y-%m-%d %H:%M UTC"]).output().map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string()).unwrap_or_default()
+}
+
+/// Replaces what stands between the markers in `path` with `text`.
+fn write_between_markers(path: &Path, text: &str) -> anyhow::Result<()> {
+    const START: &str = "<!-- bench:start: written by prompt-host-bench; do not edit by hand -->";
+    const END: &str = "<!-- bench:end -->";
+    let mut current = String::new();
+    if path.exists() {
+        std::fs::File::open(path)?.read_to_string(&mut current)?;
+    }
+    let updated = match (current.find(START), current.find(END)) {
+        (Some(start), Some(end)) if start < end => format!("{}{START}\n{text}{}", &current[..start], &current[end..]),
+        _ => format!("{current}\n{START}\n{text}{END}\n"),
+    };
+    std::fs::write(path, updated)?;
+    Ok(())
+}
