@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use wasmtime::component::{Component, Linker, ResourceTable};
 use wasmtime::{
-    Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, ResourceLimiter, Store, Trap, UpdateDeadline,
+    Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, ResourceLimiter, Store, Trap, UpdateDeadline,
 };
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
@@ -112,6 +112,42 @@ pub enum PrepareError {
     Link(String),
 }
 
+/// The engine's configuration: fuel, epochs, the stack limit, and (if
+/// `pooled`) an instance pool sized for the calls that may run at once, so
+/// that instantiation costs no mmap or munmap.
+fn engine_config(config: &SandboxConfig, pooled: bool) -> Config {
+    let mut wasm_config = Config::new();
+    wasm_config
+        .consume_fuel(true)
+        .epoch_interruption(true)
+        .max_wasm_stack(config.max_wasm_stack)
+        .wasm_component_model(true);
+    if pooled {
+        let calls = config.max_concurrent_calls as u32;
+        let mut pool = PoolingAllocationConfig::default();
+        pool.total_component_instances(calls)
+            .total_core_instances(calls * 16)
+            .total_memories(calls * 4)
+            .total_tables(calls * 4)
+            .total_stacks(calls)
+            .max_memory_size(config.max_memory_bytes)
+            .table_elements(MAX_TABLE_ELEMENTS)
+            // Reset the pages a call touched with memset rather than handing
+            // them back to the kernel: unmapping pages in a multi-threaded
+            // process costs a TLB shootdown across cores, which profiling
+            // showed to dominate a short call.
+            .linear_memory_keep_resident(KEEP_RESIDENT)
+            .table_keep_resident(KEEP_RESIDENT)
+            .async_stack_keep_resident(KEEP_RESIDENT)
+            .pagemap_scan(Enabled::Auto);
+        wasm_config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    }
+    wasm_config
+}
+
+/// Bytes of each pooled memory, table and stack kept resident between calls.
+const KEEP_RESIDENT: usize = 1 << 20;
+
 /// The engine, the WASI linker and the slots that calls run in.
 pub struct Sandbox {
     engine: Engine,
@@ -125,25 +161,15 @@ pub struct Sandbox {
 impl Sandbox {
     /// Creates the engine and starts its epoch ticker.
     pub fn new(config: SandboxConfig) -> Result<Sandbox, PrepareError> {
-        // Instances come from a pool sized for the calls that may run at
-        // once: instantiation then costs no mmap or munmap.
-        let calls = config.max_concurrent_calls as u32;
-        let mut pool = PoolingAllocationConfig::default();
-        pool.total_component_instances(calls)
-            .total_core_instances(calls * 16)
-            .total_memories(calls * 4)
-            .total_tables(calls * 4)
-            .total_stacks(calls)
-            .max_memory_size(config.max_memory_bytes)
-            .table_elements(MAX_TABLE_ELEMENTS);
-        let mut wasm_config = Config::new();
-        wasm_config
-            .consume_fuel(true)
-            .epoch_interruption(true)
-            .max_wasm_stack(config.max_wasm_stack)
-            .allocation_strategy(InstanceAllocationStrategy::Pooling(pool))
-            .wasm_component_model(true);
-        let engine = Engine::new(&wasm_config).map_err(|e| PrepareError::Compile(e.to_string()))?;
+        let engine = match Engine::new(&engine_config(&config, true)) {
+            Ok(engine) => engine,
+            Err(error) => {
+                // The pool reserves address space up front, which a
+                // `ulimit -v` or a tool like valgrind may forbid.
+                tracing::warn!("instance pool unavailable ({error}); allocating instances on demand");
+                Engine::new(&engine_config(&config, false)).map_err(|e| PrepareError::Compile(e.to_string()))?
+            }
+        };
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)
             .map_err(|e| PrepareError::Link(e.to_string()))?;
