@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use rmcp::model::{
-    CompleteRequestParams, CompleteResult, CustomRequest, CustomResult, ErrorData, GetPromptRequestParams, GetPromptResponse,
+    CompleteRequestParams, CompleteResult, CustomRequest, CustomResult, ErrorData, GetPromptRequestParams, GetPromptResponse, GetPromptResult,
     Implementation, InitializeResult, ListPromptsResult, PaginatedRequestParams, Reference,
     ServerCapabilities, ServerConfig, SubscriptionFilter,
 };
@@ -48,7 +48,9 @@ impl PromptServer {
         Ok(result)
     }
 
-    async fn get(&self, request: GetPromptRequestParams) -> Result<GetPromptResponse, RequestError> {
+    /// Answers a `prompts/get`: resolves the name, checks the arguments, and
+    /// runs the owning plugin.
+    pub async fn get_prompt_result(&self, request: GetPromptRequestParams) -> Result<GetPromptResult, RequestError> {
         let snapshot = self.registry.snapshot();
         let (entry, plugin) = snapshot
             .resolve(&request.name)
@@ -66,7 +68,7 @@ impl PromptServer {
             return Err(RequestError::MissingArguments { prompt: request.name, missing });
         }
         let reply = plugin.get_prompt(&entry.declared_name, &arguments).await?;
-        Ok(GetPromptResponse::Complete(convert::reply(reply)))
+        Ok(convert::reply(reply))
     }
 
     async fn complete(&self, request: CompleteRequestParams) -> Result<CompleteResult, RequestError> {
@@ -120,7 +122,8 @@ impl ServerHandler for PromptServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
         let name = request.name.clone();
-        self.get(request).await.map_err(|error| log_failure("prompts/get", &name, error))
+        let result = self.get_prompt_result(request).await;
+        result.map(GetPromptResponse::Complete).map_err(|error| log_failure("prompts/get", &name, error))
     }
 
     async fn complete(

@@ -1,4 +1,5 @@
-//! `prompt-host inspect`: checks one plugin file and reports what it offers.
+//! `prompt-host inspect` and `prompt-host get`: one plugin file, loaded as
+//! the server would load it, outside a server.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -74,4 +75,25 @@ pub async fn inspect(path: &Path, settings: PluginSettings, sandbox_config: Sand
             .map(|prompt| convert::prompt(prompt, &format!("{}{}", plugin.prefix(), prompt.name)))
             .collect(),
     })
+}
+
+/// Loads `path` as the server would, for `prompt-host get`: a registry of
+/// that one plugin behind a prompt server, to call without a client.
+pub async fn serve_one(
+    path: &Path,
+    settings: PluginSettings,
+    sandbox_config: SandboxConfig,
+) -> Result<crate::handler::PromptServer, LoadFailure> {
+    let source = PluginSource::read(path)?;
+    let sandbox_config = SandboxConfig {
+        max_memory_bytes: sandbox_config.max_memory_bytes.max(settings.limits.memory_bytes),
+        ..sandbox_config
+    };
+    let sandbox = Sandbox::new(sandbox_config).map_err(|error| LoadFailure {
+        origin: source.origin.clone(),
+        error: loader::LoadError::Link(error.to_string()),
+    })?;
+    let plugin = Loader::new(Arc::new(sandbox), None).load(source, settings).await?;
+    let registry = crate::registry::Registry::new(vec![Arc::new(plugin)]);
+    Ok(crate::handler::PromptServer::new(Arc::new(registry), crate::handler::DEFAULT_PAGE_SIZE))
 }

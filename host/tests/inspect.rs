@@ -1,4 +1,4 @@
-//! `prompt-host inspect` on valid and invalid files.
+//! `prompt-host inspect` on valid and invalid files, and `prompt-host get`.
 
 mod support;
 
@@ -98,5 +98,33 @@ fn a_pack_built_against_another_wit_version_is_refused() {
     assert_refused(
         &built_plugin("future_version"),
         "is built against version 0.2.0 of the prompt-host:prompts WIT package, and this host accepts 0.1.x",
+    );
+}
+
+fn get(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_prompt-host")).arg("get").args(args).env("RUST_LOG", "off").output().unwrap()
+}
+
+#[test]
+fn get_runs_one_prompt_without_a_client() {
+    let pack = built_plugin("dev_assistant");
+    let output = get(&[pack.to_str().unwrap(), "explain-code", "code=fn main() {}", "language=rust"]);
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let result: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        result,
+        json!({ "messages": [{ "role": "user", "content": { "type": "text", "text": "Explain how this rust code works:\n\nfn main() {}" } }] })
+    );
+}
+
+#[test]
+fn get_reports_a_failing_prompt_and_exits_1() {
+    let pack = built_plugin("dev_assistant");
+    let output = get(&[pack.to_str().unwrap(), "explain-code"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(output.stdout.is_empty());
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr),
+        "error: prompt 'explain-code' is missing required arguments: code\n"
     );
 }

@@ -37,6 +37,21 @@ enum Command {
         #[command(flatten)]
         limits: LimitArgs,
     },
+    /// Run one prompt of a plugin file without a client, and print the
+    /// result as a client would receive it (JSON).
+    ///
+    /// Exits with status 1 and the error on stderr when the prompt fails.
+    Get {
+        /// The plugin file (a WebAssembly component).
+        file: PathBuf,
+        /// The prompt's name, as the plugin declares it.
+        prompt: String,
+        /// Arguments, each NAME=VALUE.
+        #[arg(value_name = "NAME=VALUE", value_parser = parse_argument)]
+        arguments: Vec<(String, String)>,
+        #[command(flatten)]
+        limits: LimitArgs,
+    },
 }
 
 #[derive(Args)]
@@ -122,6 +137,11 @@ impl LimitArgs {
     }
 }
 
+fn parse_argument(text: &str) -> Result<(String, String), String> {
+    let (name, value) = text.split_once('=').ok_or("expected NAME=VALUE")?;
+    Ok((name.to_string(), value.to_string()))
+}
+
 fn parse_prefix(text: &str) -> Result<(String, String), String> {
     let (plugin, prefix) = text.split_once('=').ok_or("expected PLUGIN=PREFIX")?;
     if plugin.is_empty() {
@@ -145,6 +165,7 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Serve(args) => serve(args).await,
             Command::Inspect { file, limits } => inspect(file, limits).await,
+            Command::Get { file, prompt, arguments, limits } => get(file, prompt, arguments, limits).await,
         }
     });
     match result {
@@ -208,5 +229,19 @@ async fn inspect(file: PathBuf, limits: LimitArgs) -> anyhow::Result<()> {
     settings.limits = limits.overrides().apply(&settings.limits);
     let report = prompt_host::inspect::inspect(&file, settings, config.sandbox).await?;
     println!("{}", serde_json::to_string_pretty(&report)?);
+    Ok(())
+}
+
+async fn get(file: PathBuf, prompt: String, arguments: Vec<(String, String)>, limits: LimitArgs) -> anyhow::Result<()> {
+    let config = ServeConfig::default();
+    let mut settings = config.plugin_settings(&prompt_host::loader::plugin_id(&file));
+    settings.limits = limits.overrides().apply(&settings.limits);
+    let server = prompt_host::inspect::serve_one(&file, settings, config.sandbox).await?;
+    let arguments = arguments.into_iter().map(|(name, value)| (name, serde_json::Value::String(value))).collect();
+    let request = rmcp::model::GetPromptRequestParams::new(prompt).with_arguments(arguments);
+    let mut result = server.get_prompt_result(request).await?;
+    // As a client of a handshake revision sees it (rmcp drops the field then).
+    result.result_type = None;
+    println!("{}", serde_json::to_string_pretty(&result)?);
     Ok(())
 }
