@@ -39,14 +39,8 @@ pub struct LimitsReport {
 /// Loads `path` as the server would, with `settings`, and reports on it.
 pub async fn inspect(path: &Path, settings: PluginSettings, sandbox_config: SandboxConfig) -> Result<Report, LoadFailure> {
     let source = PluginSource::read(path)?;
-    let sandbox_config = SandboxConfig {
-        max_memory_bytes: sandbox_config.max_memory_bytes.max(settings.limits.memory_bytes),
-        ..sandbox_config
-    };
-    let sandbox = Arc::new(Sandbox::new(sandbox_config.clone()).map_err(|error| LoadFailure {
-        origin: source.origin.clone(),
-        error: loader::LoadError::Link(error.to_string()),
-    })?);
+    let max_wasm_stack = sandbox_config.max_wasm_stack;
+    let sandbox = sandbox_for(&source, &settings, sandbox_config)?;
     let loader = Loader::new(sandbox.clone(), None);
     let fail = |error| LoadFailure { origin: source.origin.clone(), error };
     let digest = loader::digest(&source.bytes);
@@ -56,7 +50,7 @@ pub async fn inspect(path: &Path, settings: PluginSettings, sandbox_config: Sand
         fuel: settings.limits.fuel,
         deadline_ms: settings.limits.deadline.as_millis() as u64,
         memory_bytes: settings.limits.memory_bytes,
-        max_wasm_stack_bytes: sandbox_config.max_wasm_stack,
+        max_wasm_stack_bytes: max_wasm_stack,
         max_prompts: settings.limits.max_prompts,
     };
     let (file, size_bytes) = (source.origin.clone(), source.bytes.len());
@@ -85,15 +79,22 @@ pub async fn serve_one(
     sandbox_config: SandboxConfig,
 ) -> Result<crate::handler::PromptServer, LoadFailure> {
     let source = PluginSource::read(path)?;
-    let sandbox_config = SandboxConfig {
-        max_memory_bytes: sandbox_config.max_memory_bytes.max(settings.limits.memory_bytes),
-        ..sandbox_config
-    };
-    let sandbox = Sandbox::new(sandbox_config).map_err(|error| LoadFailure {
+    let sandbox = sandbox_for(&source, &settings, sandbox_config)?;
+    let plugin = Loader::new(sandbox, None).load(source, settings).await?;
+    let registry = crate::registry::Registry::new(vec![Arc::new(plugin)]);
+    Ok(crate::handler::PromptServer::new(Arc::new(registry), crate::handler::DEFAULT_PAGE_SIZE))
+}
+
+/// A sandbox for one plugin, with memory slots large enough for its limit.
+fn sandbox_for(
+    source: &PluginSource,
+    settings: &PluginSettings,
+    config: SandboxConfig,
+) -> Result<Arc<Sandbox>, LoadFailure> {
+    let config = SandboxConfig { max_memory_bytes: config.max_memory_bytes.max(settings.limits.memory_bytes), ..config };
+    let sandbox = Sandbox::new(config).map_err(|error| LoadFailure {
         origin: source.origin.clone(),
         error: loader::LoadError::Link(error.to_string()),
     })?;
-    let plugin = Loader::new(Arc::new(sandbox), None).load(source, settings).await?;
-    let registry = crate::registry::Registry::new(vec![Arc::new(plugin)]);
-    Ok(crate::handler::PromptServer::new(Arc::new(registry), crate::handler::DEFAULT_PAGE_SIZE))
+    Ok(Arc::new(sandbox))
 }
