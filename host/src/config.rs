@@ -232,6 +232,22 @@ impl LimitOverrides {
                 positive(&format!("{section}.{key}"), value)?;
             }
         }
+        // Larger values would overflow once converted to bytes, and no
+        // sandboxed call needs them.
+        let sizes = [
+            ("memory_mib", self.memory_mib, MAX_MIB),
+            ("output_capture_kib", self.output_capture_kib, MAX_MIB << 10),
+            ("max_string_kib", self.max_string_kib, MAX_MIB << 10),
+            ("max_reply_kib", self.max_reply_kib, MAX_MIB << 10),
+            ("max_argument_kib", self.max_argument_kib, MAX_MIB << 10),
+        ];
+        for (key, value, max) in sizes {
+            if let Some(value) = value
+                && value > max
+            {
+                return Err(format!("{section}.{key} must be at most {max}"));
+            }
+        }
         Ok(())
     }
 }
@@ -251,6 +267,14 @@ impl SandboxSection {
         }
         if let Some(calls) = self.max_concurrent_calls {
             positive("sandbox.max_concurrent_calls", calls as u64)?;
+            if calls > MAX_CONCURRENT_CALLS {
+                return Err(format!("sandbox.max_concurrent_calls must be at most {MAX_CONCURRENT_CALLS}"));
+            }
+        }
+        if let Some(kib) = self.max_wasm_stack_kib
+            && kib > MAX_MIB << 10
+        {
+            return Err(format!("sandbox.max_wasm_stack_kib must be at most {}", MAX_MIB << 10));
         }
         Ok(SandboxConfig {
             max_wasm_stack: self.max_wasm_stack_kib.map_or(base.max_wasm_stack, |kib| kib << 10),
@@ -260,6 +284,13 @@ impl SandboxSection {
         })
     }
 }
+
+/// The largest size any limit may be set to: 4 GiB, the most a 32-bit
+/// WebAssembly memory can hold.
+const MAX_MIB: usize = 4096;
+
+/// The most plugin calls that may run at once.
+const MAX_CONCURRENT_CALLS: usize = 4096;
 
 fn positive(key: &str, value: u64) -> Result<(), String> {
     if value == 0 { Err(format!("{key} must be at least 1")) } else { Ok(()) }
@@ -327,6 +358,10 @@ mod tests {
         assert_eq!(
             ServeConfig::from_toml("[sandbox]\nmax_concurrent_calls = 0\n"),
             Err("sandbox.max_concurrent_calls must be at least 1".into())
+        );
+        assert_eq!(
+            ServeConfig::from_toml("[limits]\nmemory_mib = 17592186044416\n"),
+            Err("limits.memory_mib must be at most 4096".into())
         );
     }
 

@@ -123,12 +123,19 @@ fn engine_config(config: &SandboxConfig, pooled: bool) -> Config {
         .max_wasm_stack(config.max_wasm_stack)
         .wasm_component_model(true);
     if pooled {
+        // Each call gets the full share the limiter allows it, so no pack,
+        // however hostile, can exhaust the pool for the others.
         let calls = config.max_concurrent_calls as u32;
         let mut pool = PoolingAllocationConfig::default();
         pool.total_component_instances(calls)
-            .total_core_instances(calls * 16)
-            .total_memories(calls * 4)
-            .total_tables(calls * 4)
+            .max_core_instances_per_component(MAX_INSTANCES as u32)
+            .max_memories_per_component(MAX_MEMORIES as u32)
+            .max_tables_per_component(MAX_TABLES as u32)
+            .max_memories_per_module(MAX_MEMORIES as u32)
+            .max_tables_per_module(MAX_TABLES as u32)
+            .total_core_instances(calls * MAX_INSTANCES as u32)
+            .total_memories(calls * MAX_MEMORIES as u32)
+            .total_tables(calls * MAX_TABLES as u32)
             .total_stacks(calls)
             .max_memory_size(config.max_memory_bytes)
             .table_elements(MAX_TABLE_ELEMENTS)
@@ -423,10 +430,11 @@ struct MemoryGuard {
 
 /// Table elements one table may grow to.
 const MAX_TABLE_ELEMENTS: usize = 100_000;
-/// Core instances, tables and memories one component instance may create.
-const MAX_INSTANCES: usize = 100;
-const MAX_TABLES: usize = 100;
-const MAX_MEMORIES: usize = 10;
+/// Core instances, tables and memories one component instance may create
+/// (a Rust, JavaScript or Python pack uses a handful of each).
+const MAX_INSTANCES: usize = 16;
+const MAX_TABLES: usize = 4;
+const MAX_MEMORIES: usize = 4;
 
 impl ResourceLimiter for MemoryGuard {
     fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {

@@ -56,7 +56,7 @@ pub async fn start(config: &ServeConfig) -> Result<Host, StartupError> {
 
     let directory = Arc::new(PluginDirectory::new(dir, loader, Arc::new(config.clone()), registry.clone()));
     directory
-        .rescan()
+        .rescan(false)
         .await
         .map_err(|error| StartupError::PluginDir { path: dir.display().to_string(), error })?;
     let watcher = directory

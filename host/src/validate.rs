@@ -52,6 +52,9 @@ pub fn reply(reply: &provider::PromptReply, limits: &Limits) -> Result<(), Strin
         ));
     }
     let mut total = reply.description.as_ref().map_or(0, String::len);
+    if total > limits.max_string_bytes {
+        return Err(format!("description is {total} bytes, more than the limit of {}", limits.max_string_bytes));
+    }
     for (index, message) in reply.messages.iter().enumerate() {
         let at = |problem: String| format!("message {index}: {problem}");
         for (field, size) in content_sizes(&message.content) {

@@ -16,7 +16,8 @@ use notify::{EventKind, RecursiveMode, Watcher};
 use tokio::sync::{Mutex, mpsc};
 
 use crate::config::ServeConfig;
-use crate::loader::{self, Loader, PluginSource};
+use crate::loader::{self, LoadError, Loader, PluginSource};
+use crate::sandbox::CallFailure;
 use crate::plugin::Plugin;
 use crate::registry::Registry;
 
@@ -62,9 +63,14 @@ impl PluginDirectory {
         PluginDirectory { dir: dir.to_path_buf(), loader, config, registry, state: Mutex::new(Loaded::default()) }
     }
 
-    /// Brings the served plugins in line with the directory.
-    pub async fn rescan(&self) -> std::io::Result<Rescan> {
+    /// Brings the served plugins in line with the directory. Files that
+    /// failed to load are tried again only if their bytes changed, or if
+    /// `retry_failed` (an operator's SIGHUP).
+    pub async fn rescan(&self, retry_failed: bool) -> std::io::Result<Rescan> {
         let mut loaded = self.state.lock().await;
+        if retry_failed {
+            loaded.failed.clear();
+        }
         let files = loader::plugin_files(&self.dir)?;
         let mut rescan = Rescan::default();
         let mut present = Vec::new();
@@ -116,7 +122,9 @@ impl PluginDirectory {
             } else {
                 tracing::error!(file = %failure.origin, "plugin not loaded: {failure}");
             }
-            if let Some(digest) = ids_and_digests.get(&id) {
+            // A busy sandbox says nothing about the file: try it again next time.
+            let transient = matches!(failure.error, LoadError::List(CallFailure::Busy { .. }));
+            if let Some(digest) = ids_and_digests.get(&id).filter(|_| !transient) {
                 loaded.failed.insert(id.clone(), digest.clone());
             }
             rescan.failed.push(id);
@@ -160,19 +168,18 @@ impl PluginDirectory {
             let (_watcher, _events) = (watcher, events);
             let mut hangups = hangup_signals();
             loop {
-                tokio::select! {
-                    event = received.recv() => {
-                        if event.is_none() {
-                            return;
-                        }
+                let retry_failed = tokio::select! {
+                    _ = received.recv() => {
                         tokio::time::sleep(DEBOUNCE).await;
                         while received.try_recv().is_ok() {}
+                        false
                     }
                     _ = next_hangup(&mut hangups) => {
                         tracing::info!(dir = %directory.dir.display(), "SIGHUP: rescanning the plugin directory");
+                        true
                     }
-                }
-                if let Err(error) = directory.rescan().await {
+                };
+                if let Err(error) = directory.rescan(retry_failed).await {
                     tracing::error!(dir = %directory.dir.display(), "cannot rescan the plugin directory: {error}");
                 }
             }

@@ -170,3 +170,24 @@ fn a_restart_loads_compiled_packs_from_the_cache_and_recompiles_a_tampered_one()
     assert!(stderr.contains("compiled cache entry is corrupt or tampered with: deleting it and compiling again"), "{stderr}");
     assert_eq!(stderr.matches(FROM_CACHE).count(), 1, "{stderr}");
 }
+
+#[test]
+fn a_bad_file_is_reported_once_until_it_changes_or_sighup_retries_it() {
+    let dir = plugin_dir(&["code_review"]);
+    let mut server = Server::start(&["--plugins", dir.path().to_str().unwrap()]);
+    install_bytes(dir.path(), b"not a component", "bad.wasm");
+    let reported = format!("plugin not loaded: {}: not a WebAssembly file", dir.path().join("bad.wasm").display());
+    server.wait_for_stderr(&reported);
+
+    // Another change in the directory rescans it, but the same bad bytes are
+    // not loaded (or reported) again.
+    install(dir.path(), "dev_assistant", "dev_assistant.wasm");
+    server.notification(LIST_CHANGED);
+    let stderr = server.wait_for_stderr_count("plugin directory rescanned", 3);
+    assert_eq!(stderr.matches(&reported).count(), 1, "{stderr}");
+
+    // SIGHUP is the operator asking to try everything again.
+    server.hang_up();
+    server.wait_for_stderr_count(&reported, 2);
+    assert_eq!(server.list_all_names().len(), 4);
+}

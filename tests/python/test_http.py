@@ -98,6 +98,7 @@ def test_a_missing_or_wrong_token_gets_401(tmp_path):
         assert missing.headers["www-authenticate"] == "Bearer"
         assert post(url, Authorization="Bearer wrong-token").status_code == 401
         assert post(url, Authorization="Bearer s3cret-token").status_code == 200
+        assert post(url, Authorization="bearer s3cret-token").status_code == 200  # the scheme is case-insensitive
 
 
 def test_a_body_over_the_cap_gets_413():

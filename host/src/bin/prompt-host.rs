@@ -122,7 +122,7 @@ struct LimitArgs {
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
     deadline_ms: Option<u64>,
     /// MiB of linear memory one plugin instance may use [default: 64].
-    #[arg(long, value_name = "MIB", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "MIB", value_parser = clap::value_parser!(u64).range(1..=4096))]
     memory_mib: Option<u64>,
 }
 

@@ -9,13 +9,6 @@
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as BASE64URL;
 
-/// A position in one version of the catalog.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Cursor<'a> {
-    pub version: &'a str,
-    pub position: usize,
-}
-
 /// Why a cursor was refused. Both are the client's to fix by listing again.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CursorError {

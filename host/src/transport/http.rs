@@ -208,8 +208,9 @@ async fn route<S: ServerHandler + Clone + Send + Sync + 'static>(
 /// constant time, so neither the token nor its length leaks through timing.
 fn authorized(request: &Request<Incoming>, expected: &sha2::digest::Output<Sha256>) -> bool {
     let Some(header) = request.headers().get(hyper::header::AUTHORIZATION) else { return false };
-    let Some(token) = header.to_str().ok().and_then(|value| value.strip_prefix("Bearer ")) else { return false };
-    Sha256::digest(token.trim().as_bytes()).ct_eq(expected).into()
+    let Some((scheme, token)) = header.to_str().ok().and_then(|value| value.split_once(' ')) else { return false };
+    // The scheme is case-insensitive (RFC 9110); the token is not.
+    scheme.eq_ignore_ascii_case("bearer") && bool::from(Sha256::digest(token.trim().as_bytes()).ct_eq(expected))
 }
 
 fn plain(status: StatusCode, text: &str) -> Response<Body> {
