@@ -88,7 +88,7 @@ impl Catalog {
         for index in order {
             let plugin = &plugins[index];
             for declared in &plugin.prompts {
-                let name = format!("{}{}", plugin.prefix, declared.name);
+                let name = served_name(&plugin.prefix, &declared.name);
                 if let Some(&existing) = catalog.by_name.get(&name) {
                     let owner = catalog.entries[existing].plugin;
                     skipped.push(Skipped { name, plugin: plugin.id.clone(), served_by: plugins[owner].id.clone() });
@@ -131,6 +131,12 @@ impl Catalog {
         let next_cursor = (end < self.entries.len()).then(|| cursor::encode(&self.version, end));
         Ok(Page { prompts: &self.entries[start..end], next_cursor })
     }
+}
+
+/// The name a prompt is served under: the plugin's prefix, then the name the
+/// plugin declared.
+pub fn served_name(prefix: &str, declared: &str) -> String {
+    format!("{prefix}{declared}")
 }
 
 fn version<'a>(plugins: impl Iterator<Item = &'a PluginSummary>) -> String {

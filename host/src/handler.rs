@@ -35,10 +35,6 @@ impl PromptServer {
         PromptServer { registry, page_size: page_size.max(1) }
     }
 
-    pub fn registry(&self) -> &Arc<Registry> {
-        &self.registry
-    }
-
     fn list(&self, request: Option<PaginatedRequestParams>) -> Result<ListPromptsResult, RequestError> {
         let snapshot = self.registry.snapshot();
         let cursor = request.as_ref().and_then(|request| request.cursor.as_deref());

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
+use crate::catalog::served_name;
 use crate::convert;
 use crate::loader::{self, LoadFailure, Loader, PluginSettings, PluginSource};
 use crate::sandbox::{Sandbox, SandboxConfig};
@@ -66,7 +67,7 @@ pub async fn inspect(path: &Path, settings: PluginSettings, sandbox_config: Sand
         prompts: plugin
             .prompts()
             .iter()
-            .map(|prompt| convert::prompt(prompt, &format!("{}{}", plugin.prefix(), prompt.name)))
+            .map(|prompt| convert::prompt(prompt, &served_name(plugin.prefix(), &prompt.name)))
             .collect(),
     })
 }

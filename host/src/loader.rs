@@ -16,9 +16,8 @@ use wasmtime::component::Component;
 
 use crate::bindings::PROVIDER_INTERFACE;
 
-/// The provider interface's name without its version, and the versions of
-/// it this host accepts: any 0.1.x (a 0.y release is compatible within y).
-const PROVIDER_INTERFACE_UNVERSIONED: &str = "prompt-host:prompts/prompt-provider";
+/// The versions of the provider interface this host accepts: any 0.1.x (a
+/// 0.y release is compatible within y).
 const ACCEPTED_VERSIONS: &str = "@0.1.";
 use crate::cache::{CompiledCache, Origin};
 use crate::plugin::Plugin;
@@ -152,10 +151,6 @@ impl Loader {
         Loader { sandbox, cache: cache.map(Arc::new) }
     }
 
-    pub fn sandbox(&self) -> &Arc<Sandbox> {
-        &self.sandbox
-    }
-
     /// Loads one plugin.
     pub async fn load(&self, source: PluginSource, settings: PluginSettings) -> Result<Plugin, LoadFailure> {
         let origin = source.origin.clone();
@@ -254,7 +249,8 @@ pub fn prepare(
     component: &Component,
 ) -> Result<crate::bindings::PromptPackPre<crate::sandbox::CallState>, LoadError> {
     let exports = export_names(sandbox, component);
-    let provider = exports.iter().find_map(|name| name.strip_prefix(PROVIDER_INTERFACE_UNVERSIONED));
+    let unversioned = PROVIDER_INTERFACE.split_once('@').map_or(PROVIDER_INTERFACE, |(name, _)| name);
+    let provider = exports.iter().find_map(|name| name.strip_prefix(unversioned));
     if let Some(version) = provider
         && !version.starts_with(ACCEPTED_VERSIONS)
     {

@@ -41,10 +41,6 @@ impl Snapshot {
         &self.catalog
     }
 
-    pub fn plugins(&self) -> &[Arc<Plugin>] {
-        &self.plugins
-    }
-
     /// The prompt served under `name`, and the plugin that owns it.
     pub fn resolve(&self, name: &str) -> Option<(&Entry, &Arc<Plugin>)> {
         let entry = self.catalog.resolve(name)?;

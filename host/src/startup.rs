@@ -26,7 +26,6 @@ pub enum StartupError {
 /// with the plugin directory, if there is one to watch.
 pub struct Host {
     pub registry: Arc<Registry>,
-    pub directory: Option<Arc<PluginDirectory>>,
     pub watcher: Option<tokio::task::JoinHandle<()>>,
 }
 
@@ -51,7 +50,7 @@ pub async fn start(config: &ServeConfig) -> Result<Host, StartupError> {
             tracing::error!("bundled pack not loaded: {failure}");
         }
         registry.publish(plugins.into_iter().map(Arc::new).collect());
-        return Ok(Host { registry, directory: None, watcher: None });
+        return Ok(Host { registry, watcher: None });
     };
 
     let directory = Arc::new(PluginDirectory::new(dir, loader, Arc::new(config.clone()), registry.clone()));
@@ -65,5 +64,5 @@ pub async fn start(config: &ServeConfig) -> Result<Host, StartupError> {
     if config.watch {
         tracing::info!(dir = %dir.display(), "watching the plugin directory");
     }
-    Ok(Host { registry, directory: Some(directory), watcher: Some(watcher) })
+    Ok(Host { registry, watcher: Some(watcher) })
 }

@@ -263,6 +263,14 @@ mod tests {
     }
 
     #[test]
+    fn a_reply_description_is_held_to_the_string_limit() {
+        let limits = Limits { max_string_bytes: 5, ..Limits::default() };
+        let mut long = text_reply(&["abc"]);
+        long.description = Some("abcdef".into());
+        assert_eq!(reply(&long, &limits), Err("description is 6 bytes, more than the limit of 5".into()));
+    }
+
+    #[test]
     fn media_types() {
         assert_eq!(media_type("image/png", Some("image/")), Ok(()));
         assert_eq!(media_type("text/plain; charset=utf-8", None), Ok(()));
