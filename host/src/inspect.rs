@@ -1,17 +1,21 @@
 //! `prompt-host inspect` and `prompt-host get`: one plugin file, loaded as
 //! the server would load it, outside a server.
 
+use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Instant;
 
 use serde::Serialize;
 
 use crate::catalog::served_name;
 use crate::convert;
-use crate::loader::{self, LoadFailure, Loader, PluginSettings, PluginSource};
-use crate::sandbox::{Sandbox, SandboxConfig};
+use crate::loader::{self, LoadError, LoadFailure, Loader, PluginSettings, PluginSource};
+use crate::sandbox::{CallUsage, Sandbox, SandboxConfig};
+use crate::validate;
 
-/// What a valid plugin offers.
+/// What `prompt-host inspect` found in a plugin file: what it offers, what
+/// loading it cost, and every problem that would stop the server loading it.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Report {
@@ -19,11 +23,27 @@ pub struct Report {
     pub file: String,
     pub sha256: String,
     pub size_bytes: usize,
+    /// Empty when the file did not compile.
     pub imports: Vec<String>,
     pub exports: Vec<String>,
+    /// How long compiling took, when it compiled.
+    pub compile_ms: Option<f64>,
+    /// What the one `list-prompts` call at load cost, when it succeeded.
+    pub listing: Option<ListingCost>,
     pub limits: LimitsReport,
-    /// The prompts, as `prompts/list` would serve them.
+    /// The prompts, as `prompts/list` would serve them (empty when listing failed).
     pub prompts: Vec<rmcp::model::Prompt>,
+    /// Why the server would refuse the plugin; empty when it would load it.
+    pub problems: Vec<Problem>,
+}
+
+/// The cost of listing a plugin's prompts, against its limits.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListingCost {
+    pub fuel: u64,
+    pub peak_memory_bytes: usize,
+    pub elapsed_ms: f64,
 }
 
 /// The limits a plugin's calls run under.
@@ -37,39 +57,204 @@ pub struct LimitsReport {
     pub max_prompts: usize,
 }
 
-/// Loads `path` as the server would, with `settings`, and reports on it.
+/// One reason the server would refuse the plugin, and how to fix it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Problem {
+    pub problem: String,
+    pub hint: Option<&'static str>,
+}
+
+impl Problem {
+    /// The problems one load error stands for: each invalid definition on its
+    /// own, any other error as one.
+    fn from_load_error(error: LoadError) -> Vec<Problem> {
+        match error {
+            LoadError::Definitions(problems) => problems
+                .into_iter()
+                .map(|problem| Problem { problem: problem.problem, hint: Some(problem.hint) })
+                .collect(),
+            error => vec![Problem { hint: error.hint(), problem: error.to_string() }],
+        }
+    }
+}
+
+impl Report {
+    /// Whether the server would load the plugin.
+    pub fn loadable(&self) -> bool {
+        self.problems.is_empty()
+    }
+}
+
+/// Loads `path` as the server would, with `settings`, and reports on it. Only
+/// a file that cannot be read, or a sandbox that cannot start, is an error:
+/// anything wrong with the plugin itself is a problem in the report.
 pub async fn inspect(path: &Path, settings: PluginSettings, sandbox_config: SandboxConfig) -> Result<Report, LoadFailure> {
     let source = PluginSource::read(path)?;
-    let max_wasm_stack = sandbox_config.max_wasm_stack;
-    let sandbox = sandbox_for(&source, &settings, sandbox_config)?;
+    let sandbox = sandbox_for(&source, &settings, sandbox_config.clone())?;
     let loader = Loader::new(sandbox.clone(), None);
-    let fail = |error| LoadFailure { origin: source.origin.clone(), error };
     let digest = loader::digest(&source.bytes);
-    let (component, _) = loader.compile(&source.bytes, &digest).await.map_err(fail)?;
-    let (imports, exports) = (loader::import_names(&sandbox, &component), loader::export_names(&sandbox, &component));
-    let limits = LimitsReport {
-        fuel: settings.limits.fuel,
-        deadline_ms: settings.limits.deadline.as_millis() as u64,
-        memory_bytes: settings.limits.memory_bytes,
-        max_wasm_stack_bytes: max_wasm_stack,
-        max_prompts: settings.limits.max_prompts,
+    let mut report = Report {
+        plugin: source.id.clone(),
+        file: source.origin.clone(),
+        sha256: digest.clone(),
+        size_bytes: source.bytes.len(),
+        imports: Vec::new(),
+        exports: Vec::new(),
+        compile_ms: None,
+        listing: None,
+        limits: LimitsReport {
+            fuel: settings.limits.fuel,
+            deadline_ms: settings.limits.deadline.as_millis() as u64,
+            memory_bytes: settings.limits.memory_bytes,
+            max_wasm_stack_bytes: sandbox_config.max_wasm_stack,
+            max_prompts: settings.limits.max_prompts,
+        },
+        prompts: Vec::new(),
+        problems: Vec::new(),
     };
-    let (file, size_bytes) = (source.origin.clone(), source.bytes.len());
-    let plugin = loader.load_compiled(source.clone(), digest, &component, settings).await.map_err(fail)?;
-    Ok(Report {
-        plugin: plugin.id().to_string(),
-        file,
-        sha256: plugin.digest().to_string(),
-        size_bytes,
-        imports,
-        exports,
-        limits,
-        prompts: plugin
-            .prompts()
-            .iter()
-            .map(|prompt| convert::prompt(prompt, &served_name(plugin.prefix(), &prompt.name)))
-            .collect(),
-    })
+    if let Err(error) = check(&loader, &sandbox, &source, &digest, &settings, &mut report).await {
+        report.problems.extend(Problem::from_load_error(error));
+    }
+    Ok(report)
+}
+
+/// The loader's steps, one by one, filling in the report as each succeeds.
+async fn check(
+    loader: &Loader,
+    sandbox: &Sandbox,
+    source: &PluginSource,
+    digest: &str,
+    settings: &PluginSettings,
+    report: &mut Report,
+) -> Result<(), LoadError> {
+    let started = Instant::now();
+    let (component, _) = loader.compile(&source.bytes, digest).await?;
+    report.compile_ms = Some(milliseconds(started.elapsed()));
+    report.imports = loader::import_names(sandbox, &component);
+    report.exports = loader::export_names(sandbox, &component);
+    let pre = loader::prepare(sandbox, &component)?;
+    let (prompts, usage) = loader.list(&pre, &source.id, &settings.limits).await?;
+    report.listing = Some(ListingCost::from(usage));
+    report.prompts = prompts
+        .iter()
+        .map(|prompt| convert::prompt(prompt, &served_name(&settings.prefix, &prompt.name)))
+        .collect();
+    let problems = validate::prompt_definitions(&prompts, settings.limits.max_prompts);
+    if problems.is_empty() { Ok(()) } else { Err(LoadError::Definitions(problems)) }
+}
+
+impl From<CallUsage> for ListingCost {
+    fn from(usage: CallUsage) -> Self {
+        ListingCost {
+            fuel: usage.fuel,
+            peak_memory_bytes: usage.peak_memory_bytes,
+            elapsed_ms: milliseconds(usage.elapsed),
+        }
+    }
+}
+
+/// Milliseconds, to a tenth of a microsecond: enough for a report, and stable
+/// to print.
+fn milliseconds(duration: std::time::Duration) -> f64 {
+    (duration.as_secs_f64() * 10_000_000.0).round() / 10_000.0
+}
+
+/// The report as a person reads it.
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.problems.len() {
+            0 => writeln!(f, "{}: a prompt pack this host can load", self.plugin)?,
+            1 => writeln!(f, "{}: this host would refuse it (1 problem)", self.plugin)?,
+            n => writeln!(f, "{}: this host would refuse it ({n} problems)", self.plugin)?,
+        }
+        writeln!(f, "  file      {}", self.file)?;
+        writeln!(f, "  size      {} bytes", grouped(self.size_bytes as u64))?;
+        writeln!(f, "  sha256    {}", self.sha256)?;
+        for (label, names) in [("exports", &self.exports), ("imports", &self.imports)] {
+            if !names.is_empty() {
+                writeln!(f, "  {label:<9} {}", wrapped(names, "\n            "))?;
+            }
+        }
+        if let Some(compile_ms) = self.compile_ms {
+            writeln!(f, "  compile   {compile_ms:.1} ms")?;
+        }
+        let limits = &self.limits;
+        if let Some(listing) = &self.listing {
+            writeln!(
+                f,
+                "  listing   fuel {} of {}, memory {} of {}, time {:.1} ms of {} ms",
+                grouped(listing.fuel),
+                grouped(limits.fuel),
+                mebibytes(listing.peak_memory_bytes),
+                mebibytes(limits.memory_bytes),
+                listing.elapsed_ms,
+                limits.deadline_ms,
+            )?;
+        }
+        writeln!(f, "  prompts   {}", self.prompts.len())?;
+        for prompt in &self.prompts {
+            match &prompt.title {
+                Some(title) => writeln!(f, "    {}: {title}", prompt.name)?,
+                None => writeln!(f, "    {}", prompt.name)?,
+            }
+            if let Some(description) = &prompt.description {
+                writeln!(f, "      {description}")?;
+            }
+            for argument in prompt.arguments.iter().flatten() {
+                let required = if argument.required == Some(true) { "required" } else { "optional" };
+                let description = argument.description.as_deref().unwrap_or("");
+                writeln!(f, "      - {} ({required}) {description}", argument.name)?;
+            }
+        }
+        if !self.problems.is_empty() {
+            writeln!(f, "  problems")?;
+        }
+        for (index, problem) in self.problems.iter().enumerate() {
+            writeln!(f, "    {}. {}", index + 1, problem.problem)?;
+            if let Some(hint) = problem.hint {
+                writeln!(f, "       hint: {hint}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// 1234567 as "1,234,567".
+fn grouped(number: u64) -> String {
+    let digits = number.to_string();
+    let mut out = String::new();
+    for (index, digit) in digits.chars().enumerate() {
+        if index > 0 && (digits.len() - index) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
+}
+
+/// Names separated by commas, in lines of about 80 characters joined by `break_with`.
+fn wrapped(names: &[String], break_with: &str) -> String {
+    let mut out = String::new();
+    let mut line_length = 0;
+    for (index, name) in names.iter().enumerate() {
+        if index > 0 {
+            out.push(',');
+            if line_length + name.len() > 80 {
+                out.push_str(break_with);
+                line_length = 0;
+            } else {
+                out.push(' ');
+            }
+        }
+        out.push_str(name);
+        line_length += name.len() + 2;
+    }
+    out
+}
+
+/// Bytes as MiB, to one decimal.
+fn mebibytes(bytes: usize) -> String {
+    format!("{:.1} MiB", bytes as f64 / (1 << 20) as f64)
 }
 
 /// Loads `path` as the server would, for `prompt-host get`: a registry of
@@ -98,4 +283,29 @@ fn sandbox_for(
         error: loader::LoadError::Link(error.to_string()),
     })?;
     Ok(Arc::new(sandbox))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_are_grouped_by_thousands() {
+        assert_eq!(grouped(0), "0");
+        assert_eq!(grouped(999), "999");
+        assert_eq!(grouped(1000), "1,000");
+        assert_eq!(grouped(500_000_000), "500,000,000");
+    }
+
+    #[test]
+    fn load_errors_become_problems_with_hints() {
+        let problems = Problem::from_load_error(LoadError::CoreModule);
+        assert_eq!(
+            problems,
+            [Problem {
+                problem: "a core WebAssembly module, not a component".into(),
+                hint: Some("build the pack for the wasm32-wasip2 target, or wrap the module with `wasm-tools component new`"),
+            }]
+        );
+    }
 }

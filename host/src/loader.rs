@@ -14,15 +14,15 @@ use std::sync::Arc;
 use sha2::{Digest, Sha256};
 use wasmtime::component::Component;
 
-use crate::bindings::PROVIDER_INTERFACE;
+use crate::bindings::{PROVIDER_INTERFACE, PromptPackPre, provider};
+use crate::cache::{CompiledCache, Origin};
+use crate::plugin::Plugin;
+use crate::sandbox::{CallFailure, CallState, CallUsage, Limits, PrepareError, Sandbox};
+use crate::validate::{self, DefinitionProblem};
 
 /// The versions of the provider interface this host accepts: any 0.1.x (a
 /// 0.y release is compatible within y).
 const ACCEPTED_VERSIONS: &str = "@0.1.";
-use crate::cache::{CompiledCache, Origin};
-use crate::plugin::Plugin;
-use crate::sandbox::{CallFailure, Limits, PrepareError, Sandbox};
-use crate::validate;
 
 /// The bytes of a plugin and where they came from.
 #[derive(Debug, Clone)]
@@ -77,46 +77,78 @@ pub struct PluginSettings {
     pub require_pinned: bool,
 }
 
-/// Why a plugin could not be loaded.
+/// Why a plugin could not be loaded. Each says what is wrong; [`LoadError::hint`]
+/// says how to fix it.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum LoadError {
     #[error("cannot read it: {0}")]
     Read(String),
     #[error("not a WebAssembly file: it does not start with the \\0asm magic bytes")]
     NotWasm,
-    #[error(
-        "a core WebAssembly module, not a component: build the pack for the wasm32-wasip2 target, \
-         or wrap the module with `wasm-tools component new`"
-    )]
+    #[error("a core WebAssembly module, not a component")]
     CoreModule,
     #[error("not a valid WebAssembly component: {0}")]
     Invalid(String),
-    #[error(
-        "does not export {PROVIDER_INTERFACE} (it exports: {exports}); \
-         build it against the prompt-pack world of the prompt-host WIT package"
-    )]
+    #[error("does not export {PROVIDER_INTERFACE} (it exports: {exports})")]
     WrongWorld { exports: String },
-    #[error(
-        "is built against version {found} of the prompt-host:prompts WIT package, and this host accepts 0.1.x; \
-         rebuild it against the WIT package this host ships"
-    )]
+    #[error("is built against version {found} of the prompt-host:prompts WIT package, and this host accepts 0.1.x")]
     UnsupportedVersion { found: String },
-    #[error(
-        "imports what the host does not provide: {}; a pack may import only WASI 0.2 \
-         (wasi:cli, wasi:clocks, wasi:filesystem, wasi:io, wasi:random, wasi:sockets), and is granted nothing through it",
-        .0.join(", ")
-    )]
+    #[error("imports what the host does not provide: {}", .0.join(", "))]
     UnsatisfiedImports(Vec<String>),
     #[error("cannot be linked: {0}")]
     Link(String),
     #[error("failed while listing its prompts: it {0}")]
     List(CallFailure),
-    #[error("its prompt definitions are invalid: {0}")]
-    Definitions(String),
+    #[error("its prompt definitions are invalid: {}", summarize(.0))]
+    Definitions(Vec<DefinitionProblem>),
     #[error("its SHA-256 is {actual}, but the configuration pins it to {pinned}")]
     PinMismatch { pinned: String, actual: String },
     #[error("it is not pinned, and the configuration requires every plugin to be pinned (plugins.NAME.sha256)")]
     NotPinned,
+}
+
+impl LoadError {
+    /// How the pack's author or the operator can fix it, where the message
+    /// alone does not say.
+    pub fn hint(&self) -> Option<&'static str> {
+        Some(match self {
+            LoadError::Read(_) | LoadError::Link(_) => return None,
+            LoadError::NotWasm => "a pack is the .wasm file a build for wasm32-wasip2 (or jco, or componentize-py) produces",
+            LoadError::CoreModule => {
+                "build the pack for the wasm32-wasip2 target, or wrap the module with `wasm-tools component new`"
+            }
+            LoadError::Invalid(_) => "the file may be truncated or corrupt: build it again and copy it whole",
+            LoadError::WrongWorld { .. } => {
+                "build it against the prompt-pack world of the prompt-host WIT package (`prompt-host new` sets that up)"
+            }
+            LoadError::UnsupportedVersion { .. } => "rebuild it against the WIT package this host ships",
+            LoadError::UnsatisfiedImports(_) => {
+                "a pack may import only WASI 0.2 (wasi:cli, wasi:clocks, wasi:filesystem, wasi:io, wasi:random, \
+                 wasi:sockets), and is granted nothing through it: drop the dependency that imports the rest"
+            }
+            LoadError::List(_) => {
+                "list-prompts runs once at load, under the pack's limits: return the declarations and do no other work there"
+            }
+            LoadError::Definitions(problems) => return problems.first().map(|problem| problem.hint),
+            LoadError::PinMismatch { .. } => {
+                "if this file is the one you mean to serve, pin its new SHA-256 in plugins.NAME.sha256"
+            }
+            LoadError::NotPinned => "add plugins.NAME.sha256 to the config with the SHA-256 `prompt-host inspect` prints",
+        })
+    }
+}
+
+/// The problems of a plugin's definitions in one line, cut short when there
+/// are many (`prompt-host inspect` lists them all).
+fn summarize(problems: &[DefinitionProblem]) -> String {
+    const SHOWN: usize = 5;
+    let mut summary: Vec<&str> = problems.iter().take(SHOWN).map(|problem| problem.problem.as_str()).collect();
+    let more;
+    if problems.len() > SHOWN {
+        more = format!("and {} more (prompt-host inspect lists them all)", problems.len() - SHOWN);
+        summary.push(&more);
+    }
+    summary.join("; ")
 }
 
 /// A plugin that failed to load, and why.
@@ -128,7 +160,11 @@ pub struct LoadFailure {
 
 impl fmt::Display for LoadFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.origin, self.error)
+        write!(f, "{}: {}", self.origin, self.error)?;
+        match self.error.hint() {
+            Some(hint) => write!(f, " (hint: {hint})"),
+            None => Ok(()),
+        }
     }
 }
 
@@ -177,10 +213,24 @@ impl Loader {
         settings: PluginSettings,
     ) -> Result<Plugin, LoadError> {
         let pre = prepare(&self.sandbox, component)?;
-        let instance = self.sandbox.instantiate(&pre, &settings.limits, &source.id).await;
-        let prompts = instance.map_err(LoadError::List)?.list_prompts().await.map_err(LoadError::List)?;
-        validate::prompt_definitions(&prompts, settings.limits.max_prompts).map_err(LoadError::Definitions)?;
+        let (prompts, _) = self.list(&pre, &source.id, &settings.limits).await?;
+        let problems = validate::prompt_definitions(&prompts, settings.limits.max_prompts);
+        if !problems.is_empty() {
+            return Err(LoadError::Definitions(problems));
+        }
         Ok(Plugin::new(source.id, digest, settings.prefix, prompts, settings.limits, pre, self.sandbox.clone()))
+    }
+
+    /// Lists a prepared plugin's prompts, once, under its limits: the
+    /// declarations, not yet validated, and what listing them cost.
+    pub async fn list(
+        &self,
+        pre: &PromptPackPre<CallState>,
+        id: &str,
+        limits: &Limits,
+    ) -> Result<(Vec<provider::Prompt>, CallUsage), LoadError> {
+        let instance = self.sandbox.instantiate(pre, limits, id).await.map_err(LoadError::List)?;
+        instance.list_prompts().await.map_err(LoadError::List)
     }
 
     /// Checks that the bytes are a component, then takes its compiled form
@@ -244,10 +294,7 @@ fn check_pin(digest: &str, settings: &PluginSettings) -> Result<(), LoadError> {
 
 /// Links a compiled component, telling a component of another world apart
 /// from one that needs imports the host lacks.
-pub fn prepare(
-    sandbox: &Sandbox,
-    component: &Component,
-) -> Result<crate::bindings::PromptPackPre<crate::sandbox::CallState>, LoadError> {
+pub fn prepare(sandbox: &Sandbox, component: &Component) -> Result<PromptPackPre<CallState>, LoadError> {
     let exports = export_names(sandbox, component);
     let unversioned = PROVIDER_INTERFACE.split_once('@').map_or(PROVIDER_INTERFACE, |(name, _)| name);
     let provider = exports.iter().find_map(|name| name.strip_prefix(unversioned));
@@ -323,6 +370,27 @@ mod tests {
         assert!(is_provided("wasi:cli/environment@0.2.6"));
         assert!(!is_provided("wasi:cli/environment@0.3.0"));
         assert!(!is_provided("fixture:extra-import/vault@0.1.0"));
+    }
+
+    #[test]
+    fn many_definition_problems_are_summarized() {
+        let problems: Vec<DefinitionProblem> =
+            (0..7).map(|n| DefinitionProblem { problem: format!("problem {n}"), hint: "fix it" }).collect();
+        assert_eq!(
+            LoadError::Definitions(problems).to_string(),
+            "its prompt definitions are invalid: problem 0; problem 1; problem 2; problem 3; problem 4; \
+             and 2 more (prompt-host inspect lists them all)"
+        );
+    }
+
+    #[test]
+    fn a_failure_reads_as_where_what_and_how_to_fix_it() {
+        let failure = LoadFailure { origin: "packs/a.wasm".into(), error: LoadError::CoreModule };
+        assert_eq!(
+            failure.to_string(),
+            "packs/a.wasm: a core WebAssembly module, not a component \
+             (hint: build the pack for the wasm32-wasip2 target, or wrap the module with `wasm-tools component new`)"
+        );
     }
 
     #[test]

@@ -240,7 +240,7 @@ impl Sandbox {
         let state = CallState {
             wasi,
             table: ResourceTable::new(),
-            guard: MemoryGuard { memory_bytes: limits.memory_bytes, denied: None },
+            guard: MemoryGuard { memory_bytes: limits.memory_bytes, denied: None, in_use: 0, peak: 0 },
             started,
             deadline: started + limits.deadline,
             slow_lane: self.slow_lane.clone(),
@@ -312,12 +312,13 @@ impl Instance {
         self.limits.deadline.saturating_sub(self.started.elapsed())
     }
 
-    /// Calls the plugin's `list-prompts`.
-    pub async fn list_prompts(mut self) -> Result<Vec<provider::Prompt>, CallFailure> {
+    /// Calls the plugin's `list-prompts`, and says what the call cost.
+    pub async fn list_prompts(mut self) -> Result<(Vec<provider::Prompt>, CallUsage), CallFailure> {
         let (pack, remaining) = (self.take_pack(), self.remaining());
         let call = pack.prompt_host_prompts_prompt_provider().call_list_prompts(&mut self.store);
         let result = tokio::time::timeout(remaining, call).await;
-        self.settle(result, true)
+        let prompts = self.settle(result, true)?;
+        Ok((prompts, self.usage()))
     }
 
     /// Calls the plugin's `get-prompt`.
@@ -365,13 +366,27 @@ impl Instance {
         outcome
     }
 
+    /// What the call has cost so far.
+    fn usage(&self) -> CallUsage {
+        CallUsage {
+            fuel: self.limits.fuel - self.store.get_fuel().unwrap_or(0),
+            peak_memory_bytes: self.store.data().guard.peak,
+            elapsed: self.started.elapsed(),
+        }
+    }
+
     /// Logs what the plugin printed, and what the call cost.
     fn report(&self) {
         log_output(&self.plugin, "stderr", &self.stderr);
         log_output(&self.plugin, "stdout", &self.stdout);
-        let fuel_used = self.limits.fuel - self.store.get_fuel().unwrap_or(0);
-        let elapsed_us = self.started.elapsed().as_micros() as u64;
-        tracing::debug!(plugin = %self.plugin, fuel_used, elapsed_us, "plugin call finished");
+        let usage = self.usage();
+        tracing::debug!(
+            plugin = %self.plugin,
+            fuel_used = usage.fuel,
+            peak_memory_bytes = usage.peak_memory_bytes,
+            elapsed_us = usage.elapsed.as_micros() as u64,
+            "plugin call finished"
+        );
     }
 
     fn classify(&self, error: &wasmtime::Error) -> CallFailure {
@@ -402,6 +417,17 @@ impl Instance {
     }
 }
 
+/// What one call cost, from instantiation to its answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallUsage {
+    /// Fuel burned.
+    pub fuel: u64,
+    /// The most linear memory its instance held at once, over all its memories.
+    pub peak_memory_bytes: usize,
+    /// Wall-clock time.
+    pub elapsed: Duration,
+}
+
 /// The state of one call's store.
 pub struct CallState {
     wasi: WasiCtx,
@@ -426,6 +452,9 @@ impl WasiView for CallState {
 struct MemoryGuard {
     memory_bytes: usize,
     denied: Option<usize>,
+    /// Linear memory held now, and the most held at once, over all memories.
+    in_use: usize,
+    peak: usize,
 }
 
 /// Table elements one table may grow to.
@@ -437,11 +466,14 @@ const MAX_TABLES: usize = 4;
 const MAX_MEMORIES: usize = 4;
 
 impl ResourceLimiter for MemoryGuard {
-    fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+    fn memory_growing(&mut self, current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
         if desired > self.memory_bytes {
             self.denied = Some(desired);
             return Ok(false);
         }
+        // Also called when a memory is created, with `current` 0.
+        self.in_use += desired - current;
+        self.peak = self.peak.max(self.in_use);
         Ok(true)
     }
 

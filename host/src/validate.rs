@@ -9,36 +9,64 @@ use std::collections::HashSet;
 use crate::bindings::provider;
 use crate::limits::Limits;
 
+/// One thing wrong with a plugin's prompt definitions, and how its author can
+/// fix it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct DefinitionProblem {
+    /// What is wrong, and where: `prompt "a", argument "x": declared more than once`.
+    pub problem: String,
+    /// How to fix it.
+    pub hint: &'static str,
+}
+
+const HINT_TOO_MANY: &str =
+    "split the pack into several, or ask the operator to raise limits.max_prompts for this plugin";
+const HINT_NAME: &str = "use a name a client can type and send back, such as \"code-review\" or \"code_review\"";
+const HINT_DUPLICATE: &str = "give each prompt, and each argument of one prompt, a name of its own";
+const HINT_ICON_SRC: &str = "use an absolute URI, such as https://example.com/icon.png or a data: URI";
+const HINT_ICON_MIME: &str = "use an image media type, such as image/png or image/svg+xml";
+
 /// Checks a plugin's prompt definitions: usable, unique names, and
-/// well-formed icons.
-pub fn prompt_definitions(prompts: &[provider::Prompt], max_prompts: usize) -> Result<(), String> {
+/// well-formed icons. Returns every problem found, in declaration order; a
+/// plugin with any is not loaded.
+pub fn prompt_definitions(prompts: &[provider::Prompt], max_prompts: usize) -> Vec<DefinitionProblem> {
+    let mut problems = Vec::new();
+    let mut report = |problem: String, hint| problems.push(DefinitionProblem { problem, hint });
     if prompts.len() > max_prompts {
-        return Err(format!("{} prompts, more than the limit of {max_prompts}", prompts.len()));
+        // Checking each of 100,000 prompts would bury this one problem.
+        report(format!("{} prompts, more than the limit of {max_prompts}", prompts.len()), HINT_TOO_MANY);
+        return problems;
     }
     let mut names = HashSet::new();
     for prompt in prompts {
         let at = format!("prompt {:?}", prompt.name);
-        usable_name(&prompt.name).map_err(|problem| format!("{at}: name {problem}"))?;
+        if let Err(problem) = usable_name(&prompt.name) {
+            report(format!("{at}: name {problem}"), HINT_NAME);
+        }
         if !names.insert(prompt.name.as_str()) {
-            return Err(format!("{at}: declared more than once"));
+            report(format!("{at}: declared more than once"), HINT_DUPLICATE);
         }
         let mut argument_names = HashSet::new();
         for argument in &prompt.arguments {
             let at = format!("{at}, argument {:?}", argument.name);
-            usable_name(&argument.name).map_err(|problem| format!("{at}: name {problem}"))?;
+            if let Err(problem) = usable_name(&argument.name) {
+                report(format!("{at}: name {problem}"), HINT_NAME);
+            }
             if !argument_names.insert(argument.name.as_str()) {
-                return Err(format!("{at}: declared more than once"));
+                report(format!("{at}: declared more than once"), HINT_DUPLICATE);
             }
         }
         for (index, icon) in prompt.icons.iter().enumerate() {
             let at = format!("{at}, icon {index}");
-            uri(&icon.src).map_err(|problem| format!("{at}: src {problem}"))?;
-            if let Some(mime_type) = &icon.mime_type {
-                media_type(mime_type, Some("image/")).map_err(|problem| format!("{at}: mime type {problem}"))?;
+            if let Err(problem) = uri(&icon.src) {
+                report(format!("{at}: src {problem}"), HINT_ICON_SRC);
+            }
+            if let Some(Err(problem)) = icon.mime_type.as_ref().map(|mime| media_type(mime, Some("image/"))) {
+                report(format!("{at}: mime type {problem}"), HINT_ICON_MIME);
             }
         }
     }
-    Ok(())
+    problems
 }
 
 /// Checks a plugin's reply to `get-prompt`: its size against the limits,
@@ -201,33 +229,54 @@ mod tests {
         }
     }
 
+    fn problems(prompts: &[provider::Prompt], max_prompts: usize) -> Vec<String> {
+        prompt_definitions(prompts, max_prompts).into_iter().map(|problem| problem.problem).collect()
+    }
+
     #[test]
     fn good_definitions_pass() {
-        assert_eq!(prompt_definitions(&[prompt("code_review", &["code"]), prompt("b", &[])], 10), Ok(()));
+        assert_eq!(prompt_definitions(&[prompt("code_review", &["code"]), prompt("b", &[])], 10), vec![]);
     }
 
     #[test]
     fn bad_definitions_name_the_field() {
         assert_eq!(
-            prompt_definitions(&[prompt("two words", &[])], 10),
-            Err("prompt \"two words\": name contains ' ', and names may hold no whitespace or control characters".into())
+            problems(&[prompt("two words", &[])], 10),
+            ["prompt \"two words\": name contains ' ', and names may hold no whitespace or control characters"]
         );
-        assert_eq!(prompt_definitions(&[prompt("", &[])], 10), Err("prompt \"\": name is empty".into()));
+        assert_eq!(problems(&[prompt("", &[])], 10), ["prompt \"\": name is empty"]);
+        assert_eq!(problems(&[prompt("a", &[]), prompt("a", &[])], 10), ["prompt \"a\": declared more than once"]);
         assert_eq!(
-            prompt_definitions(&[prompt("a", &[]), prompt("a", &[])], 10),
-            Err("prompt \"a\": declared more than once".into())
-        );
-        assert_eq!(
-            prompt_definitions(&[prompt("a", &["x", "x"])], 10),
-            Err("prompt \"a\", argument \"x\": declared more than once".into())
+            problems(&[prompt("a", &["x", "x"])], 10),
+            ["prompt \"a\", argument \"x\": declared more than once"]
         );
         assert_eq!(
-            prompt_definitions(&[prompt("a", &["bad\u{7}"])], 10),
-            Err("prompt \"a\", argument \"bad\\u{7}\": name contains '\\u{7}', and names may hold no whitespace or control characters".into())
+            problems(&[prompt("a", &["bad\u{7}"])], 10),
+            ["prompt \"a\", argument \"bad\\u{7}\": name contains '\\u{7}', and names may hold no whitespace or control characters"]
         );
+        assert_eq!(problems(&[prompt("a", &[]), prompt("b", &[])], 1), ["2 prompts, more than the limit of 1"]);
+    }
+
+    #[test]
+    fn every_problem_is_reported_with_its_hint() {
+        let mut with_icon = prompt("b c", &["x", "x"]);
+        with_icon.icons.push(provider::Icon {
+            src: "icon.png".into(),
+            mime_type: Some("text/plain".into()),
+            sizes: Vec::new(),
+            theme: None,
+        });
+        let found = prompt_definitions(&[prompt("a", &[]), prompt("a", &[]), with_icon], 10);
+        let found: Vec<(&str, &str)> = found.iter().map(|p| (p.problem.as_str(), p.hint)).collect();
         assert_eq!(
-            prompt_definitions(&[prompt("a", &[]), prompt("b", &[])], 1),
-            Err("2 prompts, more than the limit of 1".into())
+            found,
+            [
+                ("prompt \"a\": declared more than once", HINT_DUPLICATE),
+                ("prompt \"b c\": name contains ' ', and names may hold no whitespace or control characters", HINT_NAME),
+                ("prompt \"b c\", argument \"x\": declared more than once", HINT_DUPLICATE),
+                ("prompt \"b c\", icon 0: src \"icon.png\" is not a URI (relative URL without a base)", HINT_ICON_SRC),
+                ("prompt \"b c\", icon 0: mime type \"text/plain\" does not start with image/", HINT_ICON_MIME),
+            ]
         );
     }
 

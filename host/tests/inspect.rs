@@ -7,21 +7,29 @@ use std::process::{Command, Output};
 use serde_json::{Value, json};
 use support::built_plugin;
 
-fn inspect(path: &std::path::Path) -> Output {
+fn inspect(path: &std::path::Path, options: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_prompt-host"))
         .arg("inspect")
         .arg(path)
+        .args(options)
         .env("RUST_LOG", "off")
         .output()
         .unwrap()
 }
 
+fn json_report(path: &std::path::Path) -> (Option<i32>, Value) {
+    let output = inspect(path, &["--json"]);
+    let report = serde_json::from_slice(&output.stdout).unwrap_or_else(|error| {
+        panic!("not JSON ({error}): {}\n{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr))
+    });
+    (output.status.code(), report)
+}
+
 #[test]
 fn a_valid_pack_is_described_as_json() {
     let path = built_plugin("code_review");
-    let output = inspect(&path);
-    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
-    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let (status, report) = json_report(&path);
+    assert_eq!(status, Some(0));
     assert_eq!(report["plugin"], "code_review");
     assert_eq!(report["file"], path.display().to_string());
     assert_eq!(report["sizeBytes"], std::fs::metadata(&path).unwrap().len());
@@ -29,6 +37,13 @@ fn a_valid_pack_is_described_as_json() {
     assert_eq!(report["exports"], json!(["prompt-host:prompts/prompt-provider@0.1.0"]));
     assert!(report["imports"].as_array().unwrap().iter().all(|i| i.as_str().unwrap().starts_with("wasi:")));
     assert_eq!(report["limits"]["fuel"], 500_000_000);
+    assert!(report["compileMs"].as_f64().unwrap() > 0.0);
+    // Listing ran the pack: it burned some fuel, and held whole 64 KiB pages.
+    let fuel = report["listing"]["fuel"].as_u64().unwrap();
+    assert!(fuel > 0 && fuel < 500_000_000, "{fuel}");
+    let memory = report["listing"]["peakMemoryBytes"].as_u64().unwrap();
+    assert!(memory > 0 && memory % 65536 == 0, "{memory}");
+    assert_eq!(report["problems"], json!([]));
     assert_eq!(
         report["prompts"],
         json!([{
@@ -40,12 +55,84 @@ fn a_valid_pack_is_described_as_json() {
     );
 }
 
-fn assert_refused(path: &std::path::Path, reason: &str) {
-    let output = inspect(path);
+#[test]
+fn a_valid_pack_is_described_for_people_by_default() {
+    let path = built_plugin("code_review");
+    let output = inspect(&path, &[]);
+    assert_eq!(output.status.code(), Some(0));
+    let text = String::from_utf8(output.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "code_review: a prompt pack this host can load");
+    assert_eq!(lines[1], format!("  file      {}", path.display()));
+    assert!(lines.iter().any(|line| line.starts_with("  exports   prompt-host:prompts/prompt-provider@0.1.0")));
+    assert!(lines.iter().any(|line| line.starts_with("  compile   ") && line.ends_with(" ms")));
+    let listing = lines.iter().find(|line| line.starts_with("  listing   fuel ")).unwrap();
+    assert!(listing.contains(" of 500,000,000, memory ") && listing.ends_with(" of 1000 ms"), "{listing}");
+    assert_eq!(
+        lines[lines.len() - 4..],
+        [
+            "  prompts   1",
+            "    code_review: Request Code Review",
+            "      Asks the LLM to analyze code quality and suggest improvements",
+            "      - code (required) The code to review",
+        ]
+    );
+}
+
+#[test]
+fn every_invalid_definition_is_reported_with_a_hint() {
+    let path = built_plugin("hostile_bad_definitions");
+    let (status, report) = json_report(&path);
+    assert_eq!(status, Some(1));
+    let names = "use a name a client can type and send back, such as \"code-review\" or \"code_review\"";
+    let unique = "give each prompt, and each argument of one prompt, a name of its own";
+    assert_eq!(
+        report["problems"],
+        json!([
+            { "problem": "prompt \"twice\": declared more than once", "hint": unique },
+            {
+                "problem": "prompt \"two words\": name contains ' ', and names may hold no whitespace or control characters",
+                "hint": names
+            },
+            { "problem": "prompt \"two words\", argument \"x\": declared more than once", "hint": unique },
+            {
+                "problem": "prompt \"two words\", icon 0: src \"icon.png\" is not a URI (relative URL without a base)",
+                "hint": "use an absolute URI, such as https://example.com/icon.png or a data: URI"
+            },
+            {
+                "problem": "prompt \"two words\", icon 0: mime type \"text/plain\" does not start with image/",
+                "hint": "use an image media type, such as image/png or image/svg+xml"
+            },
+        ])
+    );
+    // What it declared is still shown, to help find the mistakes.
+    let declared: Vec<&str> = report["prompts"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
+    assert_eq!(declared, ["twice", "twice", "two words"]);
+
+    let output = inspect(&path, &[]);
     assert_eq!(output.status.code(), Some(1));
-    assert!(output.stdout.is_empty());
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert!(text.starts_with("hostile_bad_definitions: this host would refuse it (5 problems)\n"), "{text}");
+    assert!(
+        text.contains(&format!("  problems\n    1. prompt \"twice\": declared more than once\n       hint: {unique}\n")),
+        "{text}"
+    );
+}
+
+/// The report of a file the server would refuse: the one problem, with its
+/// hint, on stdout, and on stderr the reason it failed.
+fn assert_refused(path: &std::path::Path, problem: &str, hint: Option<&str>) {
+    let (status, report) = json_report(path);
+    assert_eq!(status, Some(1));
+    assert_eq!(report["problems"].as_array().unwrap().len(), 1, "{report}");
+    let found = report["problems"][0]["problem"].as_str().unwrap();
+    assert!(found.starts_with(problem), "expected {problem:?}, got {found:?}");
+    assert_eq!(report["problems"][0]["hint"].as_str(), hint);
+
+    let output = inspect(path, &[]);
+    assert_eq!(output.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&output.stderr);
-    let expected = format!("error: {}: {reason}", path.display());
+    let expected = format!("error: {}: the server would refuse this plugin: {problem}", path.display());
     assert!(stderr.starts_with(&expected), "expected {expected:?}, got {stderr:?}");
 }
 
@@ -54,7 +141,11 @@ fn a_file_that_is_not_webassembly_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("notes.wasm");
     std::fs::write(&path, "hello").unwrap();
-    assert_refused(&path, "not a WebAssembly file: it does not start with the \\0asm magic bytes");
+    assert_refused(
+        &path,
+        "not a WebAssembly file: it does not start with the \\0asm magic bytes",
+        Some("a pack is the .wasm file a build for wasm32-wasip2 (or jco, or componentize-py) produces"),
+    );
 }
 
 #[test]
@@ -62,7 +153,11 @@ fn a_core_module_is_refused_with_a_hint() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("core.wasm");
     std::fs::write(&path, b"\0asm\x01\0\0\0").unwrap();
-    assert_refused(&path, "a core WebAssembly module, not a component: build the pack for the wasm32-wasip2 target");
+    assert_refused(
+        &path,
+        "a core WebAssembly module, not a component",
+        Some("build the pack for the wasm32-wasip2 target, or wrap the module with `wasm-tools component new`"),
+    );
 }
 
 #[test]
@@ -71,22 +166,47 @@ fn a_truncated_component_is_refused() {
     let path = dir.path().join("truncated.wasm");
     let bytes = std::fs::read(built_plugin("code_review")).unwrap();
     std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
-    assert_refused(&path, "not a valid WebAssembly component: ");
+    assert_refused(
+        &path,
+        "not a valid WebAssembly component: ",
+        Some("the file may be truncated or corrupt: build it again and copy it whole"),
+    );
 }
 
 #[test]
 fn a_component_of_another_world_is_refused() {
     assert_refused(
         &built_plugin("wrong_world"),
-        "does not export prompt-host:prompts/prompt-provider@0.1.0 (it exports: fixture:greeter/greet@0.1.0); \
-         build it against the prompt-pack world of the prompt-host WIT package",
+        "does not export prompt-host:prompts/prompt-provider@0.1.0 (it exports: fixture:greeter/greet@0.1.0)",
+        Some("build it against the prompt-pack world of the prompt-host WIT package (`prompt-host new` sets that up)"),
     );
 }
 
 #[test]
-fn a_missing_file_is_refused() {
-    let output = inspect(std::path::Path::new("/nonexistent/pack.wasm"));
+fn a_pack_that_fails_while_listing_is_refused() {
+    let output = Command::new(env!("CARGO_BIN_EXE_prompt-host"))
+        .args(["inspect", "--json", "--fuel", "2000000"])
+        .arg(built_plugin("hostile_list_loop"))
+        .env("RUST_LOG", "off")
+        .output()
+        .unwrap();
     assert_eq!(output.status.code(), Some(1));
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        report["problems"],
+        json!([{
+            "problem": "failed while listing its prompts: it exceeded its fuel budget (2000000 units)",
+            "hint": "list-prompts runs once at load, under the pack's limits: return the declarations and do no other work there"
+        }])
+    );
+    assert_eq!(report["listing"], Value::Null);
+}
+
+#[test]
+fn a_missing_file_is_refused() {
+    let output = inspect(std::path::Path::new("/nonexistent/pack.wasm"), &[]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(output.stdout.is_empty());
     assert_eq!(
         String::from_utf8_lossy(&output.stderr),
         "error: /nonexistent/pack.wasm: cannot read it: No such file or directory (os error 2)\n"
@@ -98,6 +218,7 @@ fn a_pack_built_against_another_wit_version_is_refused() {
     assert_refused(
         &built_plugin("future_version"),
         "is built against version 0.2.0 of the prompt-host:prompts WIT package, and this host accepts 0.1.x",
+        Some("rebuild it against the WIT package this host ships"),
     );
 }
 

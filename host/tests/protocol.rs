@@ -340,7 +340,12 @@ fn files_that_are_not_plugins_are_reported_and_the_rest_served() {
             path("wrong_world.wasm")
         ),
         format!(
-            "{}: its prompt definitions are invalid: prompt \"twice\": declared more than once",
+            "{}: its prompt definitions are invalid: prompt \"twice\": declared more than once; \
+             prompt \"two words\": name contains ' ', and names may hold no whitespace or control characters; \
+             prompt \"two words\", argument \"x\": declared more than once; \
+             prompt \"two words\", icon 0: src \"icon.png\" is not a URI (relative URL without a base); \
+             prompt \"two words\", icon 0: mime type \"text/plain\" does not start with image/ \
+             (hint: give each prompt, and each argument of one prompt, a name of its own)",
             path("hostile_bad_definitions.wasm")
         ),
         format!("{}: not a valid WebAssembly component: ", path("truncated.wasm")),

@@ -194,7 +194,7 @@ fn a_plugin_importing_what_the_host_does_not_provide_is_not_loaded() {
     assert_not_loaded(
         "hostile_extra_import",
         &[],
-        "imports what the host does not provide: fixture:extra-import/vault@0.1.0; a pack may import only WASI 0.2",
+        "imports what the host does not provide: fixture:extra-import/vault@0.1.0 (hint: a pack may import only WASI 0.2",
     );
 }
 

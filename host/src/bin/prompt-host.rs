@@ -28,12 +28,17 @@ enum Command {
     /// Serve MCP over stdio (stdin and stdout carry the protocol; logs go to
     /// stderr), or over Streamable HTTP with --http.
     Serve(ServeArgs),
-    /// Load one plugin as the server would, and print its prompts as JSON.
+    /// Load one plugin as the server would, and report on it: its prompts,
+    /// imports, size, compile time, what listing its prompts cost, and every
+    /// problem that would stop the server loading it, with a hint for each.
     ///
-    /// Exits with status 1 and the reason on stderr when the file is not a valid plugin.
+    /// Exits with status 1 when the server would refuse the plugin.
     Inspect {
         /// The plugin file (a WebAssembly component).
         file: PathBuf,
+        /// Print the report as JSON, for machines.
+        #[arg(long)]
+        json: bool,
         #[command(flatten)]
         limits: LimitArgs,
     },
@@ -164,7 +169,7 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async {
         match cli.command {
             Command::Serve(args) => serve(args).await,
-            Command::Inspect { file, limits } => inspect(file, limits).await,
+            Command::Inspect { file, json, limits } => inspect(file, json, limits).await,
             Command::Get { file, prompt, arguments, limits } => get(file, prompt, arguments, limits).await,
         }
     });
@@ -223,12 +228,19 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn inspect(file: PathBuf, limits: LimitArgs) -> anyhow::Result<()> {
+async fn inspect(file: PathBuf, json: bool, limits: LimitArgs) -> anyhow::Result<()> {
     let config = ServeConfig::default();
     let mut settings = config.plugin_settings(&prompt_host::loader::plugin_id(&file));
     settings.limits = limits.overrides().apply(&settings.limits);
     let report = prompt_host::inspect::inspect(&file, settings, config.sandbox).await?;
-    println!("{}", serde_json::to_string_pretty(&report)?);
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{report}");
+    }
+    if !report.loadable() {
+        anyhow::bail!("{}: the server would refuse this plugin: {}", report.file, report.problems[0].problem);
+    }
     Ok(())
 }
 

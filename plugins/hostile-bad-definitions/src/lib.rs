@@ -1,4 +1,6 @@
-//! Test fixture: a pack that declares the same prompt name twice.
+//! Test fixture: a pack whose prompt definitions break several rules at once:
+//! a name declared twice, a name with a space, an argument declared twice,
+//! and an icon with a relative URL and a media type that is not an image's.
 
 use prompt_pack::*;
 
@@ -6,7 +8,15 @@ struct BadDefinitions;
 
 impl Guest for BadDefinitions {
     fn list_prompts() -> Vec<Prompt> {
-        vec![prompt("twice", "The first one"), prompt("twice", "The second one")]
+        let icon = Icon { src: "icon.png".into(), mime_type: Some("text/plain".into()), sizes: vec![], theme: None };
+        vec![
+            prompt("twice", "The first one"),
+            prompt("twice", "The second one"),
+            prompt("two words", "A name with a space")
+                .argument(required("x", "The first x"))
+                .argument(optional("x", "The second x"))
+                .icon(icon),
+        ]
     }
 
     fn get_prompt(_: String, _: Vec<Argument>) -> Result<PromptReply, PromptError> {
