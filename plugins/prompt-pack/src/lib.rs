@@ -6,7 +6,15 @@
 //! helpers for the common work: declaring prompts, reading arguments, building
 //! messages and answering completions.
 //!
-//! ```ignore
+//! There are two ways to write a pack:
+//! - **templates** ([`TemplatePack`]): declare each prompt once with its
+//!   arguments and the messages it replies with, `{argument}` placeholders
+//!   included; checking arguments, rendering and completing come for free.
+//! - **code** ([`Guest`]): implement `list-prompts`, `get-prompt` and
+//!   `complete` yourself, with the helpers below, when a reply needs logic,
+//!   images, audio or resources.
+//!
+//! ```
 //! use prompt_pack::*;
 //!
 //! struct Pack;
@@ -17,9 +25,9 @@
 //!     }
 //!
 //!     fn get_prompt(name: String, arguments: Vec<Argument>) -> Result<PromptReply, PromptError> {
-//!         let args = Arguments::from(arguments);
+//!         let arguments = Arguments::from(arguments);
 //!         match name.as_str() {
-//!             "greet" => Ok(reply([user_text(format!("Say hello to {}.", args.require("name")?))])),
+//!             "greet" => Ok(reply([user_text(format!("Say hello to {}.", arguments.require("name")?))])),
 //!             _ => Err(PromptError::NotFound),
 //!         }
 //!     }
@@ -30,10 +38,17 @@
 //! }
 //!
 //! prompt_pack::export_pack!(Pack);
+//!
+//! // The functions the host calls can be called natively, in tests:
+//! let reply = Pack::get_prompt("greet".into(), vec![argument("name", "Ada")]).unwrap();
+//! assert_eq!(reply.messages, [user_text("Say hello to Ada.")]);
+//! assert_eq!(Pack::get_prompt("wave".into(), vec![]), Err(PromptError::NotFound));
 //! ```
 //!
 //! Build it with `cargo build --release --target wasm32-wasip2`; the
 //! `.wasm` file that lands in `target/wasm32-wasip2/release/` is the pack.
+//! `prompt-host new NAME --lang rust` sets up a pack that builds this way, and
+//! `prompt-host inspect` and `prompt-host get` check it.
 //!
 //! [prompt-host]: https://github.com/prompt-host/prompt-host
 
@@ -47,11 +62,17 @@ pub mod bindings {
         pub_export_macro: true,
         export_macro_name: "export_pack",
         default_bindings_module: "prompt_pack::bindings",
+        additional_derives: [PartialEq],
     });
 }
 
-/// Exports a type implementing [`Guest`] as the pack's `prompt-provider`.
+/// Exports a type implementing [`Guest`] (or [`TemplatePack`]) as the pack's
+/// `prompt-provider`.
 pub use bindings::export_pack;
+
+mod template;
+
+pub use template::{Template, TemplatePack, template};
 
 pub use bindings::exports::prompt_host::prompts::prompt_provider::{
     Annotations, Argument, Completion, Content, EmbeddedResource, Guest, Icon, IconTheme,
@@ -130,6 +151,14 @@ impl Arguments {
     pub fn require(&self, name: &str) -> Result<&str, PromptError> {
         self.get(name)
             .ok_or_else(|| PromptError::InvalidArguments(format!("missing required argument '{name}'")))
+    }
+}
+
+/// An argument as a client sends it: for calling a pack's functions in tests.
+pub fn argument(name: &str, value: &str) -> Argument {
+    Argument {
+        name: name.to_string(),
+        value: value.to_string(),
     }
 }
 

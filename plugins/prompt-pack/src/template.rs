@@ -1,0 +1,329 @@
+//! Prompts declared as templates: the declaration, the messages with named
+//! placeholders, defaults and allowed values, all in one place. A type that
+//! implements [`TemplatePack`] is a whole pack: listing, argument checks,
+//! rendering and completions come from its templates.
+
+use crate::{
+    Argument, Arguments, Completion, Guest, Icon, Prompt, PromptArgument, PromptError, PromptReply, Role,
+    complete_from, message, no_completions, prompt, text,
+};
+
+/// A pack made of templates only. Implement it and export the type with
+/// [`export_pack!`](crate::export_pack); the SDK implements [`Guest`] for it.
+///
+/// ```
+/// use prompt_pack::*;
+///
+/// struct CodeReview;
+///
+/// impl TemplatePack for CodeReview {
+///     fn templates() -> Vec<Template> {
+///         vec![
+///             template("code_review", "Asks the LLM to analyze code quality and suggest improvements")
+///                 .title("Request Code Review")
+///                 .argument(required("code", "The code to review"))
+///                 .user("Please review this Python code:\n{code}")
+///                 .described("Code review prompt"),
+///         ]
+///     }
+/// }
+///
+/// prompt_pack::export_pack!(CodeReview);
+///
+/// // What the host gets when a client asks for the prompt:
+/// let reply = CodeReview::get_prompt("code_review".into(), vec![argument("code", "x = 1")]).unwrap();
+/// assert_eq!(reply.messages, [user_text("Please review this Python code:\nx = 1")]);
+/// assert_eq!(reply.description.as_deref(), Some("Code review prompt"));
+/// // A missing argument is an invalid-arguments error naming it:
+/// assert_eq!(
+///     CodeReview::get_prompt("code_review".into(), vec![]),
+///     Err(PromptError::InvalidArguments("missing required argument 'code'".into()))
+/// );
+/// ```
+pub trait TemplatePack {
+    /// The pack's prompts, in the order `prompts/list` shows them.
+    fn templates() -> Vec<Template>;
+}
+
+/// One prompt: how it is declared, and the messages it replies with.
+///
+/// Message texts name arguments in braces: `{code}` is the value of argument
+/// `code`. Write `{{` and `}}` for literal braces. An optional argument the
+/// client left out is its [`default`](Template::default), or empty.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Template {
+    declaration: Prompt,
+    messages: Vec<(Role, String)>,
+    description: Option<String>,
+    defaults: Vec<(String, String)>,
+    choices: Vec<(String, Vec<String>)>,
+}
+
+/// Starts a template for prompt `name`, with a description and no arguments
+/// or messages yet.
+pub fn template(name: &str, description: &str) -> Template {
+    Template {
+        declaration: prompt(name, description),
+        messages: Vec::new(),
+        description: None,
+        defaults: Vec::new(),
+        choices: Vec::new(),
+    }
+}
+
+impl Template {
+    /// Sets the human-readable title.
+    pub fn title(mut self, title: &str) -> Self {
+        self.declaration = self.declaration.title(title);
+        self
+    }
+
+    /// Declares an argument, after the ones already declared.
+    pub fn argument(mut self, argument: PromptArgument) -> Self {
+        self.declaration = self.declaration.argument(argument);
+        self
+    }
+
+    /// Adds an icon.
+    pub fn icon(mut self, icon: Icon) -> Self {
+        self.declaration = self.declaration.icon(icon);
+        self
+    }
+
+    /// Adds a user message, from a template text.
+    pub fn user(mut self, text: &str) -> Self {
+        self.messages.push((Role::User, text.to_string()));
+        self
+    }
+
+    /// Adds an assistant message, from a template text.
+    pub fn assistant(mut self, text: &str) -> Self {
+        self.messages.push((Role::Assistant, text.to_string()));
+        self
+    }
+
+    /// Sets the description the reply carries.
+    pub fn described(mut self, description: &str) -> Self {
+        self.description = Some(description.to_string());
+        self
+    }
+
+    /// The value an optional argument takes when the client leaves it out.
+    pub fn default(mut self, argument: &str, value: &str) -> Self {
+        self.defaults.push((argument.to_string(), value.to_string()));
+        self
+    }
+
+    /// Restricts an argument to these values: others are refused as invalid
+    /// arguments, and completion offers them.
+    pub fn choices(mut self, argument: &str, values: &[&str]) -> Self {
+        self.choices.push((argument.to_string(), values.iter().map(|value| value.to_string()).collect()));
+        self
+    }
+
+    /// The prompt as `list-prompts` declares it.
+    pub fn declaration(&self) -> &Prompt {
+        &self.declaration
+    }
+
+    /// Checks that every placeholder, default and choice names a declared
+    /// argument. A mistake here is the pack author's, found when the host
+    /// first lists the prompts.
+    pub fn check(&self) -> Result<(), String> {
+        let declared = |name: &str| self.declaration.arguments.iter().any(|argument| argument.name == name);
+        let at = format!("template of prompt '{}'", self.declaration.name);
+        for (_, text) in &self.messages {
+            for piece in parse(text).map_err(|problem| format!("{at}: {problem}"))? {
+                if let Piece::Argument(name) = piece
+                    && !declared(name)
+                {
+                    return Err(format!("{at} uses {{{name}}}, which is not one of its arguments"));
+                }
+            }
+        }
+        let named = self.defaults.iter().map(|(name, _)| name).chain(self.choices.iter().map(|(name, _)| name));
+        for name in named {
+            if !declared(name) {
+                return Err(format!("{at} sets a default or choices for '{name}', which is not one of its arguments"));
+            }
+        }
+        Ok(())
+    }
+
+    /// The reply to a request with these arguments.
+    pub fn render(&self, arguments: &Arguments) -> Result<PromptReply, PromptError> {
+        let mut values = Vec::new();
+        for declared in &self.declaration.arguments {
+            let name = declared.name.as_str();
+            let value = match arguments.get(name) {
+                Some(value) => value,
+                None if declared.required => {
+                    return Err(PromptError::InvalidArguments(format!("missing required argument '{name}'")));
+                }
+                None => self.defaults.iter().find(|(argument, _)| argument == name).map_or("", |(_, value)| value),
+            };
+            if let Some((_, allowed)) = self.choices.iter().find(|(argument, _)| argument == name)
+                && !allowed.iter().any(|choice| choice == value)
+                && arguments.get(name).is_some()
+            {
+                return Err(PromptError::InvalidArguments(format!(
+                    "argument '{name}' must be one of: {}",
+                    allowed.join(", ")
+                )));
+            }
+            values.push((name, value));
+        }
+        let mut messages = Vec::new();
+        for (role, template) in &self.messages {
+            let pieces = parse(template).map_err(PromptError::Internal)?;
+            let mut filled = String::new();
+            for piece in pieces {
+                match piece {
+                    Piece::Text(text) => filled.push_str(text),
+                    Piece::Argument(name) => match values.iter().find(|(argument, _)| *argument == name) {
+                        Some((_, value)) => filled.push_str(value),
+                        None => return Err(PromptError::Internal(format!("{{{name}}} is not an argument"))),
+                    },
+                }
+            }
+            messages.push(message(*role, text(filled)));
+        }
+        Ok(PromptReply { description: self.description.clone(), messages })
+    }
+
+    /// The completion for `argument`, given what the user typed so far.
+    pub fn complete(&self, argument: &str, typed: &str) -> Completion {
+        match self.choices.iter().find(|(name, _)| name == argument) {
+            Some((_, choices)) => {
+                let choices: Vec<&str> = choices.iter().map(String::as_str).collect();
+                complete_from(&choices, typed)
+            }
+            None => no_completions(),
+        }
+    }
+}
+
+/// A part of a template text.
+#[derive(Debug, PartialEq)]
+enum Piece<'a> {
+    Text(&'a str),
+    Argument(&'a str),
+}
+
+/// Splits a template text into literal text and `{argument}` placeholders.
+fn parse(template: &str) -> Result<Vec<Piece<'_>>, String> {
+    let mut pieces = Vec::new();
+    let mut rest = template;
+    while let Some(index) = rest.find(['{', '}']) {
+        if index > 0 {
+            pieces.push(Piece::Text(&rest[..index]));
+        }
+        let after = &rest[index + 1..];
+        if rest[index..].starts_with("{{") || rest[index..].starts_with("}}") {
+            pieces.push(Piece::Text(&rest[index..index + 1]));
+            rest = &after[1..];
+        } else if rest[index..].starts_with('}') {
+            return Err(format!("a lone '}}' in {template:?}: write '}}}}' for a literal brace"));
+        } else {
+            let end = after
+                .find('}')
+                .ok_or_else(|| format!("an unclosed '{{' in {template:?}: write '{{{{' for a literal brace"))?;
+            pieces.push(Piece::Argument(&after[..end]));
+            rest = &after[end + 1..];
+        }
+    }
+    if !rest.is_empty() {
+        pieces.push(Piece::Text(rest));
+    }
+    Ok(pieces)
+}
+
+impl<T: TemplatePack> Guest for T {
+    fn list_prompts() -> Vec<Prompt> {
+        let templates = T::templates();
+        for template in &templates {
+            if let Err(problem) = template.check() {
+                // The host reports a panic while listing, with this message,
+                // and refuses the pack: the author sees it on first load.
+                panic!("{problem}");
+            }
+        }
+        templates.into_iter().map(|template| template.declaration).collect()
+    }
+
+    fn get_prompt(name: String, arguments: Vec<Argument>) -> Result<PromptReply, PromptError> {
+        find::<T>(&name)?.render(&Arguments::from(arguments))
+    }
+
+    fn complete(prompt: String, argument: String, value: String, _context: Vec<Argument>) -> Result<Completion, PromptError> {
+        Ok(find::<T>(&prompt)?.complete(&argument, &value))
+    }
+}
+
+fn find<T: TemplatePack>(name: &str) -> Result<Template, PromptError> {
+    T::templates()
+        .into_iter()
+        .find(|template| template.declaration.name == name)
+        .ok_or(PromptError::NotFound)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{argument, optional, required, user_text};
+
+    fn summarize() -> Template {
+        template("summarize", "Asks for a summary")
+            .argument(required("text", "The text"))
+            .argument(optional("length", "How long"))
+            .default("length", "short")
+            .choices("length", &["short", "medium", "long"])
+            .user("Write a {length} summary of {{this}}:\n\n{text}")
+            .assistant("A {length} one.")
+    }
+
+    #[test]
+    fn placeholders_are_filled_from_arguments_and_defaults() {
+        let reply = summarize().render(&Arguments::from(vec![argument("text", "Hi.")])).unwrap();
+        assert_eq!(
+            reply.messages,
+            [user_text("Write a short summary of {this}:\n\nHi."), crate::assistant_text("A short one.")]
+        );
+    }
+
+    #[test]
+    fn arguments_are_checked() {
+        let template = summarize();
+        assert_eq!(
+            template.render(&Arguments::from(vec![])),
+            Err(PromptError::InvalidArguments("missing required argument 'text'".into()))
+        );
+        assert_eq!(
+            template.render(&Arguments::from(vec![argument("text", "Hi."), argument("length", "huge")])),
+            Err(PromptError::InvalidArguments("argument 'length' must be one of: short, medium, long".into()))
+        );
+    }
+
+    #[test]
+    fn choices_complete() {
+        assert_eq!(summarize().complete("length", "m").values, ["medium"]);
+        assert_eq!(summarize().complete("text", "m").values, Vec::<String>::new());
+    }
+
+    #[test]
+    fn mistakes_in_templates_are_found() {
+        assert_eq!(summarize().check(), Ok(()));
+        assert_eq!(
+            template("a", "A").user("Hello {name}").check(),
+            Err("template of prompt 'a' uses {name}, which is not one of its arguments".into())
+        );
+        assert_eq!(
+            template("a", "A").user("Hello {name").check(),
+            Err("template of prompt 'a': an unclosed '{' in \"Hello {name\": write '{{' for a literal brace".into())
+        );
+        assert_eq!(
+            template("a", "A").default("x", "1").check(),
+            Err("template of prompt 'a' sets a default or choices for 'x', which is not one of its arguments".into())
+        );
+    }
+}
