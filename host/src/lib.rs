@@ -17,7 +17,8 @@
 //! Beside the request path: [`config`], [`startup`] (from config to
 //! registry), [`watch`] (the live plugin directory), [`loader`] (from bytes
 //! to plugin), [`cache`] (compiled plugins on disk), [`bundled`] (the example
-//! packs built in) and [`inspect`] (the `inspect` command).
+//! packs built in), [`inspect`] (the `inspect` and `get` commands) and
+//! [`scaffold`] (the `new` command: a new pack from templates).
 
 pub mod bindings;
 pub mod bundled;
@@ -33,6 +34,7 @@ pub mod loader;
 pub mod plugin;
 pub mod registry;
 pub mod sandbox;
+pub mod scaffold;
 pub mod startup;
 pub mod transport;
 pub mod validate;

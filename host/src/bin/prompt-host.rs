@@ -9,6 +9,7 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use prompt_host::config::{LimitOverrides, ServeConfig};
 use prompt_host::handler::PromptServer;
+use prompt_host::scaffold::{self, Language};
 use prompt_host::transport::http::{self, HttpConfig};
 
 /// What is logged unless RUST_LOG says otherwise: the host's own events, and
@@ -25,6 +26,19 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Create a new prompt pack, ready to build: a starter prompt, the WIT
+    /// contract, and (for Rust) the SDK.
+    New {
+        /// The pack's name: lowercase letters, digits and underscores. It names
+        /// the directory, the plugin and its .wasm file.
+        name: String,
+        /// The language to write the pack in.
+        #[arg(long, value_enum, default_value_t = Lang::Rust)]
+        lang: Lang,
+        /// Where to create it [default: ./NAME]. It must not exist, or be empty.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
     /// Serve MCP over stdio (stdin and stdout carry the protocol; logs go to
     /// stderr), or over Streamable HTTP with --http.
     Serve(ServeArgs),
@@ -57,6 +71,23 @@ enum Command {
         #[command(flatten)]
         limits: LimitArgs,
     },
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Lang {
+    Rust,
+    Js,
+    Python,
+}
+
+impl From<Lang> for Language {
+    fn from(lang: Lang) -> Language {
+        match lang {
+            Lang::Rust => Language::Rust,
+            Lang::Js => Language::JavaScript,
+            Lang::Python => Language::Python,
+        }
+    }
 }
 
 #[derive(Args)]
@@ -168,6 +199,7 @@ fn main() -> ExitCode {
     let runtime = tokio::runtime::Runtime::new().expect("failed to start the async runtime");
     let result = runtime.block_on(async {
         match cli.command {
+            Command::New { name, lang, dir } => new(name, lang.into(), dir),
             Command::Serve(args) => serve(args).await,
             Command::Inspect { file, json, limits } => inspect(file, json, limits).await,
             Command::Get { file, prompt, arguments, limits } => get(file, prompt, arguments, limits).await,
@@ -225,6 +257,18 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     tokio::signal::ctrl_c().await.context("waiting for Ctrl-C")?;
     tracing::info!("interrupted: closing every session");
     running.shutdown().await;
+    Ok(())
+}
+
+fn new(name: String, language: Language, dir: Option<PathBuf>) -> anyhow::Result<()> {
+    let dir = dir.unwrap_or_else(|| PathBuf::from(&name));
+    let written = scaffold::create(&dir, &name, language)?;
+    // The next steps are what the user asked for: stdout, like every command but serve.
+    println!("Created the {language} prompt pack '{name}' in {}:", dir.display());
+    for file in written {
+        println!("  {file}");
+    }
+    println!("Next, in {}:\n{}", dir.display(), scaffold::next_steps(&name, language));
     Ok(())
 }
 

@@ -1,0 +1,209 @@
+//! `prompt-host new`: a new prompt pack that builds, and that `prompt-host
+//! inspect` accepts, as it comes.
+//!
+//! The files come from `host/templates/<language>/`, with `{{name}}`
+//! replaced by the pack's name, plus what every pack needs from this
+//! repository, copied as they are: the WIT package and, for Rust, the SDK and
+//! the lock file it is tested with. They are compiled into the binary, so
+//! `new` works wherever the binary is.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// The languages a pack can be written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Language {
+    Rust,
+    JavaScript,
+    Python,
+}
+
+impl fmt::Display for Language {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Language::Rust => "Rust",
+            Language::JavaScript => "JavaScript",
+            Language::Python => "Python",
+        })
+    }
+}
+
+/// A file of a new pack: where it goes, what it holds, and whether
+/// `{{name}}` is replaced in it.
+struct TemplateFile {
+    path: &'static str,
+    contents: &'static str,
+    fill_in: bool,
+}
+
+const fn template(path: &'static str, contents: &'static str) -> TemplateFile {
+    TemplateFile { path, contents, fill_in: true }
+}
+
+const fn copied(path: &'static str, contents: &'static str) -> TemplateFile {
+    TemplateFile { path, contents, fill_in: false }
+}
+
+const WIT: TemplateFile = copied("wit/prompt-provider.wit", include_str!("../../wit/prompt-provider.wit"));
+
+const RUST: &[TemplateFile] = &[
+    template("Cargo.toml", include_str!("../templates/rust/Cargo.toml")),
+    template(".cargo/config.toml", include_str!("../templates/rust/.cargo/config.toml")),
+    template("src/lib.rs", include_str!("../templates/rust/src/lib.rs")),
+    template("README.md", include_str!("../templates/rust/README.md")),
+    template(".gitignore", include_str!("../templates/rust/.gitignore")),
+    WIT,
+    // The SDK is not published yet: each pack gets a copy, and the versions
+    // of its dependencies that the plugins workspace is tested with.
+    copied("sdk/prompt-pack/Cargo.toml", SDK_MANIFEST),
+    copied("sdk/prompt-pack/src/lib.rs", include_str!("../../plugins/prompt-pack/src/lib.rs")),
+    copied("sdk/prompt-pack/src/template.rs", include_str!("../../plugins/prompt-pack/src/template.rs")),
+    copied("Cargo.lock", include_str!("../../plugins/Cargo.lock")),
+];
+
+/// The SDK's manifest outside the plugins workspace, which it inherits from
+/// there. A unit test keeps the two in step.
+const SDK_MANIFEST: &str = r#"[package]
+name = "prompt-pack"
+version = "0.1.0"
+description = "Write prompt packs for prompt-host in Rust"
+edition = "2024"
+license = "Apache-2.0"
+publish = false
+
+[dependencies]
+wit-bindgen = "=0.61.1"
+"#;
+
+const JAVASCRIPT: &[TemplateFile] = &[
+    template("pack.js", include_str!("../templates/js/pack.js")),
+    template("package.json", include_str!("../templates/js/package.json")),
+    template("README.md", include_str!("../templates/js/README.md")),
+    template(".gitignore", include_str!("../templates/js/.gitignore")),
+    copied("jco-preopen.mjs", include_str!("../../tests/jco-preopen.mjs")),
+    WIT,
+];
+
+const PYTHON: &[TemplateFile] = &[
+    template("app.py", include_str!("../templates/python/app.py")),
+    template("requirements.txt", include_str!("../templates/python/requirements.txt")),
+    template("README.md", include_str!("../templates/python/README.md")),
+    template(".gitignore", include_str!("../templates/python/.gitignore")),
+    WIT,
+];
+
+fn files(language: Language) -> &'static [TemplateFile] {
+    match language {
+        Language::Rust => RUST,
+        Language::JavaScript => JAVASCRIPT,
+        Language::Python => PYTHON,
+    }
+}
+
+/// Why a pack could not be created.
+#[derive(Debug, thiserror::Error)]
+pub enum ScaffoldError {
+    #[error(
+        "'{0}' cannot name a pack: use lowercase letters, digits and underscores, starting with a letter \
+         (it names the plugin, its .wasm file and, in Rust, its crate)"
+    )]
+    BadName(String),
+    #[error("{0} already exists and is not empty: choose another name or --dir")]
+    NotEmpty(PathBuf),
+    #[error("cannot write {path}: {error}")]
+    Write { path: PathBuf, error: std::io::Error },
+}
+
+/// Checks that `name` can name a pack in every language.
+pub fn check_name(name: &str) -> Result<(), ScaffoldError> {
+    let mut chars = name.chars();
+    let valid = chars.next().is_some_and(|c| c.is_ascii_lowercase())
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        && name.len() <= 64;
+    if valid { Ok(()) } else { Err(ScaffoldError::BadName(name.to_string())) }
+}
+
+/// Writes a new pack named `name` into `dir` (which must not exist, or be
+/// empty). Returns the files written, relative to `dir`.
+pub fn create(dir: &Path, name: &str, language: Language) -> Result<Vec<&'static str>, ScaffoldError> {
+    check_name(name)?;
+    if dir.read_dir().is_ok_and(|mut entries| entries.next().is_some()) {
+        return Err(ScaffoldError::NotEmpty(dir.to_path_buf()));
+    }
+    let mut written = Vec::new();
+    for file in files(language) {
+        let path = dir.join(file.path);
+        let contents =
+            if file.fill_in { file.contents.replace("{{name}}", name) } else { file.contents.to_string() };
+        let write = || {
+            std::fs::create_dir_all(path.parent().expect("a file in the pack has a parent"))?;
+            std::fs::write(&path, contents)
+        };
+        write().map_err(|error| ScaffoldError::Write { path: path.clone(), error })?;
+        written.push(file.path);
+    }
+    Ok(written)
+}
+
+/// What to run next, in the new pack's directory.
+pub fn next_steps(name: &str, language: Language) -> String {
+    let (build, wasm) = match language {
+        Language::Rust => ("cargo build --release".to_string(), format!("target/wasm32-wasip2/release/{name}.wasm")),
+        Language::JavaScript => ("npm install && npm run build".to_string(), format!("{name}.wasm")),
+        Language::Python => (
+            format!(
+                "python3 -m venv .venv && .venv/bin/pip install -r requirements.txt && \
+                 .venv/bin/componentize-py -d wit -w prompt-pack componentize app -o {name}.wasm"
+            ),
+            format!("{name}.wasm"),
+        ),
+    };
+    format!(
+        "  {build}\n  prompt-host inspect {wasm}\n  prompt-host get {wasm} summarize text='Some text to summarize.'\n"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_must_suit_every_language() {
+        assert!(check_name("acme_prompts2").is_ok());
+        for bad in ["", "Acme", "2fast", "my-pack", "a b", "../x"] {
+            assert!(matches!(check_name(bad), Err(ScaffoldError::BadName(_))), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_pack_is_written_with_its_name_filled_in() {
+        let dir = tempfile::tempdir().unwrap();
+        let pack = dir.path().join("acme");
+        let written = create(&pack, "acme", Language::Rust).unwrap();
+        assert!(written.contains(&"wit/prompt-provider.wit"));
+        let manifest = std::fs::read_to_string(pack.join("Cargo.toml")).unwrap();
+        assert!(manifest.starts_with("[package]\nname = \"acme\"\n"));
+        // Copied files keep their braces: the SDK's own {{ escapes must survive.
+        let sdk = std::fs::read_to_string(pack.join("sdk/prompt-pack/src/template.rs")).unwrap();
+        assert_eq!(sdk, include_str!("../../plugins/prompt-pack/src/template.rs"));
+        assert!(matches!(create(&pack, "acme", Language::Rust), Err(ScaffoldError::NotEmpty(_))));
+    }
+
+    /// The pins a new pack gets are the ones this repository tests with.
+    #[test]
+    fn pins_match_the_repository() {
+        let workspace = include_str!("../../plugins/Cargo.toml");
+        let wit_bindgen = SDK_MANIFEST.lines().find(|line| line.starts_with("wit-bindgen = ")).unwrap();
+        assert!(workspace.lines().any(|line| line == wit_bindgen), "plugins/Cargo.toml lacks {wit_bindgen}");
+
+        let tests: serde_json::Value = serde_json::from_str(include_str!("../../tests/package.json")).unwrap();
+        let template: serde_json::Value = serde_json::from_str(include_str!("../templates/js/package.json")).unwrap();
+        for (package, version) in template["devDependencies"].as_object().unwrap() {
+            assert_eq!(&tests["dependencies"][package], version, "{package}");
+        }
+        assert_eq!(template["overrides"], tests["overrides"]);
+
+        let pinned = include_str!("../templates/python/requirements.txt").trim();
+        assert!(include_str!("../../tests/requirements.txt").lines().any(|line| line == pinned), "{pinned}");
+    }
+}

@@ -1,0 +1,95 @@
+"""`prompt-host new` in each language: the pack builds with the toolchain
+its README names, `prompt-host inspect` accepts it as it is, and the official
+Python SDK client lists, gets and completes its starter prompt, with the same
+answers in Rust, JavaScript and Python."""
+
+import json
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from mcp import Client, StdioServerParameters
+from mcp.shared.exceptions import MCPError
+from mcp.types import PromptReference
+
+from doc_runner import environment
+from server import BINARY, ROOT
+
+# How each language builds, as the pack's README says, and what it builds.
+BUILDS = {
+    "rust": (["cargo", "build", "--release"], "target/wasm32-wasip2/release/starter.wasm"),
+    # With the jco and componentize-js that tests/setup installed, instead of `npm install`.
+    "js": (["npm", "run", "build"], "starter.wasm"),
+    "python": (
+        [str(ROOT / "tests/.venv/bin/componentize-py"), "-d", "wit", "-w", "prompt-pack", "componentize", "app",
+         "-o", "starter.wasm"],
+        "starter.wasm",
+    ),
+}
+
+SUMMARIZE = {
+    "name": "summarize",
+    "title": "Summarize text",
+    "description": "Asks for a summary of a text",
+    "arguments": [
+        {"name": "text", "description": "The text to summarize", "required": True},
+        {"name": "length", "description": "short, medium or long (default: short)", "required": False},
+    ],
+}
+
+
+def new_pack(work: Path, lang: str) -> Path:
+    """Creates and builds the starter pack; returns its .wasm file."""
+    env = environment(BINARY)
+    created = subprocess.run([BINARY, "new", "starter", "--lang", lang], cwd=work, env=env, capture_output=True, text=True)
+    assert created.returncode == 0, created.stderr
+    assert created.stdout.startswith("Created the ")
+    pack = work / "starter"
+    assert (pack / "wit/prompt-provider.wit").read_text() == (ROOT / "wit/prompt-provider.wit").read_text()
+    if lang == "js":
+        os.symlink(ROOT / "tests/node_modules", pack / "node_modules")
+    command, wasm = BUILDS[lang]
+    built = subprocess.run(command, cwd=pack, env=env, capture_output=True, text=True)
+    assert built.returncode == 0, built.stdout + built.stderr
+    return pack / wasm
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("lang", ["rust", "js", "python"])
+async def test_a_new_pack_builds_passes_inspect_and_serves(lang):
+    with tempfile.TemporaryDirectory() as work:
+        work = Path(work)
+        wasm = new_pack(work, lang)
+
+        inspected = subprocess.run([BINARY, "inspect", "--json", str(wasm)], capture_output=True, text=True,
+                                   env=environment(BINARY))
+        assert inspected.returncode == 0, inspected.stdout + inspected.stderr
+        report = json.loads(inspected.stdout)
+        assert (report["plugin"], report["problems"], report["prompts"]) == ("starter", [], [SUMMARIZE])
+
+        plugins = work / "plugins"
+        plugins.mkdir()
+        os.link(wasm, plugins / "starter.wasm")
+        server = StdioServerParameters(command=BINARY, args=["serve", "--plugins", str(plugins), "--no-cache"])
+        async with Client(server, read_timeout_seconds=120) as client:
+            assert [p.name for p in (await client.list_prompts()).prompts] == ["summarize"]
+            result = await client.get_prompt("summarize", {"text": "Some text.", "length": "long"})
+            assert [(m.role, m.content.text) for m in result.messages] == [
+                ("user", "Write a long summary of this text:\n\nSome text.")
+            ]
+            result = await client.get_prompt("summarize", {"text": "Some text."})
+            assert result.messages[0].content.text == "Write a short summary of this text:\n\nSome text."
+            completion = await client.complete(
+                PromptReference(type="ref/prompt", name="summarize"), {"name": "length", "value": "m"}
+            )
+            assert completion.completion.values == ["medium"]
+            with pytest.raises(MCPError) as raised:
+                await client.get_prompt("summarize", {"text": "Some text.", "length": "huge"})
+            assert raised.value.error.code == -32602
+            assert raised.value.error.message == (
+                "plugin 'starter' rejected the arguments of prompt 'summarize': "
+                "argument 'length' must be one of: short, medium, long"
+            )

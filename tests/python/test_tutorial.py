@@ -1,0 +1,32 @@
+"""docs/tutorial.md, run as written: each command, file and output in it."""
+
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from doc_runner import blocks, environment, run_document
+from server import BINARY, ROOT
+
+TUTORIAL = (ROOT / "docs/tutorial.md").read_text()
+
+
+def test_the_tutorial_runs_as_written():
+    with tempfile.TemporaryDirectory() as work:
+        checks = run_document(TUTORIAL, Path(work), environment(BINARY))
+    # new, test, build, inspect and its two excerpts, get and its output.
+    assert checks == 8
+
+
+def test_the_runner_reads_every_kind_of_block():
+    kinds = [info for info, _ in blocks(TUTORIAL)]
+    assert kinds == ["sh", "rust file=src/lib.rs", "sh", "sh", "sh", "text output", "text output", "sh",
+                     "json output", "sh no-run"]
+
+
+def test_the_runner_fails_on_output_that_differs(tmp_path):
+    document = "```sh\nmkdir sub\ncd sub\necho '{\"a\": 1}'\n```\n\n```json output\n{\"a\": 2}\n```\n"
+    with pytest.raises(AssertionError, match='expected {"a": 2}'):
+        run_document(document, tmp_path, environment(BINARY))
+    # The command did run, in the directory it started in.
+    assert (tmp_path / "sub").is_dir()
