@@ -126,6 +126,11 @@ impl LoadError {
                 "a pack may import only WASI 0.2 (wasi:cli, wasi:clocks, wasi:filesystem, wasi:io, wasi:random, \
                  wasi:sockets), and is granted nothing through it: drop the dependency that imports the rest"
             }
+            LoadError::List(CallFailure::Panic { .. } | CallFailure::Trap { .. }) => {
+                "list-prompts must not fail: fix what the message says (the SDK's template packs report mistakes \
+                 in their templates this way)"
+            }
+            LoadError::List(CallFailure::Busy { .. }) => "every sandbox slot was busy: load it again",
             LoadError::List(_) => {
                 "list-prompts runs once at load, under the pack's limits: return the declarations and do no other work there"
             }

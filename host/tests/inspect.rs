@@ -203,6 +203,19 @@ fn a_pack_that_fails_while_listing_is_refused() {
 }
 
 #[test]
+fn a_template_naming_no_argument_is_reported_at_load() {
+    assert_refused(
+        &built_plugin("template_mistake"),
+        "failed while listing its prompts: it panicked: template of prompt 'greet' uses {nmae}, \
+         which is not one of its arguments (at ",
+        Some(
+            "list-prompts must not fail: fix what the message says \
+             (the SDK's template packs report mistakes in their templates this way)",
+        ),
+    );
+}
+
+#[test]
 fn a_missing_file_is_refused() {
     let output = inspect(std::path::Path::new("/nonexistent/pack.wasm"), &[]);
     assert_eq!(output.status.code(), Some(1));

@@ -147,6 +147,13 @@ impl Template {
                 return Err(format!("{at} sets a default or choices for '{name}', which is not one of its arguments"));
             }
         }
+        for (name, default) in &self.defaults {
+            if let Some((_, allowed)) = self.choices.iter().find(|(argument, _)| argument == name)
+                && !allowed.contains(default)
+            {
+                return Err(format!("{at} defaults '{name}' to {default:?}, which is not one of its choices"));
+            }
+        }
         Ok(())
     }
 
@@ -320,6 +327,10 @@ mod tests {
         assert_eq!(
             template("a", "A").user("Hello {name").check(),
             Err("template of prompt 'a': an unclosed '{' in \"Hello {name\": write '{{' for a literal brace".into())
+        );
+        assert_eq!(
+            template("a", "A").argument(optional("x", "X")).default("x", "3").choices("x", &["1", "2"]).check(),
+            Err("template of prompt 'a' defaults 'x' to \"3\", which is not one of its choices".into())
         );
         assert_eq!(
             template("a", "A").default("x", "1").check(),
