@@ -127,6 +127,7 @@ async fn check(
     settings: &PluginSettings,
     report: &mut Report,
 ) -> Result<(), LoadError> {
+    loader::check_pin(digest, settings)?;
     let started = Instant::now();
     let (component, _) = loader.compile(&source.bytes, digest).await?;
     report.compile_ms = Some(milliseconds(started.elapsed()));
@@ -224,7 +225,7 @@ fn grouped(number: u64) -> String {
     let digits = number.to_string();
     let mut out = String::new();
     for (index, digit) in digits.chars().enumerate() {
-        if index > 0 && (digits.len() - index) % 3 == 0 {
+        if index > 0 && (digits.len() - index).is_multiple_of(3) {
             out.push(',');
         }
         out.push(digit);

@@ -287,7 +287,7 @@ impl Loader {
 
 /// Refuses bytes that do not match the plugin's pinned digest, and unpinned
 /// plugins when pins are required.
-fn check_pin(digest: &str, settings: &PluginSettings) -> Result<(), LoadError> {
+pub fn check_pin(digest: &str, settings: &PluginSettings) -> Result<(), LoadError> {
     match &settings.pinned_sha256 {
         Some(pinned) if !pinned.eq_ignore_ascii_case(digest) => {
             Err(LoadError::PinMismatch { pinned: pinned.clone(), actual: digest.to_string() })

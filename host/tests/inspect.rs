@@ -216,6 +216,38 @@ fn a_template_naming_no_argument_is_reported_at_load() {
 }
 
 #[test]
+fn the_config_file_gives_the_plugin_its_prefix_limits_and_pin() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("prompt-host.toml");
+    let pinned = "0".repeat(64);
+    std::fs::write(
+        &config,
+        format!("[plugins.code_review]\nprefix = \"team-\"\nlimits = {{ fuel = 123456 }}\nsha256 = \"{pinned}\"\n"),
+    )
+    .unwrap();
+    let inspect_configured = || inspect(&built_plugin("code_review"), &["--json", "--config", config.to_str().unwrap()]);
+    let output = inspect_configured();
+    assert_eq!(output.status.code(), Some(1));
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["limits"]["fuel"], 123456);
+    let actual = report["sha256"].as_str().unwrap();
+    assert_eq!(
+        report["problems"],
+        json!([{
+            "problem": format!("its SHA-256 is {actual}, but the configuration pins it to {pinned}"),
+            "hint": "if this file is the one you mean to serve, pin its new SHA-256 in plugins.NAME.sha256"
+        }])
+    );
+
+    // Pinned right, it loads, and its prompts are listed under the prefix.
+    std::fs::write(&config, format!("[plugins.code_review]\nprefix = \"team-\"\nsha256 = \"{actual}\"\n")).unwrap();
+    let output = inspect_configured();
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stdout));
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["prompts"][0]["name"], "team-code_review");
+}
+
+#[test]
 fn a_missing_file_is_refused() {
     let output = inspect(std::path::Path::new("/nonexistent/pack.wasm"), &[]);
     assert_eq!(output.status.code(), Some(1));

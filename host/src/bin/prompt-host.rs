@@ -8,6 +8,8 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use prompt_host::config::{LimitOverrides, ServeConfig};
+use prompt_host::loader::PluginSettings;
+use prompt_host::sandbox::SandboxConfig;
 use prompt_host::handler::PromptServer;
 use prompt_host::scaffold::{self, Language};
 use prompt_host::transport::http::{self, HttpConfig};
@@ -54,7 +56,7 @@ enum Command {
         #[arg(long)]
         json: bool,
         #[command(flatten)]
-        limits: LimitArgs,
+        plugin: OnePluginArgs,
     },
     /// Run one prompt of a plugin file without a client, and print the
     /// result as a client would receive it (JSON).
@@ -63,14 +65,39 @@ enum Command {
     Get {
         /// The plugin file (a WebAssembly component).
         file: PathBuf,
-        /// The prompt's name, as the plugin declares it.
+        /// The prompt's name, as a client asks for it: as the plugin declares
+        /// it, after the prefix the config file gives the plugin, if any.
         prompt: String,
         /// Arguments, each NAME=VALUE.
         #[arg(value_name = "NAME=VALUE", value_parser = parse_argument)]
         arguments: Vec<(String, String)>,
         #[command(flatten)]
-        limits: LimitArgs,
+        plugin: OnePluginArgs,
     },
+}
+
+/// How `inspect` and `get` load their one plugin: as `serve` would with this
+/// config file (its limits, prefix and pin for the plugin), or with the defaults.
+#[derive(Args)]
+struct OnePluginArgs {
+    /// The config file `serve` uses: the plugin gets the limits, prefix and
+    /// pinned SHA-256 it configures for it.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    #[command(flatten)]
+    limits: LimitArgs,
+}
+
+impl OnePluginArgs {
+    fn settings(&self, file: &std::path::Path) -> anyhow::Result<(PluginSettings, SandboxConfig)> {
+        let config = match &self.config {
+            Some(path) => ServeConfig::from_file(path)?,
+            None => ServeConfig::default(),
+        };
+        let mut settings = config.plugin_settings(&prompt_host::loader::plugin_id(file));
+        settings.limits = self.limits.overrides().apply(&settings.limits);
+        Ok((settings, config.sandbox_config()))
+    }
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -201,8 +228,8 @@ fn main() -> ExitCode {
         match cli.command {
             Command::New { name, lang, dir } => new(name, lang.into(), dir),
             Command::Serve(args) => serve(args).await,
-            Command::Inspect { file, json, limits } => inspect(file, json, limits).await,
-            Command::Get { file, prompt, arguments, limits } => get(file, prompt, arguments, limits).await,
+            Command::Inspect { file, json, plugin } => inspect(file, json, plugin).await,
+            Command::Get { file, prompt, arguments, plugin } => get(file, prompt, arguments, plugin).await,
         }
     });
     match result {
@@ -272,11 +299,9 @@ fn new(name: String, language: Language, dir: Option<PathBuf>) -> anyhow::Result
     Ok(())
 }
 
-async fn inspect(file: PathBuf, json: bool, limits: LimitArgs) -> anyhow::Result<()> {
-    let config = ServeConfig::default();
-    let mut settings = config.plugin_settings(&prompt_host::loader::plugin_id(&file));
-    settings.limits = limits.overrides().apply(&settings.limits);
-    let report = prompt_host::inspect::inspect(&file, settings, config.sandbox).await?;
+async fn inspect(file: PathBuf, json: bool, plugin: OnePluginArgs) -> anyhow::Result<()> {
+    let (settings, sandbox) = plugin.settings(&file)?;
+    let report = prompt_host::inspect::inspect(&file, settings, sandbox).await?;
     if json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
@@ -288,11 +313,9 @@ async fn inspect(file: PathBuf, json: bool, limits: LimitArgs) -> anyhow::Result
     Ok(())
 }
 
-async fn get(file: PathBuf, prompt: String, arguments: Vec<(String, String)>, limits: LimitArgs) -> anyhow::Result<()> {
-    let config = ServeConfig::default();
-    let mut settings = config.plugin_settings(&prompt_host::loader::plugin_id(&file));
-    settings.limits = limits.overrides().apply(&settings.limits);
-    let server = prompt_host::inspect::serve_one(&file, settings, config.sandbox).await?;
+async fn get(file: PathBuf, prompt: String, arguments: Vec<(String, String)>, plugin: OnePluginArgs) -> anyhow::Result<()> {
+    let (settings, sandbox) = plugin.settings(&file)?;
+    let server = prompt_host::inspect::serve_one(&file, settings, sandbox).await?;
     let arguments = arguments.into_iter().map(|(name, value)| (name, serde_json::Value::String(value))).collect();
     let request = rmcp::model::GetPromptRequestParams::new(prompt).with_arguments(arguments);
     let mut result = server.get_prompt_result(request).await?;
