@@ -154,17 +154,9 @@ impl ServerHandler for PromptServer {
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
-        let mut changes = self.registry.subscribe();
-        loop {
-            tokio::select! {
-                _ = context.cancelled() => return Ok(()),
-                changed = changes.changed() => {
-                    if changed.is_err() || context.sink().notify_prompt_list_changed().await.is_err() {
-                        return Ok(());
-                    }
-                }
-            }
-        }
+        let changes = self.registry.subscribe();
+        forward_list_changes(changes, context.cancelled(), || context.sink().notify_prompt_list_changed()).await;
+        Ok(())
     }
 
     async fn on_custom_request(
@@ -176,29 +168,43 @@ impl ServerHandler for PromptServer {
     }
 }
 
-/// Sends the client `notifications/prompts/list_changed` after each
-/// effective change of the catalog, from its `initialized` on, until the
-/// client goes away. Changes that come while a notification is being sent
-/// are coalesced into one more.
+/// Sends a session's client `notifications/prompts/list_changed` after
+/// each effective change of the catalog, from its `initialized` on, until the
+/// client goes away.
 fn notify_list_changes(registry: &Registry, peer: Peer<RoleServer>) {
-    let mut changes = registry.subscribe();
+    let changes = registry.subscribe();
     tokio::spawn(async move {
-        let mut check_closed = tokio::time::interval(CLOSED_CHECK);
-        loop {
-            tokio::select! {
-                changed = changes.changed() => {
-                    if changed.is_err() || peer.notify_prompt_list_changed().await.is_err() {
-                        return;
-                    }
-                }
-                _ = check_closed.tick() => {
-                    if peer.is_transport_closed() {
-                        return;
-                    }
+        let closed = async {
+            let mut check_closed = tokio::time::interval(CLOSED_CHECK);
+            while !peer.is_transport_closed() {
+                check_closed.tick().await;
+            }
+        };
+        forward_list_changes(changes, closed, || peer.notify_prompt_list_changed()).await;
+    });
+}
+
+/// Calls `notify` once per change of the catalog until `stop` completes or a
+/// notification cannot be sent. Changes that come while a notification is
+/// being sent are coalesced into one more.
+async fn forward_list_changes<E, Sent>(
+    mut changes: tokio::sync::watch::Receiver<u64>,
+    stop: impl Future<Output = ()>,
+    notify: impl Fn() -> Sent,
+) where
+    Sent: Future<Output = Result<(), E>>,
+{
+    tokio::pin!(stop);
+    loop {
+        tokio::select! {
+            _ = &mut stop => return,
+            changed = changes.changed() => {
+                if changed.is_err() || notify().await.is_err() {
+                    return;
                 }
             }
         }
-    });
+    }
 }
 
 /// How often a notifier checks whether its client is gone.
