@@ -49,6 +49,9 @@ fn main() -> anyhow::Result<()> {
     if run("stdio") {
         stdio_get(&setup, rounds, &mut report)?;
     }
+    if run("sandbox") {
+        sandbox_alone(&setup, &mut report)?;
+    }
     if run("http") {
         http_get(&setup, rounds, &mut report)?;
     }
@@ -366,6 +369,49 @@ fn soak(setup: &Setup, server: &str, in_flight: u64, total: u64) -> anyhow::Resu
     let load = server.load(total, in_flight)?;
     eprintln!("{:.0} req/s, p50 {}, p99 {}", load.per_second, micros(load.p50), micros(load.p99));
     Ok(())
+}
+
+/// prompts/get of code_review through the library, without any protocol:
+/// the handler's checks, a fresh sandboxed instance, the call, and the
+/// conversion of the reply, one call at a time on the server's kind of
+/// runtime. What part of the floor's time per request this takes is what no
+/// transport can win back.
+fn sandbox_alone(setup: &Setup, report: &mut Report) -> anyhow::Result<()> {
+    let (calls_per_second, p50) = sandbox_calls(setup, 20_000)?;
+    report.facts.push((
+        "prompts/get of code_review in process, no protocol (handler, fresh instance, call, reply), one at a time, 20,000 calls: p50 / calls per second".into(),
+        format!("{} / {calls_per_second:.0}", micros(p50)),
+    ));
+    Ok(())
+}
+
+fn sandbox_calls(setup: &Setup, calls: usize) -> anyhow::Result<(f64, Duration)> {
+    use prompt_host::config::ServeConfig;
+    let runtime = tokio::runtime::Runtime::new()?;
+    runtime.block_on(async {
+        let config = ServeConfig::default();
+        let path = setup.plugin("code_review");
+        let settings = config.plugin_settings(&prompt_host::loader::plugin_id(&path));
+        let server = prompt_host::inspect::serve_one(&path, settings, config.sandbox.clone()).await?;
+        let request = || {
+            let arguments = [("code".to_string(), Value::String(CODE.into()))].into_iter().collect();
+            rmcp::model::GetPromptRequestParams::new("code_review").with_arguments(arguments)
+        };
+        let reply = server.get_prompt_result(request()).await?;
+        ensure!(serde_json::to_value(&reply)?["messages"][0]["content"]["text"] == EXPECTED_TEXT, "the pack answered {reply:?}");
+        for _ in 0..1000 {
+            server.get_prompt_result(request()).await?;
+        }
+        let mut latencies = Vec::with_capacity(calls);
+        let started = Instant::now();
+        for _ in 0..calls {
+            let at = Instant::now();
+            server.get_prompt_result(request()).await?;
+            latencies.push(at.elapsed());
+        }
+        let load = Load::new(started.elapsed(), latencies);
+        Ok((load.per_second, load.p50))
+    })
 }
 
 /// Resident memory of a process, from /proc: `VmRSS` now, or `VmHWM` at its peak.
