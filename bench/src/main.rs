@@ -32,14 +32,41 @@ fn main() -> anyhow::Result<()> {
         .transpose()?
         .unwrap_or(5);
     let setup = Setup::locate()?;
+    if let Some(i) = args.iter().position(|a| a == "--soak") {
+        return soak(&setup, &args[i + 1], args[i + 2].parse()?, args[i + 3].parse()?);
+    }
     let mut report = Report::default();
 
-    stdio_get(&setup, rounds, &mut report)?;
-    http_get(&setup, rounds, &mut report)?;
-    list_walk(&setup, &mut report)?;
-    startup_and_memory(&setup, &mut report)?;
-    file_to_list_changed(&setup, &mut report)?;
-    tail_under_spinners(&setup, &mut report)?;
+    // `--only stdio,sandbox` runs just those sections (for quick comparisons;
+    // never with --write, since the table would be incomplete).
+    let only: Option<Vec<String>> = args
+        .iter()
+        .position(|a| a == "--only")
+        .map(|i| args[i + 1].split(',').map(str::to_string).collect());
+    ensure!(only.is_none() || write.is_none(), "--only makes a partial report: do not --write it");
+    let run = |section: &str| only.as_ref().is_none_or(|only| only.iter().any(|s| s == section));
+
+    if run("stdio") {
+        stdio_get(&setup, rounds, &mut report)?;
+    }
+    if run("sandbox") {
+        sandbox_alone(&setup, &mut report)?;
+    }
+    if run("http") {
+        http_get(&setup, rounds, &mut report)?;
+    }
+    if run("list") {
+        list_walk(&setup, &mut report)?;
+    }
+    if run("startup") {
+        startup_and_memory(&setup, &mut report)?;
+    }
+    if run("reload") {
+        file_to_list_changed(&setup, &mut report)?;
+    }
+    if run("spinners") {
+        tail_under_spinners(&setup, &mut report)?;
+    }
 
     let text = report.render(&args);
     println!("{text}");
@@ -290,7 +317,14 @@ fn check_reply(server: &mut StdioServer, name: &str) -> anyhow::Result<()> {
 }
 
 fn stdio_get(setup: &Setup, rounds: usize, report: &mut Report) -> anyhow::Result<()> {
-    let servers = setup.code_review_servers()?;
+    let mut servers = setup.code_review_servers()?;
+    // `--compare PATH`: another prompt-host binary (an earlier build, say),
+    // measured alternately with the others in the same run.
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(i) = args.iter().position(|a| a == "--compare") {
+        let (program, host_args) = (PathBuf::from(&args[i + 1]), servers[2].2.clone());
+        servers.push(("prompt-host (--compare binary)", program, host_args));
+    }
     // Warm the compiled cache, so no round pays for compilation.
     check_reply(&mut StdioServer::start(&servers[2].1, &servers[2].2)?, servers[2].0)?;
     let mut results: Vec<[Vec<Load>; 2]> = servers.iter().map(|_| [Vec::new(), Vec::new()]).collect();
@@ -312,6 +346,72 @@ fn stdio_get(setup: &Setup, rounds: usize, report: &mut Report) -> anyhow::Resul
     }
     report.facts.push(("Peak resident memory of prompt-host, stdio at 64 in flight".into(), format!("{:.1} MiB", peak_rss as f64 / 1024.0)));
     Ok(())
+}
+
+/// `--soak SERVER IN_FLIGHT TOTAL`: one long load on one stdio server
+/// (floor, rmcp, host, or a path to another prompt-host binary), for
+/// profiling it with `perf record -p`. Prints the server's pid, waits a
+/// second for the profiler to attach, then runs the load.
+fn soak(setup: &Setup, server: &str, in_flight: u64, total: u64) -> anyhow::Result<()> {
+    let servers = setup.code_review_servers()?;
+    let (program, args) = match server {
+        "floor" => (servers[0].1.clone(), servers[0].2.clone()),
+        "rmcp" => (servers[1].1.clone(), servers[1].2.clone()),
+        "host" => (servers[2].1.clone(), servers[2].2.clone()),
+        path => (PathBuf::from(path), servers[2].2.clone()),
+    };
+    let mut server = StdioServer::start(&program, &args)?;
+    check_reply(&mut server, "server")?;
+    server.load(500, in_flight)?;
+    println!("{}", server.pid());
+    std::io::stdout().flush()?;
+    std::thread::sleep(Duration::from_secs(1));
+    let load = server.load(total, in_flight)?;
+    eprintln!("{:.0} req/s, p50 {}, p99 {}", load.per_second, micros(load.p50), micros(load.p99));
+    Ok(())
+}
+
+/// prompts/get of code_review through the library, without any protocol:
+/// the handler's checks, a fresh sandboxed instance, the call, and the
+/// conversion of the reply, one call at a time on the server's kind of
+/// runtime. What part of the floor's time per request this takes is what no
+/// transport can win back.
+fn sandbox_alone(setup: &Setup, report: &mut Report) -> anyhow::Result<()> {
+    let (calls_per_second, p50) = sandbox_calls(setup, 20_000)?;
+    report.facts.push((
+        "prompts/get of code_review in process, no protocol (handler, fresh instance, call, reply), one at a time, 20,000 calls: p50 / calls per second".into(),
+        format!("{} / {calls_per_second:.0}", micros(p50)),
+    ));
+    Ok(())
+}
+
+fn sandbox_calls(setup: &Setup, calls: usize) -> anyhow::Result<(f64, Duration)> {
+    use prompt_host::config::ServeConfig;
+    let runtime = tokio::runtime::Runtime::new()?;
+    runtime.block_on(async {
+        let config = ServeConfig::default();
+        let path = setup.plugin("code_review");
+        let settings = config.plugin_settings(&prompt_host::loader::plugin_id(&path));
+        let server = prompt_host::inspect::serve_one(&path, settings, config.sandbox.clone()).await?;
+        let request = || {
+            let arguments = [("code".to_string(), Value::String(CODE.into()))].into_iter().collect();
+            rmcp::model::GetPromptRequestParams::new("code_review").with_arguments(arguments)
+        };
+        let reply = server.get_prompt_result(request()).await?;
+        ensure!(serde_json::to_value(&reply)?["messages"][0]["content"]["text"] == EXPECTED_TEXT, "the pack answered {reply:?}");
+        for _ in 0..1000 {
+            server.get_prompt_result(request()).await?;
+        }
+        let mut latencies = Vec::with_capacity(calls);
+        let started = Instant::now();
+        for _ in 0..calls {
+            let at = Instant::now();
+            server.get_prompt_result(request()).await?;
+            latencies.push(at.elapsed());
+        }
+        let load = Load::new(started.elapsed(), latencies);
+        Ok((load.per_second, load.p50))
+    })
 }
 
 /// Resident memory of a process, from /proc: `VmRSS` now, or `VmHWM` at its peak.
@@ -619,7 +719,19 @@ impl Report {
                 one.per_second, micros(one.p50), micros(one.p99), many.per_second, micros(many.p50), micros(many.p99)
             );
         }
-        if let [floor, rmcp, host] = self.stdio.as_slice() {
+        if let [floor, rmcp, _, others @ ..] = self.stdio.as_slice() {
+            for other in others {
+                out += &format!(
+                    "\n{} ÷ rmcp reference: {:.2} (1 in flight), {:.2} (64 in flight). ÷ floor: {:.2} (1 in flight), {:.2} (64 in flight).\n",
+                    other.0,
+                    other.1.per_second / rmcp.1.per_second,
+                    other.2.per_second / rmcp.2.per_second,
+                    other.1.per_second / floor.1.per_second,
+                    other.2.per_second / floor.2.per_second
+                );
+            }
+        }
+        if let [floor, rmcp, host, ..] = self.stdio.as_slice() {
             out += &format!(
                 "\nprompt-host ÷ rmcp reference: {:.2} (1 in flight), {:.2} (64 in flight). prompt-host ÷ floor: {:.2} (1 in flight), {:.2} (64 in flight).\n",
                 host.1.per_second / rmcp.1.per_second,

@@ -121,7 +121,12 @@ fn engine_config(config: &SandboxConfig, pooled: bool) -> Config {
         .consume_fuel(true)
         .epoch_interruption(true)
         .max_wasm_stack(config.max_wasm_stack)
-        .wasm_component_model(true);
+        .wasm_component_model(true)
+        // Plugins are synchronous components called one call per store: no
+        // store needs the component-model-async machinery, whose per-store
+        // worker fiber costs an allocation, a fiber switch and an error value
+        // (with a backtrace, under RUST_BACKTRACE=1) when each store drops.
+        .concurrency_support(false);
     if pooled {
         // Each call gets the full share the limiter allows it, so no pack,
         // however hostile, can exhaust the pool for the others.
