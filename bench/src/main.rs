@@ -61,6 +61,9 @@ fn main() -> anyhow::Result<()> {
     if run("startup") {
         startup_and_memory(&setup, &mut report)?;
     }
+    if run("languages") {
+        other_languages(&setup, &mut report)?;
+    }
     if run("reload") {
         file_to_list_changed(&setup, &mut report)?;
     }
@@ -603,6 +606,51 @@ fn startup_and_memory(setup: &Setup, report: &mut Report) -> anyhow::Result<()> 
     report.facts.push(("Startup to first prompts/list answer, 100 plugins, compiled cache cold (median of 3)".into(), format!("{:.0} ms", cold[1].as_secs_f64() * 1000.0)));
     report.facts.push(("Startup to first prompts/list answer, 100 plugins, compiled cache warm (median of 3)".into(), format!("{:.0} ms", warm[1].as_secs_f64() * 1000.0)));
     report.facts.push(("Resident memory idle, 100 plugins loaded".into(), format!("{:.1} MiB", idle_rss as f64 / 1024.0)));
+    Ok(())
+}
+
+/// The code_review pack in JavaScript and in Python: components that carry
+/// their language's runtime. What the compiled cache saves them at start, and
+/// what a call costs. tests/build-packs builds them.
+fn other_languages(setup: &Setup, report: &mut Report) -> anyhow::Result<()> {
+    let components = setup.plugins.join("../../components");
+    for (pack, language) in [("js_code_review", "JavaScript"), ("py_code_review", "Python")] {
+        let file = components.join(format!("{pack}.wasm"));
+        let label = |what: &str| format!("code_review in {language} ({pack}.wasm): {what}");
+        if !file.exists() {
+            report.facts.push((label("all"), "not measured: build it first with tests/build-packs".into()));
+            continue;
+        }
+        let size = std::fs::metadata(&file)?.len();
+        let dir = setup.dir(pack)?;
+        std::fs::copy(&file, dir.join(format!("{pack}.wasm")))?;
+        let config = setup.work.path().join(format!("{pack}.toml"));
+        std::fs::write(&config, "")?;
+        let (mut cold, mut warm) = (Vec::new(), Vec::new());
+        let mut loads = Vec::new();
+        for _ in 0..3 {
+            let cache = setup.dir(&format!("{pack}-cache"))?;
+            for times in [&mut cold, &mut warm] {
+                let started = Instant::now();
+                let mut server = StdioServer::start(&setup.bin("prompt-host"), &host_args(&config, &dir, &cache))?;
+                server.call("prompts/list", json!({}))?;
+                times.push(started.elapsed());
+                check_reply(&mut server, pack)?;
+                loads.push(server.load(500, 1)?);
+            }
+        }
+        cold.sort();
+        warm.sort();
+        let load = Load::median(&loads);
+        report.facts.push((
+            label(&format!("{:.1} MB; startup to first prompts/list answer, cache cold / warm (median of 3)", size as f64 / 1e6)),
+            format!("{:.0} ms / {:.0} ms", cold[1].as_secs_f64() * 1000.0, warm[1].as_secs_f64() * 1000.0),
+        ));
+        report.facts.push((
+            label("prompts/get over stdio, 1 in flight, 500 requests (median of 6 runs): req/s, p50"),
+            format!("{:.0}, {}", load.per_second, micros(load.p50)),
+        ));
+    }
     Ok(())
 }
 
