@@ -4,15 +4,14 @@
 use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Instant;
 
 use serde::Serialize;
 
 use crate::catalog::served_name;
 use crate::convert;
-use crate::loader::{self, LoadError, LoadFailure, Loader, PluginSettings, PluginSource};
+use crate::loader::{self, LoadFailure, LoadTrace, Loader, PluginSettings, PluginSource};
 use crate::sandbox::{CallUsage, Sandbox, SandboxConfig};
-use crate::validate;
+pub use crate::validate::Problem;
 
 /// What `prompt-host inspect` found in a plugin file: what it offers, what
 /// loading it cost, and every problem that would stop the server loading it.
@@ -57,27 +56,6 @@ pub struct LimitsReport {
     pub max_prompts: usize,
 }
 
-/// One reason the server would refuse the plugin, and how to fix it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Problem {
-    pub problem: String,
-    pub hint: Option<&'static str>,
-}
-
-impl Problem {
-    /// The problems one load error stands for: each invalid definition on its
-    /// own, any other error as one.
-    fn from_load_error(error: LoadError) -> Vec<Problem> {
-        match error {
-            LoadError::Definitions(problems) => problems
-                .into_iter()
-                .map(|problem| Problem { problem: problem.problem, hint: Some(problem.hint) })
-                .collect(),
-            error => vec![Problem { hint: error.hint(), problem: error.to_string() }],
-        }
-    }
-}
-
 impl Report {
     /// Whether the server would load the plugin.
     pub fn loadable(&self) -> bool {
@@ -91,12 +69,11 @@ impl Report {
 pub async fn inspect(path: &Path, settings: PluginSettings, sandbox_config: SandboxConfig) -> Result<Report, LoadFailure> {
     let source = PluginSource::read(path)?;
     let sandbox = sandbox_for(&source, &settings, sandbox_config.clone())?;
-    let loader = Loader::new(sandbox.clone(), None);
-    let digest = loader::digest(&source.bytes);
+    let loader = Loader::new(sandbox, None);
     let mut report = Report {
         plugin: source.id.clone(),
         file: source.origin.clone(),
-        sha256: digest.clone(),
+        sha256: loader::digest(&source.bytes),
         size_bytes: source.bytes.len(),
         imports: Vec::new(),
         exports: Vec::new(),
@@ -112,36 +89,18 @@ pub async fn inspect(path: &Path, settings: PluginSettings, sandbox_config: Sand
         prompts: Vec::new(),
         problems: Vec::new(),
     };
-    if let Err(error) = check(&loader, &sandbox, &source, &digest, &settings, &mut report).await {
-        report.problems.extend(Problem::from_load_error(error));
+    let prefix = settings.prefix.clone();
+    let mut trace = LoadTrace::default();
+    if let Err(failure) = loader.load_traced(source, settings, &mut trace).await {
+        report.problems = failure.error.into_problems();
     }
+    report.compile_ms = trace.compiled.map(|(_, took)| milliseconds(took));
+    report.imports = trace.imports;
+    report.exports = trace.exports;
+    report.listing = trace.listing.map(ListingCost::from);
+    report.prompts =
+        trace.prompts.iter().map(|prompt| convert::prompt(prompt, &served_name(&prefix, &prompt.name))).collect();
     Ok(report)
-}
-
-/// The loader's steps, one by one, filling in the report as each succeeds.
-async fn check(
-    loader: &Loader,
-    sandbox: &Sandbox,
-    source: &PluginSource,
-    digest: &str,
-    settings: &PluginSettings,
-    report: &mut Report,
-) -> Result<(), LoadError> {
-    loader::check_pin(digest, settings)?;
-    let started = Instant::now();
-    let (component, _) = loader.compile(&source.bytes, digest).await?;
-    report.compile_ms = Some(milliseconds(started.elapsed()));
-    report.imports = loader::import_names(sandbox, &component);
-    report.exports = loader::export_names(sandbox, &component);
-    let pre = loader::prepare(sandbox, &component)?;
-    let (prompts, usage) = loader.list(&pre, &source.id, &settings.limits).await?;
-    report.listing = Some(ListingCost::from(usage));
-    report.prompts = prompts
-        .iter()
-        .map(|prompt| convert::prompt(prompt, &served_name(&settings.prefix, &prompt.name)))
-        .collect();
-    let problems = validate::prompt_definitions(&prompts, settings.limits.max_prompts);
-    if problems.is_empty() { Ok(()) } else { Err(LoadError::Definitions(problems)) }
 }
 
 impl From<CallUsage> for ListingCost {
@@ -289,6 +248,7 @@ fn sandbox_for(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::loader::LoadError;
 
     #[test]
     fn numbers_are_grouped_by_thousands() {
@@ -300,7 +260,7 @@ mod tests {
 
     #[test]
     fn load_errors_become_problems_with_hints() {
-        let problems = Problem::from_load_error(LoadError::CoreModule);
+        let problems = LoadError::CoreModule.into_problems();
         assert_eq!(
             problems,
             [Problem {

@@ -10,6 +10,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 use wasmtime::component::Component;
@@ -18,7 +19,7 @@ use crate::bindings::{PROVIDER_INTERFACE, PromptPackPre, provider};
 use crate::cache::{CompiledCache, Origin};
 use crate::plugin::Plugin;
 use crate::sandbox::{CallFailure, CallState, CallUsage, Limits, PrepareError, Sandbox};
-use crate::validate::{self, DefinitionProblem};
+use crate::validate::{self, Problem};
 
 /// The versions of the provider interface this host accepts: any 0.1.x (a
 /// 0.y release is compatible within y).
@@ -100,7 +101,7 @@ pub enum LoadError {
     #[error("failed while listing its prompts: it {0}")]
     List(CallFailure),
     #[error("its prompt definitions are invalid: {}", summarize(.0))]
-    Definitions(Vec<DefinitionProblem>),
+    Definitions(Vec<Problem>),
     #[error("its SHA-256 is {actual}, but the configuration pins it to {pinned}")]
     PinMismatch { pinned: String, actual: String },
     #[error("it is not pinned, and the configuration requires every plugin to be pinned (plugins.NAME.sha256)")]
@@ -117,7 +118,10 @@ impl LoadError {
             LoadError::CoreModule => {
                 "build the pack for the wasm32-wasip2 target, or wrap the module with `wasm-tools component new`"
             }
-            LoadError::Invalid(_) => "the file may be truncated or corrupt: build it again and copy it whole",
+            LoadError::Invalid(_) => {
+                "the file may be truncated or corrupt (build it again and copy it whole), or use a WebAssembly \
+                 feature this host does not enable (the message names it)"
+            }
             LoadError::WrongWorld { .. } => {
                 "build it against the prompt-pack world of the prompt-host WIT package (`prompt-host new` sets that up)"
             }
@@ -132,9 +136,13 @@ impl LoadError {
             }
             LoadError::List(CallFailure::Busy { .. }) => "every sandbox slot was busy: load it again",
             LoadError::List(_) => {
-                "list-prompts runs once at load, under the pack's limits: return the declarations and do no other work there"
+                "list-prompts runs once at load, under the pack's limits: return the declarations and do no other \
+                 work there; a pack with a large runtime (JavaScript, Python) may need plugins.NAME.limits raised"
             }
-            LoadError::Definitions(problems) => return problems.first().map(|problem| problem.hint),
+            LoadError::Definitions(problems) => match problems.split_first() {
+                Some((first, rest)) if rest.iter().all(|problem| problem.hint == first.hint) => return first.hint,
+                _ => "`prompt-host inspect` lists each problem with its own hint",
+            },
             LoadError::PinMismatch { .. } => {
                 "if this file is the one you mean to serve, pin its new SHA-256 in plugins.NAME.sha256"
             }
@@ -143,9 +151,20 @@ impl LoadError {
     }
 }
 
+impl LoadError {
+    /// The problems this error stands for, each with its hint: each invalid
+    /// definition on its own, any other error as one.
+    pub fn into_problems(self) -> Vec<Problem> {
+        match self {
+            LoadError::Definitions(problems) => problems,
+            error => vec![Problem { hint: error.hint(), problem: error.to_string() }],
+        }
+    }
+}
+
 /// The problems of a plugin's definitions in one line, cut short when there
 /// are many (`prompt-host inspect` lists them all).
-fn summarize(problems: &[DefinitionProblem]) -> String {
+fn summarize(problems: &[Problem]) -> String {
     const SHOWN: usize = 5;
     let mut summary: Vec<&str> = problems.iter().take(SHOWN).map(|problem| problem.problem.as_str()).collect();
     let more;
@@ -180,6 +199,20 @@ pub fn digest(bytes: &[u8]) -> String {
     Sha256::digest(bytes).iter().map(|byte| format!("{byte:02x}")).collect()
 }
 
+/// What loading a plugin found, step by step, for `prompt-host inspect`.
+/// Each field is filled in when its step succeeds.
+#[derive(Debug, Default)]
+pub struct LoadTrace {
+    /// Where the compiled component came from, and how long that took.
+    pub compiled: Option<(Origin, Duration)>,
+    pub imports: Vec<String>,
+    pub exports: Vec<String>,
+    /// What the one `list-prompts` call cost.
+    pub listing: Option<CallUsage>,
+    /// The prompts as declared, before validation.
+    pub prompts: Vec<provider::Prompt>,
+}
+
 /// Loads plugins: compiles them (or takes them from the compiled cache),
 /// checks them, lists their prompts once in the sandbox and validates them.
 pub struct Loader {
@@ -194,48 +227,47 @@ impl Loader {
 
     /// Loads one plugin.
     pub async fn load(&self, source: PluginSource, settings: PluginSettings) -> Result<Plugin, LoadFailure> {
-        let origin = source.origin.clone();
-        self.load_checked(source, settings).await.map_err(|error| LoadFailure { origin, error })
+        self.load_traced(source, settings, &mut LoadTrace::default()).await
     }
 
-    async fn load_checked(&self, source: PluginSource, settings: PluginSettings) -> Result<Plugin, LoadError> {
-        let digest = digest(&source.bytes);
-        check_pin(&digest, &settings)?;
-        let (component, origin) = self.compile(&source.bytes, &digest).await?;
-        let plugin = self.load_compiled(source, digest, &component, settings).await?;
-        if origin == Origin::Cache {
-            tracing::info!(plugin = plugin.id(), "loaded the compiled component from the cache");
-        }
-        Ok(plugin)
-    }
-
-    /// Loads a plugin whose component is already compiled.
-    pub async fn load_compiled(
+    /// Loads one plugin, and records in `trace` what each step found, so that
+    /// a failed load still shows how far it got.
+    pub async fn load_traced(
         &self,
         source: PluginSource,
-        digest: String,
-        component: &Component,
         settings: PluginSettings,
+        trace: &mut LoadTrace,
+    ) -> Result<Plugin, LoadFailure> {
+        let origin = source.origin.clone();
+        self.load_checked(source, settings, trace).await.map_err(|error| LoadFailure { origin, error })
+    }
+
+    async fn load_checked(
+        &self,
+        source: PluginSource,
+        settings: PluginSettings,
+        trace: &mut LoadTrace,
     ) -> Result<Plugin, LoadError> {
-        let pre = prepare(&self.sandbox, component)?;
-        let (prompts, _) = self.list(&pre, &source.id, &settings.limits).await?;
+        let digest = digest(&source.bytes);
+        check_pin(&digest, &settings)?;
+        let started = Instant::now();
+        let (component, origin) = self.compile(&source.bytes, &digest).await?;
+        trace.compiled = Some((origin, started.elapsed()));
+        trace.imports = import_names(&self.sandbox, &component);
+        trace.exports = export_names(&self.sandbox, &component);
+        if origin == Origin::Cache {
+            tracing::info!(plugin = source.id, "loaded the compiled component from the cache");
+        }
+        let pre = prepare(&self.sandbox, &component)?;
+        let instance = self.sandbox.instantiate(&pre, &settings.limits, &source.id).await.map_err(LoadError::List)?;
+        let (prompts, usage) = instance.list_prompts().await.map_err(LoadError::List)?;
+        trace.listing = Some(usage);
+        trace.prompts = prompts.clone();
         let problems = validate::prompt_definitions(&prompts, settings.limits.max_prompts);
         if !problems.is_empty() {
             return Err(LoadError::Definitions(problems));
         }
         Ok(Plugin::new(source.id, digest, settings.prefix, prompts, settings.limits, pre, self.sandbox.clone()))
-    }
-
-    /// Lists a prepared plugin's prompts, once, under its limits: the
-    /// declarations, not yet validated, and what listing them cost.
-    pub async fn list(
-        &self,
-        pre: &PromptPackPre<CallState>,
-        id: &str,
-        limits: &Limits,
-    ) -> Result<(Vec<provider::Prompt>, CallUsage), LoadError> {
-        let instance = self.sandbox.instantiate(pre, limits, id).await.map_err(LoadError::List)?;
-        instance.list_prompts().await.map_err(LoadError::List)
     }
 
     /// Checks that the bytes are a component, then takes its compiled form
@@ -287,7 +319,7 @@ impl Loader {
 
 /// Refuses bytes that do not match the plugin's pinned digest, and unpinned
 /// plugins when pins are required.
-pub fn check_pin(digest: &str, settings: &PluginSettings) -> Result<(), LoadError> {
+fn check_pin(digest: &str, settings: &PluginSettings) -> Result<(), LoadError> {
     match &settings.pinned_sha256 {
         Some(pinned) if !pinned.eq_ignore_ascii_case(digest) => {
             Err(LoadError::PinMismatch { pinned: pinned.clone(), actual: digest.to_string() })
@@ -379,8 +411,8 @@ mod tests {
 
     #[test]
     fn many_definition_problems_are_summarized() {
-        let problems: Vec<DefinitionProblem> =
-            (0..7).map(|n| DefinitionProblem { problem: format!("problem {n}"), hint: "fix it" }).collect();
+        let problems: Vec<Problem> =
+            (0..7).map(|n| Problem { problem: format!("problem {n}"), hint: Some("fix it") }).collect();
         assert_eq!(
             LoadError::Definitions(problems).to_string(),
             "its prompt definitions are invalid: problem 0; problem 1; problem 2; problem 3; problem 4; \

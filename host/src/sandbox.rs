@@ -245,7 +245,7 @@ impl Sandbox {
         let state = CallState {
             wasi,
             table: ResourceTable::new(),
-            guard: MemoryGuard { memory_bytes: limits.memory_bytes, denied: None, in_use: 0, peak: 0 },
+            guard: MemoryGuard::new(limits.memory_bytes),
             started,
             deadline: started + limits.deadline,
             slow_lane: self.slow_lane.clone(),
@@ -375,7 +375,7 @@ impl Instance {
     fn usage(&self) -> CallUsage {
         CallUsage {
             fuel: self.limits.fuel - self.store.get_fuel().unwrap_or(0),
-            peak_memory_bytes: self.store.data().guard.peak,
+            peak_memory_bytes: self.store.data().guard.largest,
             elapsed: self.started.elapsed(),
         }
     }
@@ -427,7 +427,8 @@ impl Instance {
 pub struct CallUsage {
     /// Fuel burned.
     pub fuel: u64,
-    /// The most linear memory its instance held at once, over all its memories.
+    /// The size its largest linear memory reached: what the memory limit,
+    /// which applies to each memory, is measured against.
     pub peak_memory_bytes: usize,
     /// Wall-clock time.
     pub elapsed: Duration,
@@ -457,9 +458,17 @@ impl WasiView for CallState {
 struct MemoryGuard {
     memory_bytes: usize,
     denied: Option<usize>,
-    /// Linear memory held now, and the most held at once, over all memories.
-    in_use: usize,
-    peak: usize,
+    /// The size the largest memory reached. A growth allowed here that the
+    /// system then fails still counts; with the pool's memory reserved up
+    /// front, that is rare. (Growth past a memory's own maximum fails before
+    /// it gets here.)
+    largest: usize,
+}
+
+impl MemoryGuard {
+    fn new(memory_bytes: usize) -> MemoryGuard {
+        MemoryGuard { memory_bytes, denied: None, largest: 0 }
+    }
 }
 
 /// Table elements one table may grow to.
@@ -471,14 +480,13 @@ const MAX_TABLES: usize = 4;
 const MAX_MEMORIES: usize = 4;
 
 impl ResourceLimiter for MemoryGuard {
-    fn memory_growing(&mut self, current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+    fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
         if desired > self.memory_bytes {
             self.denied = Some(desired);
             return Ok(false);
         }
         // Also called when a memory is created, with `current` 0.
-        self.in_use += desired - current;
-        self.peak = self.peak.max(self.in_use);
+        self.largest = self.largest.max(desired);
         Ok(true)
     }
 
@@ -562,6 +570,19 @@ mod tests {
     #[test]
     fn panic_message_is_none_without_a_panic() {
         assert_eq!(panic_message("memory allocation of 5 bytes failed\n"), None);
+    }
+
+    #[test]
+    fn the_memory_guard_measures_the_largest_memory_against_the_limit() {
+        let mut guard = MemoryGuard::new(4 << 16);
+        // A memory is created, then grows; a second, smaller one is created.
+        assert!(guard.memory_growing(0, 1 << 16, None).unwrap());
+        assert!(guard.memory_growing(1 << 16, 3 << 16, None).unwrap());
+        assert!(guard.memory_growing(0, 2 << 16, None).unwrap());
+        assert_eq!((guard.largest, guard.denied), (3 << 16, None));
+        // A growth past the limit is refused, and remembered.
+        assert!(!guard.memory_growing(3 << 16, 5 << 16, None).unwrap());
+        assert_eq!((guard.largest, guard.denied), (3 << 16, Some(5 << 16)));
     }
 
     #[test]

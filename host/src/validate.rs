@@ -9,14 +9,13 @@ use std::collections::HashSet;
 use crate::bindings::provider;
 use crate::limits::Limits;
 
-/// One thing wrong with a plugin's prompt definitions, and how its author can
-/// fix it.
+/// One thing wrong with a plugin, and how its author can fix it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct DefinitionProblem {
+pub struct Problem {
     /// What is wrong, and where: `prompt "a", argument "x": declared more than once`.
     pub problem: String,
-    /// How to fix it.
-    pub hint: &'static str,
+    /// How to fix it, where the problem alone does not say.
+    pub hint: Option<&'static str>,
 }
 
 const HINT_TOO_MANY: &str =
@@ -29,9 +28,9 @@ const HINT_ICON_MIME: &str = "use an image media type, such as image/png or imag
 /// Checks a plugin's prompt definitions: usable, unique names, and
 /// well-formed icons. Returns every problem found, in declaration order; a
 /// plugin with any is not loaded.
-pub fn prompt_definitions(prompts: &[provider::Prompt], max_prompts: usize) -> Vec<DefinitionProblem> {
+pub fn prompt_definitions(prompts: &[provider::Prompt], max_prompts: usize) -> Vec<Problem> {
     let mut problems = Vec::new();
-    let mut report = |problem: String, hint| problems.push(DefinitionProblem { problem, hint });
+    let mut report = |problem: String, hint| problems.push(Problem { problem, hint: Some(hint) });
     if prompts.len() > max_prompts {
         // Checking each of 100,000 prompts would bury this one problem.
         report(format!("{} prompts, more than the limit of {max_prompts}", prompts.len()), HINT_TOO_MANY);
@@ -267,7 +266,7 @@ mod tests {
             theme: None,
         });
         let found = prompt_definitions(&[prompt("a", &[]), prompt("a", &[]), with_icon], 10);
-        let found: Vec<(&str, &str)> = found.iter().map(|p| (p.problem.as_str(), p.hint)).collect();
+        let found: Vec<(&str, &str)> = found.iter().map(|p| (p.problem.as_str(), p.hint.unwrap())).collect();
         assert_eq!(
             found,
             [

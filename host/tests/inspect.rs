@@ -169,7 +169,10 @@ fn a_truncated_component_is_refused() {
     assert_refused(
         &path,
         "not a valid WebAssembly component: ",
-        Some("the file may be truncated or corrupt: build it again and copy it whole"),
+        Some(
+            "the file may be truncated or corrupt (build it again and copy it whole), \
+             or use a WebAssembly feature this host does not enable (the message names it)",
+        ),
     );
 }
 
@@ -196,7 +199,8 @@ fn a_pack_that_fails_while_listing_is_refused() {
         report["problems"],
         json!([{
             "problem": "failed while listing its prompts: it exceeded its fuel budget (2000000 units)",
-            "hint": "list-prompts runs once at load, under the pack's limits: return the declarations and do no other work there"
+            "hint": "list-prompts runs once at load, under the pack's limits: return the declarations and do no other \
+                     work there; a pack with a large runtime (JavaScript, Python) may need plugins.NAME.limits raised"
         }])
     );
     assert_eq!(report["listing"], Value::Null);
@@ -225,7 +229,12 @@ fn the_config_file_gives_the_plugin_its_prefix_limits_and_pin() {
         format!("[plugins.code_review]\nprefix = \"team-\"\nlimits = {{ fuel = 123456 }}\nsha256 = \"{pinned}\"\n"),
     )
     .unwrap();
-    let inspect_configured = || inspect(&built_plugin("code_review"), &["--json", "--config", config.to_str().unwrap()]);
+    let config_option = ["--json", "--config", config.to_str().unwrap()];
+    let inspect_configured = || inspect(&built_plugin("code_review"), &config_option);
+    // As with serve, the plugin's own limits apply over the command line's.
+    let with_fuel_option = inspect(&built_plugin("code_review"), &[&config_option[..], &["--fuel", "999", "--deadline-ms", "77"]].concat());
+    let report: Value = serde_json::from_slice(&with_fuel_option.stdout).unwrap();
+    assert_eq!((&report["limits"]["fuel"], &report["limits"]["deadlineMs"]), (&json!(123456), &json!(77)));
     let output = inspect_configured();
     assert_eq!(output.status.code(), Some(1));
     let report: Value = serde_json::from_slice(&output.stdout).unwrap();

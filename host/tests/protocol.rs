@@ -345,7 +345,7 @@ fn files_that_are_not_plugins_are_reported_and_the_rest_served() {
              prompt \"two words\", argument \"x\": declared more than once; \
              prompt \"two words\", icon 0: src \"icon.png\" is not a URI (relative URL without a base); \
              prompt \"two words\", icon 0: mime type \"text/plain\" does not start with image/ \
-             (hint: give each prompt, and each argument of one prompt, a name of its own)",
+             (hint: `prompt-host inspect` lists each problem with its own hint)",
             path("hostile_bad_definitions.wasm")
         ),
         format!("{}: not a valid WebAssembly component: ", path("truncated.wasm")),

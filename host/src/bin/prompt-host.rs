@@ -90,13 +90,14 @@ struct OnePluginArgs {
 
 impl OnePluginArgs {
     fn settings(&self, file: &std::path::Path) -> anyhow::Result<(PluginSettings, SandboxConfig)> {
-        let config = match &self.config {
+        let mut config = match &self.config {
             Some(path) => ServeConfig::from_file(path)?,
             None => ServeConfig::default(),
         };
-        let mut settings = config.plugin_settings(&prompt_host::loader::plugin_id(file));
-        settings.limits = self.limits.overrides().apply(&settings.limits);
-        Ok((settings, config.sandbox_config()))
+        // As in serve: the options replace [limits], and the plugin's own
+        // [plugins.NAME.limits] still apply over them.
+        config.limits = self.limits.overrides().apply(&config.limits);
+        Ok((config.plugin_settings(&prompt_host::loader::plugin_id(file)), config.sandbox_config()))
     }
 }
 
