@@ -68,6 +68,7 @@ name = "prompt-pack"
 version = "0.1.0"
 description = "Write prompt packs for prompt-host in Rust"
 edition = "2024"
+rust-version = "1.88"
 license = "Apache-2.0"
 publish = false
 
@@ -78,6 +79,7 @@ wit-bindgen = "=0.61.1"
 const JAVASCRIPT: &[TemplateFile] = &[
     template("pack.js", include_str!("../templates/js/pack.js")),
     template("package.json", include_str!("../templates/js/package.json")),
+    template("package-lock.json", include_str!("../templates/js/package-lock.json")),
     template("README.md", include_str!("../templates/js/README.md")),
     template(".gitignore", include_str!("../templates/js/.gitignore")),
     copied("jco-preopen.mjs", include_str!("../../tests/jco-preopen.mjs")),
@@ -110,6 +112,8 @@ pub enum ScaffoldError {
     BadName(String),
     #[error("{0} already exists and is not empty: choose another name or --dir")]
     NotEmpty(PathBuf),
+    #[error("{0} already exists and is not a directory: choose another name or --dir")]
+    NotADirectory(PathBuf),
     #[error("cannot write {path}: {error}")]
     Write { path: PathBuf, error: std::io::Error },
 }
@@ -127,6 +131,9 @@ pub fn check_name(name: &str) -> Result<(), ScaffoldError> {
 /// empty). Returns the files written, relative to `dir`.
 pub fn create(dir: &Path, name: &str, language: Language) -> Result<Vec<&'static str>, ScaffoldError> {
     check_name(name)?;
+    if dir.exists() && !dir.is_dir() {
+        return Err(ScaffoldError::NotADirectory(dir.to_path_buf()));
+    }
     if dir.read_dir().is_ok_and(|mut entries| entries.next().is_some()) {
         return Err(ScaffoldError::NotEmpty(dir.to_path_buf()));
     }
@@ -148,7 +155,10 @@ pub fn create(dir: &Path, name: &str, language: Language) -> Result<Vec<&'static
 /// What to run next, in the new pack's directory.
 pub fn next_steps(name: &str, language: Language) -> String {
     let (build, wasm) = match language {
-        Language::Rust => ("cargo build --release".to_string(), format!("target/wasm32-wasip2/release/{name}.wasm")),
+        Language::Rust => (
+            "rustup target add wasm32-wasip2 && cargo build --release".to_string(),
+            format!("target/wasm32-wasip2/release/{name}.wasm"),
+        ),
         Language::JavaScript => ("npm install && npm run build".to_string(), format!("{name}.wasm")),
         Language::Python => (
             format!(
@@ -187,6 +197,9 @@ mod tests {
         let sdk = std::fs::read_to_string(pack.join("sdk/prompt-pack/src/template.rs")).unwrap();
         assert_eq!(sdk, include_str!("../../plugins/prompt-pack/src/template.rs"));
         assert!(matches!(create(&pack, "acme", Language::Rust), Err(ScaffoldError::NotEmpty(_))));
+        let file = dir.path().join("a-file");
+        std::fs::write(&file, "").unwrap();
+        assert!(matches!(create(&file, "acme", Language::Rust), Err(ScaffoldError::NotADirectory(_))));
     }
 
     /// The pins a new pack gets are the ones this repository tests with.
@@ -202,6 +215,13 @@ mod tests {
             assert_eq!(&tests["dependencies"][package], version, "{package}");
         }
         assert_eq!(template["overrides"], tests["overrides"]);
+        // The template's lock was made from its package.json.
+        let lock: serde_json::Value = serde_json::from_str(include_str!("../templates/js/package-lock.json")).unwrap();
+        assert_eq!(lock["packages"][""]["devDependencies"], template["devDependencies"]);
+        assert_eq!(lock["packages"][""]["engines"], template["engines"]);
+        for (package, version) in template["devDependencies"].as_object().unwrap() {
+            assert_eq!(&lock["packages"][format!("node_modules/{package}")]["version"], version, "{package}");
+        }
 
         let pinned = include_str!("../templates/python/requirements.txt").trim();
         assert!(include_str!("../../tests/requirements.txt").lines().any(|line| line == pinned), "{pinned}");

@@ -49,7 +49,10 @@ export const promptProvider = {
     if (prompt !== "summarize") {
       throw { tag: "not-found" };
     }
-    const values = argumentName === "length" ? LENGTHS.filter((length) => length.startsWith(value.toLowerCase())) : [];
+    if (argumentName !== "length") {
+      return { values: [], total: undefined, hasMore: false };
+    }
+    const values = LENGTHS.filter((length) => length.startsWith(value.toLowerCase()));
     return { values, total: values.length, hasMore: false };
   },
 };

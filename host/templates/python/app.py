@@ -39,7 +39,9 @@ class PromptProvider(exports.PromptProvider):
         text = argument(arguments, "text")
         if text is None:
             raise Err(PromptError_InvalidArguments("missing required argument 'text'"))
-        length = argument(arguments, "length") or "short"
+        length = argument(arguments, "length")
+        if length is None:
+            length = "short"
         if length not in LENGTHS:
             raise Err(PromptError_InvalidArguments("argument 'length' must be one of: " + ", ".join(LENGTHS)))
         message = Message(
@@ -51,5 +53,7 @@ class PromptProvider(exports.PromptProvider):
     def complete(self, prompt: str, argument_name: str, value: str, context: list[Argument]) -> Completion:
         if prompt != "summarize":
             raise Err(PromptError_NotFound())
-        values = [length for length in LENGTHS if length.startswith(value.lower())] if argument_name == "length" else []
+        if argument_name != "length":
+            return Completion(values=[], total=None, has_more=False)
+        values = [length for length in LENGTHS if length.startswith(value.lower())]
         return Completion(values=values, total=len(values), has_more=False)

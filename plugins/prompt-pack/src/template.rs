@@ -130,21 +130,32 @@ impl Template {
     /// argument. A mistake here is the pack author's, found when the host
     /// first lists the prompts.
     pub fn check(&self) -> Result<(), String> {
-        let declared = |name: &str| self.declaration.arguments.iter().any(|argument| argument.name == name);
+        let declared = |name: &str| self.declaration.arguments.iter().find(|argument| argument.name == name);
         let at = format!("template of prompt '{}'", self.declaration.name);
         for (_, text) in &self.messages {
             for piece in parse(text).map_err(|problem| format!("{at}: {problem}"))? {
                 if let Piece::Argument(name) = piece
-                    && !declared(name)
+                    && declared(name).is_none()
                 {
                     return Err(format!("{at} uses {{{name}}}, which is not one of its arguments"));
                 }
             }
         }
-        let named = self.defaults.iter().map(|(name, _)| name).chain(self.choices.iter().map(|(name, _)| name));
-        for name in named {
-            if !declared(name) {
-                return Err(format!("{at} sets a default or choices for '{name}', which is not one of its arguments"));
+        for (name, _) in &self.defaults {
+            match declared(name) {
+                None => return Err(format!("{at} sets a default for '{name}', which is not one of its arguments")),
+                Some(argument) if argument.required => {
+                    return Err(format!("{at} sets a default for '{name}', which is required: it would never be used"));
+                }
+                Some(_) => {}
+            }
+        }
+        for (name, choices) in &self.choices {
+            if declared(name).is_none() {
+                return Err(format!("{at} sets choices for '{name}', which is not one of its arguments"));
+            }
+            if choices.is_empty() {
+                return Err(format!("{at} offers no choices for '{name}': give at least one"));
             }
         }
         for (name, default) in &self.defaults {
@@ -334,7 +345,19 @@ mod tests {
         );
         assert_eq!(
             template("a", "A").default("x", "1").check(),
-            Err("template of prompt 'a' sets a default or choices for 'x', which is not one of its arguments".into())
+            Err("template of prompt 'a' sets a default for 'x', which is not one of its arguments".into())
+        );
+        assert_eq!(
+            template("a", "A").argument(required("x", "X")).default("x", "1").check(),
+            Err("template of prompt 'a' sets a default for 'x', which is required: it would never be used".into())
+        );
+        assert_eq!(
+            template("a", "A").choices("x", &["1"]).check(),
+            Err("template of prompt 'a' sets choices for 'x', which is not one of its arguments".into())
+        );
+        assert_eq!(
+            template("a", "A").argument(optional("x", "X")).choices("x", &[]).check(),
+            Err("template of prompt 'a' offers no choices for 'x': give at least one".into())
         );
     }
 }
