@@ -45,7 +45,8 @@ def run_document(markdown: str, cwd: Path, env: dict[str, str]) -> int:
             if language == "json":
                 assert json.loads(output) == json.loads(body), f"expected {body}\ngot {output}"
             else:
-                assert body in output, f"expected the lines\n{body}\nin\n{output}"
+                # Whole lines: the block's first line starts a line of the output.
+                assert ("\n" + body) in ("\n" + output), f"expected the lines\n{body}\nin\n{output}"
             checks += 1
     return checks
 

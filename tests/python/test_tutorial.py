@@ -20,7 +20,7 @@ def test_the_tutorial_runs_as_written():
 
 def test_the_runner_reads_every_kind_of_block():
     kinds = [info for info, _ in blocks(TUTORIAL)]
-    assert kinds == ["sh", "rust file=src/lib.rs", "sh", "sh", "sh", "text output", "text output", "sh",
+    assert kinds == ["sh no-run", "sh", "rust file=src/lib.rs", "sh", "sh", "sh", "text output", "text output", "sh",
                      "json output", "sh no-run"]
 
 
@@ -30,3 +30,10 @@ def test_the_runner_fails_on_output_that_differs(tmp_path):
         run_document(document, tmp_path, environment(BINARY))
     # The command did run, in the directory it started in.
     assert (tmp_path / "sub").is_dir()
+
+
+def test_the_runner_matches_whole_lines_of_text(tmp_path):
+    command = "```sh\nprintf 'one\\ntwo three\\nfour\\n'\n```\n\n"
+    run_document(command + "```text output\ntwo three\nfour\n```\n", tmp_path, environment(BINARY))
+    with pytest.raises(AssertionError, match="expected the lines"):
+        run_document(command + "```text output\nthree\n```\n", tmp_path, environment(BINARY))
