@@ -24,25 +24,18 @@ const EXPECTED_TEXT: &str = "Please review this Python code:\ndef hello():\n    
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
-    let write = args.iter().position(|a| a == "--write").map(|i| PathBuf::from(&args[i + 1]));
-    let rounds: usize = args
-        .iter()
-        .position(|a| a == "--rounds")
-        .map(|i| args[i + 1].parse())
-        .transpose()?
-        .unwrap_or(5);
+    let write = option_values(&args, "--write", 1)?.map(|values| PathBuf::from(values[0]));
+    let rounds: usize = option_values(&args, "--rounds", 1)?.map(|values| values[0].parse()).transpose()?.unwrap_or(5);
     let setup = Setup::locate()?;
-    if let Some(i) = args.iter().position(|a| a == "--soak") {
-        return soak(&setup, &args[i + 1], args[i + 2].parse()?, args[i + 3].parse()?);
+    if let Some(values) = option_values(&args, "--soak", 3)? {
+        return soak(&setup, values[0], values[1].parse()?, values[2].parse()?);
     }
     let mut report = Report::default();
 
     // `--only stdio,sandbox` runs just those sections (for quick comparisons;
     // never with --write, since the table would be incomplete).
-    let only: Option<Vec<String>> = args
-        .iter()
-        .position(|a| a == "--only")
-        .map(|i| args[i + 1].split(',').map(str::to_string).collect());
+    let only: Option<Vec<String>> =
+        option_values(&args, "--only", 1)?.map(|values| values[0].split(',').map(str::to_string).collect());
     ensure!(only.is_none() || write.is_none(), "--only makes a partial report: do not --write it");
     let run = |section: &str| only.as_ref().is_none_or(|only| only.iter().any(|s| s == section));
 
@@ -78,6 +71,14 @@ fn main() -> anyhow::Result<()> {
         eprintln!("wrote {}", path.display());
     }
     Ok(())
+}
+
+/// The `count` values after `--option` on the command line, if it is there.
+fn option_values<'a>(args: &'a [String], option: &str, count: usize) -> anyhow::Result<Option<Vec<&'a str>>> {
+    let Some(at) = args.iter().position(|arg| arg == option) else { return Ok(None) };
+    let values: Vec<&str> = args[at + 1..].iter().take(count).map(String::as_str).collect();
+    ensure!(values.len() == count, "{option} takes {count} value(s)");
+    Ok(Some(values))
 }
 
 /// Where the binaries and plugins are.
@@ -324,8 +325,8 @@ fn stdio_get(setup: &Setup, rounds: usize, report: &mut Report) -> anyhow::Resul
     // `--compare PATH`: another prompt-host binary (an earlier build, say),
     // measured alternately with the others in the same run.
     let args: Vec<String> = std::env::args().collect();
-    if let Some(i) = args.iter().position(|a| a == "--compare") {
-        let (program, host_args) = (PathBuf::from(&args[i + 1]), servers[2].2.clone());
+    if let Some(values) = option_values(&args, "--compare", 1)? {
+        let (program, host_args) = (PathBuf::from(values[0]), servers[2].2.clone());
         servers.push(("prompt-host (--compare binary)", program, host_args));
     }
     // Warm the compiled cache, so no round pays for compilation.
