@@ -53,6 +53,11 @@ def new_pack(work: Path, lang: str) -> Path:
         installed = subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--prefer-offline"], cwd=pack,
                                    env=env, capture_output=True, text=True)
         assert installed.returncode == 0, installed.stdout + installed.stderr
+    if lang == "rust":
+        # The starter's own tests, run natively as its README says.
+        host = subprocess.run(["rustc", "-vV"], capture_output=True, text=True).stdout.split("host: ")[1].split()[0]
+        tested = subprocess.run(["cargo", "test", "--target", host], cwd=pack, env=env, capture_output=True, text=True)
+        assert tested.returncode == 0 and "test result: ok. 2 passed" in tested.stdout, tested.stdout + tested.stderr
     command, wasm = BUILDS[lang]
     built = subprocess.run(command, cwd=pack, env=env, capture_output=True, text=True)
     assert built.returncode == 0, built.stdout + built.stderr

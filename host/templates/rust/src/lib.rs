@@ -22,3 +22,25 @@ impl TemplatePack for Pack {
 }
 
 prompt_pack::export_pack!(Pack);
+
+// The functions the host calls are plain Rust: test them natively with
+// cargo test --target "$(rustc -vV | sed -n 's/^host: //p')"
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summaries_are_short_unless_asked() {
+        let reply = Pack::get_prompt("summarize".into(), vec![argument("text", "Some text.")]).unwrap();
+        assert_eq!(reply.messages, [user_text("Write a short summary of this text:\n\nSome text.")]);
+    }
+
+    #[test]
+    fn the_length_is_one_of_three() {
+        let arguments = vec![argument("text", "Some text."), argument("length", "huge")];
+        assert_eq!(
+            Pack::get_prompt("summarize".into(), arguments),
+            Err(PromptError::InvalidArguments("argument 'length' must be one of: short, medium, long".into()))
+        );
+    }
+}
