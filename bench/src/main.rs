@@ -577,37 +577,55 @@ fn list_walk(setup: &Setup, report: &mut Report) -> anyhow::Result<()> {
         times.push(started.elapsed());
         ensure!(count == 10_000, "walked {count} prompts");
     }
-    times.sort();
     report.facts.push((
         "prompts/list: full walk of 10,000 prompts from 100 plugins, 100 pages (median of 21)".into(),
-        format!("{:.2} ms", times[times.len() / 2].as_secs_f64() * 1000.0),
+        format!("{:.2} ms", median_ms(times)),
     ));
     Ok(())
 }
 
 fn startup_and_memory(setup: &Setup, report: &mut Report) -> anyhow::Result<()> {
     let (dir, config) = hundred_plugins(setup, "startup")?;
-    let mut cold = Vec::new();
-    let mut warm = Vec::new();
     let mut idle_rss = 0;
-    for _ in 0..3 {
-        let cache = setup.dir("startup-cache")?;
-        let args = host_args(&config, &dir, &cache);
-        for times in [&mut cold, &mut warm] {
-            let started = Instant::now();
-            let mut server = StdioServer::start(&setup.bin("prompt-host"), &args)?;
-            server.call("prompts/list", json!({}))?;
-            times.push(started.elapsed());
-            std::thread::sleep(Duration::from_millis(300));
-            idle_rss = memory_kib(server.pid(), "VmRSS")?;
-        }
-    }
-    cold.sort();
-    warm.sort();
-    report.facts.push(("Startup to first prompts/list answer, 100 plugins, compiled cache cold (median of 3)".into(), format!("{:.0} ms", cold[1].as_secs_f64() * 1000.0)));
-    report.facts.push(("Startup to first prompts/list answer, 100 plugins, compiled cache warm (median of 3)".into(), format!("{:.0} ms", warm[1].as_secs_f64() * 1000.0)));
+    let (cold, warm) = cold_and_warm_starts(setup, "startup-cache", |cache| host_args(&config, &dir, cache), |server| {
+        std::thread::sleep(Duration::from_millis(300));
+        idle_rss = memory_kib(server.pid(), "VmRSS")?;
+        Ok(())
+    })?;
+    report.facts.push(("Startup to first prompts/list answer, 100 plugins, compiled cache cold (median of 3)".into(), format!("{cold:.0} ms")));
+    report.facts.push(("Startup to first prompts/list answer, 100 plugins, compiled cache warm (median of 3)".into(), format!("{warm:.0} ms")));
     report.facts.push(("Resident memory idle, 100 plugins loaded".into(), format!("{:.1} MiB", idle_rss as f64 / 1024.0)));
     Ok(())
+}
+
+/// Starts prompt-host three times with an empty compiled cache (in the work
+/// directory `cache_name`), each followed by a start with that cache warm.
+/// `after` runs on each server once it has answered its first prompts/list.
+/// Returns the median start-up times, cold and warm, in milliseconds.
+fn cold_and_warm_starts(
+    setup: &Setup,
+    cache_name: &str,
+    args: impl Fn(&Path) -> Vec<String>,
+    mut after: impl FnMut(&mut StdioServer) -> anyhow::Result<()>,
+) -> anyhow::Result<(f64, f64)> {
+    let (mut cold, mut warm) = (Vec::new(), Vec::new());
+    for _ in 0..3 {
+        let cache = setup.dir(cache_name)?;
+        for times in [&mut cold, &mut warm] {
+            let started = Instant::now();
+            let mut server = StdioServer::start(&setup.bin("prompt-host"), &args(&cache))?;
+            server.call("prompts/list", json!({}))?;
+            times.push(started.elapsed());
+            after(&mut server)?;
+        }
+    }
+    Ok((median_ms(cold), median_ms(warm)))
+}
+
+/// The median of some durations, in milliseconds.
+fn median_ms(mut times: Vec<Duration>) -> f64 {
+    times.sort();
+    times[times.len() / 2].as_secs_f64() * 1000.0
 }
 
 /// The code_review pack in JavaScript and in Python: components that carry
@@ -627,25 +645,16 @@ fn other_languages(setup: &Setup, report: &mut Report) -> anyhow::Result<()> {
         std::fs::copy(&file, dir.join(format!("{pack}.wasm")))?;
         let config = setup.work.path().join(format!("{pack}.toml"));
         std::fs::write(&config, "")?;
-        let (mut cold, mut warm) = (Vec::new(), Vec::new());
         let mut loads = Vec::new();
-        for _ in 0..3 {
-            let cache = setup.dir(&format!("{pack}-cache"))?;
-            for times in [&mut cold, &mut warm] {
-                let started = Instant::now();
-                let mut server = StdioServer::start(&setup.bin("prompt-host"), &host_args(&config, &dir, &cache))?;
-                server.call("prompts/list", json!({}))?;
-                times.push(started.elapsed());
-                check_reply(&mut server, pack)?;
-                loads.push(server.load(500, 1)?);
-            }
-        }
-        cold.sort();
-        warm.sort();
+        let (cold, warm) = cold_and_warm_starts(setup, &format!("{pack}-cache"), |cache| host_args(&config, &dir, cache), |server| {
+            check_reply(server, pack)?;
+            loads.push(server.load(500, 1)?);
+            Ok(())
+        })?;
         let load = Load::median(&loads);
         report.facts.push((
             label(&format!("{:.1} MB; startup to first prompts/list answer, cache cold / warm (median of 3)", size as f64 / 1e6)),
-            format!("{:.0} ms / {:.0} ms", cold[1].as_secs_f64() * 1000.0, warm[1].as_secs_f64() * 1000.0),
+            format!("{cold:.0} ms / {warm:.0} ms"),
         ));
         report.facts.push((
             label("prompts/get over stdio, 1 in flight, 500 requests (median of 6 runs): req/s, p50"),
@@ -673,10 +682,9 @@ fn file_to_list_changed(setup: &Setup, report: &mut Report) -> anyhow::Result<()
         std::fs::remove_file(dir.join("media.wasm"))?;
         server.wait_for_notification("notifications/prompts/list_changed")?;
     }
-    times.sort();
     report.facts.push((
         "File renamed into the plugin directory to list_changed at the client (median of 7, cache warm)".into(),
-        format!("{:.0} ms", times[times.len() / 2].as_secs_f64() * 1000.0),
+        format!("{:.0} ms", median_ms(times)),
     ));
     Ok(())
 }

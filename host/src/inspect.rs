@@ -69,7 +69,7 @@ impl Report {
 pub async fn inspect(path: &Path, settings: PluginSettings, sandbox_config: SandboxConfig) -> Result<Report, LoadFailure> {
     let source = PluginSource::read(path)?;
     let sandbox = sandbox_for(&source, &settings, sandbox_config.clone())?;
-    let loader = Loader::new(sandbox, None);
+    let loader = Loader::new(sandbox.clone(), None);
     let mut report = Report {
         plugin: source.id.clone(),
         file: source.origin.clone(),
@@ -91,15 +91,21 @@ pub async fn inspect(path: &Path, settings: PluginSettings, sandbox_config: Sand
     };
     let prefix = settings.prefix.clone();
     let mut trace = LoadTrace::default();
-    if let Err(failure) = loader.load_traced(source, settings, &mut trace).await {
+    let loaded = loader.load_traced(source, settings, &mut trace).await;
+    if let Some((component, took)) = &trace.compiled {
+        report.compile_ms = Some(milliseconds(*took));
+        report.imports = loader::import_names(&sandbox, component);
+        report.exports = loader::export_names(&sandbox, component);
+    }
+    report.listing = trace.listing.map(ListingCost::from);
+    let prompts = match &loaded {
+        Ok(plugin) => plugin.prompts(),
+        Err(_) => &trace.invalid_prompts,
+    };
+    report.prompts = prompts.iter().map(|prompt| convert::prompt(prompt, &served_name(&prefix, &prompt.name))).collect();
+    if let Err(failure) = loaded {
         report.problems = failure.error.into_problems();
     }
-    report.compile_ms = trace.compiled.map(|(_, took)| milliseconds(took));
-    report.imports = trace.imports;
-    report.exports = trace.exports;
-    report.listing = trace.listing.map(ListingCost::from);
-    report.prompts =
-        trace.prompts.iter().map(|prompt| convert::prompt(prompt, &served_name(&prefix, &prompt.name))).collect();
     Ok(report)
 }
 

@@ -149,9 +149,7 @@ impl LoadError {
             LoadError::NotPinned => "add plugins.NAME.sha256 to the config with the SHA-256 `prompt-host inspect` prints",
         })
     }
-}
 
-impl LoadError {
     /// The problems this error stands for, each with its hint: each invalid
     /// definition on its own, any other error as one.
     pub fn into_problems(self) -> Vec<Problem> {
@@ -200,17 +198,18 @@ pub fn digest(bytes: &[u8]) -> String {
 }
 
 /// What loading a plugin found, step by step, for `prompt-host inspect`.
-/// Each field is filled in when its step succeeds.
-#[derive(Debug, Default)]
+/// Each field is filled in when its step succeeds. Recording costs the
+/// server's loads nothing but a clone of the component's handle.
+#[derive(Default)]
 pub struct LoadTrace {
-    /// Where the compiled component came from, and how long that took.
-    pub compiled: Option<(Origin, Duration)>,
-    pub imports: Vec<String>,
-    pub exports: Vec<String>,
+    /// The compiled component, and how long compiling (or reading it from
+    /// the cache) took.
+    pub compiled: Option<(Component, Duration)>,
     /// What the one `list-prompts` call cost.
     pub listing: Option<CallUsage>,
-    /// The prompts as declared, before validation.
-    pub prompts: Vec<provider::Prompt>,
+    /// The prompts as declared, when they failed validation (a loaded
+    /// plugin holds its own).
+    pub invalid_prompts: Vec<provider::Prompt>,
 }
 
 /// Loads plugins: compiles them (or takes them from the compiled cache),
@@ -252,9 +251,7 @@ impl Loader {
         check_pin(&digest, &settings)?;
         let started = Instant::now();
         let (component, origin) = self.compile(&source.bytes, &digest).await?;
-        trace.compiled = Some((origin, started.elapsed()));
-        trace.imports = import_names(&self.sandbox, &component);
-        trace.exports = export_names(&self.sandbox, &component);
+        trace.compiled = Some((component.clone(), started.elapsed()));
         if origin == Origin::Cache {
             tracing::info!(plugin = source.id, "loaded the compiled component from the cache");
         }
@@ -262,9 +259,9 @@ impl Loader {
         let instance = self.sandbox.instantiate(&pre, &settings.limits, &source.id).await.map_err(LoadError::List)?;
         let (prompts, usage) = instance.list_prompts().await.map_err(LoadError::List)?;
         trace.listing = Some(usage);
-        trace.prompts = prompts.clone();
         let problems = validate::prompt_definitions(&prompts, settings.limits.max_prompts);
         if !problems.is_empty() {
+            trace.invalid_prompts = prompts;
             return Err(LoadError::Definitions(problems));
         }
         Ok(Plugin::new(source.id, digest, settings.prefix, prompts, settings.limits, pre, self.sandbox.clone()))
