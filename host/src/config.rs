@@ -197,6 +197,7 @@ pub struct LimitOverrides {
     pub max_string_kib: Option<usize>,
     pub max_reply_kib: Option<usize>,
     pub max_argument_kib: Option<usize>,
+    pub max_catalog_kib: Option<usize>,
 }
 
 impl LimitOverrides {
@@ -212,6 +213,7 @@ impl LimitOverrides {
             max_string_bytes: self.max_string_kib.map_or(base.max_string_bytes, |kib| kib << 10),
             max_reply_bytes: self.max_reply_kib.map_or(base.max_reply_bytes, |kib| kib << 10),
             max_argument_bytes: self.max_argument_kib.map_or(base.max_argument_bytes, |kib| kib << 10),
+            max_catalog_bytes: self.max_catalog_kib.map_or(base.max_catalog_bytes, |kib| kib << 10),
         }
     }
 
@@ -226,6 +228,7 @@ impl LimitOverrides {
             ("max_string_kib", self.max_string_kib.map(|v| v as u64)),
             ("max_reply_kib", self.max_reply_kib.map(|v| v as u64)),
             ("max_argument_kib", self.max_argument_kib.map(|v| v as u64)),
+            ("max_catalog_kib", self.max_catalog_kib.map(|v| v as u64)),
         ];
         for (key, value) in values {
             if let Some(value) = value {
@@ -240,6 +243,7 @@ impl LimitOverrides {
             ("max_string_kib", self.max_string_kib, MAX_MIB << 10),
             ("max_reply_kib", self.max_reply_kib, MAX_MIB << 10),
             ("max_argument_kib", self.max_argument_kib, MAX_MIB << 10),
+            ("max_catalog_kib", self.max_catalog_kib, MAX_MIB << 10),
         ];
         for (key, value, max) in sizes {
             if let Some(value) = value

@@ -82,6 +82,7 @@ fn limit(failure: &CallFailure) -> Option<Value> {
         CallFailure::MemoryLimit { limit_bytes } => Some(json!({ "bytes": limit_bytes })),
         CallFailure::StackOverflow { limit_bytes } => Some(json!({ "bytes": limit_bytes })),
         CallFailure::Busy { limit, .. } => Some(json!({ "concurrentCalls": limit })),
+        CallFailure::CopyBudget { budget } => Some(json!({ "bytes": budget })),
         CallFailure::Panic { .. } | CallFailure::Trap { .. } => None,
     }
 }

@@ -223,11 +223,18 @@ fn check_argument_size<'a>(
     Ok(())
 }
 
-/// Logs a plugin's failure for the operator (the client gets the error too),
-/// and converts the error for the wire.
+/// Logs a failed request once, and converts the error for the wire: a
+/// plugin's failure at warn for the operator, a client's own mistake at
+/// debug. What a client or a pack wrote (the prompt name, the message) goes
+/// in escaped fields, never in the log line's message.
 fn log_failure(method: &str, prompt: &str, error: RequestError) -> ErrorData {
-    if let RequestError::Plugin(plugin_error) = &error {
-        tracing::warn!(method, prompt, plugin = plugin_error.plugin(), "{plugin_error}");
+    match &error {
+        RequestError::Plugin(plugin_error) => {
+            tracing::warn!(method, prompt = ?prompt, plugin = plugin_error.plugin(), error = ?plugin_error.to_string(), "plugin call failed");
+        }
+        client_error => {
+            tracing::debug!(method, prompt = ?prompt, error = ?client_error.to_string(), "request refused");
+        }
     }
     error.into()
 }

@@ -29,6 +29,8 @@ pub struct Limits {
     pub max_reply_bytes: usize,
     /// Bytes of the arguments of one request, names and values together.
     pub max_argument_bytes: usize,
+    /// Bytes of all of one pack's prompt definitions' strings together.
+    pub max_catalog_bytes: usize,
 }
 
 impl Default for Limits {
@@ -43,6 +45,7 @@ impl Default for Limits {
             max_string_bytes: 4 << 20,
             max_reply_bytes: 8 << 20,
             max_argument_bytes: 1 << 20,
+            max_catalog_bytes: 1 << 20,
         }
     }
 }

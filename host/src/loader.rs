@@ -19,7 +19,7 @@ use crate::bindings::{PROVIDER_INTERFACE, PromptPackPre, provider};
 use crate::cache::{CompiledCache, Origin};
 use crate::plugin::Plugin;
 use crate::sandbox::{CallFailure, CallState, CallUsage, Limits, PrepareError, Sandbox};
-use crate::validate::{self, Problem};
+use crate::validate::{self, Answer, Problem};
 
 /// The versions of the provider interface this host accepts: any 0.1.x (a
 /// 0.y release is compatible within y).
@@ -135,6 +135,10 @@ impl LoadError {
                  in their templates this way)"
             }
             LoadError::List(CallFailure::Busy { .. }) => "every sandbox slot was busy: load it again",
+            LoadError::List(CallFailure::CopyBudget { .. }) => {
+                "the prompt definitions are larger than this plugin's limits allow (limits.max_prompts, \
+                 limits.max_catalog_kib): shorten them, or ask the operator to raise those limits"
+            }
             LoadError::List(_) => {
                 "list-prompts runs once at load, under the pack's limits: return the declarations and do no other \
                  work there; a pack with a large runtime (JavaScript, Python) may need plugins.NAME.limits raised"
@@ -256,10 +260,14 @@ impl Loader {
             tracing::info!(plugin = source.id, "loaded the compiled component from the cache");
         }
         let pre = prepare(&self.sandbox, &component)?;
-        let instance = self.sandbox.instantiate(&pre, &settings.limits, &source.id).await.map_err(LoadError::List)?;
-        let (prompts, usage) = instance.list_prompts().await.map_err(LoadError::List)?;
+        let budget = validate::copy_budget(Answer::Definitions, &settings.limits);
+        let listed = match self.sandbox.instantiate(&pre, &settings.limits, budget, &source.id).await {
+            Ok(instance) => instance.list_prompts().await,
+            Err(failure) => Err(failure),
+        };
+        let (prompts, usage) = listed.map_err(|failure| LoadError::List(validate::call_failure(failure)))?;
         trace.listing = Some(usage);
-        let problems = validate::prompt_definitions(&prompts, settings.limits.max_prompts);
+        let problems = validate::prompt_definitions(&prompts, &settings.limits);
         if !problems.is_empty() {
             trace.invalid_prompts = prompts;
             return Err(LoadError::Definitions(problems));

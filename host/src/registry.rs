@@ -26,6 +26,8 @@ impl Snapshot {
         let summaries: Vec<PluginSummary> = plugins.iter().map(|plugin| summary(plugin)).collect();
         let (catalog, skipped) = Catalog::build(&summaries);
         for skip in skipped {
+            // Prompt names may appear in the message: validation refused any
+            // with whitespace, control or format characters at load.
             tracing::warn!(
                 prompt = %skip.name,
                 plugin = %skip.plugin,

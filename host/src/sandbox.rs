@@ -86,6 +86,8 @@ pub enum CallFailure {
     Trap { message: String },
     #[error("could not be called: all {limit} sandbox slots stayed busy for {} ms", waited.as_millis())]
     Busy { limit: usize, waited: Duration },
+    #[error("returned more than the {budget} bytes the host copies out of one call")]
+    CopyBudget { budget: usize },
 }
 
 impl CallFailure {
@@ -99,6 +101,7 @@ impl CallFailure {
             CallFailure::Panic { .. } => "panic",
             CallFailure::Trap { .. } => "trap",
             CallFailure::Busy { .. } => "busy",
+            CallFailure::CopyBudget { .. } => "invalid-reply",
         }
     }
 }
@@ -217,11 +220,14 @@ impl Sandbox {
     }
 
     /// Instantiates a fresh instance of a prepared component, under `limits`.
-    /// `plugin` names the plugin in the log lines of what it printed.
+    /// The host copies at most `copy_budget` bytes out of the instance in any
+    /// one call (its answer, or a call it makes to the host). `plugin` names
+    /// the plugin in the log lines of what it printed.
     pub async fn instantiate(
         &self,
         pre: &PromptPackPre<CallState>,
         limits: &Limits,
+        copy_budget: usize,
         plugin: &str,
     ) -> Result<Instance, CallFailure> {
         let slot = tokio::time::timeout(self.config.queue_wait, self.slots.clone().acquire_owned())
@@ -254,6 +260,10 @@ impl Sandbox {
         let mut store = Store::new(&self.engine, state);
         store.limiter(|state| &mut state.guard);
         store.set_fuel(limits.fuel).expect("fuel is enabled on the engine");
+        // wasmtime counts the bytes it copies out of the guest in each call
+        // against this "hostcall fuel" (by default 128 MiB), before the host
+        // allocates them: many strings aliasing one buffer are stopped here.
+        store.set_hostcall_fuel(copy_budget);
         store.set_epoch_deadline(1);
         store.epoch_deadline_callback(|context| {
             let state = context.data();
@@ -282,6 +292,7 @@ impl Sandbox {
             store,
             pack: None,
             limits: limits.clone(),
+            copy_budget,
             max_wasm_stack: self.config.max_wasm_stack,
             plugin: plugin.to_string(),
             started,
@@ -300,6 +311,7 @@ pub struct Instance {
     store: Store<CallState>,
     pack: Option<PromptPack>,
     limits: Limits,
+    copy_budget: usize,
     max_wasm_stack: usize,
     plugin: String,
     started: Instant,
@@ -408,6 +420,9 @@ impl Instance {
             }
             _ => {}
         }
+        if error.chain().any(|cause| cause.to_string().contains(HOSTCALL_FUEL_EXHAUSTED)) {
+            return CallFailure::CopyBudget { budget: self.copy_budget };
+        }
         if self.store.data().guard.denied.is_some() {
             return CallFailure::MemoryLimit { limit_bytes: self.limits.memory_bytes };
         }
@@ -421,6 +436,10 @@ impl Instance {
         CallFailure::Trap { message }
     }
 }
+
+/// How wasmtime's error reads when a call copied more than its hostcall fuel
+/// allows (the error type itself is private to wasmtime).
+const HOSTCALL_FUEL_EXHAUSTED: &str = "fuel allocated for hostcalls has been exhausted";
 
 /// What one call cost, from instantiation to its answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -547,10 +566,12 @@ fn panic_message(stderr: &str) -> Option<String> {
 }
 
 /// Logs what a plugin wrote to one stream, line by line under its name.
+/// Each line is a field, escaped (`?`), so that a pack cannot forge a line of
+/// the host's log with a newline, a carriage return or an escape sequence.
 fn log_output(plugin: &str, stream: &str, output: &CapturedOutput) {
     let (text, dropped) = output.contents();
-    for line in text.lines().filter(|line| !line.trim().is_empty()) {
-        tracing::info!(plugin, stream, "{line}");
+    for line in text.split('\n').filter(|line| !line.trim().is_empty()) {
+        tracing::info!(plugin, stream, output = ?line, "plugin output");
     }
     if dropped > 0 {
         tracing::info!(plugin, stream, "... {dropped} more bytes not kept");

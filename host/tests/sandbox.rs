@@ -4,14 +4,10 @@
 mod support;
 
 use serde_json::{Value, json};
-use support::{Server, only_text, plugin_dir};
+use support::{Server, only_text, plugin_dir, serve_plugins};
 
 fn serve_hostile(extra: &[&str]) -> (tempfile::TempDir, Server) {
-    let dir = plugin_dir(&["hostile", "code_review"]);
-    let mut args = vec!["--plugins", dir.path().to_str().unwrap()];
-    args.extend_from_slice(extra);
-    let server = Server::start(&args);
-    (dir, server)
+    serve_plugins(&["hostile", "code_review"], extra)
 }
 
 /// Asserts that `prompt` fails with `code` and `message`, then that the same
@@ -185,7 +181,9 @@ fn a_plugin_declaring_100000_prompts_is_not_loaded() {
     assert_not_loaded(
         "hostile_many_prompts",
         &[],
-        "its prompt definitions are invalid: 100000 prompts, more than the limit of 1000",
+        // Stopped at the copy: 1 MiB of definitions (max_catalog_kib) and
+        // 1 KiB of room for each of 1000 prompts (max_prompts), and 64 KiB.
+        "failed while listing its prompts: it returned more than the 2138112 bytes the host copies out of one call",
     );
 }
 

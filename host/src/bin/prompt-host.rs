@@ -18,12 +18,40 @@ use prompt_host::transport::http::{self, HttpConfig};
 /// only rmcp's warnings (it logs every message it handles at info).
 const DEFAULT_LOG_FILTER: &str = "info,rmcp=warn";
 
+/// rmcp's service loop logs every error response at warn, with the error's
+/// Debug dump. The handler already logs each failed request once (a pack's
+/// failure at warn, as escaped fields), so this is off unless RUST_LOG names
+/// rmcp itself.
+const RMCP_RESPONSE_ERRORS_OFF: &str = "rmcp::service=error";
+
+/// The log filter: RUST_LOG, or the default; either way without rmcp's
+/// second line per failed request unless RUST_LOG asks for rmcp.
+fn log_filter() -> tracing_subscriber::EnvFilter {
+    let requested = std::env::var("RUST_LOG").ok().filter(|filter| !filter.trim().is_empty());
+    let filter = tracing_subscriber::EnvFilter::try_new(requested.as_deref().unwrap_or(DEFAULT_LOG_FILTER))
+        .unwrap_or_else(|_| DEFAULT_LOG_FILTER.into());
+    if requested.is_some_and(|filter| filter.contains("rmcp")) {
+        return filter;
+    }
+    filter.add_directive(RMCP_RESPONSE_ERRORS_OFF.parse().expect("a valid directive"))
+}
+
 /// Serve prompts from sandboxed WebAssembly prompt packs over MCP.
 #[derive(Parser)]
 #[command(name = "prompt-host", version, about, long_about = None)]
 struct Cli {
+    /// How log lines (on stderr) are written: text for people, or one JSON
+    /// object per line for log shippers.
+    #[arg(long, value_enum, default_value_t = LogFormat::Text, global = true)]
+    log_format: LogFormat,
     #[command(subcommand)]
     command: Command,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
 }
 
 #[derive(Subcommand)]
@@ -215,15 +243,15 @@ fn parse_prefix(text: &str) -> Result<(String, String), String> {
 }
 
 fn main() -> ExitCode {
-    // stdout belongs to the protocol: every log line goes to stderr.
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| DEFAULT_LOG_FILTER.into()),
-        )
-        .init();
     let cli = Cli::parse();
+    // stdout belongs to the protocol: every log line goes to stderr.
+    let log = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(log_filter());
+    match cli.log_format {
+        LogFormat::Text => log.with_ansi(std::io::stderr().is_terminal()).init(),
+        LogFormat::Json => log.json().with_current_span(false).init(),
+    }
     let runtime = tokio::runtime::Runtime::new().expect("failed to start the async runtime");
     let result = runtime.block_on(async {
         match cli.command {

@@ -50,6 +50,16 @@ pub fn plugin_dir(names: &[&str]) -> tempfile::TempDir {
     dir
 }
 
+/// `prompt-host serve` of a fresh directory holding copies of the named built
+/// plugins, with `extra` arguments, after the MCP handshake.
+pub fn serve_plugins(names: &[&str], extra: &[&str]) -> (tempfile::TempDir, Server) {
+    let dir = plugin_dir(names);
+    let mut args = vec!["--plugins", dir.path().to_str().unwrap()];
+    args.extend_from_slice(extra);
+    let server = Server::start(&args);
+    (dir, server)
+}
+
 /// A running `prompt-host serve`.
 pub struct Server {
     child: Child,
