@@ -63,6 +63,9 @@ fn main() -> anyhow::Result<()> {
     if run("spinners") {
         tail_under_spinners(&setup, &mut report)?;
     }
+    if run("copy") {
+        copy_budget_memory(&setup, &mut report)?;
+    }
 
     let text = report.render(&args);
     println!("{text}");
@@ -738,6 +741,39 @@ fn tail_under_spinners(setup: &Setup, report: &mut Report) -> anyhow::Result<()>
         format!("prompts/get of code_review while 8 calls spin to their 1000 ms deadline ({spins_done} spinners ended meanwhile): p50 / p99"),
         format!("{} / {}", micros(load.p50), micros(load.p99)),
     ));
+    Ok(())
+}
+
+/// Peak resident memory while 16 calls at once each return 64 texts that
+/// alias one 4 MiB buffer (the `hostile` pack's `alias-bomb`): with the copy
+/// budget the default limits give a call, and with the budget raised to
+/// wasmtime's own default of 128 MiB (`max_reply_kib = 131072`), which is
+/// what every call had before the host set one.
+fn copy_budget_memory(setup: &Setup, report: &mut Report) -> anyhow::Result<()> {
+    const CALLS: u64 = 16;
+    let dir = setup.plugin_dir("copy", &["hostile"])?;
+    let cache = setup.dir("copy-cache")?;
+    for (label, limits) in [("default limits (copy budget 8.2 MiB)", ""), ("copy budget 128 MiB, wasmtime's default", "max_reply_kib = 131072\n")] {
+        let config = setup.dir("copy-config")?.join("prompt-host.toml");
+        std::fs::write(&config, format!("[limits]\n{limits}"))?;
+        let args = ["serve", "--plugins", &dir.display().to_string(), "--cache-dir", &cache.display().to_string(), "--config", &config.display().to_string()]
+            .map(String::from);
+        let mut server = StdioServer::start(&setup.bin("prompt-host"), &args)?;
+        let before = memory_kib(server.pid(), "VmHWM")?;
+        for id in 0..CALLS {
+            server.send(&json!({ "jsonrpc": "2.0", "id": 1000 + id, "method": "prompts/get", "params": { "name": "alias-bomb" } }).to_string())?;
+        }
+        server.stdin.flush()?;
+        for _ in 0..CALLS {
+            let line = server.read_line()?;
+            ensure!(line.contains("bytes the host copies out of one call"), "alias-bomb ended otherwise: {line:.300}");
+        }
+        let peak = memory_kib(server.pid(), "VmHWM")?;
+        report.facts.push((
+            format!("Peak resident memory, {CALLS} concurrent calls returning 64 texts aliasing one 4 MiB buffer, {label}: before, after"),
+            format!("{:.0} MiB, {:.0} MiB", before as f64 / 1024.0, peak as f64 / 1024.0),
+        ));
+    }
     Ok(())
 }
 
