@@ -63,6 +63,9 @@ fn main() -> anyhow::Result<()> {
     if run("spinners") {
         tail_under_spinners(&setup, &mut report)?;
     }
+    if run("idle") {
+        idle_wakeups(&setup, &mut report)?;
+    }
     if run("copy") {
         copy_budget_memory(&setup, &mut report)?;
     }
@@ -742,6 +745,39 @@ fn tail_under_spinners(setup: &Setup, report: &mut Report) -> anyhow::Result<()>
         format!("{} / {}", micros(load.p50), micros(load.p99)),
     ));
     Ok(())
+}
+
+/// Context switches a second across all of prompt-host's threads, read from
+/// /proc over 5 s while a client is connected and sends nothing (after one
+/// call, so that the sandbox has run).
+fn idle_wakeups(setup: &Setup, report: &mut Report) -> anyhow::Result<()> {
+    const WINDOW: Duration = Duration::from_secs(5);
+    let dir = setup.plugin_dir("idle", &["code_review"])?;
+    let cache = setup.dir("idle-cache")?;
+    let args = ["serve", "--plugins", &dir.display().to_string(), "--cache-dir", &cache.display().to_string()].map(String::from);
+    let mut server = StdioServer::start(&setup.bin("prompt-host"), &args)?;
+    check_reply(&mut server, "code_review")?;
+    std::thread::sleep(Duration::from_millis(500));
+    let before = context_switches(server.pid())?;
+    std::thread::sleep(WINDOW);
+    let after = context_switches(server.pid())?;
+    report.facts.push((
+        "Wake-ups (context switches) a second across all threads, idle with a client connected, over 5 s".into(),
+        format!("{:.1}", (after - before) as f64 / WINDOW.as_secs_f64()),
+    ));
+    Ok(())
+}
+
+/// Voluntary and involuntary context switches of every thread of `pid`.
+fn context_switches(pid: u32) -> anyhow::Result<u64> {
+    let mut total = 0;
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))? {
+        let status = std::fs::read_to_string(task?.path().join("status"))?;
+        for line in status.lines().filter(|line| line.contains("ctxt_switches:")) {
+            total += line.split_whitespace().last().unwrap_or("0").parse::<u64>()?;
+        }
+    }
+    Ok(total)
 }
 
 /// Peak resident memory while 16 calls at once each return 64 texts that

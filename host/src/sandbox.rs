@@ -17,6 +17,7 @@
 //! This module knows nothing of MCP.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -168,6 +169,8 @@ pub struct Sandbox {
     engine: Engine,
     linker: Linker<CallState>,
     config: SandboxConfig,
+    /// The calls running now: the epoch ticker runs only while there are any.
+    running: Arc<RunningCalls>,
     slots: Arc<Semaphore>,
     /// Turns for long calls: one fewer than the cores.
     slow_lane: Arc<Semaphore>,
@@ -188,11 +191,13 @@ impl Sandbox {
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)
             .map_err(|e| PrepareError::Link(e.to_string()))?;
-        start_epoch_ticker(&engine);
+        let running = Arc::new(RunningCalls::default());
+        start_epoch_ticker(&engine, running.clone());
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
         Ok(Sandbox {
             engine,
             linker,
+            running,
             slots: Arc::new(Semaphore::new(config.max_concurrent_calls)),
             slow_lane: Arc::new(Semaphore::new(cores.saturating_sub(1).max(1))),
             config,
@@ -299,6 +304,7 @@ impl Sandbox {
             stdout,
             stderr,
             _slot: slot,
+            _running: RunningCall::start(&self.running),
         };
         let result = tokio::time::timeout(limits.deadline, pre.instantiate_async(&mut instance.store)).await;
         instance.pack = Some(instance.settle(result, false)?);
@@ -318,6 +324,7 @@ pub struct Instance {
     stdout: CapturedOutput,
     stderr: CapturedOutput,
     _slot: OwnedSemaphorePermit,
+    _running: RunningCall,
 }
 
 impl Instance {
@@ -538,20 +545,63 @@ impl std::fmt::Display for DeadlineReached {
 
 impl std::error::Error for DeadlineReached {}
 
-/// Advances the engine's epoch every [`EPOCH_TICK`] for as long as the engine
-/// lives. One thread per engine, whatever the number of plugins and calls.
-fn start_epoch_ticker(engine: &Engine) {
+/// Advances the engine's epoch every [`EPOCH_TICK`] while any call runs, for
+/// as long as the engine lives. One thread per engine, whatever the number
+/// of plugins and calls. With no call running it sleeps, so an idle host (a
+/// stdio server beside its client all day) wakes about once a second, not a
+/// thousand times.
+fn start_epoch_ticker(engine: &Engine, running: Arc<RunningCalls>) {
     let engine = engine.weak();
-    std::thread::Builder::new()
+    let calls = running.clone();
+    let ticker = std::thread::Builder::new()
         .name("prompt-host-epoch".into())
         .spawn(move || {
             while let Some(engine) = engine.upgrade() {
+                if calls.count.load(Ordering::Acquire) == 0 {
+                    drop(engine);
+                    // Woken by the next call; the timeout only lets the
+                    // thread notice that the engine is gone.
+                    std::thread::park_timeout(IDLE_CHECK);
+                    continue;
+                }
                 engine.increment_epoch();
                 drop(engine);
                 std::thread::sleep(EPOCH_TICK);
             }
         })
         .expect("failed to start the epoch ticker thread");
+    *running.ticker.lock().unwrap() = Some(ticker.thread().clone());
+}
+
+/// How often an idle ticker checks that its engine still lives.
+const IDLE_CHECK: Duration = Duration::from_secs(1);
+
+/// The calls running in a sandbox, so that its epoch ticker runs only while
+/// there are any.
+#[derive(Default)]
+struct RunningCalls {
+    count: AtomicUsize,
+    ticker: std::sync::Mutex<Option<std::thread::Thread>>,
+}
+
+/// One running call, from instantiation until its instance is dropped.
+struct RunningCall(Arc<RunningCalls>);
+
+impl RunningCall {
+    fn start(calls: &Arc<RunningCalls>) -> RunningCall {
+        if calls.count.fetch_add(1, Ordering::AcqRel) == 0
+            && let Some(ticker) = calls.ticker.lock().unwrap().as_ref()
+        {
+            ticker.unpark();
+        }
+        RunningCall(calls.clone())
+    }
+}
+
+impl Drop for RunningCall {
+    fn drop(&mut self) {
+        self.0.count.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 /// Extracts the message of a Rust panic from what a guest wrote to stderr:
