@@ -171,6 +171,7 @@ pub struct Sandbox {
     config: SandboxConfig,
     /// The calls running now: the epoch ticker runs only while there are any.
     running: Arc<RunningCalls>,
+    output_log: Arc<OutputLog>,
     slots: Arc<Semaphore>,
     /// Turns for long calls: one fewer than the cores.
     slow_lane: Arc<Semaphore>,
@@ -198,6 +199,7 @@ impl Sandbox {
             engine,
             linker,
             running,
+            output_log: Arc::default(),
             slots: Arc::new(Semaphore::new(config.max_concurrent_calls)),
             slow_lane: Arc::new(Semaphore::new(cores.saturating_sub(1).max(1))),
             config,
@@ -305,6 +307,7 @@ impl Sandbox {
             stderr,
             _slot: slot,
             _running: RunningCall::start(&self.running),
+            output_log: self.output_log.clone(),
         };
         let result = tokio::time::timeout(limits.deadline, pre.instantiate_async(&mut instance.store)).await;
         instance.pack = Some(instance.settle(result, false)?);
@@ -325,6 +328,7 @@ pub struct Instance {
     stderr: CapturedOutput,
     _slot: OwnedSemaphorePermit,
     _running: RunningCall,
+    output_log: Arc<OutputLog>,
 }
 
 impl Instance {
@@ -401,8 +405,8 @@ impl Instance {
 
     /// Logs what the plugin printed, and what the call cost.
     fn report(&self) {
-        log_output(&self.plugin, "stderr", &self.stderr);
-        log_output(&self.plugin, "stdout", &self.stdout);
+        self.output_log.log(&self.plugin, "stderr", &self.stderr);
+        self.output_log.log(&self.plugin, "stdout", &self.stdout);
         let usage = self.usage();
         tracing::debug!(
             plugin = %self.plugin,
@@ -615,16 +619,78 @@ fn panic_message(stderr: &str) -> Option<String> {
     Some(format!("{} (at {location})", message.join("\n").trim()))
 }
 
-/// Logs what a plugin wrote to one stream, line by line under its name.
-/// Each line is a field, escaped (`?`), so that a pack cannot forge a line of
-/// the host's log with a newline, a carriage return or an escape sequence.
-fn log_output(plugin: &str, stream: &str, output: &CapturedOutput) {
-    let (text, dropped) = output.contents();
-    for line in text.split('\n').filter(|line| !line.trim().is_empty()) {
-        tracing::info!(plugin, stream, output = ?line, "plugin output");
-    }
-    if dropped > 0 {
-        tracing::info!(plugin, stream, "... {dropped} more bytes not kept");
+/// Lines of one plugin's output logged per [`OUTPUT_WINDOW`]; past that they
+/// are counted, and the count is logged when the next window opens.
+const OUTPUT_LINES_PER_WINDOW: usize = 50;
+const OUTPUT_WINDOW: Duration = Duration::from_secs(10);
+
+/// One line of a plugin's output in the log: a line it wrote, or the note
+/// that the rest of what it wrote was not kept.
+enum LogLine<'a> {
+    Output(&'a str),
+    Cut(usize),
+}
+
+/// How many lines of each plugin's output the log has taken in the current
+/// window: a pack that prints on every call cannot flood the log.
+#[derive(Default)]
+struct OutputLog {
+    by_plugin: std::sync::Mutex<std::collections::HashMap<String, OutputWindow>>,
+}
+
+struct OutputWindow {
+    started: Instant,
+    logged: usize,
+    dropped: usize,
+}
+
+impl OutputLog {
+    /// Logs what a plugin wrote to one stream, line by line under its name,
+    /// within the plugin's rate limit. Each line is a field, escaped (`?`),
+    /// so that a pack cannot forge a line of the host's log with a newline,
+    /// a carriage return or an escape sequence.
+    fn log(&self, plugin: &str, stream: &str, output: &CapturedOutput) {
+        let (text, dropped_bytes) = output.contents();
+        let lines = text.split('\n').filter(|line| !line.trim().is_empty());
+        if dropped_bytes == 0 && text.trim().is_empty() {
+            return;
+        }
+        let mut by_plugin = self.by_plugin.lock().unwrap();
+        let window = by_plugin
+            .entry(plugin.to_string())
+            .or_insert_with(|| OutputWindow { started: Instant::now(), logged: 0, dropped: 0 });
+        if window.started.elapsed() >= OUTPUT_WINDOW {
+            if window.dropped > 0 {
+                tracing::warn!(
+                    plugin,
+                    dropped_lines = window.dropped,
+                    "{} lines of plugin output were not logged in the last {} s (at most {OUTPUT_LINES_PER_WINDOW} are)",
+                    window.dropped,
+                    OUTPUT_WINDOW.as_secs()
+                );
+            }
+            *window = OutputWindow { started: Instant::now(), logged: 0, dropped: 0 };
+        }
+        let cut = (dropped_bytes > 0).then_some(LogLine::Cut(dropped_bytes));
+        for line in lines.map(LogLine::Output).chain(cut) {
+            if window.logged == OUTPUT_LINES_PER_WINDOW {
+                if window.dropped == 0 {
+                    tracing::warn!(
+                        plugin,
+                        "plugin output rate limit reached: at most {OUTPUT_LINES_PER_WINDOW} lines every {} s are \
+                         logged; the rest are counted",
+                        OUTPUT_WINDOW.as_secs()
+                    );
+                }
+                window.dropped += 1;
+                continue;
+            }
+            window.logged += 1;
+            match line {
+                LogLine::Output(line) => tracing::info!(plugin, stream, output = ?line, "plugin output"),
+                LogLine::Cut(bytes) => tracing::info!(plugin, stream, "... {bytes} more bytes not kept"),
+            }
+        }
     }
 }
 

@@ -200,8 +200,10 @@ fn a_plugin_importing_what_the_host_does_not_provide_is_not_loaded() {
 fn a_flood_of_output_is_cut_and_the_call_succeeds() {
     let (_dir, mut server) = serve_hostile(&[]);
     assert_eq!(only_text(&server.get_prompt("flood", json!({}))), "flooded");
-    // 16,384 lines of 61 bytes; the first 16 KiB are kept.
-    server.wait_for_stderr("... 983040 more bytes not kept");
+    // 16,384 lines of 61 bytes; the first 16 KiB (268 lines) are kept, and
+    // the first 50 of those logged before the plugin's rate limit.
+    let stderr = server.wait_for_stderr("plugin output rate limit reached: at most 50 lines every 10 s are logged");
+    assert_eq!(stderr.matches(r#"plugin output plugin="hostile" stream="stdout""#).count(), 50, "{stderr}");
 }
 
 #[test]
