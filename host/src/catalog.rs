@@ -9,7 +9,7 @@ pub mod cursor;
 
 use std::collections::HashMap;
 
-use rmcp::model::Prompt;
+use rmcp::model::{MetaObject, Prompt};
 use sha2::{Digest, Sha256};
 
 pub use cursor::CursorError;
@@ -96,6 +96,7 @@ impl Catalog {
                 }
                 let mut prompt = declared.clone();
                 prompt.name = name.clone();
+                prompt.meta = Some(served_by(&plugin.id));
                 catalog.by_name.insert(name, catalog.entries.len());
                 catalog.entries.push(Entry { prompt, plugin: index, declared_name: declared.name.clone() });
             }
@@ -131,6 +132,16 @@ impl Catalog {
         let next_cursor = (end < self.entries.len()).then(|| cursor::encode(&self.version, end));
         Ok(Page { prompts: &self.entries[start..end], next_cursor })
     }
+}
+
+/// The `_meta` key that names the plugin serving a listed prompt, so that
+/// clients and operators can tell which pack answers it.
+pub const PLUGIN_META_KEY: &str = "prompt-host/plugin";
+
+fn served_by(plugin: &str) -> MetaObject {
+    let mut meta = serde_json::Map::new();
+    meta.insert(PLUGIN_META_KEY.to_string(), serde_json::Value::String(plugin.to_string()));
+    MetaObject(meta)
 }
 
 /// The name a prompt is served under: the plugin's prefix, then the name the
@@ -175,6 +186,8 @@ mod tests {
         assert!(skipped.is_empty());
         let entry = catalog.resolve("z1").unwrap();
         assert_eq!((entry.plugin, entry.declared_name.as_str()), (0, "z1"));
+        let meta = entry.prompt.meta.as_ref().unwrap();
+        assert_eq!(meta.0.get(PLUGIN_META_KEY), Some(&serde_json::json!("zeta")));
     }
 
     #[test]
