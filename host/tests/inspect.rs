@@ -211,7 +211,7 @@ fn a_template_naming_no_argument_is_reported_at_load() {
     assert_refused(
         &built_plugin("template_mistake"),
         "failed while listing its prompts: it panicked: template of prompt 'greet' uses {nmae}, \
-         which is not one of its arguments (at ",
+         which is not one of its arguments (at template-mistake/src/lib.rs:10:14)",
         Some(
             "list-prompts must not fail: fix what the message says \
              (the SDK's template packs report mistakes in their templates this way)",
