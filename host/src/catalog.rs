@@ -121,6 +121,19 @@ impl Catalog {
         self.by_name.get(name).map(|&index| &self.entries[index])
     }
 
+    /// The served name closest to `name`, when one is close enough to be
+    /// what was meant (a typo: at most a third of its characters, and at
+    /// least one, differ).
+    pub fn closest(&self, name: &str) -> Option<&str> {
+        let allowed = (name.chars().count() / 3).max(1);
+        self.entries
+            .iter()
+            .map(|entry| (strsim::levenshtein(name, &entry.prompt.name), entry.prompt.name.as_str()))
+            .filter(|(distance, _)| *distance <= allowed)
+            .min_by_key(|(distance, _)| *distance)
+            .map(|(_, served)| served)
+    }
+
     /// The page that starts at `cursor` (or at the beginning), of at most
     /// `page_size` prompts, with the cursor of the next page if any remain.
     pub fn page(&self, cursor: Option<&str>, page_size: usize) -> Result<Page<'_>, CursorError> {
@@ -188,6 +201,16 @@ mod tests {
         assert_eq!((entry.plugin, entry.declared_name.as_str()), (0, "z1"));
         let meta = entry.prompt.meta.as_ref().unwrap();
         assert_eq!(meta.0.get(PLUGIN_META_KEY), Some(&serde_json::json!("zeta")));
+    }
+
+    #[test]
+    fn a_typo_finds_the_closest_name() {
+        let (catalog, _) = Catalog::build(&[plugin("a", "", &["translate", "summarize", "code_review"])]);
+        assert_eq!(catalog.closest("translat"), Some("translate"));
+        assert_eq!(catalog.closest("sumarise"), Some("summarize"));
+        assert_eq!(catalog.closest("code-review"), Some("code_review"));
+        assert_eq!(catalog.closest("weather"), None);
+        assert_eq!(catalog.closest(""), None);
     }
 
     #[test]

@@ -18,7 +18,7 @@ use crate::bindings::provider;
 use crate::convert;
 use crate::limits::Limits;
 use crate::error::{self, RequestError};
-use crate::registry::Registry;
+use crate::registry::{Registry, Snapshot};
 
 /// The number of prompts on one page of `prompts/list`, unless configured.
 pub const DEFAULT_PAGE_SIZE: usize = 100;
@@ -44,13 +44,25 @@ impl PromptServer {
         Ok(result)
     }
 
+    /// The names of the prompts served, in catalog order.
+    pub fn prompt_names(&self) -> Vec<String> {
+        self.registry.snapshot().catalog().entries().iter().map(|entry| entry.prompt.name.clone()).collect()
+    }
+
+    /// The names of the arguments the prompt served under `name` declares.
+    pub fn declared_arguments(&self, name: &str) -> Option<Vec<String>> {
+        let snapshot = self.registry.snapshot();
+        let entry = snapshot.catalog().resolve(name)?;
+        Some(entry.prompt.arguments.iter().flatten().map(|argument| argument.name.clone()).collect())
+    }
+
     /// Answers a `prompts/get`: resolves the name, checks the arguments, and
     /// runs the owning plugin.
     pub async fn get_prompt_result(&self, request: GetPromptRequestParams) -> Result<GetPromptResult, RequestError> {
         let snapshot = self.registry.snapshot();
         let (entry, plugin) = snapshot
             .resolve(&request.name)
-            .ok_or_else(|| RequestError::UnknownPrompt(request.name.clone()))?;
+            .ok_or_else(|| unknown_prompt(&snapshot, &request.name))?;
         let arguments = convert::arguments(request.arguments.as_ref()).map_err(|problem| {
             RequestError::NonStringArgument { prompt: request.name.clone(), problem }
         })?;
@@ -74,7 +86,7 @@ impl PromptServer {
         let snapshot = self.registry.snapshot();
         let (entry, plugin) = snapshot
             .resolve(&reference.name)
-            .ok_or_else(|| RequestError::UnknownPrompt(reference.name.clone()))?;
+            .ok_or_else(|| unknown_prompt(&snapshot, &reference.name))?;
         let context = convert::completion_context(
             request.context.as_ref().and_then(|context| context.arguments.as_ref()).into_iter().flatten(),
         );
@@ -209,6 +221,12 @@ async fn forward_list_changes<E, Sent>(
 
 /// How often a notifier checks whether its client is gone.
 const CLOSED_CHECK: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The error for a name the catalog does not serve, with the closest name it
+/// does serve, if one is close.
+fn unknown_prompt(snapshot: &Snapshot, name: &str) -> RequestError {
+    RequestError::UnknownPrompt { name: name.to_string(), closest: snapshot.catalog().closest(name).map(str::to_string) }
+}
 
 /// Refuses arguments larger in all than the owning plugin accepts.
 fn check_argument_size<'a>(

@@ -303,3 +303,32 @@ fn get_reports_a_failing_prompt_and_exits_1() {
         "error: prompt 'explain-code' is missing required arguments: code\n"
     );
 }
+
+#[test]
+fn get_names_the_closest_prompt_and_lists_the_packs_prompts() {
+    let pack = built_plugin("dev_assistant");
+    let output = get(&[pack.to_str().unwrap(), "explain-cod", "code=x"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(output.stdout.is_empty());
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr),
+        format!(
+            "error: unknown prompt 'explain-cod' (did you mean 'explain-code'?); {} serves: git-commit, explain-code, debug-error\n",
+            pack.display()
+        )
+    );
+}
+
+#[test]
+fn get_warns_of_arguments_not_declared_and_given_twice() {
+    let pack = built_plugin("dev_assistant");
+    let output = get(&[pack.to_str().unwrap(), "explain-code", "code=first", "lang=rust", "code=fn main() {}"]);
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr),
+        "warning: prompt 'explain-code' declares no argument 'lang' (it declares: code, language)\n\
+         warning: argument 'code' is given more than once: the last value is used\n"
+    );
+    let result: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(result["messages"][0]["content"]["text"], "Explain how this unknown code works:\n\nfn main() {}");
+}

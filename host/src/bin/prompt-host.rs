@@ -10,6 +10,7 @@ use clap::{Args, Parser, Subcommand};
 use prompt_host::config::{LimitOverrides, ServeConfig};
 use prompt_host::loader::PluginSettings;
 use prompt_host::sandbox::SandboxConfig;
+use prompt_host::error::RequestError;
 use prompt_host::handler::PromptServer;
 use prompt_host::scaffold::{self, Language};
 use prompt_host::transport::http::{self, HttpConfig};
@@ -345,11 +346,31 @@ async fn inspect(file: PathBuf, json: bool, plugin: OnePluginArgs) -> anyhow::Re
 async fn get(file: PathBuf, prompt: String, arguments: Vec<(String, String)>, plugin: OnePluginArgs) -> anyhow::Result<()> {
     let (settings, sandbox) = plugin.settings(&file)?;
     let server = prompt_host::inspect::serve_one(&file, settings, sandbox).await?;
+    // An unknown prompt has no arguments to warn of: its error comes below.
+    let declared = server.declared_arguments(&prompt);
+    for (index, (name, _)) in arguments.iter().enumerate() {
+        if arguments[..index].iter().any(|(earlier, _)| earlier == name) {
+            eprintln!("warning: argument '{name}' is given more than once: the last value is used");
+        } else if let Some(declared) = &declared
+            && !declared.contains(name)
+        {
+            eprintln!("warning: prompt '{prompt}' declares no argument '{name}' (it declares: {})", list_or_none(declared));
+        }
+    }
     let arguments = arguments.into_iter().map(|(name, value)| (name, serde_json::Value::String(value))).collect();
     let request = rmcp::model::GetPromptRequestParams::new(prompt).with_arguments(arguments);
-    let mut result = server.get_prompt_result(request).await?;
+    let mut result = server.get_prompt_result(request).await.map_err(|error| match error {
+        RequestError::UnknownPrompt { .. } => {
+            anyhow::anyhow!("{error}; {} serves: {}", file.display(), list_or_none(&server.prompt_names()))
+        }
+        other => other.into(),
+    })?;
     // As a client of a handshake revision sees it (rmcp drops the field then).
     result.result_type = None;
     println!("{}", serde_json::to_string_pretty(&result)?);
     Ok(())
+}
+
+fn list_or_none(names: &[String]) -> String {
+    if names.is_empty() { "none".to_string() } else { names.join(", ") }
 }

@@ -1,6 +1,7 @@
-//! The log helps and does not flood: a clash of names is reported when it
-//! appears, not at every change after; a pack that prints on every call is
-//! rate-limited.
+//! What operators and clients meet every day: a log that helps and does not
+//! flood (a clash of names reported when it appears, not at every change
+//! after; a pack that prints on every call rate-limited), and a typo in a
+//! prompt name answered with the name that was probably meant.
 
 mod support;
 
@@ -35,4 +36,15 @@ fn a_pack_printing_on_every_call_is_rate_limited_in_the_log() {
     let stderr = server.wait_for_stderr("plugin output rate limit reached");
     assert_eq!(stderr.matches("plugin output rate limit reached").count(), 1, "{stderr}");
     assert_eq!(stderr.matches(r#"plugin output plugin="hostile""#).count(), 50, "{stderr}");
+}
+
+#[test]
+fn a_typo_in_a_prompt_name_is_answered_with_the_closest_name() {
+    let (_dir, mut server) = serve_plugins(&["dev_assistant"], &[]);
+    let error = server.error("prompts/get", json!({ "name": "explain-cod", "arguments": { "code": "x" } }));
+    assert_eq!(error["code"], -32602);
+    assert_eq!(error["message"], "unknown prompt 'explain-cod' (did you mean 'explain-code'?)");
+    assert_eq!(error["data"], json!({ "prompt": "explain-cod" }));
+    let error = server.error("prompts/get", json!({ "name": "weather" }));
+    assert_eq!(error["message"], "unknown prompt 'weather'");
 }
