@@ -5,8 +5,11 @@
 use std::sync::Arc;
 
 use rmcp::model::{
+    ConstString,
     CompleteRequestParams, CompleteResult, CustomRequest, CustomResult, ErrorData, GetPromptRequestParams, GetPromptResponse, GetPromptResult,
-    Implementation, InitializeResult, ListPromptsResult, PaginatedRequestParams, Reference,
+    Implementation, InitializeResult, ListPromptsResult, ListResourceTemplatesRequestMethod, ListResourceTemplatesResult,
+    ListResourcesRequestMethod, ListResourcesResult, ListToolsRequestMethod, ListToolsResult, PaginatedRequestParams,
+    ProtocolVersion, Reference,
     ServerCapabilities, ServerConfig, SubscriptionFilter,
 };
 #[allow(deprecated, reason = "logging/setLevel is deprecated from 2026-07-28; earlier clients still send it")]
@@ -171,12 +174,50 @@ impl ServerHandler for PromptServer {
         Ok(())
     }
 
+    /// This server declares no tools and no resources. From 2026-07-28 on,
+    /// their list methods answer "method not found" (-32601), as that
+    /// revision requires for a capability not declared; earlier clients
+    /// (and their conformance suite) get rmcp's empty lists.
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        undeclared_list::<_, ListToolsRequestMethod>(&context)
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        undeclared_list::<_, ListResourcesRequestMethod>(&context)
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        undeclared_list::<_, ListResourceTemplatesRequestMethod>(&context)
+    }
+
     async fn on_custom_request(
         &self,
         request: CustomRequest,
         _context: RequestContext<RoleServer>,
     ) -> Result<CustomResult, ErrorData> {
         Err(error::unparsed_request(&request.method, request.params).into())
+    }
+}
+
+/// The answer to a list method `M` of a capability this server does not
+/// declare: -32601 for a request of protocol 2026-07-28 or later, an empty
+/// list before it.
+fn undeclared_list<T: Default, M: ConstString>(context: &RequestContext<RoleServer>) -> Result<T, ErrorData> {
+    match context.protocol_version() {
+        Some(version) if version >= ProtocolVersion::V_2026_07_28 => Err(ErrorData::method_not_found::<M>()),
+        _ => Ok(T::default()),
     }
 }
 
