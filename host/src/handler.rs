@@ -82,7 +82,9 @@ impl PromptServer {
         Ok(convert::reply(reply))
     }
 
-    async fn complete(&self, request: CompleteRequestParams) -> Result<CompleteResult, RequestError> {
+    /// Answers a `completion/complete`: resolves the prompt, checks the
+    /// arguments' size, and runs the owning plugin.
+    pub async fn complete_result(&self, request: CompleteRequestParams) -> Result<CompleteResult, RequestError> {
         let Reference::Prompt(reference) = &request.r#ref else {
             return Err(RequestError::UnsupportedReference);
         };
@@ -143,7 +145,7 @@ impl ServerHandler for PromptServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
         let name = request.r#ref.as_prompt_name().unwrap_or_default().to_string();
-        self.complete(request).await.map_err(|error| log_failure("completion/complete", &name, error))
+        self.complete_result(request).await.map_err(|error| log_failure("completion/complete", &name, error))
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {

@@ -332,3 +332,35 @@ fn get_warns_of_arguments_not_declared_and_given_twice() {
     let result: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(result["messages"][0]["content"]["text"], "Explain how this unknown code works:\n\nfn main() {}");
 }
+
+#[test]
+fn inspect_json_of_a_missing_file_prints_a_json_error_and_exits_1() {
+    let output = inspect(std::path::Path::new("/no/such/pack.wasm"), &["--json"]);
+    assert_eq!(output.status.code(), Some(1));
+    let printed: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        printed,
+        json!({ "file": "/no/such/pack.wasm", "error": "/no/such/pack.wasm: cannot read it: No such file or directory (os error 2)" })
+    );
+}
+
+#[test]
+fn complete_tries_completions_from_the_command_line() {
+    let pack = built_plugin("dev_assistant");
+    let output = Command::new(env!("CARGO_BIN_EXE_prompt-host"))
+        .args(["complete", pack.to_str().unwrap(), "explain-code", "language", "py", "--with", "code=x"])
+        .env("RUST_LOG", "off")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let result: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(result, json!({ "completion": { "values": ["python"], "total": 1, "hasMore": false } }));
+
+    let unknown = Command::new(env!("CARGO_BIN_EXE_prompt-host"))
+        .args(["complete", pack.to_str().unwrap(), "explain", "language"])
+        .env("RUST_LOG", "off")
+        .output()
+        .unwrap();
+    assert_eq!(unknown.status.code(), Some(1));
+    assert_eq!(String::from_utf8_lossy(&unknown.stderr), "error: unknown prompt 'explain'\n");
+}

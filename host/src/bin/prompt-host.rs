@@ -103,6 +103,26 @@ enum Command {
         #[command(flatten)]
         plugin: OnePluginArgs,
     },
+    /// Ask a plugin file for completions of one argument of a prompt, as a
+    /// client's completion/complete would, and print the result (JSON).
+    ///
+    /// Exits with status 1 and the error on stderr when the call fails.
+    Complete {
+        /// The plugin file (a WebAssembly component).
+        file: PathBuf,
+        /// The prompt's name, as a client asks for it.
+        prompt: String,
+        /// The argument to complete.
+        argument: String,
+        /// What the user has typed of it so far.
+        #[arg(default_value = "")]
+        typed: String,
+        /// Arguments already filled in, each NAME=VALUE.
+        #[arg(long = "with", value_name = "NAME=VALUE", value_parser = parse_argument)]
+        context: Vec<(String, String)>,
+        #[command(flatten)]
+        plugin: OnePluginArgs,
+    },
 }
 
 /// How `inspect` and `get` load their one plugin: as `serve` would with this
@@ -260,6 +280,9 @@ fn main() -> ExitCode {
             Command::Serve(args) => serve(args).await,
             Command::Inspect { file, json, plugin } => inspect(file, json, plugin).await,
             Command::Get { file, prompt, arguments, plugin } => get(file, prompt, arguments, plugin).await,
+            Command::Complete { file, prompt, argument, typed, context, plugin } => {
+                complete(file, prompt, argument, typed, context, plugin).await
+            }
         }
     });
     match result {
@@ -330,8 +353,21 @@ fn new(name: String, language: Language, dir: Option<PathBuf>) -> anyhow::Result
 }
 
 async fn inspect(file: PathBuf, json: bool, plugin: OnePluginArgs) -> anyhow::Result<()> {
-    let (settings, sandbox) = plugin.settings(&file)?;
-    let report = prompt_host::inspect::inspect(&file, settings, sandbox).await?;
+    let inspected = async {
+        let (settings, sandbox) = plugin.settings(&file)?;
+        Ok::<_, anyhow::Error>(prompt_host::inspect::inspect(&file, settings, sandbox).await?)
+    };
+    let report = match inspected.await {
+        Ok(report) => report,
+        Err(error) => {
+            // Tools that read --json read stdout: they get the error there too.
+            if json {
+                let error = serde_json::json!({ "file": file.display().to_string(), "error": format!("{error:#}") });
+                println!("{}", serde_json::to_string_pretty(&error)?);
+            }
+            return Err(error);
+        }
+    };
     if json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
@@ -373,4 +409,27 @@ async fn get(file: PathBuf, prompt: String, arguments: Vec<(String, String)>, pl
 
 fn list_or_none(names: &[String]) -> String {
     if names.is_empty() { "none".to_string() } else { names.join(", ") }
+}
+
+async fn complete(
+    file: PathBuf,
+    prompt: String,
+    argument: String,
+    typed: String,
+    context: Vec<(String, String)>,
+    plugin: OnePluginArgs,
+) -> anyhow::Result<()> {
+    use rmcp::model::{ArgumentInfo, CompleteRequestParams, CompletionContext, Reference};
+    let (settings, sandbox) = plugin.settings(&file)?;
+    let server = prompt_host::inspect::serve_one(&file, settings, sandbox).await?;
+    let mut request =
+        CompleteRequestParams::new(Reference::for_prompt(prompt), ArgumentInfo::new(argument, typed));
+    if !context.is_empty() {
+        request.context = Some(CompletionContext::with_arguments(context.into_iter().collect()));
+    }
+    let mut result = server.complete_result(request).await?;
+    // As a client of a handshake revision sees it (rmcp drops the field then).
+    result.result_type = None;
+    println!("{}", serde_json::to_string_pretty(&result)?);
+    Ok(())
 }
