@@ -25,6 +25,13 @@ use crate::validate::{self, Answer, Problem};
 /// 0.y release is compatible within y).
 const ACCEPTED_VERSIONS: &str = "@0.1.";
 
+/// The versions of the WIT package this host accepts, for people:
+/// "prompt-host:prompts 0.1.x".
+pub fn accepted_wit_versions() -> String {
+    let package = PROVIDER_INTERFACE.split_once('/').map_or(PROVIDER_INTERFACE, |(package, _)| package);
+    format!("{package} {}x", ACCEPTED_VERSIONS.trim_start_matches('@'))
+}
+
 /// The bytes of a plugin and where they came from.
 #[derive(Debug, Clone)]
 pub struct PluginSource {

@@ -48,3 +48,32 @@ fn a_typo_in_a_prompt_name_is_answered_with_the_closest_name() {
     let error = server.error("prompts/get", json!({ "name": "weather" }));
     assert_eq!(error["message"], "unknown prompt 'weather'");
 }
+
+fn run(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_prompt-host")).args(args).output().unwrap()
+}
+
+#[test]
+fn the_version_says_what_packs_it_accepts_and_what_it_was_built_with() {
+    let output = run(&["--version"]);
+    assert_eq!(output.status.code(), Some(0));
+    let text = String::from_utf8(output.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[..2], ["prompt-host 0.1.0", "accepts packs built against prompt-host:prompts 0.1.x"]);
+    assert!(lines[2].starts_with("built with wasmtime 48.0.8, rmcp 3.9.0, commit "), "{text}");
+    assert_eq!(lines.len(), 3, "{text}");
+}
+
+#[test]
+fn shell_completions_and_a_man_page_are_generated() {
+    let bash = run(&["completions", "bash"]);
+    assert_eq!(bash.status.code(), Some(0));
+    let script = String::from_utf8(bash.stdout).unwrap();
+    assert!(script.contains("complete -F _prompt__host"), "{script:.300}");
+    assert!(script.contains("inspect") && script.contains("--log-format"), "{script:.300}");
+    let man = run(&["man"]);
+    assert_eq!(man.status.code(), Some(0));
+    let page = String::from_utf8(man.stdout).unwrap();
+    assert!(page.contains(".TH prompt-host 1"), "{page:.300}");
+    assert!(page.contains("serve"), "{page:.300}");
+}

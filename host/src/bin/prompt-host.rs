@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand};
 use prompt_host::config::{LimitOverrides, ServeConfig};
 use prompt_host::loader::PluginSettings;
 use prompt_host::sandbox::SandboxConfig;
@@ -38,8 +38,19 @@ fn log_filter() -> tracing_subscriber::EnvFilter {
 }
 
 /// Serve prompts from sandboxed WebAssembly prompt packs over MCP.
+/// What `--version` prints: the version, the WIT versions packs may target,
+/// and what the binary was built with and from.
+static LONG_VERSION: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "{}\naccepts packs built against {}\nbuilt with {}",
+        env!("CARGO_PKG_VERSION"),
+        prompt_host::loader::accepted_wit_versions(),
+        env!("PROMPT_HOST_BUILD")
+    )
+});
+
 #[derive(Parser)]
-#[command(name = "prompt-host", version, about, long_about = None)]
+#[command(name = "prompt-host", version, long_version = LONG_VERSION.as_str(), about, long_about = None)]
 struct Cli {
     /// How log lines (on stderr) are written: text for people, or one JSON
     /// object per line for log shippers.
@@ -103,6 +114,14 @@ enum Command {
         #[command(flatten)]
         plugin: OnePluginArgs,
     },
+    /// Print a shell completion script for prompt-host (for example
+    /// `prompt-host completions bash > /etc/bash_completion.d/prompt-host`).
+    Completions {
+        /// The shell to complete in.
+        shell: clap_complete::Shell,
+    },
+    /// Print prompt-host's man page (roff), for `man -l -` or a man directory.
+    Man,
     /// Ask a plugin file for completions of one argument of a prompt, as a
     /// client's completion/complete would, and print the result (JSON).
     ///
@@ -280,6 +299,11 @@ fn main() -> ExitCode {
             Command::Serve(args) => serve(args).await,
             Command::Inspect { file, json, plugin } => inspect(file, json, plugin).await,
             Command::Get { file, prompt, arguments, plugin } => get(file, prompt, arguments, plugin).await,
+            Command::Completions { shell } => {
+                clap_complete::generate(shell, &mut Cli::command(), "prompt-host", &mut std::io::stdout());
+                Ok(())
+            }
+            Command::Man => clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout()).context("writing the man page"),
             Command::Complete { file, prompt, argument, typed, context, plugin } => {
                 complete(file, prompt, argument, typed, context, plugin).await
             }
