@@ -162,7 +162,7 @@ where
         .enforce_origin_validation()
         .with_max_request_body_bytes(config.max_request_bytes)
         .with_cancellation_token(shutdown.child_token());
-    let sessions = Arc::new(CappedSessions::new(config.max_sessions));
+    let sessions = Arc::new(CappedSessions::new(config.max_sessions, sessions::EVICTABLE_AFTER));
     let service = StreamableHttpService::new(move || Ok(server.clone()), sessions.clone(), rmcp_config);
     let gate = Arc::new(Gate {
         token_digest: config.auth_token.as_deref().map(|token| Sha256::digest(token.as_bytes())),

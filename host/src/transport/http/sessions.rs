@@ -30,14 +30,22 @@ pub enum SessionsError {
 pub struct CappedSessions {
     inner: LocalSessionManager,
     max: usize,
+    evictable_after: Duration,
     /// Each open session and when a client last used it.
     /// (An async lock: creating a session awaits under it.)
     last_used: tokio::sync::Mutex<HashMap<SessionId, Instant>>,
 }
 
 impl CappedSessions {
-    pub fn new(max: usize) -> CappedSessions {
-        CappedSessions { inner: LocalSessionManager::default(), max, last_used: tokio::sync::Mutex::new(HashMap::new()) }
+    /// At most `max` sessions; one unused for `evictable_after` may be
+    /// closed to make room.
+    pub fn new(max: usize, evictable_after: Duration) -> CappedSessions {
+        CappedSessions {
+            inner: LocalSessionManager::default(),
+            max,
+            evictable_after,
+            last_used: tokio::sync::Mutex::new(HashMap::new()),
+        }
     }
 
     /// What a client is told when no session can be opened.
@@ -50,7 +58,7 @@ impl CappedSessions {
     }
 
     /// Whether a new session fits, closing the longest-idle session unused
-    /// for [`EVICTABLE_AFTER`] if that makes room.
+    /// for `evictable_after` if that makes room.
     pub async fn make_room(&self) -> bool {
         let evicted = {
             let mut last_used = self.last_used.lock().await;
@@ -59,7 +67,7 @@ impl CappedSessions {
             }
             let Some(oldest) = last_used
                 .iter()
-                .filter(|(_, used)| used.elapsed() >= EVICTABLE_AFTER)
+                .filter(|(_, used)| used.elapsed() >= self.evictable_after)
                 .min_by_key(|(_, used)| **used)
                 .map(|(id, _)| id.clone())
             else {
@@ -141,5 +149,26 @@ impl SessionManager for CappedSessions {
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
         self.touch(id).await;
         Ok(self.inner.resume(id, last_event_id).await?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_session_idle_long_enough_makes_room_and_others_do_not() {
+        let busy = CappedSessions::new(1, Duration::from_secs(3600));
+        busy.create_session().await.unwrap();
+        assert!(!busy.make_room().await);
+        assert!(matches!(busy.create_session().await, Err(SessionsError::Full(1))));
+
+        let idle = CappedSessions::new(1, Duration::ZERO);
+        let (first, _transport) = idle.create_session().await.unwrap();
+        assert!(idle.make_room().await);
+        assert!(!idle.has_session(&first).await.unwrap());
+        let (second, _transport) = idle.create_session().await.unwrap();
+        assert!(idle.has_session(&second).await.unwrap());
+        assert_eq!(idle.last_used.lock().await.len(), 1);
     }
 }
