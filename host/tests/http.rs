@@ -47,18 +47,7 @@ impl HttpHost {
             .stderr(Stdio::piped())
             .spawn()
             .expect("failed to start prompt-host");
-        let stderr = Arc::new(Mutex::new(String::new()));
-        let sink = stderr.clone();
-        let mut pipe = child.stderr.take().unwrap();
-        std::thread::spawn(move || {
-            let mut buffer = [0u8; 4096];
-            while let Ok(n) = pipe.read(&mut buffer) {
-                if n == 0 {
-                    break;
-                }
-                sink.lock().unwrap().push_str(&String::from_utf8_lossy(&buffer[..n]));
-            }
-        });
+        let stderr = support::collect_stderr(&mut child);
         let mut host = HttpHost { child, stderr, addr: "0.0.0.0:0".parse().unwrap() };
         let log = host.wait_for_stderr("serving MCP over Streamable HTTP at http://");
         let rest = &log[log.find("at http://").unwrap() + "at http://".len()..];
@@ -71,15 +60,7 @@ impl HttpHost {
     }
 
     fn wait_for_stderr(&self, text: &str) -> String {
-        let deadline = Instant::now() + PATIENCE;
-        loop {
-            let stderr = self.stderr();
-            if stderr.contains(text) {
-                return stderr;
-            }
-            assert!(Instant::now() < deadline, "stderr never said {text:?}:\n{stderr}");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        support::wait_for_text(&self.stderr, text, 1)
     }
 
     fn connect(&self) -> TcpStream {
@@ -202,14 +183,18 @@ fn connections_past_the_cap_wait_until_one_closes() {
 fn served_connection(host: &HttpHost) -> TcpStream {
     let mut stream = host.connect();
     write!(stream, "GET /elsewhere HTTP/1.1\r\nHost: {}\r\n\r\n", host.addr).unwrap();
-    let mut answer = Vec::new();
-    let mut buffer = [0u8; 1024];
-    while !String::from_utf8_lossy(&answer).ends_with("not found: MCP is served at /mcp\n") {
-        let n = stream.read(&mut buffer).unwrap();
-        assert!(n > 0, "closed: {}", String::from_utf8_lossy(&answer));
-        answer.extend_from_slice(&buffer[..n]);
-    }
+    read_until(&mut stream, &mut Vec::new(), "not found: MCP is served at /mcp\n");
     stream
+}
+
+/// Reads from `stream` into `seen` until `seen` contains `text`.
+fn read_until(stream: &mut TcpStream, seen: &mut Vec<u8>, text: &str) {
+    let mut buffer = [0u8; 4096];
+    while !String::from_utf8_lossy(seen).contains(text) {
+        let n = stream.read(&mut buffer).unwrap();
+        assert!(n > 0, "closed before {text:?}: {}", String::from_utf8_lossy(seen));
+        seen.extend_from_slice(&buffer[..n]);
+    }
 }
 
 #[test]
@@ -275,20 +260,11 @@ fn a_session_hears_of_catalog_changes_until_it_ends() {
     let mut events = host.connect();
     write!(events, "GET /mcp HTTP/1.1\r\n{headers}Accept: text/event-stream\r\n\r\n").unwrap();
     let mut seen = Vec::new();
-    let mut buffer = [0u8; 4096];
     // The stream is open once its headers have come.
-    while !String::from_utf8_lossy(&seen).contains("\r\n\r\n") {
-        let n = events.read(&mut buffer).unwrap();
-        assert!(n > 0, "closed: {}", String::from_utf8_lossy(&seen));
-        seen.extend_from_slice(&buffer[..n]);
-    }
+    read_until(&mut events, &mut seen, "\r\n\r\n");
 
     support::install(dir.path(), "media_prompts", "media_prompts.wasm");
-    while !String::from_utf8_lossy(&seen).contains("notifications/prompts/list_changed") {
-        let n = events.read(&mut buffer).unwrap();
-        assert!(n > 0, "closed: {}", String::from_utf8_lossy(&seen));
-        seen.extend_from_slice(&buffer[..n]);
-    }
+    read_until(&mut events, &mut seen, "notifications/prompts/list_changed");
 
     assert!(!host.stderr().contains("list_changed notifier stopped"));
     assert_eq!(host.delete(&session).status, 202);
