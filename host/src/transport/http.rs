@@ -34,7 +34,8 @@ use sessions::CappedSessions;
 /// The path MCP is served at.
 pub const MCP_PATH: &str = "/mcp";
 
-/// How long a client may take to send a request's headers.
+/// How long a client may take to send a request's headers, and how long a
+/// connection may sit idle between requests (hyper applies it to both).
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The defaults of the bounds a client meets (each is an option of `serve`).
@@ -275,7 +276,7 @@ impl Gate {
                     &format!("payload too large: the request body is over {} KiB (--max-request-kib)", self.max_request_bytes >> 10),
                 );
             }
-            // The client went away or broke the framing: nobody to answer.
+            // The client broke the framing or went away.
             Ok(Err(_)) => return closing(plain(StatusCode::BAD_REQUEST, "bad request: the body could not be read")),
             Err(_) => {
                 return closing(plain(
