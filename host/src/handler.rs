@@ -16,6 +16,7 @@ use rmcp::model::{
 use rmcp::model::SetLevelRequestParams;
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{Peer, RoleServer, ServerHandler};
+use tokio_util::sync::CancellationToken;
 
 use crate::bindings::provider;
 use crate::convert;
@@ -31,11 +32,12 @@ pub const DEFAULT_PAGE_SIZE: usize = 100;
 pub struct PromptServer {
     registry: Arc<Registry>,
     page_size: usize,
+    session: SessionEnd,
 }
 
 impl PromptServer {
     pub fn new(registry: Arc<Registry>, page_size: usize) -> PromptServer {
-        PromptServer { registry, page_size: page_size.max(1) }
+        PromptServer { registry, page_size: page_size.max(1), session: SessionEnd::new() }
     }
 
     fn list(&self, request: Option<PaginatedRequestParams>) -> Result<ListPromptsResult, RequestError> {
@@ -149,7 +151,7 @@ impl ServerHandler for PromptServer {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        notify_list_changes(&self.registry, context.peer);
+        notify_list_changes(&self.registry, context.peer, self.session.ended.clone());
     }
 
     /// Accepted so that clients may set it; this server sends no log
@@ -225,18 +227,39 @@ fn undeclared_list<T: Default, M: ConstString>(context: &RequestContext<RoleServ
 
 /// Sends a session's client `notifications/prompts/list_changed` after
 /// each effective change of the catalog, from its `initialized` on, until the
-/// client goes away.
-fn notify_list_changes(registry: &Registry, peer: Peer<RoleServer>) {
+/// session ends (`ended`), a notification cannot be sent, or the registry is
+/// dropped. Nothing polls: the task sleeps until one of these happens.
+fn notify_list_changes(registry: &Registry, peer: Peer<RoleServer>, ended: CancellationToken) {
     let changes = registry.subscribe();
     tokio::spawn(async move {
-        let closed = async {
-            let mut check_closed = tokio::time::interval(CLOSED_CHECK);
-            while !peer.is_transport_closed() {
-                check_closed.tick().await;
-            }
-        };
-        forward_list_changes(changes, closed, || peer.notify_prompt_list_changed()).await;
+        forward_list_changes(changes, ended.cancelled(), || peer.notify_prompt_list_changed()).await;
+        tracing::debug!("a session's list_changed notifier stopped");
     });
+}
+
+/// Cancelled when the handler holding it is dropped, which rmcp does when
+/// the handler's session ends (whatever ended it: the client leaving, DELETE,
+/// idle timeout, eviction, shutdown).
+///
+/// Each clone is a new one, with its own token: rmcp's HTTP transport clones
+/// the handler once per session, and each session's notifier must end with
+/// its own session, not with the handler it was cloned from.
+struct SessionEnd {
+    ended: CancellationToken,
+    _cancel_on_drop: tokio_util::sync::DropGuard,
+}
+
+impl SessionEnd {
+    fn new() -> SessionEnd {
+        let ended = CancellationToken::new();
+        SessionEnd { _cancel_on_drop: ended.clone().drop_guard(), ended }
+    }
+}
+
+impl Clone for SessionEnd {
+    fn clone(&self) -> SessionEnd {
+        SessionEnd::new()
+    }
 }
 
 /// Calls `notify` once per change of the catalog until `stop` completes or a
@@ -261,9 +284,6 @@ async fn forward_list_changes<E, Sent>(
         }
     }
 }
-
-/// How often a notifier checks whether its client is gone.
-const CLOSED_CHECK: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// The error for a name the catalog does not serve, with the closest name it
 /// does serve, if one is close.

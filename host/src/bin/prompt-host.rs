@@ -239,9 +239,26 @@ struct HttpArgs {
     #[arg(long, value_name = "FILE", requires = "http")]
     auth_token_file: Option<PathBuf>,
     /// The largest request body accepted, in KiB; larger ones get 413.
-    #[arg(long, value_name = "KIB", default_value_t = 4096, requires = "http")]
-    max_request_kib: usize,
+    #[arg(long, value_name = "KIB", default_value_t = http::DEFAULT_MAX_REQUEST_KIB as u32, requires = "http",
+          value_parser = clap::value_parser!(u32).range(1..=MAX_REQUEST_KIB))]
+    max_request_kib: u32,
+    /// Connections served at once; further ones wait until one closes.
+    #[arg(long, value_name = "N", default_value_t = http::DEFAULT_MAX_CONNECTIONS as u32, requires = "http",
+          value_parser = clap::value_parser!(u32).range(1..))]
+    max_connections: u32,
+    /// Sessions open at once; past it, once no session has been idle a
+    /// minute, a new session gets 503.
+    #[arg(long, value_name = "N", default_value_t = http::DEFAULT_MAX_SESSIONS as u32, requires = "http",
+          value_parser = clap::value_parser!(u32).range(1..))]
+    max_sessions: u32,
+    /// Milliseconds a client may take to send a request's body; slower ones get 408.
+    #[arg(long, value_name = "MS", default_value_t = http::DEFAULT_BODY_READ_TIMEOUT.as_millis() as u64, requires = "http",
+          value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    body_read_timeout_ms: u64,
 }
+
+/// The largest --max-request-kib: 1 GiB.
+const MAX_REQUEST_KIB: i64 = 1 << 20;
 
 /// Limits on every call into a plugin (the config file can set more, and set
 /// them per plugin).
@@ -354,7 +371,10 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         allowed_hosts: args.http.allowed_hosts,
         allowed_origins: args.http.allowed_origins,
         auth_token: args.http.auth_token_file.as_deref().map(http::read_token_file).transpose()?,
-        max_request_bytes: args.http.max_request_kib << 10,
+        max_request_bytes: (args.http.max_request_kib as usize) << 10,
+        max_connections: args.http.max_connections as usize,
+        max_sessions: args.http.max_sessions as usize,
+        body_read_timeout: std::time::Duration::from_millis(args.http.body_read_timeout_ms),
         ..HttpConfig::new(addr)
     };
     let running = http::serve_http(server, http).await?;
