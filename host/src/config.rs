@@ -199,9 +199,9 @@ pub struct UnmatchedPlugin {
 impl std::fmt::Display for UnmatchedPlugin {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let name = self.name.escape_debug();
-        write!(f, "[plugins.{name}] matches no plugin file (no {name}.wasm)")?;
+        write!(f, "[plugins.{name}] matches no plugin file (no {name}.wasm).")?;
         if let Some(closest) = &self.closest {
-            write!(f, "; did you mean [plugins.{}]?", closest.escape_debug())?;
+            write!(f, " Did you mean [plugins.{}]?", closest.escape_debug())?;
         }
         Ok(())
     }
@@ -438,8 +438,8 @@ mod tests {
         assert_eq!(
             unmatched.iter().map(ToString::to_string).collect::<Vec<_>>(),
             [
-                "[plugins.code_reveiw] matches no plugin file (no code_reveiw.wasm); did you mean [plugins.code_review]?",
-                "[plugins.zzz] matches no plugin file (no zzz.wasm)",
+                "[plugins.code_reveiw] matches no plugin file (no code_reveiw.wasm). Did you mean [plugins.code_review]?",
+                "[plugins.zzz] matches no plugin file (no zzz.wasm).",
             ]
         );
     }

@@ -160,7 +160,14 @@ impl PluginDirectory {
             let id = loader::plugin_id(Path::new(&failure.origin));
             // The failure quotes what the pack said (a panic, a bad name): a Debug field, escaped.
             let error = failure.to_string();
-            if loaded.plugins.contains_key(&id) {
+            let settings_changed = loaded.settings.get(&id).is_some_and(|settings| *settings != config.plugin_settings(&id));
+            if settings_changed {
+                // What serves must meet the configuration in force (a new pin, a lower limit).
+                loaded.plugins.remove(&id);
+                loaded.settings.remove(&id);
+                tracing::error!(file = %failure.origin, ?error, "plugin removed: it does not load under the new configuration");
+                rescan.removed.push(id.clone());
+            } else if loaded.plugins.contains_key(&id) {
                 tracing::error!(file = %failure.origin, ?error, "new version not loaded, the previous one keeps serving");
             } else {
                 tracing::error!(file = %failure.origin, ?error, "plugin not loaded");
@@ -294,7 +301,7 @@ pub fn refuse_unmatched_when_pinned(config: &ServeConfig, dir: &Path) -> Result<
         .collect();
     match config.unmatched_plugins(&present).first() {
         Some(section) => Err(format!(
-            "{section} in {}, and every plugin must be pinned (require_pinned): fix or remove the section",
+            "in {}: {section} Every plugin must be pinned (require_pinned): fix or remove the section",
             dir.display()
         )),
         None => Ok(()),
