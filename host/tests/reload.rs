@@ -214,13 +214,19 @@ fn a_new_file_is_seen(server: &mut Server, dir: &std::path::Path) {
     assert_eq!(server.list_all_names(), DEV_AND_MEDIA);
 }
 
-#[test]
-fn the_watch_follows_a_new_directory_renamed_over_the_old_one() {
+/// A server of `ROOT/packs`, which holds code_review.
+fn serve_packs_in_a_root() -> (tempfile::TempDir, std::path::PathBuf, Server) {
     let root = tempfile::tempdir().unwrap();
     let packs = root.path().join("packs");
     pack_dir(&packs, &["code_review"]);
     let mut server = Server::start(&["--plugins", packs.to_str().unwrap()]);
     assert_eq!(server.list_all_names(), ["code_review"]);
+    (root, packs, server)
+}
+
+#[test]
+fn the_watch_follows_a_new_directory_renamed_over_the_old_one() {
+    let (root, packs, mut server) = serve_packs_in_a_root();
 
     // An atomic deploy: build the new directory beside, then swap it in.
     pack_dir(&root.path().join("packs.new"), &["dev_assistant"]);
@@ -234,10 +240,7 @@ fn the_watch_follows_a_new_directory_renamed_over_the_old_one() {
 
 #[test]
 fn the_watch_follows_a_directory_deleted_and_created_again() {
-    let root = tempfile::tempdir().unwrap();
-    let packs = root.path().join("packs");
-    pack_dir(&packs, &["code_review"]);
-    let mut server = Server::start(&["--plugins", packs.to_str().unwrap()]);
+    let (_root, packs, mut server) = serve_packs_in_a_root();
 
     // While it is gone, what was loaded keeps serving.
     std::fs::remove_dir_all(&packs).unwrap();
