@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, CommandFactory, Parser, Subcommand};
-use prompt_host::config::{LimitOverrides, ServeConfig};
+use prompt_host::config::{ConfigError, LimitOverrides, ServeConfig};
 use prompt_host::loader::PluginSettings;
 use prompt_host::sandbox::SandboxConfig;
 use prompt_host::error::RequestError;
@@ -186,7 +186,7 @@ impl From<Lang> for Language {
     }
 }
 
-#[derive(Args)]
+#[derive(Args, Clone)]
 struct ServeArgs {
     /// A TOML config file: plugin directory, page size, limits, per-plugin
     /// prefixes and limits. Command-line options override it.
@@ -205,6 +205,10 @@ struct ServeArgs {
     /// Do not watch the plugin directory (SIGHUP still rescans it).
     #[arg(long)]
     no_watch: bool,
+    /// Poll the plugin directory every MS milliseconds instead of using
+    /// inotify, which misses changes made by other machines (NFS).
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
+    watch_poll_ms: Option<u64>,
     /// Where compiled plugins are cached [default: $XDG_CACHE_HOME/prompt-host or ~/.cache/prompt-host].
     #[arg(long, value_name = "DIR")]
     cache_dir: Option<PathBuf>,
@@ -221,7 +225,7 @@ struct ServeArgs {
 }
 
 /// Serving over Streamable HTTP instead of stdio.
-#[derive(Args)]
+#[derive(Args, Clone)]
 struct HttpArgs {
     /// Serve MCP over Streamable HTTP at http://ADDR/mcp instead of stdio (for example 127.0.0.1:8080).
     #[arg(long, value_name = "ADDR")]
@@ -262,7 +266,7 @@ const MAX_REQUEST_KIB: i64 = 1 << 20;
 
 /// Limits on every call into a plugin (the config file can set more, and set
 /// them per plugin).
-#[derive(Args)]
+#[derive(Args, Clone)]
 struct LimitArgs {
     /// Fuel (roughly, WebAssembly instructions) one call may burn [default: 500000000].
     #[arg(long, value_name = "UNITS", value_parser = clap::value_parser!(u64).range(1..))]
@@ -335,33 +339,47 @@ fn main() -> ExitCode {
     }
 }
 
-async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+/// The configuration serve runs with: the config file, if any, under the
+/// command-line options. Also what SIGHUP reads again.
+fn serve_config(args: &ServeArgs) -> Result<ServeConfig, ConfigError> {
     let mut config = match &args.config {
         Some(path) => ServeConfig::from_file(path)?,
         None => ServeConfig::default(),
     };
-    if let Some(dir) = args.plugins {
-        config.plugins_dir = Some(dir);
+    if let Some(dir) = &args.plugins {
+        config.plugins_dir = Some(dir.clone());
     }
     if let Some(page_size) = args.page_size {
         config.page_size = page_size as usize;
     }
-    for (plugin, prefix) in args.prefixes {
-        config.plugins.entry(plugin).or_default().prefix = prefix;
+    for (plugin, prefix) in &args.prefixes {
+        config.plugins.entry(plugin.clone()).or_default().prefix = prefix.clone();
     }
     if args.no_watch {
         config.watch = false;
     }
+    if let Some(ms) = args.watch_poll_ms {
+        config.watch_poll = Some(std::time::Duration::from_millis(ms));
+    }
     if args.no_cache {
         config.cache_dir = None;
-    } else if let Some(dir) = args.cache_dir {
-        config.cache_dir = Some(dir);
+    } else if let Some(dir) = &args.cache_dir {
+        config.cache_dir = Some(dir.clone());
     }
     if args.require_pinned {
         config.require_pinned = true;
     }
     config.limits = args.limits.overrides().apply(&config.limits);
-    let host = prompt_host::startup::start(&config).await?;
+    Ok(config)
+}
+
+async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let config = serve_config(&args)?;
+    let config_source = args.config.is_some().then(|| {
+        let args = args.clone();
+        Box::new(move || serve_config(&args)) as prompt_host::watch::ConfigSource
+    });
+    let host = prompt_host::startup::start(&config, config_source).await?;
     let server = PromptServer::new(host.registry, config.page_size);
     let Some(addr) = args.http.http else {
         return prompt_host::transport::serve_stdio(server).await.context("serving MCP over stdio");
