@@ -1,27 +1,46 @@
 //! The compiled-component cache: compiled plugins kept on disk so a restart
 //! skips compilation.
 //!
-//! An entry is keyed by the plugin's SHA-256 and by the engine's
-//! compatibility hash (its version and settings), so a plugin compiled by
-//! another build or configuration is never loaded. Entries are written whole
-//! (to a temporary file, then renamed) into a directory only the host writes,
-//! and each starts with the SHA-256 of the artifact that follows: loading a
-//! compiled artifact is unsafe (it is machine code), so an entry whose digest
-//! does not match is deleted and the plugin compiled again.
+//! Loading a compiled artifact runs it as machine code, so the cache trusts
+//! nothing it did not write:
+//! - entries live in a directory of the host's own (`compiled/` inside the
+//!   configured directory), created readable and writable only by its user;
+//!   the configured directory itself is never changed;
+//! - that directory, and every entry, is checked on the opened handle (not by
+//!   path, so it cannot be swapped between check and use): owned by the
+//!   host's user and writable by no one else, or it is not used;
+//! - an entry is keyed by the plugin's SHA-256 and by the engine's
+//!   compatibility hash (its version and settings), and holds the plugin's
+//!   SHA-256 itself: an entry is used only for the exact bytes it was
+//!   compiled from, so copying one pack's entry over another's does nothing;
+//! - a SHA-256 over the plugin digest and the artifact detects corruption;
+//! - entries are written whole (a temporary file, then a rename), and the
+//!   least recently used are evicted past a size cap.
 
+use std::fs::File;
 use std::hash::{Hash, Hasher};
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+use std::time::SystemTime;
 
 use sha2::{Digest, Sha256};
 use wasmtime::Engine;
 use wasmtime::component::Component;
+
+/// The directory of the host's own inside the configured cache directory.
+const ENTRIES_DIR: &str = "compiled";
+
+/// What an entry starts with: the format, then the plugin's SHA-256, then a
+/// SHA-256 of everything after it (the plugin digest and the artifact).
+const MAGIC: &[u8; 8] = b"phcache2";
+const HEADER_LEN: usize = MAGIC.len() + 32 + 32;
 
 /// A directory of compiled components for one engine.
 #[derive(Debug)]
 pub struct CompiledCache {
     dir: PathBuf,
     engine_key: String,
+    max_bytes: u64,
 }
 
 /// Where a compiled component came from.
@@ -31,50 +50,65 @@ pub enum Origin {
     Compiled,
 }
 
+/// Why the cache cannot be used at all.
+#[derive(Debug, thiserror::Error)]
+pub enum CacheError {
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    #[error("{path} is not safe to load native code from: {problem}")]
+    Unsafe { path: String, problem: String },
+}
+
 impl CompiledCache {
-    /// Opens (creating it if need be, readable only by this user) the cache
-    /// directory for `engine`.
-    pub fn open(dir: &Path, engine: &Engine) -> std::io::Result<CompiledCache> {
-        std::fs::DirBuilder::new().recursive(true).create(dir)?;
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
-        }
+    /// Opens the cache in `dir` (creating it if need be) for `engine`,
+    /// holding at most `max_bytes` of entries.
+    pub fn open(dir: &Path, engine: &Engine, max_bytes: u64) -> Result<CompiledCache, CacheError> {
+        let entries = dir.join(ENTRIES_DIR);
+        private_dir_builder().create(&entries).or_else(|error| match error.kind() {
+            std::io::ErrorKind::AlreadyExists => Ok(()),
+            _ => Err(error),
+        })?;
+        trusted(&File::open(&entries)?, &entries)?;
         let mut hasher = std::hash::DefaultHasher::new();
         engine.precompile_compatibility_hash().hash(&mut hasher);
-        Ok(CompiledCache { dir: dir.to_path_buf(), engine_key: format!("{:016x}", hasher.finish()) })
-    }
-
-    /// The default cache directory: `$XDG_CACHE_HOME/prompt-host`, else
-    /// `~/.cache/prompt-host`.
-    pub fn default_dir() -> Option<PathBuf> {
-        let base = std::env::var_os("XDG_CACHE_HOME")
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")))?;
-        Some(base.join("prompt-host"))
+        Ok(CompiledCache { dir: entries, engine_key: format!("{:016x}", hasher.finish()), max_bytes })
     }
 
     fn entry(&self, plugin_digest: &str) -> PathBuf {
         self.dir.join(format!("{plugin_digest}-{}.cwasm", self.engine_key))
     }
 
-    /// The compiled component for the plugin with this digest, if a sound
-    /// entry exists.
+    /// The compiled component for the plugin with this (hex) digest, if a
+    /// sound entry for exactly those bytes exists.
     pub fn load(&self, engine: &Engine, plugin_digest: &str) -> Option<Component> {
         let path = self.entry(plugin_digest);
-        let bytes = std::fs::read(&path).ok()?;
-        let sound = bytes.len() > 32 && Sha256::digest(&bytes[32..]).as_slice() == &bytes[..32];
-        if !sound {
-            tracing::warn!(entry = %path.display(), "compiled cache entry is corrupt or tampered with: deleting it and compiling again");
-            let _ = std::fs::remove_file(&path);
+        let mut file = File::open(&path).ok()?;
+        if let Err(error) = trusted(&file, &path) {
+            tracing::warn!("compiled cache entry not used, compiling instead: {error}");
             return None;
         }
-        // SAFETY: the entry was written by `store` below, into a directory
-        // only this user can write, for an engine with the same compatibility
-        // hash, and its digest matches what was written.
-        match unsafe { Component::deserialize(engine, &bytes[32..]) } {
-            Ok(component) => Some(component),
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes).ok()?;
+        let artifact = match check_entry(&bytes, plugin_digest) {
+            Ok(artifact) => artifact,
+            Err(problem) => {
+                tracing::warn!(entry = %path.display(), "compiled cache entry {problem}: deleting it and compiling again");
+                let _ = std::fs::remove_file(&path);
+                return None;
+            }
+        };
+        // SAFETY: deserializing runs the artifact as native code. It was read
+        // from an open file that this user owns and no one else may write, in
+        // a directory with the same checks; it was compiled for an engine
+        // with the same compatibility hash; and its header says it was
+        // compiled from exactly the bytes being loaded, with a digest over
+        // the header and the artifact that matches.
+        match unsafe { Component::deserialize(engine, artifact) } {
+            Ok(component) => {
+                // Used: evicted last.
+                let _ = file.set_modified(SystemTime::now());
+                Some(component)
+            }
             Err(error) => {
                 tracing::warn!(entry = %path.display(), "compiled cache entry cannot be loaded ({error}): compiling again");
                 let _ = std::fs::remove_file(&path);
@@ -83,21 +117,141 @@ impl CompiledCache {
         }
     }
 
-    /// Stores a compiled component. A failure is logged: the cache only
-    /// saves time.
+    /// Stores a compiled component, then evicts the least recently used
+    /// entries past the size cap. A failure is logged: the cache only saves
+    /// time.
     pub fn store(&self, plugin_digest: &str, component: &Component) {
         if let Err(error) = self.try_store(plugin_digest, component) {
             tracing::warn!(dir = %self.dir.display(), "cannot write to the compiled cache: {error}");
         }
+        if let Err(error) = self.evict() {
+            tracing::warn!(dir = %self.dir.display(), "cannot evict from the compiled cache: {error}");
+        }
     }
 
     fn try_store(&self, plugin_digest: &str, component: &Component) -> Result<(), String> {
+        let digest = decode_hex(plugin_digest).ok_or("the plugin digest is not 64 hex digits")?;
         let artifact = component.serialize().map_err(|error| error.to_string())?;
-        let path = self.entry(plugin_digest);
         let mut file = tempfile::NamedTempFile::new_in(&self.dir).map_err(|error| error.to_string())?;
-        file.write_all(&Sha256::digest(&artifact)).map_err(|error| error.to_string())?;
+        file.write_all(MAGIC).map_err(|error| error.to_string())?;
+        file.write_all(&digest).map_err(|error| error.to_string())?;
+        file.write_all(&integrity(&digest, &artifact)).map_err(|error| error.to_string())?;
         file.write_all(&artifact).map_err(|error| error.to_string())?;
-        file.persist(&path).map_err(|error| error.to_string())?;
+        file.persist(self.entry(plugin_digest)).map_err(|error| error.to_string())?;
         Ok(())
+    }
+
+    /// Deletes the least recently used entries until the rest fit the cap.
+    fn evict(&self) -> std::io::Result<()> {
+        let mut entries = Vec::new();
+        for entry in std::fs::read_dir(&self.dir)? {
+            let entry = entry?;
+            let metadata = entry.metadata()?;
+            if metadata.is_file() && entry.path().extension().is_some_and(|ext| ext == "cwasm") {
+                entries.push((metadata.modified()?, metadata.len(), entry.path()));
+            }
+        }
+        let mut total: u64 = entries.iter().map(|(_, len, _)| len).sum();
+        entries.sort();
+        for (_, len, path) in entries {
+            if total <= self.max_bytes {
+                break;
+            }
+            match std::fs::remove_file(&path) {
+                // Another load, storing at the same time, evicted it first.
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+                result => result?,
+            }
+            tracing::info!(entry = %path.display(), bytes = len, "compiled cache entry evicted to keep the cache under its size cap");
+            total -= len;
+        }
+        Ok(())
+    }
+}
+
+/// Creates directories readable and writable by this user only.
+fn private_dir_builder() -> std::fs::DirBuilder {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder
+}
+
+/// Refuses an opened file or directory that another user owns, or that its
+/// group or others may write.
+fn trusted(opened: &File, path: &Path) -> Result<(), CacheError> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let metadata = opened.metadata()?;
+        let user = rustix::process::geteuid().as_raw();
+        let unsafe_because = |problem: String| CacheError::Unsafe { path: path.display().to_string(), problem };
+        if metadata.uid() != user {
+            return Err(unsafe_because(format!("it is owned by user {}, not by this user ({user})", metadata.uid())));
+        }
+        if metadata.mode() & 0o022 != 0 {
+            return Err(unsafe_because(format!("its group or others may write it (mode {:o})", metadata.mode() & 0o7777)));
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = (opened, path);
+    Ok(())
+}
+
+/// The artifact of an entry for the plugin with `plugin_digest`, or why the
+/// entry cannot be used.
+fn check_entry<'a>(bytes: &'a [u8], plugin_digest: &str) -> Result<&'a [u8], &'static str> {
+    if bytes.len() <= HEADER_LEN || !bytes.starts_with(MAGIC) {
+        return Err("is not in this host's format");
+    }
+    let (digest, rest) = bytes[MAGIC.len()..].split_at(32);
+    let (check, artifact) = rest.split_at(32);
+    if integrity(digest, artifact).as_slice() != check {
+        return Err("is corrupt or tampered with");
+    }
+    if decode_hex(plugin_digest).as_ref().map(|expected| expected.as_slice()) != Some(digest) {
+        return Err("was compiled from other bytes than the plugin's");
+    }
+    Ok(artifact)
+}
+
+fn integrity(plugin_digest: &[u8], artifact: &[u8]) -> [u8; 32] {
+    let mut hasher = Sha256::new();
+    hasher.update(plugin_digest);
+    hasher.update(artifact);
+    hasher.finalize().into()
+}
+
+fn decode_hex(hex: &str) -> Option<[u8; 32]> {
+    if hex.len() != 64 {
+        return None;
+    }
+    let mut bytes = [0u8; 32];
+    for (index, byte) in bytes.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(hex.get(index * 2..index * 2 + 2)?, 16).ok()?;
+    }
+    Some(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(digest: &[u8; 32], artifact: &[u8]) -> Vec<u8> {
+        [MAGIC.as_slice(), digest, &integrity(digest, artifact), artifact].concat()
+    }
+
+    #[test]
+    fn an_entry_is_used_only_for_the_bytes_it_was_compiled_from() {
+        let (a, b) = ([1u8; 32], [2u8; 32]);
+        let hex = |digest: &[u8; 32]| digest.iter().map(|byte| format!("{byte:02x}")).collect::<String>();
+        let bytes = entry(&a, b"artifact");
+        assert_eq!(check_entry(&bytes, &hex(&a)), Ok(b"artifact".as_slice()));
+        assert_eq!(check_entry(&bytes, &hex(&b)), Err("was compiled from other bytes than the plugin's"));
+        let mut flipped = bytes.clone();
+        *flipped.last_mut().unwrap() ^= 1;
+        assert_eq!(check_entry(&flipped, &hex(&a)), Err("is corrupt or tampered with"));
+        assert_eq!(check_entry(b"phcache1 old format", &hex(&a)), Err("is not in this host's format"));
     }
 }

@@ -8,6 +8,7 @@
 //! watch = true                    # reload plugins when the directory changes
 //! watch_poll_ms = 2000            # poll the directory instead of inotify (NFS)
 //! cache_dir = "/var/cache/prompt-host"  # compiled plugins; default ~/.cache/prompt-host
+//! cache_max_mib = 512             # the most the compiled cache keeps
 //! require_pinned = false          # refuse plugins without a sha256 below
 //!
 //! [limits]                        # every plugin, unless overridden below
@@ -30,7 +31,6 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::cache::CompiledCache;
 use crate::handler::DEFAULT_PAGE_SIZE;
 use crate::limits::Limits;
 use crate::loader::PluginSettings;
@@ -58,6 +58,20 @@ pub struct ServeConfig {
     pub watch_poll: Option<Duration>,
     /// Where compiled plugins are cached; `None` disables the cache.
     pub cache_dir: Option<PathBuf>,
+    /// The most bytes of compiled plugins the cache keeps.
+    pub cache_max_bytes: u64,
+}
+
+/// The default size cap of the compiled cache, in MiB.
+pub const DEFAULT_CACHE_MAX_MIB: u64 = 512;
+
+/// The default compiled cache directory: `$XDG_CACHE_HOME/prompt-host`, else
+/// `~/.cache/prompt-host`.
+pub fn default_cache_dir() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")))?;
+    Some(base.join("prompt-host"))
 }
 
 /// What is configured for one plugin.
@@ -86,7 +100,8 @@ impl Default for ServeConfig {
             require_pinned: false,
             watch: true,
             watch_poll: None,
-            cache_dir: CompiledCache::default_dir(),
+            cache_dir: default_cache_dir(),
+            cache_max_bytes: DEFAULT_CACHE_MAX_MIB << 20,
         }
     }
 }
@@ -162,6 +177,10 @@ impl ServeConfig {
         if let Some(dir) = file.server.cache_dir {
             config.cache_dir = Some(dir);
         }
+        if let Some(mib) = file.server.cache_max_mib {
+            positive("server.cache_max_mib", mib)?;
+            config.cache_max_bytes = mib.checked_mul(1 << 20).ok_or("server.cache_max_mib is too large")?;
+        }
         for (name, plugin) in &file.plugins {
             if let Some(pin) = &plugin.sha256
                 && !(pin.len() == 64 && pin.bytes().all(|b| b.is_ascii_hexdigit()))
@@ -233,6 +252,7 @@ struct ServerSection {
     watch: Option<bool>,
     watch_poll_ms: Option<u64>,
     cache_dir: Option<PathBuf>,
+    cache_max_mib: Option<u64>,
 }
 
 /// Limits as a config file or the command line sets them, each optional, in

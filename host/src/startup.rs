@@ -35,7 +35,7 @@ pub struct Host {
 /// `config_source` (if any) gives the configuration to serve with from then on.
 pub async fn start(config: &ServeConfig, config_source: Option<ConfigSource>) -> Result<Host, StartupError> {
     let sandbox = Arc::new(Sandbox::new(config.sandbox_config())?);
-    let cache = config.cache_dir.as_ref().and_then(|dir| match CompiledCache::open(dir, sandbox.engine()) {
+    let cache = config.cache_dir.as_ref().and_then(|dir| match CompiledCache::open(dir, sandbox.engine(), config.cache_max_bytes) {
         Ok(cache) => Some(cache),
         Err(error) => {
             tracing::warn!(dir = %dir.display(), "compiled cache disabled: {error}");

@@ -212,6 +212,10 @@ struct ServeArgs {
     /// Where compiled plugins are cached [default: $XDG_CACHE_HOME/prompt-host or ~/.cache/prompt-host].
     #[arg(long, value_name = "DIR")]
     cache_dir: Option<PathBuf>,
+    /// The most the compiled cache keeps, in MiB; the least recently used
+    /// entries are evicted past it [default: 512].
+    #[arg(long, value_name = "MIB", value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
+    cache_max_mib: Option<u64>,
     /// Compile every plugin at start, without the compiled cache.
     #[arg(long, conflicts_with = "cache_dir")]
     no_cache: bool,
@@ -365,6 +369,9 @@ fn serve_config(args: &ServeArgs) -> Result<ServeConfig, ConfigError> {
         config.cache_dir = None;
     } else if let Some(dir) = &args.cache_dir {
         config.cache_dir = Some(dir.clone());
+    }
+    if let Some(mib) = args.cache_max_mib {
+        config.cache_max_bytes = mib << 20;
     }
     if args.require_pinned {
         config.require_pinned = true;
