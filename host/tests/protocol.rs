@@ -213,6 +213,12 @@ fn client_mistakes_get_invalid_params_naming_the_problem() {
             json!({ "name": "analyze-project", "arguments": { "timeframe": "2y", "fileUri": "file:///a.py" } }),
             "plugin 'project_insights' rejected the arguments of prompt 'analyze-project': timeframe '2y' is not one of 15m, 1h, 6h, 24h, 7d",
         ),
+        (
+            "prompts/get",
+            json!({ "name": "analyze-project", "arguments": { "timeframe": "1h", "fileUri": "x" } }),
+            "plugin 'project_insights' rejected the arguments of prompt 'analyze-project': \
+             fileUri 'x' is not an absolute URI, such as file:///src/app.py: relative URL without a base",
+        ),
         ("prompts/get", json!({}), "invalid params for prompts/get: missing field `name`"),
         (
             "prompts/list",
