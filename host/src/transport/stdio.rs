@@ -427,6 +427,30 @@ mod tests {
         );
     }
 
+    #[tokio::test]
+    async fn an_answer_survives_a_receive_dropped_while_writing_it() {
+        use tokio::io::AsyncReadExt;
+
+        let input = format!("{}\n{PING}\n", "z".repeat(200));
+        // One byte of room: writing the answer stops after its first byte.
+        let (writer, mut peer) = tokio::io::duplex(1);
+        let mut transport = StdioTransport::new(input.as_bytes(), writer, 100);
+        {
+            let mut receive = std::pin::pin!(transport.receive());
+            assert!(futures::poll!(&mut receive).is_pending());
+        }
+        let output = tokio::spawn(async move {
+            let mut bytes = Vec::new();
+            peer.read_to_end(&mut bytes).await.unwrap();
+            bytes
+        });
+        let next = transport.receive().await.expect("the next line is served");
+        assert_eq!(serde_json::to_value(next).unwrap()["id"], 1);
+        transport.close().await.unwrap();
+        let written: Value = serde_json::from_slice(&output.await.unwrap()).expect("one whole answer");
+        assert_eq!(json!({ "answer": written }), answer(-32700, None, 200, 100));
+    }
+
     #[test]
     fn ids_at_the_end() {
         assert_eq!(id_at_end(br#"xx","jsonrpc":"2.0","id" : 12 }  "#), Some(RequestId::Number(12)));
