@@ -59,7 +59,7 @@ fn value(argument: &Argument) -> BoxedStrategy<String> {
 /// The registry `prompt-host serve` builds with no plugin directory.
 fn bundled(runtime: &tokio::runtime::Runtime) -> Arc<Registry> {
     let config = ServeConfig { cache_dir: None, watch: false, ..ServeConfig::default() };
-    runtime.block_on(prompt_host::startup::start(&config)).expect("the bundled packs load").registry
+    runtime.block_on(prompt_host::startup::start(&config, None)).expect("the bundled packs load").registry
 }
 
 /// Every bundled prompt, with its arguments and their suggested values.
