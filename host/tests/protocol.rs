@@ -213,6 +213,12 @@ fn client_mistakes_get_invalid_params_naming_the_problem() {
             json!({ "name": "analyze-project", "arguments": { "timeframe": "2y", "fileUri": "file:///a.py" } }),
             "plugin 'project_insights' rejected the arguments of prompt 'analyze-project': timeframe '2y' is not one of 15m, 1h, 6h, 24h, 7d",
         ),
+        (
+            "prompts/get",
+            json!({ "name": "analyze-project", "arguments": { "timeframe": "1h", "fileUri": "x" } }),
+            "plugin 'project_insights' rejected the arguments of prompt 'analyze-project': \
+             fileUri 'x' is not an absolute URI, such as file:///src/app.py: relative URL without a base",
+        ),
         ("prompts/get", json!({}), "invalid params for prompts/get: missing field `name`"),
         (
             "prompts/list",
@@ -252,6 +258,61 @@ fn a_line_that_is_not_json_does_not_stop_the_server() {
     server.send_raw("{\"jsonrpc\": \"2.0\", \"id\": ");
     let result = server.get_prompt("code_review", json!({ "code": "x" }));
     assert_eq!(only_text(&result), "Please review this Python code:\nx");
+}
+
+/// A line of exactly `bytes` bytes: `start`, then `x`s, then `end`.
+fn padded(start: &str, end: &str, bytes: usize) -> String {
+    format!("{start}{}{end}", "x".repeat(bytes - start.len() - end.len()))
+}
+
+/// The error that answers a line of `bytes` bytes over the 64 KiB limit.
+fn over_the_limit(code: i32, bytes: usize) -> Value {
+    json!({
+        "code": code,
+        "message": format!("the message is {bytes} bytes, more than the limit of 65536 bytes (set by --max-message-kib)"),
+        "data": { "bytes": bytes, "limit": { "bytes": 65536 } }
+    })
+}
+
+#[test]
+fn a_message_over_the_size_limit_is_answered_and_the_server_keeps_serving() {
+    let mut server = Server::start(&["--max-message-kib", "64"]);
+    let get = r#"{"jsonrpc":"2.0","id":7,"method":"prompts/get","params":{"name":"code_review","arguments":{"code":""#;
+    server.send_raw(&padded(get, r#""}}}"#, 100 << 10));
+    assert_eq!(server.response(7), json!({ "jsonrpc": "2.0", "id": 7, "error": over_the_limit(-32600, 100 << 10) }));
+
+    // The official TypeScript SDK writes the id last.
+    let get_id_last = r#"{"method":"prompts/get","params":{"name":"code_review","arguments":{"code":""#;
+    server.send_raw(&padded(get_id_last, r#""}},"jsonrpc":"2.0","id":8}"#, 100 << 10));
+    assert_eq!(server.response(8), json!({ "jsonrpc": "2.0", "id": 8, "error": over_the_limit(-32600, 100 << 10) }));
+
+    // Nothing of a line that is not JSON can be read: no id.
+    server.send_raw(&"x".repeat(100 << 10));
+    assert_eq!(server.drain_notifications(), [json!({ "jsonrpc": "2.0", "error": over_the_limit(-32700, 100 << 10) })]);
+
+    // A message just under the limit is served whole, and so is the next one.
+    let code = "y".repeat(60 << 10);
+    assert_eq!(only_text(&server.get_prompt("code_review", json!({ "code": code }))), format!("Please review this Python code:\n{code}"));
+    assert_eq!(only_text(&server.get_prompt("code_review", json!({ "code": "x" }))), "Please review this Python code:\nx");
+    let stderr = server.wait_for_stderr_count("refused a message over the size limit", 3);
+    assert_eq!(stderr.matches("refused a message over the size limit").count(), 3, "{stderr}");
+}
+
+#[test]
+fn the_message_size_limit_is_checked() {
+    for (args, problem) in [
+        (&["--max-message-kib", "0"][..], "invalid value '0' for '--max-message-kib <KIB>': 0 is not in 1..=1048576"),
+        (&["--max-message-kib", "1048577"][..], "invalid value '1048577' for '--max-message-kib <KIB>': 1048577 is not in 1..=1048576"),
+        (
+            &["--max-message-kib", "64", "--http", "127.0.0.1:0"][..],
+            "the argument '--max-message-kib <KIB>' cannot be used with '--http <ADDR>'",
+        ),
+    ] {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_prompt-host")).arg("serve").args(args).output().unwrap();
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(problem), "{args:?}: {stderr}");
+    }
 }
 
 #[test]
@@ -352,7 +413,10 @@ fn files_that_are_not_plugins_are_reported_and_the_rest_served() {
         ),
         format!("{}: not a valid WebAssembly component: ", path("truncated.wasm")),
     ] {
-        assert!(stderr.contains(&expected), "stderr lacks {expected:?}:\n{stderr}");
+        // The reason is logged as a Debug field: escaped, between quotes.
+        let logged = format!("{expected:?}");
+        let logged = &logged[1..logged.len() - 1];
+        assert!(stderr.contains(logged), "stderr lacks {logged}:\n{stderr}");
     }
     assert!(!stderr.contains("README.txt"));
 }

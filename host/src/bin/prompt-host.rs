@@ -14,6 +14,7 @@ use prompt_host::error::RequestError;
 use prompt_host::handler::PromptServer;
 use prompt_host::scaffold::{self, Language};
 use prompt_host::transport::http::{self, HttpConfig};
+use prompt_host::transport::stdio;
 
 /// What is logged unless RUST_LOG says otherwise: the host's own events, and
 /// only rmcp's warnings (it logs every message it handles at info).
@@ -222,6 +223,16 @@ struct ServeArgs {
     /// Load only plugins whose SHA-256 the config file pins (plugins.NAME.sha256).
     #[arg(long)]
     require_pinned: bool,
+    /// The longest message a client may send over stdio, in KiB; a longer
+    /// line is skipped unread and answered with an error.
+    #[arg(
+        long,
+        value_name = "KIB",
+        default_value_t = stdio::DEFAULT_MAX_MESSAGE_KIB,
+        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=stdio::MAX_MAX_MESSAGE_KIB as u64),
+        conflicts_with = "http"
+    )]
+    max_message_kib: usize,
     #[command(flatten)]
     http: HttpArgs,
     #[command(flatten)]
@@ -389,7 +400,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let host = prompt_host::startup::start(&config, config_source).await?;
     let server = PromptServer::new(host.registry, config.page_size);
     let Some(addr) = args.http.http else {
-        return prompt_host::transport::serve_stdio(server).await.context("serving MCP over stdio");
+        return stdio::serve_stdio(server, args.max_message_kib << 10).await.context("serving MCP over stdio");
     };
     let http = HttpConfig {
         allow_remote: args.http.allow_remote,

@@ -43,6 +43,13 @@ impl Guest for ProjectInsights {
                         TIMEFRAMES.join(", ")
                     )));
                 }
+                // The host refuses a reply whose links are not URIs, with the
+                // same parser: check here, and blame the argument.
+                if let Err(error) = url::Url::parse(file_uri) {
+                    return Err(PromptError::InvalidArguments(format!(
+                        "fileUri '{file_uri}' is not an absolute URI, such as file:///src/app.py: {error}"
+                    )));
+                }
                 Ok(reply([
                     user_text("Analyze these system logs and the code file for any issues:"),
                     message(

@@ -1,0 +1,464 @@
+//! MCP over stdin and stdout, one JSON-RPC message per line, with a bound on
+//! the length of a line.
+//!
+//! rmcp's own stdio transport drops a line over its cap with only a log line,
+//! and the client that sent it waits forever. This transport frames lines the
+//! same way, with rmcp's codec, and answers an overlong line itself: a
+//! JSON-RPC error carrying the request's id where it can be read. rmcp still
+//! handles the protocol; this module owns only reading and framing lines, and
+//! writes through the same writer rmcp's transport uses.
+
+use std::io;
+use std::sync::Arc;
+
+use bytes::{Buf, BytesMut};
+use futures::{SinkExt, StreamExt};
+use rmcp::RoleServer;
+use rmcp::model::{ErrorCode, ErrorData, RequestId, ServerJsonRpcMessage};
+use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::transport::Transport;
+use rmcp::transport::async_rw::{JsonRpcMessageCodec, JsonRpcMessageCodecError, TransportWriter};
+use serde::de::{Deserializer as _, IgnoredAny, MapAccess, Visitor};
+use serde_json::json;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::Mutex;
+use tokio_util::codec::{Decoder, FramedRead, FramedWrite};
+
+use super::TransportError;
+use crate::handler::PromptServer;
+
+/// The default for `--max-message-kib`: rmcp's own cap on a line, 16 MiB.
+pub const DEFAULT_MAX_MESSAGE_KIB: usize = 16 << 10;
+
+/// The largest `--max-message-kib` accepted: 1 GiB.
+pub const MAX_MAX_MESSAGE_KIB: usize = 1 << 20;
+
+/// How much of the start of an overlong line is read for its id. Most
+/// clients write the id before the parameters.
+const HEAD_BYTES: usize = 4 << 10;
+
+/// How much of the end of an overlong line is kept for its id. The official
+/// TypeScript SDK writes the id last (`{"method":…,"params":…,"jsonrpc":"2.0","id":7}`).
+const TAIL_BYTES: usize = 128;
+
+/// A UTF-8 byte order mark, which rmcp's codec ignores at the start of a line.
+const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// Serves MCP over this process's stdin and stdout until the client closes
+/// stdin. A line (one message) may hold at most `max_message_bytes` bytes
+/// before its newline. Only protocol messages are written to stdout.
+pub async fn serve_stdio(server: PromptServer, max_message_bytes: usize) -> Result<(), TransportError> {
+    let (stdin, stdout) = rmcp::transport::stdio_pipes();
+    let running = rmcp::ServiceExt::serve(server, StdioTransport::new(stdin, stdout, max_message_bytes))
+        .await
+        .map_err(|error| TransportError::Start(error.to_string()))?;
+    let reason = running.waiting().await.map_err(|error| TransportError::Run(error.to_string()))?;
+    tracing::info!(?reason, "stdio session ended");
+    Ok(())
+}
+
+/// An rmcp transport over a reader and a writer of JSON-RPC lines, which
+/// answers a line longer than its limit instead of dropping it.
+pub struct StdioTransport<R, W> {
+    lines: FramedRead<R, LineCodec>,
+    /// rmcp's writer: the transport's own answers share it with rmcp's.
+    write: Arc<Mutex<Option<TransportWriter<RoleServer, W>>>>,
+    /// An answer to a refused line, until it has been written and flushed.
+    answer: Option<PendingAnswer>,
+}
+
+struct PendingAnswer {
+    message: ServerJsonRpcMessage,
+    /// Whether the writer holds it already, so that only the flush is left.
+    queued: bool,
+}
+
+impl<R: AsyncRead, W: AsyncWrite> StdioTransport<R, W> {
+    pub fn new(read: R, write: W, max_message_bytes: usize) -> Self {
+        StdioTransport {
+            lines: FramedRead::new(read, LineCodec::new(max_message_bytes)),
+            write: Arc::new(Mutex::new(Some(FramedWrite::new(write, JsonRpcMessageCodec::default())))),
+            answer: None,
+        }
+    }
+}
+
+impl<R, W> Transport<RoleServer> for StdioTransport<R, W>
+where
+    R: AsyncRead + Send + Unpin,
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    type Error = io::Error;
+
+    fn send(&mut self, item: TxJsonRpcMessage<RoleServer>) -> impl Future<Output = io::Result<()>> + Send + 'static {
+        let write = self.write.clone();
+        async move {
+            match write.lock().await.as_mut() {
+                Some(writer) => writer.send(item).await.map_err(io::Error::from),
+                None => Err(io::Error::new(io::ErrorKind::NotConnected, "the transport is closed")),
+            }
+        }
+    }
+
+    /// The next message for rmcp. rmcp polls this inside a `select!` and may
+    /// drop it at any await, so every step keeps its progress in `self`: the
+    /// framed reader keeps a partial line, and `answer` a half-written answer.
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
+        loop {
+            if let Some(answer) = &mut self.answer {
+                let mut write = self.write.lock().await;
+                let writer = write.as_mut()?;
+                let written = async {
+                    if !answer.queued {
+                        writer.feed(answer.message.clone()).await?;
+                        answer.queued = true;
+                    }
+                    writer.flush().await
+                };
+                if let Err(error) = written.await {
+                    tracing::error!(%error, "cannot write to stdout");
+                    return None;
+                }
+                self.answer = None;
+            }
+            match self.lines.next().await? {
+                Ok(Incoming::Message(message)) => return Some(message),
+                Ok(Incoming::Refused(message)) => self.answer = Some(PendingAnswer { message, queued: false }),
+                Err(error) => {
+                    tracing::error!(%error, "cannot read stdin");
+                    return None;
+                }
+            }
+        }
+    }
+
+    async fn close(&mut self) -> io::Result<()> {
+        drop(self.write.lock().await.take());
+        Ok(())
+    }
+}
+
+/// What one line from the client comes to.
+#[derive(Debug)]
+enum Incoming {
+    /// A message for rmcp to handle.
+    Message(RxJsonRpcMessage<RoleServer>),
+    /// A line rmcp never sees, and the error that answers it.
+    Refused(ServerJsonRpcMessage),
+}
+
+/// Frames lines of at most `limit` bytes with rmcp's codec, which parses them
+/// as rmcp's own transport would, and turns a longer line into an error for
+/// its sender. Of a longer line it keeps only what it has read when the limit
+/// is passed, until its id is read from that, and then [`TAIL_BYTES`].
+struct LineCodec {
+    limit: usize,
+    rmcp: JsonRpcMessageCodec<RxJsonRpcMessage<RoleServer>>,
+    /// The line over the limit being skipped, until its newline.
+    overlong: Option<Overlong>,
+}
+
+impl LineCodec {
+    fn new(limit: usize) -> LineCodec {
+        LineCodec { limit, rmcp: JsonRpcMessageCodec::new_with_max_length(limit), overlong: None }
+    }
+}
+
+impl Decoder for LineCodec {
+    type Item = Incoming;
+    type Error = io::Error;
+
+    fn decode(&mut self, buffer: &mut BytesMut) -> io::Result<Option<Incoming>> {
+        loop {
+            if let Some(overlong) = &mut self.overlong {
+                let newline = buffer.iter().position(|&byte| byte == b'\n');
+                let end = newline.unwrap_or(buffer.len());
+                overlong.skip(&buffer[..end]);
+                buffer.advance(newline.map_or(end, |end| end + 1));
+                if newline.is_none() {
+                    return Ok(None);
+                }
+                let overlong = self.overlong.take().expect("an overlong line is being skipped");
+                return Ok(Some(Incoming::Refused(overlong.answer(self.limit))));
+            }
+            let unread = buffer.len();
+            match self.rmcp.decode(buffer) {
+                Ok(Some(message)) => return Ok(Some(Incoming::Message(message))),
+                // rmcp skips a notification it does not know with no item: the
+                // line is gone from the buffer, and the next may be whole already.
+                Ok(None) if buffer.len() < unread => continue,
+                Ok(None) => return Ok(None),
+                Err(JsonRpcMessageCodecError::MaxLineLengthExceeded) => {
+                    // No newline in the first `limit + 1` bytes. rmcp's codec
+                    // would skip the rest of the line silently: skip it here instead.
+                    self.rmcp = JsonRpcMessageCodec::new_with_max_length(self.limit);
+                    self.overlong = Some(Overlong::starting(&buffer[..=self.limit]));
+                }
+                Err(JsonRpcMessageCodecError::Serde(error)) => match error.classify() {
+                    // As rmcp's transport: a line that is not JSON is ignored
+                    // (answering garbage can start an error storm between two
+                    // peers); JSON that is no JSON-RPC message is answered.
+                    serde_json::error::Category::Syntax | serde_json::error::Category::Eof => {
+                        tracing::debug!(%error, "ignoring a line that is not JSON");
+                    }
+                    serde_json::error::Category::Data | serde_json::error::Category::Io => {
+                        tracing::debug!(%error, "answering a line that is no JSON-RPC message");
+                        let error = ErrorData::invalid_request("Invalid request", None);
+                        return Ok(Some(Incoming::Refused(ServerJsonRpcMessage::error(error, None))));
+                    }
+                },
+                Err(error) => return Err(error.into()),
+            }
+        }
+    }
+
+    fn decode_eof(&mut self, buffer: &mut BytesMut) -> io::Result<Option<Incoming>> {
+        let incoming = self.decode(buffer)?;
+        if incoming.is_none() && !buffer.is_empty() {
+            // As rmcp's transport: a last line with no newline is incomplete.
+            tracing::debug!(bytes = buffer.len(), "ignoring an unterminated last line");
+            buffer.clear();
+        }
+        Ok(incoming)
+    }
+}
+
+/// A line over the limit, skipped as it arrives.
+struct Overlong {
+    head: Head,
+    /// Bytes of the line so far, its newline not counted.
+    bytes: usize,
+    /// The last [`TAIL_BYTES`] bytes seen.
+    tail: Vec<u8>,
+}
+
+impl Overlong {
+    /// Starts skipping a line, reading its id from its first bytes (`start`
+    /// holds no newline).
+    fn starting(start: &[u8]) -> Overlong {
+        Overlong { head: Head::read(&start[..start.len().min(HEAD_BYTES)]), bytes: 0, tail: Vec::with_capacity(TAIL_BYTES) }
+    }
+
+    fn skip(&mut self, bytes: &[u8]) {
+        self.bytes += bytes.len();
+        let kept = bytes.len().min(TAIL_BYTES);
+        let dropped = (self.tail.len() + kept).saturating_sub(TAIL_BYTES);
+        self.tail.drain(..dropped);
+        self.tail.extend_from_slice(&bytes[bytes.len() - kept..]);
+    }
+
+    /// The error that answers the line: -32700 when it does not start as
+    /// JSON, else -32600 with the request's id when it could be read.
+    fn answer(self, limit: usize) -> ServerJsonRpcMessage {
+        let (code, id) = match self.head {
+            Head::NotJson => (ErrorCode::PARSE_ERROR, None),
+            Head::Id(id) => (ErrorCode::INVALID_REQUEST, Some(id)),
+            Head::NoId => (ErrorCode::INVALID_REQUEST, id_at_end(&self.tail)),
+        };
+        let message = format!(
+            "the message is {} bytes, more than the limit of {limit} bytes (set by --max-message-kib)",
+            self.bytes
+        );
+        tracing::warn!(bytes = self.bytes, limit, ?id, "refused a message over the size limit");
+        let data = json!({ "bytes": self.bytes, "limit": { "bytes": limit } });
+        ServerJsonRpcMessage::error(ErrorData::new(code, message, Some(data)), id)
+    }
+}
+
+/// What the first bytes of an overlong line say, parsed as far as they go.
+#[derive(Debug, PartialEq)]
+enum Head {
+    /// They are not the start of a JSON value.
+    NotJson,
+    /// They start a JSON object whose `id` they hold.
+    Id(RequestId),
+    /// They start JSON, but hold no usable `id`.
+    NoId,
+}
+
+impl Head {
+    fn read(start: &[u8]) -> Head {
+        let start = start.strip_prefix(UTF8_BOM).unwrap_or(start);
+        let mut id = None;
+        let parsed = serde_json::Deserializer::from_slice(start).deserialize_map(IdVisitor(&mut id));
+        match (id, parsed) {
+            (Some(id), _) => Head::Id(id),
+            (None, Err(error)) if error.classify() == serde_json::error::Category::Syntax => Head::NotJson,
+            (None, _) => Head::NoId,
+        }
+    }
+}
+
+/// Walks the members of an object until `id`, and stores its value, if it is
+/// a usable request id. Parsing then stops with an error, which is expected:
+/// the bytes are only the start of the message.
+struct IdVisitor<'a>(&'a mut Option<RequestId>);
+
+impl<'de> Visitor<'de> for IdVisitor<'_> {
+    type Value = ();
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter) -> std::fmt::Result {
+        formatter.write_str("a JSON-RPC message")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut members: A) -> Result<(), A::Error> {
+        while let Some(key) = members.next_key::<String>()? {
+            if key == "id" {
+                *self.0 = Some(members.next_value()?);
+                return Ok(());
+            }
+            members.next_value::<IgnoredAny>()?;
+        }
+        Ok(())
+    }
+}
+
+/// The id of a message whose last member is its `id`, read from the end of
+/// the line: `…,"id":7}`. (Inside a JSON string, `"id"` could not appear with
+/// unescaped quotes, so a match is the key of a member.)
+fn id_at_end(tail: &[u8]) -> Option<RequestId> {
+    let text = tail.trim_ascii_end().strip_suffix(b"}")?;
+    let key = text.windows(4).rposition(|window| window == b"\"id\"")?;
+    if !matches!(text[..key].trim_ascii_end().last(), Some(b',' | b'{')) {
+        return None;
+    }
+    let value = text[key + 4..].trim_ascii_start().strip_prefix(b":")?;
+    serde_json::from_slice(value).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    /// Feeds `input` to a codec of `limit` bytes in chunks of `chunk` bytes,
+    /// as reads would deliver it, and returns every item as JSON.
+    fn decode_all(limit: usize, input: &[u8], chunk: usize) -> Vec<Value> {
+        let mut codec = LineCodec::new(limit);
+        let mut buffer = BytesMut::new();
+        let mut items = Vec::new();
+        for piece in input.chunks(chunk) {
+            buffer.extend_from_slice(piece);
+            while let Some(item) = codec.decode(&mut buffer).unwrap() {
+                items.push(match item {
+                    Incoming::Message(message) => json!({ "message": message }),
+                    Incoming::Refused(answer) => json!({ "answer": answer }),
+                });
+            }
+            // Never more than the limit, its newline and one chunk.
+            assert!(buffer.len() <= limit + 1 + chunk, "{} bytes buffered", buffer.len());
+        }
+        items
+    }
+
+    fn answer(code: i32, id: Option<Value>, bytes: usize, limit: usize) -> Value {
+        let mut answer = json!({ "answer": {
+            "jsonrpc": "2.0",
+            "error": {
+                "code": code,
+                "message": format!("the message is {bytes} bytes, more than the limit of {limit} bytes (set by --max-message-kib)"),
+                "data": { "bytes": bytes, "limit": { "bytes": limit } },
+            },
+        }});
+        if let Some(id) = id {
+            answer["answer"]["id"] = id;
+        }
+        answer
+    }
+
+    const PING: &str = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+
+    #[test]
+    fn lines_within_the_limit_pass_through_whatever_the_reads() {
+        let input = format!("{PING}\n{PING}\n");
+        for chunk in [1, 7, input.len()] {
+            let items = decode_all(PING.len(), input.as_bytes(), chunk);
+            assert_eq!(items.len(), 2, "chunks of {chunk}: {items:?}");
+            assert_eq!(items[0]["message"]["method"], "ping");
+        }
+    }
+
+    #[test]
+    fn an_overlong_line_is_answered_with_its_id_and_the_next_line_served() {
+        let long = format!(r#"{{"jsonrpc":"2.0","id":7,"method":"prompts/get","params":{{"name":"{}"}}}}"#, "x".repeat(300));
+        let input = format!("{long}\n{PING}\n");
+        for chunk in [1, 64, input.len()] {
+            let items = decode_all(100, input.as_bytes(), chunk);
+            assert_eq!(items[0], answer(-32600, Some(json!(7)), long.len(), 100), "chunks of {chunk}");
+            assert_eq!(items[1]["message"]["id"], 1);
+            assert_eq!(items.len(), 2);
+        }
+    }
+
+    #[test]
+    fn an_id_written_last_is_read_from_the_end_of_the_line() {
+        let long = format!(r#"{{"method":"prompts/get","params":{{"name":"{}"}},"jsonrpc":"2.0","id":"req-9"}}"#, "x".repeat(300));
+        let items = decode_all(100, format!("{long}\r\n").as_bytes(), 16);
+        assert_eq!(items, [answer(-32600, Some(json!("req-9")), long.len() + 1, 100)]);
+    }
+
+    #[test]
+    fn an_overlong_line_without_an_id_is_invalid_and_one_that_is_not_json_unparsable() {
+        let no_id = format!(r#"{{"jsonrpc":"2.0","method":"x","params":"{}"}}"#, "y".repeat(300));
+        let not_json = "z".repeat(300);
+        let items = decode_all(100, format!("{no_id}\n{not_json}\n").as_bytes(), 50);
+        assert_eq!(items, [answer(-32600, None, no_id.len(), 100), answer(-32700, None, 300, 100)]);
+    }
+
+    #[test]
+    fn a_line_of_exactly_the_limit_passes() {
+        let items = decode_all(PING.len(), format!("{PING}\n").as_bytes(), 3);
+        assert_eq!(items[0]["message"]["id"], 1);
+        let items = decode_all(PING.len() - 1, format!("{PING}\n").as_bytes(), 3);
+        assert_eq!(items, [answer(-32600, Some(json!(1)), PING.len(), PING.len() - 1)]);
+    }
+
+    #[test]
+    fn lines_rmcp_ignores_or_refuses_are_handled_as_rmcp_does() {
+        // rmcp skips the stderr notification (no "jsonrpc") with no item.
+        let input = format!("not json\n{{\"method\":\"notifications/stderr\",\"params\":{{}}}}\n{{\"foo\":1}}\n{PING}\n");
+        let items = decode_all(1000, input.as_bytes(), input.len());
+        assert_eq!(
+            items,
+            [
+                json!({ "answer": { "jsonrpc": "2.0", "error": { "code": -32600, "message": "Invalid request" } } }),
+                json!({ "message": serde_json::from_str::<Value>(PING).unwrap() }),
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn an_answer_survives_a_receive_dropped_while_writing_it() {
+        use tokio::io::AsyncReadExt;
+
+        let input = format!("{}\n{PING}\n", "z".repeat(200));
+        // One byte of room: writing the answer stops after its first byte.
+        let (writer, mut peer) = tokio::io::duplex(1);
+        let mut transport = StdioTransport::new(input.as_bytes(), writer, 100);
+        {
+            let mut receive = std::pin::pin!(transport.receive());
+            assert!(futures::poll!(&mut receive).is_pending());
+        }
+        let output = tokio::spawn(async move {
+            let mut bytes = Vec::new();
+            peer.read_to_end(&mut bytes).await.unwrap();
+            bytes
+        });
+        let next = transport.receive().await.expect("the next line is served");
+        assert_eq!(serde_json::to_value(next).unwrap()["id"], 1);
+        transport.close().await.unwrap();
+        let written: Value = serde_json::from_slice(&output.await.unwrap()).expect("one whole answer");
+        assert_eq!(json!({ "answer": written }), answer(-32700, None, 200, 100));
+    }
+
+    #[test]
+    fn ids_at_the_end() {
+        assert_eq!(id_at_end(br#"xx","jsonrpc":"2.0","id" : 12 }  "#), Some(RequestId::Number(12)));
+        assert_eq!(id_at_end(br#"xx",  "id":"a"}"#), Some(RequestId::String("a".into())));
+        // The last member is not the id, or the id is inside a string.
+        assert_eq!(id_at_end(br#""id":1,"x":2}"#), None);
+        assert_eq!(id_at_end(br#"x\"id\":1}"}"#), None);
+        assert_eq!(id_at_end(br#"{"x":{"id":1}}"#), None);
+        assert_eq!(id_at_end(br#","id":1.5}"#), None);
+    }
+}
