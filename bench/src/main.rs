@@ -396,7 +396,8 @@ fn sandbox_calls(setup: &Setup, calls: usize) -> anyhow::Result<(f64, Duration)>
         let config = ServeConfig::default();
         let path = setup.plugin("code_review");
         let settings = config.plugin_settings(&prompt_host::loader::plugin_id(&path));
-        let server = prompt_host::inspect::serve_one(&path, settings, config.sandbox.clone()).await?;
+        let registry = prompt_host::startup::load_one(&path, settings, config.sandbox.clone()).await?;
+        let server = prompt_host::handler::PromptServer::new(registry, config.page_size);
         let request = || {
             let arguments = [("code".to_string(), Value::String(CODE.into()))].into_iter().collect();
             rmcp::model::GetPromptRequestParams::new("code_review").with_arguments(arguments)

@@ -16,8 +16,7 @@ use notify::{EventKind, RecursiveMode, Watcher};
 use tokio::sync::{Mutex, mpsc};
 
 use crate::config::ServeConfig;
-use crate::loader::{self, LoadError, Loader, PluginSource};
-use crate::sandbox::CallFailure;
+use crate::loader::{self, Loader, PluginSource};
 use crate::plugin::Plugin;
 use crate::registry::Registry;
 
@@ -123,7 +122,7 @@ impl PluginDirectory {
                 tracing::error!(file = %failure.origin, "plugin not loaded: {failure}");
             }
             // A busy sandbox says nothing about the file: try it again next time.
-            let transient = matches!(failure.error, LoadError::List(CallFailure::Busy { .. }));
+            let transient = failure.error.is_transient();
             if let Some(digest) = ids_and_digests.get(&id).filter(|_| !transient) {
                 loaded.failed.insert(id.clone(), digest.clone());
             }

@@ -7,7 +7,8 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
-use prompt_host::config::{LimitOverrides, ServeConfig};
+use prompt_host::config::ServeConfig;
+use prompt_host::limits::LimitOverrides;
 use prompt_host::loader::PluginSettings;
 use prompt_host::sandbox::SandboxConfig;
 use prompt_host::handler::PromptServer;
@@ -195,7 +196,7 @@ impl LimitArgs {
         LimitOverrides {
             fuel: self.fuel,
             deadline_ms: self.deadline_ms,
-            memory_mib: self.memory_mib.map(|mib| mib as usize),
+            memory_mib: self.memory_mib,
             ..LimitOverrides::default()
         }
     }
@@ -316,7 +317,8 @@ async fn inspect(file: PathBuf, json: bool, plugin: OnePluginArgs) -> anyhow::Re
 
 async fn get(file: PathBuf, prompt: String, arguments: Vec<(String, String)>, plugin: OnePluginArgs) -> anyhow::Result<()> {
     let (settings, sandbox) = plugin.settings(&file)?;
-    let server = prompt_host::inspect::serve_one(&file, settings, sandbox).await?;
+    let registry = prompt_host::startup::load_one(&file, settings, sandbox).await?;
+    let server = PromptServer::new(registry, prompt_host::catalog::DEFAULT_PAGE_SIZE);
     let arguments = arguments.into_iter().map(|(name, value)| (name, serde_json::Value::String(value))).collect();
     let request = rmcp::model::GetPromptRequestParams::new(prompt).with_arguments(arguments);
     let mut result = server.get_prompt_result(request).await?;
