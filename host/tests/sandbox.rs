@@ -263,17 +263,23 @@ fn calls_past_the_concurrency_bound_are_refused_as_busy() {
     assert_eq!(only_text(&server.get_prompt("echo", json!({}))), "echo");
 }
 
-#[test]
-fn an_invalid_config_file_is_refused_at_start_naming_the_key() {
-    let (_config_dir, config) = config_file("[limits]\nfuel = 1000\ndeadline = 5\n");
+/// Runs `serve` with the config file `config`, which must be refused: exit
+/// status 1 and nothing on stdout. Returns what it wrote to stderr.
+fn refused_config(config: &str) -> String {
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_prompt-host"))
-        .args(["serve", "--config", &config])
+        .args(["serve", "--config", config])
         .stdin(std::process::Stdio::null())
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(1));
     assert!(output.stdout.is_empty());
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[test]
+fn an_invalid_config_file_is_refused_at_start_naming_the_key() {
+    let (_config_dir, config) = config_file("[limits]\nfuel = 1000\ndeadline = 5\n");
+    let stderr = refused_config(&config);
     assert!(stderr.starts_with(&format!("error: invalid config file {config}: TOML parse error at line 3")), "{stderr}");
     assert!(stderr.contains("unknown field `deadline`"), "{stderr}");
 }
@@ -317,15 +323,8 @@ fn a_hammered_plugin_exhausts_only_its_own_quota() {
 #[test]
 fn a_stack_larger_than_the_engine_runs_is_refused_at_start_naming_the_maximum() {
     let (_config_dir, config) = config_file("[sandbox]\nmax_wasm_stack_kib = 4096\n");
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_prompt-host"))
-        .args(["serve", "--config", &config])
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(1));
-    assert!(output.stdout.is_empty());
     assert_eq!(
-        String::from_utf8_lossy(&output.stderr),
+        refused_config(&config),
         format!(
             "error: invalid config file {config}: sandbox.max_wasm_stack_kib must be at most 1536: calls run on the \
              engine's 2048 KiB stacks, and the host's own functions need the rest\n"
