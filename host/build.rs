@@ -27,6 +27,7 @@ fn main() {
     }
 
     build_plugins(&plugins);
+    describe_build(root);
 
     let release = plugins.join("target/wasm32-wasip2/release");
     let mut bundled = String::from("&[\n");
@@ -70,4 +71,42 @@ fn build_plugins(plugins: &Path) {
              `cargo build --release --target wasm32-wasip2 --manifest-path plugins/Cargo.toml` to see the error"
         );
     }
+}
+
+/// Sets `PROMPT_HOST_BUILD` to what `prompt-host --version` reports besides
+/// its own version: the wasmtime and rmcp versions it was built with (from
+/// Cargo.lock) and the commit it was built from.
+fn describe_build(root: &Path) {
+    let lock_path = root.join("Cargo.lock");
+    println!("cargo:rerun-if-changed={}", lock_path.display());
+    let lock = fs::read_to_string(&lock_path).unwrap_or_default();
+    let version_of = |name: &str| {
+        let entry = format!("name = \"{name}\"\nversion = \"");
+        lock.find(&entry)
+            .map(|start| &lock[start + entry.len()..])
+            .and_then(|rest| rest.split('"').next())
+            .unwrap_or("unknown")
+            .to_string()
+    };
+    let git = |args: &[&str]| {
+        Command::new("git").current_dir(root).args(args).output().ok().filter(|output| output.status.success())
+            .map(|output| String::from_utf8_lossy(&output.stdout).trim().to_string())
+    };
+    // Rebuilt when HEAD moves: a new commit, or a checkout of another one.
+    for file in ["HEAD", "packed-refs"] {
+        if let Some(path) = git(&["rev-parse", "--git-path", file]) {
+            println!("cargo:rerun-if-changed={}", root.join(path).display());
+        }
+    }
+    if let Some(branch) = git(&["symbolic-ref", "-q", "HEAD"])
+        && let Some(path) = git(&["rev-parse", "--git-path", &branch])
+    {
+        println!("cargo:rerun-if-changed={}", root.join(path).display());
+    }
+    let commit = git(&["rev-parse", "--short=12", "HEAD"]).unwrap_or_else(|| "unknown".into());
+    println!(
+        "cargo:rustc-env=PROMPT_HOST_BUILD=wasmtime {}, rmcp {}, commit {commit}",
+        version_of("wasmtime"),
+        version_of("rmcp")
+    );
 }

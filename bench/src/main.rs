@@ -66,6 +66,12 @@ fn main() -> anyhow::Result<()> {
     if run("fair") {
         tail_under_spinners(&setup, 64, &mut report)?;
     }
+    if run("idle") {
+        idle_wakeups(&setup, &mut report)?;
+    }
+    if run("copy") {
+        copy_budget_memory(&setup, &mut report)?;
+    }
 
     let text = report.render(&args);
     println!("{text}");
@@ -752,6 +758,72 @@ fn tail_under_spinners(setup: &Setup, spinners: u64, report: &mut Report) -> any
         ),
         format!("{} / {}", micros(load.p50), micros(load.p99)),
     ));
+    Ok(())
+}
+
+/// Context switches a second across all of prompt-host's threads, read from
+/// /proc over 5 s while a client is connected and sends nothing (after one
+/// call, so that the sandbox has run).
+fn idle_wakeups(setup: &Setup, report: &mut Report) -> anyhow::Result<()> {
+    const WINDOW: Duration = Duration::from_secs(5);
+    let dir = setup.plugin_dir("idle", &["code_review"])?;
+    let cache = setup.dir("idle-cache")?;
+    let args = ["serve", "--plugins", &dir.display().to_string(), "--cache-dir", &cache.display().to_string()].map(String::from);
+    let mut server = StdioServer::start(&setup.bin("prompt-host"), &args)?;
+    check_reply(&mut server, "code_review")?;
+    std::thread::sleep(Duration::from_millis(500));
+    let before = context_switches(server.pid())?;
+    std::thread::sleep(WINDOW);
+    let after = context_switches(server.pid())?;
+    report.facts.push((
+        "Wake-ups (context switches) a second across all threads, idle with a client connected, over 5 s".into(),
+        format!("{:.1}", (after - before) as f64 / WINDOW.as_secs_f64()),
+    ));
+    Ok(())
+}
+
+/// Voluntary and involuntary context switches of every thread of `pid`.
+fn context_switches(pid: u32) -> anyhow::Result<u64> {
+    let mut total = 0;
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))? {
+        let status = std::fs::read_to_string(task?.path().join("status"))?;
+        for line in status.lines().filter(|line| line.contains("ctxt_switches:")) {
+            total += line.split_whitespace().last().unwrap_or("0").parse::<u64>()?;
+        }
+    }
+    Ok(total)
+}
+
+/// Peak resident memory while 16 calls at once each return 64 texts that
+/// alias one 4 MiB buffer (the `hostile` pack's `alias-bomb`): with the copy
+/// budget the default limits give a call, and with the budget raised to
+/// wasmtime's own default of 128 MiB (`max_reply_kib = 131072`), which is
+/// what every call had before the host set one.
+fn copy_budget_memory(setup: &Setup, report: &mut Report) -> anyhow::Result<()> {
+    const CALLS: u64 = 16;
+    let dir = setup.plugin_dir("copy", &["hostile"])?;
+    let cache = setup.dir("copy-cache")?;
+    for (label, limits) in [("default limits (copy budget 8.2 MiB)", ""), ("copy budget 128 MiB, wasmtime's default", "max_reply_kib = 131072\n")] {
+        let config = setup.dir("copy-config")?.join("prompt-host.toml");
+        std::fs::write(&config, format!("[limits]\n{limits}"))?;
+        let args = ["serve", "--plugins", &dir.display().to_string(), "--cache-dir", &cache.display().to_string(), "--config", &config.display().to_string()]
+            .map(String::from);
+        let mut server = StdioServer::start(&setup.bin("prompt-host"), &args)?;
+        let before = memory_kib(server.pid(), "VmHWM")?;
+        for id in 0..CALLS {
+            server.send(&json!({ "jsonrpc": "2.0", "id": 1000 + id, "method": "prompts/get", "params": { "name": "alias-bomb" } }).to_string())?;
+        }
+        server.stdin.flush()?;
+        for _ in 0..CALLS {
+            let line = server.read_line()?;
+            ensure!(line.contains("bytes the host copies out of one call"), "alias-bomb ended otherwise: {line:.300}");
+        }
+        let peak = memory_kib(server.pid(), "VmHWM")?;
+        report.facts.push((
+            format!("Peak resident memory, {CALLS} concurrent calls returning 64 texts aliasing one 4 MiB buffer, {label}: before, after"),
+            format!("{:.0} MiB, {:.0} MiB", before as f64 / 1024.0, peak as f64 / 1024.0),
+        ));
+    }
     Ok(())
 }
 

@@ -9,7 +9,7 @@ pub mod cursor;
 
 use std::collections::HashMap;
 
-use rmcp::model::Prompt;
+use rmcp::model::{MetaObject, Prompt};
 use sha2::{Digest, Sha256};
 
 pub use cursor::CursorError;
@@ -99,6 +99,7 @@ impl Catalog {
                 }
                 let mut prompt = declared.clone();
                 prompt.name = name.clone();
+                prompt.meta = Some(served_by(&plugin.id));
                 catalog.by_name.insert(name, catalog.entries.len());
                 catalog.entries.push(Entry { prompt, plugin: index, declared_name: declared.name.clone() });
             }
@@ -123,6 +124,19 @@ impl Catalog {
         self.by_name.get(name).map(|&index| &self.entries[index])
     }
 
+    /// The served name closest to `name`, when one is close enough to be
+    /// what was meant (a typo: at most a third of its characters, and at
+    /// least one, differ).
+    pub fn closest(&self, name: &str) -> Option<&str> {
+        let allowed = (name.chars().count() / 3).max(1);
+        self.entries
+            .iter()
+            .map(|entry| (strsim::levenshtein(name, &entry.prompt.name), entry.prompt.name.as_str()))
+            .filter(|(distance, _)| *distance <= allowed)
+            .min_by_key(|(distance, _)| *distance)
+            .map(|(_, served)| served)
+    }
+
     /// The page that starts at `cursor` (or at the beginning), of at most
     /// `page_size` prompts, with the cursor of the next page if any remain.
     pub fn page(&self, cursor: Option<&str>, page_size: usize) -> Result<Page<'_>, CursorError> {
@@ -134,6 +148,16 @@ impl Catalog {
         let next_cursor = (end < self.entries.len()).then(|| cursor::encode(&self.version, end));
         Ok(Page { prompts: &self.entries[start..end], next_cursor })
     }
+}
+
+/// The `_meta` key that names the plugin serving a listed prompt, so that
+/// clients and operators can tell which pack answers it.
+pub const PLUGIN_META_KEY: &str = "prompt-host/plugin";
+
+fn served_by(plugin: &str) -> MetaObject {
+    let mut meta = serde_json::Map::new();
+    meta.insert(PLUGIN_META_KEY.to_string(), serde_json::Value::String(plugin.to_string()));
+    MetaObject(meta)
 }
 
 /// The name a prompt is served under: the plugin's prefix, then the name the
@@ -178,6 +202,18 @@ mod tests {
         assert!(skipped.is_empty());
         let entry = catalog.resolve("z1").unwrap();
         assert_eq!((entry.plugin, entry.declared_name.as_str()), (0, "z1"));
+        let meta = entry.prompt.meta.as_ref().unwrap();
+        assert_eq!(meta.0.get(PLUGIN_META_KEY), Some(&serde_json::json!("zeta")));
+    }
+
+    #[test]
+    fn a_typo_finds_the_closest_name() {
+        let (catalog, _) = Catalog::build(&[plugin("a", "", &["translate", "summarize", "code_review"])]);
+        assert_eq!(catalog.closest("translat"), Some("translate"));
+        assert_eq!(catalog.closest("sumarise"), Some("summarize"));
+        assert_eq!(catalog.closest("code-review"), Some("code_review"));
+        assert_eq!(catalog.closest("weather"), None);
+        assert_eq!(catalog.closest(""), None);
     }
 
     #[test]

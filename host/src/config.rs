@@ -6,6 +6,7 @@
 //! plugins = "/srv/prompt-packs"   # the plugin directory
 //! page_size = 100                 # prompts per page of prompts/list
 //! watch = true                    # reload plugins when the directory changes
+//! watch_poll_ms = 2000            # poll the directory instead of inotify (NFS)
 //! cache_dir = "/var/cache/prompt-host"  # compiled plugins; default ~/.cache/prompt-host
 //! require_pinned = false          # refuse plugins without a sha256 below
 //!
@@ -53,6 +54,9 @@ pub struct ServeConfig {
     pub require_pinned: bool,
     /// Whether the plugin directory is watched for changes.
     pub watch: bool,
+    /// Poll the plugin directory at this interval instead of relying on
+    /// inotify, which misses changes made on another machine (NFS).
+    pub watch_poll: Option<Duration>,
     /// Where compiled plugins are cached; `None` disables the cache.
     pub cache_dir: Option<PathBuf>,
 }
@@ -82,6 +86,7 @@ impl Default for ServeConfig {
             plugins: BTreeMap::new(),
             require_pinned: false,
             watch: true,
+            watch_poll: None,
             cache_dir: CompiledCache::default_dir(),
         }
     }
@@ -112,6 +117,25 @@ impl ServeConfig {
         }
     }
 
+    /// The `[plugins.NAME]` sections that name none of the `present`
+    /// plugins (a typo'd name silently configures nothing), each with the
+    /// closest present name when one is a likely typo of it.
+    pub fn unmatched_plugins(&self, present: &[String]) -> Vec<UnmatchedPlugin> {
+        self.plugins
+            .keys()
+            .filter(|name| !present.contains(name))
+            .map(|name| UnmatchedPlugin {
+                name: name.clone(),
+                closest: present
+                    .iter()
+                    .map(|id| (strsim::levenshtein(name, id), id))
+                    .filter(|(distance, _)| *distance <= MAX_TYPO_DISTANCE)
+                    .min()
+                    .map(|(_, id)| id.clone()),
+            })
+            .collect()
+    }
+
     /// Reads a config file over the defaults.
     pub fn from_file(path: &Path) -> Result<ServeConfig, ConfigError> {
         let text = std::fs::read_to_string(path)
@@ -132,6 +156,10 @@ impl ServeConfig {
         config.plugins_dir = file.server.plugins;
         config.require_pinned = file.server.require_pinned.unwrap_or(config.require_pinned);
         config.watch = file.server.watch.unwrap_or(config.watch);
+        if let Some(ms) = file.server.watch_poll_ms {
+            positive("server.watch_poll_ms", ms)?;
+            config.watch_poll = Some(Duration::from_millis(ms));
+        }
         if let Some(dir) = file.server.cache_dir {
             config.cache_dir = Some(dir);
         }
@@ -161,6 +189,29 @@ pub struct ConfigError {
     pub problem: String,
 }
 
+/// A `[plugins.NAME]` section that matches no plugin file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnmatchedPlugin {
+    pub name: String,
+    /// A plugin whose name is a few edits away: what was probably meant.
+    pub closest: Option<String>,
+}
+
+impl std::fmt::Display for UnmatchedPlugin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let name = self.name.escape_debug();
+        write!(f, "[plugins.{name}] matches no plugin file (no {name}.wasm).")?;
+        if let Some(closest) = &self.closest {
+            write!(f, " Did you mean [plugins.{}]?", closest.escape_debug())?;
+        }
+        Ok(())
+    }
+}
+
+/// Edits (Levenshtein distance) within which a plugin name is suggested for
+/// a section that matches none.
+const MAX_TYPO_DISTANCE: usize = 2;
+
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ConfigFile {
@@ -181,6 +232,7 @@ struct ServerSection {
     page_size: Option<usize>,
     require_pinned: Option<bool>,
     watch: Option<bool>,
+    watch_poll_ms: Option<u64>,
     cache_dir: Option<PathBuf>,
 }
 
@@ -325,6 +377,20 @@ mod tests {
         assert_eq!(
             ServeConfig::from_toml("[plugins.acme]\nsha256 = \"abc\"\n"),
             Err("plugins.acme.sha256 must be 64 hex digits, not \"abc\"".into())
+        );
+    }
+
+    #[test]
+    fn a_section_for_no_plugin_is_found_with_the_closest_name() {
+        let config = ServeConfig::from_toml("[plugins.code_reveiw]\nprefix = \"a-\"\n[plugins.zzz]\n[plugins.dev]\n").unwrap();
+        let present = ["code_review".to_string(), "dev".to_string()];
+        let unmatched = config.unmatched_plugins(&present);
+        assert_eq!(
+            unmatched.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            [
+                "[plugins.code_reveiw] matches no plugin file (no code_reveiw.wasm). Did you mean [plugins.code_review]?",
+                "[plugins.zzz] matches no plugin file (no zzz.wasm).",
+            ]
         );
     }
 

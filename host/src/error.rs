@@ -17,8 +17,8 @@ use crate::sandbox::CallFailure;
 /// Why a request failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum RequestError {
-    #[error("unknown prompt '{0}'")]
-    UnknownPrompt(String),
+    #[error("unknown prompt '{name}'{}", did_you_mean(.closest))]
+    UnknownPrompt { name: String, closest: Option<String> },
     #[error("prompt '{prompt}' is missing required arguments: {}", missing.join(", "))]
     MissingArguments { prompt: String, missing: Vec<String> },
     #[error("prompt '{prompt}': {problem}")]
@@ -40,7 +40,7 @@ pub enum RequestError {
 impl RequestError {
     fn data(&self) -> Value {
         match self {
-            RequestError::UnknownPrompt(prompt) => json!({ "prompt": prompt }),
+            RequestError::UnknownPrompt { name, .. } => json!({ "prompt": name }),
             RequestError::MissingArguments { prompt, missing } => json!({ "prompt": prompt, "missing": missing }),
             RequestError::NonStringArgument { prompt, problem } => {
                 json!({ "prompt": prompt, "argument": problem.name })
@@ -55,6 +55,10 @@ impl RequestError {
             RequestError::UnknownMethod(method) => json!({ "method": method }),
         }
     }
+}
+
+fn did_you_mean(closest: &Option<String>) -> String {
+    closest.as_ref().map(|name| format!(" (did you mean '{name}'?)")).unwrap_or_default()
 }
 
 fn plugin_data(error: &PluginError) -> Value {
@@ -82,6 +86,7 @@ fn limit(failure: &CallFailure) -> Option<Value> {
         CallFailure::MemoryLimit { limit_bytes } => Some(json!({ "bytes": limit_bytes })),
         CallFailure::StackOverflow { limit_bytes } => Some(json!({ "bytes": limit_bytes })),
         CallFailure::Busy { limit, .. } => Some(json!({ "concurrentCalls": limit })),
+        CallFailure::CopyBudget { budget } => Some(json!({ "bytes": budget })),
         CallFailure::Panic { .. } | CallFailure::Trap { .. } => None,
     }
 }

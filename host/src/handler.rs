@@ -5,31 +5,36 @@
 use std::sync::Arc;
 
 use rmcp::model::{
+    ConstString,
     CompleteRequestParams, CompleteResult, CustomRequest, CustomResult, ErrorData, GetPromptRequestParams, GetPromptResponse, GetPromptResult,
-    Implementation, InitializeResult, ListPromptsResult, PaginatedRequestParams, Reference,
+    Implementation, InitializeResult, ListPromptsResult, ListResourceTemplatesRequestMethod, ListResourceTemplatesResult,
+    ListResourcesRequestMethod, ListResourcesResult, ListToolsRequestMethod, ListToolsResult, PaginatedRequestParams,
+    ProtocolVersion, Reference,
     ServerCapabilities, ServerConfig, SubscriptionFilter,
 };
 #[allow(deprecated, reason = "logging/setLevel is deprecated from 2026-07-28; earlier clients still send it")]
 use rmcp::model::SetLevelRequestParams;
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{Peer, RoleServer, ServerHandler};
+use tokio_util::sync::CancellationToken;
 
 use crate::bindings::provider;
 use crate::convert;
 use crate::limits::Limits;
 use crate::error::{self, RequestError};
-use crate::registry::Registry;
+use crate::registry::{Registry, Snapshot};
 
 /// Serves the registry's prompts over MCP.
 #[derive(Clone)]
 pub struct PromptServer {
     registry: Arc<Registry>,
     page_size: usize,
+    session: SessionEnd,
 }
 
 impl PromptServer {
     pub fn new(registry: Arc<Registry>, page_size: usize) -> PromptServer {
-        PromptServer { registry, page_size: page_size.max(1) }
+        PromptServer { registry, page_size: page_size.max(1), session: SessionEnd::new() }
     }
 
     fn list(&self, request: Option<PaginatedRequestParams>) -> Result<ListPromptsResult, RequestError> {
@@ -41,13 +46,25 @@ impl PromptServer {
         Ok(result)
     }
 
+    /// The names of the prompts served, in catalog order.
+    pub fn prompt_names(&self) -> Vec<String> {
+        self.registry.snapshot().catalog().entries().iter().map(|entry| entry.prompt.name.clone()).collect()
+    }
+
+    /// The names of the arguments the prompt served under `name` declares.
+    pub fn declared_arguments(&self, name: &str) -> Option<Vec<String>> {
+        let snapshot = self.registry.snapshot();
+        let entry = snapshot.catalog().resolve(name)?;
+        Some(entry.prompt.arguments.iter().flatten().map(|argument| argument.name.clone()).collect())
+    }
+
     /// Answers a `prompts/get`: resolves the name, checks the arguments, and
     /// runs the owning plugin.
     pub async fn get_prompt_result(&self, request: GetPromptRequestParams) -> Result<GetPromptResult, RequestError> {
         let snapshot = self.registry.snapshot();
         let (entry, plugin) = snapshot
             .resolve(&request.name)
-            .ok_or_else(|| RequestError::UnknownPrompt(request.name.clone()))?;
+            .ok_or_else(|| unknown_prompt(&snapshot, &request.name))?;
         let arguments = convert::arguments(request.arguments.as_ref()).map_err(|problem| {
             RequestError::NonStringArgument { prompt: request.name.clone(), problem }
         })?;
@@ -64,14 +81,16 @@ impl PromptServer {
         Ok(convert::reply(reply))
     }
 
-    async fn complete(&self, request: CompleteRequestParams) -> Result<CompleteResult, RequestError> {
+    /// Answers a `completion/complete`: resolves the prompt, checks the
+    /// arguments' size, and runs the owning plugin.
+    pub async fn complete_result(&self, request: CompleteRequestParams) -> Result<CompleteResult, RequestError> {
         let Reference::Prompt(reference) = &request.r#ref else {
             return Err(RequestError::UnsupportedReference);
         };
         let snapshot = self.registry.snapshot();
         let (entry, plugin) = snapshot
             .resolve(&reference.name)
-            .ok_or_else(|| RequestError::UnknownPrompt(reference.name.clone()))?;
+            .ok_or_else(|| unknown_prompt(&snapshot, &reference.name))?;
         let context = convert::completion_context(
             request.context.as_ref().and_then(|context| context.arguments.as_ref()).into_iter().flatten(),
         );
@@ -125,11 +144,11 @@ impl ServerHandler for PromptServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
         let name = request.r#ref.as_prompt_name().unwrap_or_default().to_string();
-        self.complete(request).await.map_err(|error| log_failure("completion/complete", &name, error))
+        self.complete_result(request).await.map_err(|error| log_failure("completion/complete", &name, error))
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        notify_list_changes(&self.registry, context.peer);
+        notify_list_changes(&self.registry, context.peer, self.session.ended.clone());
     }
 
     /// Accepted so that clients may set it; this server sends no log
@@ -156,6 +175,34 @@ impl ServerHandler for PromptServer {
         Ok(())
     }
 
+    /// This server declares no tools and no resources. From 2026-07-28 on,
+    /// their list methods answer "method not found" (-32601), as that
+    /// revision requires for a capability not declared; earlier clients
+    /// (and their conformance suite) get rmcp's empty lists.
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        undeclared_list::<_, ListToolsRequestMethod>(&context)
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        undeclared_list::<_, ListResourcesRequestMethod>(&context)
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        undeclared_list::<_, ListResourceTemplatesRequestMethod>(&context)
+    }
+
     async fn on_custom_request(
         &self,
         request: CustomRequest,
@@ -165,20 +212,51 @@ impl ServerHandler for PromptServer {
     }
 }
 
+/// The answer to a list method `M` of a capability this server does not
+/// declare: -32601 for a request of protocol 2026-07-28 or later, an empty
+/// list before it.
+fn undeclared_list<T: Default, M: ConstString>(context: &RequestContext<RoleServer>) -> Result<T, ErrorData> {
+    match context.protocol_version() {
+        Some(version) if version >= ProtocolVersion::V_2026_07_28 => Err(ErrorData::method_not_found::<M>()),
+        _ => Ok(T::default()),
+    }
+}
+
 /// Sends a session's client `notifications/prompts/list_changed` after
 /// each effective change of the catalog, from its `initialized` on, until the
-/// client goes away.
-fn notify_list_changes(registry: &Registry, peer: Peer<RoleServer>) {
+/// session ends (`ended`), a notification cannot be sent, or the registry is
+/// dropped. Nothing polls: the task sleeps until one of these happens.
+fn notify_list_changes(registry: &Registry, peer: Peer<RoleServer>, ended: CancellationToken) {
     let changes = registry.subscribe();
     tokio::spawn(async move {
-        let closed = async {
-            let mut check_closed = tokio::time::interval(CLOSED_CHECK);
-            while !peer.is_transport_closed() {
-                check_closed.tick().await;
-            }
-        };
-        forward_list_changes(changes, closed, || peer.notify_prompt_list_changed()).await;
+        forward_list_changes(changes, ended.cancelled(), || peer.notify_prompt_list_changed()).await;
+        tracing::debug!("a session's list_changed notifier stopped");
     });
+}
+
+/// Cancelled when the handler holding it is dropped, which rmcp does when
+/// the handler's session ends (whatever ended it: the client leaving, DELETE,
+/// idle timeout, eviction, shutdown).
+///
+/// Each clone is a new one, with its own token: rmcp's HTTP transport clones
+/// the handler once per session, and each session's notifier must end with
+/// its own session, not with the handler it was cloned from.
+struct SessionEnd {
+    ended: CancellationToken,
+    _cancel_on_drop: tokio_util::sync::DropGuard,
+}
+
+impl SessionEnd {
+    fn new() -> SessionEnd {
+        let ended = CancellationToken::new();
+        SessionEnd { _cancel_on_drop: ended.clone().drop_guard(), ended }
+    }
+}
+
+impl Clone for SessionEnd {
+    fn clone(&self) -> SessionEnd {
+        SessionEnd::new()
+    }
 }
 
 /// Calls `notify` once per change of the catalog until `stop` completes or a
@@ -204,8 +282,11 @@ async fn forward_list_changes<E, Sent>(
     }
 }
 
-/// How often a notifier checks whether its client is gone.
-const CLOSED_CHECK: std::time::Duration = std::time::Duration::from_secs(1);
+/// The error for a name the catalog does not serve, with the closest name it
+/// does serve, if one is close.
+fn unknown_prompt(snapshot: &Snapshot, name: &str) -> RequestError {
+    RequestError::UnknownPrompt { name: name.to_string(), closest: snapshot.catalog().closest(name).map(str::to_string) }
+}
 
 /// Refuses arguments larger in all than the owning plugin accepts.
 fn check_argument_size<'a>(
@@ -220,11 +301,18 @@ fn check_argument_size<'a>(
     Ok(())
 }
 
-/// Logs a plugin's failure for the operator (the client gets the error too),
-/// and converts the error for the wire.
+/// Logs a failed request once, and converts the error for the wire: a
+/// plugin's failure at warn for the operator, a client's own mistake at
+/// debug. What a client or a pack wrote (the prompt name, the message) goes
+/// in escaped fields, never in the log line's message.
 fn log_failure(method: &str, prompt: &str, error: RequestError) -> ErrorData {
-    if let RequestError::Plugin(plugin_error) = &error {
-        tracing::warn!(method, prompt, plugin = plugin_error.plugin(), "{plugin_error}");
+    match &error {
+        RequestError::Plugin(plugin_error) => {
+            tracing::warn!(method, prompt = ?prompt, plugin = plugin_error.plugin(), error = ?plugin_error.to_string(), "plugin call failed");
+        }
+        client_error => {
+            tracing::debug!(method, prompt = ?prompt, error = ?client_error.to_string(), "request refused");
+        }
     }
     error.into()
 }

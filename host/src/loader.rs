@@ -20,11 +20,18 @@ use crate::cache::{CompiledCache, Origin};
 use crate::plugin::Plugin;
 use crate::limits::Limits;
 use crate::sandbox::{CallFailure, CallQuota, CallState, CallUsage, PrepareError, Sandbox};
-use crate::validate::{self, Problem};
+use crate::validate::{self, Answer, Problem};
 
 /// The versions of the provider interface this host accepts: any 0.1.x (a
 /// 0.y release is compatible within y).
 const ACCEPTED_VERSIONS: &str = "@0.1.";
+
+/// The versions of the WIT package this host accepts, for people:
+/// "prompt-host:prompts 0.1.x".
+pub fn accepted_wit_versions() -> String {
+    let package = PROVIDER_INTERFACE.split_once('/').map_or(PROVIDER_INTERFACE, |(package, _)| package);
+    format!("{package} {}x", ACCEPTED_VERSIONS.trim_start_matches('@'))
+}
 
 /// The bytes of a plugin and where they came from.
 #[derive(Debug, Clone)]
@@ -136,6 +143,10 @@ impl LoadError {
                  in their templates this way)"
             }
             LoadError::List(CallFailure::Busy { .. }) => "every sandbox slot was busy: load it again",
+            LoadError::List(CallFailure::CopyBudget { .. }) => {
+                "the prompt definitions are larger than this plugin's limits allow (limits.max_prompts, \
+                 limits.max_catalog_kib): shorten them, or ask the operator to raise those limits"
+            }
             LoadError::List(_) => {
                 "list-prompts runs once at load, under the pack's limits: return the declarations and do no other \
                  work there; a pack with a large runtime (JavaScript, Python) may need plugins.NAME.limits raised"
@@ -263,12 +274,15 @@ impl Loader {
             tracing::info!(plugin = source.id, "loaded the compiled component from the cache");
         }
         let pre = prepare(&self.sandbox, &component)?;
+        let budget = validate::copy_budget(Answer::Definitions, &settings.limits);
         let quota = CallQuota::new(settings.limits.concurrent_calls);
-        let instance =
-            self.sandbox.instantiate(&pre, &settings.limits, &quota, &source.id).await.map_err(LoadError::List)?;
-        let (prompts, usage) = instance.list_prompts().await.map_err(LoadError::List)?;
+        let listed = match self.sandbox.instantiate(&pre, &settings.limits, budget, &quota, &source.id).await {
+            Ok(instance) => instance.list_prompts().await,
+            Err(failure) => Err(failure),
+        };
+        let (prompts, usage) = listed.map_err(|failure| LoadError::List(validate::call_failure(failure)))?;
         trace.listing = Some(usage);
-        let problems = validate::prompt_definitions(&prompts, settings.limits.max_prompts);
+        let problems = validate::prompt_definitions(&prompts, &settings.limits);
         if !problems.is_empty() {
             trace.invalid_prompts = prompts;
             return Err(LoadError::Definitions(problems));

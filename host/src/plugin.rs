@@ -6,7 +6,7 @@ use std::sync::Arc;
 use crate::bindings::{PromptPackPre, provider};
 use crate::limits::Limits;
 use crate::sandbox::{CallFailure, CallQuota, CallState, Sandbox};
-use crate::validate;
+use crate::validate::{self, Answer};
 
 /// A prompt pack, loaded, validated and ready to call.
 pub struct Plugin {
@@ -90,7 +90,7 @@ impl Plugin {
     }
 
     fn failed(&self, failure: CallFailure) -> PluginError {
-        PluginError::Failed { plugin: self.id.clone(), failure }
+        PluginError::Failed { plugin: self.id.clone(), failure: validate::call_failure(failure) }
     }
 
     /// Runs the plugin's `get-prompt` for its prompt `prompt` (the name it
@@ -100,7 +100,8 @@ impl Plugin {
         prompt: &str,
         arguments: &[provider::Argument],
     ) -> Result<provider::PromptReply, PluginError> {
-        let instance = self.sandbox.instantiate(&self.pre, &self.limits, &self.quota, &self.id).await;
+        let budget = validate::copy_budget(Answer::Reply, &self.limits);
+        let instance = self.sandbox.instantiate(&self.pre, &self.limits, budget, &self.quota, &self.id).await;
         let answer = instance.map_err(|f| self.failed(f))?.get_prompt(prompt, arguments).await;
         let reply = answer.map_err(|f| self.failed(f))?.map_err(|e| self.prompt_error(prompt, e))?;
         validate::reply(&reply, &self.limits).map_err(|problem| self.invalid_reply(prompt, problem))?;
@@ -115,7 +116,8 @@ impl Plugin {
         value: &str,
         context: &[provider::Argument],
     ) -> Result<provider::Completion, PluginError> {
-        let instance = self.sandbox.instantiate(&self.pre, &self.limits, &self.quota, &self.id).await;
+        let budget = validate::copy_budget(Answer::Completion, &self.limits);
+        let instance = self.sandbox.instantiate(&self.pre, &self.limits, budget, &self.quota, &self.id).await;
         let answer = instance.map_err(|f| self.failed(f))?.complete(prompt, argument, value, context).await;
         let completion = answer.map_err(|f| self.failed(f))?.map_err(|e| self.prompt_error(prompt, e))?;
         validate::completion(&completion, &self.limits).map_err(|problem| self.invalid_reply(prompt, problem))?;
@@ -131,9 +133,11 @@ impl Plugin {
         match error {
             provider::PromptError::NotFound => PluginError::Disowned { plugin, prompt },
             provider::PromptError::InvalidArguments(message) => {
-                PluginError::InvalidArguments { plugin, prompt, message }
+                PluginError::InvalidArguments { plugin, prompt, message: validate::error_message(message) }
             }
-            provider::PromptError::Internal(message) => PluginError::Internal { plugin, prompt, message },
+            provider::PromptError::Internal(message) => {
+                PluginError::Internal { plugin, prompt, message: validate::error_message(message) }
+            }
         }
     }
 }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use arc_swap::ArcSwap;
 use tokio::sync::watch;
 
-use crate::catalog::{Catalog, Entry, PluginSummary};
+use crate::catalog::{Catalog, Entry, PluginSummary, Skipped};
 use crate::convert;
 use crate::plugin::Plugin;
 
@@ -17,15 +17,25 @@ use crate::plugin::Plugin;
 pub struct Snapshot {
     plugins: Vec<Arc<Plugin>>,
     catalog: Catalog,
+    /// Prompts left out because another plugin serves their names.
+    skipped: Vec<Skipped>,
 }
 
 impl Snapshot {
     /// Merges the plugins' prompts into a catalog. A prompt whose served name
-    /// is taken by another plugin is skipped with a warning naming both.
+    /// is taken by another plugin is skipped (see [`Registry::publish`]).
     pub fn new(plugins: Vec<Arc<Plugin>>) -> Snapshot {
         let summaries: Vec<PluginSummary> = plugins.iter().map(|plugin| summary(plugin)).collect();
         let (catalog, skipped) = Catalog::build(&summaries);
-        for skip in skipped {
+        Snapshot { plugins, catalog, skipped }
+    }
+
+    /// Warns of each skipped prompt that `previous` did not skip already, so
+    /// that a clash is reported when it appears, not at every change after.
+    fn warn_of_new_clashes(&self, previous: &[Skipped]) {
+        for skip in self.skipped.iter().filter(|skip| !previous.contains(skip)) {
+            // Prompt names may appear in the message: validation refused any
+            // with whitespace, control or format characters at load.
             tracing::warn!(
                 prompt = %skip.name,
                 plugin = %skip.plugin,
@@ -34,7 +44,6 @@ impl Snapshot {
                 skip.name, skip.plugin, skip.served_by
             );
         }
-        Snapshot { plugins, catalog }
     }
 
     pub fn catalog(&self) -> &Catalog {
@@ -67,7 +76,9 @@ pub struct Registry {
 
 impl Registry {
     pub fn new(plugins: Vec<Arc<Plugin>>) -> Registry {
-        Registry { current: ArcSwap::from_pointee(Snapshot::new(plugins)), changes: watch::Sender::new(0) }
+        let snapshot = Snapshot::new(plugins);
+        snapshot.warn_of_new_clashes(&[]);
+        Registry { current: ArcSwap::from_pointee(snapshot), changes: watch::Sender::new(0) }
     }
 
     /// The current snapshot, for one request to use to its end.
@@ -80,9 +91,11 @@ impl Registry {
     /// catalog changed.
     pub fn publish(&self, plugins: Vec<Arc<Plugin>>) -> bool {
         let next = Snapshot::new(plugins);
-        if next.catalog.version() == self.current.load().catalog.version() {
+        let current = self.current.load();
+        if next.catalog.version() == current.catalog.version() {
             return false;
         }
+        next.warn_of_new_clashes(&current.skipped);
         self.current.store(Arc::new(next));
         self.changes.send_modify(|generation| *generation += 1);
         true

@@ -18,6 +18,7 @@
 //! This module knows nothing of MCP.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -103,6 +104,8 @@ pub enum CallFailure {
     Trap { message: String },
     #[error("could not be called: all {limit} {scope} stayed busy for {} ms", waited.as_millis())]
     Busy { limit: usize, waited: Duration, scope: BusyScope },
+    #[error("returned more than the {budget} bytes the host copies out of one call")]
+    CopyBudget { budget: usize },
 }
 
 /// Whose calls were all busy: the plugin's own (its quota), or every
@@ -153,6 +156,7 @@ impl CallFailure {
             CallFailure::Panic { .. } => "panic",
             CallFailure::Trap { .. } => "trap",
             CallFailure::Busy { .. } => "busy",
+            CallFailure::CopyBudget { .. } => "invalid-reply",
         }
     }
 }
@@ -220,6 +224,9 @@ pub struct Sandbox {
     engine: Engine,
     linker: Linker<CallState>,
     config: SandboxConfig,
+    /// The calls running now: the epoch ticker runs only while there are any.
+    running: Arc<RunningCalls>,
+    output_log: Arc<OutputLog>,
     slots: Arc<Semaphore>,
     /// Turns for long calls: one fewer than the cores.
     slow_lane: Arc<Semaphore>,
@@ -240,11 +247,14 @@ impl Sandbox {
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)
             .map_err(|e| PrepareError::Link(e.to_string()))?;
-        start_epoch_ticker(&engine);
+        let running = Arc::new(RunningCalls::default());
+        start_epoch_ticker(&engine, running.clone());
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
         Ok(Sandbox {
             engine,
             linker,
+            running,
+            output_log: Arc::default(),
             slots: Arc::new(Semaphore::new(config.max_concurrent_calls)),
             slow_lane: Arc::new(Semaphore::new(cores.saturating_sub(1).max(1))),
             config,
@@ -273,11 +283,14 @@ impl Sandbox {
 
     /// Instantiates a fresh instance of a prepared component, under `limits`,
     /// once the plugin's `quota` and then the sandbox have a free slot.
-    /// `plugin` names the plugin in the log lines of what it printed.
+    /// The host copies at most `copy_budget` bytes out of the instance in any
+    /// one call (its answer, or a call it makes to the host). `plugin` names
+    /// the plugin in the log lines of what it printed.
     pub async fn instantiate(
         &self,
         pre: &PromptPackPre<CallState>,
         limits: &Limits,
+        copy_budget: usize,
         quota: &CallQuota,
         plugin: &str,
     ) -> Result<Instance, CallFailure> {
@@ -322,6 +335,10 @@ impl Sandbox {
         let mut store = Store::new(&self.engine, state);
         store.limiter(|state| &mut state.guard);
         store.set_fuel(limits.fuel).expect("fuel is enabled on the engine");
+        // wasmtime counts the bytes it copies out of the guest in each call
+        // against this "hostcall fuel" (by default 128 MiB), before the host
+        // allocates them: many strings aliasing one buffer are stopped here.
+        store.set_hostcall_fuel(copy_budget);
         store.set_epoch_deadline(1);
         store.epoch_deadline_callback(|context| {
             let state = context.data();
@@ -353,12 +370,15 @@ impl Sandbox {
             store,
             pack: None,
             limits: limits.clone(),
+            copy_budget,
             max_wasm_stack: self.config.max_wasm_stack,
             plugin: plugin.to_string(),
             started,
             stdout,
             stderr,
             _slots: [own, slot],
+            _running: RunningCall::start(&self.running),
+            output_log: self.output_log.clone(),
         };
         let result = tokio::time::timeout(limits.deadline, pre.instantiate_async(&mut instance.store)).await;
         instance.pack = Some(instance.settle(result, false)?);
@@ -371,6 +391,7 @@ pub struct Instance {
     store: Store<CallState>,
     pack: Option<PromptPack>,
     limits: Limits,
+    copy_budget: usize,
     max_wasm_stack: usize,
     plugin: String,
     started: Instant,
@@ -378,6 +399,8 @@ pub struct Instance {
     stderr: CapturedOutput,
     /// The plugin's slot and the sandbox's, both held to the end of the call.
     _slots: [OwnedSemaphorePermit; 2],
+    _running: RunningCall,
+    output_log: Arc<OutputLog>,
 }
 
 impl Instance {
@@ -454,8 +477,8 @@ impl Instance {
 
     /// Logs what the plugin printed, and what the call cost.
     fn report(&self) {
-        log_output(&self.plugin, "stderr", &self.stderr);
-        log_output(&self.plugin, "stdout", &self.stdout);
+        self.output_log.log(&self.plugin, "stderr", &self.stderr);
+        self.output_log.log(&self.plugin, "stdout", &self.stdout);
         let usage = self.usage();
         tracing::debug!(
             plugin = %self.plugin,
@@ -480,6 +503,9 @@ impl Instance {
             }
             _ => {}
         }
+        if error.chain().any(|cause| cause.to_string().contains(HOSTCALL_FUEL_EXHAUSTED)) {
+            return CallFailure::CopyBudget { budget: self.copy_budget };
+        }
         if self.store.data().guard.denied.is_some() {
             return CallFailure::MemoryLimit { limit_bytes: self.limits.memory_bytes };
         }
@@ -493,6 +519,10 @@ impl Instance {
         CallFailure::Trap { message }
     }
 }
+
+/// How wasmtime's error reads when a call copied more than its hostcall fuel
+/// allows (the error type itself is private to wasmtime).
+const HOSTCALL_FUEL_EXHAUSTED: &str = "fuel allocated for hostcalls has been exhausted";
 
 /// What one call cost, from instantiation to its answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -594,20 +624,63 @@ impl std::fmt::Display for DeadlineReached {
 
 impl std::error::Error for DeadlineReached {}
 
-/// Advances the engine's epoch every [`EPOCH_TICK`] for as long as the engine
-/// lives. One thread per engine, whatever the number of plugins and calls.
-fn start_epoch_ticker(engine: &Engine) {
+/// Advances the engine's epoch every [`EPOCH_TICK`] while any call runs, for
+/// as long as the engine lives. One thread per engine, whatever the number
+/// of plugins and calls. With no call running it sleeps, so an idle host (a
+/// stdio server beside its client all day) wakes about once a second, not a
+/// thousand times.
+fn start_epoch_ticker(engine: &Engine, running: Arc<RunningCalls>) {
     let engine = engine.weak();
-    std::thread::Builder::new()
+    let calls = running.clone();
+    let ticker = std::thread::Builder::new()
         .name("prompt-host-epoch".into())
         .spawn(move || {
             while let Some(engine) = engine.upgrade() {
+                if calls.count.load(Ordering::Acquire) == 0 {
+                    drop(engine);
+                    // Woken by the next call; the timeout only lets the
+                    // thread notice that the engine is gone.
+                    std::thread::park_timeout(IDLE_CHECK);
+                    continue;
+                }
                 engine.increment_epoch();
                 drop(engine);
                 std::thread::sleep(EPOCH_TICK);
             }
         })
         .expect("failed to start the epoch ticker thread");
+    *running.ticker.lock().unwrap() = Some(ticker.thread().clone());
+}
+
+/// How often an idle ticker checks that its engine still lives.
+const IDLE_CHECK: Duration = Duration::from_secs(1);
+
+/// The calls running in a sandbox, so that its epoch ticker runs only while
+/// there are any.
+#[derive(Default)]
+struct RunningCalls {
+    count: AtomicUsize,
+    ticker: std::sync::Mutex<Option<std::thread::Thread>>,
+}
+
+/// One running call, from instantiation until its instance is dropped.
+struct RunningCall(Arc<RunningCalls>);
+
+impl RunningCall {
+    fn start(calls: &Arc<RunningCalls>) -> RunningCall {
+        if calls.count.fetch_add(1, Ordering::AcqRel) == 0
+            && let Some(ticker) = calls.ticker.lock().unwrap().as_ref()
+        {
+            ticker.unpark();
+        }
+        RunningCall(calls.clone())
+    }
+}
+
+impl Drop for RunningCall {
+    fn drop(&mut self) {
+        self.0.count.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 /// Extracts the message of a Rust panic from what a guest wrote to stderr:
@@ -621,14 +694,78 @@ fn panic_message(stderr: &str) -> Option<String> {
     Some(format!("{} (at {location})", message.join("\n").trim()))
 }
 
-/// Logs what a plugin wrote to one stream, line by line under its name.
-fn log_output(plugin: &str, stream: &str, output: &CapturedOutput) {
-    let (text, dropped) = output.contents();
-    for line in text.lines().filter(|line| !line.trim().is_empty()) {
-        tracing::info!(plugin, stream, "{line}");
-    }
-    if dropped > 0 {
-        tracing::info!(plugin, stream, "... {dropped} more bytes not kept");
+/// Lines of one plugin's output logged per [`OUTPUT_WINDOW`]; past that they
+/// are counted, and the count is logged when the next window opens.
+const OUTPUT_LINES_PER_WINDOW: usize = 50;
+const OUTPUT_WINDOW: Duration = Duration::from_secs(10);
+
+/// One line of a plugin's output in the log: a line it wrote, or the note
+/// that the rest of what it wrote was not kept.
+enum LogLine<'a> {
+    Output(&'a str),
+    Cut(usize),
+}
+
+/// How many lines of each plugin's output the log has taken in the current
+/// window: a pack that prints on every call cannot flood the log.
+#[derive(Default)]
+struct OutputLog {
+    by_plugin: std::sync::Mutex<std::collections::HashMap<String, OutputWindow>>,
+}
+
+struct OutputWindow {
+    started: Instant,
+    logged: usize,
+    dropped: usize,
+}
+
+impl OutputLog {
+    /// Logs what a plugin wrote to one stream, line by line under its name,
+    /// within the plugin's rate limit. Each line is a field, escaped (`?`),
+    /// so that a pack cannot forge a line of the host's log with a newline,
+    /// a carriage return or an escape sequence.
+    fn log(&self, plugin: &str, stream: &str, output: &CapturedOutput) {
+        let (text, dropped_bytes) = output.contents();
+        let lines = text.split('\n').filter(|line| !line.trim().is_empty());
+        if dropped_bytes == 0 && text.trim().is_empty() {
+            return;
+        }
+        let mut by_plugin = self.by_plugin.lock().unwrap();
+        let window = by_plugin
+            .entry(plugin.to_string())
+            .or_insert_with(|| OutputWindow { started: Instant::now(), logged: 0, dropped: 0 });
+        if window.started.elapsed() >= OUTPUT_WINDOW {
+            if window.dropped > 0 {
+                tracing::warn!(
+                    plugin,
+                    dropped_lines = window.dropped,
+                    "{} lines of plugin output were not logged in the last {} s (at most {OUTPUT_LINES_PER_WINDOW} are)",
+                    window.dropped,
+                    OUTPUT_WINDOW.as_secs()
+                );
+            }
+            *window = OutputWindow { started: Instant::now(), logged: 0, dropped: 0 };
+        }
+        let cut = (dropped_bytes > 0).then_some(LogLine::Cut(dropped_bytes));
+        for line in lines.map(LogLine::Output).chain(cut) {
+            if window.logged == OUTPUT_LINES_PER_WINDOW {
+                if window.dropped == 0 {
+                    tracing::warn!(
+                        plugin,
+                        "plugin output rate limit reached: at most {OUTPUT_LINES_PER_WINDOW} lines every {} s are \
+                         logged; the rest are counted",
+                        OUTPUT_WINDOW.as_secs()
+                    );
+                }
+                window.dropped += 1;
+                continue;
+            }
+            window.logged += 1;
+            match line {
+                LogLine::Output(line) => tracing::info!(plugin, stream, output = ?line, "plugin output"),
+                LogLine::Cut(bytes) => tracing::info!(plugin, stream, "... {bytes} more bytes not kept"),
+            }
+        }
     }
 }
 

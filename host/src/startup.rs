@@ -7,18 +7,18 @@ use std::sync::Arc;
 use crate::bundled;
 use crate::cache::CompiledCache;
 use crate::config::ServeConfig;
-use crate::loader::{LoadError, LoadFailure, Loader, PluginSettings, PluginSource};
+use crate::loader::{self, LoadError, LoadFailure, Loader, PluginSettings, PluginSource};
 use crate::registry::Registry;
 use crate::sandbox::{PrepareError, Sandbox, SandboxConfig};
-use crate::watch::PluginDirectory;
+use crate::watch::{self, ConfigSource, PluginDirectory};
 
 /// Why the host could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum StartupError {
     #[error("cannot read the plugin directory {path}: {error}")]
     PluginDir { path: String, error: std::io::Error },
-    #[error("cannot watch the plugin directory {path}: {error}")]
-    Watch { path: String, error: notify::Error },
+    #[error("invalid configuration: {0}")]
+    Config(String),
     #[error("cannot create the WebAssembly engine: {0}")]
     Engine(#[from] PrepareError),
 }
@@ -32,8 +32,9 @@ pub struct Host {
 
 /// Loads every plugin the configuration names, and watches the plugin
 /// directory if the configuration asks. A plugin that fails to load is logged
-/// with its file and the reason, and the others are served.
-pub async fn start(config: &ServeConfig) -> Result<Host, StartupError> {
+/// with its file and the reason, and the others are served. On SIGHUP,
+/// `config_source` (if any) gives the configuration to serve with from then on.
+pub async fn start(config: &ServeConfig, config_source: Option<ConfigSource>) -> Result<Host, StartupError> {
     let sandbox = Arc::new(Sandbox::new(config.sandbox_config())?);
     let cache = config.cache_dir.as_ref().and_then(|dir| match CompiledCache::open(dir, sandbox.engine()) {
         Ok(cache) => Some(cache),
@@ -55,17 +56,11 @@ pub async fn start(config: &ServeConfig) -> Result<Host, StartupError> {
     };
 
     let directory = Arc::new(PluginDirectory::new(dir, loader, Arc::new(config.clone()), registry.clone()));
-    directory
-        .rescan(false)
-        .await
-        .map_err(|error| StartupError::PluginDir { path: dir.display().to_string(), error })?;
-    let watcher = directory
-        .keep_live(config.watch)
-        .map_err(|error| StartupError::Watch { path: dir.display().to_string(), error })?;
-    if config.watch {
-        tracing::info!(dir = %dir.display(), "watching the plugin directory");
-    }
-    Ok(Host { registry, watcher: Some(watcher) })
+    let unreadable = |error| StartupError::PluginDir { path: dir.display().to_string(), error };
+    loader::plugin_files(dir).map_err(unreadable)?;
+    watch::refuse_unmatched_when_pinned(config, dir).map_err(StartupError::Config)?;
+    directory.rescan(false).await.map_err(unreadable)?;
+    Ok(Host { registry, watcher: Some(directory.keep_live(config_source)) })
 }
 
 /// Loads the plugin file `path` as the server would, with `settings`, into a

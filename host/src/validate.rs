@@ -1,13 +1,20 @@
-//! Checks on what plugins hand the host, before any of it reaches a client.
+//! What a pack may hand back, checked in one place, per WIT return type:
+//! its prompt definitions (at load), a `get-prompt` reply, a completion, and
+//! an error or panic message. Each bound is derived from the pack's
+//! [`Limits`], and so is the copy budget ([`copy_budget`]) that the sandbox
+//! gives each call, so the host never copies much more out of a pack than
+//! the largest answer it would accept.
 //!
-//! A plugin is untrusted: its prompt definitions and its replies are checked
-//! here, and a violation is reported with the field that is wrong, so that the
-//! plugin's author can fix it.
+//! A plugin is untrusted: a violation is reported with the field that is
+//! wrong, so that the plugin's author can fix it.
 
 use std::collections::HashSet;
 
+use unicode_properties::{GeneralCategory, UnicodeGeneralCategory};
+
 use crate::bindings::provider;
 use crate::limits::Limits;
+use crate::sandbox::CallFailure;
 
 /// One thing wrong with a plugin, and how its author can fix it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -18,29 +25,107 @@ pub struct Problem {
     pub hint: Option<&'static str>,
 }
 
+/// The longest prompt or argument name, in bytes.
+pub const MAX_NAME_BYTES: usize = 256;
+
+/// The most of an error or panic message kept, in bytes: longer ones are cut
+/// (with [`TRUNCATION_MARKER`]) before they reach a client or the log.
+pub const MAX_ERROR_MESSAGE_BYTES: usize = 4 << 10;
+
+/// What follows a message cut at [`MAX_ERROR_MESSAGE_BYTES`].
+pub const TRUNCATION_MARKER: &str = "... [cut by prompt-host:";
+
+/// Room, per item of an answer (a prompt, a message, a value), for what the
+/// host allocates besides the item's strings when it copies it.
+const COPY_ALLOWANCE_PER_ITEM: usize = 1 << 10;
+/// Room, per answer, for what is not counted per item.
+const COPY_ALLOWANCE: usize = 64 << 10;
+
+/// The calls into a pack, by what they return.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    /// `list-prompts`: the pack's prompt definitions.
+    Definitions,
+    /// `get-prompt`: a reply, or an error.
+    Reply,
+    /// `complete`: a completion, or an error.
+    Completion,
+}
+
+/// The most bytes the host copies out of a pack for one answer before it
+/// refuses it (wasmtime's "hostcall fuel"): the largest answer the limits
+/// accept, plus room for its structure. A pack that returns more, even as
+/// strings that all alias one buffer, is stopped at the copy.
+pub fn copy_budget(answer: Answer, limits: &Limits) -> usize {
+    let (content, items) = match answer {
+        Answer::Definitions => (limits.max_catalog_bytes, limits.max_prompts),
+        Answer::Reply => (limits.max_reply_bytes, limits.max_messages),
+        // Values are counted by their bytes; the room per answer covers a
+        // few thousand of them.
+        Answer::Completion => (limits.max_reply_bytes, 0),
+    };
+    // An error message is copied whole before it is cut: it must fit too.
+    let content = content.max(MAX_ERROR_MESSAGE_BYTES * 16);
+    content.saturating_add(items.saturating_mul(COPY_ALLOWANCE_PER_ITEM)).saturating_add(COPY_ALLOWANCE)
+}
+
+/// An error or panic message from a pack, cut to [`MAX_ERROR_MESSAGE_BYTES`]
+/// with a visible marker saying how much was left out.
+pub fn error_message(message: String) -> String {
+    if message.len() <= MAX_ERROR_MESSAGE_BYTES {
+        return message;
+    }
+    let mut end = MAX_ERROR_MESSAGE_BYTES;
+    while !message.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}{TRUNCATION_MARKER} {} more bytes]", &message[..end], message.len() - end)
+}
+
+/// A call failure with any message the pack wrote cut as [`error_message`] cuts it.
+pub fn call_failure(failure: CallFailure) -> CallFailure {
+    match failure {
+        CallFailure::Panic { message } => CallFailure::Panic { message: error_message(message) },
+        CallFailure::Trap { message } => CallFailure::Trap { message: error_message(message) },
+        other => other,
+    }
+}
+
 const HINT_TOO_MANY: &str =
     "split the pack into several, or ask the operator to raise limits.max_prompts for this plugin";
+const HINT_TOO_LARGE: &str =
+    "shorten the titles, descriptions and icons (use https: icons rather than data: URIs), or ask the operator \
+     to raise limits.max_catalog_kib for this plugin";
 const HINT_NAME: &str = "use a name a client can type and send back, such as \"code-review\" or \"code_review\"";
+const HINT_DECEPTIVE_NAME: &str = "names may hold no invisible formatting characters (bidirectional controls, \
+     zero-width characters, byte order marks), which make a name display as another: remove them";
 const HINT_DUPLICATE: &str = "give each prompt, and each argument of one prompt, a name of its own";
 const HINT_ICON_SRC: &str = "use an absolute URI, such as https://example.com/icon.png or a data: URI";
 const HINT_ICON_MIME: &str = "use an image media type, such as image/png or image/svg+xml";
 
-/// Checks a plugin's prompt definitions: usable, unique names, and
-/// well-formed icons. Returns every problem found, in declaration order; a
-/// plugin with any is not loaded.
-pub fn prompt_definitions(prompts: &[provider::Prompt], max_prompts: usize) -> Vec<Problem> {
+/// Checks a plugin's prompt definitions: their number and their size in all
+/// against the limits, usable, unique names, and well-formed icons. Returns
+/// every problem found, in declaration order; a plugin with any is not loaded.
+pub fn prompt_definitions(prompts: &[provider::Prompt], limits: &Limits) -> Vec<Problem> {
     let mut problems = Vec::new();
     let mut report = |problem: String, hint| problems.push(Problem { problem, hint: Some(hint) });
-    if prompts.len() > max_prompts {
+    if prompts.len() > limits.max_prompts {
         // Checking each of 100,000 prompts would bury this one problem.
-        report(format!("{} prompts, more than the limit of {max_prompts}", prompts.len()), HINT_TOO_MANY);
+        report(format!("{} prompts, more than the limit of {}", prompts.len(), limits.max_prompts), HINT_TOO_MANY);
         return problems;
+    }
+    let bytes: usize = prompts.iter().map(definition_bytes).sum();
+    if bytes > limits.max_catalog_bytes {
+        report(
+            format!("the definitions are {bytes} bytes in all, more than the limit of {}", limits.max_catalog_bytes),
+            HINT_TOO_LARGE,
+        );
     }
     let mut names = HashSet::new();
     for prompt in prompts {
         let at = format!("prompt {:?}", prompt.name);
-        if let Err(problem) = usable_name(&prompt.name) {
-            report(format!("{at}: name {problem}"), HINT_NAME);
+        if let Err((problem, hint)) = usable_name(&prompt.name) {
+            report(format!("{at}: name {problem}"), hint);
         }
         if !names.insert(prompt.name.as_str()) {
             report(format!("{at}: declared more than once"), HINT_DUPLICATE);
@@ -48,8 +133,8 @@ pub fn prompt_definitions(prompts: &[provider::Prompt], max_prompts: usize) -> V
         let mut argument_names = HashSet::new();
         for argument in &prompt.arguments {
             let at = format!("{at}, argument {:?}", argument.name);
-            if let Err(problem) = usable_name(&argument.name) {
-                report(format!("{at}: name {problem}"), HINT_NAME);
+            if let Err((problem, hint)) = usable_name(&argument.name) {
+                report(format!("{at}: name {problem}"), hint);
             }
             if !argument_names.insert(argument.name.as_str()) {
                 report(format!("{at}: declared more than once"), HINT_DUPLICATE);
@@ -98,16 +183,39 @@ pub fn reply(reply: &provider::PromptReply, limits: &Limits) -> Result<(), Strin
     Ok(())
 }
 
-/// Checks a plugin's completion: no suggestion longer than a string may be.
+/// Checks a plugin's completion: no suggestion longer than a string may be,
+/// and all of them together no larger than a reply may be.
 pub fn completion(completion: &provider::Completion, limits: &Limits) -> Result<(), String> {
-    match completion.values.iter().position(|value| value.len() > limits.max_string_bytes) {
-        Some(index) => Err(format!(
+    if let Some(index) = completion.values.iter().position(|value| value.len() > limits.max_string_bytes) {
+        return Err(format!(
             "value {index} is {} bytes, more than the limit of {}",
             completion.values[index].len(),
             limits.max_string_bytes
-        )),
-        None => Ok(()),
+        ));
     }
+    let total: usize = completion.values.iter().map(String::len).sum();
+    if total > limits.max_reply_bytes {
+        return Err(format!("its values are {total} bytes in all, more than the limit of {}", limits.max_reply_bytes));
+    }
+    Ok(())
+}
+
+/// The bytes of every string in one prompt definition.
+fn definition_bytes(prompt: &provider::Prompt) -> usize {
+    let optional = |text: &Option<String>| text.as_ref().map_or(0, String::len);
+    let arguments: usize = prompt
+        .arguments
+        .iter()
+        .map(|argument| argument.name.len() + optional(&argument.title) + optional(&argument.description))
+        .sum();
+    let icons: usize = prompt
+        .icons
+        .iter()
+        .map(|icon| {
+            icon.src.len() + optional(&icon.mime_type) + icon.sizes.iter().map(String::len).sum::<usize>()
+        })
+        .sum();
+    prompt.name.len() + optional(&prompt.title) + optional(&prompt.description) + arguments + icons
 }
 
 /// The size of each string or byte string in one piece of content, by field.
@@ -163,14 +271,26 @@ fn content(content: &provider::Content) -> Result<(), String> {
     }
 }
 
-/// A name a client can type and pass back: non-empty, with no whitespace and
-/// no control characters.
-fn usable_name(name: &str) -> Result<(), String> {
+/// A name a client can type, pass back, and show as it is: non-empty, at
+/// most [`MAX_NAME_BYTES`], with no whitespace, no control characters
+/// (Unicode category Cc) and no format characters (Cf: bidirectional
+/// controls, zero-width characters, byte order marks), which make a name
+/// display as another.
+fn usable_name(name: &str) -> Result<(), (String, &'static str)> {
     if name.is_empty() {
-        return Err("is empty".into());
+        return Err(("is empty".into(), HINT_NAME));
+    }
+    if name.len() > MAX_NAME_BYTES {
+        return Err((format!("is {} bytes, more than the limit of {MAX_NAME_BYTES}", name.len()), HINT_NAME));
     }
     if let Some(c) = name.chars().find(|c| c.is_whitespace() || c.is_control()) {
-        return Err(format!("contains {c:?}, and names may hold no whitespace or control characters"));
+        return Err((format!("contains {c:?}, and names may hold no whitespace or control characters"), HINT_NAME));
+    }
+    if let Some(c) = name.chars().find(|c| c.general_category() == GeneralCategory::Format) {
+        return Err((
+            format!("contains the invisible formatting character {c:?}, which makes a name display as another"),
+            HINT_DECEPTIVE_NAME,
+        ));
     }
     Ok(())
 }
@@ -229,12 +349,13 @@ mod tests {
     }
 
     fn problems(prompts: &[provider::Prompt], max_prompts: usize) -> Vec<String> {
-        prompt_definitions(prompts, max_prompts).into_iter().map(|problem| problem.problem).collect()
+        let limits = Limits { max_prompts, ..Limits::default() };
+        prompt_definitions(prompts, &limits).into_iter().map(|problem| problem.problem).collect()
     }
 
     #[test]
     fn good_definitions_pass() {
-        assert_eq!(prompt_definitions(&[prompt("code_review", &["code"]), prompt("b", &[])], 10), vec![]);
+        assert_eq!(problems(&[prompt("code_review", &["code"]), prompt("b", &[])], 10), Vec::<String>::new());
     }
 
     #[test]
@@ -265,7 +386,7 @@ mod tests {
             sizes: Vec::new(),
             theme: None,
         });
-        let found = prompt_definitions(&[prompt("a", &[]), prompt("a", &[]), with_icon], 10);
+        let found = prompt_definitions(&[prompt("a", &[]), prompt("a", &[]), with_icon], &Limits::default());
         let found: Vec<(&str, &str)> = found.iter().map(|p| (p.problem.as_str(), p.hint.unwrap())).collect();
         assert_eq!(
             found,
@@ -277,6 +398,75 @@ mod tests {
                 ("prompt \"b c\", icon 0: mime type \"text/plain\" does not start with image/", HINT_ICON_MIME),
             ]
         );
+    }
+
+    #[test]
+    fn names_that_display_as_other_names_are_refused() {
+        assert_eq!(
+            problems(&[prompt("h_rtl\u{202E}txt.exe", &[]), prompt("code_review\u{200B}", &["code\u{FEFF}"])], 10),
+            [
+                r#"prompt "h_rtl\u{202e}txt.exe": name contains the invisible formatting character '\u{202e}', which makes a name display as another"#,
+                r#"prompt "code_review\u{200b}": name contains the invisible formatting character '\u{200b}', which makes a name display as another"#,
+                r#"prompt "code_review\u{200b}", argument "code\u{feff}": name contains the invisible formatting character '\u{feff}', which makes a name display as another"#,
+            ]
+        );
+        // Letters of any script are fine; so is a name of exactly the limit.
+        assert_eq!(problems(&[prompt("résumé_作成", &[]), prompt(&"n".repeat(MAX_NAME_BYTES), &[])], 10), Vec::<String>::new());
+        assert_eq!(
+            problems(&[prompt(&"n".repeat(MAX_NAME_BYTES + 1), &[])], 10)[0].split_once(": ").unwrap().1,
+            "name is 257 bytes, more than the limit of 256"
+        );
+    }
+
+    #[test]
+    fn the_definitions_of_one_pack_are_held_to_the_catalog_limit() {
+        let mut described = prompt("a", &["x"]);
+        described.description = Some("d".repeat(90));
+        // 1 (name) + 1 (argument) + 90 (description) = 92 bytes.
+        let limits = Limits { max_catalog_bytes: 91, ..Limits::default() };
+        let found: Vec<String> = prompt_definitions(&[described.clone()], &limits).into_iter().map(|p| p.problem).collect();
+        assert_eq!(found, ["the definitions are 92 bytes in all, more than the limit of 91"]);
+        let limits = Limits { max_catalog_bytes: 92, ..Limits::default() };
+        assert_eq!(prompt_definitions(&[described], &limits), vec![]);
+    }
+
+    #[test]
+    fn completions_are_held_to_the_string_and_the_reply_limits() {
+        let limits = Limits { max_string_bytes: 4, max_reply_bytes: 10, ..Limits::default() };
+        let values = |values: &[&str]| provider::Completion {
+            values: values.iter().map(|v| v.to_string()).collect(),
+            total: None,
+            has_more: false,
+        };
+        assert_eq!(completion(&values(&["abcd", "efgh", "ij"]), &limits), Ok(()));
+        assert_eq!(completion(&values(&["abcde"]), &limits), Err("value 0 is 5 bytes, more than the limit of 4".into()));
+        assert_eq!(
+            completion(&values(&["abcd", "efgh", "ijk"]), &limits),
+            Err("its values are 11 bytes in all, more than the limit of 10".into())
+        );
+    }
+
+    #[test]
+    fn long_error_messages_are_cut_with_a_marker() {
+        assert_eq!(error_message("short".into()), "short");
+        let exact = "e".repeat(MAX_ERROR_MESSAGE_BYTES);
+        assert_eq!(error_message(exact.clone()), exact);
+        let cut = error_message("e".repeat(MAX_ERROR_MESSAGE_BYTES + 10));
+        assert_eq!(cut, format!("{exact}... [cut by prompt-host: 10 more bytes]"));
+        // Never inside a character: 'é' is two bytes.
+        let cut = error_message(format!("{}é{}", "e".repeat(MAX_ERROR_MESSAGE_BYTES - 1), "e".repeat(5)));
+        assert_eq!(cut, format!("{}... [cut by prompt-host: 7 more bytes]", "e".repeat(MAX_ERROR_MESSAGE_BYTES - 1)));
+    }
+
+    #[test]
+    fn copy_budgets_cover_the_largest_valid_answer_and_little_more() {
+        let limits = Limits::default();
+        assert_eq!(copy_budget(Answer::Reply, &limits), (8 << 20) + 100 * 1024 + (64 << 10));
+        assert_eq!(copy_budget(Answer::Completion, &limits), (8 << 20) + (64 << 10));
+        assert_eq!(copy_budget(Answer::Definitions, &limits), (1 << 20) + 1000 * 1024 + (64 << 10));
+        // However small the limits, an error message fits before it is cut.
+        let tiny = Limits { max_reply_bytes: 1, max_messages: 1, ..Limits::default() };
+        assert!(copy_budget(Answer::Reply, &tiny) > MAX_ERROR_MESSAGE_BYTES * 16);
     }
 
     fn text_reply(texts: &[&str]) -> provider::PromptReply {

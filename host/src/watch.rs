@@ -1,22 +1,30 @@
 //! The live plugin directory: rescans that add, replace and remove plugins
 //! while the host serves, and the watcher that triggers them.
 //!
-//! A rescan compares every `*.wasm` file's SHA-256 with what is loaded. New
-//! and changed files are loaded; a file that fails to load never replaces
-//! the plugin already serving under its name (the last good version keeps
-//! serving); a deleted file's plugin is removed. Then the registry gets the
-//! new plugin set, and publishes it only if the catalog changed.
+//! A rescan compares every `*.wasm` file's SHA-256, and the settings the
+//! configuration gives it, with what is loaded. New and changed files (or
+//! files whose settings changed) are loaded; a file that fails to load never
+//! replaces the plugin already serving under its name (the last good version
+//! keeps serving); a deleted file's plugin is removed. Then the registry gets
+//! the new plugin set, and publishes it only if the catalog changed.
+//!
+//! The watcher follows the directory's path, not the directory: deploys
+//! replace it (rename a new one over it, delete and re-create it, flip a
+//! symlink as Kubernetes does for ConfigMaps), so the parent directory is
+//! watched too, and when the path leads to another directory the watch is
+//! moved to it and the directory rescanned.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use arc_swap::ArcSwap;
 use notify::{EventKind, RecursiveMode, Watcher};
 use tokio::sync::{Mutex, mpsc};
 
-use crate::config::ServeConfig;
-use crate::loader::{self, Loader, PluginSource};
+use crate::config::{ConfigError, ServeConfig};
+use crate::loader::{self, Loader, PluginSettings, PluginSource};
 use crate::plugin::Plugin;
 use crate::registry::Registry;
 
@@ -26,11 +34,20 @@ use crate::registry::Registry;
 /// postpone rescans forever.
 pub const DEBOUNCE: Duration = Duration::from_millis(100);
 
+/// How often the directory is polled when inotify cannot watch it (no
+/// inotify, or its watch limit reached).
+pub const FALLBACK_POLL: Duration = Duration::from_secs(2);
+
+/// Reads the configuration again, with the same validation and command-line
+/// overrides as at start: what SIGHUP applies.
+pub type ConfigSource = Box<dyn Fn() -> Result<ServeConfig, ConfigError> + Send + Sync>;
+
 /// A plugin directory being served.
 pub struct PluginDirectory {
     dir: PathBuf,
     loader: Arc<Loader>,
-    config: Arc<ServeConfig>,
+    /// The configuration in force: replaced by a good one on SIGHUP.
+    config: ArcSwap<ServeConfig>,
     registry: Arc<Registry>,
     /// One rescan at a time.
     state: Mutex<Loaded>,
@@ -41,9 +58,14 @@ pub struct PluginDirectory {
 struct Loaded {
     /// The plugins serving, by name.
     plugins: BTreeMap<String, Arc<Plugin>>,
+    /// The settings each serving plugin was loaded with, by name, so that a
+    /// configuration change reloads the plugins it concerns.
+    settings: HashMap<String, PluginSettings>,
     /// The digest of the last bytes that failed to load, by name, so that
     /// the same bad file is reported once, not at every rescan.
     failed: HashMap<String, String>,
+    /// The `[plugins.NAME]` sections already reported as matching no file.
+    unmatched: BTreeSet<String>,
 }
 
 /// What one rescan changed.
@@ -58,8 +80,24 @@ pub struct Rescan {
 }
 
 impl PluginDirectory {
+    /// `dir` is made absolute, so that the watcher's paths compare with it.
     pub fn new(dir: &Path, loader: Arc<Loader>, config: Arc<ServeConfig>, registry: Arc<Registry>) -> PluginDirectory {
-        PluginDirectory { dir: dir.to_path_buf(), loader, config, registry, state: Mutex::new(Loaded::default()) }
+        let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+        PluginDirectory { dir, loader, config: ArcSwap::new(config), registry, state: Mutex::new(Loaded::default()) }
+    }
+
+    /// Checks `config` against the directory and the configuration in
+    /// force, and makes it the one in force. A configuration that cannot
+    /// take effect without a restart is refused, saying why, and the one in
+    /// force stays.
+    pub fn replace_config(&self, config: ServeConfig) -> Result<(), String> {
+        let current = self.config.load();
+        if let Some(key) = restart_only_change(&current, &config) {
+            return Err(format!("{key} changed, which takes effect only at a restart"));
+        }
+        refuse_unmatched_when_pinned(&config, &self.dir)?;
+        self.config.store(Arc::new(config));
+        Ok(())
     }
 
     /// Brings the served plugins in line with the directory. Files that
@@ -67,6 +105,7 @@ impl PluginDirectory {
     /// `retry_failed` (an operator's SIGHUP).
     pub async fn rescan(&self, retry_failed: bool) -> std::io::Result<Rescan> {
         let mut loaded = self.state.lock().await;
+        let config = self.config.load_full();
         if retry_failed {
             loaded.failed.clear();
         }
@@ -86,7 +125,8 @@ impl PluginDirectory {
             };
             present.push(source.id.clone());
             let digest = loader::digest(&source.bytes);
-            let unchanged = loaded.plugins.get(&source.id).is_some_and(|plugin| plugin.digest() == digest);
+            let unchanged = loaded.plugins.get(&source.id).is_some_and(|plugin| plugin.digest() == digest)
+                && loaded.settings.get(&source.id) == Some(&config.plugin_settings(&source.id));
             let known_bad = loaded.failed.get(&source.id) == Some(&digest);
             if !unchanged && !known_bad {
                 to_load.push((source, digest));
@@ -96,10 +136,11 @@ impl PluginDirectory {
         let (sources, digests): (Vec<PluginSource>, Vec<String>) = to_load.into_iter().unzip();
         let ids_and_digests: HashMap<String, String> =
             sources.iter().map(|source| source.id.clone()).zip(digests).collect();
-        let (plugins, failures) = self.loader.load_all(sources, |id| self.config.plugin_settings(id)).await;
+        let (plugins, failures) = self.loader.load_all(sources, |id| config.plugin_settings(id)).await;
         for plugin in plugins {
             let id = plugin.id().to_string();
             loaded.failed.remove(&id);
+            loaded.settings.insert(id.clone(), config.plugin_settings(&id));
             let plugin = Arc::new(plugin);
             tracing::info!(
                 plugin = %id,
@@ -116,10 +157,19 @@ impl PluginDirectory {
         }
         for failure in failures {
             let id = loader::plugin_id(Path::new(&failure.origin));
-            if loaded.plugins.contains_key(&id) {
-                tracing::error!(file = %failure.origin, "new version not loaded, the previous one keeps serving: {failure}");
+            // The failure quotes what the pack said (a panic, a bad name): a Debug field, escaped.
+            let error = failure.to_string();
+            let settings_changed = loaded.settings.get(&id).is_some_and(|settings| *settings != config.plugin_settings(&id));
+            if settings_changed {
+                // What serves must meet the configuration in force (a new pin, a lower limit).
+                loaded.plugins.remove(&id);
+                loaded.settings.remove(&id);
+                tracing::error!(file = %failure.origin, ?error, "plugin removed: it does not load under the new configuration");
+                rescan.removed.push(id.clone());
+            } else if loaded.plugins.contains_key(&id) {
+                tracing::error!(file = %failure.origin, ?error, "new version not loaded, the previous one keeps serving");
             } else {
-                tracing::error!(file = %failure.origin, "plugin not loaded: {failure}");
+                tracing::error!(file = %failure.origin, ?error, "plugin not loaded");
             }
             // A busy sandbox says nothing about the file: try it again next time.
             let transient = failure.error.is_transient();
@@ -131,10 +181,18 @@ impl PluginDirectory {
         let gone: Vec<String> = loaded.plugins.keys().filter(|id| !present.contains(id)).cloned().collect();
         for id in gone {
             loaded.plugins.remove(&id);
+            loaded.settings.remove(&id);
             tracing::info!(plugin = %id, "plugin removed");
             rescan.removed.push(id);
         }
         loaded.failed.retain(|id, _| present.contains(id));
+        let unmatched = config.unmatched_plugins(&present);
+        for section in &unmatched {
+            if !loaded.unmatched.contains(&section.name) {
+                tracing::warn!(dir = %self.dir.display(), "{section}");
+            }
+        }
+        loaded.unmatched = unmatched.into_iter().map(|section| section.name).collect();
 
         if loaded.plugins.is_empty() {
             tracing::warn!(dir = %self.dir.display(), "no plugin loaded: the server has no prompts to offer");
@@ -144,37 +202,40 @@ impl PluginDirectory {
         Ok(rescan)
     }
 
-    /// Rescans the directory on SIGHUP and, if `watch_files`, after its
-    /// files change and the changes settle, until the returned task is
-    /// aborted.
-    pub fn keep_live(self: &Arc<Self>, watch_files: bool) -> notify::Result<tokio::task::JoinHandle<()>> {
-        let (events, mut received) = mpsc::unbounded_channel::<()>();
-        let watcher = if watch_files {
-            let events = events.clone();
-            let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-                if event.is_ok_and(|event| !matches!(event.kind, EventKind::Access(_))) {
-                    let _ = events.send(());
-                }
-            })?;
-            watcher.watch(&self.dir, RecursiveMode::NonRecursive)?;
-            Some(watcher)
-        } else {
-            None
-        };
+    /// Rescans the directory on SIGHUP and, if the configuration watches
+    /// it, after its files change and the changes settle, until the returned
+    /// task is aborted. SIGHUP also re-arms the watch and, given a
+    /// `config_source`, reads the configuration again.
+    pub fn keep_live(self: &Arc<Self>, config_source: Option<ConfigSource>) -> tokio::task::JoinHandle<()> {
+        let (events, mut received) = mpsc::unbounded_channel::<Change>();
+        let config = self.config.load();
+        let mut watch = config.watch.then(|| LiveWatch::start(&self.dir, config.watch_poll, events.clone()));
         let directory = self.clone();
-        Ok(tokio::spawn(async move {
-            // Both live as long as the task: the watcher sends into the channel.
-            let (_watcher, _events) = (watcher, events);
+        tokio::spawn(async move {
+            // The watcher sends into the channel as long as the task lives.
+            let _events = events;
             let mut hangups = hangup_signals();
             loop {
                 let retry_failed = tokio::select! {
-                    _ = received.recv() => {
+                    Some(change) = received.recv() => {
                         tokio::time::sleep(DEBOUNCE).await;
-                        while received.try_recv().is_ok() {}
+                        let mut in_dir = change == Change::InDir;
+                        while let Ok(change) = received.try_recv() {
+                            in_dir |= change == Change::InDir;
+                        }
+                        // A change beside the directory matters only if the path now leads elsewhere.
+                        let moved = watch.as_mut().is_some_and(|watch| watch.rearm_if_moved(false));
+                        if !in_dir && !moved {
+                            continue;
+                        }
                         false
                     }
                     _ = next_hangup(&mut hangups) => {
                         tracing::info!(dir = %directory.dir.display(), "SIGHUP: rescanning the plugin directory");
+                        directory.reload_config(config_source.as_ref());
+                        if let Some(watch) = watch.as_mut() {
+                            watch.rearm_if_moved(true);
+                        }
                         true
                     }
                 };
@@ -182,7 +243,189 @@ impl PluginDirectory {
                     tracing::error!(dir = %directory.dir.display(), "cannot rescan the plugin directory: {error}");
                 }
             }
-        }))
+        })
+    }
+
+    /// Reads the configuration again and puts it in force, or logs why not.
+    fn reload_config(&self, source: Option<&ConfigSource>) {
+        let Some(source) = source else { return };
+        let result = source().map_err(|error| error.to_string()).and_then(|config| self.replace_config(config));
+        match result {
+            Ok(()) => tracing::info!("configuration reloaded"),
+            Err(error) => tracing::error!("configuration not reloaded, the running one stays: {error}"),
+        }
+    }
+}
+
+/// The first setting that differs between `current` and `new` and that a
+/// running host cannot change: the engine, the transport and the watcher are
+/// built from them at start.
+fn restart_only_change(current: &ServeConfig, new: &ServeConfig) -> Option<&'static str> {
+    let (sandbox, new_sandbox) = (current.sandbox_config(), new.sandbox_config());
+    [
+        ("server.plugins", current.plugins_dir != new.plugins_dir),
+        ("server.page_size", current.page_size != new.page_size),
+        ("server.watch", current.watch != new.watch),
+        ("server.watch_poll_ms", current.watch_poll != new.watch_poll),
+        ("server.cache_dir", current.cache_dir != new.cache_dir),
+        ("the [sandbox] section", SandboxConfigKey::of(&sandbox) != SandboxConfigKey::of(&new_sandbox)),
+        // The engine's memory slots are as large as the largest limit at start.
+        ("a memory_mib limit above the largest at start", new_sandbox.max_memory_bytes > sandbox.max_memory_bytes),
+    ]
+    .into_iter()
+    .find_map(|(key, changed)| changed.then_some(key))
+}
+
+/// The sandbox settings that only a new engine can change.
+#[derive(PartialEq)]
+struct SandboxConfigKey(usize, usize, Duration);
+
+impl SandboxConfigKey {
+    fn of(config: &crate::sandbox::SandboxConfig) -> SandboxConfigKey {
+        SandboxConfigKey(config.max_wasm_stack, config.max_concurrent_calls, config.queue_wait)
+    }
+}
+
+/// Under `require_pinned`, a `[plugins.NAME]` section that matches no file
+/// in `dir` is refused: it is most likely a typo'd pin, and the plugin it
+/// meant would be refused as unpinned.
+pub fn refuse_unmatched_when_pinned(config: &ServeConfig, dir: &Path) -> Result<(), String> {
+    if !config.require_pinned {
+        return Ok(());
+    }
+    let present: Vec<String> = loader::plugin_files(dir)
+        .map_err(|error| format!("cannot read the plugin directory {}: {error}", dir.display()))?
+        .iter()
+        .map(|file| loader::plugin_id(file))
+        .collect();
+    match config.unmatched_plugins(&present).first() {
+        Some(section) => Err(format!(
+            "in {}: {section} Every plugin must be pinned (require_pinned): fix or remove the section",
+            dir.display()
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Where a watched change happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Change {
+    /// In the plugin directory, or to the directory itself.
+    InDir,
+    /// Beside it, in a parent: the path may now lead to another directory.
+    Beside,
+}
+
+/// A directory's device and inode.
+#[cfg(unix)]
+type Identity = (u64, u64);
+#[cfg(not(unix))]
+type Identity = PathBuf;
+
+/// The identity of the directory a path leads to, following symlinks.
+#[cfg(unix)]
+fn identity(path: &Path) -> Option<Identity> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().filter(|meta| meta.is_dir()).map(|meta| (meta.dev(), meta.ino()))
+}
+
+#[cfg(not(unix))]
+fn identity(path: &Path) -> Option<Identity> {
+    std::fs::canonicalize(path).ok().filter(|path| path.is_dir())
+}
+
+/// A watch on the plugin directory's path and on the directories its path
+/// passes through (the parent, and the parent of where symlinks lead).
+struct LiveWatch {
+    watcher: Box<dyn Watcher + Send>,
+    dir: PathBuf,
+    /// The directory the watch is on, `None` if it is on none (the path led
+    /// nowhere when last armed).
+    armed: Option<Identity>,
+}
+
+impl LiveWatch {
+    /// Watches with inotify (or the platform's equivalent), or polls every
+    /// `poll` if given. When the native watcher cannot be had, polls every
+    /// [`FALLBACK_POLL`], with a warning.
+    fn start(dir: &Path, poll: Option<Duration>, events: mpsc::UnboundedSender<Change>) -> LiveWatch {
+        let native = match poll {
+            Some(_) => None,
+            None => match LiveWatch::arm(notify::recommended_watcher(handler(dir, events.clone())), dir) {
+                Ok(watch) => Some(watch),
+                Err(error) => {
+                    tracing::warn!(
+                        dir = %dir.display(),
+                        "cannot watch the plugin directory ({error}): polling it every {}s instead",
+                        FALLBACK_POLL.as_secs()
+                    );
+                    None
+                }
+            },
+        };
+        let watch = native.unwrap_or_else(|| {
+            let interval = poll.unwrap_or(FALLBACK_POLL);
+            let config = notify::Config::default().with_poll_interval(interval);
+            LiveWatch::arm(notify::PollWatcher::new(handler(dir, events), config), dir).unwrap_or_else(|error| {
+                // Polling a directory cannot fail for lack of a resource: only
+                // the parent missing stops it. SIGHUP still rescans.
+                tracing::error!(dir = %dir.display(), "cannot poll the plugin directory: {error}");
+                LiveWatch { watcher: Box::new(notify::NullWatcher), dir: dir.to_path_buf(), armed: None }
+            })
+        });
+        tracing::info!(dir = %dir.display(), polling_ms = poll.map(|poll| poll.as_millis() as u64), "watching the plugin directory");
+        watch
+    }
+
+    /// Watches `dir`'s parents and `dir` with `watcher`.
+    fn arm(watcher: notify::Result<impl Watcher + Send + 'static>, dir: &Path) -> notify::Result<LiveWatch> {
+        let mut watcher: Box<dyn Watcher + Send> = Box::new(watcher?);
+        let mut parents: Vec<PathBuf> = dir.parent().into_iter().map(Path::to_path_buf).collect();
+        if let Some(parent) = std::fs::canonicalize(dir).ok().as_deref().and_then(Path::parent) {
+            parents.push(parent.to_path_buf());
+        }
+        parents.dedup();
+        for parent in parents {
+            watcher.watch(&parent, RecursiveMode::NonRecursive)?;
+        }
+        watcher.watch(dir, RecursiveMode::NonRecursive)?;
+        Ok(LiveWatch { watcher, dir: dir.to_path_buf(), armed: identity(dir) })
+    }
+
+    /// Moves the watch to the directory the path now leads to, if it changed
+    /// (or if `force`). Returns whether it moved.
+    fn rearm_if_moved(&mut self, force: bool) -> bool {
+        let now = identity(&self.dir);
+        if now == self.armed && !force {
+            return false;
+        }
+        // The old watch may already be gone with its directory.
+        let _ = self.watcher.unwatch(&self.dir);
+        self.armed = None;
+        if now.is_some() {
+            match self.watcher.watch(&self.dir, RecursiveMode::NonRecursive) {
+                Ok(()) => {
+                    self.armed = now;
+                    tracing::info!(dir = %self.dir.display(), "the plugin directory was replaced: watching the new one");
+                }
+                Err(error) => tracing::warn!(dir = %self.dir.display(), "cannot watch the plugin directory: {error}"),
+            }
+        }
+        true
+    }
+}
+
+/// Sends each change the watcher reports (but reads), and logs its errors.
+fn handler(dir: &Path, events: mpsc::UnboundedSender<Change>) -> impl FnMut(notify::Result<notify::Event>) + Send + 'static {
+    let dir = dir.to_path_buf();
+    move |event: notify::Result<notify::Event>| match event {
+        Ok(event) if matches!(event.kind, EventKind::Access(_)) => {}
+        Ok(event) => {
+            let in_dir = event.paths.is_empty()
+                || event.paths.iter().any(|path| path == &dir || path.parent() == Some(dir.as_path()));
+            let _ = events.send(if in_dir { Change::InDir } else { Change::Beside });
+        }
+        Err(error) => tracing::warn!(dir = %dir.display(), "watching the plugin directory: {error}"),
     }
 }
 

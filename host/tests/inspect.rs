@@ -211,7 +211,7 @@ fn a_template_naming_no_argument_is_reported_at_load() {
     assert_refused(
         &built_plugin("template_mistake"),
         "failed while listing its prompts: it panicked: template of prompt 'greet' uses {nmae}, \
-         which is not one of its arguments (at ",
+         which is not one of its arguments (at template-mistake/src/lib.rs:10:14)",
         Some(
             "list-prompts must not fail: fix what the message says \
              (the SDK's template packs report mistakes in their templates this way)",
@@ -302,4 +302,65 @@ fn get_reports_a_failing_prompt_and_exits_1() {
         String::from_utf8_lossy(&output.stderr),
         "error: prompt 'explain-code' is missing required arguments: code\n"
     );
+}
+
+#[test]
+fn get_names_the_closest_prompt_and_lists_the_packs_prompts() {
+    let pack = built_plugin("dev_assistant");
+    let output = get(&[pack.to_str().unwrap(), "explain-cod", "code=x"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(output.stdout.is_empty());
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr),
+        format!(
+            "error: unknown prompt 'explain-cod' (did you mean 'explain-code'?); {} serves: git-commit, explain-code, debug-error\n",
+            pack.display()
+        )
+    );
+}
+
+#[test]
+fn get_warns_of_arguments_not_declared_and_given_twice() {
+    let pack = built_plugin("dev_assistant");
+    let output = get(&[pack.to_str().unwrap(), "explain-code", "code=first", "lang=rust", "code=fn main() {}"]);
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr),
+        "warning: prompt 'explain-code' declares no argument 'lang' (it declares: code, language)\n\
+         warning: argument 'code' is given more than once: the last value is used\n"
+    );
+    let result: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(result["messages"][0]["content"]["text"], "Explain how this unknown code works:\n\nfn main() {}");
+}
+
+#[test]
+fn inspect_json_of_a_missing_file_prints_a_json_error_and_exits_1() {
+    let output = inspect(std::path::Path::new("/no/such/pack.wasm"), &["--json"]);
+    assert_eq!(output.status.code(), Some(1));
+    let printed: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        printed,
+        json!({ "file": "/no/such/pack.wasm", "error": "/no/such/pack.wasm: cannot read it: No such file or directory (os error 2)" })
+    );
+}
+
+#[test]
+fn complete_tries_completions_from_the_command_line() {
+    let pack = built_plugin("dev_assistant");
+    let output = Command::new(env!("CARGO_BIN_EXE_prompt-host"))
+        .args(["complete", pack.to_str().unwrap(), "explain-code", "language", "py", "--with", "code=x"])
+        .env("RUST_LOG", "off")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let result: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(result, json!({ "completion": { "values": ["python"], "total": 1, "hasMore": false } }));
+
+    let unknown = Command::new(env!("CARGO_BIN_EXE_prompt-host"))
+        .args(["complete", pack.to_str().unwrap(), "explain", "language"])
+        .env("RUST_LOG", "off")
+        .output()
+        .unwrap();
+    assert_eq!(unknown.status.code(), Some(1));
+    assert_eq!(String::from_utf8_lossy(&unknown.stderr), "error: unknown prompt 'explain'\n");
 }

@@ -81,7 +81,8 @@ fn the_default_page_holds_every_bundled_prompt_with_its_definition() {
             "name": "code_review",
             "title": "Request Code Review",
             "description": "Asks the LLM to analyze code quality and suggest improvements",
-            "arguments": [{ "name": "code", "description": "The code to review", "required": true }]
+            "arguments": [{ "name": "code", "description": "The code to review", "required": true }],
+            "_meta": { "prompt-host/plugin": "code_review" }
         })
     );
     assert_eq!(
@@ -92,7 +93,8 @@ fn the_default_page_holds_every_bundled_prompt_with_its_definition() {
             "arguments": [
                 { "name": "code", "description": "Code to explain", "required": true },
                 { "name": "language", "description": "Programming language", "required": false }
-            ]
+            ],
+            "_meta": { "prompt-host/plugin": "dev_assistant" }
         })
     );
 }

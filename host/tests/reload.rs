@@ -1,5 +1,7 @@
 //! The live plugin directory: packs added, replaced, broken and removed while
-//! a client is connected; pinning; the compiled cache across restarts.
+//! a client is connected; the directory itself replaced as deploys do;
+//! polling; SIGHUP re-reading the config file; pinning; the compiled cache
+//! across restarts.
 
 mod support;
 
@@ -176,7 +178,8 @@ fn a_bad_file_is_reported_once_until_it_changes_or_sighup_retries_it() {
     let dir = plugin_dir(&["code_review"]);
     let mut server = Server::start(&["--plugins", dir.path().to_str().unwrap()]);
     install_bytes(dir.path(), b"not a component", "bad.wasm");
-    let reported = format!("plugin not loaded: {}: not a WebAssembly file", dir.path().join("bad.wasm").display());
+    let bad = dir.path().join("bad.wasm").display().to_string();
+    let reported = format!("plugin not loaded file={bad} error=\"{bad}: not a WebAssembly file");
     server.wait_for_stderr(&reported);
 
     // Another change in the directory rescans it, but the same bad bytes are
@@ -190,4 +193,168 @@ fn a_bad_file_is_reported_once_until_it_changes_or_sighup_retries_it() {
     server.hang_up();
     server.wait_for_stderr_count(&reported, 2);
     assert_eq!(server.list_all_names().len(), 4);
+}
+
+const DEV_ASSISTANT: [&str; 3] = ["git-commit", "explain-code", "debug-error"];
+const DEV_AND_MEDIA: [&str; 5] = ["git-commit", "explain-code", "debug-error", "describe-image", "transcribe-audio"];
+
+/// A directory holding copies of the named built plugins at `path`.
+fn pack_dir(path: &std::path::Path, names: &[&str]) {
+    std::fs::create_dir(path).unwrap();
+    for name in names {
+        install(path, name, &format!("{name}.wasm"));
+    }
+}
+
+/// After the directory was replaced: a file added to the new one is seen,
+/// which proves the watch moved to it.
+fn a_new_file_is_seen(server: &mut Server, dir: &std::path::Path) {
+    install(dir, "media_prompts", "media_prompts.wasm");
+    server.notification(LIST_CHANGED);
+    assert_eq!(server.list_all_names(), DEV_AND_MEDIA);
+}
+
+/// A server of `ROOT/packs`, which holds code_review.
+fn serve_packs_in_a_root() -> (tempfile::TempDir, std::path::PathBuf, Server) {
+    let root = tempfile::tempdir().unwrap();
+    let packs = root.path().join("packs");
+    pack_dir(&packs, &["code_review"]);
+    let mut server = Server::start(&["--plugins", packs.to_str().unwrap()]);
+    assert_eq!(server.list_all_names(), ["code_review"]);
+    (root, packs, server)
+}
+
+#[test]
+fn the_watch_follows_a_new_directory_renamed_over_the_old_one() {
+    let (root, packs, mut server) = serve_packs_in_a_root();
+
+    // An atomic deploy: build the new directory beside, then swap it in.
+    pack_dir(&root.path().join("packs.new"), &["dev_assistant"]);
+    std::fs::rename(&packs, root.path().join("packs.old")).unwrap();
+    std::fs::rename(root.path().join("packs.new"), &packs).unwrap();
+    server.notification(LIST_CHANGED);
+    assert_eq!(server.list_all_names(), DEV_ASSISTANT);
+    server.wait_for_stderr("the plugin directory was replaced: watching the new one");
+    a_new_file_is_seen(&mut server, &packs);
+}
+
+#[test]
+fn the_watch_follows_a_directory_deleted_and_created_again() {
+    let (_root, packs, mut server) = serve_packs_in_a_root();
+
+    // While it is gone, what was loaded keeps serving.
+    std::fs::remove_dir_all(&packs).unwrap();
+    server.wait_for_stderr(&format!("cannot rescan the plugin directory: No such file or directory (os error 2) dir={}", packs.display()));
+    assert_eq!(server.list_all_names(), ["code_review"]);
+
+    pack_dir(&packs, &["dev_assistant"]);
+    server.notification(LIST_CHANGED);
+    assert_eq!(server.list_all_names(), DEV_ASSISTANT);
+    a_new_file_is_seen(&mut server, &packs);
+}
+
+#[cfg(unix)]
+#[test]
+fn the_watch_follows_a_symlink_flipped_to_another_directory() {
+    // As Kubernetes mounts a ConfigMap: packs -> ..data -> ..2026_11_22/,
+    // updated by pointing a new ..data at a new directory, renamed over the old.
+    let root = tempfile::tempdir().unwrap();
+    pack_dir(&root.path().join("..2026_11_22"), &["code_review"]);
+    std::os::unix::fs::symlink("..2026_11_22", root.path().join("..data")).unwrap();
+    std::os::unix::fs::symlink("..data", root.path().join("packs")).unwrap();
+    let packs = root.path().join("packs");
+    let mut server = Server::start(&["--plugins", packs.to_str().unwrap()]);
+    assert_eq!(server.list_all_names(), ["code_review"]);
+
+    pack_dir(&root.path().join("..2026_11_23"), &["dev_assistant"]);
+    std::os::unix::fs::symlink("..2026_11_23", root.path().join("..data_tmp")).unwrap();
+    std::fs::rename(root.path().join("..data_tmp"), root.path().join("..data")).unwrap();
+    std::fs::remove_dir_all(root.path().join("..2026_11_22")).unwrap();
+    server.notification(LIST_CHANGED);
+    assert_eq!(server.list_all_names(), DEV_ASSISTANT);
+    a_new_file_is_seen(&mut server, &packs);
+}
+
+#[test]
+fn polling_picks_up_a_new_file() {
+    let dir = plugin_dir(&["dev_assistant"]);
+    let mut server = Server::start(&["--plugins", dir.path().to_str().unwrap(), "--watch-poll-ms", "100"]);
+    server.wait_for_stderr(&format!("watching the plugin directory dir={} polling_ms=100", dir.path().display()));
+    a_new_file_is_seen(&mut server, dir.path());
+}
+
+#[test]
+fn sighup_rereads_the_config_file_and_keeps_the_running_one_if_it_is_bad() {
+    let dir = plugin_dir(&["code_review", "dev_assistant"]);
+    let config_dir = tempfile::tempdir().unwrap();
+    let config = config_file(config_dir.path(), "[plugins.code_review]\nprefix = \"a-\"\n");
+    // The command line still applies over the file read again.
+    let args = ["--config", &config, "--plugins", dir.path().to_str().unwrap(), "--prefix", "dev_assistant=cli-"];
+    let mut server = Server::start(&args);
+    let cli_names = ["cli-git-commit", "cli-explain-code", "cli-debug-error"];
+    assert_eq!(server.list_all_names(), [&["a-code_review"][..], &cli_names].concat());
+
+    // A changed prefix: the plugin is loaded again with it, though its bytes did not change.
+    config_file(config_dir.path(), "[plugins.code_review]\nprefix = \"b-\"\n");
+    server.hang_up();
+    server.notification(LIST_CHANGED);
+    assert_eq!(server.list_all_names(), [&["b-code_review"][..], &cli_names].concat());
+    server.wait_for_stderr("configuration reloaded");
+
+    // A bad file: the log says why, and the running configuration stays.
+    config_file(config_dir.path(), "[plugins.code_review]\nprefix = \"c-\"\n[limits]\ndeadline_ms = 0\n");
+    server.hang_up();
+    let stderr = server.wait_for_stderr_count("plugin directory rescanned", 3);
+    assert!(
+        stderr.contains(&format!(
+            "ERROR prompt_host::watch: configuration not reloaded, the running one stays: invalid config file {config}: limits.deadline_ms must be at least 1\n"
+        )),
+        "{stderr}"
+    );
+    assert_eq!(server.drain_notifications(), Vec::<serde_json::Value>::new());
+    assert_eq!(server.list_all_names(), [&["b-code_review"][..], &cli_names].concat());
+
+    // A pin the serving file does not match takes it out of service.
+    config_file(config_dir.path(), &format!("[plugins.code_review]\nprefix = \"b-\"\nsha256 = \"{}\"\n", "0".repeat(64)));
+    server.hang_up();
+    server.notification(LIST_CHANGED);
+    assert_eq!(server.list_all_names(), cli_names);
+    server.wait_for_stderr("plugin removed: it does not load under the new configuration");
+}
+
+#[test]
+fn a_section_for_no_plugin_is_reported_and_refused_under_require_pinned() {
+    let dir = plugin_dir(&["code_review"]);
+    let config_dir = tempfile::tempdir().unwrap();
+    let config = config_file(config_dir.path(), "[plugins.code_reveiw]\nprefix = \"x-\"\n");
+    let mut server = Server::start(&["--config", &config, "--plugins", dir.path().to_str().unwrap()]);
+    assert_eq!(server.list_all_names(), ["code_review"]);
+    let warning = format!(
+        "WARN prompt_host::watch: [plugins.code_reveiw] matches no plugin file (no code_reveiw.wasm). Did you mean [plugins.code_review]? dir={}\n",
+        dir.path().display()
+    );
+    server.wait_for_stderr(&warning);
+    // Reported when it first appears, not at every rescan.
+    install(dir.path(), "dev_assistant", "dev_assistant.wasm");
+    server.notification(LIST_CHANGED);
+    let stderr = server.wait_for_stderr_count("plugin directory rescanned", 2);
+    assert_eq!(stderr.matches(&warning).count(), 1, "{stderr}");
+    drop(server);
+
+    let refused = std::process::Command::new(env!("CARGO_BIN_EXE_prompt-host"))
+        .args(["serve", "--config", &config, "--plugins", dir.path().to_str().unwrap(), "--require-pinned"])
+        .env("XDG_CACHE_HOME", std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("cache"))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(1));
+    assert_eq!(refused.stdout, b"");
+    assert_eq!(
+        String::from_utf8(refused.stderr).unwrap(),
+        format!(
+            "error: invalid configuration: in {}: [plugins.code_reveiw] matches no plugin file (no code_reveiw.wasm). \
+             Did you mean [plugins.code_review]? Every plugin must be pinned (require_pinned): fix or remove the section\n",
+            dir.path().display()
+        )
+    );
 }

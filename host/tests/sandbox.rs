@@ -4,14 +4,10 @@
 mod support;
 
 use serde_json::{Value, json};
-use support::{Server, only_text, plugin_dir};
+use support::{Server, only_text, plugin_dir, serve_plugins};
 
 fn serve_hostile(extra: &[&str]) -> (tempfile::TempDir, Server) {
-    let dir = plugin_dir(&["hostile", "code_review"]);
-    let mut args = vec!["--plugins", dir.path().to_str().unwrap()];
-    args.extend_from_slice(extra);
-    let server = Server::start(&args);
-    (dir, server)
+    serve_plugins(&["hostile", "code_review"], extra)
 }
 
 /// Asserts that `prompt` fails with `code` and `message`, then that the same
@@ -185,7 +181,9 @@ fn a_plugin_declaring_100000_prompts_is_not_loaded() {
     assert_not_loaded(
         "hostile_many_prompts",
         &[],
-        "its prompt definitions are invalid: 100000 prompts, more than the limit of 1000",
+        // Stopped at the copy: 1 MiB of definitions (max_catalog_kib) and
+        // 1 KiB of room for each of 1000 prompts (max_prompts), and 64 KiB.
+        "failed while listing its prompts: it returned more than the 2138112 bytes the host copies out of one call",
     );
 }
 
@@ -202,8 +200,10 @@ fn a_plugin_importing_what_the_host_does_not_provide_is_not_loaded() {
 fn a_flood_of_output_is_cut_and_the_call_succeeds() {
     let (_dir, mut server) = serve_hostile(&[]);
     assert_eq!(only_text(&server.get_prompt("flood", json!({}))), "flooded");
-    // 16,384 lines of 61 bytes; the first 16 KiB are kept.
-    server.wait_for_stderr("... 983040 more bytes not kept");
+    // 16,384 lines of 61 bytes; the first 16 KiB (268 lines) are kept, and
+    // the first 50 of those logged before the plugin's rate limit.
+    let stderr = server.wait_for_stderr("plugin output rate limit reached: at most 50 lines every 10 s are logged");
+    assert_eq!(stderr.matches(r#"plugin output plugin="hostile" stream="stdout""#).count(), 50, "{stderr}");
 }
 
 #[test]

@@ -101,6 +101,19 @@ def test_a_missing_or_wrong_token_gets_401(tmp_path):
         assert post(url, Authorization="bearer s3cret-token").status_code == 200  # the scheme is case-insensitive
 
 
+@pytest.mark.anyio
+async def test_the_sdk_client_connects_with_a_bearer_token(tmp_path):
+    token_file = tmp_path / "token"
+    token_file.write_text("s3cret-token\n")
+    with http_server(["code_review"], "--auth-token-file", str(token_file)) as (url, _):
+        # As the README shows: the token rides on the HTTP client handed to the transport.
+        async with httpx2.AsyncClient(headers={"Authorization": "Bearer s3cret-token"}) as http, \
+                streamable_http_client(url, http_client=http) as (read, write), \
+                ClientSession(read, write) as session:
+            await session.initialize()
+            assert [p.name for p in (await session.list_prompts()).prompts] == ["code_review"]
+
+
 def test_a_body_over_the_cap_gets_413():
     with http_server(["code_review"], "--max-request-kib", "1") as (url, _):
         big = {**INITIALIZE, "params": {**INITIALIZE["params"], "padding": "x" * 4096}}

@@ -57,7 +57,16 @@ def new_pack(work: Path, lang: str) -> Path:
         # The starter's own tests, run natively as its README says.
         host = subprocess.run(["rustc", "-vV"], capture_output=True, text=True).stdout.split("host: ")[1].split()[0]
         tested = subprocess.run(["cargo", "test", "--target", host], cwd=pack, env=env, capture_output=True, text=True)
-        assert tested.returncode == 0 and "test result: ok. 2 passed" in tested.stdout, tested.stdout + tested.stderr
+        assert tested.returncode == 0 and "test result: ok. 3 passed" in tested.stdout, tested.stdout + tested.stderr
+        # A template mistake that the host would refuse at load fails the starter's own tests.
+        source = (pack / "src/lib.rs").read_text()
+        (pack / "src/lib.rs").write_text(source.replace(r"summary of this text:\n\n{text}", "summary of {txet}"))
+        broken = subprocess.run(["cargo", "test", "--target", host, "the_templates"], cwd=pack, env=env,
+                                capture_output=True, text=True)
+        assert broken.returncode != 0, broken.stdout
+        assert "template of prompt 'summarize' uses {txet}, which is not one of its arguments" in broken.stdout, \
+            broken.stdout + broken.stderr
+        (pack / "src/lib.rs").write_text(source)
     command, wasm = BUILDS[lang]
     built = subprocess.run(command, cwd=pack, env=env, capture_output=True, text=True)
     assert built.returncode == 0, built.stdout + built.stderr

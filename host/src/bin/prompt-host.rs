@@ -6,11 +6,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use clap::{Args, Parser, Subcommand};
-use prompt_host::config::ServeConfig;
+use clap::{Args, CommandFactory, Parser, Subcommand};
+use prompt_host::config::{ConfigError, ServeConfig};
 use prompt_host::limits::LimitOverrides;
 use prompt_host::loader::PluginSettings;
 use prompt_host::sandbox::SandboxConfig;
+use prompt_host::error::RequestError;
 use prompt_host::handler::PromptServer;
 use prompt_host::scaffold::{self, Language};
 use prompt_host::transport::http::{self, HttpConfig};
@@ -19,12 +20,51 @@ use prompt_host::transport::http::{self, HttpConfig};
 /// only rmcp's warnings (it logs every message it handles at info).
 const DEFAULT_LOG_FILTER: &str = "info,rmcp=warn";
 
+/// rmcp's service loop logs every error response at warn, with the error's
+/// Debug dump. The handler already logs each failed request once (a pack's
+/// failure at warn, as escaped fields), so this is off unless RUST_LOG names
+/// rmcp itself.
+const RMCP_RESPONSE_ERRORS_OFF: &str = "rmcp::service=error";
+
+/// The log filter: RUST_LOG, or the default; either way without rmcp's
+/// second line per failed request unless RUST_LOG asks for rmcp.
+fn log_filter() -> tracing_subscriber::EnvFilter {
+    let requested = std::env::var("RUST_LOG").ok().filter(|filter| !filter.trim().is_empty());
+    let filter = tracing_subscriber::EnvFilter::try_new(requested.as_deref().unwrap_or(DEFAULT_LOG_FILTER))
+        .unwrap_or_else(|_| DEFAULT_LOG_FILTER.into());
+    if requested.is_some_and(|filter| filter.contains("rmcp")) {
+        return filter;
+    }
+    filter.add_directive(RMCP_RESPONSE_ERRORS_OFF.parse().expect("a valid directive"))
+}
+
 /// Serve prompts from sandboxed WebAssembly prompt packs over MCP.
+/// What `--version` prints: the version, the WIT versions packs may target,
+/// and what the binary was built with and from.
+static LONG_VERSION: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "{}\naccepts packs built against {}\nbuilt with {}",
+        env!("CARGO_PKG_VERSION"),
+        prompt_host::loader::accepted_wit_versions(),
+        env!("PROMPT_HOST_BUILD")
+    )
+});
+
 #[derive(Parser)]
-#[command(name = "prompt-host", version, about, long_about = None)]
+#[command(name = "prompt-host", version, long_version = LONG_VERSION.as_str(), about, long_about = None)]
 struct Cli {
+    /// How log lines (on stderr) are written: text for people, or one JSON
+    /// object per line for log shippers.
+    #[arg(long, value_enum, default_value_t = LogFormat::Text, global = true)]
+    log_format: LogFormat,
     #[command(subcommand)]
     command: Command,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
 }
 
 #[derive(Subcommand)]
@@ -75,6 +115,34 @@ enum Command {
         #[command(flatten)]
         plugin: OnePluginArgs,
     },
+    /// Print a shell completion script for prompt-host (for example
+    /// `prompt-host completions bash > /etc/bash_completion.d/prompt-host`).
+    Completions {
+        /// The shell to complete in.
+        shell: clap_complete::Shell,
+    },
+    /// Print prompt-host's man page (roff), for `man -l -` or a man directory.
+    Man,
+    /// Ask a plugin file for completions of one argument of a prompt, as a
+    /// client's completion/complete would, and print the result (JSON).
+    ///
+    /// Exits with status 1 and the error on stderr when the call fails.
+    Complete {
+        /// The plugin file (a WebAssembly component).
+        file: PathBuf,
+        /// The prompt's name, as a client asks for it.
+        prompt: String,
+        /// The argument to complete.
+        argument: String,
+        /// What the user has typed of it so far.
+        #[arg(default_value = "")]
+        typed: String,
+        /// Arguments already filled in, each NAME=VALUE.
+        #[arg(long = "with", value_name = "NAME=VALUE", value_parser = parse_argument)]
+        context: Vec<(String, String)>,
+        #[command(flatten)]
+        plugin: OnePluginArgs,
+    },
 }
 
 /// How `inspect` and `get` load their one plugin: as `serve` would with this
@@ -119,7 +187,7 @@ impl From<Lang> for Language {
     }
 }
 
-#[derive(Args)]
+#[derive(Args, Clone)]
 struct ServeArgs {
     /// A TOML config file: plugin directory, page size, limits, per-plugin
     /// prefixes and limits. Command-line options override it.
@@ -138,6 +206,10 @@ struct ServeArgs {
     /// Do not watch the plugin directory (SIGHUP still rescans it).
     #[arg(long)]
     no_watch: bool,
+    /// Poll the plugin directory every MS milliseconds instead of using
+    /// inotify, which misses changes made by other machines (NFS).
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
+    watch_poll_ms: Option<u64>,
     /// Where compiled plugins are cached [default: $XDG_CACHE_HOME/prompt-host or ~/.cache/prompt-host].
     #[arg(long, value_name = "DIR")]
     cache_dir: Option<PathBuf>,
@@ -154,7 +226,7 @@ struct ServeArgs {
 }
 
 /// Serving over Streamable HTTP instead of stdio.
-#[derive(Args)]
+#[derive(Args, Clone)]
 struct HttpArgs {
     /// Serve MCP over Streamable HTTP at http://ADDR/mcp instead of stdio (for example 127.0.0.1:8080).
     #[arg(long, value_name = "ADDR")]
@@ -172,13 +244,30 @@ struct HttpArgs {
     #[arg(long, value_name = "FILE", requires = "http")]
     auth_token_file: Option<PathBuf>,
     /// The largest request body accepted, in KiB; larger ones get 413.
-    #[arg(long, value_name = "KIB", default_value_t = 4096, requires = "http")]
-    max_request_kib: usize,
+    #[arg(long, value_name = "KIB", default_value_t = http::DEFAULT_MAX_REQUEST_KIB as u32, requires = "http",
+          value_parser = clap::value_parser!(u32).range(1..=MAX_REQUEST_KIB))]
+    max_request_kib: u32,
+    /// Connections served at once; further ones wait until one closes.
+    #[arg(long, value_name = "N", default_value_t = http::DEFAULT_MAX_CONNECTIONS as u32, requires = "http",
+          value_parser = clap::value_parser!(u32).range(1..))]
+    max_connections: u32,
+    /// Sessions open at once; past it, once no session has been idle a
+    /// minute, a new session gets 503.
+    #[arg(long, value_name = "N", default_value_t = http::DEFAULT_MAX_SESSIONS as u32, requires = "http",
+          value_parser = clap::value_parser!(u32).range(1..))]
+    max_sessions: u32,
+    /// Milliseconds a client may take to send a request's body; slower ones get 408.
+    #[arg(long, value_name = "MS", default_value_t = http::DEFAULT_BODY_READ_TIMEOUT.as_millis() as u64, requires = "http",
+          value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    body_read_timeout_ms: u64,
 }
+
+/// The largest --max-request-kib: 1 GiB.
+const MAX_REQUEST_KIB: i64 = 1 << 20;
 
 /// Limits on every call into a plugin (the config file can set more, and set
 /// them per plugin).
-#[derive(Args)]
+#[derive(Args, Clone)]
 struct LimitArgs {
     /// Fuel (roughly, WebAssembly instructions) one call may burn [default: 500000000].
     #[arg(long, value_name = "UNITS", value_parser = clap::value_parser!(u64).range(1..))]
@@ -216,15 +305,15 @@ fn parse_prefix(text: &str) -> Result<(String, String), String> {
 }
 
 fn main() -> ExitCode {
-    // stdout belongs to the protocol: every log line goes to stderr.
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| DEFAULT_LOG_FILTER.into()),
-        )
-        .init();
     let cli = Cli::parse();
+    // stdout belongs to the protocol: every log line goes to stderr.
+    let log = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(log_filter());
+    match cli.log_format {
+        LogFormat::Text => log.with_ansi(std::io::stderr().is_terminal()).init(),
+        LogFormat::Json => log.json().with_current_span(false).init(),
+    }
     let runtime = tokio::runtime::Runtime::new().expect("failed to start the async runtime");
     let result = runtime.block_on(async {
         match cli.command {
@@ -232,6 +321,14 @@ fn main() -> ExitCode {
             Command::Serve(args) => serve(args).await,
             Command::Inspect { file, json, plugin } => inspect(file, json, plugin).await,
             Command::Get { file, prompt, arguments, plugin } => get(file, prompt, arguments, plugin).await,
+            Command::Completions { shell } => {
+                clap_complete::generate(shell, &mut Cli::command(), "prompt-host", &mut std::io::stdout());
+                Ok(())
+            }
+            Command::Man => clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout()).context("writing the man page"),
+            Command::Complete { file, prompt, argument, typed, context, plugin } => {
+                complete(file, prompt, argument, typed, context, plugin).await
+            }
         }
     });
     match result {
@@ -243,33 +340,47 @@ fn main() -> ExitCode {
     }
 }
 
-async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+/// The configuration serve runs with: the config file, if any, under the
+/// command-line options. Also what SIGHUP reads again.
+fn serve_config(args: &ServeArgs) -> Result<ServeConfig, ConfigError> {
     let mut config = match &args.config {
         Some(path) => ServeConfig::from_file(path)?,
         None => ServeConfig::default(),
     };
-    if let Some(dir) = args.plugins {
-        config.plugins_dir = Some(dir);
+    if let Some(dir) = &args.plugins {
+        config.plugins_dir = Some(dir.clone());
     }
     if let Some(page_size) = args.page_size {
         config.page_size = page_size as usize;
     }
-    for (plugin, prefix) in args.prefixes {
-        config.plugins.entry(plugin).or_default().prefix = prefix;
+    for (plugin, prefix) in &args.prefixes {
+        config.plugins.entry(plugin.clone()).or_default().prefix = prefix.clone();
     }
     if args.no_watch {
         config.watch = false;
     }
+    if let Some(ms) = args.watch_poll_ms {
+        config.watch_poll = Some(std::time::Duration::from_millis(ms));
+    }
     if args.no_cache {
         config.cache_dir = None;
-    } else if let Some(dir) = args.cache_dir {
-        config.cache_dir = Some(dir);
+    } else if let Some(dir) = &args.cache_dir {
+        config.cache_dir = Some(dir.clone());
     }
     if args.require_pinned {
         config.require_pinned = true;
     }
     config.limits = args.limits.overrides().apply(&config.limits);
-    let host = prompt_host::startup::start(&config).await?;
+    Ok(config)
+}
+
+async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let config = serve_config(&args)?;
+    let config_source = args.config.is_some().then(|| {
+        let args = args.clone();
+        Box::new(move || serve_config(&args)) as prompt_host::watch::ConfigSource
+    });
+    let host = prompt_host::startup::start(&config, config_source).await?;
     let server = PromptServer::new(host.registry, config.page_size);
     let Some(addr) = args.http.http else {
         return prompt_host::transport::serve_stdio(server).await.context("serving MCP over stdio");
@@ -279,7 +390,10 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         allowed_hosts: args.http.allowed_hosts,
         allowed_origins: args.http.allowed_origins,
         auth_token: args.http.auth_token_file.as_deref().map(http::read_token_file).transpose()?,
-        max_request_bytes: args.http.max_request_kib << 10,
+        max_request_bytes: (args.http.max_request_kib as usize) << 10,
+        max_connections: args.http.max_connections as usize,
+        max_sessions: args.http.max_sessions as usize,
+        body_read_timeout: std::time::Duration::from_millis(args.http.body_read_timeout_ms),
         ..HttpConfig::new(addr)
     };
     let running = http::serve_http(server, http).await?;
@@ -302,8 +416,21 @@ fn new(name: String, language: Language, dir: Option<PathBuf>) -> anyhow::Result
 }
 
 async fn inspect(file: PathBuf, json: bool, plugin: OnePluginArgs) -> anyhow::Result<()> {
-    let (settings, sandbox) = plugin.settings(&file)?;
-    let report = prompt_host::inspect::inspect(&file, settings, sandbox).await?;
+    let inspected = async {
+        let (settings, sandbox) = plugin.settings(&file)?;
+        Ok::<_, anyhow::Error>(prompt_host::inspect::inspect(&file, settings, sandbox).await?)
+    };
+    let report = match inspected.await {
+        Ok(report) => report,
+        Err(error) => {
+            // Tools that read --json read stdout: they get the error there too.
+            if json {
+                let error = serde_json::json!({ "file": file.display().to_string(), "error": format!("{error:#}") });
+                println!("{}", serde_json::to_string_pretty(&error)?);
+            }
+            return Err(error);
+        }
+    };
     if json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
@@ -317,11 +444,60 @@ async fn inspect(file: PathBuf, json: bool, plugin: OnePluginArgs) -> anyhow::Re
 
 async fn get(file: PathBuf, prompt: String, arguments: Vec<(String, String)>, plugin: OnePluginArgs) -> anyhow::Result<()> {
     let (settings, sandbox) = plugin.settings(&file)?;
-    let registry = prompt_host::startup::load_one(&file, settings, sandbox).await?;
-    let server = PromptServer::new(registry, prompt_host::catalog::DEFAULT_PAGE_SIZE);
+    let server = serve_one(&file, settings, sandbox).await?;
+    // An unknown prompt has no arguments to warn of: its error comes below.
+    let declared = server.declared_arguments(&prompt);
+    for (index, (name, _)) in arguments.iter().enumerate() {
+        if arguments[..index].iter().any(|(earlier, _)| earlier == name) {
+            eprintln!("warning: argument '{name}' is given more than once: the last value is used");
+        } else if let Some(declared) = &declared
+            && !declared.contains(name)
+        {
+            eprintln!("warning: prompt '{prompt}' declares no argument '{name}' (it declares: {})", list_or_none(declared));
+        }
+    }
     let arguments = arguments.into_iter().map(|(name, value)| (name, serde_json::Value::String(value))).collect();
     let request = rmcp::model::GetPromptRequestParams::new(prompt).with_arguments(arguments);
-    let mut result = server.get_prompt_result(request).await?;
+    let mut result = server.get_prompt_result(request).await.map_err(|error| match error {
+        RequestError::UnknownPrompt { .. } => {
+            anyhow::anyhow!("{error}; {} serves: {}", file.display(), list_or_none(&server.prompt_names()))
+        }
+        other => other.into(),
+    })?;
+    // As a client of a handshake revision sees it (rmcp drops the field then).
+    result.result_type = None;
+    println!("{}", serde_json::to_string_pretty(&result)?);
+    Ok(())
+}
+
+/// The plugin file `file`, loaded as the server would, behind a prompt
+/// server to call without a client.
+async fn serve_one(file: &std::path::Path, settings: PluginSettings, sandbox: SandboxConfig) -> anyhow::Result<PromptServer> {
+    let registry = prompt_host::startup::load_one(file, settings, sandbox).await?;
+    Ok(PromptServer::new(registry, prompt_host::catalog::DEFAULT_PAGE_SIZE))
+}
+
+fn list_or_none(names: &[String]) -> String {
+    if names.is_empty() { "none".to_string() } else { names.join(", ") }
+}
+
+async fn complete(
+    file: PathBuf,
+    prompt: String,
+    argument: String,
+    typed: String,
+    context: Vec<(String, String)>,
+    plugin: OnePluginArgs,
+) -> anyhow::Result<()> {
+    use rmcp::model::{ArgumentInfo, CompleteRequestParams, CompletionContext, Reference};
+    let (settings, sandbox) = plugin.settings(&file)?;
+    let server = serve_one(&file, settings, sandbox).await?;
+    let mut request =
+        CompleteRequestParams::new(Reference::for_prompt(prompt), ArgumentInfo::new(argument, typed));
+    if !context.is_empty() {
+        request.context = Some(CompletionContext::with_arguments(context.into_iter().collect()));
+    }
+    let mut result = server.complete_result(request).await?;
     // As a client of a handshake revision sees it (rmcp drops the field then).
     result.result_type = None;
     println!("{}", serde_json::to_string_pretty(&result)?);

@@ -50,6 +50,16 @@ pub fn plugin_dir(names: &[&str]) -> tempfile::TempDir {
     dir
 }
 
+/// `prompt-host serve` of a fresh directory holding copies of the named built
+/// plugins, with `extra` arguments, after the MCP handshake.
+pub fn serve_plugins(names: &[&str], extra: &[&str]) -> (tempfile::TempDir, Server) {
+    let dir = plugin_dir(names);
+    let mut args = vec!["--plugins", dir.path().to_str().unwrap()];
+    args.extend_from_slice(extra);
+    let server = Server::start(&args);
+    (dir, server)
+}
+
 /// A running `prompt-host serve`.
 pub struct Server {
     child: Child,
@@ -88,18 +98,7 @@ impl Server {
                 }
             }
         });
-        let stderr = Arc::new(Mutex::new(String::new()));
-        let sink = stderr.clone();
-        let mut pipe = child.stderr.take().unwrap();
-        std::thread::spawn(move || {
-            let mut buffer = [0u8; 4096];
-            while let Ok(n) = pipe.read(&mut buffer) {
-                if n == 0 {
-                    break;
-                }
-                sink.lock().unwrap().push_str(&String::from_utf8_lossy(&buffer[..n]));
-            }
-        });
+        let stderr = collect_stderr(&mut child);
         Server { child, stdin, lines, stderr, next_id: 1, pending: HashMap::new(), notifications: Vec::new() }
     }
 
@@ -263,15 +262,38 @@ impl Server {
     /// after the response timeout. (stderr is read by another thread, so a
     /// line logged before a response may be seen after it.)
     pub fn wait_for_stderr_count(&self, text: &str, count: usize) -> String {
-        let deadline = std::time::Instant::now() + RESPONSE_TIMEOUT;
-        loop {
-            let stderr = self.stderr();
-            if stderr.matches(text).count() >= count {
-                return stderr;
+        wait_for_text(&self.stderr, text, count)
+    }
+}
+
+/// Collects what `child` writes to its (piped) stderr, as it comes.
+pub fn collect_stderr(child: &mut Child) -> Arc<Mutex<String>> {
+    let stderr = Arc::new(Mutex::new(String::new()));
+    let sink = stderr.clone();
+    let mut pipe = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        let mut buffer = [0u8; 4096];
+        while let Ok(n) = pipe.read(&mut buffer) {
+            if n == 0 {
+                break;
             }
-            assert!(std::time::Instant::now() < deadline, "stderr never said {text:?} {count} times:\n{stderr}");
-            std::thread::sleep(Duration::from_millis(20));
+            sink.lock().unwrap().push_str(&String::from_utf8_lossy(&buffer[..n]));
         }
+    });
+    stderr
+}
+
+/// Waits until `collected` contains `text` at least `count` times, or fails
+/// after the response timeout; returns all of it.
+pub fn wait_for_text(collected: &Mutex<String>, text: &str, count: usize) -> String {
+    let deadline = std::time::Instant::now() + RESPONSE_TIMEOUT;
+    loop {
+        let stderr = collected.lock().unwrap().clone();
+        if stderr.matches(text).count() >= count {
+            return stderr;
+        }
+        assert!(std::time::Instant::now() < deadline, "stderr never said {text:?} {count} times:\n{stderr}");
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 

@@ -24,7 +24,36 @@ const PROMPTS: &[(&str, &str)] = &[
     ("chatty", "Prints to stdout and stderr, then behaves"),
     ("flood", "Prints a megabyte to stdout, then behaves"),
     ("many-messages", "Replies with a thousand messages"),
+    ("alias-bomb", "Replies with 64 texts that all alias one 4 MiB buffer"),
+    ("big-error", "Fails with an error message of `bytes` bytes that tries to forge log lines"),
+    ("big-completion", "Completes with `COUNTxBYTES` values of BYTES bytes each"),
+    ("long-description", LONG_DESCRIPTION),
 ];
+
+/// 2,000 bytes of description: with it, the pack's definitions come to more
+/// than 2 KiB, which tests of the catalog limit rely on.
+const LONG_DESCRIPTION: &str = concat!(
+    "Twenty sentences of one hundred bytes each make this description weigh two thousand bytes in all... ",
+    "Twenty sentences of one hundred bytes each make this description weigh two thousand bytes in all... ",
+    "Twenty sentences of one hundred bytes each make this description weigh two thousand bytes in all... ",
+    "Twenty sentences of one hundred bytes each make this description weigh two thousand bytes in all... ",
+    "Twenty sentences of one hundred bytes each make this description weigh two thousand bytes in all... ",
+    "Twenty sentences of one hundred bytes each make this description weigh two thousand bytes in all... ",
+    "Twenty sentences of one hundred bytes each make this description weigh two thousand bytes in all... ",
+    "Twenty sentences of one hundred bytes each make this description weigh two thousand bytes in all... ",
+    "Twenty sentences of one hundred bytes each make this description weigh two thousand bytes in all... ",
+    "Twenty sentences of one hundred bytes each make this description weigh two thousand bytes in all... ",
+    "Twenty sentences of one hundred bytes each make this description weigh two thousand bytes in all... ",
+    "Twenty sentences of one hundred bytes each make this description weigh two thousand bytes in all... ",
+    "Twenty sentences of one hundred bytes each make this description weigh two thousand bytes in all... ",
+    "Twenty sentences of one hundred bytes each make this description weigh two thousand bytes in all... ",
+    "Twenty sentences of one hundred bytes each make this description weigh two thousand bytes in all... ",
+    "Twenty sentences of one hundred bytes each make this description weigh two thousand bytes in all... ",
+    "Twenty sentences of one hundred bytes each make this description weigh two thousand bytes in all... ",
+    "Twenty sentences of one hundred bytes each make this description weigh two thousand bytes in all... ",
+    "Twenty sentences of one hundred bytes each make this description weigh two thousand bytes in all... ",
+    "Twenty sentences of one hundred bytes each make this description weigh two thousand bytes in all... ",
+);
 
 impl Guest for Hostile {
     fn list_prompts() -> Vec<Prompt> {
@@ -32,7 +61,12 @@ impl Guest for Hostile {
             .iter()
             .map(|(name, description)| {
                 let prompt = prompt(name, description);
-                if *name == "echo" { prompt.argument(optional("text", "What to echo")) } else { prompt }
+                match *name {
+                    "echo" => prompt.argument(optional("text", "What to echo")),
+                    "big-error" => prompt.argument(required("bytes", "How long the error message is")),
+                    "big-completion" => prompt.argument(optional("shape", "COUNTxBYTES")),
+                    _ => prompt,
+                }
             })
             .collect()
     }
@@ -79,13 +113,23 @@ impl Guest for Hostile {
                 Ok(reply([user_text("flooded")]))
             }
             "many-messages" => Ok(reply((0..1000).map(|i| user_text(format!("message {i}"))))),
+            "alias-bomb" => Ok(reply(aliases_of_one_buffer(64, 4 << 20).into_iter().map(user_text))),
+            "big-error" => {
+                let bytes: usize = arguments.require("bytes")?.parse().map_err(|_| invalid("bytes must be a number"))?;
+                Err(PromptError::Internal(forged_log_lines(bytes)))
+            }
             _ => Err(PromptError::NotFound),
         }
     }
 
-    fn complete(prompt: String, _: String, _: String, _: Vec<Argument>) -> Result<Completion, PromptError> {
+    fn complete(prompt: String, _: String, value: String, _: Vec<Argument>) -> Result<Completion, PromptError> {
         match prompt.as_str() {
             "spin" => spin(),
+            "big-completion" => {
+                let shape = value.split_once('x').and_then(|(count, bytes)| Some((count.parse().ok()?, bytes.parse().ok()?)));
+                let (count, bytes): (usize, usize) = shape.ok_or_else(|| invalid("the value must be COUNTxBYTES"))?;
+                Ok(Completion { values: (0..count).map(|_| "v".repeat(bytes)).collect(), total: None, has_more: false })
+            }
             _ => Ok(no_completions()),
         }
     }
@@ -96,6 +140,36 @@ fn spin<T>() -> T {
     loop {
         counter = black_box(counter.wrapping_add(1));
     }
+}
+
+fn invalid(message: &str) -> PromptError {
+    PromptError::InvalidArguments(message.to_string())
+}
+
+/// `count` strings that all point at the same `bytes`-byte buffer: the guest
+/// pays for one buffer, and a host that copies each string pays `count` times.
+/// The strings are never dropped here: the host's copy budget stops the call
+/// before the pack would free the same buffer twice.
+fn aliases_of_one_buffer(count: usize, bytes: usize) -> Vec<String> {
+    let buffer: &'static mut str = "a".repeat(bytes).leak();
+    let (pointer, length) = (buffer.as_mut_ptr(), buffer.len());
+    // SAFETY: deliberately unsound aliasing, on purpose for this fixture; see above.
+    (0..count).map(|_| unsafe { String::from_raw_parts(pointer, length, length) }).collect()
+}
+
+/// An error message of `bytes` bytes that starts with text made to look like
+/// a line of the host's own log, with raw CR, NUL and an escape sequence.
+fn forged_log_lines(bytes: usize) -> String {
+    let forged = "plugin failed\n2026-11-22T10:00:00.000000Z  INFO prompt_host::watch: plugin loaded plugin=trusted_pack\r\0\x1b[2K";
+    // Reserved whole, and doubled in place: growing by doubling would need
+    // twice the memory, and pushing byte by byte a great deal of fuel.
+    let mut message = String::with_capacity(bytes.max(forged.len()));
+    message.push_str(forged);
+    while message.len() < bytes {
+        message.extend_from_within(..message.len().min(bytes - message.len()));
+    }
+    message.truncate(bytes);
+    message
 }
 
 fn recurse(depth: u64) -> u64 {

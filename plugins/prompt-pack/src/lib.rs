@@ -72,7 +72,7 @@ pub use bindings::export_pack;
 
 mod template;
 
-pub use template::{Template, TemplatePack, template};
+pub use template::{Template, TemplateMistake, TemplatePack, check_templates, template};
 
 pub use bindings::exports::prompt_host::prompts::prompt_provider::{
     Annotations, Argument, Completion, Content, EmbeddedResource, Guest, Icon, IconTheme,

@@ -43,15 +43,60 @@ use crate::{
 pub trait TemplatePack {
     /// The pack's prompts, in the order `prompts/list` shows them.
     fn templates() -> Vec<Template>;
+
+    /// Checks the templates as the host's load does (see
+    /// [`check_templates`]): call it from the pack's own tests, so that
+    /// `cargo test` fails where the host would refuse the pack.
+    fn check() -> Result<(), TemplateMistake> {
+        check_templates(&Self::templates())
+    }
+}
+
+/// A mistake in a pack's templates, and the template it is in.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TemplateMistake {
+    /// What is wrong, naming the prompt.
+    pub problem: String,
+    /// Where the template is declared (the call to [`template`]).
+    pub at: &'static std::panic::Location<'static>,
+}
+
+impl std::fmt::Display for TemplateMistake {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} (at {})", self.problem, self.at)
+    }
+}
+
+/// Checks every template ([`Template::check`]), and that no two prompts, and
+/// no two arguments of one prompt, share a name.
+pub fn check_templates(templates: &[Template]) -> Result<(), TemplateMistake> {
+    for (index, template) in templates.iter().enumerate() {
+        let mistake = |problem: String| TemplateMistake { problem, at: template.defined_at };
+        let name = &template.declaration.name;
+        if templates[..index].iter().any(|earlier| earlier.declaration.name == *name) {
+            return Err(mistake(format!("prompt '{name}' is declared more than once: give each prompt a name of its own")));
+        }
+        let arguments = &template.declaration.arguments;
+        for (position, argument) in arguments.iter().enumerate() {
+            if arguments[..position].iter().any(|earlier| earlier.name == argument.name) {
+                return Err(mistake(format!("template of prompt '{name}' declares argument '{}' twice", argument.name)));
+            }
+        }
+        template.check().map_err(mistake)?;
+    }
+    Ok(())
 }
 
 /// One prompt: how it is declared, and the messages it replies with.
 ///
 /// Message texts name arguments in braces: `{code}` is the value of argument
 /// `code`. Write `{{` and `}}` for literal braces. An optional argument the
-/// client left out is its [`default`](Template::default), or empty.
+/// client left out is its [`default`](Template::default); a placeholder for
+/// an optional argument must have one (`""` where a gap is meant), so that
+/// no text reads "in a  tone" by accident.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Template {
+    defined_at: &'static std::panic::Location<'static>,
     declaration: Prompt,
     messages: Vec<(Role, String)>,
     description: Option<String>,
@@ -60,9 +105,11 @@ pub struct Template {
 }
 
 /// Starts a template for prompt `name`, with a description and no arguments
-/// or messages yet.
+/// or messages yet. A mistake in it is reported at the line of this call.
+#[track_caller]
 pub fn template(name: &str, description: &str) -> Template {
     Template {
+        defined_at: std::panic::Location::caller(),
         declaration: prompt(name, description),
         messages: Vec::new(),
         description: None,
@@ -134,10 +181,20 @@ impl Template {
         let at = format!("template of prompt '{}'", self.declaration.name);
         for (_, text) in &self.messages {
             for piece in parse(text).map_err(|problem| format!("{at}: {problem}"))? {
-                if let Piece::Argument(name) = piece
-                    && declared(name).is_none()
-                {
-                    return Err(format!("{at} uses {{{name}}}, which is not one of its arguments"));
+                let Piece::Argument(name) = piece else { continue };
+                match declared(name) {
+                    None => return Err(format!("{at} uses {{{name}}}, which is not one of its arguments")),
+                    Some(argument)
+                        if !argument.required
+                            && !self.defaults.iter().any(|(argument, _)| argument == name) =>
+                    {
+                        return Err(format!(
+                            "{at} uses {{{name}}}, an optional argument with no default, which would leave a gap \
+                             in the text when left out: give it a default (.default(\"{name}\", ...), \"\" if the \
+                             gap is meant), or make it required"
+                        ));
+                    }
+                    Some(_) => {}
                 }
             }
         }
@@ -259,12 +316,16 @@ fn parse(template: &str) -> Result<Vec<Piece<'_>>, String> {
 impl<T: TemplatePack> Guest for T {
     fn list_prompts() -> Vec<Prompt> {
         let templates = T::templates();
-        for template in &templates {
-            if let Err(problem) = template.check() {
-                // The host reports a panic while listing, with this message,
-                // and refuses the pack: the author sees it on first load.
-                panic!("{problem}");
-            }
+        if let Err(mistake) = check_templates(&templates) {
+            // The host reports a panic while listing, with its message and
+            // location, and refuses the pack: the author sees it on first
+            // load. The location is the template's, not this line's.
+            let at = mistake.at;
+            std::panic::set_hook(Box::new(move |info| {
+                let message = info.payload().downcast_ref::<String>().map_or("", String::as_str);
+                eprintln!("thread '<unnamed>' panicked at {at}:\n{message}");
+            }));
+            panic!("{}", mistake.problem);
         }
         templates.into_iter().map(|template| template.declaration).collect()
     }
@@ -326,6 +387,34 @@ mod tests {
     fn choices_complete() {
         assert_eq!(summarize().complete("length", "m").values, ["medium"]);
         assert_eq!(summarize().complete("text", "m").values, Vec::<String>::new());
+    }
+
+    #[test]
+    fn mistakes_across_templates_are_found_where_the_template_is() {
+        let line = line!() + 1;
+        let templates = vec![template("a", "A"), template("b", "B"), template("a", "Another A")];
+        let mistake = check_templates(&templates).unwrap_err();
+        assert_eq!(mistake.problem, "prompt 'a' is declared more than once: give each prompt a name of its own");
+        assert_eq!((mistake.at.file(), mistake.at.line()), (file!(), line));
+        let twice = template("a", "A").argument(required("x", "X")).argument(optional("x", "X"));
+        assert_eq!(
+            check_templates(&[twice]).unwrap_err().problem,
+            "template of prompt 'a' declares argument 'x' twice"
+        );
+        assert_eq!(check_templates(&[summarize(), template("b", "B")]), Ok(()));
+    }
+
+    #[test]
+    fn an_optional_placeholder_needs_a_default() {
+        assert_eq!(
+            template("a", "A").argument(optional("tone", "T")).user("in a {tone} tone").check(),
+            Err("template of prompt 'a' uses {tone}, an optional argument with no default, which would leave a gap \
+                 in the text when left out: give it a default (.default(\"tone\", ...), \"\" if the gap is meant), \
+                 or make it required"
+                .into())
+        );
+        let meant = template("a", "A").argument(optional("tone", "T")).default("tone", "").user("in a {tone} tone");
+        assert_eq!(meant.check(), Ok(()));
     }
 
     #[test]

@@ -30,6 +30,11 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_templates_pass_the_checks_the_host_runs_at_load() {
+        assert_eq!(Pack::check(), Ok(()));
+    }
+
+    #[test]
     fn summaries_are_short_unless_asked() {
         let reply = Pack::get_prompt("summarize".into(), vec![argument("text", "Some text.")]).unwrap();
         assert_eq!(reply.messages, [user_text("Write a short summary of this text:\n\nSome text.")]);

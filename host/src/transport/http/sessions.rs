@@ -1,0 +1,174 @@
+//! A cap on HTTP sessions: rmcp's in-memory session manager, counting its
+//! sessions and when each was last used, so that a client cannot open
+//! sessions without bound and idle ones make room for new ones.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use futures_core::Stream;
+use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::transport::WorkerTransport;
+use rmcp::transport::streamable_http_server::session::local::{
+    LocalSessionManager, LocalSessionManagerError, LocalSessionWorker,
+};
+use rmcp::transport::streamable_http_server::session::{ServerSseMessage, SessionId, SessionManager};
+
+/// A session unused for this long may be closed to make room for a new one
+/// when the cap is reached. (rmcp closes any session idle for 5 minutes.)
+pub const EVICTABLE_AFTER: Duration = Duration::from_secs(60);
+
+/// Why a session operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionsError {
+    #[error("{0}")]
+    Local(#[from] LocalSessionManagerError),
+    #[error("the cap of {0} sessions is reached")]
+    Full(usize),
+}
+
+/// rmcp's [`LocalSessionManager`], holding at most `max` sessions.
+pub struct CappedSessions {
+    inner: LocalSessionManager,
+    max: usize,
+    evictable_after: Duration,
+    /// Each open session and when a client last used it.
+    /// (An async lock: creating a session awaits under it.)
+    last_used: tokio::sync::Mutex<HashMap<SessionId, Instant>>,
+}
+
+impl CappedSessions {
+    /// At most `max` sessions; one unused for `evictable_after` may be
+    /// closed to make room.
+    pub fn new(max: usize, evictable_after: Duration) -> CappedSessions {
+        CappedSessions {
+            inner: LocalSessionManager::default(),
+            max,
+            evictable_after,
+            last_used: tokio::sync::Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// What a client is told when no session can be opened.
+    pub fn full_message(&self) -> String {
+        format!(
+            "service unavailable: the server holds its maximum of {} sessions (--max-sessions); \
+             retry later, or end a session with DELETE",
+            self.max
+        )
+    }
+
+    /// Whether a new session fits, closing the longest-idle session unused
+    /// for `evictable_after` if that makes room.
+    pub async fn make_room(&self) -> bool {
+        let evicted = {
+            let mut last_used = self.last_used.lock().await;
+            if last_used.len() < self.max {
+                return true;
+            }
+            let Some(oldest) = last_used
+                .iter()
+                .filter(|(_, used)| used.elapsed() >= self.evictable_after)
+                .min_by_key(|(_, used)| **used)
+                .map(|(id, _)| id.clone())
+            else {
+                return false;
+            };
+            last_used.remove(&oldest);
+            oldest
+        };
+        tracing::info!(session = %evicted, "closing the longest-idle HTTP session to make room for a new one");
+        if let Err(error) = self.inner.close_session(&evicted).await {
+            tracing::warn!(session = %evicted, "closing an idle session failed: {error}");
+        }
+        true
+    }
+
+    async fn touch(&self, id: &SessionId) {
+        if let Some(used) = self.last_used.lock().await.get_mut(id) {
+            *used = Instant::now();
+        }
+    }
+}
+
+impl SessionManager for CappedSessions {
+    type Error = SessionsError;
+    type Transport = WorkerTransport<LocalSessionWorker>;
+
+    async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
+        // Checked again here, under the lock, so that concurrent
+        // initializes never take the count past the cap.
+        let mut last_used = self.last_used.lock().await;
+        if last_used.len() >= self.max {
+            return Err(SessionsError::Full(self.max));
+        }
+        let (id, transport) = self.inner.create_session().await?;
+        last_used.insert(id.clone(), Instant::now());
+        Ok((id, transport))
+    }
+
+    async fn initialize_session(&self, id: &SessionId, message: ClientJsonRpcMessage) -> Result<ServerJsonRpcMessage, Self::Error> {
+        self.touch(id).await;
+        Ok(self.inner.initialize_session(id, message).await?)
+    }
+
+    async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
+        Ok(self.inner.has_session(id).await?)
+    }
+
+    async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
+        self.last_used.lock().await.remove(id);
+        Ok(self.inner.close_session(id).await?)
+    }
+
+    async fn create_stream(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        self.touch(id).await;
+        Ok(self.inner.create_stream(id, message).await?)
+    }
+
+    async fn accept_message(&self, id: &SessionId, message: ClientJsonRpcMessage) -> Result<(), Self::Error> {
+        self.touch(id).await;
+        Ok(self.inner.accept_message(id, message).await?)
+    }
+
+    async fn create_standalone_stream(
+        &self,
+        id: &SessionId,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        self.touch(id).await;
+        Ok(self.inner.create_standalone_stream(id).await?)
+    }
+
+    async fn resume(
+        &self,
+        id: &SessionId,
+        last_event_id: String,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        self.touch(id).await;
+        Ok(self.inner.resume(id, last_event_id).await?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_session_idle_long_enough_makes_room_and_others_do_not() {
+        let busy = CappedSessions::new(1, Duration::from_secs(3600));
+        busy.create_session().await.unwrap();
+        assert!(!busy.make_room().await);
+        assert!(matches!(busy.create_session().await, Err(SessionsError::Full(1))));
+
+        let idle = CappedSessions::new(1, Duration::ZERO);
+        let (first, _transport) = idle.create_session().await.unwrap();
+        assert!(idle.make_room().await);
+        assert!(!idle.has_session(&first).await.unwrap());
+        let (second, _transport) = idle.create_session().await.unwrap();
+        assert!(idle.has_session(&second).await.unwrap());
+        assert_eq!(idle.last_used.lock().await.len(), 1);
+    }
+}

@@ -1,0 +1,290 @@
+//! The Streamable HTTP transport under abuse, over the real binary and raw
+//! HTTP/1.1: descriptor exhaustion, connection and session caps, stalled
+//! bodies, oversized bodies, and option validation.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How long a test waits for the server before it fails.
+const PATIENCE: Duration = Duration::from_secs(30);
+
+mod support;
+
+const BINARY: &str = env!("CARGO_BIN_EXE_prompt-host");
+
+/// A running `prompt-host serve --http 127.0.0.1:0`, serving the bundled packs.
+struct HttpHost {
+    child: Child,
+    stderr: Arc<Mutex<String>>,
+    addr: SocketAddr,
+}
+
+impl HttpHost {
+    /// Starts the server with these extra options.
+    fn start(options: &[&str]) -> HttpHost {
+        let mut command = Command::new(BINARY);
+        command.args(["serve", "--http", "127.0.0.1:0"]).args(options);
+        HttpHost::spawn(command)
+    }
+
+    /// Starts the server with its soft and hard descriptor limits both `limit`.
+    fn start_with_descriptor_limit(limit: u32) -> HttpHost {
+        let mut command = Command::new("sh");
+        command.args(["-c", &format!("ulimit -n {limit} && exec \"$0\" serve --http 127.0.0.1:0"), BINARY]);
+        HttpHost::spawn(command)
+    }
+
+    fn spawn(mut command: Command) -> HttpHost {
+        let mut child = command
+            .env("RUST_LOG", "info,rmcp=warn,prompt_host::handler=debug")
+            .env("XDG_CACHE_HOME", Path::new(env!("CARGO_TARGET_TMPDIR")).join("cache"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("failed to start prompt-host");
+        let stderr = support::collect_stderr(&mut child);
+        let mut host = HttpHost { child, stderr, addr: "0.0.0.0:0".parse().unwrap() };
+        let log = host.wait_for_stderr("serving MCP over Streamable HTTP at http://");
+        let rest = &log[log.find("at http://").unwrap() + "at http://".len()..];
+        host.addr = rest[..rest.find("/mcp").unwrap()].parse().unwrap();
+        host
+    }
+
+    fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    fn wait_for_stderr(&self, text: &str) -> String {
+        support::wait_for_text(&self.stderr, text, 1)
+    }
+
+    fn connect(&self) -> TcpStream {
+        let stream = TcpStream::connect(self.addr).unwrap();
+        stream.set_read_timeout(Some(PATIENCE)).unwrap();
+        stream
+    }
+
+    /// Sends `initialize` on a new connection and returns the answer.
+    fn initialize(&self) -> Answer {
+        send(&mut self.connect(), &initialize_request(self.addr))
+    }
+
+    /// Ends a session with DELETE.
+    fn delete(&self, session: &str) -> Answer {
+        let request = format!(
+            "DELETE /mcp HTTP/1.1\r\nHost: {}\r\nMcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-11-25\r\n\
+             Connection: close\r\n\r\n",
+            self.addr
+        );
+        send(&mut self.connect(), &request)
+    }
+}
+
+impl Drop for HttpHost {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One HTTP response, read until the server closed the connection.
+struct Answer {
+    status: u16,
+    head: String,
+    body: String,
+}
+
+impl Answer {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.head.lines().find_map(|line| {
+            let (key, value) = line.split_once(':')?;
+            key.eq_ignore_ascii_case(name).then(|| value.trim())
+        })
+    }
+}
+
+/// Writes `request` and reads the response until the server closes.
+fn send(stream: &mut TcpStream, request: &str) -> Answer {
+    stream.write_all(request.as_bytes()).unwrap();
+    read_answer(stream)
+}
+
+fn read_answer(stream: &mut TcpStream) -> Answer {
+    let mut bytes = Vec::new();
+    stream.read_to_end(&mut bytes).expect("the server neither answered nor closed");
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or_else(|| panic!("no HTTP response: {text:?}"));
+    let status = head.split(' ').nth(1).and_then(|code| code.parse().ok()).unwrap_or_else(|| panic!("no status: {head}"));
+    Answer { status, head: head.to_string(), body: body.to_string() }
+}
+
+fn post(addr: SocketAddr, body: &str) -> String {
+    format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+fn initialize_request(addr: SocketAddr) -> String {
+    post(
+        addr,
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"http-tests","version":"1.0.0"}}}"#,
+    )
+}
+
+/// Asserts that `answer` is a successful initialize, and returns its session id.
+fn assert_initialized(answer: &Answer) -> String {
+    assert_eq!(answer.status, 200, "{}\n{}", answer.head, answer.body);
+    assert!(answer.body.contains(r#""serverInfo":{"name":"prompt-host""#), "{}", answer.body);
+    answer.header("mcp-session-id").expect("no session id").to_string()
+}
+
+#[test]
+fn running_out_of_descriptors_backs_off_with_few_warnings_and_recovers() {
+    let host = HttpHost::start_with_descriptor_limit(64);
+    let began = Instant::now();
+    let idle: Vec<TcpStream> = (0..80).map(|_| host.connect()).collect();
+    host.wait_for_stderr("Too many open files");
+    std::thread::sleep(Duration::from_secs(2));
+    let warnings = host.stderr().matches("Too many open files").count();
+    // At most one warning per second, so at most one more than the whole
+    // seconds since the first connection (the first failure came after it).
+    let bound = began.elapsed().as_secs() as usize + 1;
+    assert!(warnings <= bound, "{warnings} warnings in {:?}:\n{}", began.elapsed(), host.stderr());
+    assert!(host.stderr().contains("accepting an HTTP connection failed: Too many open files (os error 24); retrying in"));
+
+    drop(idle);
+    assert_initialized(&host.initialize());
+}
+
+#[test]
+fn connections_past_the_cap_wait_until_one_closes() {
+    let host = HttpHost::start(&["--max-connections", "2"]);
+    let held: Vec<TcpStream> = (0..2).map(|_| served_connection(&host)).collect();
+    let mut waiting = host.connect();
+    waiting.write_all(initialize_request(host.addr).as_bytes()).unwrap();
+    waiting.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
+    let mut byte = [0u8; 1];
+    let error = waiting.read(&mut byte).expect_err("a connection past the cap was served");
+    assert!(matches!(error.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut), "{error}");
+
+    drop(held);
+    waiting.set_read_timeout(Some(PATIENCE)).unwrap();
+    assert_initialized(&read_answer(&mut waiting));
+}
+
+/// A connection the server has accepted (it answered a request on it), kept open.
+fn served_connection(host: &HttpHost) -> TcpStream {
+    let mut stream = host.connect();
+    write!(stream, "GET /elsewhere HTTP/1.1\r\nHost: {}\r\n\r\n", host.addr).unwrap();
+    read_until(&mut stream, &mut Vec::new(), "not found: MCP is served at /mcp\n");
+    stream
+}
+
+/// Reads from `stream` into `seen` until `seen` contains `text`.
+fn read_until(stream: &mut TcpStream, seen: &mut Vec<u8>, text: &str) {
+    let mut buffer = [0u8; 4096];
+    while !String::from_utf8_lossy(seen).contains(text) {
+        let n = stream.read(&mut buffer).unwrap();
+        assert!(n > 0, "closed before {text:?}: {}", String::from_utf8_lossy(seen));
+        seen.extend_from_slice(&buffer[..n]);
+    }
+}
+
+#[test]
+fn a_stalled_body_gets_408_and_the_connection_closes() {
+    let host = HttpHost::start(&["--body-read-timeout-ms", "300"]);
+    let mut stream = host.connect();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: 100\r\n\r\n{{\"jsonrpc\"",
+        host.addr
+    );
+    let answer = send(&mut stream, &request);
+    assert_eq!(answer.status, 408, "{}", answer.head);
+    assert_eq!(answer.header("connection"), Some("close"));
+    assert_eq!(answer.body, "request timeout: the body did not arrive within 300 ms\n");
+}
+
+#[test]
+fn a_body_over_the_cap_gets_413() {
+    let host = HttpHost::start(&["--max-request-kib", "1"]);
+    let answer = send(&mut host.connect(), &post(host.addr, &" ".repeat(1025)));
+    assert_eq!(answer.status, 413, "{}", answer.head);
+    assert_eq!(answer.body, "payload too large: the request body is over 1 KiB (--max-request-kib)\n");
+    // The cap itself is accepted.
+    let padded = format!("{:<1024}", r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"http-tests","version":"1.0.0"}}}"#);
+    assert_initialized(&send(&mut host.connect(), &post(host.addr, &padded)));
+}
+
+#[test]
+fn sessions_past_the_cap_get_503_until_one_ends() {
+    let host = HttpHost::start(&["--max-sessions", "3"]);
+    let sessions: Vec<String> = (0..3).map(|_| assert_initialized(&host.initialize())).collect();
+
+    let refused = host.initialize();
+    assert_eq!(refused.status, 503, "{}\n{}", refused.head, refused.body);
+    assert_eq!(
+        refused.body,
+        "service unavailable: the server holds its maximum of 3 sessions (--max-sessions); \
+         retry later, or end a session with DELETE\n"
+    );
+
+    assert_eq!(host.delete(&sessions[0]).status, 202);
+    assert_initialized(&host.initialize());
+    assert_eq!(host.initialize().status, 503);
+}
+
+#[test]
+fn a_session_hears_of_catalog_changes_until_it_ends() {
+    let dir = support::plugin_dir(&["code_review"]);
+    let host = HttpHost::start(&["--plugins", dir.path().to_str().unwrap()]);
+    let session = assert_initialized(&host.initialize());
+    let headers = format!("Host: {}\r\nMcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-11-25\r\n", host.addr);
+    let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    let answer = send(
+        &mut host.connect(),
+        &format!(
+            "POST /mcp HTTP/1.1\r\n{headers}Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+             Content-Length: {}\r\nConnection: close\r\n\r\n{initialized}",
+            initialized.len()
+        ),
+    );
+    assert_eq!(answer.status, 202, "{}\n{}", answer.head, answer.body);
+    let mut events = host.connect();
+    write!(events, "GET /mcp HTTP/1.1\r\n{headers}Accept: text/event-stream\r\n\r\n").unwrap();
+    let mut seen = Vec::new();
+    // The stream is open once its headers have come.
+    read_until(&mut events, &mut seen, "\r\n\r\n");
+
+    support::install(dir.path(), "media_prompts", "media_prompts.wasm");
+    read_until(&mut events, &mut seen, "notifications/prompts/list_changed");
+
+    assert!(!host.stderr().contains("list_changed notifier stopped"));
+    assert_eq!(host.delete(&session).status, 202);
+    host.wait_for_stderr("a session's list_changed notifier stopped");
+}
+
+#[test]
+fn max_request_kib_out_of_range_is_refused() {
+    for value in ["0", "1048577", "18014398509481984"] {
+        let output = Command::new(BINARY)
+            .args(["serve", "--http", "127.0.0.1:0", "--max-request-kib", value])
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2), "--max-request-kib {value} was accepted");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains(&format!("invalid value '{value}' for '--max-request-kib <KIB>': ")),
+            "{stderr}"
+        );
+    }
+    let output = Command::new(BINARY).args(["serve", "--http", "127.0.0.1:0", "--max-request-kib", "0"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&output.stderr).contains("0 is not in 1..=1048576"));
+}
