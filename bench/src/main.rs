@@ -61,7 +61,10 @@ fn main() -> anyhow::Result<()> {
         file_to_list_changed(&setup, &mut report)?;
     }
     if run("spinners") {
-        tail_under_spinners(&setup, &mut report)?;
+        tail_under_spinners(&setup, 8, &mut report)?;
+    }
+    if run("fair") {
+        tail_under_spinners(&setup, 64, &mut report)?;
     }
     if run("idle") {
         idle_wakeups(&setup, &mut report)?;
@@ -402,7 +405,8 @@ fn sandbox_calls(setup: &Setup, calls: usize) -> anyhow::Result<(f64, Duration)>
         let config = ServeConfig::default();
         let path = setup.plugin("code_review");
         let settings = config.plugin_settings(&prompt_host::loader::plugin_id(&path));
-        let server = prompt_host::inspect::serve_one(&path, settings, config.sandbox.clone()).await?;
+        let registry = prompt_host::startup::load_one(&path, settings, config.sandbox.clone()).await?;
+        let server = prompt_host::handler::PromptServer::new(registry, config.page_size);
         let request = || {
             let arguments = [("code".to_string(), Value::String(CODE.into()))].into_iter().collect();
             rmcp::model::GetPromptRequestParams::new("code_review").with_arguments(arguments)
@@ -695,7 +699,12 @@ fn file_to_list_changed(setup: &Setup, report: &mut Report) -> anyhow::Result<()
     Ok(())
 }
 
-fn tail_under_spinners(setup: &Setup, report: &mut Report) -> anyhow::Result<()> {
+/// prompts/get of code_review for 6 s while `spinners` calls of the hostile
+/// pack spin to their deadline, each sent again when it ends. Past the
+/// hostile pack's quota of concurrent calls (16 by default), spinners wait
+/// for it and are refused as busy: what another pack sees then is the
+/// fairness the quota buys.
+fn tail_under_spinners(setup: &Setup, spinners: u64, report: &mut Report) -> anyhow::Result<()> {
     let dir = setup.plugin_dir("spinners", &["code_review", "hostile"])?;
     let cache = setup.dir("spinners-cache")?;
     let args = ["serve", "--plugins", &dir.display().to_string(), "--cache-dir", &cache.display().to_string(), "--fuel", "100000000000000", "--deadline-ms", "1000"]
@@ -706,7 +715,7 @@ fn tail_under_spinners(setup: &Setup, report: &mut Report) -> anyhow::Result<()>
     };
     const SPIN_IDS: u64 = 1_000_000;
     let mut next_spin = SPIN_IDS;
-    for _ in 0..8 {
+    for _ in 0..spinners {
         spin(&mut server, next_spin)?;
         next_spin += 1;
     }
@@ -724,7 +733,10 @@ fn tail_under_spinners(setup: &Setup, report: &mut Report) -> anyhow::Result<()>
             let line = server.read_line()?;
             match response_id(&line) {
                 Some(found) if found >= SPIN_IDS => {
-                    ensure!(line.contains("exceeded its 1000 ms deadline"), "a spinner ended otherwise: {line}");
+                    ensure!(
+                        line.contains("exceeded its 1000 ms deadline") || line.contains("of its concurrent calls stayed busy"),
+                        "a spinner ended otherwise: {line}"
+                    );
                     spins_done += 1;
                     spin(&mut server, next_spin)?;
                     next_spin += 1;
@@ -741,7 +753,9 @@ fn tail_under_spinners(setup: &Setup, report: &mut Report) -> anyhow::Result<()>
     }
     let load = Load::new(Duration::from_secs(6), latencies);
     report.facts.push((
-        format!("prompts/get of code_review while 8 calls spin to their 1000 ms deadline ({spins_done} spinners ended meanwhile): p50 / p99"),
+        format!(
+            "prompts/get of code_review while {spinners} calls of another pack spin to their 1000 ms deadline ({spins_done} spinners ended meanwhile): p50 / p99"
+        ),
         format!("{} / {}", micros(load.p50), micros(load.p99)),
     ));
     Ok(())

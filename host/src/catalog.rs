@@ -59,6 +59,9 @@ pub struct Skipped {
     pub served_by: String,
 }
 
+/// The number of prompts on one page of `prompts/list`, unless configured.
+pub const DEFAULT_PAGE_SIZE: usize = 100;
+
 /// One page of `prompts/list`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Page<'a> {

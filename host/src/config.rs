@@ -15,6 +15,7 @@
 //! fuel = 500000000
 //! deadline_ms = 1000
 //! memory_mib = 64
+//! concurrent_calls = 16           # calls into one plugin at once
 //!
 //! [sandbox]                       # shared by all plugins
 //! max_concurrent_calls = 64
@@ -31,10 +32,10 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::handler::DEFAULT_PAGE_SIZE;
-use crate::limits::Limits;
+use crate::catalog::DEFAULT_PAGE_SIZE;
+use crate::limits::{LimitOverrides, Limits, MAX_CONCURRENT_CALLS};
 use crate::loader::PluginSettings;
-use crate::sandbox::SandboxConfig;
+use crate::sandbox::{MAX_WASM_STACK, SandboxConfig};
 
 /// Everything `prompt-host serve` needs to know.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -255,118 +256,43 @@ struct ServerSection {
     cache_max_mib: Option<u64>,
 }
 
-/// Limits as a config file or the command line sets them, each optional, in
-/// the units people write.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct LimitOverrides {
-    pub fuel: Option<u64>,
-    pub deadline_ms: Option<u64>,
-    pub memory_mib: Option<usize>,
-    pub output_capture_kib: Option<usize>,
-    pub max_prompts: Option<usize>,
-    pub max_messages: Option<usize>,
-    pub max_string_kib: Option<usize>,
-    pub max_reply_kib: Option<usize>,
-    pub max_argument_kib: Option<usize>,
-    pub max_catalog_kib: Option<usize>,
-}
-
-impl LimitOverrides {
-    /// `base`, with the limits set here replacing its own.
-    pub fn apply(&self, base: &Limits) -> Limits {
-        Limits {
-            fuel: self.fuel.unwrap_or(base.fuel),
-            deadline: self.deadline_ms.map_or(base.deadline, Duration::from_millis),
-            memory_bytes: self.memory_mib.map_or(base.memory_bytes, |mib| mib << 20),
-            output_capture_bytes: self.output_capture_kib.map_or(base.output_capture_bytes, |kib| kib << 10),
-            max_prompts: self.max_prompts.unwrap_or(base.max_prompts),
-            max_messages: self.max_messages.unwrap_or(base.max_messages),
-            max_string_bytes: self.max_string_kib.map_or(base.max_string_bytes, |kib| kib << 10),
-            max_reply_bytes: self.max_reply_kib.map_or(base.max_reply_bytes, |kib| kib << 10),
-            max_argument_bytes: self.max_argument_kib.map_or(base.max_argument_bytes, |kib| kib << 10),
-            max_catalog_bytes: self.max_catalog_kib.map_or(base.max_catalog_bytes, |kib| kib << 10),
-        }
-    }
-
-    /// Refuses a limit of zero, which would refuse every call.
-    pub fn check(&self, section: &str) -> Result<(), String> {
-        let values = [
-            ("fuel", self.fuel),
-            ("deadline_ms", self.deadline_ms),
-            ("memory_mib", self.memory_mib.map(|v| v as u64)),
-            ("max_prompts", self.max_prompts.map(|v| v as u64)),
-            ("max_messages", self.max_messages.map(|v| v as u64)),
-            ("max_string_kib", self.max_string_kib.map(|v| v as u64)),
-            ("max_reply_kib", self.max_reply_kib.map(|v| v as u64)),
-            ("max_argument_kib", self.max_argument_kib.map(|v| v as u64)),
-            ("max_catalog_kib", self.max_catalog_kib.map(|v| v as u64)),
-        ];
-        for (key, value) in values {
-            if let Some(value) = value {
-                positive(&format!("{section}.{key}"), value)?;
-            }
-        }
-        // Larger values would overflow once converted to bytes, and no
-        // sandboxed call needs them.
-        let sizes = [
-            ("memory_mib", self.memory_mib, MAX_MIB),
-            ("output_capture_kib", self.output_capture_kib, MAX_MIB << 10),
-            ("max_string_kib", self.max_string_kib, MAX_MIB << 10),
-            ("max_reply_kib", self.max_reply_kib, MAX_MIB << 10),
-            ("max_argument_kib", self.max_argument_kib, MAX_MIB << 10),
-            ("max_catalog_kib", self.max_catalog_kib, MAX_MIB << 10),
-        ];
-        for (key, value, max) in sizes {
-            if let Some(value) = value
-                && value > max
-            {
-                return Err(format!("{section}.{key} must be at most {max}"));
-            }
-        }
-        Ok(())
-    }
-}
-
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct SandboxSection {
-    max_wasm_stack_kib: Option<usize>,
-    max_concurrent_calls: Option<usize>,
+    max_wasm_stack_kib: Option<u64>,
+    max_concurrent_calls: Option<u64>,
     queue_wait_ms: Option<u64>,
 }
 
 impl SandboxSection {
     fn apply(&self, base: &SandboxConfig) -> Result<SandboxConfig, String> {
         if let Some(kib) = self.max_wasm_stack_kib {
-            positive("sandbox.max_wasm_stack_kib", kib as u64)?;
+            positive("sandbox.max_wasm_stack_kib", kib)?;
+            // The engine refuses a larger stack only when it starts, and
+            // then as if the instance pool were at fault.
+            let max = (MAX_WASM_STACK >> 10) as u64;
+            if kib > max {
+                return Err(format!(
+                    "sandbox.max_wasm_stack_kib must be at most {max}: calls run on the engine's {} KiB stacks, and \
+                     the host's own functions need the rest",
+                    crate::sandbox::CALL_STACK >> 10
+                ));
+            }
         }
         if let Some(calls) = self.max_concurrent_calls {
-            positive("sandbox.max_concurrent_calls", calls as u64)?;
+            positive("sandbox.max_concurrent_calls", calls)?;
             if calls > MAX_CONCURRENT_CALLS {
                 return Err(format!("sandbox.max_concurrent_calls must be at most {MAX_CONCURRENT_CALLS}"));
             }
         }
-        if let Some(kib) = self.max_wasm_stack_kib
-            && kib > MAX_MIB << 10
-        {
-            return Err(format!("sandbox.max_wasm_stack_kib must be at most {}", MAX_MIB << 10));
-        }
         Ok(SandboxConfig {
-            max_wasm_stack: self.max_wasm_stack_kib.map_or(base.max_wasm_stack, |kib| kib << 10),
-            max_concurrent_calls: self.max_concurrent_calls.unwrap_or(base.max_concurrent_calls),
+            max_wasm_stack: self.max_wasm_stack_kib.map_or(base.max_wasm_stack, |kib| (kib as usize) << 10),
+            max_concurrent_calls: self.max_concurrent_calls.map_or(base.max_concurrent_calls, |calls| calls as usize),
             queue_wait: self.queue_wait_ms.map_or(base.queue_wait, Duration::from_millis),
             max_memory_bytes: base.max_memory_bytes,
         })
     }
 }
-
-/// The largest size any limit may be set to: 4 GiB, the most a 32-bit
-/// WebAssembly memory can hold.
-const MAX_MIB: usize = 4096;
-
-/// The most plugin calls that may run at once.
-const MAX_CONCURRENT_CALLS: usize = 4096;
 
 fn positive(key: &str, value: u64) -> Result<(), String> {
     if value == 0 { Err(format!("{key} must be at least 1")) } else { Ok(()) }
@@ -439,6 +365,26 @@ mod tests {
             ServeConfig::from_toml("[limits]\nmemory_mib = 17592186044416\n"),
             Err("limits.memory_mib must be at most 4096".into())
         );
+    }
+
+    #[test]
+    fn a_stack_the_engine_cannot_run_is_refused_naming_the_maximum() {
+        assert_eq!(
+            ServeConfig::from_toml("[sandbox]\nmax_wasm_stack_kib = 2048\n"),
+            Err("sandbox.max_wasm_stack_kib must be at most 1536: calls run on the engine's 2048 KiB stacks, \
+                 and the host's own functions need the rest"
+                .into())
+        );
+        let config = ServeConfig::from_toml("[sandbox]\nmax_wasm_stack_kib = 1536\n").unwrap();
+        assert_eq!(config.sandbox.max_wasm_stack, 1536 << 10);
+    }
+
+    #[test]
+    fn the_new_limits_are_read_in_their_units() {
+        let config = ServeConfig::from_toml("[limits]\nmax_catalog_kib = 2\n\n[plugins.acme.limits]\nconcurrent_calls = 3\n").unwrap();
+        let acme = config.plugin_settings("acme").limits;
+        assert_eq!((acme.max_catalog_bytes, acme.concurrent_calls), (2 << 10, 3));
+        assert_eq!(config.plugin_settings("other").limits.concurrent_calls, 16);
     }
 
     #[test]

@@ -24,9 +24,6 @@ use crate::limits::Limits;
 use crate::error::{self, RequestError};
 use crate::registry::{Registry, Snapshot};
 
-/// The number of prompts on one page of `prompts/list`, unless configured.
-pub const DEFAULT_PAGE_SIZE: usize = 100;
-
 /// Serves the registry's prompts over MCP.
 #[derive(Clone)]
 pub struct PromptServer {

@@ -1,16 +1,16 @@
-//! `prompt-host inspect` and `prompt-host get`: one plugin file, loaded as
-//! the server would load it, outside a server.
+//! `prompt-host inspect`: one plugin file, loaded as the server would load
+//! it, outside a server, and what loading it found. (`report` shows it to a
+//! person.)
 
-use std::fmt;
 use std::path::Path;
-use std::sync::Arc;
 
 use serde::Serialize;
 
 use crate::catalog::served_name;
 use crate::convert;
 use crate::loader::{self, LoadFailure, LoadTrace, Loader, PluginSettings, PluginSource};
-use crate::sandbox::{CallUsage, Sandbox, SandboxConfig};
+use crate::sandbox::{CallUsage, SandboxConfig};
+use crate::startup::sandbox_for_one;
 pub use crate::validate::Problem;
 
 /// What `prompt-host inspect` found in a plugin file: what it offers, what
@@ -68,7 +68,7 @@ impl Report {
 /// anything wrong with the plugin itself is a problem in the report.
 pub async fn inspect(path: &Path, settings: PluginSettings, sandbox_config: SandboxConfig) -> Result<Report, LoadFailure> {
     let source = PluginSource::read(path)?;
-    let sandbox = sandbox_for(&source, &settings, sandbox_config.clone())?;
+    let sandbox = sandbox_for_one(&source, &settings, sandbox_config.clone())?;
     let loader = Loader::new(sandbox.clone(), None);
     let mut report = Report {
         plugin: source.id.clone(),
@@ -125,144 +125,10 @@ fn milliseconds(duration: std::time::Duration) -> f64 {
     (duration.as_secs_f64() * 10_000_000.0).round() / 10_000.0
 }
 
-/// The report as a person reads it.
-impl fmt::Display for Report {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.problems.len() {
-            0 => writeln!(f, "{}: a prompt pack this host can load", self.plugin)?,
-            1 => writeln!(f, "{}: this host would refuse it (1 problem)", self.plugin)?,
-            n => writeln!(f, "{}: this host would refuse it ({n} problems)", self.plugin)?,
-        }
-        writeln!(f, "  file      {}", self.file)?;
-        writeln!(f, "  size      {} bytes", grouped(self.size_bytes as u64))?;
-        writeln!(f, "  sha256    {}", self.sha256)?;
-        for (label, names) in [("exports", &self.exports), ("imports", &self.imports)] {
-            if !names.is_empty() {
-                writeln!(f, "  {label:<9} {}", wrapped(names, "\n            "))?;
-            }
-        }
-        if let Some(compile_ms) = self.compile_ms {
-            writeln!(f, "  compile   {compile_ms:.1} ms")?;
-        }
-        let limits = &self.limits;
-        if let Some(listing) = &self.listing {
-            writeln!(
-                f,
-                "  listing   fuel {} of {}, memory {} of {}, time {:.1} ms of {} ms",
-                grouped(listing.fuel),
-                grouped(limits.fuel),
-                mebibytes(listing.peak_memory_bytes),
-                mebibytes(limits.memory_bytes),
-                listing.elapsed_ms,
-                limits.deadline_ms,
-            )?;
-        }
-        writeln!(f, "  prompts   {}", self.prompts.len())?;
-        for prompt in &self.prompts {
-            match &prompt.title {
-                Some(title) => writeln!(f, "    {}: {title}", prompt.name)?,
-                None => writeln!(f, "    {}", prompt.name)?,
-            }
-            if let Some(description) = &prompt.description {
-                writeln!(f, "      {description}")?;
-            }
-            for argument in prompt.arguments.iter().flatten() {
-                let required = if argument.required == Some(true) { "required" } else { "optional" };
-                let description = argument.description.as_deref().unwrap_or("");
-                writeln!(f, "      - {} ({required}) {description}", argument.name)?;
-            }
-        }
-        if !self.problems.is_empty() {
-            writeln!(f, "  problems")?;
-        }
-        for (index, problem) in self.problems.iter().enumerate() {
-            writeln!(f, "    {}. {}", index + 1, problem.problem)?;
-            if let Some(hint) = problem.hint {
-                writeln!(f, "       hint: {hint}")?;
-            }
-        }
-        Ok(())
-    }
-}
-
-/// 1234567 as "1,234,567".
-fn grouped(number: u64) -> String {
-    let digits = number.to_string();
-    let mut out = String::new();
-    for (index, digit) in digits.chars().enumerate() {
-        if index > 0 && (digits.len() - index).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(digit);
-    }
-    out
-}
-
-/// Names separated by commas, in lines of about 80 characters joined by `break_with`.
-fn wrapped(names: &[String], break_with: &str) -> String {
-    let mut out = String::new();
-    let mut line_length = 0;
-    for (index, name) in names.iter().enumerate() {
-        if index > 0 {
-            out.push(',');
-            if line_length + name.len() > 80 {
-                out.push_str(break_with);
-                line_length = 0;
-            } else {
-                out.push(' ');
-            }
-        }
-        out.push_str(name);
-        line_length += name.len() + 2;
-    }
-    out
-}
-
-/// Bytes as MiB, to one decimal.
-fn mebibytes(bytes: usize) -> String {
-    format!("{:.1} MiB", bytes as f64 / (1 << 20) as f64)
-}
-
-/// Loads `path` as the server would, for `prompt-host get`: a registry of
-/// that one plugin behind a prompt server, to call without a client.
-pub async fn serve_one(
-    path: &Path,
-    settings: PluginSettings,
-    sandbox_config: SandboxConfig,
-) -> Result<crate::handler::PromptServer, LoadFailure> {
-    let source = PluginSource::read(path)?;
-    let sandbox = sandbox_for(&source, &settings, sandbox_config)?;
-    let plugin = Loader::new(sandbox, None).load(source, settings).await?;
-    let registry = crate::registry::Registry::new(vec![Arc::new(plugin)]);
-    Ok(crate::handler::PromptServer::new(Arc::new(registry), crate::handler::DEFAULT_PAGE_SIZE))
-}
-
-/// A sandbox for one plugin, with memory slots large enough for its limit.
-fn sandbox_for(
-    source: &PluginSource,
-    settings: &PluginSettings,
-    config: SandboxConfig,
-) -> Result<Arc<Sandbox>, LoadFailure> {
-    let config = SandboxConfig { max_memory_bytes: config.max_memory_bytes.max(settings.limits.memory_bytes), ..config };
-    let sandbox = Sandbox::new(config).map_err(|error| LoadFailure {
-        origin: source.origin.clone(),
-        error: loader::LoadError::Link(error.to_string()),
-    })?;
-    Ok(Arc::new(sandbox))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::loader::LoadError;
-
-    #[test]
-    fn numbers_are_grouped_by_thousands() {
-        assert_eq!(grouped(0), "0");
-        assert_eq!(grouped(999), "999");
-        assert_eq!(grouped(1000), "1,000");
-        assert_eq!(grouped(500_000_000), "500,000,000");
-    }
 
     #[test]
     fn load_errors_become_problems_with_hints() {

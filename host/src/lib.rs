@@ -7,18 +7,23 @@
 //! - [`handler`]: the MCP `ServerHandler`, one short method per request kind;
 //! - [`error`]: request errors and their JSON-RPC codes;
 //! - [`registry`]: the current snapshot of plugins and their catalog;
-//! - [`catalog`]: the merged prompt list, name resolution and cursors;
+//! - [`catalog`]: the merged prompt list, name resolution, pages and cursors;
 //! - [`convert`]: WIT types to MCP types and back;
 //! - [`plugin`]: a loaded plugin and calls into it;
 //! - [`validate`]: checks on everything a plugin returns;
-//! - [`sandbox`]: the engine and one fresh store per call, under [`limits`];
+//! - [`sandbox`]: the engine and one fresh store per call, in each plugin's
+//!   share of the slots;
+//! - [`limits`]: every limit a plugin runs under, declared once;
 //! - [`bindings`]: generated from the WIT package.
 //!
-//! Beside the request path: [`config`], [`startup`] (from config to
-//! registry), [`watch`] (the live plugin directory), [`loader`] (from bytes
-//! to plugin), [`cache`] (compiled plugins on disk), [`bundled`] (the example
-//! packs built in), [`inspect`] (the `inspect` and `get` commands) and
-//! [`scaffold`] (the `new` command: a new pack from templates).
+//! Beside the request path, each depending only on what is listed after it
+//! and on the request path's modules: [`inspect`] (the `inspect` command's
+//! report) and [`report`] (that report as a person reads it), [`startup`]
+//! (from config to registry, and one plugin for the `get` command), [`watch`]
+//! (the live plugin directory), [`config`], [`loader`] (from bytes to
+//! plugin), [`cache`] (compiled plugins on disk), [`bundled`] (the example
+//! packs built in) and [`scaffold`] (the `new` command: a new pack from
+//! templates).
 
 pub mod bindings;
 pub mod bundled;
@@ -33,6 +38,7 @@ pub mod limits;
 pub mod loader;
 pub mod plugin;
 pub mod registry;
+pub mod report;
 pub mod sandbox;
 pub mod scaffold;
 pub mod startup;

@@ -1,51 +1,293 @@
-//! The limits every plugin runs under, with their defaults. Each can be set
-//! for all plugins and overridden for one (see `config`).
+//! The limits every plugin runs under, declared once: each limit's field,
+//! config key, unit, default, allowed range and documentation are written in
+//! the one [`declare_limits!`] list below, which generates [`Limits`], its
+//! defaults, the [`LimitOverrides`] a config file or the command line sets,
+//! their checks, and the limits table of SECURITY.md (a test keeps that table
+//! equal to [`security_table`]). Each limit can be set for all plugins and
+//! overridden for one (see `config`).
 //!
 //! The sandbox enforces the limits on execution (fuel, deadline, memory,
-//! captured output); `validate` enforces the limits on what a plugin hands
-//! back (prompt count, reply size, message count, string size); the handler
-//! enforces the limit on what a client hands in (argument size).
+//! captured output, concurrent calls); `validate` enforces the limits on what
+//! a plugin hands back (prompt count, catalog size, reply size, message
+//! count, string size); the handler enforces the limit on what a client hands
+//! in (argument size).
 
 use std::time::Duration;
 
-/// Limits on one plugin.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Limits {
-    /// Fuel (roughly, WebAssembly instructions) one call may burn.
-    pub fuel: u64,
-    /// Wall-clock time one call may take, instantiation included.
-    pub deadline: Duration,
-    /// Bytes of linear memory one memory of an instance may grow to.
-    pub memory_bytes: usize,
-    /// Bytes of stdout and of stderr kept from one call, for the log.
-    pub output_capture_bytes: usize,
-    /// Prompts one plugin may declare.
-    pub max_prompts: usize,
-    /// Messages in one reply.
-    pub max_messages: usize,
-    /// Bytes of one string (or one image, clip or blob) in a reply.
-    pub max_string_bytes: usize,
-    /// Bytes of one whole reply: every text, URI, name and binary together.
-    pub max_reply_bytes: usize,
-    /// Bytes of the arguments of one request, names and values together.
-    pub max_argument_bytes: usize,
-    /// Bytes of all of one pack's prompt definitions' strings together.
-    pub max_catalog_bytes: usize,
+/// The unit a limit is written in, in the config file and on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    Count,
+    Milliseconds,
+    KiB,
+    MiB,
 }
 
-impl Default for Limits {
-    fn default() -> Self {
-        Limits {
-            fuel: 500_000_000,
-            deadline: Duration::from_millis(1000),
-            memory_bytes: 64 << 20,
-            output_capture_bytes: 16 << 10,
-            max_prompts: 1000,
-            max_messages: 100,
-            max_string_bytes: 4 << 20,
-            max_reply_bytes: 8 << 20,
-            max_argument_bytes: 1 << 20,
-            max_catalog_bytes: 1 << 20,
+impl Unit {
+    /// What one of this unit is in the unit `Limits` holds (bytes for sizes).
+    fn scale(self) -> u64 {
+        match self {
+            Unit::Count | Unit::Milliseconds => 1,
+            Unit::KiB => 1 << 10,
+            Unit::MiB => 1 << 20,
         }
+    }
+}
+
+/// A value `Limits` holds, made from a configured number in its unit.
+trait Quantity {
+    fn from_config(unit: Unit, value: u64) -> Self;
+}
+
+impl Quantity for u64 {
+    fn from_config(unit: Unit, value: u64) -> Self {
+        value.saturating_mul(unit.scale())
+    }
+}
+
+impl Quantity for usize {
+    fn from_config(unit: Unit, value: u64) -> Self {
+        usize::try_from(value.saturating_mul(unit.scale())).unwrap_or(usize::MAX)
+    }
+}
+
+impl Quantity for Duration {
+    fn from_config(unit: Unit, value: u64) -> Self {
+        debug_assert_eq!(unit, Unit::Milliseconds, "a duration is configured in milliseconds");
+        Duration::from_millis(value)
+    }
+}
+
+/// One limit as declared, for documentation.
+#[derive(Debug, Clone, Copy)]
+pub struct Declared {
+    /// The key in `[limits]` and `[plugins.NAME.limits]`.
+    pub key: &'static str,
+    pub unit: Unit,
+    /// The default, in `unit`.
+    pub default: u64,
+    pub min: u64,
+    pub max: u64,
+    /// What is limited, as SECURITY.md's table says it.
+    pub what: &'static str,
+    /// What happens when the limit is hit, as SECURITY.md's table says it.
+    pub when_hit: &'static str,
+}
+
+/// The largest size any limit may be set to: 4 GiB, the most a 32-bit
+/// WebAssembly memory can hold. Larger values would overflow once converted
+/// to bytes, and no sandboxed call needs them.
+pub const MAX_MIB: u64 = 4096;
+
+/// The most plugin calls that may run at once, in all or in one plugin.
+pub const MAX_CONCURRENT_CALLS: u64 = 4096;
+
+/// The longest deadline: one day. A call that needs more is not a prompt,
+/// and a larger one could overflow the clock arithmetic of a deadline.
+const MAX_DEADLINE_MS: u64 = 24 * 60 * 60 * 1000;
+
+macro_rules! declare_limits {
+    ($(
+        $(#[doc = $doc:literal])+
+        $field:ident: $type:ty = $default:literal $unit:ident as $key:ident, $min:literal..=$max:expr;
+        table: $what:literal => $when_hit:literal;
+    )+) => {
+        /// Limits on one plugin.
+        #[derive(Debug, Clone, PartialEq, Eq)]
+        pub struct Limits {
+            $( $(#[doc = $doc])+ pub $field: $type, )+
+        }
+
+        impl Default for Limits {
+            fn default() -> Self {
+                Limits { $( $field: Quantity::from_config(Unit::$unit, $default), )+ }
+            }
+        }
+
+        /// Limits as a config file or the command line sets them, each
+        /// optional, in the units people write.
+        #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        pub struct LimitOverrides {
+            $( pub $key: Option<u64>, )+
+        }
+
+        impl LimitOverrides {
+            /// `base`, with the limits set here replacing its own.
+            pub fn apply(&self, base: &Limits) -> Limits {
+                Limits {
+                    $( $field: self.$key.map_or_else(|| base.$field.clone(), |value| Quantity::from_config(Unit::$unit, value)), )+
+                }
+            }
+
+            /// Refuses a value outside its limit's range (a limit of zero
+            /// would refuse every call), naming `section` and the key.
+            pub fn check(&self, section: &str) -> Result<(), String> {
+                $( if let Some(value) = self.$key {
+                    check_range(&format!("{section}.{}", stringify!($key)), value, $min, $max)?;
+                } )+
+                Ok(())
+            }
+        }
+
+        /// Every limit, in the order of SECURITY.md's table.
+        pub const DECLARED: &[Declared] = &[
+            $( Declared {
+                key: stringify!($key),
+                unit: Unit::$unit,
+                default: $default,
+                min: $min,
+                max: $max,
+                what: $what,
+                when_hit: $when_hit,
+            }, )+
+        ];
+    };
+}
+
+declare_limits! {
+    /// Fuel (roughly, WebAssembly instructions) one call may burn.
+    fuel: u64 = 500_000_000 Count as fuel, 1..=u64::MAX;
+    table: "fuel (roughly, instructions) per call"
+        => "-32603 `plugin 'acme' exceeded its fuel budget (500000000 units)`";
+
+    /// Wall-clock time one call may take, instantiation included.
+    deadline: Duration = 1000 Milliseconds as deadline_ms, 1..=MAX_DEADLINE_MS;
+    table: "wall-clock time per call, including time blocked in a host call"
+        => "-32603 `plugin 'acme' exceeded its 1000 ms deadline`";
+
+    /// Bytes of linear memory one memory of an instance may grow to.
+    memory_bytes: usize = 64 MiB as memory_mib, 1..=MAX_MIB;
+    table: "linear memory per memory"
+        => "-32603 `plugin 'acme' exceeded its 64 MiB memory limit`";
+
+    /// Calls into one plugin that may run at once; more wait for a turn, as
+    /// long as a call waits for a sandbox slot.
+    concurrent_calls: usize = 16 Count as concurrent_calls, 1..=MAX_CONCURRENT_CALLS;
+    table: "calls into one pack running at once (the others' calls never wait for them)"
+        => "a call waits up to `queue_wait_ms`, then -32603 `plugin 'acme' could not be called: all 16 of its concurrent calls stayed busy for 2000 ms`";
+
+    /// Prompts one plugin may declare.
+    max_prompts: usize = 1000 Count as max_prompts, 1..=u64::MAX;
+    table: "prompts one pack may declare"
+        => "the pack is not loaded";
+
+    /// Bytes of all of one plugin's prompt definitions' strings together
+    /// (names, titles, descriptions, arguments, icons).
+    max_catalog_bytes: usize = 1024 KiB as max_catalog_kib, 1..=MAX_MIB << 10;
+    table: "bytes of all of one pack's prompt definitions together"
+        => "the pack is not loaded";
+
+    /// Messages in one reply.
+    max_messages: usize = 100 Count as max_messages, 1..=u64::MAX;
+    table: "messages in one reply"
+        => "-32603 `... returned an invalid reply ...: it holds 1000 messages, more than the limit of 100`";
+
+    /// Bytes of one string (or one image, clip or blob) in a reply.
+    max_string_bytes: usize = 4096 KiB as max_string_kib, 1..=MAX_MIB << 10;
+    table: "bytes of one string, image, clip or blob in a reply"
+        => "-32603, naming the message and field";
+
+    /// Bytes of one whole reply: every text, URI, name and binary together.
+    max_reply_bytes: usize = 8192 KiB as max_reply_kib, 1..=MAX_MIB << 10;
+    table: "bytes of one whole reply"
+        => "-32603";
+
+    /// Bytes of the arguments of one request, names and values together.
+    max_argument_bytes: usize = 1024 KiB as max_argument_kib, 1..=MAX_MIB << 10;
+    table: "bytes of the arguments of one request"
+        => "-32602, before the pack runs";
+
+    /// Bytes of stdout and of stderr kept from one call, for the log.
+    output_capture_bytes: usize = 16 KiB as output_capture_kib, 0..=MAX_MIB << 10;
+    table: "captured stdout and stderr per stream per call"
+        => "the rest is dropped; the log says how much";
+}
+
+fn check_range(key: &str, value: u64, min: u64, max: u64) -> Result<(), String> {
+    if value < min {
+        return Err(format!("{key} must be at least {min}"));
+    }
+    if value > max {
+        return Err(format!("{key} must be at most {max}"));
+    }
+    Ok(())
+}
+
+/// The limits table of SECURITY.md, rendered from the declarations.
+pub fn security_table() -> String {
+    let mut table = String::from("| limit | config key | default | when hit |\n|---|---|---|---|\n");
+    for limit in DECLARED {
+        table += &format!("| {} | `{}` | {} | {} |\n", limit.what, limit.key, grouped(limit.default), limit.when_hit);
+    }
+    table
+}
+
+/// 1234567 as "1,234,567".
+pub fn grouped(number: u64) -> String {
+    let digits = number.to_string();
+    let mut out = String::new();
+    for (index, digit) in digits.chars().enumerate() {
+        if index > 0 && (digits.len() - index).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_defaults_are_the_declared_ones_in_the_units_limits_hold() {
+        let limits = Limits::default();
+        assert_eq!(limits.fuel, 500_000_000);
+        assert_eq!(limits.deadline, Duration::from_millis(1000));
+        assert_eq!(limits.memory_bytes, 64 << 20);
+        assert_eq!(limits.output_capture_bytes, 16 << 10);
+        assert_eq!(limits.max_catalog_bytes, 1024 << 10);
+        assert_eq!(limits.concurrent_calls, 16);
+        assert_eq!(limits.max_string_bytes, 4 << 20);
+    }
+
+    #[test]
+    fn overrides_replace_only_what_they_set() {
+        let overrides = LimitOverrides { max_reply_kib: Some(3), concurrent_calls: Some(2), ..LimitOverrides::default() };
+        let limits = overrides.apply(&Limits::default());
+        assert_eq!(limits.max_reply_bytes, 3 << 10);
+        assert_eq!(limits.concurrent_calls, 2);
+        assert_eq!(Limits { max_reply_bytes: 8 << 20, concurrent_calls: 16, ..limits }, Limits::default());
+    }
+
+    #[test]
+    fn values_out_of_range_are_named() {
+        let zero = LimitOverrides { max_catalog_kib: Some(0), ..LimitOverrides::default() };
+        assert_eq!(zero.check("limits"), Err("limits.max_catalog_kib must be at least 1".into()));
+        let many = LimitOverrides { concurrent_calls: Some(4097), ..LimitOverrides::default() };
+        assert_eq!(many.check("limits"), Err("limits.concurrent_calls must be at most 4096".into()));
+        let nothing_kept = LimitOverrides { output_capture_kib: Some(0), ..LimitOverrides::default() };
+        assert_eq!(nothing_kept.check("limits"), Ok(()));
+    }
+
+    #[test]
+    fn numbers_are_grouped_by_thousands() {
+        assert_eq!(grouped(0), "0");
+        assert_eq!(grouped(999), "999");
+        assert_eq!(grouped(1000), "1,000");
+        assert_eq!(grouped(500_000_000), "500,000,000");
+    }
+
+    /// SECURITY.md's table of limits is the one the declarations render,
+    /// between its markers, so the document cannot drift from the code.
+    #[test]
+    fn security_md_states_the_declared_limits() {
+        let document = include_str!("../../SECURITY.md");
+        let start = "<!-- limits:start: rendered by limits::security_table; a test checks it -->\n";
+        let end = "<!-- limits:end -->";
+        let from = document.find(start).expect("SECURITY.md lacks the limits:start marker") + start.len();
+        let to = document[from..].find(end).expect("SECURITY.md lacks the limits:end marker") + from;
+        assert_eq!(&document[from..to], security_table(), "paste this table into SECURITY.md:\n{}", security_table());
     }
 }

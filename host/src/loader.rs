@@ -18,7 +18,8 @@ use wasmtime::component::Component;
 use crate::bindings::{PROVIDER_INTERFACE, PromptPackPre, provider};
 use crate::cache::{CompiledCache, Origin};
 use crate::plugin::Plugin;
-use crate::sandbox::{CallFailure, CallState, CallUsage, Limits, PrepareError, Sandbox};
+use crate::limits::Limits;
+use crate::sandbox::{CallFailure, CallQuota, CallState, CallUsage, PrepareError, Sandbox};
 use crate::validate::{self, Answer, Problem};
 
 /// The versions of the provider interface this host accepts: any 0.1.x (a
@@ -161,6 +162,12 @@ impl LoadError {
         })
     }
 
+    /// Whether the error says nothing about the plugin's file, only that the
+    /// host was too busy to load it then: loading it again may succeed.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, LoadError::List(CallFailure::Busy { .. }))
+    }
+
     /// The problems this error stands for, each with its hint: each invalid
     /// definition on its own, any other error as one.
     pub fn into_problems(self) -> Vec<Problem> {
@@ -268,7 +275,8 @@ impl Loader {
         }
         let pre = prepare(&self.sandbox, &component)?;
         let budget = validate::copy_budget(Answer::Definitions, &settings.limits);
-        let listed = match self.sandbox.instantiate(&pre, &settings.limits, budget, &source.id).await {
+        let quota = CallQuota::new(settings.limits.concurrent_calls);
+        let listed = match self.sandbox.instantiate(&pre, &settings.limits, budget, &quota, &source.id).await {
             Ok(instance) => instance.list_prompts().await,
             Err(failure) => Err(failure),
         };
@@ -279,7 +287,7 @@ impl Loader {
             trace.invalid_prompts = prompts;
             return Err(LoadError::Definitions(problems));
         }
-        Ok(Plugin::new(source.id, digest, settings.prefix, prompts, settings.limits, pre, self.sandbox.clone()))
+        Ok(Plugin::new(source.id, digest, settings.prefix, prompts, settings.limits, quota, pre, self.sandbox.clone()))
     }
 
     /// Checks that the bytes are a component, then takes its compiled form

@@ -4,7 +4,8 @@
 use std::sync::Arc;
 
 use crate::bindings::{PromptPackPre, provider};
-use crate::sandbox::{CallFailure, CallState, Limits, Sandbox};
+use crate::limits::Limits;
+use crate::sandbox::{CallFailure, CallQuota, CallState, Sandbox};
 use crate::validate::{self, Answer};
 
 /// A prompt pack, loaded, validated and ready to call.
@@ -14,6 +15,8 @@ pub struct Plugin {
     prefix: String,
     prompts: Vec<provider::Prompt>,
     limits: Limits,
+    /// How many of its calls may run at once: its share of the sandbox.
+    quota: CallQuota,
     pre: PromptPackPre<CallState>,
     sandbox: Arc<Sandbox>,
 }
@@ -54,10 +57,11 @@ impl Plugin {
         prefix: String,
         prompts: Vec<provider::Prompt>,
         limits: Limits,
+        quota: CallQuota,
         pre: PromptPackPre<CallState>,
         sandbox: Arc<Sandbox>,
     ) -> Plugin {
-        Plugin { id, digest, prefix, prompts, limits, pre, sandbox }
+        Plugin { id, digest, prefix, prompts, limits, quota, pre, sandbox }
     }
 
     /// The plugin's name: its file name without `.wasm`.
@@ -97,7 +101,7 @@ impl Plugin {
         arguments: &[provider::Argument],
     ) -> Result<provider::PromptReply, PluginError> {
         let budget = validate::copy_budget(Answer::Reply, &self.limits);
-        let instance = self.sandbox.instantiate(&self.pre, &self.limits, budget, &self.id).await;
+        let instance = self.sandbox.instantiate(&self.pre, &self.limits, budget, &self.quota, &self.id).await;
         let answer = instance.map_err(|f| self.failed(f))?.get_prompt(prompt, arguments).await;
         let reply = answer.map_err(|f| self.failed(f))?.map_err(|e| self.prompt_error(prompt, e))?;
         validate::reply(&reply, &self.limits).map_err(|problem| self.invalid_reply(prompt, problem))?;
@@ -113,7 +117,7 @@ impl Plugin {
         context: &[provider::Argument],
     ) -> Result<provider::Completion, PluginError> {
         let budget = validate::copy_budget(Answer::Completion, &self.limits);
-        let instance = self.sandbox.instantiate(&self.pre, &self.limits, budget, &self.id).await;
+        let instance = self.sandbox.instantiate(&self.pre, &self.limits, budget, &self.quota, &self.id).await;
         let answer = instance.map_err(|f| self.failed(f))?.complete(prompt, argument, value, context).await;
         let completion = answer.map_err(|f| self.failed(f))?.map_err(|e| self.prompt_error(prompt, e))?;
         validate::completion(&completion, &self.limits).map_err(|problem| self.invalid_reply(prompt, problem))?;

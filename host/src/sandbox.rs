@@ -8,7 +8,8 @@
 //!   and by a timer around host calls that block,
 //! - linear memory, tables and instances (a [`ResourceLimiter`]),
 //! - the engine's WebAssembly stack size,
-//! - and a bound on how many instances run at once.
+//! - and a bound on how many instances run at once: in all, and of each
+//!   plugin (its [`CallQuota`]), so one plugin can only exhaust its own share.
 //!
 //! Plugins get WASI with nothing granted: no files, no environment, no
 //! arguments, no network, empty stdin. What they print is captured and logged,
@@ -28,7 +29,7 @@ use wasmtime::{
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 use crate::bindings::{PromptPack, PromptPackPre, provider};
-pub use crate::limits::Limits;
+use crate::limits::Limits;
 
 mod capture;
 
@@ -52,6 +53,22 @@ pub struct SandboxConfig {
     /// the engine's instance pool.
     pub max_memory_bytes: usize,
 }
+
+impl SandboxConfig {
+    /// These settings, with memory slots large enough for `limits`.
+    pub fn fitting(self, limits: &Limits) -> SandboxConfig {
+        SandboxConfig { max_memory_bytes: self.max_memory_bytes.max(limits.memory_bytes), ..self }
+    }
+}
+
+/// The stack each call runs on (wasmtime's default, set here so that the
+/// bound below is stated where it is configured).
+pub const CALL_STACK: usize = 2 << 20;
+
+/// The largest WebAssembly stack a call may use: the engine refuses more than
+/// [`CALL_STACK`], and the host functions a call makes (WASI) run on what the
+/// WebAssembly stack leaves of it.
+pub const MAX_WASM_STACK: usize = CALL_STACK - (512 << 10);
 
 impl Default for SandboxConfig {
     fn default() -> Self {
@@ -85,10 +102,47 @@ pub enum CallFailure {
     Panic { message: String },
     #[error("trapped: {message}")]
     Trap { message: String },
-    #[error("could not be called: all {limit} sandbox slots stayed busy for {} ms", waited.as_millis())]
-    Busy { limit: usize, waited: Duration },
+    #[error("could not be called: all {limit} {scope} stayed busy for {} ms", waited.as_millis())]
+    Busy { limit: usize, waited: Duration, scope: BusyScope },
     #[error("returned more than the {budget} bytes the host copies out of one call")]
     CopyBudget { budget: usize },
+}
+
+/// Whose calls were all busy: the plugin's own (its quota), or every
+/// plugin's (the sandbox's slots).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BusyScope {
+    Plugin,
+    Sandbox,
+}
+
+impl std::fmt::Display for BusyScope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            BusyScope::Plugin => "of its concurrent calls",
+            BusyScope::Sandbox => "sandbox slots",
+        })
+    }
+}
+
+/// One plugin's share of the sandbox: how many of its calls may run at once,
+/// and its one turn in the slow lane.
+#[derive(Debug, Clone)]
+pub struct CallQuota {
+    calls: Arc<Semaphore>,
+    limit: usize,
+    /// A long call of the plugin takes this before it queues for the slow
+    /// lane, so each plugin has at most one call in the lane or queued for
+    /// it: the lane's turns go round the plugins, and a plugin that spins
+    /// delays another plugin's long call by at most one of its own.
+    slow_turn: Arc<Semaphore>,
+}
+
+impl CallQuota {
+    /// A quota of `limit` calls at once.
+    pub fn new(limit: usize) -> CallQuota {
+        CallQuota { calls: Arc::new(Semaphore::new(limit)), limit, slow_turn: Arc::new(Semaphore::new(1)) }
+    }
 }
 
 impl CallFailure {
@@ -125,6 +179,7 @@ fn engine_config(config: &SandboxConfig, pooled: bool) -> Config {
         .consume_fuel(true)
         .epoch_interruption(true)
         .max_wasm_stack(config.max_wasm_stack)
+        .async_stack_size(CALL_STACK)
         .wasm_component_model(true)
         // Plugins are synchronous components called one call per store: no
         // store needs the component-model-async machinery, whose per-store
@@ -226,7 +281,8 @@ impl Sandbox {
         PromptPackPre::new(instance_pre).map_err(|e| PrepareError::Link(format!("{e:#}")))
     }
 
-    /// Instantiates a fresh instance of a prepared component, under `limits`.
+    /// Instantiates a fresh instance of a prepared component, under `limits`,
+    /// once the plugin's `quota` and then the sandbox have a free slot.
     /// The host copies at most `copy_budget` bytes out of the instance in any
     /// one call (its answer, or a call it makes to the host). `plugin` names
     /// the plugin in the log lines of what it printed.
@@ -235,13 +291,24 @@ impl Sandbox {
         pre: &PromptPackPre<CallState>,
         limits: &Limits,
         copy_budget: usize,
+        quota: &CallQuota,
         plugin: &str,
     ) -> Result<Instance, CallFailure> {
-        let slot = tokio::time::timeout(self.config.queue_wait, self.slots.clone().acquire_owned())
+        // The plugin's own quota first: calls waiting for it hold no sandbox
+        // slot, so a plugin that is hammered queues only its own calls. One
+        // wait in all, however it is split between the two.
+        let waited = self.config.queue_wait;
+        let until = tokio::time::Instant::now() + waited;
+        let own = tokio::time::timeout_at(until, quota.calls.clone().acquire_owned())
+            .await
+            .map_err(|_| CallFailure::Busy { limit: quota.limit, waited, scope: BusyScope::Plugin })?
+            .expect("a quota never closes its semaphore");
+        let slot = tokio::time::timeout_at(until, self.slots.clone().acquire_owned())
             .await
             .map_err(|_| CallFailure::Busy {
                 limit: self.config.max_concurrent_calls,
-                waited: self.config.queue_wait,
+                waited,
+                scope: BusyScope::Sandbox,
             })?
             .expect("the sandbox never closes its semaphore");
 
@@ -262,6 +329,7 @@ impl Sandbox {
             started,
             deadline: started + limits.deadline,
             slow_lane: self.slow_lane.clone(),
+            plugin_slow_turn: quota.slow_turn.clone(),
             slow_turn: Arc::default(),
         };
         let mut store = Store::new(&self.engine, state);
@@ -279,13 +347,16 @@ impl Sandbox {
                 return Err(DeadlineReached.into());
             }
             if now - state.started >= LONG_CALL && state.slow_turn.lock().unwrap().is_none() {
-                // Wait for a turn in the slow lane, and keep it to the end.
-                let (lane, turn) = (state.slow_lane.clone(), state.slow_turn.clone());
+                // Wait for the plugin's turn, then for a turn in the slow
+                // lane, and keep both to the end.
+                let (own, lane, turn) =
+                    (state.plugin_slow_turn.clone(), state.slow_lane.clone(), state.slow_turn.clone());
                 return Ok(UpdateDeadline::YieldCustom(
                     1,
                     Box::pin(async move {
-                        let permit = lane.acquire_owned().await.expect("the slow lane never closes");
-                        *turn.lock().unwrap() = Some(permit);
+                        let own = own.acquire_owned().await.expect("a quota never closes its semaphore");
+                        let lane = lane.acquire_owned().await.expect("the slow lane never closes");
+                        *turn.lock().unwrap() = Some([own, lane]);
                     }),
                 ));
             }
@@ -305,7 +376,7 @@ impl Sandbox {
             started,
             stdout,
             stderr,
-            _slot: slot,
+            _slots: [own, slot],
             _running: RunningCall::start(&self.running),
             output_log: self.output_log.clone(),
         };
@@ -326,7 +397,8 @@ pub struct Instance {
     started: Instant,
     stdout: CapturedOutput,
     stderr: CapturedOutput,
-    _slot: OwnedSemaphorePermit,
+    /// The plugin's slot and the sandbox's, both held to the end of the call.
+    _slots: [OwnedSemaphorePermit; 2],
     _running: RunningCall,
     output_log: Arc<OutputLog>,
 }
@@ -472,8 +544,11 @@ pub struct CallState {
     started: Instant,
     deadline: Instant,
     slow_lane: Arc<Semaphore>,
-    /// The call's turn in the slow lane, once it is a long call.
-    slow_turn: Arc<std::sync::Mutex<Option<OwnedSemaphorePermit>>>,
+    /// The plugin's one turn for the slow lane (see [`CallQuota`]).
+    plugin_slow_turn: Arc<Semaphore>,
+    /// The call's turns, its plugin's and the slow lane's, once it is a long
+    /// call.
+    slow_turn: Arc<std::sync::Mutex<Option<[OwnedSemaphorePermit; 2]>>>,
 }
 
 impl WasiView for CallState {
@@ -730,5 +805,10 @@ mod tests {
         assert_eq!(deadline.to_string(), "exceeded its 1000 ms deadline");
         let memory = CallFailure::MemoryLimit { limit_bytes: 64 << 20 };
         assert_eq!(memory.to_string(), "exceeded its 64 MiB memory limit");
+        let waited = Duration::from_millis(2000);
+        let own = CallFailure::Busy { limit: 16, waited, scope: BusyScope::Plugin };
+        assert_eq!(own.to_string(), "could not be called: all 16 of its concurrent calls stayed busy for 2000 ms");
+        let shared = CallFailure::Busy { limit: 64, waited, scope: BusyScope::Sandbox };
+        assert_eq!(shared.to_string(), "could not be called: all 64 sandbox slots stayed busy for 2000 ms");
     }
 }

@@ -1,14 +1,15 @@
 //! Start-up: from a configuration to a registry of loaded plugins, and the
 //! watcher that keeps a plugin directory live.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use crate::bundled;
 use crate::cache::CompiledCache;
 use crate::config::ServeConfig;
-use crate::loader::{self, Loader};
+use crate::loader::{self, LoadError, LoadFailure, Loader, PluginSettings, PluginSource};
 use crate::registry::Registry;
-use crate::sandbox::{PrepareError, Sandbox};
+use crate::sandbox::{PrepareError, Sandbox, SandboxConfig};
 use crate::watch::{self, ConfigSource, PluginDirectory};
 
 /// Why the host could not start.
@@ -60,4 +61,32 @@ pub async fn start(config: &ServeConfig, config_source: Option<ConfigSource>) ->
     watch::refuse_unmatched_when_pinned(config, dir).map_err(StartupError::Config)?;
     directory.rescan(false).await.map_err(unreadable)?;
     Ok(Host { registry, watcher: Some(directory.keep_live(config_source)) })
+}
+
+/// Loads the plugin file `path` as the server would, with `settings`, into a
+/// registry of that one plugin (for `prompt-host get`: a prompt served
+/// without a client), without the compiled cache.
+pub async fn load_one(
+    path: &Path,
+    settings: PluginSettings,
+    sandbox_config: SandboxConfig,
+) -> Result<Arc<Registry>, LoadFailure> {
+    let source = PluginSource::read(path)?;
+    let sandbox = sandbox_for_one(&source, &settings, sandbox_config)?;
+    let plugin = Loader::new(sandbox, None).load(source, settings).await?;
+    Ok(Arc::new(Registry::new(vec![Arc::new(plugin)])))
+}
+
+/// A sandbox for the one plugin `source`, with memory slots large enough for
+/// its limit. A sandbox that cannot start fails the plugin's load.
+pub fn sandbox_for_one(
+    source: &PluginSource,
+    settings: &PluginSettings,
+    config: SandboxConfig,
+) -> Result<Arc<Sandbox>, LoadFailure> {
+    let sandbox = Sandbox::new(config.fitting(&settings.limits)).map_err(|error| LoadFailure {
+        origin: source.origin.clone(),
+        error: LoadError::Link(error.to_string()),
+    })?;
+    Ok(Arc::new(sandbox))
 }

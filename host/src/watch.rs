@@ -24,8 +24,7 @@ use notify::{EventKind, RecursiveMode, Watcher};
 use tokio::sync::{Mutex, mpsc};
 
 use crate::config::{ConfigError, ServeConfig};
-use crate::loader::{self, LoadError, Loader, PluginSettings, PluginSource};
-use crate::sandbox::CallFailure;
+use crate::loader::{self, Loader, PluginSettings, PluginSource};
 use crate::plugin::Plugin;
 use crate::registry::Registry;
 
@@ -173,7 +172,7 @@ impl PluginDirectory {
                 tracing::error!(file = %failure.origin, ?error, "plugin not loaded");
             }
             // A busy sandbox says nothing about the file: try it again next time.
-            let transient = matches!(failure.error, LoadError::List(CallFailure::Busy { .. }));
+            let transient = failure.error.is_transient();
             if let Some(digest) = ids_and_digests.get(&id).filter(|_| !transient) {
                 loaded.failed.insert(id.clone(), digest.clone());
             }

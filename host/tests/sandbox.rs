@@ -263,17 +263,71 @@ fn calls_past_the_concurrency_bound_are_refused_as_busy() {
     assert_eq!(only_text(&server.get_prompt("echo", json!({}))), "echo");
 }
 
-#[test]
-fn an_invalid_config_file_is_refused_at_start_naming_the_key() {
-    let (_config_dir, config) = config_file("[limits]\nfuel = 1000\ndeadline = 5\n");
+/// Runs `serve` with the config file `config`, which must be refused: exit
+/// status 1 and nothing on stdout. Returns what it wrote to stderr.
+fn refused_config(config: &str) -> String {
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_prompt-host"))
-        .args(["serve", "--config", &config])
+        .args(["serve", "--config", config])
         .stdin(std::process::Stdio::null())
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(1));
     assert!(output.stdout.is_empty());
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[test]
+fn an_invalid_config_file_is_refused_at_start_naming_the_key() {
+    let (_config_dir, config) = config_file("[limits]\nfuel = 1000\ndeadline = 5\n");
+    let stderr = refused_config(&config);
     assert!(stderr.starts_with(&format!("error: invalid config file {config}: TOML parse error at line 3")), "{stderr}");
     assert!(stderr.contains("unknown field `deadline`"), "{stderr}");
+}
+
+#[test]
+fn a_hammered_plugin_exhausts_only_its_own_quota() {
+    let plugins = plugin_dir(&["hostile", "code_review"]);
+    // Three sandbox slots, two of them hostile's at most: without its quota,
+    // the spinners would take all three and code_review would be refused.
+    let (_config_dir, config) = config_file(
+        "[limits]\nconcurrent_calls = 2\n\n[sandbox]\nmax_concurrent_calls = 3\nqueue_wait_ms = 500\n",
+    );
+    let dir = plugins.path().to_str().unwrap();
+    let mut server =
+        Server::start(&["--config", &config, "--plugins", dir, "--deadline-ms", "2000", "--fuel", "100000000000000"]);
+    let spinners: Vec<u64> = (0..6).map(|_| server.send_request("prompts/get", json!({ "name": "spin" }))).collect();
+    assert_eq!(only_text(&server.get_prompt("code_review", json!({ "code": "x" }))), "Please review this Python code:\nx");
+    let mut messages: Vec<String> = Vec::new();
+    for id in spinners {
+        let error = server.response(id)["error"].clone();
+        assert_eq!(error["code"], -32603, "{error}");
+        if error["data"]["failure"] == "busy" {
+            assert_eq!(error["data"], json!({ "plugin": "hostile", "failure": "busy", "limit": { "concurrentCalls": 2 } }));
+        }
+        messages.push(error["message"].as_str().unwrap().to_string());
+    }
+    messages.sort();
+    assert_eq!(
+        messages,
+        [
+            "plugin 'hostile' could not be called: all 2 of its concurrent calls stayed busy for 500 ms",
+            "plugin 'hostile' could not be called: all 2 of its concurrent calls stayed busy for 500 ms",
+            "plugin 'hostile' could not be called: all 2 of its concurrent calls stayed busy for 500 ms",
+            "plugin 'hostile' could not be called: all 2 of its concurrent calls stayed busy for 500 ms",
+            "plugin 'hostile' exceeded its 2000 ms deadline",
+            "plugin 'hostile' exceeded its 2000 ms deadline",
+        ]
+    );
+}
+
+#[test]
+fn a_stack_larger_than_the_engine_runs_is_refused_at_start_naming_the_maximum() {
+    let (_config_dir, config) = config_file("[sandbox]\nmax_wasm_stack_kib = 4096\n");
+    assert_eq!(
+        refused_config(&config),
+        format!(
+            "error: invalid config file {config}: sandbox.max_wasm_stack_kib must be at most 1536: calls run on the \
+             engine's 2048 KiB stacks, and the host's own functions need the rest\n"
+        )
+    );
 }

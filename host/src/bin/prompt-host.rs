@@ -7,7 +7,8 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, CommandFactory, Parser, Subcommand};
-use prompt_host::config::{ConfigError, LimitOverrides, ServeConfig};
+use prompt_host::config::{ConfigError, ServeConfig};
+use prompt_host::limits::LimitOverrides;
 use prompt_host::loader::PluginSettings;
 use prompt_host::sandbox::SandboxConfig;
 use prompt_host::error::RequestError;
@@ -299,7 +300,7 @@ impl LimitArgs {
         LimitOverrides {
             fuel: self.fuel,
             deadline_ms: self.deadline_ms,
-            memory_mib: self.memory_mib.map(|mib| mib as usize),
+            memory_mib: self.memory_mib,
             ..LimitOverrides::default()
         }
     }
@@ -461,7 +462,7 @@ async fn inspect(file: PathBuf, json: bool, plugin: OnePluginArgs) -> anyhow::Re
 
 async fn get(file: PathBuf, prompt: String, arguments: Vec<(String, String)>, plugin: OnePluginArgs) -> anyhow::Result<()> {
     let (settings, sandbox) = plugin.settings(&file)?;
-    let server = prompt_host::inspect::serve_one(&file, settings, sandbox).await?;
+    let server = serve_one(&file, settings, sandbox).await?;
     // An unknown prompt has no arguments to warn of: its error comes below.
     let declared = server.declared_arguments(&prompt);
     for (index, (name, _)) in arguments.iter().enumerate() {
@@ -487,6 +488,13 @@ async fn get(file: PathBuf, prompt: String, arguments: Vec<(String, String)>, pl
     Ok(())
 }
 
+/// The plugin file `file`, loaded as the server would, behind a prompt
+/// server to call without a client.
+async fn serve_one(file: &std::path::Path, settings: PluginSettings, sandbox: SandboxConfig) -> anyhow::Result<PromptServer> {
+    let registry = prompt_host::startup::load_one(file, settings, sandbox).await?;
+    Ok(PromptServer::new(registry, prompt_host::catalog::DEFAULT_PAGE_SIZE))
+}
+
 fn list_or_none(names: &[String]) -> String {
     if names.is_empty() { "none".to_string() } else { names.join(", ") }
 }
@@ -501,7 +509,7 @@ async fn complete(
 ) -> anyhow::Result<()> {
     use rmcp::model::{ArgumentInfo, CompleteRequestParams, CompletionContext, Reference};
     let (settings, sandbox) = plugin.settings(&file)?;
-    let server = prompt_host::inspect::serve_one(&file, settings, sandbox).await?;
+    let server = serve_one(&file, settings, sandbox).await?;
     let mut request =
         CompleteRequestParams::new(Reference::for_prompt(prompt), ArgumentInfo::new(argument, typed));
     if !context.is_empty() {

@@ -1,0 +1,92 @@
+//! The report of `prompt-host inspect` as a person reads it (the same
+//! report serializes to JSON for machines).
+
+use std::fmt;
+
+use crate::inspect::Report;
+use crate::limits::grouped;
+
+/// The report as a person reads it.
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.problems.len() {
+            0 => writeln!(f, "{}: a prompt pack this host can load", self.plugin)?,
+            1 => writeln!(f, "{}: this host would refuse it (1 problem)", self.plugin)?,
+            n => writeln!(f, "{}: this host would refuse it ({n} problems)", self.plugin)?,
+        }
+        writeln!(f, "  file      {}", self.file)?;
+        writeln!(f, "  size      {} bytes", grouped(self.size_bytes as u64))?;
+        writeln!(f, "  sha256    {}", self.sha256)?;
+        for (label, names) in [("exports", &self.exports), ("imports", &self.imports)] {
+            if !names.is_empty() {
+                writeln!(f, "  {label:<9} {}", wrapped(names, "\n            "))?;
+            }
+        }
+        if let Some(compile_ms) = self.compile_ms {
+            writeln!(f, "  compile   {compile_ms:.1} ms")?;
+        }
+        let limits = &self.limits;
+        if let Some(listing) = &self.listing {
+            writeln!(
+                f,
+                "  listing   fuel {} of {}, memory {} of {}, time {:.1} ms of {} ms",
+                grouped(listing.fuel),
+                grouped(limits.fuel),
+                mebibytes(listing.peak_memory_bytes),
+                mebibytes(limits.memory_bytes),
+                listing.elapsed_ms,
+                limits.deadline_ms,
+            )?;
+        }
+        writeln!(f, "  prompts   {}", self.prompts.len())?;
+        for prompt in &self.prompts {
+            match &prompt.title {
+                Some(title) => writeln!(f, "    {}: {title}", prompt.name)?,
+                None => writeln!(f, "    {}", prompt.name)?,
+            }
+            if let Some(description) = &prompt.description {
+                writeln!(f, "      {description}")?;
+            }
+            for argument in prompt.arguments.iter().flatten() {
+                let required = if argument.required == Some(true) { "required" } else { "optional" };
+                let description = argument.description.as_deref().unwrap_or("");
+                writeln!(f, "      - {} ({required}) {description}", argument.name)?;
+            }
+        }
+        if !self.problems.is_empty() {
+            writeln!(f, "  problems")?;
+        }
+        for (index, problem) in self.problems.iter().enumerate() {
+            writeln!(f, "    {}. {}", index + 1, problem.problem)?;
+            if let Some(hint) = problem.hint {
+                writeln!(f, "       hint: {hint}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Names separated by commas, in lines of about 80 characters joined by `break_with`.
+fn wrapped(names: &[String], break_with: &str) -> String {
+    let mut out = String::new();
+    let mut line_length = 0;
+    for (index, name) in names.iter().enumerate() {
+        if index > 0 {
+            out.push(',');
+            if line_length + name.len() > 80 {
+                out.push_str(break_with);
+                line_length = 0;
+            } else {
+                out.push(' ');
+            }
+        }
+        out.push_str(name);
+        line_length += name.len() + 2;
+    }
+    out
+}
+
+/// Bytes as MiB, to one decimal.
+fn mebibytes(bytes: usize) -> String {
+    format!("{:.1} MiB", bytes as f64 / (1 << 20) as f64)
+}
