@@ -3,7 +3,8 @@
 //!
 //! A request flows top to bottom through these modules, and each depends only
 //! on those below it:
-//! - [`transport`]: MCP over stdio;
+//! - [`transport`]: MCP over stdio and Streamable HTTP, with the bounds on
+//!   what a client sends;
 //! - [`handler`]: the MCP `ServerHandler`, one short method per request kind;
 //! - [`error`]: request errors and their JSON-RPC codes;
 //! - [`registry`]: the current snapshot of plugins and their catalog;

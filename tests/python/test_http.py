@@ -102,6 +102,16 @@ def test_a_missing_or_wrong_token_gets_401(tmp_path):
 
 
 @pytest.mark.anyio
+async def test_the_sdk_client_ends_its_session_without_a_warning(caplog):
+    with http_server(["code_review"]) as (url, _):
+        async with streamable_http_client(url) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            assert [p.name for p in (await session.list_prompts()).prompts] == ["code_review"]
+    # The SDK DELETEs the session on close and warns unless it gets 200 or 204.
+    assert "Session termination failed" not in caplog.text, caplog.text
+
+
+@pytest.mark.anyio
 async def test_the_sdk_client_connects_with_a_bearer_token(tmp_path):
     token_file = tmp_path / "token"
     token_file.write_text("s3cret-token\n")

@@ -285,7 +285,16 @@ impl Gate {
                 ));
             }
         };
-        service.handle(Request::from_parts(parts, Full::new(body))).await
+        let ends_session = parts.method == hyper::Method::DELETE;
+        let mut response = service.handle(Request::from_parts(parts, Full::new(body))).await;
+        // rmcp answers a session's DELETE with 202. The specification names
+        // no status for it, and the official Python SDK takes only 200 or 204
+        // as success (it reports "Session termination failed: 202" at every
+        // close): answer what clients expect.
+        if ends_session && response.status() == StatusCode::ACCEPTED {
+            *response.status_mut() = StatusCode::OK;
+        }
+        response
     }
 }
 
