@@ -401,7 +401,13 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let host = prompt_host::startup::start(&config, config_source).await?;
     let server = PromptServer::new(host.registry, config.page_size);
     let Some(addr) = args.http.http else {
-        return stdio::serve_stdio(server, args.max_message_kib << 10).await.context("serving MCP over stdio");
+        return tokio::select! {
+            served = stdio::serve_stdio(server, args.max_message_kib << 10) => served.context("serving MCP over stdio"),
+            signal = stop_signal() => {
+                tracing::info!("{signal}: exiting");
+                Ok(())
+            }
+        };
     };
     let http = HttpConfig {
         allow_remote: args.http.allow_remote,
@@ -415,10 +421,28 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         ..HttpConfig::new(addr)
     };
     let running = http::serve_http(server, http).await?;
-    tokio::signal::ctrl_c().await.context("waiting for Ctrl-C")?;
-    tracing::info!("interrupted: closing every session");
+    let signal = stop_signal().await;
+    tracing::info!("{signal}: closing every session");
     running.shutdown().await;
+    tracing::info!("stopped");
     Ok(())
+}
+
+/// Waits for Ctrl-C (SIGINT) or SIGTERM, which systemd and Kubernetes send
+/// to stop a service, and names the one that came.
+async fn stop_signal() -> &'static str {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        if let Ok(mut terminate) = signal(SignalKind::terminate()) {
+            return tokio::select! {
+                _ = tokio::signal::ctrl_c() => "interrupted",
+                _ = terminate.recv() => "SIGTERM",
+            };
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
+    "interrupted"
 }
 
 fn new(name: String, language: Language, dir: Option<PathBuf>) -> anyhow::Result<()> {

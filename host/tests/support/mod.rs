@@ -248,6 +248,13 @@ impl Server {
         assert!(status.success());
     }
 
+    /// Sends the server SIGTERM and waits for it to exit; returns its exit code.
+    pub fn terminate(&mut self) -> Option<i32> {
+        let status = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status().unwrap();
+        assert!(status.success());
+        self.child.wait().unwrap().code()
+    }
+
     /// Everything the server has written to stderr so far.
     pub fn stderr(&self) -> String {
         self.stderr.lock().unwrap().clone()
