@@ -6,9 +6,11 @@
 //! - entries live in a directory of the host's own (`compiled/` inside the
 //!   configured directory), created readable and writable only by its user;
 //!   the configured directory itself is never changed;
-//! - that directory, and every entry, is checked on the opened handle (not by
-//!   path, so it cannot be swapped between check and use): owned by the
-//!   host's user and writable by no one else, or it is not used;
+//! - that directory is checked when the cache opens, and every entry on its
+//!   opened handle (not by path, so an entry cannot be swapped between check
+//!   and use): owned by the host's user and writable by no one else, or it
+//!   is not used. (Should the directory later be replaced, by someone who can
+//!   write the configured directory, its entries would fail the same check.)
 //! - an entry is keyed by the plugin's SHA-256 and by the engine's
 //!   compatibility hash (its version and settings), and holds the plugin's
 //!   SHA-256 itself: an entry is used only for the exact bytes it was
@@ -29,6 +31,10 @@ use wasmtime::component::Component;
 
 /// The directory of the host's own inside the configured cache directory.
 const ENTRIES_DIR: &str = "compiled";
+
+/// How old a temporary file must be before eviction takes it for one a
+/// store left behind, rather than one being written.
+const STALE_TEMPORARY: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// What an entry starts with: the format, then the plugin's SHA-256, then a
 /// SHA-256 of everything after it (the plugin digest and the artifact).
@@ -147,8 +153,15 @@ impl CompiledCache {
         for entry in std::fs::read_dir(&self.dir)? {
             let entry = entry?;
             let metadata = entry.metadata()?;
-            if metadata.is_file() && entry.path().extension().is_some_and(|ext| ext == "cwasm") {
+            if !metadata.is_file() {
+                continue;
+            }
+            if entry.path().extension().is_some_and(|ext| ext == "cwasm") {
                 entries.push((metadata.modified()?, metadata.len(), entry.path()));
+            } else if metadata.modified()?.elapsed().is_ok_and(|age| age > STALE_TEMPORARY) {
+                // A temporary file a store left behind (the process died
+                // before the rename): it counts against nothing, so remove it.
+                let _ = std::fs::remove_file(entry.path());
             }
         }
         let mut total: u64 = entries.iter().map(|(_, len, _)| len).sum();

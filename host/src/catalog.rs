@@ -128,9 +128,16 @@ impl Catalog {
     /// what was meant (a typo: at most a third of its characters, and at
     /// least one, differ).
     pub fn closest(&self, name: &str) -> Option<&str> {
+        // A client may send a name of megabytes: no served name is longer
+        // than MAX_SUGGESTED_BYTES, and the distance costs the product of the
+        // lengths, so only names of about a served name's length are compared.
+        if name.len() > MAX_SUGGESTED_BYTES {
+            return None;
+        }
         let allowed = (name.chars().count() / 3).max(1);
         self.entries
             .iter()
+            .filter(|entry| entry.prompt.name.len().abs_diff(name.len()) <= allowed * 4)
             .map(|entry| (strsim::levenshtein(name, &entry.prompt.name), entry.prompt.name.as_str()))
             .filter(|(distance, _)| *distance <= allowed)
             .min_by_key(|(distance, _)| *distance)
@@ -149,6 +156,10 @@ impl Catalog {
         Ok(Page { prompts: &self.entries[start..end], next_cursor })
     }
 }
+
+/// The longest name a suggestion is looked for: served names are at most
+/// 256 bytes plus a prefix.
+const MAX_SUGGESTED_BYTES: usize = 512;
 
 /// The `_meta` key that names the plugin serving a listed prompt, so that
 /// clients and operators can tell which pack answers it.
@@ -214,6 +225,8 @@ mod tests {
         assert_eq!(catalog.closest("code-review"), Some("code_review"));
         assert_eq!(catalog.closest("weather"), None);
         assert_eq!(catalog.closest(""), None);
+        // A name far longer than any served one is not compared at all.
+        assert_eq!(catalog.closest(&"translate".repeat(100_000)), None);
     }
 
     #[test]

@@ -18,8 +18,8 @@
 //! - [`bindings`]: generated from the WIT package.
 //!
 //! Beside the request path, each depending only on what is listed after it
-//! and on the request path's modules: [`inspect`] (the `inspect` command's
-//! report) and [`report`] (that report as a person reads it), [`startup`]
+//! and on the request path's modules: [`report`] (the `inspect` command's
+//! report as a person reads it), [`inspect`] (that report, built), [`startup`]
 //! (from config to registry, and one plugin for the `get` command), [`watch`]
 //! (the live plugin directory), [`config`], [`loader`] (from bytes to
 //! plugin), [`cache`] (compiled plugins on disk), [`bundled`] (the example

@@ -35,9 +35,13 @@ pub const MAX_ERROR_MESSAGE_BYTES: usize = 4 << 10;
 /// What follows a message cut at [`MAX_ERROR_MESSAGE_BYTES`].
 pub const TRUNCATION_MARKER: &str = "... [cut by prompt-host:";
 
-/// Room, per item of an answer (a prompt, a message, a value), for what the
-/// host allocates besides the item's strings when it copies it.
-const COPY_ALLOWANCE_PER_ITEM: usize = 1 << 10;
+/// Room, per message of a reply, for what the host allocates besides the
+/// message's strings when it copies it.
+const COPY_ALLOWANCE_PER_MESSAGE: usize = 1 << 10;
+/// Room, per prompt of a pack's definitions, for the same: wasmtime counts
+/// about 80 bytes for each argument and icon of a prompt, so this leaves
+/// room for about 50.
+const COPY_ALLOWANCE_PER_PROMPT: usize = 4 << 10;
 /// Room, per answer, for what is not counted per item.
 const COPY_ALLOWANCE: usize = 64 << 10;
 
@@ -57,16 +61,16 @@ pub enum Answer {
 /// accept, plus room for its structure. A pack that returns more, even as
 /// strings that all alias one buffer, is stopped at the copy.
 pub fn copy_budget(answer: Answer, limits: &Limits) -> usize {
-    let (content, items) = match answer {
-        Answer::Definitions => (limits.max_catalog_bytes, limits.max_prompts),
-        Answer::Reply => (limits.max_reply_bytes, limits.max_messages),
+    let (content, structure) = match answer {
+        Answer::Definitions => (limits.max_catalog_bytes, limits.max_prompts.saturating_mul(COPY_ALLOWANCE_PER_PROMPT)),
+        Answer::Reply => (limits.max_reply_bytes, limits.max_messages.saturating_mul(COPY_ALLOWANCE_PER_MESSAGE)),
         // Values are counted by their bytes; the room per answer covers a
         // few thousand of them.
         Answer::Completion => (limits.max_reply_bytes, 0),
     };
     // An error message is copied whole before it is cut: it must fit too.
     let content = content.max(MAX_ERROR_MESSAGE_BYTES * 16);
-    content.saturating_add(items.saturating_mul(COPY_ALLOWANCE_PER_ITEM)).saturating_add(COPY_ALLOWANCE)
+    content.saturating_add(structure).saturating_add(COPY_ALLOWANCE)
 }
 
 /// An error or panic message from a pack, cut to [`MAX_ERROR_MESSAGE_BYTES`]
@@ -463,7 +467,7 @@ mod tests {
         let limits = Limits::default();
         assert_eq!(copy_budget(Answer::Reply, &limits), (8 << 20) + 100 * 1024 + (64 << 10));
         assert_eq!(copy_budget(Answer::Completion, &limits), (8 << 20) + (64 << 10));
-        assert_eq!(copy_budget(Answer::Definitions, &limits), (1 << 20) + 1000 * 1024 + (64 << 10));
+        assert_eq!(copy_budget(Answer::Definitions, &limits), (1 << 20) + 1000 * 4096 + (64 << 10));
         // However small the limits, an error message fits before it is cut.
         let tiny = Limits { max_reply_bytes: 1, max_messages: 1, ..Limits::default() };
         assert!(copy_budget(Answer::Reply, &tiny) > MAX_ERROR_MESSAGE_BYTES * 16);

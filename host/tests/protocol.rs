@@ -260,6 +260,19 @@ fn a_line_that_is_not_json_does_not_stop_the_server() {
     assert_eq!(only_text(&result), "Please review this Python code:\nx");
 }
 
+#[test]
+fn a_request_that_is_no_json_rpc_message_is_answered_with_its_id() {
+    let mut server = Server::start(&[]);
+    server.send_raw(r#"{"jsonrpc":"2.0","id":41,"method":{}}"#);
+    assert_eq!(
+        server.response(41),
+        json!({ "jsonrpc": "2.0", "id": 41, "error": { "code": -32600, "message": "Invalid request: unrecognized JSON-RPC message" } })
+    );
+    // A known method with parameters of the wrong shape names the problem.
+    server.send_raw(r#"{"jsonrpc":"2.0","id":42,"method":"prompts/get","params":{}}"#);
+    assert_eq!(server.response(42)["error"]["message"], "invalid params for prompts/get: missing field `name`");
+}
+
 /// A line of exactly `bytes` bytes: `start`, then `x`s, then `end`.
 fn padded(start: &str, end: &str, bytes: usize) -> String {
     format!("{start}{}{end}", "x".repeat(bytes - start.len() - end.len()))

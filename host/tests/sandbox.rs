@@ -182,8 +182,8 @@ fn a_plugin_declaring_100000_prompts_is_not_loaded() {
         "hostile_many_prompts",
         &[],
         // Stopped at the copy: 1 MiB of definitions (max_catalog_kib) and
-        // 1 KiB of room for each of 1000 prompts (max_prompts), and 64 KiB.
-        "failed while listing its prompts: it returned more than the 2138112 bytes the host copies out of one call",
+        // 4 KiB of room for each of 1000 prompts (max_prompts), and 64 KiB.
+        "failed while listing its prompts: it returned more than the 5210112 bytes the host copies out of one call",
     );
 }
 

@@ -262,7 +262,7 @@ impl Gate {
         }
         // A POST without a session id is how a client opens a session.
         let opens_session = request.method() == hyper::Method::POST && !request.headers().contains_key(SESSION_ID_HEADER);
-        if opens_session && !self.sessions.make_room().await {
+        if opens_session && !self.sessions.has_room().await {
             return plain(StatusCode::SERVICE_UNAVAILABLE, &self.sessions.full_message());
         }
         let (parts, body) = request.into_parts();
@@ -293,6 +293,11 @@ impl Gate {
         // close): answer what clients expect.
         if ends_session && response.status() == StatusCode::ACCEPTED {
             *response.status_mut() = StatusCode::OK;
+        }
+        // Two initializes raced for the last place, and this one lost: rmcp
+        // answers the cap's refusal with 500; the client gets the 503 above.
+        if opens_session && response.status() == StatusCode::INTERNAL_SERVER_ERROR && !self.sessions.has_room().await {
+            return plain(StatusCode::SERVICE_UNAVAILABLE, &self.sessions.full_message());
         }
         response
     }

@@ -182,6 +182,9 @@ impl Decoder for LineCodec {
                 return Ok(Some(Incoming::Refused(overlong.answer(self.limit))));
             }
             let unread = buffer.len();
+            // rmcp takes a line out of the buffer before it parses it: keep
+            // its start, so that a request it refuses is answered with its id.
+            let start = buffer[..unread.min(HEAD_BYTES)].to_vec();
             match self.rmcp.decode(buffer) {
                 Ok(Some(message)) => return Ok(Some(Incoming::Message(message))),
                 // rmcp skips a notification it does not know with no item: the
@@ -203,8 +206,12 @@ impl Decoder for LineCodec {
                     }
                     serde_json::error::Category::Data | serde_json::error::Category::Io => {
                         tracing::debug!(%error, "answering a line that is no JSON-RPC message");
-                        let error = ErrorData::invalid_request("Invalid request", None);
-                        return Ok(Some(Incoming::Refused(ServerJsonRpcMessage::error(error, None))));
+                        let id = match Head::read(&start) {
+                            Head::Id(id) => Some(id),
+                            Head::NotJson | Head::NoId => None,
+                        };
+                        let error = ErrorData::invalid_request(format!("Invalid request: {error}"), None);
+                        return Ok(Some(Incoming::Refused(ServerJsonRpcMessage::error(error, id))));
                     }
                 },
                 Err(error) => return Err(error.into()),
@@ -421,7 +428,7 @@ mod tests {
         assert_eq!(
             items,
             [
-                json!({ "answer": { "jsonrpc": "2.0", "error": { "code": -32600, "message": "Invalid request" } } }),
+                json!({ "answer": { "jsonrpc": "2.0", "error": { "code": -32600, "message": "Invalid request: unrecognized JSON-RPC message" } } }),
                 json!({ "message": serde_json::from_str::<Value>(PING).unwrap() }),
             ]
         );

@@ -57,28 +57,43 @@ impl CappedSessions {
         )
     }
 
-    /// Whether a new session fits, closing the longest-idle session unused
-    /// for `evictable_after` if that makes room.
-    pub async fn make_room(&self) -> bool {
-        let evicted = {
-            let mut last_used = self.last_used.lock().await;
-            if last_used.len() < self.max {
-                return true;
+    /// Whether a new session would fit: under the cap, or with a session
+    /// idle long enough to be closed for it. Closes nothing: only a valid
+    /// `initialize` (in [`SessionManager::create_session`]) makes room.
+    pub async fn has_room(&self) -> bool {
+        let last_used = self.last_used.lock().await;
+        last_used.len() < self.max || last_used.values().any(|used| used.elapsed() >= self.evictable_after)
+    }
+
+    /// Forgets sessions rmcp has ended on its own (its keep-alive, a worker
+    /// that stopped), which would otherwise count against the cap.
+    async fn forget_ended(&self, last_used: &mut HashMap<SessionId, Instant>) {
+        let mut ended = Vec::new();
+        for id in last_used.keys() {
+            if !self.inner.has_session(id).await.unwrap_or(false) {
+                ended.push(id.clone());
             }
-            let Some(oldest) = last_used
-                .iter()
-                .filter(|(_, used)| used.elapsed() >= self.evictable_after)
-                .min_by_key(|(_, used)| **used)
-                .map(|(id, _)| id.clone())
-            else {
-                return false;
-            };
-            last_used.remove(&oldest);
-            oldest
+        }
+        for id in ended {
+            last_used.remove(&id);
+        }
+    }
+
+    /// Closes the session unused longest, if it has been unused for
+    /// `evictable_after`. Returns whether one was closed.
+    async fn evict_idle(&self, last_used: &mut HashMap<SessionId, Instant>) -> bool {
+        let Some(oldest) = last_used
+            .iter()
+            .filter(|(_, used)| used.elapsed() >= self.evictable_after)
+            .min_by_key(|(_, used)| **used)
+            .map(|(id, _)| id.clone())
+        else {
+            return false;
         };
-        tracing::info!(session = %evicted, "closing the longest-idle HTTP session to make room for a new one");
-        if let Err(error) = self.inner.close_session(&evicted).await {
-            tracing::warn!(session = %evicted, "closing an idle session failed: {error}");
+        last_used.remove(&oldest);
+        tracing::info!(session = %oldest, "closing the longest-idle HTTP session to make room for a new one");
+        if let Err(error) = self.inner.close_session(&oldest).await {
+            tracing::warn!(session = %oldest, "closing an idle session failed: {error}");
         }
         true
     }
@@ -95,10 +110,14 @@ impl SessionManager for CappedSessions {
     type Transport = WorkerTransport<LocalSessionWorker>;
 
     async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
-        // Checked again here, under the lock, so that concurrent
-        // initializes never take the count past the cap.
+        // Checked here, under the lock, so that concurrent initializes never
+        // take the count past the cap; rmcp calls this only for a valid
+        // initialize, so nothing else can close an idle session.
         let mut last_used = self.last_used.lock().await;
         if last_used.len() >= self.max {
+            self.forget_ended(&mut last_used).await;
+        }
+        if last_used.len() >= self.max && !self.evict_idle(&mut last_used).await {
             return Err(SessionsError::Full(self.max));
         }
         let (id, transport) = self.inner.create_session().await?;
@@ -160,15 +179,28 @@ mod tests {
     async fn a_session_idle_long_enough_makes_room_and_others_do_not() {
         let busy = CappedSessions::new(1, Duration::from_secs(3600));
         busy.create_session().await.unwrap();
-        assert!(!busy.make_room().await);
+        assert!(!busy.has_room().await);
         assert!(matches!(busy.create_session().await, Err(SessionsError::Full(1))));
 
         let idle = CappedSessions::new(1, Duration::ZERO);
         let (first, _transport) = idle.create_session().await.unwrap();
-        assert!(idle.make_room().await);
-        assert!(!idle.has_session(&first).await.unwrap());
+        // Asking closes nothing; a new session does.
+        assert!(idle.has_room().await);
+        assert!(idle.has_session(&first).await.unwrap());
         let (second, _transport) = idle.create_session().await.unwrap();
+        assert!(!idle.has_session(&first).await.unwrap());
         assert!(idle.has_session(&second).await.unwrap());
         assert_eq!(idle.last_used.lock().await.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_session_rmcp_ended_does_not_count() {
+        let sessions = CappedSessions::new(1, Duration::from_secs(3600));
+        let (first, _transport) = sessions.create_session().await.unwrap();
+        // Ended by rmcp itself, behind the cap's back.
+        sessions.inner.close_session(&first).await.unwrap();
+        let (second, _transport) = sessions.create_session().await.unwrap();
+        assert!(sessions.has_session(&second).await.unwrap());
+        assert_eq!(sessions.last_used.lock().await.len(), 1);
     }
 }
