@@ -17,8 +17,8 @@
 //!
 //! This module knows nothing of MCP.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -624,43 +624,70 @@ impl std::fmt::Display for DeadlineReached {
 
 impl std::error::Error for DeadlineReached {}
 
-/// Advances the engine's epoch every [`EPOCH_TICK`] while any call runs, for
-/// as long as the engine lives. One thread per engine, whatever the number
-/// of plugins and calls. With no call running it sleeps, so an idle host (a
-/// stdio server beside its client all day) wakes about once a second, not a
-/// thousand times.
+/// Advances the engine's epoch every [`EPOCH_TICK`] while calls run, for as
+/// long as the engine lives. One thread per engine, whatever the number of
+/// plugins and calls.
+///
+/// Idle, it sleeps: an idle host (a stdio server beside its client all day)
+/// wakes about once a second, not a thousand times. Busy, it keeps ticking
+/// until no call has run for [`TICKER_LINGER`], so that a call does not pay
+/// to wake it: under a stream of short calls the call path only counts
+/// itself in and out, and the ticker is never parked and woken per call.
+/// A tick comes a full [`EPOCH_TICK`] after the ticker wakes, so a short
+/// call is not interrupted by the wake-up its own start caused.
 fn start_epoch_ticker(engine: &Engine, running: Arc<RunningCalls>) {
     let engine = engine.weak();
     let calls = running.clone();
     let ticker = std::thread::Builder::new()
         .name("prompt-host-epoch".into())
         .spawn(move || {
-            while let Some(engine) = engine.upgrade() {
-                if calls.count.load(Ordering::Acquire) == 0 {
-                    drop(engine);
-                    // Woken by the next call; the timeout only lets the
-                    // thread notice that the engine is gone.
-                    std::thread::park_timeout(IDLE_CHECK);
+            let mut last_busy = Instant::now();
+            loop {
+                if calls.count.load(Ordering::SeqCst) > 0 {
+                    last_busy = Instant::now();
+                } else if last_busy.elapsed() >= TICKER_LINGER {
+                    calls.parked.store(true, Ordering::SeqCst);
+                    // A call that started before `parked` was set is seen
+                    // here; one that starts after it sees `parked` and
+                    // unparks (an unpark before the park is not lost).
+                    if calls.count.load(Ordering::SeqCst) == 0 {
+                        // The timeout only lets the thread notice that the
+                        // engine is gone.
+                        std::thread::park_timeout(IDLE_CHECK);
+                    }
+                    calls.parked.store(false, Ordering::SeqCst);
+                    if engine.upgrade().is_none() {
+                        return;
+                    }
+                    last_busy = Instant::now();
                     continue;
                 }
-                engine.increment_epoch();
-                drop(engine);
                 std::thread::sleep(EPOCH_TICK);
+                let Some(engine) = engine.upgrade() else { return };
+                if calls.count.load(Ordering::SeqCst) > 0 {
+                    engine.increment_epoch();
+                }
             }
         })
         .expect("failed to start the epoch ticker thread");
-    *running.ticker.lock().unwrap() = Some(ticker.thread().clone());
+    running.ticker.set(ticker.thread().clone()).expect("one ticker per sandbox");
 }
 
 /// How often an idle ticker checks that its engine still lives.
 const IDLE_CHECK: Duration = Duration::from_secs(1);
+
+/// How long the ticker keeps ticking after the last call ends, before it
+/// parks until the next one.
+const TICKER_LINGER: Duration = Duration::from_millis(100);
 
 /// The calls running in a sandbox, so that its epoch ticker runs only while
 /// there are any.
 #[derive(Default)]
 struct RunningCalls {
     count: AtomicUsize,
-    ticker: std::sync::Mutex<Option<std::thread::Thread>>,
+    /// Whether the ticker is parked (or about to park) until a call starts.
+    parked: AtomicBool,
+    ticker: OnceLock<std::thread::Thread>,
 }
 
 /// One running call, from instantiation until its instance is dropped.
@@ -668,8 +695,9 @@ struct RunningCall(Arc<RunningCalls>);
 
 impl RunningCall {
     fn start(calls: &Arc<RunningCalls>) -> RunningCall {
-        if calls.count.fetch_add(1, Ordering::AcqRel) == 0
-            && let Some(ticker) = calls.ticker.lock().unwrap().as_ref()
+        calls.count.fetch_add(1, Ordering::SeqCst);
+        if calls.parked.swap(false, Ordering::SeqCst)
+            && let Some(ticker) = calls.ticker.get()
         {
             ticker.unpark();
         }
@@ -679,7 +707,7 @@ impl RunningCall {
 
 impl Drop for RunningCall {
     fn drop(&mut self) {
-        self.0.count.fetch_sub(1, Ordering::AcqRel);
+        self.0.count.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
