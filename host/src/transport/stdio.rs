@@ -9,7 +9,10 @@
 //! writes through the same writer rmcp's transport uses.
 
 use std::io;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
 use bytes::{Buf, BytesMut};
 use futures::{SinkExt, StreamExt};
@@ -20,7 +23,9 @@ use rmcp::transport::Transport;
 use rmcp::transport::async_rw::{JsonRpcMessageCodec, JsonRpcMessageCodecError, TransportWriter};
 use serde::de::{Deserializer as _, IgnoredAny, MapAccess, Visitor};
 use serde_json::json;
-use tokio::io::{AsyncRead, AsyncWrite};
+use rustix::net::{RecvFlags, SendFlags};
+use tokio::io::unix::AsyncFd;
+use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
 use tokio::sync::Mutex;
 use tokio_util::codec::{Decoder, FramedRead, FramedWrite};
 
@@ -48,13 +53,91 @@ const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
 /// stdin. A line (one message) may hold at most `max_message_bytes` bytes
 /// before its newline. Only protocol messages are written to stdout.
 pub async fn serve_stdio(server: PromptServer, max_message_bytes: usize) -> Result<(), TransportError> {
-    let (stdin, stdout) = rmcp::transport::stdio_pipes();
-    let running = rmcp::ServiceExt::serve(server, StdioTransport::new(stdin, stdout, max_message_bytes))
+    match (SocketStdio::of(std::io::stdin().as_fd()), SocketStdio::of(std::io::stdout().as_fd())) {
+        (Some(stdin), Some(stdout)) => serve(server, StdioTransport::new(stdin, stdout, max_message_bytes)).await,
+        _ => {
+            let (stdin, stdout) = rmcp::transport::stdio_pipes();
+            serve(server, StdioTransport::new(stdin, stdout, max_message_bytes)).await
+        }
+    }
+}
+
+async fn serve<R, W>(server: PromptServer, transport: StdioTransport<R, W>) -> Result<(), TransportError>
+where
+    R: AsyncRead + Send + Unpin + 'static,
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    let running = rmcp::ServiceExt::serve(server, transport)
         .await
         .map_err(|error| TransportError::Start(error.to_string()))?;
     let reason = running.waiting().await.map_err(|error| TransportError::Run(error.to_string()))?;
     tracing::info!(?reason, "stdio session ended");
     Ok(())
+}
+
+/// stdin or stdout when it is a Unix socket, read and written through
+/// tokio's reactor without blocking.
+///
+/// Clients started from Node (the official TypeScript SDK, the MCP
+/// Inspector, many desktop apps) give a server socket pairs, not pipes.
+/// rmcp's `stdio_pipes()` reads FIFOs without blocking but falls back to
+/// tokio's blocking stdio for anything else, which hands every read and
+/// every write to a thread of the blocking pool: two thread hand-offs per
+/// message. Here each read and write is one `recv`/`send` with
+/// `MSG_DONTWAIT` on a duplicate of the descriptor, so the socket's own
+/// blocking mode (shared with whatever else holds it) is left alone.
+pub struct SocketStdio(AsyncFd<OwnedFd>);
+
+impl SocketStdio {
+    /// The descriptor as a non-blocking stream, if it is a socket.
+    pub fn of(fd: BorrowedFd<'_>) -> Option<SocketStdio> {
+        let stat = rustix::fs::fstat(fd).ok()?;
+        if rustix::fs::FileType::from_raw_mode(stat.st_mode) != rustix::fs::FileType::Socket {
+            return None;
+        }
+        let own: OwnedFd = rustix::io::fcntl_dupfd_cloexec(fd, 3).ok()?;
+        // SAFETY: an OwnedFd is an open descriptor, owned by the AsyncFd
+        // from here until it is dropped, and it always names that descriptor.
+        unsafe { AsyncFd::register_with_interest(own, Interest::READABLE | Interest::WRITABLE) }.ok().map(SocketStdio)
+    }
+}
+
+impl AsyncRead for SocketStdio {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        loop {
+            let mut ready = std::task::ready!(self.0.poll_read_ready(cx))?;
+            let unfilled = buf.initialize_unfilled();
+            match ready.try_io(|fd| Ok(rustix::net::recv(fd, &mut *unfilled, RecvFlags::DONTWAIT)?)) {
+                Ok(received) => {
+                    let (read, _) = received?;
+                    buf.advance(read);
+                    return Poll::Ready(Ok(()));
+                }
+                Err(_would_block) => continue,
+            }
+        }
+    }
+}
+
+impl AsyncWrite for SocketStdio {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, bytes: &[u8]) -> Poll<io::Result<usize>> {
+        loop {
+            let mut ready = std::task::ready!(self.0.poll_write_ready(cx))?;
+            let flags = SendFlags::DONTWAIT | SendFlags::NOSIGNAL;
+            match ready.try_io(|fd| Ok(rustix::net::send(fd, bytes, flags)?)) {
+                Ok(sent) => return Poll::Ready(sent),
+                Err(_would_block) => continue,
+            }
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
 }
 
 /// An rmcp transport over a reader and a writer of JSON-RPC lines, which
