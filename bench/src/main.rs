@@ -54,6 +54,9 @@ fn main() -> anyhow::Result<()> {
     if run("startup") {
         startup_and_memory(&setup, &mut report)?;
     }
+    if run("scale") {
+        scale(&setup, &mut report)?;
+    }
     if run("languages") {
         other_languages(&setup, &mut report)?;
     }
@@ -234,8 +237,9 @@ impl StdioServer {
         }
     }
 
-    /// `total` prompts/get of code_review with `in_flight` outstanding.
-    fn load(&mut self, total: u64, in_flight: u64) -> anyhow::Result<Load> {
+    /// `total` prompts/get of code_review with `in_flight` outstanding,
+    /// written as `writes` says.
+    fn load(&mut self, total: u64, in_flight: u64, writes: Writes) -> anyhow::Result<Load> {
         let first = self.next_id;
         let mut sent_at: HashMap<u64, Instant> = HashMap::with_capacity(in_flight as usize);
         let mut latencies = Vec::with_capacity(total as usize);
@@ -243,6 +247,9 @@ impl StdioServer {
         let mut sent = 0;
         while sent < in_flight.min(total) {
             self.send_get(first + sent, &mut sent_at)?;
+            if writes == Writes::PerMessage {
+                self.stdin.flush()?;
+            }
             sent += 1;
         }
         self.stdin.flush()?;
@@ -256,9 +263,11 @@ impl StdioServer {
                 self.send_get(first + sent, &mut sent_at)?;
                 sent += 1;
             }
-            // Write out once every response read so far is answered.
-            if self.stdout.buffer().is_empty() {
-                self.stdin.flush()?;
+            match writes {
+                Writes::PerMessage => self.stdin.flush()?,
+                // Write out once every response read so far is answered.
+                Writes::Batched if self.stdout.buffer().is_empty() => self.stdin.flush()?,
+                Writes::Batched => {}
             }
         }
         self.next_id = first + total;
@@ -286,6 +295,103 @@ impl Drop for StdioServer {
     }
 }
 
+/// How the raw JSON-RPC driver writes its requests.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Writes {
+    /// Each request in its own write, as soon as it can be sent: what real
+    /// clients do (the official SDKs write one message per write).
+    PerMessage,
+    /// Requests gathered and written together once every response read so
+    /// far is answered. Fewer, larger writes: this flatters a server that
+    /// reads many messages per wake-up.
+    Batched,
+}
+
+/// A way to drive a stdio server with load.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Driver {
+    Raw(Writes),
+    /// The official TypeScript SDK client (`bench/sdk-driver.mjs`).
+    TypeScriptSdk,
+}
+
+impl Driver {
+    const ALL: [Driver; 3] = [Driver::Raw(Writes::PerMessage), Driver::TypeScriptSdk, Driver::Raw(Writes::Batched)];
+
+    fn title(self) -> &'static str {
+        match self {
+            Driver::Raw(Writes::PerMessage) => "a raw JSON-RPC driver (Rust, pipes), one message per write (as real clients write)",
+            Driver::TypeScriptSdk => "the official TypeScript SDK client (`StdioClientTransport`, Node)",
+            Driver::Raw(Writes::Batched) => {
+                "a raw JSON-RPC driver (Rust, pipes), batched writes (flushed once every response read so far is answered; flatters batch readers)"
+            }
+        }
+    }
+
+    /// The warm-up, 1-in-flight and 64-in-flight loads on one fresh server,
+    /// and the server's peak resident memory in KiB.
+    fn measure(self, program: &Path, args: &[String], name: &str) -> anyhow::Result<(Load, Load, u64)> {
+        const LOADS: [(u64, u64); 3] = [(500, 1), (3000, 1), (30_000, 64)];
+        match self {
+            Driver::Raw(writes) => {
+                let mut server = StdioServer::start(program, args)?;
+                check_reply(&mut server, name)?;
+                let pid = server.pid();
+                let mut loads = LOADS.iter().map(|&(total, in_flight)| {
+                    let before = ProcessCost::of(pid)?;
+                    let load = server.load(total, in_flight, writes)?;
+                    Ok::<_, anyhow::Error>(before.per_request(ProcessCost::of(pid)?, total, load))
+                });
+                let (_, one, many) = (loads.next().unwrap()?, loads.next().unwrap()?, loads.next().unwrap()?);
+                Ok((one, many, memory_kib(server.pid(), "VmHWM")?))
+            }
+            Driver::TypeScriptSdk => {
+                let loads: Vec<Value> =
+                    LOADS.iter().map(|&(total, in_flight)| json!({ "total": total, "inFlight": in_flight })).collect();
+                let driver = Path::new(env!("CARGO_MANIFEST_DIR")).join("sdk-driver.mjs");
+                let mut child = Command::new("node")
+                    .arg(&driver)
+                    .arg(Value::from(loads).to_string())
+                    .arg("--")
+                    .arg(program)
+                    .args(args)
+                    .stdout(Stdio::piped())
+                    .spawn()
+                    .context("starting node bench/sdk-driver.mjs (tests/setup installs the SDK it needs)")?;
+                let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+                let mut next = || -> anyhow::Result<Value> {
+                    let line = lines.next().context("the SDK driver stopped early")??;
+                    Ok(serde_json::from_str(&line)?)
+                };
+                let pid = next()?["pid"].as_u64().context("the SDK driver printed no pid")? as u32;
+                let mut results = Vec::new();
+                for _ in LOADS {
+                    let result = next()?;
+                    let micros = |at: usize| Duration::from_secs_f64(result["latenciesUs"][at].as_f64().unwrap_or(0.0) / 1e6);
+                    let total = result["total"].as_f64().context("no total")?;
+                    let seconds = result["seconds"].as_f64().context("no seconds")?;
+                    let cost = Load {
+                        per_second: total / seconds,
+                        p50: micros(0),
+                        p99: micros(1),
+                        cpu: Some(Duration::from_secs_f64(result["cpuNs"].as_f64().context("no cpuNs")? / 1e9 / total)),
+                        switches: Some(result["switches"].as_f64().context("no switches")? / total),
+                    };
+                    results.push(cost);
+                    if results.len() == LOADS.len() {
+                        // Read before the client closes the server.
+                        let peak = memory_kib(pid, "VmHWM").unwrap_or(0);
+                        let status = child.wait()?;
+                        ensure!(status.success(), "the SDK driver failed: {status}");
+                        return Ok((results[1], results[2], peak));
+                    }
+                }
+                unreachable!("the loop returns after the last load")
+            }
+        }
+    }
+}
+
 /// The id of a JSON-RPC response line, read without parsing the whole line.
 fn response_id(line: &str) -> Option<u64> {
     let start = line.find("\"id\":")? + 5;
@@ -293,19 +399,68 @@ fn response_id(line: &str) -> Option<u64> {
     digits.parse().ok()
 }
 
-/// Throughput and latency of one load run.
+/// Throughput and latency of one load run, and what it cost the server.
 #[derive(Debug, Clone, Copy)]
 struct Load {
     per_second: f64,
     p50: Duration,
     p99: Duration,
+    /// The server's CPU time per request, all threads (when measured).
+    cpu: Option<Duration>,
+    /// The server's context switches per request, all threads.
+    switches: Option<f64>,
+}
+
+/// CPU time and context switches of every thread of a process so far, from
+/// /proc (`schedstat` counts nanoseconds, where `stat` counts 10 ms ticks).
+/// Stable where throughput is noisy: it does not count time spent waiting.
+#[derive(Debug, Clone, Copy, Default)]
+struct ProcessCost {
+    cpu: Duration,
+    switches: u64,
+}
+
+impl ProcessCost {
+    fn of(pid: u32) -> anyhow::Result<ProcessCost> {
+        let mut cost = ProcessCost::default();
+        for task in std::fs::read_dir(format!("/proc/{pid}/task"))? {
+            let task = task?.path();
+            // A thread may end between the listing and the reads.
+            let (Ok(schedstat), Ok(status)) =
+                (std::fs::read_to_string(task.join("schedstat")), std::fs::read_to_string(task.join("status")))
+            else {
+                continue;
+            };
+            let nanos: u64 = schedstat.split_whitespace().next().context("empty schedstat")?.parse()?;
+            cost.cpu += Duration::from_nanos(nanos);
+            for line in status.lines().filter(|line| line.contains("ctxt_switches")) {
+                cost.switches += line.split_whitespace().nth(1).context("no count")?.parse::<u64>()?;
+            }
+        }
+        Ok(cost)
+    }
+
+    /// What a load of `requests` cost, from the costs before and after it.
+    fn per_request(self, after: ProcessCost, requests: u64, load: Load) -> Load {
+        Load {
+            cpu: Some((after.cpu - self.cpu) / requests as u32),
+            switches: Some((after.switches - self.switches) as f64 / requests as f64),
+            ..load
+        }
+    }
 }
 
 impl Load {
     fn new(elapsed: Duration, mut latencies: Vec<Duration>) -> Load {
         latencies.sort();
         let at = |q: f64| latencies[((latencies.len() as f64 - 1.0) * q).round() as usize];
-        Load { per_second: latencies.len() as f64 / elapsed.as_secs_f64(), p50: at(0.5), p99: at(0.99) }
+        Load {
+            per_second: latencies.len() as f64 / elapsed.as_secs_f64(),
+            p50: at(0.5),
+            p99: at(0.99),
+            cpu: None,
+            switches: None,
+        }
     }
 
     /// The median of each figure over rounds.
@@ -318,6 +473,16 @@ impl Load {
             per_second: mid(loads.iter().map(|l| l.per_second).collect()),
             p50: Duration::from_secs_f64(mid(loads.iter().map(|l| l.p50.as_secs_f64()).collect())),
             p99: Duration::from_secs_f64(mid(loads.iter().map(|l| l.p99.as_secs_f64()).collect())),
+            cpu: loads.iter().map(|l| l.cpu.map(|cpu| cpu.as_secs_f64())).collect::<Option<Vec<_>>>().map(|cpu| Duration::from_secs_f64(mid(cpu))),
+            switches: loads.iter().map(|l| l.switches).collect::<Option<Vec<_>>>().map(mid),
+        }
+    }
+
+    /// The server's cost per request, as a table cell.
+    fn cost(&self) -> String {
+        match (self.cpu, self.switches) {
+            (Some(cpu), Some(switches)) => format!("{} / {switches:.1}", micros(cpu)),
+            _ => "–".into(),
         }
     }
 }
@@ -340,24 +505,32 @@ fn stdio_get(setup: &Setup, rounds: usize, report: &mut Report) -> anyhow::Resul
     }
     // Warm the compiled cache, so no round pays for compilation.
     check_reply(&mut StdioServer::start(&servers[2].1, &servers[2].2)?, servers[2].0)?;
-    let mut results: Vec<[Vec<Load>; 2]> = servers.iter().map(|_| [Vec::new(), Vec::new()]).collect();
-    let mut peak_rss = 0;
-    for _ in 0..rounds {
-        for (index, (name, program, args)) in servers.iter().enumerate() {
-            let mut server = StdioServer::start(program, args)?;
-            check_reply(&mut server, name)?;
-            server.load(500, 1)?; // warm-up
-            results[index][0].push(server.load(3000, 1)?);
-            results[index][1].push(server.load(30_000, 64)?);
-            if index == 2 {
-                peak_rss = peak_rss.max(memory_kib(server.pid(), "VmHWM")?);
+    for driver in Driver::ALL {
+        let mut results: Vec<[Vec<Load>; 2]> = servers.iter().map(|_| [Vec::new(), Vec::new()]).collect();
+        let mut peak_rss = 0;
+        for _ in 0..rounds {
+            for (index, (name, program, args)) in servers.iter().enumerate() {
+                let (one, many, peak) = driver.measure(program, args, name)?;
+                results[index][0].push(one);
+                results[index][1].push(many);
+                if index == 2 {
+                    peak_rss = peak_rss.max(peak);
+                }
             }
         }
+        let rows = servers
+            .iter()
+            .enumerate()
+            .map(|(index, (name, _, _))| (name.to_string(), Load::median(&results[index][0]), Load::median(&results[index][1])))
+            .collect();
+        report.stdio.push((driver.title(), rows));
+        if driver == Driver::Raw(Writes::PerMessage) {
+            report.facts.push((
+                "Peak resident memory of prompt-host, stdio at 64 in flight".into(),
+                format!("{:.1} MiB", peak_rss as f64 / 1024.0),
+            ));
+        }
     }
-    for (index, (name, _, _)) in servers.iter().enumerate() {
-        report.stdio.push((name.to_string(), Load::median(&results[index][0]), Load::median(&results[index][1])));
-    }
-    report.facts.push(("Peak resident memory of prompt-host, stdio at 64 in flight".into(), format!("{:.1} MiB", peak_rss as f64 / 1024.0)));
     Ok(())
 }
 
@@ -375,11 +548,11 @@ fn soak(setup: &Setup, server: &str, in_flight: u64, total: u64) -> anyhow::Resu
     };
     let mut server = StdioServer::start(&program, &args)?;
     check_reply(&mut server, "server")?;
-    server.load(500, in_flight)?;
+    server.load(500, in_flight, Writes::PerMessage)?;
     println!("{}", server.pid());
     std::io::stdout().flush()?;
     std::thread::sleep(Duration::from_secs(1));
-    let load = server.load(total, in_flight)?;
+    let load = server.load(total, in_flight, Writes::PerMessage)?;
     eprintln!("{:.0} req/s, p50 {}, p99 {}", load.per_second, micros(load.p50), micros(load.p99));
     Ok(())
 }
@@ -546,11 +719,17 @@ async fn http_post(
 /// 100 copies of the 100-prompt pack, each under its own prefix, and the
 /// config file that names the prefixes.
 fn hundred_plugins(setup: &Setup, name: &str) -> anyhow::Result<(PathBuf, PathBuf)> {
+    many_plugins(setup, name, 100)
+}
+
+/// `count` copies of the 100-prompt pack, each under its own prefix, and
+/// the config file that names the prefixes.
+fn many_plugins(setup: &Setup, name: &str, count: usize) -> anyhow::Result<(PathBuf, PathBuf)> {
     let dir = setup.dir(name)?;
     let mut config = String::new();
-    for i in 0..100 {
-        std::fs::copy(setup.plugin("bench_hundred"), dir.join(format!("p{i:02}.wasm")))?;
-        config += &format!("[plugins.p{i:02}]\nprefix = \"p{i:02}-\"\n");
+    for i in 0..count {
+        std::fs::copy(setup.plugin("bench_hundred"), dir.join(format!("p{i:04}.wasm")))?;
+        config += &format!("[plugins.p{i:04}]\nprefix = \"p{i:04}-\"\n");
     }
     let config_path = setup.work.path().join(format!("{name}.toml"));
     std::fs::write(&config_path, config)?;
@@ -591,6 +770,27 @@ fn list_walk(setup: &Setup, report: &mut Report) -> anyhow::Result<()> {
         "prompts/list: full walk of 10,000 prompts from 100 plugins, 100 pages (median of 21)".into(),
         format!("{:.2} ms", median_ms(times)),
     ));
+    Ok(())
+}
+
+/// 1,000 plugins serving 100,000 prompts: a warm start, the memory they
+/// take idle, and a walk of the whole list.
+fn scale(setup: &Setup, report: &mut Report) -> anyhow::Result<()> {
+    let (dir, config) = many_plugins(setup, "scale", 1000)?;
+    let mut idle_rss = 0;
+    let mut walks = Vec::new();
+    let (_, warm) = cold_and_warm_starts(setup, "scale-cache", |cache| host_args(&config, &dir, cache), |server| {
+        std::thread::sleep(Duration::from_millis(300));
+        idle_rss = idle_rss.max(memory_kib(server.pid(), "VmRSS")?);
+        let started = Instant::now();
+        let count = walk(server)?;
+        walks.push(started.elapsed());
+        ensure!(count == 100_000, "walked {count} prompts");
+        Ok(())
+    })?;
+    report.facts.push(("Startup to first prompts/list answer, 1,000 plugins (100,000 prompts), compiled cache warm (median of 3)".into(), format!("{warm:.0} ms")));
+    report.facts.push(("Resident memory idle, 1,000 plugins (100,000 prompts) loaded (largest of 6 starts)".into(), format!("{:.1} MiB", idle_rss as f64 / 1024.0)));
+    report.facts.push(("prompts/list: full walk of 100,000 prompts from 1,000 plugins, 1,000 pages (median of 6)".into(), format!("{:.0} ms", median_ms(walks))));
     Ok(())
 }
 
@@ -658,7 +858,7 @@ fn other_languages(setup: &Setup, report: &mut Report) -> anyhow::Result<()> {
         let mut loads = Vec::new();
         let (cold, warm) = cold_and_warm_starts(setup, &format!("{pack}-cache"), |cache| host_args(&config, &dir, cache), |server| {
             check_reply(server, pack)?;
-            loads.push(server.load(500, 1)?);
+            loads.push(server.load(500, 1, Writes::PerMessage)?);
             Ok(())
         })?;
         let load = Load::median(&loads);
@@ -833,7 +1033,8 @@ fn micros(duration: Duration) -> String {
 
 #[derive(Default)]
 struct Report {
-    stdio: Vec<(String, Load, Load)>,
+    /// Per driver, a row per server: its loads at 1 and at 64 in flight.
+    stdio: Vec<(&'static str, Vec<(String, Load, Load)>)>,
     http: Vec<(String, Load)>,
     facts: Vec<(String, String)>,
 }
@@ -854,36 +1055,37 @@ impl Report {
             if dirty { " plus uncommitted changes" } else { "" },
             std::iter::once("target/release/prompt-host-bench".to_string()).chain(args[1..].iter().cloned()).collect::<Vec<_>>().join(" ")
         );
-        out += "### prompts/get of `code_review` over stdio (median of rounds)\n\n";
-        out += "| server | req/s, 1 in flight | p50 | p99 | req/s, 64 in flight | p50 | p99 |\n|---|---|---|---|---|---|---|\n";
-        for (name, one, many) in &self.stdio {
-            out += &format!(
-                "| {name} | {:.0} | {} | {} | {:.0} | {} | {} |\n",
-                one.per_second, micros(one.p50), micros(one.p99), many.per_second, micros(many.p50), micros(many.p99)
-            );
-        }
-        if let [floor, rmcp, _, others @ ..] = self.stdio.as_slice() {
-            for other in others {
+        for (driver, rows) in &self.stdio {
+            out += &format!("### prompts/get of `code_review` over stdio, driven by {driver} (median of rounds)\n\n");
+            out += "| server | req/s, 1 in flight | p50 | p99 | server CPU / context switches per request | req/s, 64 in flight | p50 | p99 | server CPU / context switches per request |\n|---|---|---|---|---|---|---|---|---|\n";
+            for (name, one, many) in rows {
                 out += &format!(
-                    "\n{} ÷ rmcp reference: {:.2} (1 in flight), {:.2} (64 in flight). ÷ floor: {:.2} (1 in flight), {:.2} (64 in flight).\n",
-                    other.0,
-                    other.1.per_second / rmcp.1.per_second,
-                    other.2.per_second / rmcp.2.per_second,
-                    other.1.per_second / floor.1.per_second,
-                    other.2.per_second / floor.2.per_second
+                    "| {name} | {:.0} | {} | {} | {} | {:.0} | {} | {} | {} |\n",
+                    one.per_second,
+                    micros(one.p50),
+                    micros(one.p99),
+                    one.cost(),
+                    many.per_second,
+                    micros(many.p50),
+                    micros(many.p99),
+                    many.cost()
                 );
             }
+            if let [floor, rmcp, hosts @ ..] = rows.as_slice() {
+                for host in hosts {
+                    out += &format!(
+                        "\n{} ÷ rmcp reference: **{:.2}** (1 in flight), **{:.2}** (64 in flight). ÷ floor: {:.2} (1 in flight), {:.2} (64 in flight).\n",
+                        host.0,
+                        host.1.per_second / rmcp.1.per_second,
+                        host.2.per_second / rmcp.2.per_second,
+                        host.1.per_second / floor.1.per_second,
+                        host.2.per_second / floor.2.per_second
+                    );
+                }
+            }
+            out += "\n";
         }
-        if let [floor, rmcp, host, ..] = self.stdio.as_slice() {
-            out += &format!(
-                "\nprompt-host ÷ rmcp reference: {:.2} (1 in flight), {:.2} (64 in flight). prompt-host ÷ floor: {:.2} (1 in flight), {:.2} (64 in flight).\n",
-                host.1.per_second / rmcp.1.per_second,
-                host.2.per_second / rmcp.2.per_second,
-                host.1.per_second / floor.1.per_second,
-                host.2.per_second / floor.2.per_second
-            );
-        }
-        out += "\n### prompts/get of `code_review` over Streamable HTTP, 64 sessions (median of rounds)\n\n| server | req/s | p50 | p99 |\n|---|---|---|---|\n";
+        out += "### prompts/get of `code_review` over Streamable HTTP, 64 sessions (median of rounds)\n\n| server | req/s | p50 | p99 |\n|---|---|---|---|\n";
         for (name, load) in &self.http {
             out += &format!("| {name} | {:.0} | {} | {} |\n", load.per_second, micros(load.p50), micros(load.p99));
         }
