@@ -3,7 +3,7 @@
 //!
 //! ```toml
 //! [server]
-//! plugins = "/srv/prompt-packs"   # the plugin directory
+//! plugins = "/srv/prompt-packs"   # the plugin directory (a relative path is relative to this file)
 //! page_size = 100                 # prompts per page of prompts/list
 //! watch = true                    # reload plugins when the directory changes
 //! watch_poll_ms = 2000            # poll the directory instead of inotify (NFS)
