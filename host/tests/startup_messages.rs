@@ -113,7 +113,7 @@ fn serve_says_in_one_line_what_it_serves() {
     let (dir, server) = serve_plugins(&["code_review", "dev_assistant", "hostile_bad_definitions"], &[]);
     let summary = format!("INFO prompt_host::watch: serving 4 prompts from 2 plugins (1 refused) dir={}\n", dir.path().display());
     let stderr = server.wait_for_stderr(&summary);
-    assert_eq!(stderr.matches("serving ").count(), 1, "{stderr}");
+    assert_eq!(stderr.matches("prompt_host::watch: serving ").count(), 1, "{stderr}");
 
     let bundled = Server::start(&[]);
     bundled.wait_for_stderr("INFO prompt_host::watch: serving 7 prompts from 4 plugins\n");
