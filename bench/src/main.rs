@@ -575,10 +575,9 @@ fn sandbox_calls(setup: &Setup, calls: usize) -> anyhow::Result<(f64, Duration)>
     use prompt_host::config::ServeConfig;
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async {
-        let config = ServeConfig::default();
+        let config = ServeConfig { cache_dir: None, ..ServeConfig::default() };
         let path = setup.plugin("code_review");
-        let settings = config.plugin_settings(&prompt_host::loader::plugin_id(&path));
-        let registry = prompt_host::startup::load_one(&path, settings, config.sandbox.clone()).await?;
+        let registry = prompt_host::startup::load_one(&path, &config).await?;
         let server = prompt_host::handler::PromptServer::new(registry, config.page_size);
         let request = || {
             let arguments = [("code".to_string(), Value::String(CODE.into()))].into_iter().collect();

@@ -3,7 +3,7 @@
 //!
 //! ```toml
 //! [server]
-//! plugins = "/srv/prompt-packs"   # the plugin directory
+//! plugins = "/srv/prompt-packs"   # the plugin directory (a relative path is relative to this file)
 //! page_size = 100                 # prompts per page of prompts/list
 //! watch = true                    # reload plugins when the directory changes
 //! watch_poll_ms = 2000            # poll the directory instead of inotify (NFS)
@@ -88,6 +88,10 @@ pub struct PluginConfig {
     /// The SHA-256 (hex) the plugin file must have: any other file under
     /// that name is refused.
     pub sha256: Option<String>,
+    /// Whether only `--prefix` names the plugin, with no `[plugins.NAME]`
+    /// section: a warning that the name matches no plugin then names the flag.
+    #[serde(skip)]
+    pub only_prefix_flag: bool,
 }
 
 impl Default for ServeConfig {
@@ -132,15 +136,29 @@ impl ServeConfig {
         }
     }
 
-    /// The `[plugins.NAME]` sections that name none of the `present`
-    /// plugins (a typo'd name silently configures nothing), each with the
-    /// closest present name when one is a likely typo of it.
+    /// Serves plugin `plugin` under `prefix`, as `--prefix PLUGIN=PREFIX`
+    /// asks: over what its `[plugins.NAME]` section says, if it has one.
+    /// Either way the name is checked against the plugins present, as a
+    /// section's is (see [`ServeConfig::unmatched_plugins`]).
+    pub fn set_prefix_from_flag(&mut self, plugin: &str, prefix: &str) {
+        let configured = self
+            .plugins
+            .entry(plugin.to_string())
+            .or_insert_with(|| PluginConfig { only_prefix_flag: true, ..PluginConfig::default() });
+        configured.prefix = prefix.to_string();
+    }
+
+    /// The plugin names, from `[plugins.NAME]` sections or `--prefix`, that
+    /// name none of the `present` plugins (a typo'd name silently configures
+    /// nothing), each with the closest present name when one is a likely
+    /// typo of it.
     pub fn unmatched_plugins(&self, present: &[String]) -> Vec<UnmatchedPlugin> {
         self.plugins
-            .keys()
-            .filter(|name| !present.contains(name))
-            .map(|name| UnmatchedPlugin {
+            .iter()
+            .filter(|(name, _)| !present.contains(name))
+            .map(|(name, configured)| UnmatchedPlugin {
                 name: name.clone(),
+                prefix_flag: configured.only_prefix_flag.then(|| configured.prefix.clone()),
                 closest: present
                     .iter()
                     .map(|id| (strsim::levenshtein(name, id), id))
@@ -151,24 +169,35 @@ impl ServeConfig {
             .collect()
     }
 
-    /// Reads a config file over the defaults.
+    /// Reads a config file over the defaults. The paths in it are relative
+    /// to the file's folder, not to the working directory; errors name the
+    /// file by its absolute path.
     pub fn from_file(path: &Path) -> Result<ServeConfig, ConfigError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|error| ConfigError { path: path.display().to_string(), problem: error.to_string() })?;
-        ServeConfig::from_toml(&text)
-            .map_err(|problem| ConfigError { path: path.display().to_string(), problem })
+        let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        let invalid = |problem| ConfigError { path: path.display().to_string(), problem };
+        let text = std::fs::read_to_string(&path).map_err(|error| invalid(error.to_string()))?;
+        let folder = path.parent().unwrap_or(Path::new(""));
+        ServeConfig::from_toml_in(&text, folder).map_err(invalid)
     }
 
-    /// Parses a config file's text over the defaults. The error names the
-    /// offending key.
+    /// Parses a config file's text over the defaults, with its paths as
+    /// written. The error names the offending key.
     pub fn from_toml(text: &str) -> Result<ServeConfig, String> {
+        ServeConfig::from_toml_in(text, Path::new(""))
+    }
+
+    /// Parses the text of a config file in `folder` over the defaults: a
+    /// relative path in it (server.plugins, server.cache_dir) is relative to
+    /// `folder`. The error names the offending key.
+    pub fn from_toml_in(text: &str, folder: &Path) -> Result<ServeConfig, String> {
         let file: ConfigFile = toml::from_str(text).map_err(|error| error.to_string().trim_end().to_string())?;
         file.limits.check("limits")?;
         for (name, plugin) in &file.plugins {
             plugin.limits.check(&format!("plugins.{name}.limits"))?;
         }
         let mut config = ServeConfig::default();
-        config.plugins_dir = file.server.plugins;
+        // Every path key of the file: relative to the file's folder.
+        config.plugins_dir = file.server.plugins.map(|dir| folder.join(dir));
         config.require_pinned = file.server.require_pinned.unwrap_or(config.require_pinned);
         config.watch = file.server.watch.unwrap_or(config.watch);
         if let Some(ms) = file.server.watch_poll_ms {
@@ -176,7 +205,7 @@ impl ServeConfig {
             config.watch_poll = Some(Duration::from_millis(ms));
         }
         if let Some(dir) = file.server.cache_dir {
-            config.cache_dir = Some(dir);
+            config.cache_dir = Some(folder.join(dir));
         }
         if let Some(mib) = file.server.cache_max_mib {
             positive("server.cache_max_mib", mib)?;
@@ -208,10 +237,13 @@ pub struct ConfigError {
     pub problem: String,
 }
 
-/// A `[plugins.NAME]` section that matches no plugin file.
+/// A `[plugins.NAME]` section, or a `--prefix NAME=PREFIX`, that matches no
+/// plugin file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnmatchedPlugin {
     pub name: String,
+    /// The prefix, when only `--prefix` names the plugin.
+    pub prefix_flag: Option<String>,
     /// A plugin whose name is a few edits away: what was probably meant.
     pub closest: Option<String>,
 }
@@ -219,11 +251,15 @@ pub struct UnmatchedPlugin {
 impl std::fmt::Display for UnmatchedPlugin {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let name = self.name.escape_debug();
-        write!(f, "[plugins.{name}] matches no plugin file (no {name}.wasm).")?;
-        if let Some(closest) = &self.closest {
-            write!(f, " Did you mean [plugins.{}]?", closest.escape_debug())?;
+        match &self.prefix_flag {
+            None => write!(f, "[plugins.{name}] matches no plugin file (no {name}.wasm).")?,
+            Some(prefix) => write!(f, "--prefix {name}={} matches no plugin file (no {name}.wasm).", prefix.escape_debug())?,
         }
-        Ok(())
+        match (&self.closest, &self.prefix_flag) {
+            (None, _) => Ok(()),
+            (Some(closest), None) => write!(f, " Did you mean [plugins.{}]?", closest.escape_debug()),
+            (Some(closest), Some(_)) => write!(f, " Did you mean '{}'?", closest.escape_debug()),
+        }
     }
 }
 
@@ -412,6 +448,43 @@ mod tests {
                 "[plugins.zzz] matches no plugin file (no zzz.wasm).",
             ]
         );
+    }
+
+    #[test]
+    fn a_prefix_flag_for_no_plugin_is_found_as_a_section_is_and_named_as_the_flag() {
+        let mut config = ServeConfig::from_toml("[plugins.dev]\nprefix = \"d-\"\n").unwrap();
+        config.set_prefix_from_flag("code_reveiw", "x_");
+        config.set_prefix_from_flag("dev", "e-");
+        config.set_prefix_from_flag("nothing_like_it", "n-");
+        assert_eq!(config.plugin_settings("dev").prefix, "e-");
+        let present = ["code_review".to_string()];
+        assert_eq!(
+            config.unmatched_plugins(&present).iter().map(ToString::to_string).collect::<Vec<_>>(),
+            [
+                "--prefix code_reveiw=x_ matches no plugin file (no code_reveiw.wasm). Did you mean 'code_review'?",
+                "[plugins.dev] matches no plugin file (no dev.wasm).",
+                "--prefix nothing_like_it=n- matches no plugin file (no nothing_like_it.wasm).",
+            ]
+        );
+    }
+
+    #[test]
+    fn relative_paths_in_a_config_file_are_relative_to_its_folder() {
+        let text = "[server]\nplugins = \"packs\"\ncache_dir = \"../cache\"\n";
+        let config = ServeConfig::from_toml_in(text, Path::new("/etc/prompt-host")).unwrap();
+        assert_eq!(config.plugins_dir, Some(PathBuf::from("/etc/prompt-host/packs")));
+        assert_eq!(config.cache_dir, Some(PathBuf::from("/etc/prompt-host/../cache")));
+        let absolute = ServeConfig::from_toml_in("[server]\nplugins = \"/srv/packs\"\n", Path::new("/etc")).unwrap();
+        assert_eq!(absolute.plugins_dir, Some(PathBuf::from("/srv/packs")));
+
+        let folder = tempfile::tempdir().unwrap();
+        let file = folder.path().join("prompt-host.toml");
+        std::fs::write(&file, text).unwrap();
+        let config = ServeConfig::from_file(&file).unwrap();
+        assert_eq!(config.plugins_dir, Some(folder.path().join("packs")));
+        // A file named relative to the working directory is named absolute in errors.
+        let error = ServeConfig::from_file(Path::new("no-such-prompt-host.toml")).unwrap_err();
+        assert_eq!(error.path, std::env::current_dir().unwrap().join("no-such-prompt-host.toml").display().to_string());
     }
 
     #[test]

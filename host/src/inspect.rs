@@ -6,11 +6,14 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use crate::cache::Origin;
 use crate::catalog::served_name;
+use crate::config::ServeConfig;
 use crate::convert;
-use crate::loader::{self, LoadFailure, LoadTrace, Loader, PluginSettings, PluginSource};
-use crate::sandbox::{CallUsage, SandboxConfig};
-use crate::startup::sandbox_for_one;
+use crate::loader::{self, LoadFailure, LoadTrace, PluginSource};
+use crate::plugin::Plugin;
+use crate::sandbox::CallUsage;
+use crate::startup::loader_for_one;
 pub use crate::validate::Problem;
 
 /// What `prompt-host inspect` found in a plugin file: what it offers, what
@@ -25,15 +28,46 @@ pub struct Report {
     /// Empty when the file did not compile.
     pub imports: Vec<String>,
     pub exports: Vec<String>,
-    /// How long compiling took, when it compiled.
+    /// How long compiling (or reading it from the compiled cache) took,
+    /// when it compiled.
     pub compile_ms: Option<f64>,
+    /// Whether the compiled component was read from the compiled cache
+    /// (which `serve`, `get` and `complete` share) rather than compiled.
+    pub from_cache: bool,
     /// What the one `list-prompts` call at load cost, when it succeeded.
     pub listing: Option<ListingCost>,
     pub limits: LimitsReport,
     /// The prompts, as `prompts/list` would serve them (empty when listing failed).
     pub prompts: Vec<rmcp::model::Prompt>,
+    /// What the pack offers to complete each argument to from an empty
+    /// value, as a client's first completion/complete asks: for a pack of
+    /// the SDK's templates, the argument's choices. Only arguments with
+    /// suggestions (or whose completion failed) are listed.
+    pub completions: Vec<ArgumentCompletions>,
+    /// Arguments whose completion was not tried: past the first
+    /// [`MAX_COMPLETIONS_TRIED`].
+    pub completions_not_tried: usize,
     /// Why the server would refuse the plugin; empty when it would load it.
     pub problems: Vec<Problem>,
+}
+
+/// The most arguments whose completions `inspect` asks a pack for: each is a
+/// call, under the pack's limits.
+pub const MAX_COMPLETIONS_TRIED: usize = 100;
+
+/// What a pack completes one argument to from an empty value.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ArgumentCompletions {
+    /// The prompt, by its served name.
+    pub prompt: String,
+    pub argument: String,
+    pub values: Vec<String>,
+    /// Whether the pack has more suggestions than it returned.
+    pub has_more: bool,
+    /// Why completing it failed, if it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// The cost of listing a plugin's prompts, against its limits.
@@ -63,13 +97,15 @@ impl Report {
     }
 }
 
-/// Loads `path` as the server would, with `settings`, and reports on it. Only
-/// a file that cannot be read, or a sandbox that cannot start, is an error:
-/// anything wrong with the plugin itself is a problem in the report.
-pub async fn inspect(path: &Path, settings: PluginSettings, sandbox_config: SandboxConfig) -> Result<Report, LoadFailure> {
+/// Loads `path` as the server configured by `config` would (its settings for
+/// the plugin, the compiled cache), and reports on it. Only a file that
+/// cannot be read, or a sandbox that cannot start, is an error: anything
+/// wrong with the plugin itself is a problem in the report.
+pub async fn inspect(path: &Path, config: &ServeConfig) -> Result<Report, LoadFailure> {
     let source = PluginSource::read(path)?;
-    let sandbox = sandbox_for_one(&source, &settings, sandbox_config.clone())?;
-    let loader = Loader::new(sandbox.clone(), None);
+    let settings = config.plugin_settings(&source.id);
+    let loader = loader_for_one(&source, &settings, config)?;
+    let sandbox = loader.sandbox().clone();
     let mut report = Report {
         plugin: source.id.clone(),
         file: source.origin.clone(),
@@ -78,24 +114,28 @@ pub async fn inspect(path: &Path, settings: PluginSettings, sandbox_config: Sand
         imports: Vec::new(),
         exports: Vec::new(),
         compile_ms: None,
+        from_cache: false,
         listing: None,
         limits: LimitsReport {
             fuel: settings.limits.fuel,
             deadline_ms: settings.limits.deadline.as_millis() as u64,
             memory_bytes: settings.limits.memory_bytes,
-            max_wasm_stack_bytes: sandbox_config.max_wasm_stack,
+            max_wasm_stack_bytes: config.sandbox.max_wasm_stack,
             max_prompts: settings.limits.max_prompts,
         },
         prompts: Vec::new(),
+        completions: Vec::new(),
+        completions_not_tried: 0,
         problems: Vec::new(),
     };
     let prefix = settings.prefix.clone();
     let mut trace = LoadTrace::default();
     let loaded = loader.load_traced(source, settings, &mut trace).await;
-    if let Some((component, took)) = &trace.compiled {
-        report.compile_ms = Some(milliseconds(*took));
-        report.imports = loader::import_names(&sandbox, component);
-        report.exports = loader::export_names(&sandbox, component);
+    if let Some(compiled) = &trace.compiled {
+        report.compile_ms = Some(milliseconds(compiled.took));
+        report.from_cache = compiled.origin == Origin::Cache;
+        report.imports = loader::import_names(&sandbox, &compiled.component);
+        report.exports = loader::export_names(&sandbox, &compiled.component);
     }
     report.listing = trace.listing.map(ListingCost::from);
     let prompts = match &loaded {
@@ -103,10 +143,34 @@ pub async fn inspect(path: &Path, settings: PluginSettings, sandbox_config: Sand
         Err(_) => &trace.invalid_prompts,
     };
     report.prompts = prompts.iter().map(|prompt| convert::prompt(prompt, &served_name(&prefix, &prompt.name))).collect();
-    if let Err(failure) = loaded {
-        report.problems = failure.error.into_problems();
+    match loaded {
+        Ok(plugin) => (report.completions, report.completions_not_tried) = completions(&plugin, &prefix).await,
+        Err(failure) => report.problems = failure.error.into_problems(),
     }
     Ok(report)
+}
+
+/// What `plugin` completes each of its arguments to from an empty value,
+/// for the first [`MAX_COMPLETIONS_TRIED`] arguments; and how many were not
+/// tried.
+async fn completions(plugin: &Plugin, prefix: &str) -> (Vec<ArgumentCompletions>, usize) {
+    let arguments: Vec<(&str, &str)> = plugin
+        .prompts()
+        .iter()
+        .flat_map(|prompt| prompt.arguments.iter().map(|argument| (prompt.name.as_str(), argument.name.as_str())))
+        .collect();
+    let mut found = Vec::new();
+    for &(prompt, argument) in arguments.iter().take(MAX_COMPLETIONS_TRIED) {
+        let (values, has_more, error) = match plugin.complete(prompt, argument, "", &[]).await {
+            Ok(completion) => (completion.values, completion.has_more, None),
+            Err(error) => (Vec::new(), false, Some(error.to_string())),
+        };
+        if !values.is_empty() || error.is_some() {
+            let (prompt, argument) = (served_name(prefix, prompt), argument.to_string());
+            found.push(ArgumentCompletions { prompt, argument, values, has_more, error });
+        }
+    }
+    (found, arguments.len().saturating_sub(MAX_COMPLETIONS_TRIED))
 }
 
 impl From<CallUsage> for ListingCost {

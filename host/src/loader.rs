@@ -215,14 +215,32 @@ pub fn digest(bytes: &[u8]) -> String {
     Sha256::digest(bytes).iter().map(|byte| format!("{byte:02x}")).collect()
 }
 
+/// A size for a log line: megabytes, to one decimal.
+fn megabytes(bytes: usize) -> String {
+    format!("{:.1} MB", bytes as f64 / 1e6)
+}
+
+/// A duration for a log line: seconds, to one decimal.
+fn seconds(duration: Duration) -> String {
+    format!("{:.1} s", duration.as_secs_f64())
+}
+
+/// A compiled component, as loading a plugin found it.
+pub struct Compiled {
+    pub component: Component,
+    /// How long compiling it, or reading it from the cache, took.
+    pub took: Duration,
+    /// Whether it was compiled or read from the cache.
+    pub origin: Origin,
+}
+
 /// What loading a plugin found, step by step, for `prompt-host inspect`.
 /// Each field is filled in when its step succeeds. Recording costs the
 /// server's loads nothing but a clone of the component's handle.
 #[derive(Default)]
 pub struct LoadTrace {
-    /// The compiled component, and how long compiling (or reading it from
-    /// the cache) took.
-    pub compiled: Option<(Component, Duration)>,
+    /// The compiled component, and how it was had.
+    pub compiled: Option<Compiled>,
     /// What the one `list-prompts` call cost.
     pub listing: Option<CallUsage>,
     /// The prompts as declared, when they failed validation (a loaded
@@ -240,6 +258,11 @@ pub struct Loader {
 impl Loader {
     pub fn new(sandbox: Arc<Sandbox>, cache: Option<CompiledCache>) -> Loader {
         Loader { sandbox, cache: cache.map(Arc::new) }
+    }
+
+    /// The sandbox the plugins it loads run in.
+    pub fn sandbox(&self) -> &Arc<Sandbox> {
+        &self.sandbox
     }
 
     /// Loads one plugin.
@@ -268,10 +291,10 @@ impl Loader {
         let digest = digest(&source.bytes);
         check_pin(&digest, &settings)?;
         let started = Instant::now();
-        let (component, origin) = self.compile(&source.bytes, &digest).await?;
-        trace.compiled = Some((component.clone(), started.elapsed()));
+        let (component, origin) = self.compile(&source.id, &source.bytes, &digest).await?;
+        trace.compiled = Some(Compiled { component: component.clone(), took: started.elapsed(), origin });
         if origin == Origin::Cache {
-            tracing::info!(plugin = source.id, "loaded the compiled component from the cache");
+            tracing::debug!(plugin = source.id, "loaded the compiled component from the cache");
         }
         let pre = prepare(&self.sandbox, &component)?;
         let budget = validate::copy_budget(Answer::Definitions, &settings.limits);
@@ -293,15 +316,24 @@ impl Loader {
     /// Checks that the bytes are a component, then takes its compiled form
     /// from the cache or compiles it (and caches it). Both run off the async
     /// runtime: compiling is CPU-bound and takes milliseconds to seconds.
-    pub async fn compile(&self, bytes: &[u8], digest: &str) -> Result<(Component, Origin), LoadError> {
+    /// A compile is logged when it starts and when it ends: a large pack (a
+    /// JavaScript or Python runtime) compiles for seconds, which should not
+    /// pass in silence.
+    pub async fn compile(&self, id: &str, bytes: &[u8], digest: &str) -> Result<(Component, Origin), LoadError> {
         check_header(bytes)?;
         let (sandbox, cache) = (self.sandbox.clone(), self.cache.clone());
-        let (bytes, digest) = (bytes.to_vec(), digest.to_string());
+        let (id, bytes, digest) = (id.to_string(), bytes.to_vec(), digest.to_string());
         tokio::task::spawn_blocking(move || {
             if let Some(component) = cache.as_ref().and_then(|cache| cache.load(sandbox.engine(), &digest)) {
                 return Ok((component, Origin::Cache));
             }
+            // The name is the file's, chosen by the operator; escaped all the same.
+            let name = id.escape_debug();
+            tracing::info!(plugin = %id, bytes = bytes.len(), "compiling {name} ({})…", megabytes(bytes.len()));
+            let started = Instant::now();
             let component = sandbox.compile(&bytes).map_err(|error| LoadError::Invalid(error.to_string()))?;
+            let took = started.elapsed();
+            tracing::info!(plugin = %id, elapsed_ms = took.as_millis() as u64, "compiled {name} in {}", seconds(took));
             if let Some(cache) = &cache {
                 cache.store(&digest, &component);
             }

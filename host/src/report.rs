@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use crate::inspect::Report;
+use crate::inspect::{ArgumentCompletions, MAX_COMPLETIONS_TRIED, Report};
 use crate::limits::grouped;
 
 /// The report as a person reads it.
@@ -22,8 +22,10 @@ impl fmt::Display for Report {
                 writeln!(f, "  {label:<9} {}", wrapped(names, "\n            "))?;
             }
         }
-        if let Some(compile_ms) = self.compile_ms {
-            writeln!(f, "  compile   {compile_ms:.1} ms")?;
+        match self.compile_ms {
+            Some(compile_ms) if self.from_cache => writeln!(f, "  compile   from the compiled cache in {compile_ms:.1} ms")?,
+            Some(compile_ms) => writeln!(f, "  compile   {compile_ms:.1} ms")?,
+            None => {}
         }
         let limits = &self.limits;
         if let Some(listing) = &self.listing {
@@ -51,7 +53,25 @@ impl fmt::Display for Report {
                 let required = if argument.required == Some(true) { "required" } else { "optional" };
                 let description = argument.description.as_deref().unwrap_or("");
                 writeln!(f, "      - {} ({required}) {description}", argument.name)?;
+                let offered = self.completions.iter().find(|offered| offered.prompt == prompt.name && offered.argument == argument.name);
+                match offered {
+                    Some(ArgumentCompletions { error: Some(error), .. }) => writeln!(f, "          completing it failed: {error}")?,
+                    Some(offered) => {
+                        // What the pack returned: escaped, as a terminal shows it.
+                        let values: Vec<String> = offered.values.iter().map(|value| value.escape_debug().to_string()).collect();
+                        let more = if offered.has_more { ", and more" } else { "" };
+                        writeln!(f, "          completes to: {}{more}", wrapped(&values, "\n                        "))?;
+                    }
+                    None => {}
+                }
             }
+        }
+        if self.completions_not_tried > 0 {
+            writeln!(
+                f,
+                "  (completions tried for the first {MAX_COMPLETIONS_TRIED} arguments; {} more not tried)",
+                self.completions_not_tried
+            )?;
         }
         if !self.problems.is_empty() {
             writeln!(f, "  problems")?;

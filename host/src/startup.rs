@@ -9,8 +9,8 @@ use crate::cache::CompiledCache;
 use crate::config::ServeConfig;
 use crate::loader::{self, LoadError, LoadFailure, Loader, PluginSettings, PluginSource};
 use crate::registry::Registry;
-use crate::sandbox::{PrepareError, Sandbox, SandboxConfig};
-use crate::watch::{self, ConfigSource, PluginDirectory};
+use crate::sandbox::{PrepareError, Sandbox};
+use crate::watch::{self, ConfigSource, PluginDirectory, Served};
 
 /// Why the host could not start.
 #[derive(Debug, thiserror::Error)]
@@ -32,61 +32,74 @@ pub struct Host {
 
 /// Loads every plugin the configuration names, and watches the plugin
 /// directory if the configuration asks. A plugin that fails to load is logged
-/// with its file and the reason, and the others are served. On SIGHUP,
+/// with its file and the reason, and the others are served. One line then
+/// says what is served (a warning, saying why, when nothing is). On SIGHUP,
 /// `config_source` (if any) gives the configuration to serve with from then on.
 pub async fn start(config: &ServeConfig, config_source: Option<ConfigSource>) -> Result<Host, StartupError> {
     let sandbox = Arc::new(Sandbox::new(config.sandbox_config())?);
-    let cache = config.cache_dir.as_ref().and_then(|dir| match CompiledCache::open(dir, sandbox.engine(), config.cache_max_bytes) {
+    let cache = compiled_cache(config, &sandbox);
+    let loader = Arc::new(Loader::new(sandbox, cache));
+    let registry = Arc::new(Registry::new(Vec::new()));
+
+    let Some(dir) = &config.plugins_dir else {
+        let sources = bundled::sources();
+        let names: Vec<String> = sources.iter().map(|source| source.id.clone()).collect();
+        let (plugins, failures) = loader.load_all(sources, |id| config.plugin_settings(id)).await;
+        for failure in &failures {
+            tracing::error!("bundled pack not loaded: {failure}");
+        }
+        for unmatched in config.unmatched_plugins(&names) {
+            tracing::warn!("{unmatched}");
+        }
+        let loaded = plugins.len();
+        registry.publish(plugins.into_iter().map(Arc::new).collect());
+        Served::now(&registry, names.len(), loaded).log(None);
+        return Ok(Host { registry, watcher: None });
+    };
+
+    let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.clone());
+    let directory = Arc::new(PluginDirectory::new(&dir, loader, Arc::new(config.clone()), registry.clone()));
+    let unreadable = |error| StartupError::PluginDir { path: dir.display().to_string(), error };
+    loader::plugin_files(&dir).map_err(unreadable)?;
+    watch::refuse_unmatched_when_pinned(config, &dir).map_err(StartupError::Config)?;
+    let rescan = directory.rescan(false).await.map_err(unreadable)?;
+    rescan.served.log(Some(&dir));
+    Ok(Host { registry, watcher: Some(directory.keep_live(config_source)) })
+}
+
+/// The compiled cache `config` names, opened for `sandbox`'s engine: `None`
+/// when the configuration has none, or when it cannot be used (a warning
+/// says why; the cache only saves time). `serve`, `inspect`, `get` and
+/// `complete` all open it here, so that they share it.
+pub fn compiled_cache(config: &ServeConfig, sandbox: &Sandbox) -> Option<CompiledCache> {
+    let dir = config.cache_dir.as_ref()?;
+    match CompiledCache::open(dir, sandbox.engine(), config.cache_max_bytes) {
         Ok(cache) => Some(cache),
         Err(error) => {
             tracing::warn!(dir = %dir.display(), "compiled cache disabled: {error}");
             None
         }
-    });
-    let loader = Arc::new(Loader::new(sandbox, cache));
-    let registry = Arc::new(Registry::new(Vec::new()));
-
-    let Some(dir) = &config.plugins_dir else {
-        let (plugins, failures) = loader.load_all(bundled::sources(), |id| config.plugin_settings(id)).await;
-        for failure in failures {
-            tracing::error!("bundled pack not loaded: {failure}");
-        }
-        registry.publish(plugins.into_iter().map(Arc::new).collect());
-        return Ok(Host { registry, watcher: None });
-    };
-
-    let directory = Arc::new(PluginDirectory::new(dir, loader, Arc::new(config.clone()), registry.clone()));
-    let unreadable = |error| StartupError::PluginDir { path: dir.display().to_string(), error };
-    loader::plugin_files(dir).map_err(unreadable)?;
-    watch::refuse_unmatched_when_pinned(config, dir).map_err(StartupError::Config)?;
-    directory.rescan(false).await.map_err(unreadable)?;
-    Ok(Host { registry, watcher: Some(directory.keep_live(config_source)) })
+    }
 }
 
-/// Loads the plugin file `path` as the server would, with `settings`, into a
-/// registry of that one plugin (for `prompt-host get`: a prompt served
-/// without a client), without the compiled cache.
-pub async fn load_one(
-    path: &Path,
-    settings: PluginSettings,
-    sandbox_config: SandboxConfig,
-) -> Result<Arc<Registry>, LoadFailure> {
+/// Loads the plugin file `path` as the server configured by `config` would
+/// (its settings, the compiled cache), into a registry of that one plugin:
+/// for `prompt-host get` and `complete`, a prompt served without a client.
+pub async fn load_one(path: &Path, config: &ServeConfig) -> Result<Arc<Registry>, LoadFailure> {
     let source = PluginSource::read(path)?;
-    let sandbox = sandbox_for_one(&source, &settings, sandbox_config)?;
-    let plugin = Loader::new(sandbox, None).load(source, settings).await?;
+    let settings = config.plugin_settings(&source.id);
+    let plugin = loader_for_one(&source, &settings, config)?.load(source, settings).await?;
     Ok(Arc::new(Registry::new(vec![Arc::new(plugin)])))
 }
 
-/// A sandbox for the one plugin `source`, with memory slots large enough for
-/// its limit. A sandbox that cannot start fails the plugin's load.
-pub fn sandbox_for_one(
-    source: &PluginSource,
-    settings: &PluginSettings,
-    config: SandboxConfig,
-) -> Result<Arc<Sandbox>, LoadFailure> {
-    let sandbox = Sandbox::new(config.fitting(&settings.limits)).map_err(|error| LoadFailure {
+/// A loader for the one plugin `source`: a sandbox with memory slots large
+/// enough for its limit, and the compiled cache `config` names. A sandbox
+/// that cannot start fails the plugin's load.
+pub fn loader_for_one(source: &PluginSource, settings: &PluginSettings, config: &ServeConfig) -> Result<Loader, LoadFailure> {
+    let sandbox = Sandbox::new(config.sandbox_config().fitting(&settings.limits)).map_err(|error| LoadFailure {
         origin: source.origin.clone(),
         error: LoadError::Link(error.to_string()),
     })?;
-    Ok(Arc::new(sandbox))
+    let cache = compiled_cache(config, &sandbox);
+    Ok(Loader::new(Arc::new(sandbox), cache))
 }

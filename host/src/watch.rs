@@ -77,6 +77,59 @@ pub struct Rescan {
     pub failed: Vec<String>,
     /// Whether the served catalog changed.
     pub published: bool,
+    /// What the directory serves after the rescan.
+    pub served: Served,
+}
+
+/// What a plugin directory (or the bundled packs) serves, in numbers.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Served {
+    /// The plugin files found.
+    pub files: usize,
+    /// The plugins serving.
+    pub plugins: usize,
+    /// The prompts served (a prompt whose name another plugin serves is not).
+    pub prompts: usize,
+}
+
+impl Served {
+    /// What `registry` serves now, from `plugins` plugins of `files` files.
+    pub fn now(registry: &Registry, files: usize, plugins: usize) -> Served {
+        Served { files, plugins, prompts: registry.snapshot().catalog().entries().len() }
+    }
+
+    /// The files found that serve nothing: refused, or unreadable.
+    pub fn refused(&self) -> usize {
+        self.files.saturating_sub(self.plugins)
+    }
+
+    /// Logs one line on what is served, from the plugin directory `dir` or
+    /// (`None`) from the packs bundled in the binary: at info, or as a
+    /// warning saying why when nothing is.
+    pub fn log(&self, dir: Option<&Path>) {
+        let dir = dir.map(|dir| tracing::field::display(dir.display()));
+        let refused = match self.refused() {
+            0 => String::new(),
+            refused => format!(" ({refused} refused)"),
+        };
+        if self.prompts > 0 {
+            let (prompts, plugins) = (count(self.prompts, "prompt"), count(self.plugins, "plugin"));
+            tracing::info!(dir, "serving {prompts} from {plugins}{refused}");
+        } else if self.files == 0 {
+            tracing::warn!(dir, "serving no prompts: the plugin directory holds no plugin files (*.wasm)");
+        } else if self.plugins == 0 {
+            let plugins = count(self.files, "plugin");
+            tracing::warn!(dir, "serving no prompts: {plugins} found, and every one refused (the errors above say why)");
+        } else {
+            let plugins = count(self.plugins, "plugin");
+            tracing::warn!(dir, "serving no prompts: the {plugins} loaded declare none{refused}");
+        }
+    }
+}
+
+/// "1 prompt", "2 prompts".
+fn count(n: usize, thing: &str) -> String {
+    if n == 1 { format!("1 {thing}") } else { format!("{n} {thing}s") }
 }
 
 impl PluginDirectory {
@@ -194,10 +247,8 @@ impl PluginDirectory {
         }
         loaded.unmatched = unmatched.into_iter().map(|section| section.name).collect();
 
-        if loaded.plugins.is_empty() {
-            tracing::warn!(dir = %self.dir.display(), "no plugin loaded: the server has no prompts to offer");
-        }
         rescan.published = self.registry.publish(loaded.plugins.values().cloned().collect());
+        rescan.served = Served::now(&self.registry, present.len(), loaded.plugins.len());
         tracing::debug!(?rescan, "plugin directory rescanned");
         Ok(rescan)
     }
@@ -239,8 +290,11 @@ impl PluginDirectory {
                         true
                     }
                 };
-                if let Err(error) = directory.rescan(retry_failed).await {
-                    tracing::error!(dir = %directory.dir.display(), "cannot rescan the plugin directory: {error}");
+                match directory.rescan(retry_failed).await {
+                    // Start-up logs what is served; after, only serving nothing is news.
+                    Ok(rescan) if rescan.served.prompts == 0 => rescan.served.log(Some(&directory.dir)),
+                    Ok(_) => {}
+                    Err(error) => tracing::error!(dir = %directory.dir.display(), "cannot rescan the plugin directory: {error}"),
                 }
             }
         })
@@ -298,7 +352,8 @@ pub fn refuse_unmatched_when_pinned(config: &ServeConfig, dir: &Path) -> Result<
         .iter()
         .map(|file| loader::plugin_id(file))
         .collect();
-    match config.unmatched_plugins(&present).first() {
+    // A --prefix cannot pin: only a section can be a typo'd pin.
+    match config.unmatched_plugins(&present).iter().find(|unmatched| unmatched.prefix_flag.is_none()) {
         Some(section) => Err(format!(
             "in {}: {section} Every plugin must be pinned (require_pinned): fix or remove the section",
             dir.display()

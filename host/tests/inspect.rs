@@ -7,14 +7,16 @@ use std::process::{Command, Output};
 use serde_json::{Value, json};
 use support::built_plugin;
 
+/// `prompt-host` with the log off, and the compiled cache (which inspect,
+/// get and complete share with serve) out of the user's home.
+fn prompt_host() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_prompt-host"));
+    command.env("RUST_LOG", "off").env("XDG_CACHE_HOME", std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("cache"));
+    command
+}
+
 fn inspect(path: &std::path::Path, options: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_prompt-host"))
-        .arg("inspect")
-        .arg(path)
-        .args(options)
-        .env("RUST_LOG", "off")
-        .output()
-        .unwrap()
+    prompt_host().arg("inspect").arg(path).args(options).output().unwrap()
 }
 
 fn json_report(path: &std::path::Path) -> (Option<i32>, Value) {
@@ -187,10 +189,9 @@ fn a_component_of_another_world_is_refused() {
 
 #[test]
 fn a_pack_that_fails_while_listing_is_refused() {
-    let output = Command::new(env!("CARGO_BIN_EXE_prompt-host"))
+    let output = prompt_host()
         .args(["inspect", "--json", "--fuel", "2000000"])
         .arg(built_plugin("hostile_list_loop"))
-        .env("RUST_LOG", "off")
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(1));
@@ -277,7 +278,7 @@ fn a_pack_built_against_another_wit_version_is_refused() {
 }
 
 fn get(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_prompt-host")).arg("get").args(args).env("RUST_LOG", "off").output().unwrap()
+    prompt_host().arg("get").args(args).output().unwrap()
 }
 
 #[test]
@@ -347,20 +348,54 @@ fn inspect_json_of_a_missing_file_prints_a_json_error_and_exits_1() {
 #[test]
 fn complete_tries_completions_from_the_command_line() {
     let pack = built_plugin("dev_assistant");
-    let output = Command::new(env!("CARGO_BIN_EXE_prompt-host"))
+    let output = prompt_host()
         .args(["complete", pack.to_str().unwrap(), "explain-code", "language", "py", "--with", "code=x"])
-        .env("RUST_LOG", "off")
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
     let result: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(result, json!({ "completion": { "values": ["python"], "total": 1, "hasMore": false } }));
 
-    let unknown = Command::new(env!("CARGO_BIN_EXE_prompt-host"))
+    let unknown = prompt_host()
         .args(["complete", pack.to_str().unwrap(), "explain", "language"])
-        .env("RUST_LOG", "off")
         .output()
         .unwrap();
     assert_eq!(unknown.status.code(), Some(1));
     assert_eq!(String::from_utf8_lossy(&unknown.stderr), "error: unknown prompt 'explain'\n");
+}
+
+#[test]
+fn inspect_shows_what_each_argument_completes_to() {
+    let path = built_plugin("media_prompts");
+    let output = inspect(&path, &[]);
+    assert_eq!(output.status.code(), Some(0));
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert!(
+        text.contains(
+            "      - audience (optional) Who the description is for: screen-reader, caption or long-description\n\
+             \x20         completes to: screen-reader, caption, long-description\n    transcribe-audio"
+        ),
+        "{text}"
+    );
+    let (status, report) = json_report(&path);
+    assert_eq!(status, Some(0));
+    assert_eq!(
+        report["completions"],
+        json!([{
+            "prompt": "describe-image",
+            "argument": "audience",
+            "values": ["screen-reader", "caption", "long-description"],
+            "hasMore": false
+        }])
+    );
+    assert_eq!(report["completionsNotTried"], 0);
+    // Under a prefix, by the name a client asks for.
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("prompt-host.toml");
+    std::fs::write(&config, "[plugins.dev_assistant]\nprefix = \"d-\"\n").unwrap();
+    let output = inspect(&built_plugin("dev_assistant"), &["--json", "--config", config.to_str().unwrap()]);
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["completions"].as_array().unwrap().len(), 1, "{report}");
+    assert_eq!(report["completions"][0]["prompt"], "d-explain-code");
+    assert_eq!(report["completions"][0]["values"].as_array().unwrap()[..3], [json!("bash"), json!("c"), json!("c++")]);
 }

@@ -439,7 +439,7 @@ fn an_empty_plugin_directory_serves_an_empty_list() {
     let dir = plugin_dir(&[]);
     let mut server = Server::start(&["--plugins", dir.path().to_str().unwrap()]);
     assert_eq!(server.result("prompts/list", json!({})), json!({ "prompts": [] }));
-    server.wait_for_stderr("no plugin loaded");
+    server.wait_for_stderr("serving no prompts: the plugin directory holds no plugin files");
 }
 
 #[test]

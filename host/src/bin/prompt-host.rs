@@ -9,8 +9,6 @@ use anyhow::Context;
 use clap::{Args, CommandFactory, Parser, Subcommand};
 use prompt_host::config::{ConfigError, ServeConfig};
 use prompt_host::limits::LimitOverrides;
-use prompt_host::loader::PluginSettings;
-use prompt_host::sandbox::SandboxConfig;
 use prompt_host::error::RequestError;
 use prompt_host::handler::PromptServer;
 use prompt_host::scaffold::{self, Language};
@@ -146,8 +144,9 @@ enum Command {
     },
 }
 
-/// How `inspect` and `get` load their one plugin: as `serve` would with this
-/// config file (its limits, prefix and pin for the plugin), or with the defaults.
+/// How `inspect`, `get` and `complete` load their one plugin: as `serve`
+/// would with this config file (its limits, prefix and pin for the plugin,
+/// its compiled cache), or with the defaults.
 #[derive(Args)]
 struct OnePluginArgs {
     /// The config file `serve` uses: the plugin gets the limits, prefix and
@@ -155,11 +154,14 @@ struct OnePluginArgs {
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     #[command(flatten)]
+    cache: CacheArgs,
+    #[command(flatten)]
     limits: LimitArgs,
 }
 
 impl OnePluginArgs {
-    fn settings(&self, file: &std::path::Path) -> anyhow::Result<(PluginSettings, SandboxConfig)> {
+    /// The configuration the plugin loads under.
+    fn config(&self) -> anyhow::Result<ServeConfig> {
         let mut config = match &self.config {
             Some(path) => ServeConfig::from_file(path)?,
             None => ServeConfig::default(),
@@ -167,7 +169,31 @@ impl OnePluginArgs {
         // As in serve: the options replace [limits], and the plugin's own
         // [plugins.NAME.limits] still apply over them.
         config.limits = self.limits.overrides().apply(&config.limits);
-        Ok((config.plugin_settings(&prompt_host::loader::plugin_id(file)), config.sandbox_config()))
+        self.cache.apply(&mut config);
+        Ok(config)
+    }
+}
+
+/// Where compiled plugins are cached: shared by serve, inspect, get and
+/// complete, so that a pack compiles once.
+#[derive(Args, Clone)]
+struct CacheArgs {
+    /// Where compiled plugins are cached [default: the config file's server.cache_dir, or
+    /// $XDG_CACHE_HOME/prompt-host or ~/.cache/prompt-host].
+    #[arg(long, value_name = "DIR")]
+    cache_dir: Option<PathBuf>,
+    /// Compile without the compiled cache: read nothing from it, write nothing to it.
+    #[arg(long, conflicts_with = "cache_dir")]
+    no_cache: bool,
+}
+
+impl CacheArgs {
+    fn apply(&self, config: &mut ServeConfig) {
+        if self.no_cache {
+            config.cache_dir = None;
+        } else if let Some(dir) = &self.cache_dir {
+            config.cache_dir = Some(dir.clone());
+        }
     }
 }
 
@@ -211,16 +237,12 @@ struct ServeArgs {
     /// inotify, which misses changes made by other machines (NFS).
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
     watch_poll_ms: Option<u64>,
-    /// Where compiled plugins are cached [default: $XDG_CACHE_HOME/prompt-host or ~/.cache/prompt-host].
-    #[arg(long, value_name = "DIR")]
-    cache_dir: Option<PathBuf>,
+    #[command(flatten)]
+    cache: CacheArgs,
     /// The most the compiled cache keeps, in MiB; the least recently used
     /// entries are evicted past it [default: 512].
     #[arg(long, value_name = "MIB", value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
     cache_max_mib: Option<u64>,
-    /// Compile every plugin at start, without the compiled cache.
-    #[arg(long, conflicts_with = "cache_dir")]
-    no_cache: bool,
     /// Load only plugins whose SHA-256 the config file pins (plugins.NAME.sha256).
     #[arg(long)]
     require_pinned: bool,
@@ -369,7 +391,7 @@ fn serve_config(args: &ServeArgs) -> Result<ServeConfig, ConfigError> {
         config.page_size = page_size as usize;
     }
     for (plugin, prefix) in &args.prefixes {
-        config.plugins.entry(plugin.clone()).or_default().prefix = prefix.clone();
+        config.set_prefix_from_flag(plugin, prefix);
     }
     if args.no_watch {
         config.watch = false;
@@ -377,11 +399,7 @@ fn serve_config(args: &ServeArgs) -> Result<ServeConfig, ConfigError> {
     if let Some(ms) = args.watch_poll_ms {
         config.watch_poll = Some(std::time::Duration::from_millis(ms));
     }
-    if args.no_cache {
-        config.cache_dir = None;
-    } else if let Some(dir) = &args.cache_dir {
-        config.cache_dir = Some(dir.clone());
-    }
+    args.cache.apply(&mut config);
     if let Some(mib) = args.cache_max_mib {
         config.cache_max_bytes = mib << 20;
     }
@@ -459,8 +477,7 @@ fn new(name: String, language: Language, dir: Option<PathBuf>) -> anyhow::Result
 
 async fn inspect(file: PathBuf, json: bool, plugin: OnePluginArgs) -> anyhow::Result<()> {
     let inspected = async {
-        let (settings, sandbox) = plugin.settings(&file)?;
-        Ok::<_, anyhow::Error>(prompt_host::inspect::inspect(&file, settings, sandbox).await?)
+        Ok::<_, anyhow::Error>(prompt_host::inspect::inspect(&file, &plugin.config()?).await?)
     };
     let report = match inspected.await {
         Ok(report) => report,
@@ -485,8 +502,7 @@ async fn inspect(file: PathBuf, json: bool, plugin: OnePluginArgs) -> anyhow::Re
 }
 
 async fn get(file: PathBuf, prompt: String, arguments: Vec<(String, String)>, plugin: OnePluginArgs) -> anyhow::Result<()> {
-    let (settings, sandbox) = plugin.settings(&file)?;
-    let server = serve_one(&file, settings, sandbox).await?;
+    let server = serve_one(&file, &plugin.config()?).await?;
     // An unknown prompt has no arguments to warn of: its error comes below.
     let declared = server.declared_arguments(&prompt);
     for (index, (name, _)) in arguments.iter().enumerate() {
@@ -514,8 +530,8 @@ async fn get(file: PathBuf, prompt: String, arguments: Vec<(String, String)>, pl
 
 /// The plugin file `file`, loaded as the server would, behind a prompt
 /// server to call without a client.
-async fn serve_one(file: &std::path::Path, settings: PluginSettings, sandbox: SandboxConfig) -> anyhow::Result<PromptServer> {
-    let registry = prompt_host::startup::load_one(file, settings, sandbox).await?;
+async fn serve_one(file: &std::path::Path, config: &ServeConfig) -> anyhow::Result<PromptServer> {
+    let registry = prompt_host::startup::load_one(file, config).await?;
     Ok(PromptServer::new(registry, prompt_host::catalog::DEFAULT_PAGE_SIZE))
 }
 
@@ -532,8 +548,7 @@ async fn complete(
     plugin: OnePluginArgs,
 ) -> anyhow::Result<()> {
     use rmcp::model::{ArgumentInfo, CompleteRequestParams, CompletionContext, Reference};
-    let (settings, sandbox) = plugin.settings(&file)?;
-    let server = serve_one(&file, settings, sandbox).await?;
+    let server = serve_one(&file, &plugin.config()?).await?;
     let mut request =
         CompleteRequestParams::new(Reference::for_prompt(prompt), ArgumentInfo::new(argument, typed));
     if !context.is_empty() {
