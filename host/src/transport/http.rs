@@ -187,7 +187,7 @@ impl HttpListener {
         for &asked in &config.listen {
             let mut addr = asked;
             if let Some(first) = local_addrs.first().filter(|_| asked.port() == 0) {
-                addr.set_port(SocketAddr::port(first));
+                addr.set_port(first.port());
             }
             let listener = tokio::net::TcpListener::bind(addr)
                 .await
