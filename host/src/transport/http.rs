@@ -183,7 +183,7 @@ impl HttpListener {
         }
         raise_descriptor_limit();
         let mut listeners = Vec::new();
-        let mut local_addrs = Vec::new();
+        let mut local_addrs: Vec<SocketAddr> = Vec::new();
         for &asked in &config.listen {
             let mut addr = asked;
             if let Some(first) = local_addrs.first().filter(|_| asked.port() == 0) {

@@ -351,10 +351,17 @@ pub const HTTP_INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initializ
 /// `prompt-host serve --http ADDRESS` with `extra` arguments, its stderr
 /// collected, once it says where it serves; and that address.
 pub fn spawn_http(address: &str, extra: &[&str]) -> (Child, Arc<Mutex<String>>, std::net::SocketAddr) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_prompt-host"))
-        .args(["serve", "--http", address])
-        .args(extra)
-        .env("RUST_LOG", "info")
+    let mut command = Command::new(env!("CARGO_BIN_EXE_prompt-host"));
+    command.args(["serve", "--http", address]).args(extra);
+    start_http(command, "info")
+}
+
+/// Starts `command`, a `prompt-host serve --http`, logging with
+/// `log_filter`, and waits until it says where it serves; returns it, its
+/// stderr as collected, and that address.
+pub fn start_http(mut command: Command, log_filter: &str) -> (Child, Arc<Mutex<String>>, std::net::SocketAddr) {
+    let mut child = command
+        .env("RUST_LOG", log_filter)
         .env("XDG_CACHE_HOME", Path::new(env!("CARGO_TARGET_TMPDIR")).join("cache"))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
