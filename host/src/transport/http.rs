@@ -169,6 +169,9 @@ impl HttpListener {
     /// loopback unless `config.allow_remote`. Port 0 asks for a free port;
     /// the other addresses of a name then take the port the first one got.
     pub async fn bind(config: HttpConfig) -> Result<HttpListener, TransportError> {
+        if config.listen.is_empty() {
+            return Err(TransportError::Start("no address to listen on".to_string()));
+        }
         if let Some(remote) = config.listen.iter().find(|addr| !addr.ip().is_loopback())
             && !config.allow_remote
         {
@@ -241,7 +244,7 @@ impl HttpListener {
             accepting.spawn(accept(listener, connections.clone(), service.clone(), gate.clone(), stopping.clone()));
         }
         accepting.close();
-        HttpServer { local_addr: local_addrs[0], local_addrs, stopping, accepting }
+        HttpServer { local_addrs, stopping, accepting }
     }
 }
 
@@ -271,9 +274,7 @@ struct Stopping {
 
 /// A running HTTP server.
 pub struct HttpServer {
-    /// The first address it listens on (with the port chosen, if 0 was asked).
-    pub local_addr: SocketAddr,
-    /// Every address it listens on.
+    /// Every address it listens on (with the port chosen, if 0 was asked).
     pub local_addrs: Vec<SocketAddr>,
     stopping: Stopping,
     accepting: TaskTracker,
