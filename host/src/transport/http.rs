@@ -613,3 +613,39 @@ fn plain(status: StatusCode, text: &str) -> Response<Body> {
         .insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static("text/plain; charset=utf-8"));
     response
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn an_address_is_ip_and_port_or_a_name_and_port() {
+        let ip = HttpConfig::resolving("[::1]:8080").await.unwrap();
+        assert_eq!((ip.listen, ip.listen_name), (vec!["[::1]:8080".parse().unwrap()], None));
+        let name = HttpConfig::resolving("localhost:8080").await.unwrap();
+        assert!(!name.listen.is_empty());
+        assert!(name.listen.iter().all(|addr| addr.ip().is_loopback() && addr.port() == 8080), "{:?}", name.listen);
+        assert_eq!(name.allowed_hosts, ["localhost"]);
+        for (address, problem) in [
+            ("localhost", r#"--http "localhost" has no port: "#),
+            (":8080", r#"--http ":8080" has no port: "#),
+            ("localhost:http", r#"--http "localhost:http": "http" is not a port (0 to 65535): "#),
+        ] {
+            let error = HttpConfig::resolving(address).await.unwrap_err().to_string();
+            assert!(error.contains(problem), "{address}: {error}");
+            assert!(error.ends_with("write HOST:PORT or IP:PORT, such as localhost:8080, 127.0.0.1:8080 or [::1]:8080"), "{error}");
+        }
+    }
+
+    #[tokio::test]
+    async fn an_address_other_than_loopback_needs_allow_remote() {
+        let mut config = HttpConfig::new("192.0.2.1:0".parse().unwrap());
+        config.listen_name = Some("remote.example".into());
+        let Err(error) = HttpListener::bind(config).await else { panic!("bound a remote address") };
+        assert_eq!(
+            error.to_string(),
+            "the MCP session could not start: refusing to listen on 192.0.2.1:0 (\"remote.example\" resolves to it), \
+             which is not a loopback address: pass --allow-remote to do so (and put TLS and --auth-token-file in front of it)"
+        );
+    }
+}
