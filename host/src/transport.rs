@@ -4,6 +4,10 @@
 pub mod http;
 pub mod stdio;
 
+use std::time::Duration;
+
+use tokio_util::task::TaskTracker;
+
 /// Why serving stopped with an error.
 #[derive(Debug, thiserror::Error)]
 pub enum TransportError {
@@ -11,4 +15,31 @@ pub enum TransportError {
     Start(String),
     #[error("the MCP session ended abnormally: {0}")]
     Run(String),
+}
+
+/// The default for `--shutdown-grace-ms`: how long calls in flight may take
+/// to finish once the server is asked to stop.
+pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+/// The longest `--shutdown-grace-ms` accepted: one hour.
+pub const MAX_SHUTDOWN_GRACE_MS: u64 = 3_600_000;
+
+/// Waits, within `grace`, until the calls `calls` tracks have finished (the
+/// transport has stopped taking new ones). Returns whether they all did; the
+/// calls still running after the grace are abandoned, with a warning saying
+/// how many.
+async fn drain(calls: &TaskTracker, grace: Duration) -> bool {
+    calls.close();
+    if !calls.is_empty() {
+        tracing::info!(calls = calls.len(), "waiting for calls in flight to finish");
+    }
+    if tokio::time::timeout(grace, calls.wait()).await.is_ok() {
+        return true;
+    }
+    tracing::warn!(
+        calls = calls.len(),
+        grace_ms = grace.as_millis() as u64,
+        "abandoning calls still running after the shutdown grace (--shutdown-grace-ms)"
+    );
+    false
 }

@@ -6,7 +6,7 @@
 mod support;
 
 use serde_json::json;
-use support::{Server, collect_stderr, install, only_text, serve_plugins, wait_for_text};
+use support::{install, only_text, serve_plugins};
 
 const LIST_CHANGED: &str = "notifications/prompts/list_changed";
 
@@ -76,28 +76,4 @@ fn shell_completions_and_a_man_page_are_generated() {
     let page = String::from_utf8(man.stdout).unwrap();
     assert!(page.contains(".TH prompt-host 1"), "{page:.300}");
     assert!(page.contains("serve"), "{page:.300}");
-}
-
-#[test]
-fn sigterm_stops_a_stdio_server_with_a_log_line() {
-    let mut server = Server::start(&[]);
-    assert_eq!(server.terminate(), Some(0));
-    server.wait_for_stderr("SIGTERM: exiting");
-}
-
-#[test]
-fn sigterm_closes_an_http_servers_sessions_and_exits() {
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_prompt-host"))
-        .args(["serve", "--http", "127.0.0.1:0"])
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = collect_stderr(&mut child);
-    wait_for_text(&stderr, "serving MCP over Streamable HTTP", 1);
-    let status = std::process::Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
-    assert!(status.success());
-    assert_eq!(child.wait().unwrap().code(), Some(0));
-    let logged = wait_for_text(&stderr, "stopped", 1);
-    assert!(logged.contains("SIGTERM: closing every session"), "{logged}");
 }

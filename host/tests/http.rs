@@ -4,8 +4,7 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -38,21 +37,9 @@ impl HttpHost {
         HttpHost::spawn(command)
     }
 
-    fn spawn(mut command: Command) -> HttpHost {
-        let mut child = command
-            .env("RUST_LOG", "info,rmcp=warn,prompt_host::handler=debug")
-            .env("XDG_CACHE_HOME", Path::new(env!("CARGO_TARGET_TMPDIR")).join("cache"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("failed to start prompt-host");
-        let stderr = support::collect_stderr(&mut child);
-        let mut host = HttpHost { child, stderr, addr: "0.0.0.0:0".parse().unwrap() };
-        let log = host.wait_for_stderr("serving MCP over Streamable HTTP at http://");
-        let rest = &log[log.find("at http://").unwrap() + "at http://".len()..];
-        host.addr = rest[..rest.find("/mcp").unwrap()].parse().unwrap();
-        host
+    fn spawn(command: Command) -> HttpHost {
+        let (child, stderr, addr) = support::start_http(command, "info,rmcp=warn,prompt_host::handler=debug");
+        HttpHost { child, stderr, addr }
     }
 
     fn stderr(&self) -> String {

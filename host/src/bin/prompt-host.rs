@@ -1,7 +1,6 @@
 //! The `prompt-host` command: a thin shell over the library.
 
 use std::io::IsTerminal;
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -12,7 +11,7 @@ use prompt_host::limits::LimitOverrides;
 use prompt_host::error::RequestError;
 use prompt_host::handler::PromptServer;
 use prompt_host::scaffold::{self, Language};
-use prompt_host::transport::http::{self, HttpConfig};
+use prompt_host::transport::http::{self, HttpConfig, HttpListener};
 use prompt_host::transport::stdio;
 
 /// What is logged unless RUST_LOG says otherwise: the host's own events, and
@@ -25,8 +24,13 @@ const DEFAULT_LOG_FILTER: &str = "info,rmcp=warn";
 /// rmcp itself.
 const RMCP_RESPONSE_ERRORS_OFF: &str = "rmcp::service=error";
 
+/// rmcp's HTTP service logs each Host or Origin it refuses at warn, without
+/// the client's address. The HTTP front logs every refusal itself, with the
+/// address, so this is off unless RUST_LOG names rmcp itself.
+const RMCP_REFUSALS_OFF: &str = "rmcp::transport::streamable_http_server::tower=error";
+
 /// The log filter: RUST_LOG, or the default; either way without rmcp's
-/// second line per failed request unless RUST_LOG asks for rmcp.
+/// second line per failed request or refusal unless RUST_LOG asks for rmcp.
 fn log_filter() -> tracing_subscriber::EnvFilter {
     let requested = std::env::var("RUST_LOG").ok().filter(|filter| !filter.trim().is_empty());
     let filter = tracing_subscriber::EnvFilter::try_new(requested.as_deref().unwrap_or(DEFAULT_LOG_FILTER))
@@ -34,7 +38,9 @@ fn log_filter() -> tracing_subscriber::EnvFilter {
     if requested.is_some_and(|filter| filter.contains("rmcp")) {
         return filter;
     }
-    filter.add_directive(RMCP_RESPONSE_ERRORS_OFF.parse().expect("a valid directive"))
+    filter
+        .add_directive(RMCP_RESPONSE_ERRORS_OFF.parse().expect("a valid directive"))
+        .add_directive(RMCP_REFUSALS_OFF.parse().expect("a valid directive"))
 }
 
 /// Serve prompts from sandboxed WebAssembly prompt packs over MCP.
@@ -256,6 +262,15 @@ struct ServeArgs {
         conflicts_with = "http"
     )]
     max_message_kib: usize,
+    /// On SIGTERM or Ctrl-C, how long calls in flight may take to finish
+    /// (their answers are sent) before they are abandoned and the server exits.
+    #[arg(
+        long,
+        value_name = "MS",
+        default_value_t = prompt_host::transport::DEFAULT_SHUTDOWN_GRACE.as_millis() as u64,
+        value_parser = clap::value_parser!(u64).range(0..=prompt_host::transport::MAX_SHUTDOWN_GRACE_MS)
+    )]
+    shutdown_grace_ms: u64,
     #[command(flatten)]
     http: HttpArgs,
     #[command(flatten)]
@@ -265,9 +280,11 @@ struct ServeArgs {
 /// Serving over Streamable HTTP instead of stdio.
 #[derive(Args, Clone)]
 struct HttpArgs {
-    /// Serve MCP over Streamable HTTP at http://ADDR/mcp instead of stdio (for example 127.0.0.1:8080).
+    /// Serve MCP over Streamable HTTP at http://ADDR/mcp instead of stdio.
+    /// ADDR is IP:PORT (127.0.0.1:8080, [::1]:8080) or HOST:PORT
+    /// (localhost:8080: every address the name resolves to).
     #[arg(long, value_name = "ADDR")]
-    http: Option<SocketAddr>,
+    http: Option<String>,
     /// Allow --http on an address other than loopback.
     #[arg(long, requires = "http")]
     allow_remote: bool,
@@ -368,6 +385,9 @@ fn main() -> ExitCode {
             }
         }
     });
+    // Everything to be written has been: do not wait for what is left, such
+    // as a read of stdin blocked in a thread, or a call abandoned at shutdown.
+    runtime.shutdown_background();
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
@@ -411,39 +431,54 @@ fn serve_config(args: &ServeArgs) -> Result<ServeConfig, ConfigError> {
 }
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    // What can be wrong without loading a plugin is checked first: the
+    // config, the token file and the address (bound here, so that one in
+    // use is reported before plugins compile).
     let config = serve_config(&args)?;
+    let listener = match &args.http.http {
+        Some(address) => Some(HttpListener::bind(http_config(address, &args.http).await?).await?),
+        None => None,
+    };
     let config_source = args.config.is_some().then(|| {
         let args = args.clone();
         Box::new(move || serve_config(&args)) as prompt_host::watch::ConfigSource
     });
     let host = prompt_host::startup::start(&config, config_source).await?;
     let server = PromptServer::new(host.registry, config.page_size);
-    let Some(addr) = args.http.http else {
-        return tokio::select! {
-            served = stdio::serve_stdio(server, args.max_message_kib << 10) => served.context("serving MCP over stdio"),
-            signal = stop_signal() => {
-                tracing::info!("{signal}: exiting");
-                Ok(())
-            }
+    let grace = std::time::Duration::from_millis(args.shutdown_grace_ms);
+    let Some(listener) = listener else {
+        let stop = async move {
+            let signal = stop_signal().await;
+            tracing::info!("{signal}: stopping; calls in flight have {} ms to finish", grace.as_millis());
         };
+        stdio::serve_stdio(server, args.max_message_kib << 10, stop, grace).await.context("serving MCP over stdio")?;
+        tracing::info!("stopped");
+        return Ok(());
     };
-    let http = HttpConfig {
-        allow_remote: args.http.allow_remote,
-        allowed_hosts: args.http.allowed_hosts,
-        allowed_origins: args.http.allowed_origins,
-        auth_token: args.http.auth_token_file.as_deref().map(http::read_token_file).transpose()?,
-        max_request_bytes: (args.http.max_request_kib as usize) << 10,
-        max_connections: args.http.max_connections as usize,
-        max_sessions: args.http.max_sessions as usize,
-        body_read_timeout: std::time::Duration::from_millis(args.http.body_read_timeout_ms),
-        ..HttpConfig::new(addr)
-    };
-    let running = http::serve_http(server, http).await?;
+    let running = listener.serve(server);
     let signal = stop_signal().await;
-    tracing::info!("{signal}: closing every session");
-    running.shutdown().await;
+    tracing::info!(
+        "{signal}: stopping; calls in flight have {} ms to finish, then every session is closed",
+        grace.as_millis()
+    );
+    running.shutdown(grace).await;
     tracing::info!("stopped");
     Ok(())
+}
+
+/// The HTTP front's settings, from `--http ADDRESS` and the other HTTP
+/// options; reads the token file.
+async fn http_config(address: &str, args: &HttpArgs) -> anyhow::Result<HttpConfig> {
+    let mut http = HttpConfig::resolving(address).await?;
+    http.allow_remote = args.allow_remote;
+    http.allowed_hosts.extend(args.allowed_hosts.iter().cloned());
+    http.allowed_origins = args.allowed_origins.clone();
+    http.auth_token = args.auth_token_file.as_deref().map(http::read_token_file).transpose()?;
+    http.max_request_bytes = (args.max_request_kib as usize) << 10;
+    http.max_connections = args.max_connections as usize;
+    http.max_sessions = args.max_sessions as usize;
+    http.body_read_timeout = std::time::Duration::from_millis(args.body_read_timeout_ms);
+    Ok(http)
 }
 
 /// Waits for Ctrl-C (SIGINT) or SIGTERM, which systemd and Kubernetes send

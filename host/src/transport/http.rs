@@ -4,9 +4,13 @@
 //! the host hold: open connections, time to send headers and body, body size,
 //! and sessions.
 //!
-//! rmcp itself answers 403 for a `Host` or `Origin` not allowed (DNS
-//! rebinding protection), 404 for an unknown session, and keeps one session
-//! (one handler) per client.
+//! rmcp itself refuses a `Host` or `Origin` not allowed (DNS rebinding
+//! protection; the front logs each refusal and answers how to allow it),
+//! answers 404 for an unknown session, and keeps one session (one handler)
+//! per client.
+//!
+//! Stopping is in stages: no new connection or request, the requests being
+//! served finish within a grace, sessions end, connections close.
 
 mod sessions;
 
@@ -25,6 +29,7 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use rmcp::ServerHandler;
 
@@ -66,8 +71,10 @@ const LOOPBACK_ORIGINS: &[&str] = &[
 /// How the HTTP transport is set up.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HttpConfig {
-    /// Where to listen.
-    pub addr: SocketAddr,
+    /// Where to listen: every address is bound.
+    pub listen: Vec<SocketAddr>,
+    /// The host name `listen` was resolved from, if it was given as a name.
+    pub listen_name: Option<String>,
     /// Whether an address other than loopback may be used.
     pub allow_remote: bool,
     /// `Host` values accepted besides loopback ones.
@@ -90,7 +97,8 @@ impl HttpConfig {
     /// Listens on `addr`, loopback only, without authentication.
     pub fn new(addr: SocketAddr) -> HttpConfig {
         HttpConfig {
-            addr,
+            listen: vec![addr],
+            listen_name: None,
             allow_remote: false,
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
@@ -100,6 +108,39 @@ impl HttpConfig {
             max_sessions: DEFAULT_MAX_SESSIONS,
             body_read_timeout: DEFAULT_BODY_READ_TIMEOUT,
         }
+    }
+
+    /// Listens where `address` says: `IP:PORT` (`[::1]:PORT` for IPv6), or
+    /// `HOST:PORT`, on every address the name resolves to. A name is also
+    /// accepted in the `Host` header.
+    pub async fn resolving(address: &str) -> Result<HttpConfig, TransportError> {
+        if let Ok(addr) = address.parse::<SocketAddr>() {
+            return Ok(HttpConfig::new(addr));
+        }
+        let what_to_write = "write HOST:PORT or IP:PORT, such as localhost:8080, 127.0.0.1:8080 or [::1]:8080";
+        let Some((name, port)) = address.rsplit_once(':').filter(|(name, _)| !name.is_empty()) else {
+            return Err(TransportError::Start(format!("--http {address:?} has no port: {what_to_write}")));
+        };
+        let Ok(port) = port.parse::<u16>() else {
+            return Err(TransportError::Start(format!("--http {address:?}: {port:?} is not a port (0 to 65535): {what_to_write}")));
+        };
+        let resolved = tokio::net::lookup_host((name, port)).await.map_err(|error| {
+            TransportError::Start(format!("--http {address:?}: cannot resolve {name:?}: {error}; {what_to_write}"))
+        })?;
+        let mut listen: Vec<SocketAddr> = Vec::new();
+        for addr in resolved {
+            if !listen.contains(&addr) {
+                listen.push(addr);
+            }
+        }
+        if listen.is_empty() {
+            return Err(TransportError::Start(format!("--http {address:?}: {name:?} resolves to no address; {what_to_write}")));
+        }
+        let mut config = HttpConfig::new(listen[0]);
+        config.listen = listen;
+        config.allowed_hosts.push(name.to_string());
+        config.listen_name = Some(name.to_string());
+        Ok(config)
     }
 }
 
@@ -115,123 +156,218 @@ pub fn read_token_file(path: &std::path::Path) -> Result<String, TransportError>
     Ok(token.to_string())
 }
 
-/// A running HTTP server.
-pub struct HttpServer {
-    /// The address it listens on (with the port chosen, if 0 was asked).
-    pub local_addr: SocketAddr,
-    shutdown: CancellationToken,
-    task: tokio::task::JoinHandle<()>,
+/// The HTTP front's sockets, bound and listening, not yet served: binding
+/// comes first, so that an address in use is reported before plugins load.
+pub struct HttpListener {
+    listeners: Vec<tokio::net::TcpListener>,
+    local_addrs: Vec<SocketAddr>,
+    config: HttpConfig,
 }
 
-impl HttpServer {
-    /// Stops accepting, ends every session, and waits for the accept loop.
-    pub async fn shutdown(self) {
-        self.shutdown.cancel();
-        let _ = self.task.await;
+impl HttpListener {
+    /// Binds every address of `config`, refusing an address other than
+    /// loopback unless `config.allow_remote`. Port 0 asks for a free port;
+    /// the other addresses of a name then take the port the first one got.
+    pub async fn bind(config: HttpConfig) -> Result<HttpListener, TransportError> {
+        if config.listen.is_empty() {
+            return Err(TransportError::Start("no address to listen on".to_string()));
+        }
+        if let Some(remote) = config.listen.iter().find(|addr| !addr.ip().is_loopback())
+            && !config.allow_remote
+        {
+            let resolved = match &config.listen_name {
+                Some(name) => format!(" ({name:?} resolves to it)"),
+                None => String::new(),
+            };
+            return Err(TransportError::Start(format!(
+                "refusing to listen on {remote}{resolved}, which is not a loopback address: pass --allow-remote to do so \
+                 (and put TLS and --auth-token-file in front of it)"
+            )));
+        }
+        raise_descriptor_limit();
+        let mut listeners = Vec::new();
+        let mut local_addrs: Vec<SocketAddr> = Vec::new();
+        for &asked in &config.listen {
+            let mut addr = asked;
+            if let Some(first) = local_addrs.first().filter(|_| asked.port() == 0) {
+                addr.set_port(first.port());
+            }
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(|error| TransportError::Start(format!("cannot listen on {addr}: {error}")))?;
+            local_addrs.push(listener.local_addr().map_err(|error| TransportError::Start(error.to_string()))?);
+            listeners.push(listener);
+        }
+        Ok(HttpListener { listeners, local_addrs, config })
     }
 
-    /// Waits until the server stops.
-    pub async fn wait(self) {
-        let _ = self.task.await;
+    /// The addresses listened on (with the port chosen, if 0 was asked).
+    pub fn local_addrs(&self) -> &[SocketAddr] {
+        &self.local_addrs
+    }
+
+    /// Starts serving MCP over Streamable HTTP, one clone of `server` per
+    /// session. (Generic so that the benchmark's reference server is served
+    /// the same way.)
+    pub fn serve<S>(self, server: S) -> HttpServer
+    where
+        S: ServerHandler + Clone + Send + Sync + 'static,
+    {
+        let HttpListener { listeners, local_addrs, config } = self;
+        let stopping = Stopping::default();
+        let rmcp_config = StreamableHttpServerConfig::default()
+            .with_allowed_hosts(LOOPBACK_HOSTS.iter().map(|h| h.to_string()).chain(config.allowed_hosts.iter().cloned()))
+            .with_allowed_origins(LOOPBACK_ORIGINS.iter().map(|o| o.to_string()).chain(config.allowed_origins.iter().cloned()))
+            .enforce_origin_validation()
+            .with_max_request_body_bytes(config.max_request_bytes)
+            .with_cancellation_token(stopping.sessions.child_token());
+        let sessions = Arc::new(CappedSessions::new(config.max_sessions, sessions::EVICTABLE_AFTER));
+        let service = StreamableHttpService::new(move || Ok(server.clone()), sessions.clone(), rmcp_config);
+        let gate = Arc::new(Gate {
+            token_digest: config.auth_token.as_deref().map(|token| Sha256::digest(token.as_bytes())),
+            sessions,
+            max_request_bytes: config.max_request_bytes,
+            body_read_timeout: config.body_read_timeout,
+            calls: stopping.calls.clone(),
+        });
+
+        tracing::info!(
+            max_connections = config.max_connections,
+            max_sessions = config.max_sessions,
+            "serving MCP over Streamable HTTP at {}{}",
+            local_addrs.iter().map(|addr| format!("http://{addr}{MCP_PATH}")).collect::<Vec<_>>().join(" and "),
+            if gate.token_digest.is_some() { " (bearer token required)" } else { "" }
+        );
+        let connections = Arc::new(Semaphore::new(config.max_connections));
+        let accepting = TaskTracker::new();
+        for listener in listeners {
+            accepting.spawn(accept(listener, connections.clone(), service.clone(), gate.clone(), stopping.clone()));
+        }
+        accepting.close();
+        HttpServer { local_addrs, stopping, accepting }
     }
 }
 
-/// Starts serving MCP over Streamable HTTP, one clone of `server` per
-/// session. (Generic so that the benchmark's reference server is served the
-/// same way.)
+/// Binds and starts serving at once (see [`HttpListener`]).
 pub async fn serve_http<S>(server: S, config: HttpConfig) -> Result<HttpServer, TransportError>
 where
     S: ServerHandler + Clone + Send + Sync + 'static,
 {
-    if !config.addr.ip().is_loopback() && !config.allow_remote {
-        return Err(TransportError::Start(format!(
-            "refusing to listen on {}, which is not a loopback address: pass --allow-remote to do so \
-             (and put TLS and --auth-token-file in front of it)",
-            config.addr
-        )));
-    }
-    raise_descriptor_limit();
-    let listener = tokio::net::TcpListener::bind(config.addr)
-        .await
-        .map_err(|error| TransportError::Start(format!("cannot listen on {}: {error}", config.addr)))?;
-    let local_addr = listener.local_addr().map_err(|error| TransportError::Start(error.to_string()))?;
+    Ok(HttpListener::bind(config).await?.serve(server))
+}
 
-    let shutdown = CancellationToken::new();
-    let rmcp_config = StreamableHttpServerConfig::default()
-        .with_allowed_hosts(LOOPBACK_HOSTS.iter().map(|h| h.to_string()).chain(config.allowed_hosts.iter().cloned()))
-        .with_allowed_origins(LOOPBACK_ORIGINS.iter().map(|o| o.to_string()).chain(config.allowed_origins.iter().cloned()))
-        .enforce_origin_validation()
-        .with_max_request_body_bytes(config.max_request_bytes)
-        .with_cancellation_token(shutdown.child_token());
-    let sessions = Arc::new(CappedSessions::new(config.max_sessions, sessions::EVICTABLE_AFTER));
-    let service = StreamableHttpService::new(move || Ok(server.clone()), sessions.clone(), rmcp_config);
-    let gate = Arc::new(Gate {
-        token_digest: config.auth_token.as_deref().map(|token| Sha256::digest(token.as_bytes())),
-        sessions,
-        max_request_bytes: config.max_request_bytes,
-        body_read_timeout: config.body_read_timeout,
-    });
+/// The stages of stopping, one token each, and the calls to wait for.
+#[derive(Clone, Default)]
+struct Stopping {
+    /// No new connection is accepted, and each open connection serves the
+    /// request it is serving, if any, and closes.
+    accepting: CancellationToken,
+    /// rmcp ends every session (and each event stream with it).
+    sessions: CancellationToken,
+    /// Connections still open are dropped.
+    connections: CancellationToken,
+    /// Each POST from the moment it arrives until its response is sent.
+    calls: TaskTracker,
+    /// Each connection being served.
+    open: TaskTracker,
+}
 
-    tracing::info!(
-        max_connections = config.max_connections,
-        max_sessions = config.max_sessions,
-        "serving MCP over Streamable HTTP at http://{local_addr}{MCP_PATH}{}",
-        if gate.token_digest.is_some() { " (bearer token required)" } else { "" }
-    );
-    let connections = Arc::new(Semaphore::new(config.max_connections));
-    let accepting = shutdown.clone();
-    let task = tokio::spawn(async move {
-        let mut failures = AcceptFailures::default();
-        loop {
-            // A connection is accepted only when it may be served: past the
-            // cap, clients wait in the kernel's listen backlog, holding none
-            // of the host's descriptors.
-            let permit = tokio::select! {
-                _ = accepting.cancelled() => return,
-                permit = connections.clone().acquire_owned() => permit.expect("the semaphore is never closed"),
-            };
-            let (stream, peer) = tokio::select! {
-                _ = accepting.cancelled() => return,
-                accepted = listener.accept() => match accepted {
-                    Ok(accepted) => {
-                        failures.reset();
-                        accepted
-                    }
-                    Err(error) => {
-                        let pause = failures.record(&error);
-                        tokio::select! {
-                            _ = accepting.cancelled() => return,
-                            _ = tokio::time::sleep(pause) => continue,
-                        }
-                    }
-                },
-            };
-            // Responses are small and interactive: no Nagle delay.
-            let _ = stream.set_nodelay(true);
-            let (service, gate) = (service.clone(), gate.clone());
-            let connection_closed = accepting.clone();
-            tokio::spawn(async move {
-                let _permit = permit;
-                let handle = hyper::service::service_fn(move |request: Request<Incoming>| {
-                    let (service, gate) = (service.clone(), gate.clone());
-                    async move { Ok::<_, Infallible>(gate.route(request, &service).await) }
-                });
-                let connection = hyper::server::conn::http1::Builder::new()
-                    .timer(hyper_util::rt::TokioTimer::new())
-                    .header_read_timeout(HEADER_READ_TIMEOUT)
-                    .serve_connection(TokioIo::new(stream), handle);
-                tokio::select! {
-                    result = connection => {
-                        if let Err(error) = result {
-                            tracing::debug!(%peer, "HTTP connection ended: {error}");
-                        }
-                    }
-                    _ = connection_closed.cancelled() => {}
-                }
-            });
+/// A running HTTP server.
+pub struct HttpServer {
+    /// Every address it listens on (with the port chosen, if 0 was asked).
+    pub local_addrs: Vec<SocketAddr>,
+    stopping: Stopping,
+    accepting: TaskTracker,
+}
+
+impl HttpServer {
+    /// Stops accepting connections and requests, lets the requests being
+    /// served finish within `grace` (a call still running then is abandoned),
+    /// ends every session, and waits, within what is left of `grace`, for
+    /// the connections to send what they hold and close.
+    pub async fn shutdown(self, grace: Duration) {
+        let until = tokio::time::Instant::now() + grace;
+        self.stopping.accepting.cancel();
+        self.accepting.wait().await;
+        super::drain(&self.stopping.calls, grace).await;
+        self.stopping.sessions.cancel();
+        self.stopping.open.close();
+        if tokio::time::timeout_at(until, self.stopping.open.wait()).await.is_err() {
+            tracing::debug!(connections = self.stopping.open.len(), "closing connections still open");
         }
-    });
-    Ok(HttpServer { local_addr, shutdown, task })
+        self.stopping.connections.cancel();
+    }
+
+    /// Waits until the server stops.
+    pub async fn wait(self) {
+        self.accepting.wait().await;
+    }
+}
+
+/// Accepts connections on `listener` while there is room for them, until
+/// the server stops accepting.
+async fn accept<S: ServerHandler + Clone + Send + Sync + 'static>(
+    listener: tokio::net::TcpListener,
+    connections: Arc<Semaphore>,
+    service: StreamableHttpService<S, CappedSessions>,
+    gate: Arc<Gate>,
+    stopping: Stopping,
+) {
+    let mut failures = AcceptFailures::default();
+    loop {
+        // A connection is accepted only when it may be served: past the
+        // cap, clients wait in the kernel's listen backlog, holding none
+        // of the host's descriptors.
+        let permit = tokio::select! {
+            _ = stopping.accepting.cancelled() => return,
+            permit = connections.clone().acquire_owned() => permit.expect("the semaphore is never closed"),
+        };
+        let (stream, peer) = tokio::select! {
+            _ = stopping.accepting.cancelled() => return,
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => {
+                    failures.reset();
+                    accepted
+                }
+                Err(error) => {
+                    let pause = failures.record(&error);
+                    tokio::select! {
+                        _ = stopping.accepting.cancelled() => return,
+                        _ = tokio::time::sleep(pause) => continue,
+                    }
+                }
+            },
+        };
+        // Responses are small and interactive: no Nagle delay.
+        let _ = stream.set_nodelay(true);
+        let (service, gate, stopping) = (service.clone(), gate.clone(), stopping.clone());
+        stopping.open.clone().spawn(async move {
+            let _permit = permit;
+            let handle = hyper::service::service_fn(move |request: Request<Incoming>| {
+                let (service, gate) = (service.clone(), gate.clone());
+                async move { Ok::<_, Infallible>(gate.route(request, peer, &service).await) }
+            });
+            let connection = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(HEADER_READ_TIMEOUT)
+                .serve_connection(TokioIo::new(stream), handle);
+            let mut connection = std::pin::pin!(connection);
+            let result = tokio::select! {
+                result = connection.as_mut() => result,
+                _ = stopping.accepting.cancelled() => {
+                    // Serve the request under way, if any, and no other.
+                    connection.as_mut().graceful_shutdown();
+                    tokio::select! {
+                        result = connection.as_mut() => result,
+                        _ = stopping.connections.cancelled() => return,
+                    }
+                }
+            };
+            if let Err(error) = result {
+                tracing::debug!(%peer, "HTTP connection ended: {error}");
+            }
+        });
+    }
 }
 
 type Body = BoxBody<Bytes, Infallible>;
@@ -242,24 +378,29 @@ struct Gate {
     sessions: Arc<CappedSessions>,
     max_request_bytes: usize,
     body_read_timeout: Duration,
+    /// Every POST, until its response is sent, for stopping to wait for.
+    calls: TaskTracker,
 }
 
 impl Gate {
     async fn route<S: ServerHandler + Clone + Send + Sync + 'static>(
         &self,
         request: Request<Incoming>,
+        peer: SocketAddr,
         service: &StreamableHttpService<S, CappedSessions>,
     ) -> Response<Body> {
         if request.uri().path() != MCP_PATH {
             return plain(StatusCode::NOT_FOUND, &format!("not found: MCP is served at {MCP_PATH}"));
         }
         if let Some(expected) = &self.token_digest
-            && !authorized(&request, expected)
+            && let Some(refusal) = bearer_refusal(&request, expected)
         {
-            let mut response = plain(StatusCode::UNAUTHORIZED, "unauthorized: a valid bearer token is required");
-            response.headers_mut().insert(hyper::header::WWW_AUTHENTICATE, hyper::header::HeaderValue::from_static("Bearer"));
-            return response;
+            return refusal.answer(peer);
         }
+        // A POST carries a call (or opens or ends a session): stopping waits
+        // until its response is sent. (A GET is an event stream, which
+        // stopping ends.)
+        let call = (request.method() == hyper::Method::POST).then(|| self.calls.token());
         // A POST without a session id is how a client opens a session.
         let opens_session = request.method() == hyper::Method::POST && !request.headers().contains_key(SESSION_ID_HEADER);
         if opens_session && !self.sessions.has_room().await {
@@ -286,7 +427,13 @@ impl Gate {
             }
         };
         let ends_session = parts.method == hyper::Method::DELETE;
+        let (host, origin) = (header_text(&parts.headers, hyper::header::HOST), header_text(&parts.headers, hyper::header::ORIGIN));
         let mut response = service.handle(Request::from_parts(parts, Full::new(body))).await;
+        // rmcp refuses a Host or an Origin not allowed (DNS rebinding
+        // protection) with 403: say which, and how to allow it.
+        if response.status() == StatusCode::FORBIDDEN {
+            return Refusal::from_rmcp(response, host, origin).await.answer(peer);
+        }
         // rmcp answers a session's DELETE with 202. The specification names
         // no status for it, and the official Python SDK takes only 200 or 204
         // as success (it reports "Session termination failed: 202" at every
@@ -299,8 +446,89 @@ impl Gate {
         if opens_session && response.status() == StatusCode::INTERNAL_SERVER_ERROR && !self.sessions.has_room().await {
             return plain(StatusCode::SERVICE_UNAVAILABLE, &self.sessions.full_message());
         }
-        response
+        match call {
+            // The call is over when hyper drops the body: sent, or the client gone.
+            Some(call) => response.map(|body| {
+                body.map_frame(move |frame| {
+                    let _held_until_the_body_is_dropped = &call;
+                    frame
+                })
+                .boxed()
+            }),
+            None => response,
+        }
     }
+}
+
+/// A request refused before rmcp handles it (401) or by rmcp (403). Each is
+/// logged with the client's address and the reason; the token never is, and
+/// the client's Host and Origin are logged escaped.
+enum Refusal {
+    NoToken,
+    WrongToken,
+    Host(String),
+    Origin(String),
+    /// A 403 of rmcp's this host does not know: passed on as it is.
+    Other(Response<Body>),
+}
+
+impl Refusal {
+    /// Which header rmcp's 403 refused, read from what it says
+    /// ("Forbidden: Host header is not allowed", "Forbidden: Origin header
+    /// is not allowed", "Forbidden: Invalid Origin header").
+    async fn from_rmcp(response: Response<Body>, host: String, origin: String) -> Refusal {
+        let (parts, body) = response.into_parts();
+        let body = body.collect().await.map_or_else(|never| match never {}, |body| body.to_bytes());
+        let said = String::from_utf8_lossy(&body);
+        if said.contains("Host") {
+            Refusal::Host(host)
+        } else if said.contains("Origin") {
+            Refusal::Origin(origin)
+        } else {
+            Refusal::Other(Response::from_parts(parts, Full::new(body).boxed()))
+        }
+    }
+
+    /// Logs the refusal and answers it.
+    fn answer(self, peer: SocketAddr) -> Response<Body> {
+        match self {
+            Refusal::NoToken | Refusal::WrongToken => {
+                if matches!(self, Refusal::NoToken) {
+                    tracing::warn!(%peer, "refused an HTTP request (401): no bearer token");
+                } else {
+                    tracing::warn!(%peer, "refused an HTTP request (401): wrong bearer token");
+                }
+                let mut response = plain(StatusCode::UNAUTHORIZED, "unauthorized: a valid bearer token is required");
+                response.headers_mut().insert(hyper::header::WWW_AUTHENTICATE, hyper::header::HeaderValue::from_static("Bearer"));
+                response
+            }
+            Refusal::Host(host) => {
+                tracing::warn!(%peer, host = ?host, "refused an HTTP request (403): Host not allowed (start with --allow-host HOST)");
+                // The name without its port: --allow-host NAME accepts any port.
+                let name = hyper::http::uri::Authority::try_from(host.as_str()).map_or(host.clone(), |authority| authority.host().to_string());
+                plain(
+                    StatusCode::FORBIDDEN,
+                    &format!("forbidden: Host {host:?} is not allowed; start the server with --allow-host {name} to accept it"),
+                )
+            }
+            Refusal::Origin(origin) => {
+                tracing::warn!(%peer, origin = ?origin, "refused an HTTP request (403): Origin not allowed (start with --allow-origin ORIGIN)");
+                plain(
+                    StatusCode::FORBIDDEN,
+                    &format!("forbidden: Origin {origin:?} is not allowed; start the server with --allow-origin {origin} to accept it"),
+                )
+            }
+            Refusal::Other(response) => {
+                tracing::warn!(%peer, "refused an HTTP request (403)");
+                response
+            }
+        }
+    }
+}
+
+/// A header's value as text (bytes that are not UTF-8 replaced), or "" when absent.
+fn header_text(headers: &hyper::HeaderMap, name: hyper::header::HeaderName) -> String {
+    headers.get(name).map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned()).unwrap_or_default()
 }
 
 /// The header carrying a session's id.
@@ -362,13 +590,19 @@ fn raise_descriptor_limit() {
     }
 }
 
-/// Whether the request carries the bearer token. Compares digests in
-/// constant time, so neither the token nor its length leaks through timing.
-fn authorized(request: &Request<Incoming>, expected: &sha2::digest::Output<Sha256>) -> bool {
-    let Some(header) = request.headers().get(hyper::header::AUTHORIZATION) else { return false };
-    let Some((scheme, token)) = header.to_str().ok().and_then(|value| value.split_once(' ')) else { return false };
+/// Why the request does not carry the bearer token, if it does not.
+/// Compares digests in constant time, so neither the token nor its length
+/// leaks through timing.
+fn bearer_refusal(request: &Request<Incoming>, expected: &sha2::digest::Output<Sha256>) -> Option<Refusal> {
+    let Some(header) = request.headers().get(hyper::header::AUTHORIZATION) else { return Some(Refusal::NoToken) };
+    let Some((scheme, token)) = header.to_str().ok().and_then(|value| value.split_once(' ')) else {
+        return Some(Refusal::NoToken);
+    };
     // The scheme is case-insensitive (RFC 9110); the token is not.
-    scheme.eq_ignore_ascii_case("bearer") && bool::from(Sha256::digest(token.trim().as_bytes()).ct_eq(expected))
+    if !scheme.eq_ignore_ascii_case("bearer") {
+        return Some(Refusal::NoToken);
+    }
+    (!bool::from(Sha256::digest(token.trim().as_bytes()).ct_eq(expected))).then_some(Refusal::WrongToken)
 }
 
 fn plain(status: StatusCode, text: &str) -> Response<Body> {
@@ -378,4 +612,40 @@ fn plain(status: StatusCode, text: &str) -> Response<Body> {
         .headers_mut()
         .insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static("text/plain; charset=utf-8"));
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn an_address_is_ip_and_port_or_a_name_and_port() {
+        let ip = HttpConfig::resolving("[::1]:8080").await.unwrap();
+        assert_eq!((ip.listen, ip.listen_name), (vec!["[::1]:8080".parse().unwrap()], None));
+        let name = HttpConfig::resolving("localhost:8080").await.unwrap();
+        assert!(!name.listen.is_empty());
+        assert!(name.listen.iter().all(|addr| addr.ip().is_loopback() && addr.port() == 8080), "{:?}", name.listen);
+        assert_eq!(name.allowed_hosts, ["localhost"]);
+        for (address, problem) in [
+            ("localhost", r#"--http "localhost" has no port: "#),
+            (":8080", r#"--http ":8080" has no port: "#),
+            ("localhost:http", r#"--http "localhost:http": "http" is not a port (0 to 65535): "#),
+        ] {
+            let error = HttpConfig::resolving(address).await.unwrap_err().to_string();
+            assert!(error.contains(problem), "{address}: {error}");
+            assert!(error.ends_with("write HOST:PORT or IP:PORT, such as localhost:8080, 127.0.0.1:8080 or [::1]:8080"), "{error}");
+        }
+    }
+
+    #[tokio::test]
+    async fn an_address_other_than_loopback_needs_allow_remote() {
+        let mut config = HttpConfig::new("192.0.2.1:0".parse().unwrap());
+        config.listen_name = Some("remote.example".into());
+        let Err(error) = HttpListener::bind(config).await else { panic!("bound a remote address") };
+        assert_eq!(
+            error.to_string(),
+            "the MCP session could not start: refusing to listen on 192.0.2.1:0 (\"remote.example\" resolves to it), \
+             which is not a loopback address: pass --allow-remote to do so (and put TLS and --auth-token-file in front of it)"
+        );
+    }
 }

@@ -8,6 +8,7 @@
 //! handles the protocol; this module owns only reading and framing lines, and
 //! writes through the same writer rmcp's transport uses.
 
+use std::collections::HashMap;
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::pin::Pin;
@@ -17,7 +18,7 @@ use std::task::{Context, Poll};
 use bytes::{Buf, BytesMut};
 use futures::{SinkExt, StreamExt};
 use rmcp::RoleServer;
-use rmcp::model::{ErrorCode, ErrorData, RequestId, ServerJsonRpcMessage};
+use rmcp::model::{ClientNotification, ErrorCode, ErrorData, JsonRpcMessage, RequestId, ServerJsonRpcMessage};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use rmcp::transport::async_rw::{JsonRpcMessageCodec, JsonRpcMessageCodecError, TransportWriter};
@@ -28,6 +29,8 @@ use tokio::io::unix::AsyncFd;
 use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
 use tokio::sync::Mutex;
 use tokio_util::codec::{Decoder, FramedRead, FramedWrite};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::{TaskTracker, task_tracker::TaskTrackerToken};
 
 use super::TransportError;
 use crate::handler::PromptServer;
@@ -50,28 +53,73 @@ const TAIL_BYTES: usize = 128;
 const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
 
 /// Serves MCP over this process's stdin and stdout until the client closes
-/// stdin. A line (one message) may hold at most `max_message_bytes` bytes
-/// before its newline. Only protocol messages are written to stdout.
-pub async fn serve_stdio(server: PromptServer, max_message_bytes: usize) -> Result<(), TransportError> {
+/// stdin, or `stop` completes. A line (one message) may hold at most
+/// `max_message_bytes` bytes before its newline. Only protocol messages are
+/// written to stdout.
+///
+/// When `stop` completes, no more of stdin is read; the requests already read
+/// have `grace` to be answered (their answers are written), and then the
+/// session is closed. A call still running after `grace` is abandoned.
+pub async fn serve_stdio(
+    server: PromptServer,
+    max_message_bytes: usize,
+    stop: impl Future<Output = ()>,
+    grace: std::time::Duration,
+) -> Result<(), TransportError> {
     match (SocketStdio::of(std::io::stdin().as_fd()), SocketStdio::of(std::io::stdout().as_fd())) {
-        (Some(stdin), Some(stdout)) => serve(server, StdioTransport::new(stdin, stdout, max_message_bytes)).await,
+        (Some(stdin), Some(stdout)) => {
+            serve(server, StdioTransport::new(stdin, stdout, max_message_bytes), stop, grace).await
+        }
         _ => {
             let (stdin, stdout) = rmcp::transport::stdio_pipes();
-            serve(server, StdioTransport::new(stdin, stdout, max_message_bytes)).await
+            serve(server, StdioTransport::new(stdin, stdout, max_message_bytes), stop, grace).await
         }
     }
 }
 
-async fn serve<R, W>(server: PromptServer, transport: StdioTransport<R, W>) -> Result<(), TransportError>
+/// Serves MCP over `transport`, as [`serve_stdio`] says.
+async fn serve<R, W>(
+    server: PromptServer,
+    transport: StdioTransport<R, W>,
+    stop: impl Future<Output = ()>,
+    grace: std::time::Duration,
+) -> Result<(), TransportError>
 where
     R: AsyncRead + Send + Unpin + 'static,
     W: AsyncWrite + Send + Unpin + 'static,
 {
-    let running = rmcp::ServiceExt::serve(server, transport)
-        .await
-        .map_err(|error| TransportError::Start(error.to_string()))?;
-    let reason = running.waiting().await.map_err(|error| TransportError::Run(error.to_string()))?;
-    tracing::info!(?reason, "stdio session ended");
+    let (stopping, calls) = (transport.stopping.clone(), transport.calls.clone());
+    let mut stop = std::pin::pin!(stop);
+    let running = tokio::select! {
+        running = rmcp::ServiceExt::serve(server, transport) => running.map_err(|error| TransportError::Start(error.to_string()))?,
+        // No session yet: nothing to let finish.
+        () = &mut stop => return Ok(()),
+    };
+    let session = running.cancellation_token();
+    let mut ended = std::pin::pin!(running.waiting());
+    tokio::select! {
+        reason = &mut ended => {
+            let reason = reason.map_err(|error| TransportError::Run(error.to_string()))?;
+            tracing::info!(?reason, "stdio session ended");
+            return Ok(());
+        }
+        () = stop => {}
+    }
+    stopping.cancel();
+    let open = calls.open_ids();
+    if !open.is_empty() {
+        tracing::info!(ids = ?open, "no more requests are read; answering those already read");
+    }
+    let finished = super::drain(&calls.tracker, grace).await;
+    if !finished {
+        tracing::warn!(ids = ?calls.open_ids(), "requests left unanswered");
+    }
+    session.cancel();
+    // With every call answered, rmcp closes the session at once; a call
+    // abandoned is not waited for.
+    if finished {
+        let _ = ended.await;
+    }
     Ok(())
 }
 
@@ -148,6 +196,48 @@ pub struct StdioTransport<R, W> {
     write: Arc<Mutex<Option<TransportWriter<RoleServer, W>>>>,
     /// An answer to a refused line, until it has been written and flushed.
     answer: Option<PendingAnswer>,
+    /// Cancelled when the server stops: from then on, no line is read.
+    stopping: CancellationToken,
+    /// The requests read and not yet answered.
+    calls: Arc<Calls>,
+}
+
+/// The requests handed to rmcp and not yet answered, each holding a token of
+/// `tracker`, so that stopping can wait until they are answered.
+#[derive(Default)]
+struct Calls {
+    tracker: TaskTracker,
+    open: std::sync::Mutex<HashMap<RequestId, TaskTrackerToken>>,
+}
+
+impl Calls {
+    fn started(&self, id: RequestId) {
+        self.open.lock().expect("never poisoned").insert(id, self.tracker.token());
+    }
+
+    fn finished(&self, id: &RequestId) {
+        self.open.lock().expect("never poisoned").remove(id);
+    }
+
+    fn open_ids(&self) -> Vec<RequestId> {
+        self.open.lock().expect("never poisoned").keys().cloned().collect()
+    }
+
+    /// Notes what a message from the client starts or ends.
+    fn read(&self, message: &RxJsonRpcMessage<RoleServer>) {
+        match message {
+            JsonRpcMessage::Request(request) => self.started(request.id.clone()),
+            // rmcp sends no answer to a request the client cancelled.
+            JsonRpcMessage::Notification(notification) => {
+                if let ClientNotification::CancelledNotification(cancelled) = &notification.notification
+                    && let Some(id) = &cancelled.params.request_id
+                {
+                    self.finished(id);
+                }
+            }
+            JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_) => {}
+        }
+    }
 }
 
 struct PendingAnswer {
@@ -162,31 +252,15 @@ impl<R: AsyncRead, W: AsyncWrite> StdioTransport<R, W> {
             lines: FramedRead::new(read, LineCodec::new(max_message_bytes)),
             write: Arc::new(Mutex::new(Some(FramedWrite::new(write, JsonRpcMessageCodec::default())))),
             answer: None,
+            stopping: CancellationToken::new(),
+            calls: Arc::default(),
         }
     }
 }
 
-impl<R, W> Transport<RoleServer> for StdioTransport<R, W>
-where
-    R: AsyncRead + Send + Unpin,
-    W: AsyncWrite + Send + Unpin + 'static,
-{
-    type Error = io::Error;
-
-    fn send(&mut self, item: TxJsonRpcMessage<RoleServer>) -> impl Future<Output = io::Result<()>> + Send + 'static {
-        let write = self.write.clone();
-        async move {
-            match write.lock().await.as_mut() {
-                Some(writer) => writer.send(item).await.map_err(io::Error::from),
-                None => Err(io::Error::new(io::ErrorKind::NotConnected, "the transport is closed")),
-            }
-        }
-    }
-
-    /// The next message for rmcp. rmcp polls this inside a `select!` and may
-    /// drop it at any await, so every step keeps its progress in `self`: the
-    /// framed reader keeps a partial line, and `answer` a half-written answer.
-    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
+impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StdioTransport<R, W> {
+    /// The next message for rmcp, read from the lines.
+    async fn next_message(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
         loop {
             if let Some(answer) = &mut self.answer {
                 let mut write = self.write.lock().await;
@@ -205,7 +279,10 @@ where
                 self.answer = None;
             }
             match self.lines.next().await? {
-                Ok(Incoming::Message(message)) => return Some(message),
+                Ok(Incoming::Message(message)) => {
+                    self.calls.read(&message);
+                    return Some(message);
+                }
                 Ok(Incoming::Refused(message)) => self.answer = Some(PendingAnswer { message, queued: false }),
                 Err(error) => {
                     tracing::error!(%error, "cannot read stdin");
@@ -214,10 +291,58 @@ where
             }
         }
     }
+}
+
+impl<R, W> Transport<RoleServer> for StdioTransport<R, W>
+where
+    R: AsyncRead + Send + Unpin,
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    type Error = io::Error;
+
+    fn send(&mut self, item: TxJsonRpcMessage<RoleServer>) -> impl Future<Output = io::Result<()>> + Send + 'static {
+        let write = self.write.clone();
+        let (calls, answered) = (self.calls.clone(), answered_id(&item));
+        async move {
+            let sent = match write.lock().await.as_mut() {
+                Some(writer) => writer.send(item).await.map_err(io::Error::from),
+                None => Err(io::Error::new(io::ErrorKind::NotConnected, "the transport is closed")),
+            };
+            // Written and flushed, or never to be: either way the call is over.
+            if let Some(id) = answered {
+                calls.finished(&id);
+            }
+            sent
+        }
+    }
+
+    /// The next message for rmcp; none once the server stops. rmcp polls
+    /// this inside a `select!` and may drop it at any await, so every step
+    /// keeps its progress in `self`: the framed reader keeps a partial line,
+    /// and `answer` a half-written answer.
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
+        let stopping = self.stopping.clone();
+        tokio::select! {
+            biased;
+            // Not the end of the input: rmcp goes on writing the answers of
+            // the calls in flight until the session is closed.
+            () = stopping.cancelled() => std::future::pending().await,
+            message = self.next_message() => message,
+        }
+    }
 
     async fn close(&mut self) -> io::Result<()> {
         drop(self.write.lock().await.take());
         Ok(())
+    }
+}
+
+/// The request a message from the server answers, if it is an answer.
+fn answered_id(message: &TxJsonRpcMessage<RoleServer>) -> Option<RequestId> {
+    match message {
+        JsonRpcMessage::Response(response) => Some(response.id.clone()),
+        JsonRpcMessage::Error(error) => error.id.clone(),
+        JsonRpcMessage::Request(_) | JsonRpcMessage::Notification(_) => None,
     }
 }
 
@@ -539,6 +664,24 @@ mod tests {
         transport.close().await.unwrap();
         let written: Value = serde_json::from_slice(&output.await.unwrap()).expect("one whole answer");
         assert_eq!(json!({ "answer": written }), answer(-32700, None, 200, 100));
+    }
+
+    #[tokio::test]
+    async fn once_stopping_no_line_is_read_and_a_request_is_open_until_answered() {
+        let input = format!("{PING}\n{}\n", PING.replace(r#""id":1"#, r#""id":2"#));
+        let (writer, _peer) = tokio::io::duplex(4096);
+        let mut transport = StdioTransport::new(input.as_bytes(), writer, 1000);
+        let first = transport.receive().await.expect("the first line is served");
+        assert_eq!(serde_json::to_value(first).unwrap()["id"], 1);
+        assert_eq!(transport.calls.open_ids(), [RequestId::Number(1)]);
+
+        transport.stopping.cancel();
+        assert!(futures::poll!(std::pin::pin!(transport.receive())).is_pending(), "a line was read after stopping");
+        assert_eq!(transport.calls.open_ids(), [RequestId::Number(1)]);
+        let answer = ServerJsonRpcMessage::error(ErrorData::internal_error("done", None), Some(RequestId::Number(1)));
+        transport.send(answer).await.unwrap();
+        assert!(transport.calls.open_ids().is_empty());
+        assert!(transport.calls.tracker.is_empty());
     }
 
     #[test]

@@ -317,3 +317,66 @@ pub fn only_text(result: &Value) -> &str {
     assert_eq!(messages.len(), 1, "expected one message: {result}");
     messages[0]["content"]["text"].as_str().unwrap()
 }
+
+/// Sends one raw HTTP/1.1 request (which should ask `Connection: close`) to
+/// `addr` and returns the status and everything after it: headers and body.
+pub fn http_exchange(addr: std::net::SocketAddr, request: &str) -> (u16, String) {
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream.set_read_timeout(Some(RESPONSE_TIMEOUT)).unwrap();
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut bytes = Vec::new();
+    stream.read_to_end(&mut bytes).expect("the server neither answered nor closed");
+    http_status(&String::from_utf8_lossy(&bytes))
+}
+
+/// The status of an HTTP response and the rest of it.
+pub fn http_status(response: &str) -> (u16, String) {
+    let status = response.split(' ').nth(1).and_then(|code| code.parse().ok());
+    (status.unwrap_or_else(|| panic!("no HTTP response: {response:?}")), response.to_string())
+}
+
+/// A POST of `body` to /mcp with `headers` (each ending in CRLF), asking the
+/// server to close the connection after answering.
+pub fn http_post(host: &str, headers: &str, body: &str) -> String {
+    format!(
+        "POST /mcp HTTP/1.1\r\nHost: {host}\r\n{headers}Content-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+/// An `initialize` request body.
+pub const HTTP_INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"prompt-host-tests","version":"1.0.0"}}}"#;
+
+/// `prompt-host serve --http ADDRESS` with `extra` arguments, its stderr
+/// collected, once it says where it serves; and that address.
+pub fn spawn_http(address: &str, extra: &[&str]) -> (Child, Arc<Mutex<String>>, std::net::SocketAddr) {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_prompt-host"));
+    command.args(["serve", "--http", address]).args(extra);
+    start_http(command, "info")
+}
+
+/// Starts `command`, a `prompt-host serve --http`, logging with
+/// `log_filter`, and waits until it says where it serves; returns it, its
+/// stderr as collected, and that address.
+pub fn start_http(mut command: Command, log_filter: &str) -> (Child, Arc<Mutex<String>>, std::net::SocketAddr) {
+    let mut child = command
+        .env("RUST_LOG", log_filter)
+        .env("XDG_CACHE_HOME", Path::new(env!("CARGO_TARGET_TMPDIR")).join("cache"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("failed to start prompt-host");
+    let stderr = collect_stderr(&mut child);
+    let log = wait_for_text(&stderr, "serving MCP over Streamable HTTP at http://", 1);
+    let rest = &log[log.find("at http://").unwrap() + "at http://".len()..];
+    let addr = rest[..rest.find("/mcp").unwrap()].parse().unwrap();
+    (child, stderr, addr)
+}
+
+/// Sends `signal` (TERM, INT, HUP) to the process `pid`.
+pub fn send_signal(pid: u32, signal: &str) {
+    let status = Command::new("kill").args([&format!("-{signal}"), &pid.to_string()]).status().unwrap();
+    assert!(status.success());
+}
