@@ -368,7 +368,7 @@ fn main() -> ExitCode {
         LogFormat::Text => log.with_ansi(std::io::stderr().is_terminal()).init(),
         LogFormat::Json => log.json().with_current_span(false).init(),
     }
-    let runtime = tokio::runtime::Runtime::new().expect("failed to start the async runtime");
+    let runtime = runtime_for(&cli.command).expect("failed to start the async runtime");
     let result = runtime.block_on(async {
         match cli.command {
             Command::New { name, lang, dir } => new(name, lang.into(), dir),
@@ -394,6 +394,22 @@ fn main() -> ExitCode {
             eprintln!("error: {error:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// The async runtime a command runs on. A stdio server has one client, and
+/// its work per request is short: on one thread it is served with no wake-ups
+/// across threads, which under the official TypeScript SDK client cost a
+/// third of its CPU per request (BENCHMARKS.md). A call that runs long still
+/// yields every epoch tick, so the others are served meanwhile; compiling
+/// runs on tokio's blocking pool. Over HTTP, many clients share the server,
+/// on every core.
+fn runtime_for(command: &Command) -> std::io::Result<tokio::runtime::Runtime> {
+    match command {
+        Command::Serve(args) if args.http.http.is_none() => {
+            tokio::runtime::Builder::new_current_thread().enable_all().build()
+        }
+        _ => tokio::runtime::Runtime::new(),
     }
 }
 

@@ -68,9 +68,11 @@ pub async fn serve_stdio(
 ) -> Result<(), TransportError> {
     match (SocketStdio::of(std::io::stdin().as_fd()), SocketStdio::of(std::io::stdout().as_fd())) {
         (Some(stdin), Some(stdout)) => {
+            tracing::debug!("stdin and stdout are sockets: reading and writing them without blocking");
             serve(server, StdioTransport::new(stdin, stdout, max_message_bytes), stop, grace).await
         }
         _ => {
+            tracing::debug!("stdin and stdout are not both sockets: rmcp's stdio streams");
             let (stdin, stdout) = rmcp::transport::stdio_pipes();
             serve(server, StdioTransport::new(stdin, stdout, max_message_bytes), stop, grace).await
         }

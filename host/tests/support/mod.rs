@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -63,7 +63,7 @@ pub fn serve_plugins(names: &[&str], extra: &[&str]) -> (tempfile::TempDir, Serv
 /// A running `prompt-host serve`.
 pub struct Server {
     child: Child,
-    stdin: ChildStdin,
+    stdin: Box<dyn Write + Send>,
     lines: Receiver<String>,
     stderr: Arc<Mutex<String>>,
     next_id: u64,
@@ -74,21 +74,43 @@ pub struct Server {
 }
 
 impl Server {
-    /// Starts `prompt-host serve` with these arguments, without initializing.
+    /// Starts `prompt-host serve` with these arguments, without initializing,
+    /// its stdin and stdout pipes (as most clients start a server).
     pub fn spawn(args: &[&str]) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_prompt-host"))
+        let mut child = Server::command(args).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("failed to start prompt-host");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        Server::attach(child, Box::new(stdin), Box::new(stdout))
+    }
+
+    /// Starts `prompt-host serve` with these arguments, without initializing,
+    /// its stdin and stdout the two ends of Unix socket pairs: what Node
+    /// gives a child process, and so what the official TypeScript SDK client
+    /// and the MCP Inspector give a server.
+    pub fn spawn_over_sockets(args: &[&str]) -> Server {
+        let (ours_in, theirs_in) = std::os::unix::net::UnixStream::pair().unwrap();
+        let (ours_out, theirs_out) = std::os::unix::net::UnixStream::pair().unwrap();
+        let child = Server::command(args)
+            .stdin(Stdio::from(std::os::fd::OwnedFd::from(theirs_in)))
+            .stdout(Stdio::from(std::os::fd::OwnedFd::from(theirs_out)))
+            .spawn()
+            .expect("failed to start prompt-host");
+        Server::attach(child, Box::new(ours_in), Box::new(ours_out))
+    }
+
+    fn command(args: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_prompt-host"));
+        command
             .arg("serve")
             .args(args)
             .env("RUST_LOG", "info,prompt_host=debug")
             // Keep the compiled cache out of the user's home, shared by the tests.
             .env("XDG_CACHE_HOME", Path::new(env!("CARGO_TARGET_TMPDIR")).join("cache"))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("failed to start prompt-host");
-        let stdin = child.stdin.take().unwrap();
-        let stdout = child.stdout.take().unwrap();
+            .stderr(Stdio::piped());
+        command
+    }
+
+    fn attach(mut child: Child, stdin: Box<dyn Write + Send>, stdout: Box<dyn Read + Send>) -> Server {
         let (sender, lines) = channel();
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines() {
@@ -252,6 +274,13 @@ impl Server {
     pub fn terminate(&mut self) -> Option<i32> {
         let status = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status().unwrap();
         assert!(status.success());
+        self.child.wait().unwrap().code()
+    }
+
+    /// Closes the server's stdin, as a client does when it is done, and waits
+    /// for the server to exit; returns its exit code.
+    pub fn close_stdin(&mut self) -> Option<i32> {
+        self.stdin = Box::new(std::io::sink());
         self.child.wait().unwrap().code()
     }
 
