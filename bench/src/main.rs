@@ -631,10 +631,12 @@ fn http_get(setup: &Setup, rounds: usize, report: &mut Report) -> anyhow::Result
             args.extend(["--http".to_string(), format!("127.0.0.1:{port}")]);
             let mut child = Command::new(program).args(&args).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).spawn()?;
             wait_for_port(port)?;
+            let before = ProcessCost::of(child.id())?;
             let load = runtime.block_on(http_load(port, 64, 200));
+            let after = ProcessCost::of(child.id());
             let _ = child.kill();
             let _ = child.wait();
-            results[index].push(load?);
+            results[index].push(before.per_request(after?, 64 * 200, load?));
         }
     }
     for (index, (name, _, _)) in servers[1..].iter().enumerate() {
@@ -1084,9 +1086,12 @@ impl Report {
             }
             out += "\n";
         }
-        out += "### prompts/get of `code_review` over Streamable HTTP, 64 sessions (median of rounds)\n\n| server | req/s | p50 | p99 |\n|---|---|---|---|\n";
+        out += "### prompts/get of `code_review` over Streamable HTTP, 64 sessions (median of rounds)\n\n| server | req/s | p50 | p99 | server CPU / context switches per request |\n|---|---|---|---|---|\n";
         for (name, load) in &self.http {
-            out += &format!("| {name} | {:.0} | {} | {} |\n", load.per_second, micros(load.p50), micros(load.p99));
+            out += &format!("| {name} | {:.0} | {} | {} | {} |\n", load.per_second, micros(load.p50), micros(load.p99), load.cost());
+        }
+        if let [rmcp, host] = self.http.as_slice() {
+            out += &format!("\nprompt-host ÷ rmcp reference over HTTP: **{:.2}**.\n", host.1.per_second / rmcp.1.per_second);
         }
         out += "\n### Catalog, start-up, memory, reloads, isolation\n\n| measure | result |\n|---|---|\n";
         for (measure, result) in &self.facts {

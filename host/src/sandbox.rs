@@ -659,7 +659,8 @@ fn start_epoch_ticker(engine: &Engine, running: Arc<RunningCalls>) {
                     if engine.upgrade().is_none() {
                         return;
                     }
-                    last_busy = Instant::now();
+                    // Woken by a call (counted above on the next turn), or
+                    // by the timeout: then it parks again at once.
                     continue;
                 }
                 std::thread::sleep(EPOCH_TICK);
@@ -800,6 +801,32 @@ impl OutputLog {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Whether `condition` holds within five seconds.
+    fn eventually(condition: impl Fn() -> bool) -> bool {
+        let until = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < until {
+            if condition() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        false
+    }
+
+    #[test]
+    fn the_ticker_parks_when_no_call_runs_and_keeps_ticking_while_one_does() {
+        let sandbox = Sandbox::new(SandboxConfig::default()).unwrap();
+        let running = sandbox.running.clone();
+        let parked = || running.parked.load(Ordering::SeqCst);
+        assert!(eventually(parked), "an idle ticker parks");
+        let call = RunningCall::start(&running);
+        assert!(!parked(), "a call wakes the ticker");
+        std::thread::sleep(TICKER_LINGER * 3);
+        assert!(!parked(), "the ticker parked while a call ran");
+        drop(call);
+        assert!(eventually(parked), "the ticker parks again once the call ends");
+    }
 
     #[test]
     fn panic_message_reads_rust_panic_output() {
