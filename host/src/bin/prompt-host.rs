@@ -368,7 +368,13 @@ fn main() -> ExitCode {
         LogFormat::Text => log.with_ansi(std::io::stderr().is_terminal()).init(),
         LogFormat::Json => log.json().with_current_span(false).init(),
     }
-    let runtime = runtime_for(&cli.command).expect("failed to start the async runtime");
+    // A multi-threaded runtime, for stdio too: a pack that runs long keeps one
+    // core (the sandbox's slow lane is one fewer than the cores), and the
+    // other keeps answering. A single-threaded runtime measured less CPU per
+    // request under the official TypeScript SDK client, but a request then
+    // waited behind each spinning call's time slice (p99 5.4 ms with 8
+    // spinners, against tens of µs): BENCHMARKS.md.
+    let runtime = tokio::runtime::Runtime::new().expect("failed to start the async runtime");
     let result = runtime.block_on(async {
         match cli.command {
             Command::New { name, lang, dir } => new(name, lang.into(), dir),
@@ -394,23 +400,6 @@ fn main() -> ExitCode {
             eprintln!("error: {error:#}");
             ExitCode::FAILURE
         }
-    }
-}
-
-/// The async runtime a command runs on. A stdio server has one client, and
-/// its work per request is short: on one thread it is served with no wake-ups
-/// across threads. Under the official TypeScript SDK client that measured
-/// 22 µs of server CPU per request at 64 in flight against 33 µs on the
-/// multi-threaded runtime (BENCHMARKS.md has the method). A call that runs long still
-/// yields every epoch tick, so the others are served meanwhile; compiling
-/// runs on tokio's blocking pool. Over HTTP, many clients share the server,
-/// on every core.
-fn runtime_for(command: &Command) -> std::io::Result<tokio::runtime::Runtime> {
-    match command {
-        Command::Serve(args) if args.http.http.is_none() => {
-            tokio::runtime::Builder::new_current_thread().enable_all().build()
-        }
-        _ => tokio::runtime::Runtime::new(),
     }
 }
 
