@@ -174,6 +174,26 @@ fn sigterm_stops_an_idle_stdio_server() {
 }
 
 #[test]
+fn sigterm_while_plugins_load_stops_the_server_with_a_log_line() {
+    // A pack that lists its prompts until its deadline: loading it takes a
+    // minute, and the signal comes while it does.
+    let plugins = support::plugin_dir(&["hostile_list_loop"]);
+    let mut server = Server::spawn(&[
+        "--plugins",
+        plugins.path().to_str().unwrap(),
+        "--no-cache",
+        "--fuel",
+        "100000000000000",
+        "--deadline-ms",
+        "60000",
+    ]);
+    server.wait_for_stderr("compiled hostile_list_loop in ");
+    assert_eq!(server.terminate(), Some(0));
+    let stderr = server.wait_for_stderr("SIGTERM while loading plugins: stopped");
+    assert!(!stderr.contains("serving "), "{stderr}");
+}
+
+#[test]
 fn the_shutdown_grace_is_range_checked() {
     let output = serve(&["--shutdown-grace-ms", "3600001"]);
     assert_eq!(output.status.code(), Some(2));

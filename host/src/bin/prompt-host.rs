@@ -449,12 +449,22 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         let args = args.clone();
         Box::new(move || serve_config(&args)) as prompt_host::watch::ConfigSource
     });
-    let host = prompt_host::startup::start(&config, config_source).await?;
+    // Listened for from here on, so that a stop while plugins load (a slow
+    // compile, a pack that lists its prompts until its deadline) is logged
+    // and ends the process cleanly too.
+    let mut signals = StopSignals::install();
+    let host = tokio::select! {
+        host = prompt_host::startup::start(&config, config_source) => host?,
+        signal = signals.next() => {
+            tracing::info!("{signal} while loading plugins: stopped");
+            return Ok(());
+        }
+    };
     let server = PromptServer::new(host.registry, config.page_size);
     let grace = std::time::Duration::from_millis(args.shutdown_grace_ms);
     let Some(listener) = listener else {
         let stop = async move {
-            let signal = stop_signal().await;
+            let signal = signals.next().await;
             tracing::info!("{signal}: stopping; calls in flight have {} ms to finish", grace.as_millis());
         };
         stdio::serve_stdio(server, args.max_message_kib << 10, stop, grace).await.context("serving MCP over stdio")?;
@@ -462,7 +472,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         return Ok(());
     };
     let running = listener.serve(server);
-    let signal = stop_signal().await;
+    let signal = signals.next().await;
     tracing::info!(
         "{signal}: stopping; calls in flight have {} ms to finish, then every session is closed",
         grace.as_millis()
@@ -487,21 +497,35 @@ async fn http_config(address: &str, args: &HttpArgs) -> anyhow::Result<HttpConfi
     Ok(http)
 }
 
-/// Waits for Ctrl-C (SIGINT) or SIGTERM, which systemd and Kubernetes send
-/// to stop a service, and names the one that came.
-async fn stop_signal() -> &'static str {
+/// Ctrl-C (SIGINT) and SIGTERM, which systemd and Kubernetes send to stop a
+/// service.
+struct StopSignals {
     #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        if let Ok(mut terminate) = signal(SignalKind::terminate()) {
+    terminate: Option<tokio::signal::unix::Signal>,
+}
+
+impl StopSignals {
+    /// Starts listening for SIGTERM (a SIGTERM before this ends the process
+    /// at once, as by default).
+    fn install() -> StopSignals {
+        StopSignals {
+            #[cfg(unix)]
+            terminate: tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok(),
+        }
+    }
+
+    /// Waits for the next stop signal, and names it.
+    async fn next(&mut self) -> &'static str {
+        #[cfg(unix)]
+        if let Some(terminate) = &mut self.terminate {
             return tokio::select! {
                 _ = tokio::signal::ctrl_c() => "interrupted",
                 _ = terminate.recv() => "SIGTERM",
             };
         }
+        let _ = tokio::signal::ctrl_c().await;
+        "interrupted"
     }
-    let _ = tokio::signal::ctrl_c().await;
-    "interrupted"
 }
 
 fn new(name: String, language: Language, dir: Option<PathBuf>) -> anyhow::Result<()> {
