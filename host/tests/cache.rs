@@ -130,17 +130,53 @@ fn a_cache_directory_others_may_write_disables_the_cache() {
     assert!(!stderr.contains(FROM_CACHE), "{stderr}");
 }
 
+/// Bytes of all the entries in `cache`.
+fn cache_bytes(cache: &Path) -> u64 {
+    std::fs::read_dir(cache.join("compiled")).unwrap().map(|item| item.unwrap().metadata().unwrap().len()).sum()
+}
+
+fn set_mtime(path: &Path, seconds: u64) {
+    let file = std::fs::File::options().write(true).open(path).unwrap();
+    file.set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(seconds)).unwrap();
+}
+
 #[test]
 fn the_least_recently_used_entries_are_evicted_past_the_size_cap() {
-    // Six packs whose entries come to about 1.9 MiB.
-    let packs = ["code_review", "dev_assistant", "media_prompts", "project_insights", "hostile", "conformance"];
-    let dir = plugin_dir(&packs);
+    const CAP: &[&str] = &["--cache-max-mib", "1"];
+    const MIB: u64 = 1 << 20;
+    const EVICTED: &str = "compiled cache entry evicted to keep the cache under its size cap";
     let cache = tempfile::tempdir().unwrap();
-    let stderr = serve_once(dir.path(), cache.path(), &["--cache-max-mib", "1"]);
-    let total: u64 = std::fs::read_dir(cache.path().join("compiled"))
-        .unwrap()
-        .map(|entry| entry.unwrap().metadata().unwrap().len())
-        .sum();
-    assert!(total <= 1 << 20, "the cache holds {total} bytes");
-    assert!(stderr.contains("compiled cache entry evicted to keep the cache under its size cap"), "{stderr}");
+    // Four entries fit in 1 MiB (about 170 to 340 KiB each)...
+    let four = ["code_review", "dev_assistant", "media_prompts", "bench_hundred"];
+    let stderr = serve_once(plugin_dir(&four).path(), cache.path(), CAP);
+    assert!(!stderr.contains(EVICTED), "{stderr}");
+    assert!(cache_bytes(cache.path()) <= MIB, "the four entries take {} bytes", cache_bytes(cache.path()));
+    // ... made old in this order: code_review the oldest.
+    for (age, plugin) in four.iter().enumerate() {
+        set_mtime(&entry_of(cache.path(), plugin), 1_000_000 + age as u64);
+    }
+    // code_review is used again, so dev_assistant is now the least recently used.
+    let stderr = serve_once(plugin_dir(&["code_review"]).path(), cache.path(), CAP);
+    assert_eq!(stderr.matches(FROM_CACHE).count(), 1, "{stderr}");
+
+    // A fifth does not fit: the least recently used one is evicted, and only it.
+    let evicted = entry_of(cache.path(), "dev_assistant");
+    let stderr = serve_once(plugin_dir(&["conformance"]).path(), cache.path(), CAP);
+    assert!(stderr.contains(&format!("{EVICTED} entry={} ", evicted.display())), "{stderr}");
+    assert_eq!(stderr.matches(EVICTED).count(), 1, "{stderr}");
+    assert!(!evicted.exists());
+    for plugin in ["code_review", "media_prompts", "bench_hundred", "conformance"] {
+        entry_of(cache.path(), plugin);
+    }
+    assert!(cache_bytes(cache.path()) <= MIB, "{}", cache_bytes(cache.path()));
+
+    // All five are served, and the cache stays within its cap.
+    let all = plugin_dir(&["code_review", "dev_assistant", "media_prompts", "bench_hundred", "conformance"]);
+    let mut server = Server::start(&["--plugins", all.path().to_str().unwrap(), "--cache-dir", cache.path().to_str().unwrap(), CAP[0], CAP[1]]);
+    assert_eq!(only_text(&server.get_prompt("code_review", json!({ "code": "x" }))), "Please review this Python code:\nx");
+    let stderr = server.wait_for_stderr("plugin directory rescanned");
+    for plugin in ["code_review", "dev_assistant", "media_prompts", "bench_hundred", "conformance"] {
+        assert!(stderr.contains(&format!("plugin loaded plugin={plugin}")), "{plugin}: {stderr}");
+    }
+    assert!(cache_bytes(cache.path()) <= MIB, "{}", cache_bytes(cache.path()));
 }
