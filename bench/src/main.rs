@@ -717,13 +717,14 @@ async fn http_post(
     Ok((session, String::from_utf8_lossy(&bytes).into_owned()))
 }
 
-/// 100 copies of the 100-prompt pack, each under its own prefix, and the
-/// config file that names the prefixes.
+/// 100 distinct copies of the 100-prompt pack (see [`with_custom_section`]),
+/// each under its own prefix, and the config file that names the prefixes.
 fn hundred_plugins(setup: &Setup, name: &str) -> anyhow::Result<(PathBuf, PathBuf)> {
     let dir = setup.dir(name)?;
+    let pack = std::fs::read(setup.plugin("bench_hundred"))?;
     let mut config = String::new();
     for i in 0..100 {
-        std::fs::copy(setup.plugin("bench_hundred"), dir.join(format!("p{i:02}.wasm")))?;
+        std::fs::write(dir.join(format!("p{i:02}.wasm")), with_custom_section(&pack, "prompt-host-bench-copy", &i.to_string()))?;
         config += &format!("[plugins.p{i:02}]\nprefix = \"p{i:02}-\"\n");
     }
     let config_path = setup.work.path().join(format!("{name}.toml"));
@@ -762,7 +763,7 @@ fn list_walk(setup: &Setup, report: &mut Report) -> anyhow::Result<()> {
         ensure!(count == 10_000, "walked {count} prompts");
     }
     report.facts.push((
-        "prompts/list: full walk of 10,000 prompts from 100 plugins, 100 pages (median of 21)".into(),
+        "prompts/list: full walk of 10,000 prompts from 100 distinct plugins, 100 pages (median of 21)".into(),
         format!("{:.2} ms", median_ms(times)),
     ));
     Ok(())
@@ -832,37 +833,42 @@ fn with_custom_section(binary: &[u8], name: &str, payload: &str) -> Vec<u8> {
 
 fn startup_and_memory(setup: &Setup, report: &mut Report) -> anyhow::Result<()> {
     let (dir, config) = hundred_plugins(setup, "startup")?;
-    let mut idle_rss = 0;
-    let (cold, warm) = cold_and_warm_starts(setup, "startup-cache", |cache| host_args(&config, &dir, cache), |server| {
+    let (mut idle_rss, mut cold_peak) = (0, 0);
+    let (cold, warm) = cold_and_warm_starts(setup, "startup-cache", |cache| host_args(&config, &dir, cache), |server, cold| {
         std::thread::sleep(Duration::from_millis(300));
         idle_rss = memory_kib(server.pid(), "VmRSS")?;
+        if cold {
+            cold_peak = cold_peak.max(memory_kib(server.pid(), "VmHWM")?);
+        }
         Ok(())
     })?;
-    report.facts.push(("Startup to first prompts/list answer, 100 plugins, compiled cache cold (median of 3)".into(), format!("{cold:.0} ms")));
-    report.facts.push(("Startup to first prompts/list answer, 100 plugins, compiled cache warm (median of 3)".into(), format!("{warm:.0} ms")));
-    report.facts.push(("Resident memory idle, 100 plugins loaded".into(), format!("{:.1} MiB", idle_rss as f64 / 1024.0)));
+    report.facts.push(("Startup to first prompts/list answer, 100 distinct plugins, compiled cache cold (median of 3)".into(), format!("{cold:.0} ms")));
+    report.facts.push(("Startup to first prompts/list answer, 100 distinct plugins, compiled cache warm (median of 3)".into(), format!("{warm:.0} ms")));
+    report.facts.push(("Resident memory idle, 100 distinct plugins loaded".into(), format!("{:.1} MiB", idle_rss as f64 / 1024.0)));
+    report.facts.push(("Peak resident memory of a start with the compiled cache cold, 100 distinct plugins (largest of 3)".into(), format!("{:.1} MiB", cold_peak as f64 / 1024.0)));
     Ok(())
 }
 
 /// Starts prompt-host three times with an empty compiled cache (in the work
 /// directory `cache_name`), each followed by a start with that cache warm.
-/// `after` runs on each server once it has answered its first prompts/list.
+/// `after` runs on each server once it has answered its first prompts/list,
+/// told whether the cache was cold.
 /// Returns the median start-up times, cold and warm, in milliseconds.
 fn cold_and_warm_starts(
     setup: &Setup,
     cache_name: &str,
     args: impl Fn(&Path) -> Vec<String>,
-    mut after: impl FnMut(&mut StdioServer) -> anyhow::Result<()>,
+    mut after: impl FnMut(&mut StdioServer, bool) -> anyhow::Result<()>,
 ) -> anyhow::Result<(f64, f64)> {
     let (mut cold, mut warm) = (Vec::new(), Vec::new());
     for _ in 0..3 {
         let cache = setup.dir(cache_name)?;
-        for times in [&mut cold, &mut warm] {
+        for (times, is_cold) in [(&mut cold, true), (&mut warm, false)] {
             let started = Instant::now();
             let mut server = StdioServer::start(&setup.bin("prompt-host"), &args(&cache))?;
             server.call("prompts/list", json!({}))?;
             times.push(started.elapsed());
-            after(&mut server)?;
+            after(&mut server, is_cold)?;
         }
     }
     Ok((median_ms(cold), median_ms(warm)))
@@ -892,7 +898,7 @@ fn other_languages(setup: &Setup, report: &mut Report) -> anyhow::Result<()> {
         let config = setup.work.path().join(format!("{pack}.toml"));
         std::fs::write(&config, "")?;
         let mut loads = Vec::new();
-        let (cold, warm) = cold_and_warm_starts(setup, &format!("{pack}-cache"), |cache| host_args(&config, &dir, cache), |server| {
+        let (cold, warm) = cold_and_warm_starts(setup, &format!("{pack}-cache"), |cache| host_args(&config, &dir, cache), |server, _| {
             check_reply(server, pack)?;
             loads.push(server.load(500, 1, Writes::PerMessage)?);
             Ok(())
