@@ -15,6 +15,8 @@
 //! - [`sandbox`]: the engine and one fresh store per call, in each plugin's
 //!   share of the slots;
 //! - [`limits`]: every limit a plugin runs under, declared once;
+//! - [`log_budget`]: at most so many log lines of a kind per window, for
+//!   what a pack or a client can make the host log;
 //! - [`bindings`]: generated from the WIT package.
 //!
 //! Beside the request path, each depending only on what is listed after it
@@ -36,6 +38,7 @@ pub mod error;
 pub mod handler;
 pub mod inspect;
 pub mod limits;
+pub mod log_budget;
 pub mod loader;
 pub mod plugin;
 pub mod registry;

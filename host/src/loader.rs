@@ -253,7 +253,7 @@ pub struct LoadTrace {
 pub struct Loader {
     sandbox: Arc<Sandbox>,
     cache: Option<Arc<CompiledCache>>,
-    /// Compiles (and cache reads) running at once: one per core. Each
+    /// Compiles running at once: one per core. Each
     /// compile already spreads over the cores, and takes tens of MiB while it
     /// runs: more at once only adds memory (a cold start of 200 packs peaked
     /// at 551 MiB with every compile at once on tokio's blocking pool).
@@ -327,21 +327,25 @@ impl Loader {
     /// pass in silence.
     pub async fn compile(&self, id: &str, bytes: &[u8], digest: &str) -> Result<(Component, Origin), LoadError> {
         check_header(bytes)?;
+        if let Some(component) = self.from_cache(digest).await {
+            return Ok((component, Origin::Cache));
+        }
+        // Compiles take turns; a pack with the same bytes may have been
+        // compiled and cached while this one waited for its turn.
+        let _turn = self.compiling.acquire().await.expect("the loader never closes its semaphore");
+        if let Some(component) = self.from_cache(digest).await {
+            return Ok((component, Origin::Cache));
+        }
         let (sandbox, cache) = (self.sandbox.clone(), self.cache.clone());
         let (id, bytes, digest) = (id.to_string(), bytes.to_vec(), digest.to_string());
-        let turn = self.compiling.clone().acquire_owned().await.expect("the loader never closes its semaphore");
         tokio::task::spawn_blocking(move || {
-            let _turn = turn;
-            if let Some(component) = cache.as_ref().and_then(|cache| cache.load(sandbox.engine(), &digest)) {
-                return Ok((component, Origin::Cache));
-            }
             // The name is the file's, chosen by the operator; escaped all the same.
             let name = id.escape_debug();
-            tracing::info!(plugin = %id, bytes = bytes.len(), "compiling {name} ({})…", megabytes(bytes.len()));
+            tracing::info!(plugin = %name, bytes = bytes.len(), "compiling {name} ({})…", megabytes(bytes.len()));
             let started = Instant::now();
             let component = sandbox.compile(&bytes).map_err(|error| LoadError::Invalid(error.to_string()))?;
             let took = started.elapsed();
-            tracing::info!(plugin = %id, elapsed_ms = took.as_millis() as u64, "compiled {name} in {}", seconds(took));
+            tracing::info!(plugin = %name, elapsed_ms = took.as_millis() as u64, "compiled {name} in {}", seconds(took));
             if let Some(cache) = &cache {
                 cache.store(&digest, &component);
             }
@@ -349,6 +353,14 @@ impl Loader {
         })
         .await
         .expect("the compile task does not panic")
+    }
+
+    /// The compiled component of the pack with this digest, if the cache has
+    /// it (read off the async runtime: it reads and checks a file).
+    async fn from_cache(&self, digest: &str) -> Option<Component> {
+        let cache = self.cache.clone()?;
+        let (engine, digest) = (self.sandbox.engine().clone(), digest.to_string());
+        tokio::task::spawn_blocking(move || cache.load(&engine, &digest)).await.expect("a cache read does not panic")
     }
 
     /// Loads many plugins concurrently: compilation runs in parallel on the

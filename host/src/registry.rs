@@ -38,7 +38,7 @@ impl Snapshot {
             // with whitespace, control or format characters at load.
             tracing::warn!(
                 prompt = %skip.name,
-                plugin = %skip.plugin,
+                plugin = %skip.plugin.escape_debug(),
                 served_by = %skip.served_by,
                 "prompt '{}' of plugin '{}' is skipped: plugin '{}' already serves that name",
                 skip.name, skip.plugin, skip.served_by

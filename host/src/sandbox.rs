@@ -29,6 +29,7 @@ use wasmtime::{
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 use crate::bindings::{PromptPack, PromptPackPre, provider};
+use crate::log_budget::{Admission, LogBudget, LogWindow};
 use crate::limits::Limits;
 
 mod capture;
@@ -481,7 +482,7 @@ impl Instance {
         self.output_log.log(&self.plugin, "stdout", &self.stdout);
         let usage = self.usage();
         tracing::debug!(
-            plugin = %self.plugin,
+            plugin = %self.plugin.escape_debug(),
             fuel_used = usage.fuel,
             peak_memory_bytes = usage.peak_memory_bytes,
             elapsed_us = usage.elapsed.as_micros() as u64,
@@ -667,6 +668,7 @@ fn start_epoch_ticker(engine: &Engine, running: Arc<RunningCalls>) {
                 let Some(engine) = engine.upgrade() else { return };
                 if calls.count.load(Ordering::SeqCst) > 0 {
                     engine.increment_epoch();
+                    calls.ticks.fetch_add(1, Ordering::Relaxed);
                 }
             }
         })
@@ -688,6 +690,8 @@ struct RunningCalls {
     count: AtomicUsize,
     /// Whether the ticker is parked (or about to park) until a call starts.
     parked: AtomicBool,
+    /// Epoch ticks so far (for the tests: the engine does not tell).
+    ticks: std::sync::atomic::AtomicU64,
     ticker: OnceLock<std::thread::Thread>,
 }
 
@@ -723,10 +727,9 @@ fn panic_message(stderr: &str) -> Option<String> {
     Some(format!("{} (at {location})", message.join("\n").trim()))
 }
 
-/// Lines of one plugin's output logged per [`OUTPUT_WINDOW`]; past that they
-/// are counted, and the count is logged when the next window opens.
-const OUTPUT_LINES_PER_WINDOW: usize = 50;
-const OUTPUT_WINDOW: Duration = Duration::from_secs(10);
+/// Lines of one plugin's output logged every 10 s; past that they are
+/// counted, and the count is logged when the next window opens.
+const OUTPUT_LOG: LogBudget = LogBudget { lines: 50, window: Duration::from_secs(10) };
 
 /// One line of a plugin's output in the log: a line it wrote, or the note
 /// that the rest of what it wrote was not kept.
@@ -739,13 +742,7 @@ enum LogLine<'a> {
 /// window: a pack that prints on every call cannot flood the log.
 #[derive(Default)]
 struct OutputLog {
-    by_plugin: std::sync::Mutex<std::collections::HashMap<String, OutputWindow>>,
-}
-
-struct OutputWindow {
-    started: Instant,
-    logged: usize,
-    dropped: usize,
+    by_plugin: std::sync::Mutex<std::collections::HashMap<String, LogWindow>>,
 }
 
 impl OutputLog {
@@ -760,39 +757,30 @@ impl OutputLog {
             return;
         }
         let mut by_plugin = self.by_plugin.lock().unwrap();
-        let window = by_plugin
-            .entry(plugin.to_string())
-            .or_insert_with(|| OutputWindow { started: Instant::now(), logged: 0, dropped: 0 });
-        if window.started.elapsed() >= OUTPUT_WINDOW {
-            if window.dropped > 0 {
-                tracing::warn!(
-                    plugin,
-                    dropped_lines = window.dropped,
-                    "{} lines of plugin output were not logged in the last {} s (at most {OUTPUT_LINES_PER_WINDOW} are)",
-                    window.dropped,
-                    OUTPUT_WINDOW.as_secs()
-                );
-            }
-            *window = OutputWindow { started: Instant::now(), logged: 0, dropped: 0 };
+        let window = by_plugin.entry(plugin.to_string()).or_default();
+        if let Some(dropped) = window.roll(OUTPUT_LOG) {
+            tracing::warn!(
+                plugin,
+                dropped_lines = dropped,
+                "{dropped} lines of plugin output were not logged in the last {} s (at most {} are)",
+                OUTPUT_LOG.window.as_secs(),
+                OUTPUT_LOG.lines
+            );
         }
         let cut = (dropped_bytes > 0).then_some(LogLine::Cut(dropped_bytes));
         for line in lines.map(LogLine::Output).chain(cut) {
-            if window.logged == OUTPUT_LINES_PER_WINDOW {
-                if window.dropped == 0 {
-                    tracing::warn!(
-                        plugin,
-                        "plugin output rate limit reached: at most {OUTPUT_LINES_PER_WINDOW} lines every {} s are \
-                         logged; the rest are counted",
-                        OUTPUT_WINDOW.as_secs()
-                    );
-                }
-                window.dropped += 1;
-                continue;
-            }
-            window.logged += 1;
-            match line {
-                LogLine::Output(line) => tracing::info!(plugin, stream, output = ?line, "plugin output"),
-                LogLine::Cut(bytes) => tracing::info!(plugin, stream, "... {bytes} more bytes not kept"),
+            match window.admit(OUTPUT_LOG) {
+                Admission::Log => match line {
+                    LogLine::Output(line) => tracing::info!(plugin, stream, output = ?line, "plugin output"),
+                    LogLine::Cut(bytes) => tracing::info!(plugin, stream, "... {bytes} more bytes not kept"),
+                },
+                Admission::FirstDropped => tracing::warn!(
+                    plugin,
+                    "plugin output rate limit reached: at most {} lines every {} s are logged; the rest are counted",
+                    OUTPUT_LOG.lines,
+                    OUTPUT_LOG.window.as_secs()
+                ),
+                Admission::Dropped => {}
             }
         }
     }
@@ -820,12 +808,19 @@ mod tests {
         let running = sandbox.running.clone();
         let parked = || running.parked.load(Ordering::SeqCst);
         assert!(eventually(parked), "an idle ticker parks");
+        let ticks = || running.ticks.load(Ordering::Relaxed);
+        let idle_ticks = ticks();
+        std::thread::sleep(TICKER_LINGER);
+        assert_eq!(ticks(), idle_ticks, "the epoch advanced with no call running");
         let call = RunningCall::start(&running);
-        assert!(!parked(), "a call wakes the ticker");
         std::thread::sleep(TICKER_LINGER * 3);
         assert!(!parked(), "the ticker parked while a call ran");
+        assert!(ticks() > idle_ticks, "the epoch did not advance while a call ran");
         drop(call);
         assert!(eventually(parked), "the ticker parks again once the call ends");
+        let parked_ticks = ticks();
+        std::thread::sleep(TICKER_LINGER);
+        assert_eq!(ticks(), parked_ticks, "the epoch advanced while the ticker was parked");
     }
 
     #[test]

@@ -196,7 +196,7 @@ impl PluginDirectory {
             loaded.settings.insert(id.clone(), config.plugin_settings(&id));
             let plugin = Arc::new(plugin);
             tracing::info!(
-                plugin = %id,
+                plugin = %id.escape_debug(),
                 prompts = plugin.prompts().len(),
                 sha256 = &plugin.digest()[..12],
                 "plugin {}",
@@ -235,7 +235,7 @@ impl PluginDirectory {
         for id in gone {
             loaded.plugins.remove(&id);
             loaded.settings.remove(&id);
-            tracing::info!(plugin = %id, "plugin removed");
+            tracing::info!(plugin = %id.escape_debug(), "plugin removed");
             rescan.removed.push(id);
         }
         loaded.failed.retain(|id, _| present.contains(id));

@@ -136,6 +136,25 @@ fn every_refusal_of_the_http_front_is_logged_with_the_client_and_the_reason() {
 }
 
 #[test]
+fn refusals_past_twenty_in_ten_seconds_are_counted_not_logged() {
+    let token_file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(token_file.path(), "the-right-token\n").unwrap();
+    let (mut child, stderr, addr) = spawn_http("127.0.0.1:0", &["--auth-token-file", token_file.path().to_str().unwrap()]);
+    let host = addr.to_string();
+    for _ in 0..25 {
+        let (status, _) = http_exchange(addr, &http_post(&host, "", HTTP_INITIALIZE));
+        assert_eq!(status, 401);
+    }
+    let logged = wait_for_text(&stderr, "refusal log rate limit reached", 1);
+    let _ = child.kill();
+    assert_eq!(logged.matches("refused an HTTP request (401): no bearer token").count(), 20, "{logged}");
+    assert!(
+        logged.contains("refusal log rate limit reached: at most 20 refused requests every 10 s are logged; the rest are counted"),
+        "{logged}"
+    );
+}
+
+#[test]
 fn sigterm_lets_a_call_in_flight_over_stdio_answer_before_the_exit() {
     let (_dir, mut server) = serve_plugins(&["hostile"], &["--deadline-ms", "1500"]);
     let call = server.send_request("prompts/get", json!({ "name": "sleep" }));
@@ -162,7 +181,7 @@ fn a_call_still_running_after_the_grace_is_abandoned_and_logged() {
         stderr.contains("abandoning calls still running after the shutdown grace (--shutdown-grace-ms) calls=1 grace_ms=200"),
         "{stderr}"
     );
-    assert!(stderr.contains(&format!("requests left unanswered ids=[Number({call})]")), "{stderr}");
+    assert!(stderr.contains(&format!("requests left unanswered count=1 ids=[Number({call})]")), "{stderr}");
 }
 
 #[test]

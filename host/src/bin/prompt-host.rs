@@ -498,28 +498,34 @@ async fn http_config(address: &str, args: &HttpArgs) -> anyhow::Result<HttpConfi
 }
 
 /// Ctrl-C (SIGINT) and SIGTERM, which systemd and Kubernetes send to stop a
-/// service.
+/// service, each listened for from `install` on: a signal that comes between
+/// two waits is not lost.
 struct StopSignals {
+    #[cfg(unix)]
+    interrupt: Option<tokio::signal::unix::Signal>,
     #[cfg(unix)]
     terminate: Option<tokio::signal::unix::Signal>,
 }
 
 impl StopSignals {
-    /// Starts listening for SIGTERM (a SIGTERM before this ends the process
-    /// at once, as by default).
+    /// Starts listening (a signal before this ends the process at once, as
+    /// by default).
     fn install() -> StopSignals {
-        StopSignals {
-            #[cfg(unix)]
-            terminate: tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok(),
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            StopSignals { interrupt: signal(SignalKind::interrupt()).ok(), terminate: signal(SignalKind::terminate()).ok() }
         }
+        #[cfg(not(unix))]
+        StopSignals {}
     }
 
     /// Waits for the next stop signal, and names it.
     async fn next(&mut self) -> &'static str {
         #[cfg(unix)]
-        if let Some(terminate) = &mut self.terminate {
+        if let (Some(interrupt), Some(terminate)) = (&mut self.interrupt, &mut self.terminate) {
             return tokio::select! {
-                _ = tokio::signal::ctrl_c() => "interrupted",
+                _ = interrupt.recv() => "interrupted",
                 _ = terminate.recv() => "SIGTERM",
             };
         }

@@ -34,6 +34,7 @@ use tokio_util::task::TaskTracker;
 use rmcp::ServerHandler;
 
 use super::TransportError;
+use crate::log_budget::{Admission, LogBudget, LogWindow};
 use sessions::CappedSessions;
 
 /// The path MCP is served at.
@@ -229,6 +230,7 @@ impl HttpListener {
             max_request_bytes: config.max_request_bytes,
             body_read_timeout: config.body_read_timeout,
             calls: stopping.calls.clone(),
+            refusals: Default::default(),
         });
 
         tracing::info!(
@@ -380,6 +382,9 @@ struct Gate {
     body_read_timeout: Duration,
     /// Every POST, until its response is sent, for stopping to wait for.
     calls: TaskTracker,
+    /// The refusals logged in the current window: a client sending requests
+    /// without a token cannot flood the log.
+    refusals: std::sync::Mutex<LogWindow>,
 }
 
 impl Gate {
@@ -395,7 +400,7 @@ impl Gate {
         if let Some(expected) = &self.token_digest
             && let Some(refusal) = bearer_refusal(&request, expected)
         {
-            return refusal.answer(peer);
+            return refusal.answer(peer, &self.refusals);
         }
         // A POST carries a call (or opens or ends a session): stopping waits
         // until its response is sent. (A GET is an event stream, which
@@ -432,7 +437,7 @@ impl Gate {
         // rmcp refuses a Host or an Origin not allowed (DNS rebinding
         // protection) with 403: say which, and how to allow it.
         if response.status() == StatusCode::FORBIDDEN {
-            return Refusal::from_rmcp(response, host, origin).await.answer(peer);
+            return Refusal::from_rmcp(response, host, origin).await.answer(peer, &self.refusals);
         }
         // rmcp answers a session's DELETE with 202. The specification names
         // no status for it, and the official Python SDK takes only 200 or 204
@@ -489,21 +494,19 @@ impl Refusal {
         }
     }
 
-    /// Logs the refusal and answers it.
-    fn answer(self, peer: SocketAddr) -> Response<Body> {
+    /// Logs the refusal (within the refusal log's budget) and answers it.
+    fn answer(self, peer: SocketAddr, refusals: &std::sync::Mutex<LogWindow>) -> Response<Body> {
+        let log = refusal_logged(refusals);
         match self {
             Refusal::NoToken | Refusal::WrongToken => {
-                if matches!(self, Refusal::NoToken) {
-                    tracing::warn!(%peer, "refused an HTTP request (401): no bearer token");
-                } else {
-                    tracing::warn!(%peer, "refused an HTTP request (401): wrong bearer token");
-                }
+                let reason = if matches!(self, Refusal::NoToken) { "no bearer token" } else { "wrong bearer token" };
+                log.then(|| tracing::warn!(%peer, "refused an HTTP request (401): {reason}"));
                 let mut response = plain(StatusCode::UNAUTHORIZED, "unauthorized: a valid bearer token is required");
                 response.headers_mut().insert(hyper::header::WWW_AUTHENTICATE, hyper::header::HeaderValue::from_static("Bearer"));
                 response
             }
             Refusal::Host(host) => {
-                tracing::warn!(%peer, host = ?host, "refused an HTTP request (403): Host not allowed (start with --allow-host HOST)");
+                log.then(|| tracing::warn!(%peer, host = ?host, "refused an HTTP request (403): Host not allowed (start with --allow-host HOST)"));
                 // The name without its port: --allow-host NAME accepts any port.
                 let name = hyper::http::uri::Authority::try_from(host.as_str()).map_or(host.clone(), |authority| authority.host().to_string());
                 plain(
@@ -512,17 +515,47 @@ impl Refusal {
                 )
             }
             Refusal::Origin(origin) => {
-                tracing::warn!(%peer, origin = ?origin, "refused an HTTP request (403): Origin not allowed (start with --allow-origin ORIGIN)");
+                log.then(|| tracing::warn!(%peer, origin = ?origin, "refused an HTTP request (403): Origin not allowed (start with --allow-origin ORIGIN)"));
                 plain(
                     StatusCode::FORBIDDEN,
                     &format!("forbidden: Origin {origin:?} is not allowed; start the server with --allow-origin {origin} to accept it"),
                 )
             }
             Refusal::Other(response) => {
-                tracing::warn!(%peer, "refused an HTTP request (403)");
+                log.then(|| tracing::warn!(%peer, "refused an HTTP request (403)"));
                 response
             }
         }
+    }
+}
+
+/// Refusals logged every 10 s; past that they are counted, and the count is
+/// logged when the next window opens.
+const REFUSAL_LOG: LogBudget = LogBudget { lines: 20, window: Duration::from_secs(10) };
+
+/// Whether a refusal's log line is within the budget. Says, once a window,
+/// that the budget is reached, and how many lines the last window dropped.
+fn refusal_logged(refusals: &std::sync::Mutex<LogWindow>) -> bool {
+    let mut window = refusals.lock().expect("never poisoned");
+    if let Some(dropped) = window.roll(REFUSAL_LOG) {
+        tracing::warn!(
+            dropped,
+            "{dropped} refused HTTP requests were not logged in the last {} s (at most {} are)",
+            REFUSAL_LOG.window.as_secs(),
+            REFUSAL_LOG.lines
+        );
+    }
+    match window.admit(REFUSAL_LOG) {
+        Admission::Log => true,
+        Admission::FirstDropped => {
+            tracing::warn!(
+                "refusal log rate limit reached: at most {} refused requests every {} s are logged; the rest are counted",
+                REFUSAL_LOG.lines,
+                REFUSAL_LOG.window.as_secs()
+            );
+            false
+        }
+        Admission::Dropped => false,
     }
 }
 

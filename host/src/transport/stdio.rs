@@ -110,11 +110,12 @@ where
     stopping.cancel();
     let open = calls.open_ids();
     if !open.is_empty() {
-        tracing::info!(ids = ?open, "no more requests are read; answering those already read");
+        tracing::info!(count = open.len(), ids = ?logged_ids(&open), "no more requests are read; answering those already read");
     }
     let finished = super::drain(&calls.tracker, grace).await;
     if !finished {
-        tracing::warn!(ids = ?calls.open_ids(), "requests left unanswered");
+        let open = calls.open_ids();
+        tracing::warn!(count = open.len(), ids = ?logged_ids(&open), "requests left unanswered");
     }
     session.cancel();
     // With every call answered, rmcp closes the session at once; a call
@@ -204,25 +205,52 @@ pub struct StdioTransport<R, W> {
     calls: Arc<Calls>,
 }
 
+/// Request ids in a log line: the ids are the client's, so at most
+/// [`LOGGED_IDS`] of them, each cut to [`LOGGED_ID_CHARS`] characters.
+fn logged_ids(ids: &[RequestId]) -> Vec<RequestId> {
+    ids.iter()
+        .take(LOGGED_IDS)
+        .map(|id| match id {
+            RequestId::String(text) if text.chars().count() > LOGGED_ID_CHARS => {
+                RequestId::String(format!("{}…", text.chars().take(LOGGED_ID_CHARS).collect::<String>()).into())
+            }
+            id => id.clone(),
+        })
+        .collect()
+}
+
+const LOGGED_IDS: usize = 10;
+const LOGGED_ID_CHARS: usize = 64;
+
 /// The requests handed to rmcp and not yet answered, each holding a token of
-/// `tracker`, so that stopping can wait until they are answered.
+/// `tracker`, so that stopping can wait until they are answered. A client
+/// may reuse an id while a request with it is open: each holds its own
+/// token, and each answer with that id releases one.
 #[derive(Default)]
 struct Calls {
     tracker: TaskTracker,
-    open: std::sync::Mutex<HashMap<RequestId, TaskTrackerToken>>,
+    open: std::sync::Mutex<HashMap<RequestId, Vec<TaskTrackerToken>>>,
 }
 
 impl Calls {
     fn started(&self, id: RequestId) {
-        self.open.lock().expect("never poisoned").insert(id, self.tracker.token());
+        self.open.lock().expect("never poisoned").entry(id).or_default().push(self.tracker.token());
     }
 
     fn finished(&self, id: &RequestId) {
-        self.open.lock().expect("never poisoned").remove(id);
+        let mut open = self.open.lock().expect("never poisoned");
+        if let Some(tokens) = open.get_mut(id) {
+            tokens.pop();
+            if tokens.is_empty() {
+                open.remove(id);
+            }
+        }
     }
 
+    /// The ids of the open requests, one per request.
     fn open_ids(&self) -> Vec<RequestId> {
-        self.open.lock().expect("never poisoned").keys().cloned().collect()
+        let open = self.open.lock().expect("never poisoned");
+        open.iter().flat_map(|(id, tokens)| std::iter::repeat_n(id.clone(), tokens.len())).collect()
     }
 
     /// Notes what a message from the client starts or ends.
@@ -666,6 +694,31 @@ mod tests {
         transport.close().await.unwrap();
         let written: Value = serde_json::from_slice(&output.await.unwrap()).expect("one whole answer");
         assert_eq!(json!({ "answer": written }), answer(-32700, None, 200, 100));
+    }
+
+    #[test]
+    fn a_reused_id_keeps_each_request_open_until_its_own_answer() {
+        let calls = Calls::default();
+        calls.started(RequestId::Number(7));
+        calls.started(RequestId::Number(7));
+        assert_eq!(calls.open_ids(), [RequestId::Number(7), RequestId::Number(7)]);
+        assert_eq!(calls.tracker.len(), 2);
+        calls.finished(&RequestId::Number(7));
+        assert_eq!(calls.open_ids(), [RequestId::Number(7)]);
+        assert_eq!(calls.tracker.len(), 1);
+        calls.finished(&RequestId::Number(7));
+        assert!(calls.open_ids().is_empty());
+        assert!(calls.tracker.is_empty());
+    }
+
+    #[test]
+    fn logged_ids_are_few_and_short() {
+        let long = RequestId::String("x".repeat(1000).into());
+        let ids: Vec<RequestId> = std::iter::once(long).chain((0..50).map(RequestId::Number)).collect();
+        let logged = logged_ids(&ids);
+        assert_eq!(logged.len(), 10);
+        assert_eq!(logged[0], RequestId::String(format!("{}…", "x".repeat(64)).into()));
+        assert_eq!(logged[1..], (0..9).map(RequestId::Number).collect::<Vec<_>>()[..]);
     }
 
     #[tokio::test]
