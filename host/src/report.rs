@@ -42,23 +42,28 @@ impl fmt::Display for Report {
         }
         writeln!(f, "  prompts   {}", self.prompts.len())?;
         for prompt in &self.prompts {
+            // Names are checked at load (no control or format characters);
+            // everything else the pack wrote is shown as a terminal cannot
+            // take it for a command.
             match &prompt.title {
-                Some(title) => writeln!(f, "    {}: {title}", prompt.name)?,
+                Some(title) => writeln!(f, "    {}: {}", prompt.name, printable(title))?,
                 None => writeln!(f, "    {}", prompt.name)?,
             }
             if let Some(description) = &prompt.description {
-                writeln!(f, "      {description}")?;
+                writeln!(f, "      {}", printable(description))?;
             }
             for argument in prompt.arguments.iter().flatten() {
                 let required = if argument.required == Some(true) { "required" } else { "optional" };
-                let description = argument.description.as_deref().unwrap_or("");
+                let description = printable(argument.description.as_deref().unwrap_or(""));
                 writeln!(f, "      - {} ({required}) {description}", argument.name)?;
                 let offered = self.completions.iter().find(|offered| offered.prompt == prompt.name && offered.argument == argument.name);
                 match offered {
-                    Some(ArgumentCompletions { error: Some(error), .. }) => writeln!(f, "          completing it failed: {error}")?,
+                    Some(ArgumentCompletions { error: Some(error), .. }) => {
+                        writeln!(f, "          completing it failed: {}", printable(error))?
+                    }
                     Some(offered) => {
                         // What the pack returned: escaped, as a terminal shows it.
-                        let values: Vec<String> = offered.values.iter().map(|value| value.escape_debug().to_string()).collect();
+                        let values: Vec<String> = offered.values.iter().map(|value| printable(value)).collect();
                         let more = if offered.has_more { ", and more" } else { "" };
                         writeln!(f, "          completes to: {}{more}", wrapped(&values, "\n                        "))?;
                     }
@@ -77,7 +82,7 @@ impl fmt::Display for Report {
             writeln!(f, "  problems")?;
         }
         for (index, problem) in self.problems.iter().enumerate() {
-            writeln!(f, "    {}. {}", index + 1, problem.problem)?;
+            writeln!(f, "    {}. {}", index + 1, printable(&problem.problem))?;
             if let Some(hint) = problem.hint {
                 writeln!(f, "       hint: {hint}")?;
             }
@@ -109,4 +114,30 @@ fn wrapped(names: &[String], break_with: &str) -> String {
 /// Bytes as MiB, to one decimal.
 fn mebibytes(bytes: usize) -> String {
     format!("{:.1} MiB", bytes as f64 / (1 << 20) as f64)
+}
+
+/// Text a pack wrote, as a terminal shows it without taking any of it for a
+/// command: control and format characters (an escape sequence, a carriage
+/// return, a bidirectional override) are written escaped, `\u{1b}`; the
+/// rest, newlines and tabs included, as is.
+fn printable(text: &str) -> String {
+    use unicode_properties::{GeneralCategory, UnicodeGeneralCategory};
+    text.chars()
+        .map(|c| match c {
+            '\n' | '\t' => c.to_string(),
+            c if c.is_control() || c.general_category() == GeneralCategory::Format => c.escape_unicode().to_string(),
+            c => c.to_string(),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::printable;
+
+    #[test]
+    fn control_and_format_characters_are_shown_escaped_and_the_rest_as_is() {
+        assert_eq!(printable("a\u{1b}[2Jb\rc\u{202e}d"), "a\\u{1b}[2Jb\\u{d}c\\u{202e}d");
+        assert_eq!(printable("line one\n\tdon't \"quote\" é"), "line one\n\tdon't \"quote\" é");
+    }
 }
