@@ -5,7 +5,8 @@
 use std::sync::Arc;
 
 use rmcp::model::{
-    ConstString,
+    CallToolRequestMethod, CallToolRequestParams, CallToolResponse, ConstString, ReadResourceRequestMethod,
+    ReadResourceRequestParams, ReadResourceResponse,
     CompleteRequestParams, CompleteResult, CustomRequest, CustomResult, ErrorData, GetPromptRequestParams, GetPromptResponse, GetPromptResult,
     Implementation, InitializeResult, ListPromptsResult, ListResourceTemplatesRequestMethod, ListResourceTemplatesResult,
     ListResourcesRequestMethod, ListResourcesResult, ListToolsRequestMethod, ListToolsResult, PaginatedRequestParams,
@@ -14,6 +15,8 @@ use rmcp::model::{
 };
 #[allow(deprecated, reason = "logging/setLevel is deprecated from 2026-07-28; earlier clients still send it")]
 use rmcp::model::SetLevelRequestParams;
+#[allow(deprecated, reason = "resources/subscribe and unsubscribe are legacy-only; earlier clients may still send them")]
+use rmcp::model::{SubscribeRequestMethod, SubscribeRequestParams, UnsubscribeRequestMethod, UnsubscribeRequestParams};
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{Peer, RoleServer, ServerHandler};
 use tokio_util::sync::CancellationToken;
@@ -104,14 +107,7 @@ impl PromptServer {
 
 impl ServerHandler for PromptServer {
     fn get_info(&self) -> ServerConfig {
-        #[allow(deprecated, reason = "logging is deprecated from 2026-07-28, but clients of earlier revisions set its level")]
-        let capabilities = ServerCapabilities::builder()
-            .enable_logging()
-            .enable_prompts()
-            .enable_prompts_list_changed()
-            .enable_completions()
-            .build();
-        InitializeResult::new(capabilities)
+        InitializeResult::new(capabilities())
             .with_server_info(
                 Implementation::new("prompt-host", env!("CARGO_PKG_VERSION"))
                     .with_title("prompt-host")
@@ -175,16 +171,24 @@ impl ServerHandler for PromptServer {
         Ok(())
     }
 
-    /// This server declares no tools and no resources. From 2026-07-28 on,
-    /// their list methods answer "method not found" (-32601), as that
-    /// revision requires for a capability not declared; earlier clients
-    /// (and their conformance suite) get rmcp's empty lists.
+    // This server declares no tools and no resources (see `get_info`): each
+    // of their methods that rmcp routes to the handler answers through
+    // `undeclared` (the list is `UNDECLARED_CAPABILITY_METHODS`).
+
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        undeclared_list::<_, ListToolsRequestMethod>(&context)
+        undeclared::<_, ListToolsRequestMethod>(&context, Ok(ListToolsResult::default()))
+    }
+
+    async fn call_tool(
+        &self,
+        _request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        undeclared::<_, CallToolRequestMethod>(&context, Err(ErrorData::method_not_found::<CallToolRequestMethod>()))
     }
 
     async fn list_resources(
@@ -192,7 +196,7 @@ impl ServerHandler for PromptServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        undeclared_list::<_, ListResourcesRequestMethod>(&context)
+        undeclared::<_, ListResourcesRequestMethod>(&context, Ok(ListResourcesResult::default()))
     }
 
     async fn list_resource_templates(
@@ -200,7 +204,33 @@ impl ServerHandler for PromptServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        undeclared_list::<_, ListResourceTemplatesRequestMethod>(&context)
+        undeclared::<_, ListResourceTemplatesRequestMethod>(&context, Ok(ListResourceTemplatesResult::default()))
+    }
+
+    async fn read_resource(
+        &self,
+        _request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        undeclared::<_, ReadResourceRequestMethod>(&context, Err(ErrorData::method_not_found::<ReadResourceRequestMethod>()))
+    }
+
+    #[allow(deprecated, reason = "resources/subscribe is legacy-only; earlier clients may still send it")]
+    async fn subscribe(
+        &self,
+        _request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        undeclared::<_, SubscribeRequestMethod>(&context, Err(ErrorData::method_not_found::<SubscribeRequestMethod>()))
+    }
+
+    #[allow(deprecated, reason = "resources/unsubscribe is legacy-only; earlier clients may still send it")]
+    async fn unsubscribe(
+        &self,
+        _request: UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        undeclared::<_, UnsubscribeRequestMethod>(&context, Err(ErrorData::method_not_found::<UnsubscribeRequestMethod>()))
     }
 
     async fn on_custom_request(
@@ -212,13 +242,44 @@ impl ServerHandler for PromptServer {
     }
 }
 
-/// The answer to a list method `M` of a capability this server does not
-/// declare: -32601 for a request of protocol 2026-07-28 or later, an empty
-/// list before it.
-fn undeclared_list<T: Default, M: ConstString>(context: &RequestContext<RoleServer>) -> Result<T, ErrorData> {
+/// The capabilities this server declares: prompts (with list changes),
+/// completions and logging; no tools, no resources.
+fn capabilities() -> ServerCapabilities {
+    #[allow(deprecated, reason = "logging is deprecated from 2026-07-28, but clients of earlier revisions set its level")]
+    ServerCapabilities::builder()
+        .enable_logging()
+        .enable_prompts()
+        .enable_prompts_list_changed()
+        .enable_completions()
+        .build()
+}
+
+/// The methods of the capabilities this server does not declare (tools and
+/// resources) that rmcp routes to the handler; each answers through
+/// [`undeclared`]. (rmcp itself answers -32601 for the tasks and skills
+/// extensions, which this server does not declare either; logging and
+/// completions are declared.)
+pub const UNDECLARED_CAPABILITY_METHODS: [&str; 7] = [
+    "tools/list",
+    "tools/call",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "resources/subscribe",
+    "resources/unsubscribe",
+];
+
+/// The answer to method `M` of a capability this server does not declare:
+/// -32601 (method not found) for a request of protocol 2026-07-28 or later,
+/// which that revision requires; `earlier` before it (the empty lists, or
+/// -32601, that earlier clients and their conformance suite expect).
+fn undeclared<T, M: ConstString>(
+    context: &RequestContext<RoleServer>,
+    earlier: Result<T, ErrorData>,
+) -> Result<T, ErrorData> {
     match context.protocol_version() {
         Some(version) if version >= ProtocolVersion::V_2026_07_28 => Err(ErrorData::method_not_found::<M>()),
-        _ => Ok(T::default()),
+        _ => earlier,
     }
 }
 
@@ -315,4 +376,18 @@ fn log_failure(method: &str, prompt: &str, error: RequestError) -> ErrorData {
         }
     }
     error.into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{UNDECLARED_CAPABILITY_METHODS, capabilities};
+
+    #[test]
+    fn the_methods_answered_as_undeclared_belong_to_capabilities_not_declared() {
+        let declared = capabilities();
+        assert_eq!((declared.tools, declared.resources), (None, None));
+        for method in UNDECLARED_CAPABILITY_METHODS {
+            assert!(method.starts_with("tools/") || method.starts_with("resources/"), "{method}");
+        }
+    }
 }
