@@ -10,7 +10,7 @@ use rmcp::model::{
     CompleteRequestParams, CompleteResult, CustomRequest, CustomResult, ErrorData, GetPromptRequestParams, GetPromptResponse, GetPromptResult,
     Implementation, InitializeResult, ListPromptsResult, ListResourceTemplatesRequestMethod, ListResourceTemplatesResult,
     ListResourcesRequestMethod, ListResourcesResult, ListToolsRequestMethod, ListToolsResult, PaginatedRequestParams,
-    ProtocolVersion, Reference,
+    CacheScope, ProtocolVersion, Reference,
     ServerCapabilities, ServerConfig, SubscriptionFilter,
 };
 #[allow(deprecated, reason = "logging/setLevel is deprecated from 2026-07-28; earlier clients still send it")]
@@ -32,12 +32,55 @@ use crate::registry::{Registry, Snapshot};
 pub struct PromptServer {
     registry: Arc<Registry>,
     page_size: usize,
+    list_caching: ListCaching,
     session: SessionEnd,
+}
+
+/// How long a client of protocol 2026-07-28 or later may consider a page of
+/// `prompts/list` fresh, by default: one minute. The catalog changes only
+/// when the operator changes the packs; a client listening for
+/// `notifications/prompts/list_changed` learns of a change at once (the
+/// notification invalidates its cache), and one that does not sees it within
+/// a minute, while a client that lists before each use of a prompt does not
+/// list again for a minute.
+pub const DEFAULT_LIST_TTL_MS: u64 = 60_000;
+
+/// The caching hints (`ttlMs`, `cacheScope`) sent with each page of
+/// `prompts/list` to a client of protocol 2026-07-28 or later.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ListCaching {
+    pub ttl_ms: u64,
+    pub scope: CacheScope,
+}
+
+impl ListCaching {
+    /// The hints for a server whose endpoint requires a bearer token
+    /// (`requires_token`) or not. The prompt list is the same for every
+    /// client, so without a token it is `public`: any cache may serve it to
+    /// anyone, who could fetch it anyway. Behind a token it is `private`:
+    /// 2026-07-28 forbids sharing a private result across authorization
+    /// contexts, so a shared cache cannot hand the list to someone without
+    /// the token.
+    pub fn new(ttl_ms: u64, requires_token: bool) -> ListCaching {
+        let scope = if requires_token { CacheScope::Private } else { CacheScope::Public };
+        ListCaching { ttl_ms, scope }
+    }
+}
+
+impl Default for ListCaching {
+    fn default() -> Self {
+        ListCaching::new(DEFAULT_LIST_TTL_MS, false)
+    }
 }
 
 impl PromptServer {
     pub fn new(registry: Arc<Registry>, page_size: usize) -> PromptServer {
-        PromptServer { registry, page_size: page_size.max(1), session: SessionEnd::new() }
+        PromptServer { registry, page_size: page_size.max(1), list_caching: ListCaching::default(), session: SessionEnd::new() }
+    }
+
+    /// The server, sending `list_caching` with each page of `prompts/list`.
+    pub fn with_list_caching(self, list_caching: ListCaching) -> PromptServer {
+        PromptServer { list_caching, ..self }
     }
 
     fn list(&self, request: Option<PaginatedRequestParams>) -> Result<ListPromptsResult, RequestError> {
@@ -119,9 +162,15 @@ impl ServerHandler for PromptServer {
     async fn list_prompts(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        Ok(self.list(request)?)
+        let mut result = self.list(request)?;
+        // Caching hints are fields of 2026-07-28; earlier clients get none.
+        if is_2026_07_28_or_later(&context) {
+            result.ttl_ms = Some(self.list_caching.ttl_ms);
+            result.cache_scope = Some(self.list_caching.scope);
+        }
+        Ok(result)
     }
 
     async fn get_prompt(
@@ -277,10 +326,12 @@ fn undeclared<T, M: ConstString>(
     context: &RequestContext<RoleServer>,
     earlier: Result<T, ErrorData>,
 ) -> Result<T, ErrorData> {
-    match context.protocol_version() {
-        Some(version) if version >= ProtocolVersion::V_2026_07_28 => Err(ErrorData::method_not_found::<M>()),
-        _ => earlier,
-    }
+    if is_2026_07_28_or_later(context) { Err(ErrorData::method_not_found::<M>()) } else { earlier }
+}
+
+/// Whether the request is of protocol 2026-07-28 or later.
+fn is_2026_07_28_or_later(context: &RequestContext<RoleServer>) -> bool {
+    context.protocol_version().is_some_and(|version| version >= ProtocolVersion::V_2026_07_28)
 }
 
 /// Sends a session's client `notifications/prompts/list_changed` after
@@ -380,7 +431,13 @@ fn log_failure(method: &str, prompt: &str, error: RequestError) -> ErrorData {
 
 #[cfg(test)]
 mod tests {
-    use super::{UNDECLARED_CAPABILITY_METHODS, capabilities};
+    use super::{CacheScope, ListCaching, UNDECLARED_CAPABILITY_METHODS, capabilities};
+
+    #[test]
+    fn the_prompt_list_is_private_only_behind_a_token() {
+        assert_eq!(ListCaching::new(5, false), ListCaching { ttl_ms: 5, scope: CacheScope::Public });
+        assert_eq!(ListCaching::new(5, true), ListCaching { ttl_ms: 5, scope: CacheScope::Private });
+    }
 
     #[test]
     fn the_methods_answered_as_undeclared_belong_to_capabilities_not_declared() {
