@@ -20,6 +20,7 @@ use rmcp::model::{SubscribeRequestMethod, SubscribeRequestParams, UnsubscribeReq
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{Peer, RoleServer, ServerHandler};
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use crate::bindings::provider;
 use crate::convert;
@@ -164,7 +165,8 @@ impl ServerHandler for PromptServer {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        let mut result = self.list(request)?;
+        let span = request_span(&context);
+        let mut result = span.in_scope(|| self.list(request))?;
         // Caching hints are fields of 2026-07-28; earlier clients get none.
         if is_2026_07_28_or_later(&context) {
             result.ttl_ms = Some(self.list_caching.ttl_ms);
@@ -176,20 +178,23 @@ impl ServerHandler for PromptServer {
     async fn get_prompt(
         &self,
         request: GetPromptRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
         let name = request.name.clone();
-        let result = self.get_prompt_result(request).await;
-        result.map(GetPromptResponse::Complete).map_err(|error| log_failure("prompts/get", &name, error))
+        let span = request_span(&context);
+        let result = self.get_prompt_result(request).instrument(span.clone()).await;
+        span.in_scope(|| result.map(GetPromptResponse::Complete).map_err(|error| log_failure("prompts/get", &name, error)))
     }
 
     async fn complete(
         &self,
         request: CompleteRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
         let name = request.r#ref.as_prompt_name().unwrap_or_default().to_string();
-        self.complete_result(request).await.map_err(|error| log_failure("completion/complete", &name, error))
+        let span = request_span(&context);
+        let result = self.complete_result(request).instrument(span.clone()).await;
+        span.in_scope(|| result.map_err(|error| log_failure("completion/complete", &name, error)))
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
@@ -202,9 +207,9 @@ impl ServerHandler for PromptServer {
     async fn set_level(
         &self,
         request: SetLevelRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        tracing::debug!(level = ?request.level, "client set its log level");
+        request_span(&context).in_scope(|| tracing::debug!(level = ?request.level, "client set its log level"));
         Ok(())
     }
 
@@ -334,6 +339,41 @@ fn is_2026_07_28_or_later(context: &RequestContext<RoleServer>) -> bool {
     context.protocol_version().is_some_and(|version| version >= ProtocolVersion::V_2026_07_28)
 }
 
+/// The span of one request's log lines: it carries the request's W3C
+/// `traceparent` from `_meta` (SEP-414), so an operator can find the lines
+/// of a request a client traced. The value is the client's, so only a
+/// syntactically valid one is kept (55 characters, see `valid_traceparent`),
+/// and it is logged as an escaped Debug field; without one, no span.
+///
+/// At level ERROR so that the span is enabled whenever any of the request's
+/// lines is logged.
+fn request_span(context: &RequestContext<RoleServer>) -> tracing::Span {
+    match context.meta.get_traceparent().filter(|value| valid_traceparent(value)) {
+        Some(traceparent) => tracing::error_span!("request", traceparent = ?traceparent),
+        None => tracing::Span::none(),
+    }
+}
+
+/// Whether `value` is a W3C Trace Context `traceparent` of version 00 form:
+/// `VV-TRACEID-PARENTID-FF`, lowercase hex of 2, 32, 16 and 2 digits
+/// (55 characters), with a version other than `ff` and trace and parent ids
+/// that are not all zeros.
+fn valid_traceparent(value: &str) -> bool {
+    let fields: Vec<&str> = value.split('-').collect();
+    let [version, trace_id, parent_id, flags] = fields.as_slice() else {
+        return false;
+    };
+    let hex = |field: &str, len: usize| field.len() == len && field.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    let all_zeros = |field: &str| field.bytes().all(|b| b == b'0');
+    hex(version, 2)
+        && *version != "ff"
+        && hex(trace_id, 32)
+        && !all_zeros(trace_id)
+        && hex(parent_id, 16)
+        && !all_zeros(parent_id)
+        && hex(flags, 2)
+}
+
 /// Sends a session's client `notifications/prompts/list_changed` after
 /// each effective change of the catalog, from its `initialized` on, until the
 /// session ends (`ended`), a notification cannot be sent, or the registry is
@@ -431,7 +471,25 @@ fn log_failure(method: &str, prompt: &str, error: RequestError) -> ErrorData {
 
 #[cfg(test)]
 mod tests {
-    use super::{CacheScope, ListCaching, UNDECLARED_CAPABILITY_METHODS, capabilities};
+    use super::{CacheScope, ListCaching, UNDECLARED_CAPABILITY_METHODS, capabilities, valid_traceparent};
+
+    #[test]
+    fn only_a_well_formed_traceparent_is_valid() {
+        assert!(valid_traceparent("00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01"));
+        for invalid in [
+            "",
+            "00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01-",
+            "00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-011",
+            "00-0AF7651916CD43DD8448EB211C80319C-00F067AA0BA902B7-01",
+            "ff-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01",
+            "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+            "00-0af7651916cd43dd8448eb211c80319c-0000000000000000-01",
+            "00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7\n01",
+            "00-0af7651916cd43dd8448eb211c8031\u{1b}-00f067aa0ba902b7-01",
+        ] {
+            assert!(!valid_traceparent(invalid), "{invalid:?}");
+        }
+    }
 
     #[test]
     fn the_prompt_list_is_private_only_behind_a_token() {
