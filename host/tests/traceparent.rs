@@ -5,7 +5,7 @@
 mod support;
 
 use serde_json::json;
-use support::Server;
+use support::{Server, serve_plugins};
 
 const TRACEPARENT: &str = "00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01";
 
@@ -27,6 +27,17 @@ fn a_failing_prompts_get_logs_the_traceparent_of_its_request() {
     assert!(line.contains("DEBUG"), "{line}");
     assert!(line.contains(&format!("request{{traceparent=\"{TRACEPARENT}\"}}")), "{line}");
     assert!(line.contains("request refused"), "{line}");
+}
+
+#[test]
+fn a_pack_failure_logs_the_traceparent_on_its_warn_line() {
+    let (_dir, mut server) = serve_plugins(&["hostile"], &[]);
+    server.error("prompts/get", json!({ "name": "panic", "_meta": { "traceparent": TRACEPARENT } }));
+    let log = server.wait_for_stderr("plugin call failed");
+    let line = log.lines().find(|line| line.contains("plugin call failed")).unwrap();
+    assert!(line.contains("WARN"), "{line}");
+    assert!(line.contains(&format!("request{{traceparent=\"{TRACEPARENT}\"}}")), "{line}");
+    assert!(line.contains("prompt=\"panic\""), "{line}");
 }
 
 #[test]
