@@ -234,7 +234,7 @@ impl ServerHandler for PromptServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        undeclared::<_, ListToolsRequestMethod>(&context, Ok(ListToolsResult::default()))
+        undeclared::<_, ListToolsRequestMethod>(&context, Some(ListToolsResult::default()))
     }
 
     async fn call_tool(
@@ -242,7 +242,7 @@ impl ServerHandler for PromptServer {
         _request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        undeclared::<_, CallToolRequestMethod>(&context, Err(ErrorData::method_not_found::<CallToolRequestMethod>()))
+        undeclared::<_, CallToolRequestMethod>(&context, None)
     }
 
     async fn list_resources(
@@ -250,7 +250,7 @@ impl ServerHandler for PromptServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        undeclared::<_, ListResourcesRequestMethod>(&context, Ok(ListResourcesResult::default()))
+        undeclared::<_, ListResourcesRequestMethod>(&context, Some(ListResourcesResult::default()))
     }
 
     async fn list_resource_templates(
@@ -258,7 +258,7 @@ impl ServerHandler for PromptServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        undeclared::<_, ListResourceTemplatesRequestMethod>(&context, Ok(ListResourceTemplatesResult::default()))
+        undeclared::<_, ListResourceTemplatesRequestMethod>(&context, Some(ListResourceTemplatesResult::default()))
     }
 
     async fn read_resource(
@@ -266,7 +266,7 @@ impl ServerHandler for PromptServer {
         _request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        undeclared::<_, ReadResourceRequestMethod>(&context, Err(ErrorData::method_not_found::<ReadResourceRequestMethod>()))
+        undeclared::<_, ReadResourceRequestMethod>(&context, None)
     }
 
     #[allow(deprecated, reason = "resources/subscribe is legacy-only; earlier clients may still send it")]
@@ -275,7 +275,7 @@ impl ServerHandler for PromptServer {
         _request: SubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        undeclared::<_, SubscribeRequestMethod>(&context, Err(ErrorData::method_not_found::<SubscribeRequestMethod>()))
+        undeclared::<_, SubscribeRequestMethod>(&context, None)
     }
 
     #[allow(deprecated, reason = "resources/unsubscribe is legacy-only; earlier clients may still send it")]
@@ -284,7 +284,7 @@ impl ServerHandler for PromptServer {
         _request: UnsubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        undeclared::<_, UnsubscribeRequestMethod>(&context, Err(ErrorData::method_not_found::<UnsubscribeRequestMethod>()))
+        undeclared::<_, UnsubscribeRequestMethod>(&context, None)
     }
 
     async fn on_custom_request(
@@ -324,14 +324,14 @@ pub const UNDECLARED_CAPABILITY_METHODS: [&str; 7] = [
 ];
 
 /// The answer to method `M` of a capability this server does not declare:
-/// -32601 (method not found) for a request of protocol 2026-07-28 or later,
-/// which that revision requires; `earlier` before it (the empty lists, or
-/// -32601, that earlier clients and their conformance suite expect).
-fn undeclared<T, M: ConstString>(
-    context: &RequestContext<RoleServer>,
-    earlier: Result<T, ErrorData>,
-) -> Result<T, ErrorData> {
-    if is_2026_07_28_or_later(context) { Err(ErrorData::method_not_found::<M>()) } else { earlier }
+/// -32601 (method not found), except that before protocol 2026-07-28, which
+/// requires -32601, a list method answers `empty_list`, as earlier clients
+/// and their conformance suite expect.
+fn undeclared<T, M: ConstString>(context: &RequestContext<RoleServer>, empty_list: Option<T>) -> Result<T, ErrorData> {
+    match empty_list {
+        Some(empty) if !is_2026_07_28_or_later(context) => Ok(empty),
+        _ => Err(ErrorData::method_not_found::<M>()),
+    }
 }
 
 /// Whether the request is of protocol 2026-07-28 or later.
