@@ -5,6 +5,7 @@
 //! [server]
 //! plugins = "/srv/prompt-packs"   # the plugin directory (a relative path is relative to this file)
 //! page_size = 100                 # prompts per page of prompts/list
+//! list_ttl_ms = 60000             # how long 2026-07-28 clients may cache a page of it
 //! watch = true                    # reload plugins when the directory changes
 //! watch_poll_ms = 2000            # poll the directory instead of inotify (NFS)
 //! cache_dir = "/var/cache/prompt-host"  # compiled plugins; default ~/.cache/prompt-host
@@ -33,6 +34,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::catalog::DEFAULT_PAGE_SIZE;
+use crate::handler::DEFAULT_LIST_TTL_MS;
 use crate::limits::{LimitOverrides, Limits, MAX_CONCURRENT_CALLS};
 use crate::loader::PluginSettings;
 use crate::sandbox::{MAX_WASM_STACK, SandboxConfig};
@@ -44,6 +46,9 @@ pub struct ServeConfig {
     pub plugins_dir: Option<PathBuf>,
     /// Prompts on one page of `prompts/list`.
     pub page_size: usize,
+    /// How long a 2026-07-28 client may consider a page of `prompts/list`
+    /// fresh (its `ttlMs`), in milliseconds.
+    pub list_ttl_ms: u64,
     /// The limits of every plugin without its own.
     pub limits: Limits,
     /// Settings of the sandbox shared by all plugins.
@@ -99,6 +104,7 @@ impl Default for ServeConfig {
         ServeConfig {
             plugins_dir: None,
             page_size: DEFAULT_PAGE_SIZE,
+            list_ttl_ms: DEFAULT_LIST_TTL_MS,
             limits: Limits::default(),
             sandbox: SandboxConfig::default(),
             plugins: BTreeMap::new(),
@@ -222,6 +228,7 @@ impl ServeConfig {
             positive("server.page_size", page_size as u64)?;
             config.page_size = page_size;
         }
+        config.list_ttl_ms = file.server.list_ttl_ms.unwrap_or(config.list_ttl_ms);
         config.limits = file.limits.apply(&config.limits);
         config.sandbox = file.sandbox.apply(&config.sandbox)?;
         config.plugins = file.plugins;
@@ -285,6 +292,7 @@ struct ConfigFile {
 struct ServerSection {
     plugins: Option<PathBuf>,
     page_size: Option<usize>,
+    list_ttl_ms: Option<u64>,
     require_pinned: Option<bool>,
     watch: Option<bool>,
     watch_poll_ms: Option<u64>,

@@ -5,18 +5,22 @@
 use std::sync::Arc;
 
 use rmcp::model::{
-    ConstString,
+    CallToolRequestMethod, CallToolRequestParams, CallToolResponse, ConstString, ReadResourceRequestMethod,
+    ReadResourceRequestParams, ReadResourceResponse,
     CompleteRequestParams, CompleteResult, CustomRequest, CustomResult, ErrorData, GetPromptRequestParams, GetPromptResponse, GetPromptResult,
     Implementation, InitializeResult, ListPromptsResult, ListResourceTemplatesRequestMethod, ListResourceTemplatesResult,
     ListResourcesRequestMethod, ListResourcesResult, ListToolsRequestMethod, ListToolsResult, PaginatedRequestParams,
-    ProtocolVersion, Reference,
+    CacheScope, ProtocolVersion, Reference,
     ServerCapabilities, ServerConfig, SubscriptionFilter,
 };
 #[allow(deprecated, reason = "logging/setLevel is deprecated from 2026-07-28; earlier clients still send it")]
 use rmcp::model::SetLevelRequestParams;
+#[allow(deprecated, reason = "resources/subscribe and unsubscribe are legacy-only; earlier clients may still send them")]
+use rmcp::model::{SubscribeRequestMethod, SubscribeRequestParams, UnsubscribeRequestMethod, UnsubscribeRequestParams};
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{Peer, RoleServer, ServerHandler};
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use crate::bindings::provider;
 use crate::convert;
@@ -29,12 +33,55 @@ use crate::registry::{Registry, Snapshot};
 pub struct PromptServer {
     registry: Arc<Registry>,
     page_size: usize,
+    list_caching: ListCaching,
     session: SessionEnd,
+}
+
+/// How long a client of protocol 2026-07-28 or later may consider a page of
+/// `prompts/list` fresh, by default: one minute. The catalog changes only
+/// when the operator changes the packs; a client listening for
+/// `notifications/prompts/list_changed` learns of a change at once (the
+/// notification invalidates its cache), and one that does not sees it within
+/// a minute, while a client that lists before each use of a prompt does not
+/// list again for a minute.
+pub const DEFAULT_LIST_TTL_MS: u64 = 60_000;
+
+/// The caching hints (`ttlMs`, `cacheScope`) sent with each page of
+/// `prompts/list` to a client of protocol 2026-07-28 or later.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ListCaching {
+    pub ttl_ms: u64,
+    pub scope: CacheScope,
+}
+
+impl ListCaching {
+    /// The hints for a server whose endpoint requires a bearer token
+    /// (`requires_token`) or not. The prompt list is the same for every
+    /// client, so without a token it is `public`: any cache may serve it to
+    /// anyone, who could fetch it anyway. Behind a token it is `private`:
+    /// 2026-07-28 forbids sharing a private result across authorization
+    /// contexts, so a shared cache cannot hand the list to someone without
+    /// the token.
+    pub fn new(ttl_ms: u64, requires_token: bool) -> ListCaching {
+        let scope = if requires_token { CacheScope::Private } else { CacheScope::Public };
+        ListCaching { ttl_ms, scope }
+    }
+}
+
+impl Default for ListCaching {
+    fn default() -> Self {
+        ListCaching::new(DEFAULT_LIST_TTL_MS, false)
+    }
 }
 
 impl PromptServer {
     pub fn new(registry: Arc<Registry>, page_size: usize) -> PromptServer {
-        PromptServer { registry, page_size: page_size.max(1), session: SessionEnd::new() }
+        PromptServer { registry, page_size: page_size.max(1), list_caching: ListCaching::default(), session: SessionEnd::new() }
+    }
+
+    /// The server, sending `list_caching` with each page of `prompts/list`.
+    pub fn with_list_caching(self, list_caching: ListCaching) -> PromptServer {
+        PromptServer { list_caching, ..self }
     }
 
     fn list(&self, request: Option<PaginatedRequestParams>) -> Result<ListPromptsResult, RequestError> {
@@ -104,14 +151,7 @@ impl PromptServer {
 
 impl ServerHandler for PromptServer {
     fn get_info(&self) -> ServerConfig {
-        #[allow(deprecated, reason = "logging is deprecated from 2026-07-28, but clients of earlier revisions set its level")]
-        let capabilities = ServerCapabilities::builder()
-            .enable_logging()
-            .enable_prompts()
-            .enable_prompts_list_changed()
-            .enable_completions()
-            .build();
-        InitializeResult::new(capabilities)
+        InitializeResult::new(capabilities())
             .with_server_info(
                 Implementation::new("prompt-host", env!("CARGO_PKG_VERSION"))
                     .with_title("prompt-host")
@@ -123,28 +163,38 @@ impl ServerHandler for PromptServer {
     async fn list_prompts(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        Ok(self.list(request)?)
+        let span = request_span(&context);
+        let mut result = span.in_scope(|| self.list(request))?;
+        // Caching hints are fields of 2026-07-28; earlier clients get none.
+        if is_2026_07_28_or_later(&context) {
+            result.ttl_ms = Some(self.list_caching.ttl_ms);
+            result.cache_scope = Some(self.list_caching.scope);
+        }
+        Ok(result)
     }
 
     async fn get_prompt(
         &self,
         request: GetPromptRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
         let name = request.name.clone();
-        let result = self.get_prompt_result(request).await;
-        result.map(GetPromptResponse::Complete).map_err(|error| log_failure("prompts/get", &name, error))
+        let span = request_span(&context);
+        let result = self.get_prompt_result(request).instrument(span.clone()).await;
+        span.in_scope(|| result.map(GetPromptResponse::Complete).map_err(|error| log_failure("prompts/get", &name, error)))
     }
 
     async fn complete(
         &self,
         request: CompleteRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
         let name = request.r#ref.as_prompt_name().unwrap_or_default().to_string();
-        self.complete_result(request).await.map_err(|error| log_failure("completion/complete", &name, error))
+        let span = request_span(&context);
+        let result = self.complete_result(request).instrument(span.clone()).await;
+        span.in_scope(|| result.map_err(|error| log_failure("completion/complete", &name, error)))
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
@@ -157,9 +207,9 @@ impl ServerHandler for PromptServer {
     async fn set_level(
         &self,
         request: SetLevelRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        tracing::debug!(level = ?request.level, "client set its log level");
+        request_span(&context).in_scope(|| tracing::debug!(level = ?request.level, "client set its log level"));
         Ok(())
     }
 
@@ -175,16 +225,24 @@ impl ServerHandler for PromptServer {
         Ok(())
     }
 
-    /// This server declares no tools and no resources. From 2026-07-28 on,
-    /// their list methods answer "method not found" (-32601), as that
-    /// revision requires for a capability not declared; earlier clients
-    /// (and their conformance suite) get rmcp's empty lists.
+    // This server declares no tools and no resources (see `get_info`): each
+    // of their methods that rmcp routes to the handler answers through
+    // `undeclared` (the list is `UNDECLARED_CAPABILITY_METHODS`).
+
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        undeclared_list::<_, ListToolsRequestMethod>(&context)
+        undeclared::<_, ListToolsRequestMethod>(&context, Some(ListToolsResult::default()))
+    }
+
+    async fn call_tool(
+        &self,
+        _request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        undeclared::<_, CallToolRequestMethod>(&context, None)
     }
 
     async fn list_resources(
@@ -192,7 +250,7 @@ impl ServerHandler for PromptServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        undeclared_list::<_, ListResourcesRequestMethod>(&context)
+        undeclared::<_, ListResourcesRequestMethod>(&context, Some(ListResourcesResult::default()))
     }
 
     async fn list_resource_templates(
@@ -200,7 +258,33 @@ impl ServerHandler for PromptServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        undeclared_list::<_, ListResourceTemplatesRequestMethod>(&context)
+        undeclared::<_, ListResourceTemplatesRequestMethod>(&context, Some(ListResourceTemplatesResult::default()))
+    }
+
+    async fn read_resource(
+        &self,
+        _request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        undeclared::<_, ReadResourceRequestMethod>(&context, None)
+    }
+
+    #[allow(deprecated, reason = "resources/subscribe is legacy-only; earlier clients may still send it")]
+    async fn subscribe(
+        &self,
+        _request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        undeclared::<_, SubscribeRequestMethod>(&context, None)
+    }
+
+    #[allow(deprecated, reason = "resources/unsubscribe is legacy-only; earlier clients may still send it")]
+    async fn unsubscribe(
+        &self,
+        _request: UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        undeclared::<_, UnsubscribeRequestMethod>(&context, None)
     }
 
     async fn on_custom_request(
@@ -212,14 +296,82 @@ impl ServerHandler for PromptServer {
     }
 }
 
-/// The answer to a list method `M` of a capability this server does not
-/// declare: -32601 for a request of protocol 2026-07-28 or later, an empty
-/// list before it.
-fn undeclared_list<T: Default, M: ConstString>(context: &RequestContext<RoleServer>) -> Result<T, ErrorData> {
-    match context.protocol_version() {
-        Some(version) if version >= ProtocolVersion::V_2026_07_28 => Err(ErrorData::method_not_found::<M>()),
-        _ => Ok(T::default()),
+/// The capabilities this server declares: prompts (with list changes),
+/// completions and logging; no tools, no resources.
+fn capabilities() -> ServerCapabilities {
+    #[allow(deprecated, reason = "logging is deprecated from 2026-07-28, but clients of earlier revisions set its level")]
+    ServerCapabilities::builder()
+        .enable_logging()
+        .enable_prompts()
+        .enable_prompts_list_changed()
+        .enable_completions()
+        .build()
+}
+
+/// The methods of the capabilities this server does not declare (tools and
+/// resources) that rmcp routes to the handler; each answers through
+/// [`undeclared`]. (rmcp itself answers -32601 for the tasks and skills
+/// extensions, which this server does not declare either; logging and
+/// completions are declared.)
+pub const UNDECLARED_CAPABILITY_METHODS: [&str; 7] = [
+    "tools/list",
+    "tools/call",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "resources/subscribe",
+    "resources/unsubscribe",
+];
+
+/// The answer to method `M` of a capability this server does not declare:
+/// -32601 (method not found), except that before protocol 2026-07-28, which
+/// requires -32601, a list method answers `empty_list`, as earlier clients
+/// and their conformance suite expect.
+fn undeclared<T, M: ConstString>(context: &RequestContext<RoleServer>, empty_list: Option<T>) -> Result<T, ErrorData> {
+    match empty_list {
+        Some(empty) if !is_2026_07_28_or_later(context) => Ok(empty),
+        _ => Err(ErrorData::method_not_found::<M>()),
     }
+}
+
+/// Whether the request is of protocol 2026-07-28 or later.
+fn is_2026_07_28_or_later(context: &RequestContext<RoleServer>) -> bool {
+    context.protocol_version().is_some_and(|version| version >= ProtocolVersion::V_2026_07_28)
+}
+
+/// The span of one request's log lines: it carries the request's W3C
+/// `traceparent` from `_meta` (SEP-414), so an operator can find the lines
+/// of a request a client traced. The value is the client's, so only a
+/// syntactically valid one is kept (55 characters, see `valid_traceparent`),
+/// and it is logged as an escaped Debug field; without one, no span.
+///
+/// At level ERROR so that the span is enabled whenever any of the request's
+/// lines is logged.
+fn request_span(context: &RequestContext<RoleServer>) -> tracing::Span {
+    match context.meta.get_traceparent().filter(|value| valid_traceparent(value)) {
+        Some(traceparent) => tracing::error_span!("request", traceparent = ?traceparent),
+        None => tracing::Span::none(),
+    }
+}
+
+/// Whether `value` is a W3C Trace Context `traceparent` of version 00 form:
+/// `VV-TRACEID-PARENTID-FF`, lowercase hex of 2, 32, 16 and 2 digits
+/// (55 characters), with a version other than `ff` and trace and parent ids
+/// that are not all zeros.
+fn valid_traceparent(value: &str) -> bool {
+    let fields: Vec<&str> = value.split('-').collect();
+    let [version, trace_id, parent_id, flags] = fields.as_slice() else {
+        return false;
+    };
+    let hex = |field: &str, len: usize| field.len() == len && field.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    let all_zeros = |field: &str| field.bytes().all(|b| b == b'0');
+    hex(version, 2)
+        && *version != "ff"
+        && hex(trace_id, 32)
+        && !all_zeros(trace_id)
+        && hex(parent_id, 16)
+        && !all_zeros(parent_id)
+        && hex(flags, 2)
 }
 
 /// Sends a session's client `notifications/prompts/list_changed` after
@@ -315,4 +467,42 @@ fn log_failure(method: &str, prompt: &str, error: RequestError) -> ErrorData {
         }
     }
     error.into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{CacheScope, ListCaching, UNDECLARED_CAPABILITY_METHODS, capabilities, valid_traceparent};
+
+    #[test]
+    fn only_a_well_formed_traceparent_is_valid() {
+        assert!(valid_traceparent("00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01"));
+        for invalid in [
+            "",
+            "00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01-",
+            "00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-011",
+            "00-0AF7651916CD43DD8448EB211C80319C-00F067AA0BA902B7-01",
+            "ff-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01",
+            "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+            "00-0af7651916cd43dd8448eb211c80319c-0000000000000000-01",
+            "00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7\n01",
+            "00-0af7651916cd43dd8448eb211c8031\u{1b}-00f067aa0ba902b7-01",
+        ] {
+            assert!(!valid_traceparent(invalid), "{invalid:?}");
+        }
+    }
+
+    #[test]
+    fn the_prompt_list_is_private_only_behind_a_token() {
+        assert_eq!(ListCaching::new(5, false), ListCaching { ttl_ms: 5, scope: CacheScope::Public });
+        assert_eq!(ListCaching::new(5, true), ListCaching { ttl_ms: 5, scope: CacheScope::Private });
+    }
+
+    #[test]
+    fn the_methods_answered_as_undeclared_belong_to_capabilities_not_declared() {
+        let declared = capabilities();
+        assert_eq!((declared.tools, declared.resources), (None, None));
+        for method in UNDECLARED_CAPABILITY_METHODS {
+            assert!(method.starts_with("tools/") || method.starts_with("resources/"), "{method}");
+        }
+    }
 }

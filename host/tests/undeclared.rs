@@ -1,6 +1,7 @@
 //! Methods of capabilities this server does not declare (tools, resources):
-//! -32601 from protocol 2026-07-28 on, which requires it; the empty lists
-//! earlier revisions, and their conformance suite, expect before it.
+//! every one answers -32601 from protocol 2026-07-28 on, which requires it;
+//! before it, the list methods answer the empty lists earlier revisions (and
+//! their conformance suite) expect, and the others -32601 as they always did.
 
 mod support;
 
@@ -17,22 +18,51 @@ fn meta_2026() -> Value {
     })
 }
 
+/// Each method of tools and resources, with well-formed params for it.
+fn undeclared_methods() -> Vec<(&'static str, Value)> {
+    vec![
+        ("tools/list", json!({})),
+        ("tools/call", json!({ "name": "anything", "arguments": {} })),
+        ("resources/list", json!({})),
+        ("resources/templates/list", json!({})),
+        ("resources/read", json!({ "uri": "file:///etc/hostname" })),
+        ("resources/subscribe", json!({ "uri": "file:///etc/hostname" })),
+        ("resources/unsubscribe", json!({ "uri": "file:///etc/hostname" })),
+    ]
+}
+
+fn with_meta(mut params: Value, meta: Value) -> Value {
+    params["_meta"] = meta;
+    params
+}
+
 #[test]
-fn a_2026_07_28_client_gets_method_not_found_for_tools_and_resources() {
+fn a_2026_07_28_client_gets_method_not_found_for_every_tools_and_resources_method() {
     let mut server = Server::spawn(&[]);
-    for method in ["tools/list", "resources/list", "resources/templates/list"] {
-        let error = server.error(method, json!({ "_meta": meta_2026() }));
+    for (method, params) in undeclared_methods() {
+        let error = server.error(method, with_meta(params, meta_2026()));
         assert_eq!((error["code"].as_i64(), error["message"].as_str()), (Some(-32601), Some(method)), "{method}");
     }
-    // The capability it does declare is served.
+    // The capabilities it does declare are served.
     let page = server.result("prompts/list", json!({ "_meta": meta_2026() }));
     assert_eq!(page["prompts"][0]["name"], "code_review");
 }
 
 #[test]
-fn an_earlier_client_gets_empty_lists() {
+fn an_earlier_client_gets_empty_lists_and_method_not_found_for_the_rest() {
     let mut server = Server::start(&[]);
-    assert_eq!(server.result("tools/list", json!({})), json!({ "tools": [] }));
-    assert_eq!(server.result("resources/list", json!({})), json!({ "resources": [] }));
-    assert_eq!(server.result("resources/templates/list", json!({})), json!({ "resourceTemplates": [] }));
+    for (method, params) in undeclared_methods() {
+        let response = server.request(method, params);
+        let expected = match method {
+            "tools/list" => json!({ "result": { "tools": [] } }),
+            "resources/list" => json!({ "result": { "resources": [] } }),
+            "resources/templates/list" => json!({ "result": { "resourceTemplates": [] } }),
+            _ => json!({ "error": { "code": -32601, "message": method } }),
+        };
+        let outcome = response.get("result").map(|result| json!({ "result": result }));
+        let outcome = outcome.unwrap_or_else(|| json!({ "error": response["error"] }));
+        assert_eq!(outcome, expected, "{method}");
+    }
+    // logging is declared: an earlier client may set its level.
+    assert_eq!(server.result("logging/setLevel", json!({ "level": "info" })), json!({}));
 }

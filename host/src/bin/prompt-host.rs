@@ -9,7 +9,7 @@ use clap::{Args, CommandFactory, Parser, Subcommand};
 use prompt_host::config::{ConfigError, ServeConfig};
 use prompt_host::limits::LimitOverrides;
 use prompt_host::error::RequestError;
-use prompt_host::handler::PromptServer;
+use prompt_host::handler::{ListCaching, PromptServer};
 use prompt_host::scaffold::{self, Language};
 use prompt_host::transport::http::{self, HttpConfig, HttpListener};
 use prompt_host::transport::stdio;
@@ -233,6 +233,10 @@ struct ServeArgs {
     /// Prompts per page of prompts/list [default: 100].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     page_size: Option<u32>,
+    /// How long a 2026-07-28 client may consider a page of prompts/list fresh
+    /// (its ttlMs), in milliseconds; 0 makes it stale at once [default: 60000].
+    #[arg(long, value_name = "MS")]
+    list_ttl_ms: Option<u64>,
     /// Serve the prompts of plugin PLUGIN under PREFIX followed by their declared names (repeatable).
     #[arg(long = "prefix", value_name = "PLUGIN=PREFIX", value_parser = parse_prefix)]
     prefixes: Vec<(String, String)>,
@@ -416,6 +420,7 @@ fn serve_config(args: &ServeArgs) -> Result<ServeConfig, ConfigError> {
     if let Some(page_size) = args.page_size {
         config.page_size = page_size as usize;
     }
+    config.list_ttl_ms = args.list_ttl_ms.unwrap_or(config.list_ttl_ms);
     for (plugin, prefix) in &args.prefixes {
         config.set_prefix_from_flag(plugin, prefix);
     }
@@ -460,7 +465,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             return Ok(());
         }
     };
-    let server = PromptServer::new(host.registry, config.page_size);
+    let list_caching = ListCaching::new(config.list_ttl_ms, args.http.auth_token_file.is_some());
+    let server = PromptServer::new(host.registry, config.page_size).with_list_caching(list_caching);
     let grace = std::time::Duration::from_millis(args.shutdown_grace_ms);
     let Some(listener) = listener else {
         let stop = async move {
