@@ -21,6 +21,8 @@ use serde_json::{Value, json};
 
 const CODE: &str = "def hello():\n    print('world')";
 const EXPECTED_TEXT: &str = "Please review this Python code:\ndef hello():\n    print('world')";
+/// The expected text as it stands, escaped, in a JSON response line.
+const EXPECTED_TEXT_JSON: &str = r"Please review this Python code:\ndef hello():\n    print('world')";
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
@@ -256,7 +258,7 @@ impl StdioServer {
         while (latencies.len() as u64) < total {
             let line = self.read_line()?;
             let Some(id) = response_id(&line) else { continue };
-            ensure!(!line.contains("\"error\""), "request {id} failed: {line}");
+            ensure!(line.contains(EXPECTED_TEXT_JSON), "request {id} was answered {line}");
             let at = sent_at.remove(&id).context("a response to no request")?;
             latencies.push(at.elapsed());
             if sent < total {

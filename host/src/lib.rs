@@ -23,9 +23,9 @@
 //! and on the request path's modules: [`report`] (the `inspect` command's
 //! report as a person reads it), [`inspect`] (that report, built), [`startup`]
 //! (from config to registry, and one plugin for the `get` command), [`watch`]
-//! (the live plugin directory), [`config`], [`loader`] (from bytes to
-//! plugin), [`cache`] (compiled plugins on disk), [`bundled`] (the example
-//! packs built in) and [`scaffold`] (the `new` command: a new pack from
+//! (the live plugin directory), [`config`], [`bundled`] (the example packs
+//! built in), [`loader`] (from bytes to plugin), [`cache`] (compiled plugins
+//! on disk) and [`scaffold`] (the `new` command: a new pack from
 //! templates).
 
 pub mod bindings;

@@ -228,7 +228,8 @@ fn seconds(duration: Duration) -> String {
 /// A compiled component, as loading a plugin found it.
 pub struct Compiled {
     pub component: Component,
-    /// How long compiling it, or reading it from the cache, took.
+    /// How long compiling it, or reading it from the cache, took (with the
+    /// wait for a turn to compile, when other compiles ran).
     pub took: Duration,
     /// Whether it was compiled or read from the cache.
     pub origin: Origin,
@@ -363,8 +364,8 @@ impl Loader {
         tokio::task::spawn_blocking(move || cache.load(&engine, &digest)).await.expect("a cache read does not panic")
     }
 
-    /// Loads many plugins concurrently: compilation runs in parallel on the
-    /// blocking pool. Returns the ones that loaded, in the order of
+    /// Loads many plugins concurrently (compiles take turns, one per core, on
+    /// the blocking pool). Returns the ones that loaded, in the order of
     /// `sources`, and the failures.
     pub async fn load_all(
         self: &Arc<Self>,
