@@ -168,9 +168,26 @@ impl Template {
         self
     }
 
-    /// The prompt as `list-prompts` declares it.
-    pub fn declaration(&self) -> &Prompt {
-        &self.declaration
+    /// The prompt as `list-prompts` declares it. An optional argument with a
+    /// default says it at the end of its description, `(default: short)`:
+    /// neither MCP nor the WIT contract has a field for it, and clients (and
+    /// `prompt-host inspect`) show the description. A description that says
+    /// it already is left as it is, and so is an empty default.
+    pub fn declaration(&self) -> Prompt {
+        let mut prompt = self.declaration.clone();
+        for argument in &mut prompt.arguments {
+            let Some((_, value)) = self.defaults.iter().find(|(name, _)| *name == argument.name) else { continue };
+            if value.is_empty() {
+                continue;
+            }
+            let note = format!("(default: {value})");
+            argument.description = Some(match argument.description.take() {
+                Some(description) if description.contains(&note) => description,
+                Some(description) if !description.trim().is_empty() => format!("{description} {note}"),
+                _ => note,
+            });
+        }
+        prompt
     }
 
     /// Checks that every placeholder, default and choice names a declared
@@ -327,7 +344,7 @@ impl<T: TemplatePack> Guest for T {
             }));
             panic!("{}", mistake.problem);
         }
-        templates.into_iter().map(|template| template.declaration).collect()
+        templates.iter().map(Template::declaration).collect()
     }
 
     fn get_prompt(name: String, arguments: Vec<Argument>) -> Result<PromptReply, PromptError> {
@@ -359,6 +376,20 @@ mod tests {
             .choices("length", &["short", "medium", "long"])
             .user("Write a {length} summary of {{this}}:\n\n{text}")
             .assistant("A {length} one.")
+    }
+
+    #[test]
+    fn a_default_is_said_in_its_arguments_description() {
+        let declared = summarize().declaration();
+        let descriptions: Vec<Option<&str>> = declared.arguments.iter().map(|a| a.description.as_deref()).collect();
+        assert_eq!(descriptions, [Some("The text"), Some("How long (default: short)")]);
+        // Said once, when the author already said it; not at all for "".
+        let said = template("a", "A").argument(optional("x", "X (default: 1)")).default("x", "1").user("{x}");
+        assert_eq!(said.declaration().arguments[0].description.as_deref(), Some("X (default: 1)"));
+        let gap = template("a", "A").argument(optional("x", "X")).default("x", "").user("{x}");
+        assert_eq!(gap.declaration().arguments[0].description.as_deref(), Some("X"));
+        let undescribed = template("a", "A").argument(PromptArgument { description: None, ..optional("x", "") }).default("x", "2");
+        assert_eq!(undescribed.declaration().arguments[0].description.as_deref(), Some("(default: 2)"));
     }
 
     #[test]

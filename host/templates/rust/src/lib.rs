@@ -13,7 +13,7 @@ impl TemplatePack for Pack {
             template("summarize", "Asks for a summary of a text")
                 .title("Summarize text")
                 .argument(required("text", "The text to summarize"))
-                .argument(optional("length", "short, medium or long (default: short)"))
+                .argument(optional("length", "short, medium or long"))
                 .default("length", "short")
                 .choices("length", &["short", "medium", "long"])
                 .user("Write a {length} summary of this text:\n\n{text}"),
