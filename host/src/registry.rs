@@ -35,13 +35,16 @@ impl Snapshot {
     fn warn_of_new_clashes(&self, previous: &[Skipped]) {
         for skip in self.skipped.iter().filter(|skip| !previous.contains(skip)) {
             // Prompt names may appear in the message: validation refused any
-            // with whitespace, control or format characters at load.
+            // with whitespace, control or format characters at load. Plugin
+            // names are file names: escaped.
             tracing::warn!(
                 prompt = %skip.name,
                 plugin = %skip.plugin.escape_debug(),
-                served_by = %skip.served_by,
+                served_by = %skip.served_by.escape_debug(),
                 "prompt '{}' of plugin '{}' is skipped: plugin '{}' already serves that name",
-                skip.name, skip.plugin, skip.served_by
+                skip.name,
+                skip.plugin.escape_debug(),
+                skip.served_by.escape_debug()
             );
         }
     }
