@@ -121,11 +121,10 @@ fn mebibytes(bytes: usize) -> String {
 /// return, a bidirectional override) are written escaped, `\u{1b}`; the
 /// rest, newlines and tabs included, as is.
 fn printable(text: &str) -> String {
-    use unicode_properties::{GeneralCategory, UnicodeGeneralCategory};
     text.chars()
         .map(|c| match c {
             '\n' | '\t' => c.to_string(),
-            c if c.is_control() || c.general_category() == GeneralCategory::Format => c.escape_unicode().to_string(),
+            c if c.is_control() || crate::validate::is_format(c) => c.escape_unicode().to_string(),
             c => c.to_string(),
         })
         .collect()

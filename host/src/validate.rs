@@ -280,6 +280,13 @@ fn content(content: &provider::Content) -> Result<(), String> {
 /// (Unicode category Cc) and no format characters (Cf: bidirectional
 /// controls, zero-width characters, byte order marks), which make a name
 /// display as another.
+/// Whether `c` is an invisible formatting character (Unicode Cf: a
+/// bidirectional override, a zero-width joiner), which makes text display as
+/// other text.
+pub fn is_format(c: char) -> bool {
+    c.general_category() == GeneralCategory::Format
+}
+
 fn usable_name(name: &str) -> Result<(), (String, &'static str)> {
     if name.is_empty() {
         return Err(("is empty".into(), HINT_NAME));
@@ -290,7 +297,7 @@ fn usable_name(name: &str) -> Result<(), (String, &'static str)> {
     if let Some(c) = name.chars().find(|c| c.is_whitespace() || c.is_control()) {
         return Err((format!("contains {c:?}, and names may hold no whitespace or control characters"), HINT_NAME));
     }
-    if let Some(c) = name.chars().find(|c| c.general_category() == GeneralCategory::Format) {
+    if let Some(c) = name.chars().find(|&c| is_format(c)) {
         return Err((
             format!("contains the invisible formatting character {c:?}, which makes a name display as another"),
             HINT_DECEPTIVE_NAME,
