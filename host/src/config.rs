@@ -11,6 +11,16 @@
 //! cache_dir = "/var/cache/prompt-host"  # compiled plugins; default ~/.cache/prompt-host
 //! cache_max_mib = 512             # the most the compiled cache keeps
 //! require_pinned = false          # refuse plugins without a sha256 below
+//! store = "prompt-host-store"     # packs pulled from registries (the default)
+//!
+//! [signatures]                    # what every plugin's signature must be
+//! require = false                 # refuse plugins without a valid signature
+//! public_keys = ["keys/acme.pub"] # cosign public keys (PEM) whose signatures count
+//!
+//! [registry]                      # how `add`, `update` and `publish` reach registries
+//! plain_http = ["127.0.0.1:5000"] # registries spoken to over HTTP, not HTTPS
+//! ca_file = "registry-ca.pem"     # a CA trusted besides the system's
+//! max_pack_mib = 128              # the largest pack pulled
 //!
 //! [limits]                        # every plugin, unless overridden below
 //! fuel = 500000000
@@ -25,6 +35,8 @@
 //! prefix = "acme-"
 //! sha256 = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
 //! limits = { deadline_ms = 3000 }
+//! require_signature = true        # over signatures.require, for this plugin
+//! public_keys = ["keys/acme.pub"] # in place of signatures.public_keys
 //! ```
 
 use std::collections::BTreeMap;
@@ -36,8 +48,10 @@ use serde::Deserialize;
 use crate::catalog::DEFAULT_PAGE_SIZE;
 use crate::handler::DEFAULT_LIST_TTL_MS;
 use crate::limits::{LimitOverrides, Limits, MAX_CONCURRENT_CALLS};
+use crate::distribution::RegistrySettings;
 use crate::loader::PluginSettings;
 use crate::sandbox::{MAX_WASM_STACK, SandboxConfig};
+use crate::signature::{SignaturePolicy, TrustedKey};
 
 /// Everything `prompt-host serve` needs to know.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,7 +80,17 @@ pub struct ServeConfig {
     pub cache_dir: Option<PathBuf>,
     /// The most bytes of compiled plugins the cache keeps.
     pub cache_max_bytes: u64,
+    /// Where packs pulled from registries are kept, with their provenance;
+    /// `None` (no config file) looks for no provenance.
+    pub pack_store: Option<PathBuf>,
+    /// What every plugin's signature must be, unless its section says.
+    pub signatures: SignaturePolicy,
+    /// How registries are reached.
+    pub registry: RegistrySettings,
 }
+
+/// The pack store's default folder, beside the config file.
+pub const DEFAULT_PACK_STORE: &str = "prompt-host-store";
 
 /// The default size cap of the compiled cache, in MiB.
 pub const DEFAULT_CACHE_MAX_MIB: u64 = 512;
@@ -97,6 +121,14 @@ pub struct PluginConfig {
     /// section: a warning that the name matches no plugin then names the flag.
     #[serde(skip)]
     pub only_prefix_flag: bool,
+    /// Whether the plugin needs a valid signature, over `signatures.require`.
+    pub require_signature: Option<bool>,
+    /// The keys its signature may be by, in place of
+    /// `signatures.public_keys` (files, relative to the config file).
+    pub public_keys: Option<Vec<PathBuf>>,
+    /// Those keys, read.
+    #[serde(skip)]
+    pub trusted_keys: Option<Vec<TrustedKey>>,
 }
 
 impl Default for ServeConfig {
@@ -113,6 +145,9 @@ impl Default for ServeConfig {
             watch_poll: None,
             cache_dir: default_cache_dir(),
             cache_max_bytes: DEFAULT_CACHE_MAX_MIB << 20,
+            pack_store: None,
+            signatures: SignaturePolicy::default(),
+            registry: RegistrySettings::default(),
         }
     }
 }
@@ -139,6 +174,11 @@ impl ServeConfig {
             limits: configured.limits.apply(&self.limits),
             pinned_sha256: configured.sha256,
             require_pinned: self.require_pinned,
+            signatures: SignaturePolicy {
+                required: configured.require_signature.unwrap_or(self.signatures.required),
+                keys: configured.trusted_keys.unwrap_or_else(|| self.signatures.keys.clone()),
+            },
+            pack_store: self.pack_store.clone(),
         }
     }
 
@@ -204,6 +244,12 @@ impl ServeConfig {
         let mut config = ServeConfig::default();
         // Every path key of the file: relative to the file's folder.
         config.plugins_dir = file.server.plugins.map(|dir| folder.join(dir));
+        config.pack_store = Some(folder.join(file.server.store.unwrap_or_else(|| PathBuf::from(DEFAULT_PACK_STORE))));
+        config.signatures = SignaturePolicy {
+            required: file.signatures.require.unwrap_or(false),
+            keys: read_keys("signatures.public_keys", &file.signatures.public_keys, folder)?,
+        };
+        config.registry = file.registry.apply(folder)?;
         config.require_pinned = file.server.require_pinned.unwrap_or(config.require_pinned);
         config.watch = file.server.watch.unwrap_or(config.watch);
         if let Some(ms) = file.server.watch_poll_ms {
@@ -232,6 +278,11 @@ impl ServeConfig {
         config.limits = file.limits.apply(&config.limits);
         config.sandbox = file.sandbox.apply(&config.sandbox)?;
         config.plugins = file.plugins;
+        for (name, plugin) in config.plugins.iter_mut() {
+            if let Some(keys) = &plugin.public_keys {
+                plugin.trusted_keys = Some(read_keys(&format!("plugins.{name}.public_keys"), keys, folder)?);
+            }
+        }
         Ok(config)
     }
 }
@@ -285,6 +336,55 @@ struct ConfigFile {
     sandbox: SandboxSection,
     #[serde(default)]
     plugins: BTreeMap<String, PluginConfig>,
+    #[serde(default)]
+    signatures: SignaturesSection,
+    #[serde(default)]
+    registry: RegistrySection,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SignaturesSection {
+    require: Option<bool>,
+    #[serde(default)]
+    public_keys: Vec<PathBuf>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RegistrySection {
+    #[serde(default)]
+    plain_http: Vec<String>,
+    ca_file: Option<PathBuf>,
+    max_pack_mib: Option<u64>,
+}
+
+impl RegistrySection {
+    fn apply(&self, folder: &Path) -> Result<RegistrySettings, String> {
+        let mut settings = RegistrySettings { plain_http: self.plain_http.clone(), ..RegistrySettings::default() };
+        if let Some(file) = &self.ca_file {
+            let path = folder.join(file);
+            let pem = std::fs::read(&path).map_err(|error| format!("registry.ca_file: cannot read {}: {error}", path.display()))?;
+            settings.ca_certificates.push(pem);
+        }
+        if let Some(mib) = self.max_pack_mib {
+            positive("registry.max_pack_mib", mib)?;
+            settings.max_pack_bytes = mib.checked_mul(1 << 20).ok_or("registry.max_pack_mib is too large")?;
+        }
+        Ok(settings)
+    }
+}
+
+/// Reads the public key files `files` (relative to `folder`) that `key` names.
+fn read_keys(key: &str, files: &[PathBuf], folder: &Path) -> Result<Vec<TrustedKey>, String> {
+    files
+        .iter()
+        .map(|file| {
+            let path = folder.join(file);
+            let pem = std::fs::read_to_string(&path).map_err(|error| format!("{key}: cannot read {}: {error}", path.display()))?;
+            TrustedKey::new(file.display().to_string(), pem).map_err(|error| format!("{key}: {error}"))
+        })
+        .collect()
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -298,6 +398,7 @@ struct ServerSection {
     watch_poll_ms: Option<u64>,
     cache_dir: Option<PathBuf>,
     cache_max_mib: Option<u64>,
+    store: Option<PathBuf>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -348,7 +449,8 @@ mod tests {
 
     #[test]
     fn an_empty_file_gives_the_defaults() {
-        assert_eq!(ServeConfig::from_toml(""), Ok(ServeConfig::default()));
+        let store = Some(PathBuf::from(DEFAULT_PACK_STORE));
+        assert_eq!(ServeConfig::from_toml(""), Ok(ServeConfig { pack_store: store, ..ServeConfig::default() }));
     }
 
     #[test]

@@ -17,7 +17,9 @@ use wasmtime::component::Component;
 
 use crate::bindings::{PROVIDER_INTERFACE, PromptPackPre, provider};
 use crate::cache::{CompiledCache, Origin};
+use crate::pack_store::PackStore;
 use crate::plugin::Plugin;
+use crate::signature::{self, SignatureError, SignaturePolicy, Verified};
 use crate::limits::Limits;
 use crate::sandbox::{CallFailure, CallQuota, CallState, CallUsage, PrepareError, Sandbox};
 use crate::validate::{self, Answer, Problem};
@@ -84,6 +86,10 @@ pub struct PluginSettings {
     pub pinned_sha256: Option<String>,
     /// Whether a plugin that is not pinned is refused.
     pub require_pinned: bool,
+    /// What its signature must be.
+    pub signatures: SignaturePolicy,
+    /// Where the provenance of packs pulled from registries is kept.
+    pub pack_store: Option<PathBuf>,
 }
 
 /// Why a plugin could not be loaded. Each says what is wrong; [`LoadError::hint`]
@@ -114,6 +120,10 @@ pub enum LoadError {
     PinMismatch { pinned: String, actual: String },
     #[error("it is not pinned, and the configuration requires every plugin to be pinned (plugins.NAME.sha256)")]
     NotPinned,
+    #[error("signature refused: {0}")]
+    Signature(SignatureError),
+    #[error("its provenance cannot be read: {0}")]
+    Provenance(String),
 }
 
 impl LoadError {
@@ -159,6 +169,16 @@ impl LoadError {
                 "if this file is the one you mean to serve, pin its new SHA-256 in plugins.NAME.sha256"
             }
             LoadError::NotPinned => "add plugins.NAME.sha256 to the config with the SHA-256 `prompt-host inspect` prints",
+            LoadError::Signature(SignatureError::Unsigned | SignatureError::NotTheSignedBytes { .. }) => {
+                "install signed packs with `prompt-host add oci://...` (or `update NAME`): a file changed or copied in \
+                 by hand has no signature the host can check"
+            }
+            LoadError::Signature(SignatureError::NoKeys) => "name the publisher's key in signatures.public_keys",
+            LoadError::Signature(_) => {
+                "the pack is not signed by a key the configuration trusts (signatures.public_keys, \
+                 plugins.NAME.public_keys): ask its publisher which key signs it"
+            }
+            LoadError::Provenance(_) => "install it again with `prompt-host update NAME`",
         })
     }
 
@@ -247,6 +267,8 @@ pub struct LoadTrace {
     /// The prompts as declared, when they failed validation (a loaded
     /// plugin holds its own).
     pub invalid_prompts: Vec<provider::Prompt>,
+    /// Who signed it, when a trusted key did.
+    pub signature: Option<Verified>,
 }
 
 /// Loads plugins: compiles them (or takes them from the compiled cache),
@@ -297,6 +319,7 @@ impl Loader {
     ) -> Result<Plugin, LoadError> {
         let digest = digest(&source.bytes);
         check_pin(&digest, &settings)?;
+        trace.signature = check_signature(&digest, &settings)?;
         let started = Instant::now();
         let (component, origin) = self.compile(&source.id, &source.bytes, &digest).await?;
         trace.compiled = Some(Compiled { component: component.clone(), took: started.elapsed(), origin });
@@ -388,6 +411,17 @@ impl Loader {
         }
         (plugins, failures)
     }
+}
+
+/// Checks the signature of the bytes with SHA-256 `digest` against the
+/// plugin's policy, from the provenance the pack store keeps for exactly
+/// those bytes: who signed them, if a trusted key did.
+fn check_signature(digest: &str, settings: &PluginSettings) -> Result<Option<Verified>, LoadError> {
+    let provenance = match &settings.pack_store {
+        Some(dir) => PackStore::new(dir.clone()).provenance(digest).map_err(LoadError::Provenance)?,
+        None => None,
+    };
+    signature::check_at_load(digest, provenance.as_ref(), &settings.signatures).map_err(LoadError::Signature)
 }
 
 /// Refuses bytes that do not match the plugin's pinned digest, and unpinned

@@ -14,6 +14,9 @@ use prompt_host::scaffold::{self, Language};
 use prompt_host::transport::http::{self, HttpConfig, HttpListener};
 use prompt_host::transport::stdio;
 
+#[path = "prompt-host/registry.rs"]
+mod registry;
+
 /// What is logged unless RUST_LOG says otherwise: the host's own events, and
 /// only rmcp's warnings (it logs every message it handles at info).
 const DEFAULT_LOG_FILTER: &str = "info,rmcp=warn";
@@ -148,6 +151,65 @@ enum Command {
         #[command(flatten)]
         plugin: OnePluginArgs,
     },
+    /// Install a pack from an OCI registry into the plugin directory: pull
+    /// it, verify its signature against the config's policy, record it in
+    /// prompt-host.lock (beside the config file), then place it, whole, where
+    /// a running server loads it.
+    Add {
+        /// oci://REGISTRY/REPOSITORY:TAG or oci://REGISTRY/REPOSITORY@sha256:HEX
+        reference: String,
+        /// The plugin's name [default: the repository's last segment].
+        #[arg(long)]
+        name: Option<String>,
+        #[command(flatten)]
+        install: InstallArgs,
+    },
+    /// Resolve the tags of installed packs again (or of NAME's) and install
+    /// what changed, verified. A pack that fails keeps what is installed,
+    /// and the reason is printed; exits with status 1 if any failed.
+    Update {
+        name: Option<String>,
+        #[command(flatten)]
+        install: InstallArgs,
+    },
+    /// Remove a pack installed from a registry: its plugin file (a running
+    /// server unloads it) and its prompt-host.lock entry.
+    Remove {
+        name: String,
+        #[command(flatten)]
+        install: InstallArgs,
+    },
+    /// List the installed packs: each one's name, tag, digest, signer and
+    /// prompt count, and whether the file on disk is the one the lockfile
+    /// records; then the plugin files not installed from a registry.
+    List {
+        /// Print the list as JSON, for tools.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        install: InstallArgs,
+    },
+    /// Push a pack to an OCI registry as a CNCF wasm artifact (the layout
+    /// wkg and oras push), and print its manifest digest: what cosign signs.
+    Publish {
+        /// The pack (a WebAssembly component).
+        file: PathBuf,
+        /// oci://REGISTRY/REPOSITORY:TAG
+        reference: String,
+        /// A config file whose [registry] section says how to reach the registry.
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+    },
+}
+
+/// Which installation `add`, `update`, `remove` and `list` work on.
+#[derive(Args)]
+struct InstallArgs {
+    /// The config file `serve` uses: its plugin directory receives the packs,
+    /// prompt-host.lock is beside it, and its [signatures] and [registry]
+    /// sections apply.
+    #[arg(long, value_name = "FILE", default_value = "prompt-host.toml")]
+    config: PathBuf,
 }
 
 /// How `inspect`, `get` and `complete` load their one plugin: as `serve`
@@ -393,6 +455,11 @@ fn main() -> ExitCode {
             Command::Complete { file, prompt, argument, typed, context, plugin } => {
                 complete(file, prompt, argument, typed, context, plugin).await
             }
+            Command::Add { reference, name, install } => registry::add(&install.config, &reference, name.as_deref()).await,
+            Command::Update { name, install } => registry::update(&install.config, name.as_deref()).await,
+            Command::Remove { name, install } => registry::remove(&install.config, &name),
+            Command::List { json, install } => registry::list(&install.config, json).await,
+            Command::Publish { file, reference, config } => registry::publish(&file, &reference, config.as_deref()).await,
         }
     });
     // Everything to be written has been: do not wait for what is left, such

@@ -1,0 +1,173 @@
+//! Which signatures a host accepts, and checking a pack's against them.
+//!
+//! A pack from a registry is signed by its publisher with cosign: the
+//! signature covers a small JSON payload ("simple signing") that names the
+//! pack's manifest digest, and the manifest names the component's digest.
+//! So a signature is bound to exact bytes, never to a tag. The host keeps
+//! what it pulled (the manifest and the signatures: a [`Provenance`]) and
+//! checks the whole chain again at every load, from the component's bytes
+//! up to a key the configuration trusts: a file changed on disk, in the
+//! store or under the compiled cache (which is keyed by the component's
+//! digest) no longer matches, and is refused.
+//!
+//! The cryptography is sigstore-rs's ([`CosignVerificationKey`]).
+
+use serde::{Deserialize, Serialize};
+use sigstore::cosign::payload::simple_signing::SimpleSigning;
+use sigstore::crypto::{CosignVerificationKey, Signature};
+
+use crate::distribution::{self, CosignSignature};
+
+/// What a plugin's signature must be.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SignaturePolicy {
+    /// Whether the plugin is refused without a valid signature.
+    pub required: bool,
+    /// The keys whose signatures are accepted.
+    pub keys: Vec<TrustedKey>,
+}
+
+/// A public key the configuration trusts (cosign's `cosign.pub`, PEM).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrustedKey {
+    /// The key's file, as the configuration names it.
+    pub name: String,
+    pub pem: String,
+}
+
+impl TrustedKey {
+    /// Reads a PEM public key, refusing what sigstore cannot verify with.
+    pub fn new(name: String, pem: String) -> Result<TrustedKey, String> {
+        CosignVerificationKey::try_from_pem(pem.as_bytes())
+            .map_err(|error| format!("{name} is not a public key sigstore can verify with: {error}"))?;
+        Ok(TrustedKey { name, pem })
+    }
+}
+
+/// What the host keeps of a pack it pulled, to check it again at each load.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Provenance {
+    /// Where it was pulled from, at its digest.
+    pub reference: String,
+    /// The manifest's digest, which the signatures sign.
+    pub manifest_digest: String,
+    /// The manifest, base64, as the registry sent it.
+    pub manifest: String,
+    pub signatures: Vec<CosignSignature>,
+}
+
+/// The most bytes a provenance record may have on disk.
+pub const MAX_PROVENANCE_BYTES: u64 = 1 << 20;
+
+/// A signature that was checked, and whose it is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Verified {
+    /// The key that made it, as the configuration names it.
+    pub signer: String,
+    /// The manifest digest it signs.
+    pub manifest_digest: String,
+}
+
+/// Why a pack's signature is not accepted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SignatureError {
+    #[error("it has no signature, and the configuration requires one")]
+    Unsigned,
+    #[error("the configuration requires a signature but names no key to check it with (signatures.public_keys)")]
+    NoKeys,
+    #[error("its bytes (sha256 {actual}) are not the ones its signed manifest names ({expected})")]
+    NotTheSignedBytes { expected: String, actual: String },
+    #[error("its provenance record is damaged: {0}")]
+    Damaged(String),
+    #[error("no signature of {manifest_digest} is by a trusted key ({}): {}", .keys.join(", "), .problems.join("; "))]
+    Untrusted { manifest_digest: String, keys: Vec<String>, problems: Vec<String> },
+}
+
+/// Checks the signatures of the manifest with `manifest_digest` against the
+/// keys of `policy`: the first signature by a trusted key that names this
+/// digest wins. Without keys there is nothing to check (`Ok(None)`) unless
+/// signatures are required.
+pub fn verify(
+    manifest_digest: &str,
+    signatures: &[CosignSignature],
+    policy: &SignaturePolicy,
+) -> Result<Option<Verified>, SignatureError> {
+    if policy.keys.is_empty() {
+        return if policy.required { Err(SignatureError::NoKeys) } else { Ok(None) };
+    }
+    if signatures.is_empty() {
+        return if policy.required { Err(SignatureError::Unsigned) } else { Ok(None) };
+    }
+    let mut problems = Vec::new();
+    for (index, signature) in signatures.iter().enumerate() {
+        let number = index + 1;
+        let payload = match decode(&signature.payload) {
+            Some(payload) => payload,
+            None => {
+                problems.push(format!("signature {number}: its payload is not base64"));
+                continue;
+            }
+        };
+        let Some(key) = policy.keys.iter().find(|key| signed_by(key, signature, &payload)) else {
+            problems.push(format!("signature {number} is not by a trusted key"));
+            continue;
+        };
+        match serde_json::from_slice::<SimpleSigning>(&payload) {
+            Ok(signed) if signed.critical.image.docker_manifest_digest == manifest_digest => {
+                return Ok(Some(Verified { signer: key.name.clone(), manifest_digest: manifest_digest.to_string() }));
+            }
+            Ok(signed) => problems.push(format!(
+                "signature {number} (by {}) signs {:?}, another manifest",
+                key.name, signed.critical.image.docker_manifest_digest
+            )),
+            Err(error) => problems.push(format!("signature {number}: its payload is not cosign's simple signing: {error}")),
+        }
+    }
+    Err(SignatureError::Untrusted {
+        manifest_digest: manifest_digest.to_string(),
+        keys: policy.keys.iter().map(|key| key.name.clone()).collect(),
+        problems,
+    })
+}
+
+/// Checks the component with SHA-256 `digest` (hex) at load: that the
+/// provenance record's manifest is the one signed and names these exact
+/// bytes, and that a trusted key signed it. Returns who signed it; `None`
+/// when the policy neither requires nor can check a signature.
+pub fn check_at_load(
+    digest: &str,
+    provenance: Option<&Provenance>,
+    policy: &SignaturePolicy,
+) -> Result<Option<Verified>, SignatureError> {
+    let Some(provenance) = provenance else {
+        return if policy.required { Err(SignatureError::Unsigned) } else { Ok(None) };
+    };
+    let manifest = decode(&provenance.manifest).ok_or_else(|| SignatureError::Damaged("the manifest is not base64".into()))?;
+    let manifest_digest = distribution::sha256_digest(&manifest);
+    if manifest_digest != provenance.manifest_digest {
+        return Err(SignatureError::Damaged(format!(
+            "the manifest's digest is {manifest_digest}, and the record says {}",
+            provenance.manifest_digest
+        )));
+    }
+    let reference = distribution::PackReference::parse(&provenance.reference)
+        .map_err(|error| SignatureError::Damaged(error.to_string()))?;
+    let layer = distribution::pack_layer(&reference, &manifest).map_err(|error| SignatureError::Damaged(error.to_string()))?;
+    let actual = format!("sha256:{digest}");
+    if layer.digest != actual {
+        return Err(SignatureError::NotTheSignedBytes { expected: layer.digest, actual });
+    }
+    verify(&provenance.manifest_digest, &provenance.signatures, policy)
+}
+
+fn signed_by(key: &TrustedKey, signature: &CosignSignature, payload: &[u8]) -> bool {
+    CosignVerificationKey::try_from_pem(key.pem.as_bytes())
+        .and_then(|verifier| verifier.verify_signature(Signature::Base64Encoded(signature.signature.as_bytes()), payload))
+        .is_ok()
+}
+
+fn decode(text: &str) -> Option<Vec<u8>> {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.decode(text).ok()
+}
