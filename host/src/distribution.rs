@@ -558,7 +558,9 @@ mod tests {
             "invalid pack reference \"ghcr.io/acme/pack:1\": it must start with oci://, as in oci://registry.example/team/pack:1.0"
         );
         assert!(why("oci://acme/pack:1").contains("it must name the registry"), "{}", why("oci://acme/pack:1"));
-        assert!(why("oci://ghcr.io/acme/pack@sha512:00").contains("digest"), "{}", why("oci://ghcr.io/acme/pack@sha512:00"));
+        let sha512 = format!("oci://ghcr.io/acme/pack@sha512:{}", "a".repeat(128));
+        assert_eq!(why(&sha512), format!("invalid pack reference {sha512:?}: its digest must be sha256: and 64 hex digits"));
+        assert!(why("oci://ghcr.io/acme/pack@sha256:00").contains("invalid reference format"));
     }
 
     #[test]

@@ -171,3 +171,112 @@ fn decode(text: &str) -> Option<Vec<u8>> {
     use base64::Engine as _;
     base64::engine::general_purpose::STANDARD.decode(text).ok()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use base64::Engine as _;
+    use sigstore::crypto::SigningScheme;
+    use sigstore::crypto::signing_key::SigStoreSigner;
+
+    const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD;
+
+    fn signer() -> (SigStoreSigner, TrustedKey) {
+        let signer = SigningScheme::ECDSA_P256_SHA256_ASN1.create_signer().unwrap();
+        let pem = signer.to_sigstore_keypair().unwrap().public_key_to_pem().unwrap();
+        (signer, TrustedKey::new("acme.pub".into(), pem).unwrap())
+    }
+
+    fn payload(digest: &str) -> Vec<u8> {
+        serde_json::to_vec(&serde_json::json!({
+            "critical": {
+                "identity": {"docker-reference": "r.example/acme/pack"},
+                "image": {"docker-manifest-digest": digest},
+                "type": "cosign container image signature"
+            },
+            "optional": null
+        }))
+        .unwrap()
+    }
+
+    fn sign(signer: &SigStoreSigner, payload: &[u8]) -> CosignSignature {
+        CosignSignature { payload: B64.encode(payload), signature: B64.encode(signer.sign(payload).unwrap()) }
+    }
+
+    fn digest(byte: char) -> String {
+        format!("sha256:{}", byte.to_string().repeat(64))
+    }
+
+    fn policy(keys: Vec<TrustedKey>) -> SignaturePolicy {
+        SignaturePolicy { required: true, keys }
+    }
+
+    #[test]
+    fn a_signature_by_a_trusted_key_of_this_digest_is_accepted_and_names_the_key() {
+        let (signer, key) = signer();
+        let signature = sign(&signer, &payload(&digest('a')));
+        let verified = verify(&digest('a'), &[signature], &policy(vec![key])).unwrap();
+        assert_eq!(verified, Some(Verified { signer: "acme.pub".into(), manifest_digest: digest('a') }));
+    }
+
+    #[test]
+    fn a_signature_of_another_digest_by_another_key_or_altered_is_refused_saying_which() {
+        let (signer, key) = signer();
+        let (stranger, _) = self::signer();
+        let of_other_digest = sign(&signer, &payload(&digest('b')));
+        let by_stranger = sign(&stranger, &payload(&digest('a')));
+        let mut altered = sign(&signer, &payload(&digest('a')));
+        altered.payload = B64.encode(payload(&digest('c')));
+        let error = verify(&digest('a'), &[of_other_digest, by_stranger, altered], &policy(vec![key])).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "no signature of {} is by a trusted key (acme.pub): signature 1 (by acme.pub) signs {:?}, another manifest; \
+                 signature 2 is not by a trusted key; signature 3 is not by a trusted key",
+                digest('a'),
+                digest('b')
+            )
+        );
+    }
+
+    #[test]
+    fn without_a_signature_or_a_key_a_required_signature_is_refused_and_an_optional_one_is_not_checked() {
+        let (_, key) = signer();
+        assert_eq!(verify(&digest('a'), &[], &policy(vec![key.clone()])), Err(SignatureError::Unsigned));
+        assert_eq!(verify(&digest('a'), &[], &policy(vec![])), Err(SignatureError::NoKeys));
+        let optional = SignaturePolicy { required: false, keys: vec![key] };
+        assert_eq!(verify(&digest('a'), &[], &optional), Ok(None));
+        assert_eq!(check_at_load("00", None, &optional), Ok(None));
+        assert_eq!(check_at_load("00", None, &policy(vec![])), Err(SignatureError::Unsigned));
+    }
+
+    #[test]
+    fn at_load_the_bytes_must_be_the_ones_the_signed_manifest_names() {
+        let (signer, key) = signer();
+        let component = "1".repeat(64);
+        let manifest = serde_json::to_vec(&serde_json::json!({
+            "schemaVersion": 2,
+            "mediaType": "application/vnd.oci.image.manifest.v1+json",
+            "config": {"mediaType": distribution::WASM_CONFIG_MEDIA_TYPE, "digest": digest('0'), "size": 2},
+            "layers": [{"mediaType": distribution::WASM_LAYER_MEDIA_TYPE, "digest": format!("sha256:{component}"), "size": 8}],
+        }))
+        .unwrap();
+        let manifest_digest = distribution::sha256_digest(&manifest);
+        let provenance = Provenance {
+            reference: format!("oci://r.example/acme/pack@{manifest_digest}"),
+            manifest_digest: manifest_digest.clone(),
+            manifest: B64.encode(&manifest),
+            signatures: vec![sign(&signer, &payload(&manifest_digest))],
+        };
+        let policy = policy(vec![key]);
+        let verified = check_at_load(&component, Some(&provenance), &policy).unwrap();
+        assert_eq!(verified.map(|verified| verified.signer), Some("acme.pub".to_string()));
+        assert_eq!(
+            check_at_load(&"2".repeat(64), Some(&provenance), &policy),
+            Err(SignatureError::NotTheSignedBytes { expected: format!("sha256:{component}"), actual: format!("sha256:{}", "2".repeat(64)) })
+        );
+        let swapped = Provenance { manifest: B64.encode(b"{}"), ..provenance };
+        let error = check_at_load(&component, Some(&swapped), &policy).unwrap_err();
+        assert!(matches!(&error, SignatureError::Damaged(why) if why.starts_with("the manifest's digest is sha256:44136fa")), "{error}");
+    }
+}
