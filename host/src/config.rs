@@ -35,6 +35,7 @@
 //! prefix = "acme-"
 //! sha256 = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
 //! limits = { deadline_ms = 3000 }
+//! source = "oci://registry.example/acme/prompts:1.2"  # installed at start (see prompt-host.lock)
 //! require_signature = true        # over signatures.require, for this plugin
 //! public_keys = ["keys/acme.pub"] # in place of signatures.public_keys
 //! ```
@@ -121,6 +122,9 @@ pub struct PluginConfig {
     /// section: a warning that the name matches no plugin then names the flag.
     #[serde(skip)]
     pub only_prefix_flag: bool,
+    /// The registry it is installed from at start, if any
+    /// (`oci://REGISTRY/REPOSITORY:TAG`): see `prompt-host serve`.
+    pub source: Option<String>,
     /// Whether the plugin needs a valid signature, over `signatures.require`.
     pub require_signature: Option<bool>,
     /// The keys its signature may be by, in place of
@@ -279,6 +283,12 @@ impl ServeConfig {
         config.sandbox = file.sandbox.apply(&config.sandbox)?;
         config.plugins = file.plugins;
         for (name, plugin) in config.plugins.iter_mut() {
+            if let Some(source) = &plugin.source {
+                crate::distribution::PackReference::parse(source).map_err(|error| format!("plugins.{name}.source: {error}"))?;
+                if config.plugins_dir.is_none() {
+                    return Err(format!("plugins.{name}.source needs server.plugins: packs from registries are installed there"));
+                }
+            }
             if let Some(keys) = &plugin.public_keys {
                 plugin.trusted_keys = Some(read_keys(&format!("plugins.{name}.public_keys"), keys, folder)?);
             }

@@ -53,6 +53,22 @@ pub enum InstallError {
     Write { path: String, error: String },
     #[error("cannot read {path}: {error}")]
     Read { path: String, error: String },
+    #[error(
+        "{name}: the pack store's copy {path} is damaged (sha256 {actual}, prompt-host.lock records {locked}): \
+         not served; `prompt-host update {name}` fetches it again"
+    )]
+    StoreDamaged { name: String, path: String, actual: String, locked: String },
+}
+
+/// What `serve` did with a pack the config names by source.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub enum Sourced {
+    /// Installed already, and its plugin file is the one installed.
+    Served(LockedPack),
+    /// Its plugin file had changed or gone: put back from the pack store.
+    Restored(LockedPack),
+    /// Pulled from its registry and installed.
+    Installed(LockedPack),
 }
 
 /// What `update` did to one pack.
@@ -92,18 +108,32 @@ impl<'a> Installation<'a> {
             None => reference.repository().rsplit('/').next().unwrap_or_default().to_string(),
         };
         check_name(&name)?;
-        let mut lockfile = Lockfile::read(&self.lockfile)?;
+        let lockfile = Lockfile::read(&self.lockfile)?;
         let file = self.plugin_file(&name);
         if lockfile.get(&name).is_some() || file.exists() {
             return Err(InstallError::AlreadyInstalled { name, path: file.display().to_string() });
         }
+        self.install(&name, &reference, progress).await
+    }
+
+    /// Pulls and verifies the pack `reference` names now, records it as
+    /// plugin `name` and places it.
+    async fn install(&self, name: &str, reference: &PackReference, progress: Progress<'_>) -> Result<LockedPack, InstallError> {
         let client = self.client()?;
-        let digest = client.resolve(&reference).await?;
-        let pack = self.fetch_verified(&client, &name, &reference, &digest, progress).await?;
+        let digest = client.resolve(reference).await?;
+        let pack = self.fetch_verified(&client, name, reference, &digest, progress).await?;
+        self.record_and_place(&pack)?;
+        Ok(pack)
+    }
+
+    /// Records `pack` in the lockfile, over the lockfile as it is now (an
+    /// other command may have changed it meanwhile), then puts its component
+    /// in the plugin directory: a server that loads it finds it recorded.
+    fn record_and_place(&self, pack: &LockedPack) -> Result<(), InstallError> {
+        let mut lockfile = Lockfile::read(&self.lockfile)?;
         lockfile.insert(pack.clone());
         lockfile.write(&self.lockfile)?;
-        self.place(&name, &pack)?;
-        Ok(pack)
+        self.place(&pack.name, pack)
     }
 
     /// `prompt-host update`: resolves each installed pack's reference again
@@ -132,16 +162,54 @@ impl<'a> Installation<'a> {
             return Ok(Updated::UpToDate(locked.clone()));
         }
         let pack = self.fetch_verified(client, &locked.name, &reference, &digest, progress).await?;
-        // Another update may have run meanwhile: record this pack over the lockfile as it is now.
-        let mut lockfile = Lockfile::read(&self.lockfile)?;
-        lockfile.insert(pack.clone());
-        lockfile.write(&self.lockfile)?;
-        self.place(&locked.name, &pack)?;
+        self.record_and_place(&pack)?;
         Ok(if digest == locked.digest {
             Updated::Restored(pack)
         } else {
             Updated::Replaced { pack, previous: locked.digest.clone() }
         })
+    }
+
+    /// For `serve`: installs each pack the config names by source
+    /// (`[plugins.NAME] source = "oci://..."`) that is not installed yet, or
+    /// whose source changed, and puts back a plugin file that changed or went.
+    /// A pack the lockfile records comes from the pack store, so a restart
+    /// needs no registry; `update` resolves tags again. Each pack's outcome is
+    /// its own.
+    pub async fn install_sources(&self) -> Vec<(String, Result<Sourced, InstallError>)> {
+        let mut outcomes = Vec::new();
+        for (name, source) in self.config.plugins.iter().filter_map(|(name, plugin)| Some((name, plugin.source.as_ref()?))) {
+            let outcome = self.install_source(name, source).await;
+            outcomes.push((name.clone(), outcome));
+        }
+        outcomes
+    }
+
+    async fn install_source(&self, name: &str, source: &str) -> Result<Sourced, InstallError> {
+        let lockfile = Lockfile::read(&self.lockfile)?;
+        match lockfile.get(name) {
+            Some(locked) if locked.reference == source => {
+                if self.file_state(locked) == FileState::Agrees {
+                    return Ok(Sourced::Served(locked.clone()));
+                }
+                let stored = self.store.wasm_path(&locked.sha256);
+                let bytes = std::fs::read(&stored)
+                    .map_err(|error| InstallError::Read { path: stored.display().to_string(), error: error.to_string() })?;
+                let actual = loader::digest(&bytes);
+                if actual != locked.sha256 {
+                    return Err(InstallError::StoreDamaged {
+                        name: name.to_string(),
+                        path: stored.display().to_string(),
+                        actual,
+                        locked: locked.sha256.clone(),
+                    });
+                }
+                self.place(name, locked)?;
+                Ok(Sourced::Restored(locked.clone()))
+            }
+            // A new source, or none installed yet: the one installed (if any) stays until the new one is in.
+            _ => Ok(Sourced::Installed(self.install(name, &PackReference::parse(source)?, &|_, _| {}).await?)),
+        }
     }
 
     /// `prompt-host remove`: takes the pack out of the plugin directory (a

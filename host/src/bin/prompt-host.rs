@@ -14,8 +14,8 @@ use prompt_host::scaffold::{self, Language};
 use prompt_host::transport::http::{self, HttpConfig, HttpListener};
 use prompt_host::transport::stdio;
 
-#[path = "prompt-host/registry.rs"]
-mod registry;
+#[path = "prompt-host/packs.rs"]
+mod packs;
 
 /// What is logged unless RUST_LOG says otherwise: the host's own events, and
 /// only rmcp's warnings (it logs every message it handles at info).
@@ -455,11 +455,11 @@ fn main() -> ExitCode {
             Command::Complete { file, prompt, argument, typed, context, plugin } => {
                 complete(file, prompt, argument, typed, context, plugin).await
             }
-            Command::Add { reference, name, install } => registry::add(&install.config, &reference, name.as_deref()).await,
-            Command::Update { name, install } => registry::update(&install.config, name.as_deref()).await,
-            Command::Remove { name, install } => registry::remove(&install.config, &name),
-            Command::List { json, install } => registry::list(&install.config, json).await,
-            Command::Publish { file, reference, config } => registry::publish(&file, &reference, config.as_deref()).await,
+            Command::Add { reference, name, install } => packs::add(&install.config, &reference, name.as_deref()).await,
+            Command::Update { name, install } => packs::update(&install.config, name.as_deref()).await,
+            Command::Remove { name, install } => packs::remove(&install.config, &name),
+            Command::List { json, install } => packs::list(&install.config, json).await,
+            Command::Publish { file, reference, config } => packs::publish(&file, &reference, config.as_deref()).await,
         }
     });
     // Everything to be written has been: do not wait for what is left, such
@@ -525,8 +525,14 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     // compile, a pack that lists its prompts until its deadline) is logged
     // and ends the process cleanly too.
     let mut signals = StopSignals::install();
+    let start = async {
+        if let Some(path) = &args.config {
+            packs::install_sources(&config, path).await;
+        }
+        prompt_host::startup::start(&config, config_source).await
+    };
     let host = tokio::select! {
-        host = prompt_host::startup::start(&config, config_source) => host?,
+        host = start => host?,
         signal = signals.next() => {
             tracing::info!("{signal} while loading plugins: stopped");
             return Ok(());
