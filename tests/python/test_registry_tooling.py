@@ -41,9 +41,10 @@ def tool(*args, env=None):
 
 
 class Registry:
-    def __init__(self, tmp_path, tls=False, user=None):
+    def __init__(self, tmp_path, tls=False, user=None, port=None):
         args = [sys.executable, str(TOOL), "serve", "--dir", str(tmp_path / "registry")]
         args += ["--tls"] if tls else []
+        args += ["--port", str(port)] if port else []
         args += ["--user", user] if user else []
         self.process = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
         started = json.loads(self.process.stdout.readline())
@@ -208,6 +209,21 @@ def test_basic_auth_registry(tmp_path, pack):
         assert_wasm_artifact(registry, "private/oras", "1", pack)
     finally:
         registry.stop()
+
+
+def test_a_restarted_registry_keeps_its_content_and_ca(tmp_path, pack):
+    registry = Registry(tmp_path, tls=True)
+    pushed = tool("push-oras", "--wasm", str(pack), "--ref", f"{registry.address}/packs/kept:1", *registry.tool_flags)
+    ca = Path(registry.ca).read_bytes()
+    registry.stop()
+    with pytest.raises(subprocess.CalledProcessError):
+        registry.curl("/v2/")  # down: the connection is refused
+    restarted = Registry(tmp_path, tls=True, port=int(registry.address.split(":")[1]))
+    try:
+        assert restarted.address == registry.address and Path(restarted.ca).read_bytes() == ca
+        assert assert_wasm_artifact(restarted, "packs/kept", pushed["manifest_digest"], pack)
+    finally:
+        restarted.stop()
 
 
 def test_keyless_certificate_and_bundle(tmp_path, pack):

@@ -158,42 +158,46 @@ def bcrypt_hash(password):
         return output.stdout.strip().split(":", 1)[1]
 
 
+def write_server_certificate(directory):
+    """A fresh CA (ca.pem) and a certificate for 127.0.0.1 and localhost signed by it."""
+    ca_key, ca_cert = make_root_ca("prompt-host test registry CA")
+    key = ec.generate_private_key(ec.SECP256R1())
+    now = utc_now()
+    cert = make_cert(
+        "127.0.0.1", key, ca_cert, ca_key, now - datetime.timedelta(minutes=5), now + datetime.timedelta(days=1),
+        [
+            (x509.BasicConstraints(ca=False, path_length=None), True),
+            (x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("localhost")]), False),
+            (x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), False),
+        ],
+    )
+    write_file(os.path.join(directory, "ca.pem"), pem_cert(ca_cert))
+    write_file(os.path.join(directory, "server.pem"), pem_cert(cert) + pem_cert(ca_cert))
+    write_file(os.path.join(directory, "server.key"), pem_private(key), 0o600)
+
+
 def cmd_serve(args):
-    os.makedirs(args.dir, exist_ok=True)
+    directory = os.path.abspath(args.dir)
+    os.makedirs(directory, exist_ok=True)
     port = args.port or free_port()
     address = f"127.0.0.1:{port}"
     http_section = [f"  addr: {address}", f"  secret: {os.urandom(16).hex()}"]
     ca_path = None
     if args.tls:
-        ca_key, ca_cert = make_root_ca("prompt-host test registry CA")
-        key = ec.generate_private_key(ec.SECP256R1())
-        now = utc_now()
-        cert = make_cert(
-            "127.0.0.1", key, ca_cert, ca_key, now - datetime.timedelta(minutes=5), now + datetime.timedelta(days=1),
-            [
-                (x509.BasicConstraints(ca=False, path_length=None), True),
-                (x509.SubjectAlternativeName([
-                    x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
-                    x509.DNSName("localhost"),
-                ]), False),
-                (x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), False),
-            ],
-        )
-        ca_path = os.path.join(args.dir, "ca.pem")
-        write_file(ca_path, pem_cert(ca_cert))
-        write_file(os.path.join(args.dir, "server.pem"), pem_cert(cert) + pem_cert(ca_cert))
-        write_file(os.path.join(args.dir, "server.key"), pem_private(key), 0o600)
+        ca_path = os.path.join(directory, "ca.pem")
+        # A restart on the same directory keeps its CA, so clients keep trusting it.
+        if not os.path.exists(ca_path):
+            write_server_certificate(directory)
         http_section += [
             "  tls:",
-            f"    certificate: {os.path.join(args.dir, 'server.pem')}",
-            f"    key: {os.path.join(args.dir, 'server.key')}",
+            f"    certificate: {os.path.join(directory, 'server.pem')}",
+            f"    key: {os.path.join(directory, 'server.key')}",
         ]
     auth_section = []
     user = parse_user(args.user)
     if user:
-        htpasswd = os.path.join(args.dir, "htpasswd")
-        hashed = bcrypt_hash(user[1])
-        write_file(htpasswd, f"{user[0]}:{hashed}\n".encode())
+        htpasswd = os.path.join(directory, "htpasswd")
+        write_file(htpasswd, f"{user[0]}:{bcrypt_hash(user[1])}\n".encode())
         auth_section = ["auth:", "  htpasswd:", "    realm: prompt-host-tests", f"    path: {htpasswd}"]
     config = "\n".join(
         [
@@ -204,7 +208,7 @@ def cmd_serve(args):
             f"    disabled: {'false' if args.log_level in ('debug', 'info') else 'true'}",
             "storage:",
             "  filesystem:",
-            f"    rootdirectory: {os.path.join(os.path.abspath(args.dir), 'data')}",
+            f"    rootdirectory: {os.path.join(directory, 'data')}",
             "  delete:",
             "    enabled: true",
             "http:",
@@ -212,10 +216,9 @@ def cmd_serve(args):
             *auth_section,
         ]
     ) + "\n"
-    config_path = os.path.join(args.dir, "config.yml")
+    config_path = os.path.join(directory, "config.yml")
     write_file(config_path, config.encode())
-    emit({"address": address, "ca": ca_path and os.path.abspath(ca_path), "pid": os.getpid(), "config": os.path.abspath(config_path)})
-    sys.stdout.flush()
+    emit({"address": address, "ca": ca_path, "pid": os.getpid(), "config": config_path})
     os.execv(REGISTRY_BINARY, [REGISTRY_BINARY, "serve", config_path])
 
 
@@ -773,7 +776,8 @@ def main(argv=None):
 Writes DIR/config.yml (filesystem storage in DIR/data, deletes enabled) and,
 with --tls, DIR/ca.pem (a fresh CA) and a server certificate for 127.0.0.1 and
 localhost signed by it; with --user, DIR/htpasswd (bcrypt) and basic auth.
-Prints one JSON line, then execs the registry in the same process (same pid):
+Run again on the same DIR (with --port) to restart it: the stored content and
+the CA stay. Prints one JSON line, then execs the registry (same pid):
   {"address": "127.0.0.1:PORT", "ca": "/abs/ca.pem" or null, "pid": N, "config": PATH}
 The registry may not accept connections yet when the line appears: poll the
 address (TCP connect or GET /v2/) until it answers. Stop it by killing pid.""")
