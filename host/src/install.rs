@@ -37,7 +37,7 @@ pub enum InstallError {
     NoPluginDirectory,
     #[error("the config file names no pack store")]
     NoStore,
-    #[error("{0}")]
+    #[error(transparent)]
     Registry(#[from] DistributionError),
     #[error("{reference}: signature refused: {error}")]
     Signature { reference: String, error: SignatureError },

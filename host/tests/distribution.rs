@@ -50,7 +50,7 @@ impl Registry {
     }
 
     fn spawn(args: &[&str]) -> Registry {
-        let mut child = tool_command(args).stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().unwrap();
+        let mut child = tool_command(args).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
         let mut line = String::new();
         BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
         let started: Value = serde_json::from_str(&line).unwrap_or_else(|_| panic!("registry_tool {args:?} printed {line:?}"));
@@ -98,9 +98,10 @@ impl Site {
 
     /// `prompt-host COMMAND ARGS --config` this site's config.
     fn run(&self, command: &str, args: &[&str]) -> Output {
+        let config = self.config();
         let mut all = vec![command];
         all.extend_from_slice(args);
-        all.extend_from_slice(&["--config", &self.config()]);
+        all.extend_from_slice(&["--config", &config]);
         prompt_host(&all)
     }
 
@@ -221,8 +222,8 @@ fn packs_pushed_by_skopeo_and_by_oras_install_as_published_ones_do() {
     assert_eq!(
         summary,
         vec![
-            ("oras".to_string(), by_oras["digest"].as_str().unwrap().to_string(), 1, "agrees".to_string()),
-            ("skopeo".to_string(), by_skopeo["digest"].as_str().unwrap().to_string(), 3, "agrees".to_string()),
+            ("oras".to_string(), by_oras["manifest_digest"].as_str().unwrap().to_string(), 1, "agrees".to_string()),
+            ("skopeo".to_string(), by_skopeo["manifest_digest"].as_str().unwrap().to_string(), 3, "agrees".to_string()),
         ]
     );
     assert_eq!(std::fs::read(site.path("packs/skopeo.wasm")).unwrap(), std::fs::read(built_plugin("dev_assistant")).unwrap());
@@ -402,7 +403,7 @@ fn update_follows_a_moved_tag_keeps_the_pack_when_it_cannot_and_a_running_server
     }
     assert!(update.wait().unwrap().success());
     server.notification("notifications/prompts/list_changed");
-    assert_eq!(server.list_all_names(), vec!["debug-error", "explain-code", "git-commit", "steady-code_review"]);
+    assert_eq!(server.list_all_names(), vec!["git-commit", "explain-code", "debug-error", "steady-code_review"]);
     assert!(site.lockfile().contains(&format!("digest = \"{second}\"")));
     let said = site.ok("update", &[]);
     assert_eq!(said.trim(), format!("pack: up to date ({second})"));
@@ -414,7 +415,7 @@ fn update_follows_a_moved_tag_keeps_the_pack_when_it_cannot_and_a_running_server
     assert!(refused.contains("pack: not updated, the installed pack stays: cannot reach the registry"), "{refused}");
     assert!(refused.contains("error: 1 of 1 packs not updated"), "{refused}");
     assert_eq!(site.list()[0]["state"], "agrees");
-    assert_eq!(server.list_all_names(), vec!["debug-error", "explain-code", "git-commit", "steady-code_review"]);
+    assert_eq!(server.list_all_names(), vec!["git-commit", "explain-code", "debug-error", "steady-code_review"]);
 }
 
 #[test]
