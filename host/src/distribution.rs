@@ -147,6 +147,12 @@ pub enum DistributionError {
     Reference { reference: String, why: String },
     #[error("cannot reach the registry {registry}: {why}")]
     Unreachable { registry: String, why: String },
+    #[error(
+        "{registry} refused access to {reference}: give credentials in the docker config file \
+         ($DOCKER_CONFIG/config.json or ~/.docker/config.json) or in PROMPT_HOST_REGISTRY_USERNAME and \
+         PROMPT_HOST_REGISTRY_PASSWORD"
+    )]
+    Unauthorized { registry: String, reference: String },
     #[error("{what} of {reference}: the registry answered {status}")]
     Status { what: &'static str, reference: String, status: u16 },
     #[error("{what} of {reference} is larger than the {limit} bytes allowed")]
@@ -391,9 +397,6 @@ impl RegistryClient {
         }
         let url = format!("{}/blobs/{digest}", self.repository_url(reference));
         let response = token.apply(self.http.get(url)).send().await.map_err(|error| self.unreachable(&shown, &error))?;
-        if !response.status().is_success() {
-            return Err(DistributionError::Status { what, reference: shown.to_string(), status: response.status().as_u16() });
-        }
         let body = read_bounded(response, &shown, what, size, progress).await?;
         check_digest(what, &shown, digest, &body)?;
         Ok(body)
@@ -416,6 +419,7 @@ impl RegistryClient {
             Oci::ImageManifestNotFoundError(_) => {
                 DistributionError::Status { what, reference: reference.to_string(), status: 404 }
             }
+            Oci::UnauthorizedError { .. } | Oci::AuthenticationFailure(_) => unauthorized(reference),
             other => DistributionError::Unreachable { registry: reference.registry().to_string(), why: error_chain(&other) },
         }
     }
@@ -466,10 +470,7 @@ async fn read_bounded(
     limit: u64,
     progress: Progress<'_>,
 ) -> Result<Vec<u8>, DistributionError> {
-    let status = response.status();
-    if !status.is_success() {
-        return Err(DistributionError::Status { what, reference: reference.to_string(), status: status.as_u16() });
-    }
+    check_status(&response, reference, what)?;
     let too_large = || DistributionError::TooLarge { what, reference: reference.to_string(), limit };
     if response.content_length().is_some_and(|length| length > limit) {
         return Err(too_large());
@@ -486,6 +487,18 @@ async fn read_bounded(
         progress(body.len() as u64, limit);
     }
     Ok(body)
+}
+
+fn check_status(response: &reqwest::Response, reference: &PackReference, what: &'static str) -> Result<(), DistributionError> {
+    match response.status() {
+        status if status.is_success() => Ok(()),
+        reqwest::StatusCode::UNAUTHORIZED | reqwest::StatusCode::FORBIDDEN => Err(unauthorized(reference)),
+        status => Err(DistributionError::Status { what, reference: reference.to_string(), status: status.as_u16() }),
+    }
+}
+
+fn unauthorized(reference: &PackReference) -> DistributionError {
+    DistributionError::Unauthorized { registry: reference.registry().to_string(), reference: reference.to_string() }
 }
 
 fn check_digest(what: &'static str, reference: &PackReference, expected: &str, bytes: &[u8]) -> Result<(), DistributionError> {

@@ -133,14 +133,20 @@ impl Site {
 }
 
 fn prompt_host(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_prompt-host"))
+    prompt_host_with(args, &[])
+}
+
+/// `prompt-host ARGS` with no registry credentials but those in `env`.
+fn prompt_host_with(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_prompt-host"));
+    command
         .args(args)
         .env("XDG_CACHE_HOME", Path::new(env!("CARGO_TARGET_TMPDIR")).join("cache"))
         .env("DOCKER_CONFIG", Path::new(env!("CARGO_TARGET_TMPDIR")).join("no-docker-config"))
         .env_remove("PROMPT_HOST_REGISTRY_USERNAME")
-        .env_remove("PROMPT_HOST_REGISTRY_PASSWORD")
-        .output()
-        .unwrap()
+        .env_remove("PROMPT_HOST_REGISTRY_PASSWORD");
+    command.envs(env.iter().copied());
+    command.output().unwrap()
 }
 
 /// `prompt-host publish FILE REFERENCE`: the manifest digest it prints.
@@ -193,7 +199,15 @@ fn a_published_pack_is_added_listed_served_and_removed() {
 
     let mut server = Server::start(&["--config", &site.config()]);
     assert_eq!(server.list_all_names(), vec!["code_review"]);
+    let assistant = format!("{}:2", registry.reference("acme/assistant"));
+    publish(&site, "dev_assistant", &assistant);
+    site.ok("add", &[&assistant]);
+    server.notification("notifications/prompts/list_changed");
+    assert_eq!(server.list_all_names(), vec!["git-commit", "explain-code", "debug-error", "code_review"]);
     site.ok("remove", &["review"]);
+    server.notification("notifications/prompts/list_changed");
+    assert_eq!(server.list_all_names(), vec!["git-commit", "explain-code", "debug-error"]);
+    site.ok("remove", &["assistant"]);
     server.notification("notifications/prompts/list_changed");
     assert_eq!(server.list_all_names(), Vec::<String>::new());
     assert!(!installed.exists());
@@ -453,4 +467,46 @@ fn a_pack_named_by_source_is_installed_at_start_and_served_from_the_store_when_t
     assert_eq!(server.list_all_names(), Vec::<String>::new());
     let log = server.wait_for_stderr("not installed from its source");
     assert!(log.contains(&format!("is damaged (sha256 ")) && log.contains(&format!("prompt-host.lock records {}", sha256_of("code_review"))), "{log}");
+}
+
+#[test]
+fn a_private_registry_takes_credentials_from_the_environment_or_the_docker_config_and_they_are_never_printed() {
+    let storage = tempfile::tempdir().unwrap();
+    let registry = Registry::start(storage.path(), &["--tls", "--user", "alice:s3cret-Pa55"]);
+    let ca = registry.ca.clone().unwrap();
+    let site = Site::new(&format!("[registry]\nca_file = \"{}\"\n", ca.display()));
+    let reference = format!("{}:1", registry.reference("private/pack"));
+    let file = built_plugin("code_review");
+    let config = site.config();
+    let verbose = ("RUST_LOG", "trace");
+
+    let anonymous = prompt_host_with(&["add", &reference, "--config", &config], &[verbose]);
+    let said = String::from_utf8_lossy(&anonymous.stderr);
+    assert_eq!(anonymous.status.code(), Some(1));
+    assert!(said.contains(&format!("\nerror: {} refused access to {reference}: give credentials in the docker config file ($DOCKER_CONFIG/config.json or ~/.docker/config.json) or in PROMPT_HOST_REGISTRY_USERNAME and PROMPT_HOST_REGISTRY_PASSWORD\n", registry.address)), "{said}");
+
+    let from_env = [verbose, ("PROMPT_HOST_REGISTRY_USERNAME", "alice"), ("PROMPT_HOST_REGISTRY_PASSWORD", "s3cret-Pa55")];
+    let published = prompt_host_with(&["publish", file.to_str().unwrap(), &reference, "--config", &config], &from_env);
+    assert!(published.status.success(), "{}", String::from_utf8_lossy(&published.stderr));
+    let added = prompt_host_with(&["add", &reference, "--name", "by_env", "--config", &config], &from_env);
+    assert!(added.status.success(), "{}", String::from_utf8_lossy(&added.stderr));
+
+    let docker_config = site.path("docker");
+    std::fs::create_dir(&docker_config).unwrap();
+    use base64::Engine as _;
+    let auth = base64::engine::general_purpose::STANDARD.encode("alice:s3cret-Pa55");
+    std::fs::write(docker_config.join("config.json"), json!({"auths": {registry.address.clone(): {"auth": auth}}}).to_string()).unwrap();
+    let added = prompt_host_with(
+        &["add", &reference, "--name", "by_docker_config", "--config", &config],
+        &[verbose, ("DOCKER_CONFIG", docker_config.to_str().unwrap())],
+    );
+    assert!(added.status.success(), "{}", String::from_utf8_lossy(&added.stderr));
+    assert_eq!(site.list().iter().map(|pack| pack["name"].clone()).collect::<Vec<_>>(), vec![json!("by_docker_config"), json!("by_env")]);
+
+    for output in [&anonymous, &published, &added] {
+        for stream in [&output.stdout, &output.stderr] {
+            let text = String::from_utf8_lossy(stream);
+            assert!(!text.contains("s3cret-Pa55") && !text.contains(&auth), "a credential was printed: {text}");
+        }
+    }
 }
