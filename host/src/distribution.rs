@@ -350,6 +350,71 @@ impl RegistryClient {
         Ok(digest)
     }
 
+    /// Stores `signature` of `payload` (cosign's simple signing, naming
+    /// `digest`) where cosign does: as a layer of the manifest tagged
+    /// `sha256-<hex>.sig`, beside the signatures already there.
+    pub async fn push_signature(
+        &self,
+        reference: &PackReference,
+        digest: &str,
+        payload: &[u8],
+        signature: &str,
+    ) -> Result<(), DistributionError> {
+        let tag = format!("{}.sig", digest.replace(':', "-"));
+        let target = reference.at_tag(&tag);
+        let shown = PackReference(target.clone());
+        let auth = credentials(reference.registry());
+        let map = |error| self.failure("signing", &shown, error);
+        self.oci.auth(&target, &auth, RegistryOperation::Push).await.map_err(map)?;
+        let token = self.token(&target, RegistryOperation::Pull).await?;
+        let mut layers = match self.fetch_manifest(&target, &token, MANIFEST_ACCEPT).await? {
+            Some(existing) => serde_json::from_slice::<OciImageManifest>(&existing)
+                .map(|manifest| manifest.layers)
+                .unwrap_or_default(),
+            None => Vec::new(),
+        };
+        let payload_digest = sha256_digest(payload);
+        layers.retain(|layer| layer.digest != payload_digest);
+        layers.truncate(MAX_SIGNATURES - 1);
+        self.oci.push_blob(&target, payload.to_vec(), &payload_digest).await.map_err(map)?;
+        layers.push(OciDescriptor {
+            media_type: SIMPLE_SIGNING_MEDIA_TYPE.to_string(),
+            digest: payload_digest,
+            size: payload.len() as i64,
+            annotations: Some([(COSIGN_SIGNATURE_ANNOTATION.to_string(), signature.to_string())].into()),
+            ..OciDescriptor::default()
+        });
+        // The config go-containerregistry writes for cosign's signature image.
+        let layer_digests: Vec<&str> = layers.iter().map(|layer| layer.digest.as_str()).collect();
+        let config = serde_json::to_vec(&serde_json::json!({
+            "architecture": "",
+            "created": "0001-01-01T00:00:00Z",
+            "history": layer_digests.iter().map(|_| serde_json::json!({"created": "0001-01-01T00:00:00Z"})).collect::<Vec<_>>(),
+            "os": "",
+            "rootfs": {"type": "layers", "diff_ids": layer_digests},
+            "config": {},
+        }))
+        .expect("a JSON value serializes");
+        let config_digest = sha256_digest(&config);
+        self.oci.push_blob(&target, config.clone(), &config_digest).await.map_err(map)?;
+        let manifest = OciImageManifest {
+            schema_version: 2,
+            media_type: Some(OCI_MANIFEST_MEDIA_TYPE.to_string()),
+            config: OciDescriptor {
+                media_type: "application/vnd.oci.image.config.v1+json".to_string(),
+                digest: config_digest,
+                size: config.len() as i64,
+                ..OciDescriptor::default()
+            },
+            layers,
+            ..OciImageManifest::default()
+        };
+        let manifest = serde_json::to_vec(&manifest).expect("a manifest serializes");
+        let content_type = OCI_MANIFEST_MEDIA_TYPE.parse().expect("a valid header value");
+        self.oci.push_manifest_raw(&target, manifest, content_type).await.map_err(map)?;
+        Ok(())
+    }
+
     /// The authorization to send with this repository's requests, from
     /// oci-client's authentication (a bearer token from the registry's token
     /// service, or the basic credentials themselves).

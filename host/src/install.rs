@@ -53,6 +53,8 @@ pub enum InstallError {
     Write { path: String, error: String },
     #[error("cannot read {path}: {error}")]
     Read { path: String, error: String },
+    #[error("{key}: {error}")]
+    Signing { key: String, error: String },
     #[error(
         "{name}: the pack store's copy {path} is damaged (sha256 {actual}, prompt-host.lock records {locked}): \
          not served; `prompt-host update {name}` fetches it again"
@@ -341,6 +343,21 @@ pub async fn publish(config: &ServeConfig, file: &Path, reference: &str) -> Resu
     let wasm = std::fs::read(file).map_err(|error| InstallError::Read { path: file.display().to_string(), error: error.to_string() })?;
     let client = RegistryClient::new(config.registry.clone())?;
     Ok(client.publish(&wasm, &reference).await?)
+}
+
+/// `prompt-host sign`: signs the pack `reference` names (resolved to its
+/// digest, if it names a tag) with the private key in `key_file`, as cosign
+/// does, and stores the signature beside it. Returns the digest signed.
+pub async fn sign(config: &ServeConfig, reference: &str, key_file: &Path, password: &[u8]) -> Result<String, InstallError> {
+    let reference = PackReference::parse(reference)?;
+    let key = std::fs::read(key_file).map_err(|error| InstallError::Read { path: key_file.display().to_string(), error: error.to_string() })?;
+    let client = RegistryClient::new(config.registry.clone())?;
+    let digest = client.resolve(&reference).await?;
+    let docker_reference = format!("{}/{}", reference.registry(), reference.repository());
+    let (payload, signature) = signature::sign(&docker_reference, &digest, &key, password)
+        .map_err(|error| InstallError::Signing { key: key_file.display().to_string(), error })?;
+    client.push_signature(&reference, &digest, &payload, &signature).await?;
+    Ok(digest)
 }
 
 /// One line of `prompt-host list`.

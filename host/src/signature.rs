@@ -10,11 +10,13 @@
 //! store or under the compiled cache (which is keyed by the component's
 //! digest) no longer matches, and is refused.
 //!
-//! The cryptography is sigstore-rs's ([`CosignVerificationKey`]).
+//! The cryptography is sigstore-rs's ([`CosignVerificationKey`], and
+//! [`SigStoreKeyPair`] for `prompt-host sign`).
 
 use serde::{Deserialize, Serialize};
 use sigstore::cosign::payload::simple_signing::SimpleSigning;
-use sigstore::crypto::{CosignVerificationKey, Signature};
+use sigstore::crypto::signing_key::SigStoreKeyPair;
+use sigstore::crypto::{CosignVerificationKey, Signature, SigningScheme};
 
 use crate::distribution::{self, CosignSignature};
 
@@ -159,6 +161,32 @@ pub fn check_at_load(
         return Err(SignatureError::NotTheSignedBytes { expected: layer.digest, actual });
     }
     verify(&provenance.manifest_digest, &provenance.signatures, policy)
+}
+
+/// A signature made as cosign makes one: of the simple-signing payload that
+/// names `manifest_digest` in the repository `docker_reference`
+/// (`registry/repository`), with the private key `key_pem` (a cosign key,
+/// `cosign.key`, decrypted with `password`; or an unencrypted PKCS#8 key).
+/// Returns the payload and the base64 signature.
+pub fn sign(docker_reference: &str, manifest_digest: &str, key_pem: &[u8], password: &[u8]) -> Result<(Vec<u8>, String), String> {
+    let encrypted = String::from_utf8_lossy(key_pem).contains("ENCRYPTED");
+    let keys = if encrypted { SigStoreKeyPair::from_encrypted_pem(key_pem, password) } else { SigStoreKeyPair::from_pem(key_pem) }
+        .map_err(|error| format!("cannot read the signing key: {error}"))?;
+    let signer = keys
+        .to_sigstore_signer(&SigningScheme::ECDSA_P256_SHA256_ASN1)
+        .map_err(|error| format!("the signing key is not an ECDSA P-256 key: {error}"))?;
+    let payload = serde_json::to_vec(&serde_json::json!({
+        "critical": {
+            "identity": {"docker-reference": docker_reference},
+            "image": {"docker-manifest-digest": manifest_digest},
+            "type": "cosign container image signature"
+        },
+        "optional": null
+    }))
+    .expect("a JSON value serializes");
+    let signature = signer.sign(&payload).map_err(|error| format!("cannot sign: {error}"))?;
+    use base64::Engine as _;
+    Ok((payload, base64::engine::general_purpose::STANDARD.encode(signature)))
 }
 
 fn signed_by(key: &TrustedKey, signature: &CosignSignature, payload: &[u8]) -> bool {

@@ -189,6 +189,21 @@ enum Command {
         #[command(flatten)]
         install: InstallArgs,
     },
+    /// Sign a pack in a registry as cosign does (the signature names its
+    /// manifest digest, never a tag), and store the signature beside it.
+    /// The key is cosign's (`cosign generate-key-pair` writes cosign.key;
+    /// its password is read from COSIGN_PASSWORD) or a PKCS#8 PEM ECDSA
+    /// P-256 key.
+    Sign {
+        /// oci://REGISTRY/REPOSITORY@sha256:HEX (a tag is resolved to its digest first)
+        reference: String,
+        /// The private key.
+        #[arg(long, value_name = "FILE")]
+        key: PathBuf,
+        /// A config file whose [registry] section says how to reach the registry.
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+    },
     /// Push a pack to an OCI registry as a CNCF wasm artifact (the layout
     /// wkg and oras push), and print its manifest digest: what cosign signs.
     Publish {
@@ -460,6 +475,7 @@ fn main() -> ExitCode {
             Command::Remove { name, install } => packs::remove(&install.config, &name),
             Command::List { json, install } => packs::list(&install.config, json).await,
             Command::Publish { file, reference, config } => packs::publish(&file, &reference, config.as_deref()).await,
+            Command::Sign { reference, key, config } => packs::sign(&reference, &key, config.as_deref()).await,
         }
     });
     // Everything to be written has been: do not wait for what is left, such

@@ -92,11 +92,24 @@ pub async fn list(config_path: &Path, json: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub async fn publish(file: &Path, reference: &str, config_path: Option<&Path>) -> anyhow::Result<()> {
-    let config = match config_path {
+fn optional_config(path: Option<&Path>) -> anyhow::Result<ServeConfig> {
+    Ok(match path {
         Some(path) => ServeConfig::from_file(path)?,
         None => ServeConfig::default(),
-    };
+    })
+}
+
+pub async fn sign(reference: &str, key: &Path, config_path: Option<&Path>) -> anyhow::Result<()> {
+    let config = optional_config(config_path)?;
+    let password = std::env::var("COSIGN_PASSWORD").unwrap_or_default();
+    let digest = install::sign(&config, reference, key, password.as_bytes()).await?;
+    eprintln!("signed {digest} with {}", key.display());
+    println!("{digest}");
+    Ok(())
+}
+
+pub async fn publish(file: &Path, reference: &str, config_path: Option<&Path>) -> anyhow::Result<()> {
+    let config = optional_config(config_path)?;
     let digest = install::publish(&config, file, reference).await?;
     eprintln!("published {} to {reference}", file.display());
     // The digest alone on stdout, for scripts: it is what a signature signs.
