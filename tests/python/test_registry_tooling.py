@@ -44,22 +44,32 @@ class Registry:
     def __init__(self, tmp_path, tls=False, user=None, port=None):
         args = [sys.executable, str(TOOL), "serve", "--dir", str(tmp_path / "registry")]
         args += ["--tls"] if tls else []
-        args += ["--port", str(port)] if port else []
         args += ["--user", user] if user else []
+        args += ["--port", str(port)] if port else []
+        self.user, self.scheme = user, "https" if tls else "http"
+        # serve picks a free port before the registry binds it; should another
+        # process take it meanwhile, the registry exits and a new port is tried.
+        for _ in range(3):
+            if self.start(args):
+                return
+        raise AssertionError("the registry did not start")
+
+    def start(self, args):
         self.process = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
         started = json.loads(self.process.stdout.readline())
         assert started["pid"] == self.process.pid, "serve execs the registry in its own process"
-        self.address, self.ca, self.user = started["address"], started["ca"], user
-        self.scheme = "https" if tls else "http"
-        self.tool_flags = (["--tls-ca", self.ca] if tls else []) + (["--user", user] if user else [])
+        self.address, self.ca = started["address"], started["ca"]
+        self.tool_flags = (["--tls-ca", self.ca] if self.ca else []) + (["--user", self.user] if self.user else [])
         host, port = self.address.split(":")
-        for _ in range(200):
+        for _ in range(400):
+            if self.process.poll() is not None:
+                return False
             try:
                 socket.create_connection((host, int(port)), timeout=1).close()
-                return
+                return True
             except OSError:
                 time.sleep(0.05)
-        raise AssertionError(f"the registry at {self.address} did not start")
+        raise AssertionError(f"the registry at {self.address} does not accept connections")
 
     def curl(self, path, accept=OCI_MANIFEST, auth=True):
         """(status, headers, body) of a GET, by curl."""
