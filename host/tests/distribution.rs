@@ -49,14 +49,31 @@ impl Registry {
         Registry::spawn(&args)
     }
 
+    /// Starts `registry_tool ARGS` and waits until it listens. The tool picks
+    /// a free port before the registry binds it, so another process may take
+    /// the port in between: a registry that exits before listening is
+    /// started again.
     fn spawn(args: &[&str]) -> Registry {
-        let mut child = tool_command(args).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-        let started: Value = serde_json::from_str(&line).unwrap_or_else(|_| panic!("registry_tool {args:?} printed {line:?}"));
-        let address = started["address"].as_str().unwrap().to_string();
-        let ca = started["ca"].as_str().map(PathBuf::from);
-        Registry { child, address, ca }
+        for _ in 0..3 {
+            let mut child = tool_command(args).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+            let mut line = String::new();
+            BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+            let started: Value = serde_json::from_str(&line).unwrap_or_else(|_| panic!("registry_tool {args:?} printed {line:?}"));
+            let address = started["address"].as_str().unwrap().to_string();
+            let ca = started["ca"].as_str().map(PathBuf::from);
+            for _ in 0..200 {
+                if child.try_wait().unwrap().is_some() {
+                    break;
+                }
+                if std::net::TcpStream::connect(&address).is_ok() {
+                    return Registry { child, address, ca };
+                }
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        panic!("registry_tool {args:?} did not start listening");
     }
 
     fn reference(&self, repository: &str) -> String {
@@ -509,4 +526,67 @@ fn a_private_registry_takes_credentials_from_the_environment_or_the_docker_confi
             assert!(!text.contains("s3cret-Pa55") && !text.contains(&auth), "a credential was printed: {text}");
         }
     }
+}
+
+#[test]
+fn a_pack_signed_by_prompt_host_sign_with_a_cosign_key_verifies_here_and_with_openssl() {
+    let signed = Signed::new();
+    let site = &signed.site;
+    let (reference, digest) = signed.publish_signed("code_review", "acme/signed-here", "1", None, &[]);
+    let keys = site.path("cosign-keys");
+    let made = {
+        let output = tool_command(&["keygen", "--out", keys.to_str().unwrap()]).env("COSIGN_PASSWORD", "correct horse").output().unwrap();
+        assert!(output.status.success());
+        serde_json::from_slice::<Value>(&output.stdout).unwrap()
+    };
+    std::fs::copy(made["public"].as_str().unwrap(), site.path("cosign.pub")).unwrap();
+    let cosign_key = made["cosign_key"].as_str().unwrap();
+
+    let wrong_password = prompt_host_with(&["sign", &reference, "--key", cosign_key, "--config", &site.config()], &[("COSIGN_PASSWORD", "wrong")]);
+    assert_eq!(wrong_password.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&wrong_password.stderr).contains(&format!("error: {cosign_key}: cannot read the signing key")));
+
+    let signing = prompt_host_with(&["sign", &reference, "--key", cosign_key, "--config", &site.config()], &[("COSIGN_PASSWORD", "correct horse")]);
+    assert!(signing.status.success(), "{}", String::from_utf8_lossy(&signing.stderr));
+    assert_eq!(String::from_utf8(signing.stdout).unwrap().trim(), digest, "sign resolves the tag and prints the digest it signed");
+    let said = site.ok("add", &[&reference]);
+    assert!(said.contains("signed by cosign.pub"), "{said}");
+
+    // The signature as stored, checked by openssl: the payload names the digest.
+    let sig_tag = format!("{}.sig", digest.replace(':', "-"));
+    let address = &signed.registry.address;
+    let manifest: Value = serde_json::from_slice(
+        &Command::new("curl")
+            .args(["-sf", "-H", "Accept: application/vnd.oci.image.manifest.v1+json"])
+            .arg(format!("http://{address}/v2/acme/signed-here/manifests/{sig_tag}"))
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let layer = &manifest["layers"][0];
+    assert_eq!(layer["mediaType"], "application/vnd.dev.cosign.simplesigning.v1+json");
+    let payload = Command::new("curl")
+        .args(["-sf", &format!("http://{address}/v2/acme/signed-here/blobs/{}", layer["digest"].as_str().unwrap())])
+        .output()
+        .unwrap()
+        .stdout;
+    let payload_json: Value = serde_json::from_slice(&payload).unwrap();
+    assert_eq!(payload_json["critical"]["image"]["docker-manifest-digest"], digest.as_str());
+    assert_eq!(payload_json["critical"]["identity"]["docker-reference"], format!("{address}/acme/signed-here"));
+    use base64::Engine as _;
+    let signature = base64::engine::general_purpose::STANDARD
+        .decode(layer["annotations"]["dev.cosignproject.cosign/signature"].as_str().unwrap())
+        .unwrap();
+    std::fs::write(site.path("payload.json"), &payload).unwrap();
+    std::fs::write(site.path("payload.sig"), signature).unwrap();
+    let verified = Command::new("openssl")
+        .args(["dgst", "-sha256", "-verify"])
+        .arg(site.path("cosign.pub"))
+        .arg("-signature")
+        .arg(site.path("payload.sig"))
+        .arg(site.path("payload.json"))
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&verified.stdout).trim(), "Verified OK");
 }
