@@ -62,20 +62,37 @@ fn did_you_mean(closest: &Option<String>) -> String {
 }
 
 fn plugin_data(error: &PluginError) -> Value {
-    let plugin = error.plugin();
+    let (plugin, failure) = (error.plugin(), failure_kind(error));
     match error {
-        PluginError::Failed { failure, .. } => {
-            let mut data = json!({ "plugin": plugin, "failure": failure.kind() });
-            if let Some(limit) = limit(failure) {
+        PluginError::Failed { failure: call_failure, .. } => {
+            let mut data = json!({ "plugin": plugin, "failure": failure });
+            if let Some(limit) = limit(call_failure) {
                 data["limit"] = limit;
             }
             data
         }
-        PluginError::InvalidArguments { prompt, .. } => json!({ "plugin": plugin, "prompt": prompt, "failure": "invalid-arguments" }),
-        PluginError::Internal { prompt, .. } => json!({ "plugin": plugin, "prompt": prompt, "failure": "internal" }),
-        PluginError::Disowned { prompt, .. } => json!({ "plugin": plugin, "prompt": prompt, "failure": "not-found" }),
-        PluginError::InvalidReply { prompt, .. } => json!({ "plugin": plugin, "prompt": prompt, "failure": "invalid-reply" }),
+        PluginError::InvalidArguments { prompt, .. }
+        | PluginError::Internal { prompt, .. }
+        | PluginError::Disowned { prompt, .. }
+        | PluginError::InvalidReply { prompt, .. } => json!({ "plugin": plugin, "prompt": prompt, "failure": failure }),
     }
+}
+
+/// A short, stable name for how a call into a plugin failed: the `failure`
+/// of the error's data, and the `outcome` label of the call's metric.
+pub fn failure_kind(error: &PluginError) -> &'static str {
+    match error {
+        PluginError::Failed { failure, .. } => failure.kind(),
+        PluginError::InvalidArguments { .. } => "invalid-arguments",
+        PluginError::Internal { .. } => "internal",
+        PluginError::Disowned { .. } => "not-found",
+        PluginError::InvalidReply { .. } => "invalid-reply",
+    }
+}
+
+/// The `outcome` label of a call into a plugin that ended in `result`.
+pub fn outcome<T>(result: &Result<T, PluginError>) -> &'static str {
+    result.as_ref().map_or_else(failure_kind, |_| crate::metrics::OK)
 }
 
 /// The limit a failure hit, with its unit, for structured error data.

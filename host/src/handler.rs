@@ -26,6 +26,7 @@ use crate::bindings::provider;
 use crate::convert;
 use crate::limits::Limits;
 use crate::error::{self, RequestError};
+use crate::metrics;
 use crate::registry::{Registry, Snapshot};
 
 /// Serves the registry's prompts over MCP.
@@ -124,7 +125,10 @@ impl PromptServer {
         if !missing.is_empty() {
             return Err(RequestError::MissingArguments { prompt: request.name, missing });
         }
-        let reply = plugin.get_prompt(&entry.declared_name, &arguments).await?;
+        let started = metrics::call_started();
+        let reply = plugin.get_prompt(&entry.declared_name, &arguments).await;
+        metrics::call_finished(plugin.id(), metrics::Method::Get, error::outcome(&reply), started);
+        let reply = reply?;
         Ok(convert::reply(reply))
     }
 
@@ -144,7 +148,10 @@ impl PromptServer {
         let argument = &request.argument;
         let typed = provider::Argument { name: argument.name.clone(), value: argument.value.clone() };
         check_argument_size(&reference.name, context.iter().chain([&typed]), plugin.limits())?;
-        let completion = plugin.complete(&entry.declared_name, &argument.name, &argument.value, &context).await?;
+        let started = metrics::call_started();
+        let completion = plugin.complete(&entry.declared_name, &argument.name, &argument.value, &context).await;
+        metrics::call_finished(plugin.id(), metrics::Method::Complete, error::outcome(&completion), started);
+        let completion = completion?;
         Ok(CompleteResult::new(convert::completion(completion)))
     }
 }
@@ -165,6 +172,7 @@ impl ServerHandler for PromptServer {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
+        let _in_flight = metrics::request_started();
         let span = request_span(&context);
         let mut result = span.in_scope(|| self.list(request))?;
         // Caching hints are fields of 2026-07-28; earlier clients get none.
@@ -180,6 +188,7 @@ impl ServerHandler for PromptServer {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
+        let _in_flight = metrics::request_started();
         let name = request.name.clone();
         let span = request_span(&context);
         let result = self.get_prompt_result(request).instrument(span.clone()).await;
@@ -191,6 +200,7 @@ impl ServerHandler for PromptServer {
         request: CompleteRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
+        let _in_flight = metrics::request_started();
         let name = request.r#ref.as_prompt_name().unwrap_or_default().to_string();
         let span = request_span(&context);
         let result = self.complete_result(request).instrument(span.clone()).await;
@@ -429,6 +439,7 @@ async fn forward_list_changes<E, Sent>(
                 if changed.is_err() || notify().await.is_err() {
                     return;
                 }
+                metrics::list_changed_sent();
             }
         }
     }

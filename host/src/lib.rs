@@ -17,6 +17,8 @@
 //! - [`limits`]: every limit a plugin runs under, declared once;
 //! - [`log_budget`]: at most so many log lines of a kind per window, for
 //!   what a pack or a client can make the host log;
+//! - [`metrics`]: the Prometheus metrics and the health state, which every
+//!   module above records into (it depends on none of them);
 //! - [`bindings`]: generated from the WIT package.
 //!
 //! Beside the request path, each depending only on what is listed after it
@@ -43,6 +45,7 @@ pub mod limits;
 pub mod log_budget;
 pub mod loader;
 pub mod lockfile;
+pub mod metrics;
 pub mod pack_store;
 pub mod plugin;
 pub mod registry;

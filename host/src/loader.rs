@@ -329,10 +329,13 @@ impl Loader {
         let pre = prepare(&self.sandbox, &component)?;
         let budget = validate::copy_budget(Answer::Definitions, &settings.limits);
         let quota = CallQuota::new(settings.limits.concurrent_calls);
+        let listing = Instant::now();
         let listed = match self.sandbox.instantiate(&pre, &settings.limits, budget, &quota, &source.id).await {
             Ok(instance) => instance.list_prompts().await,
             Err(failure) => Err(failure),
         };
+        let outcome = listed.as_ref().map_or_else(CallFailure::kind, |_| crate::metrics::OK);
+        crate::metrics::listed(&source.id, outcome, listing.elapsed());
         let (prompts, usage) = listed.map_err(|failure| LoadError::List(validate::call_failure(failure)))?;
         trace.listing = Some(usage);
         let problems = validate::prompt_definitions(&prompts, &settings.limits);

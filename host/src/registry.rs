@@ -11,6 +11,7 @@ use tokio::sync::watch;
 
 use crate::catalog::{Catalog, Entry, PluginSummary, Skipped};
 use crate::convert;
+use crate::metrics;
 use crate::plugin::Plugin;
 
 /// The plugins being served, and the catalog merged from them.
@@ -81,6 +82,7 @@ impl Registry {
     pub fn new(plugins: Vec<Arc<Plugin>>) -> Registry {
         let snapshot = Snapshot::new(plugins);
         snapshot.warn_of_new_clashes(&[]);
+        metrics::catalog_published(snapshot.catalog.version(), snapshot.catalog.entries().len());
         Registry { current: ArcSwap::from_pointee(snapshot), changes: watch::Sender::new(0) }
     }
 
@@ -99,6 +101,7 @@ impl Registry {
             return false;
         }
         next.warn_of_new_clashes(&current.skipped);
+        metrics::catalog_published(next.catalog.version(), next.catalog.entries().len());
         self.current.store(Arc::new(next));
         self.changes.send_modify(|generation| *generation += 1);
         true

@@ -481,6 +481,7 @@ impl Instance {
         self.output_log.log(&self.plugin, "stderr", &self.stderr);
         self.output_log.log(&self.plugin, "stdout", &self.stdout);
         let usage = self.usage();
+        crate::metrics::call_usage(&self.plugin, usage.fuel, usage.peak_memory_bytes);
         tracing::debug!(
             plugin = %self.plugin.escape_debug(),
             fuel_used = usage.fuel,

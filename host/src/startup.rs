@@ -48,12 +48,16 @@ pub async fn start(config: &ServeConfig, config_source: Option<ConfigSource>) ->
         for failure in &failures {
             tracing::error!("bundled pack not loaded: {failure}");
         }
+        for plugin in &plugins {
+            crate::metrics::plugin_loaded(plugin.id());
+        }
         for unmatched in config.unmatched_plugins(&names) {
             tracing::warn!("{unmatched}");
         }
         let loaded = plugins.len();
         registry.publish(plugins.into_iter().map(Arc::new).collect());
         Served::now(&registry, names.len(), loaded).log(None);
+        crate::metrics::initial_load_finished();
         return Ok(Host { registry, watcher: None });
     };
 
@@ -64,6 +68,7 @@ pub async fn start(config: &ServeConfig, config_source: Option<ConfigSource>) ->
     watch::refuse_unmatched_when_pinned(config, &dir).map_err(StartupError::Config)?;
     let rescan = directory.rescan(false).await.map_err(unreadable)?;
     rescan.served.log(Some(&dir));
+    crate::metrics::initial_load_finished();
     Ok(Host { registry, watcher: Some(directory.keep_live(config_source)) })
 }
 

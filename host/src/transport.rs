@@ -1,7 +1,8 @@
 //! Transports: how MCP messages reach the handler. [`stdio`] is the default;
-//! [`http`] serves Streamable HTTP.
+//! [`http`] serves Streamable HTTP; [`operations`] serves metrics and health.
 
 pub mod http;
+pub mod operations;
 pub mod stdio;
 
 use std::time::Duration;

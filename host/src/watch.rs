@@ -195,6 +195,7 @@ impl PluginDirectory {
             loaded.failed.remove(&id);
             loaded.settings.insert(id.clone(), config.plugin_settings(&id));
             let plugin = Arc::new(plugin);
+            crate::metrics::plugin_loaded(&id);
             tracing::info!(
                 plugin = %id.escape_debug(),
                 prompts = plugin.prompts().len(),
@@ -213,6 +214,7 @@ impl PluginDirectory {
             // The failure quotes what the pack said (a panic, a bad name): a Debug field, escaped.
             let error = failure.to_string();
             let settings_changed = loaded.settings.get(&id).is_some_and(|settings| *settings != config.plugin_settings(&id));
+            crate::metrics::plugin_load_failed(&id, !settings_changed && loaded.plugins.contains_key(&id));
             if settings_changed {
                 // What serves must meet the configuration in force (a new pin, a lower limit).
                 loaded.plugins.remove(&id);
@@ -236,6 +238,7 @@ impl PluginDirectory {
             loaded.plugins.remove(&id);
             loaded.settings.remove(&id);
             tracing::info!(plugin = %id.escape_debug(), "plugin removed");
+            crate::metrics::plugin_removed(&id);
             rescan.removed.push(id);
         }
         loaded.failed.retain(|id, _| present.contains(id));
@@ -290,6 +293,7 @@ impl PluginDirectory {
                         true
                     }
                 };
+                crate::metrics::reloaded();
                 match directory.rescan(retry_failed).await {
                     // Start-up logs what is served; after, only serving nothing is news.
                     Ok(rescan) if rescan.served.prompts == 0 => rescan.served.log(Some(&directory.dir)),

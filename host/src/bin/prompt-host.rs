@@ -12,6 +12,7 @@ use prompt_host::error::RequestError;
 use prompt_host::handler::{ListCaching, PromptServer};
 use prompt_host::scaffold::{self, Language};
 use prompt_host::transport::http::{self, HttpConfig, HttpListener};
+use prompt_host::transport::operations::MetricsListener;
 use prompt_host::transport::stdio;
 
 #[path = "prompt-host/packs.rs"]
@@ -354,6 +355,13 @@ struct ServeArgs {
     shutdown_grace_ms: u64,
     #[command(flatten)]
     http: HttpArgs,
+    /// Serve Prometheus metrics at http://ADDR/metrics, and /healthz and
+    /// /readyz, on a listener of their own (with stdio too). ADDR is as for --http.
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<String>,
+    /// Allow --metrics on an address other than loopback.
+    #[arg(long, requires = "metrics")]
+    metrics_allow_remote: bool,
     #[command(flatten)]
     limits: LimitArgs,
 }
@@ -533,6 +541,10 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         Some(address) => Some(HttpListener::bind(http_config(address, &args.http).await?).await?),
         None => None,
     };
+    // Served from here on, so that /readyz says 503 while plugins load.
+    if let Some(address) = &args.metrics {
+        MetricsListener::bind(address, args.metrics_allow_remote).await?.serve();
+    }
     let config_source = args.config.is_some().then(|| {
         let args = args.clone();
         Box::new(move || serve_config(&args)) as prompt_host::watch::ConfigSource

@@ -9,6 +9,9 @@
 //! answers 404 for an unknown session, and keeps one session (one handler)
 //! per client.
 //!
+//! `/healthz` and `/readyz` are answered here too, without a session or the
+//! token (see [`super::operations`]).
+//!
 //! Stopping is in stages: no new connection or request, the requests being
 //! served finish within a grace, sessions end, connections close.
 
@@ -69,6 +72,23 @@ const LOOPBACK_ORIGINS: &[&str] = &[
     "https://[::1]:*",
 ];
 
+/// The options that set up a listener, as its error messages name them.
+pub(super) struct ListenOptions {
+    /// The option giving the address.
+    pub address: &'static str,
+    /// The option allowing an address other than loopback.
+    pub allow_remote: &'static str,
+    /// What else to do when allowing one.
+    pub remote_advice: &'static str,
+}
+
+/// The MCP listener's options.
+const HTTP_OPTIONS: ListenOptions = ListenOptions {
+    address: "--http",
+    allow_remote: "--allow-remote",
+    remote_advice: " (and put TLS and --auth-token-file in front of it)",
+};
+
 /// How the HTTP transport is set up.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HttpConfig {
@@ -115,18 +135,24 @@ impl HttpConfig {
     /// `HOST:PORT`, on every address the name resolves to. A name is also
     /// accepted in the `Host` header.
     pub async fn resolving(address: &str) -> Result<HttpConfig, TransportError> {
+        HttpConfig::resolving_for(address, &HTTP_OPTIONS).await
+    }
+
+    /// As [`HttpConfig::resolving`], for the listener `options` name.
+    pub(super) async fn resolving_for(address: &str, options: &ListenOptions) -> Result<HttpConfig, TransportError> {
+        let option = options.address;
         if let Ok(addr) = address.parse::<SocketAddr>() {
             return Ok(HttpConfig::new(addr));
         }
         let what_to_write = "write HOST:PORT or IP:PORT, such as localhost:8080, 127.0.0.1:8080 or [::1]:8080";
         let Some((name, port)) = address.rsplit_once(':').filter(|(name, _)| !name.is_empty()) else {
-            return Err(TransportError::Start(format!("--http {address:?} has no port: {what_to_write}")));
+            return Err(TransportError::Start(format!("{option} {address:?} has no port: {what_to_write}")));
         };
         let Ok(port) = port.parse::<u16>() else {
-            return Err(TransportError::Start(format!("--http {address:?}: {port:?} is not a port (0 to 65535): {what_to_write}")));
+            return Err(TransportError::Start(format!("{option} {address:?}: {port:?} is not a port (0 to 65535): {what_to_write}")));
         };
         let resolved = tokio::net::lookup_host((name, port)).await.map_err(|error| {
-            TransportError::Start(format!("--http {address:?}: cannot resolve {name:?}: {error}; {what_to_write}"))
+            TransportError::Start(format!("{option} {address:?}: cannot resolve {name:?}: {error}; {what_to_write}"))
         })?;
         let mut listen: Vec<SocketAddr> = Vec::new();
         for addr in resolved {
@@ -135,7 +161,7 @@ impl HttpConfig {
             }
         }
         if listen.is_empty() {
-            return Err(TransportError::Start(format!("--http {address:?}: {name:?} resolves to no address; {what_to_write}")));
+            return Err(TransportError::Start(format!("{option} {address:?}: {name:?} resolves to no address; {what_to_write}")));
         }
         let mut config = HttpConfig::new(listen[0]);
         config.listen = listen;
@@ -170,6 +196,11 @@ impl HttpListener {
     /// loopback unless `config.allow_remote`. Port 0 asks for a free port;
     /// the other addresses of a name then take the port the first one got.
     pub async fn bind(config: HttpConfig) -> Result<HttpListener, TransportError> {
+        HttpListener::bind_for(config, &HTTP_OPTIONS).await
+    }
+
+    /// As [`HttpListener::bind`], for the listener `options` name.
+    pub(super) async fn bind_for(config: HttpConfig, options: &ListenOptions) -> Result<HttpListener, TransportError> {
         if config.listen.is_empty() {
             return Err(TransportError::Start("no address to listen on".to_string()));
         }
@@ -181,8 +212,8 @@ impl HttpListener {
                 None => String::new(),
             };
             return Err(TransportError::Start(format!(
-                "refusing to listen on {remote}{resolved}, which is not a loopback address: pass --allow-remote to do so \
-                 (and put TLS and --auth-token-file in front of it)"
+                "refusing to listen on {remote}{resolved}, which is not a loopback address: pass {} to do so{}",
+                options.allow_remote, options.remote_advice
             )));
         }
         raise_descriptor_limit();
@@ -200,6 +231,11 @@ impl HttpListener {
             listeners.push(listener);
         }
         Ok(HttpListener { listeners, local_addrs, config })
+    }
+
+    /// The sockets, bound and listening, for another server to serve.
+    pub(super) fn into_listeners(self) -> Vec<tokio::net::TcpListener> {
+        self.listeners
     }
 
     /// The addresses listened on (with the port chosen, if 0 was asked).
@@ -231,6 +267,7 @@ impl HttpListener {
             body_read_timeout: config.body_read_timeout,
             calls: stopping.calls.clone(),
             refusals: Default::default(),
+            allowed_hosts: config.allowed_hosts.clone(),
         });
 
         tracing::info!(
@@ -385,6 +422,9 @@ struct Gate {
     /// The refusals logged in the current window: a client sending requests
     /// without a token cannot flood the log.
     refusals: std::sync::Mutex<LogWindow>,
+    /// The `Host` names accepted besides loopback ones, for the health
+    /// endpoints (rmcp checks them for MCP).
+    allowed_hosts: Vec<String>,
 }
 
 impl Gate {
@@ -394,6 +434,12 @@ impl Gate {
         peer: SocketAddr,
         service: &StreamableHttpService<S, CappedSessions>,
     ) -> Response<Body> {
+        if let Some(answer) = super::operations::health(&request) {
+            if !super::operations::host_allowed(&request, &self.allowed_hosts) {
+                return Refusal::Host(header_text(request.headers(), hyper::header::HOST)).answer(peer, &self.refusals);
+            }
+            return answer;
+        }
         if request.uri().path() != MCP_PATH {
             return plain(StatusCode::NOT_FOUND, &format!("not found: MCP is served at {MCP_PATH}"));
         }

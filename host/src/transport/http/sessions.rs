@@ -122,6 +122,7 @@ impl SessionManager for CappedSessions {
         }
         let (id, transport) = self.inner.create_session().await?;
         last_used.insert(id.clone(), Instant::now());
+        crate::metrics::sessions_open(last_used.len());
         Ok((id, transport))
     }
 
@@ -135,7 +136,10 @@ impl SessionManager for CappedSessions {
     }
 
     async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
-        self.last_used.lock().await.remove(id);
+        let mut last_used = self.last_used.lock().await;
+        last_used.remove(id);
+        crate::metrics::sessions_open(last_used.len());
+        drop(last_used);
         Ok(self.inner.close_session(id).await?)
     }
 

@@ -1,0 +1,405 @@
+//! What an operator can see into: the Prometheus metrics served at
+//! `--metrics`, and the health `/readyz` reports.
+//!
+//! Every metric is defined here, and every module that records one calls a
+//! function of this module. The metrics exist only once [`enable`] has been
+//! called (by `serve --metrics`); until then each recording function reads one
+//! atomic (the unset [`OnceLock`]) and returns. Once enabled, recording is
+//! atomic additions on prometheus counters, gauges and histograms; the
+//! crate's per-label lookup takes a read lock on its label map.
+//!
+//! Label values are bounded: `plugin` is a plugin's name (its file name),
+//! `method` and `outcome` are the `&'static str`s below. No prompt name and
+//! no argument value is ever a label.
+//!
+//! The health state (whether the initial load has finished, the catalog
+//! version, each plugin's state) is kept whether or not metrics are enabled:
+//! it changes only when plugins load, never on a request.
+//!
+//! This module depends on nothing else in the crate, so that every module
+//! on the request path may record into it.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant, SystemTime};
+
+use prometheus::{
+    Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
+    TextEncoder,
+};
+
+/// The calls into a plugin that are counted: what the `method` label says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    /// `prompts/get`: the plugin's `get-prompt`.
+    Get,
+    /// `completion/complete`: the plugin's `complete`.
+    Complete,
+    /// The plugin's `list-prompts`, called once at each load.
+    List,
+}
+
+impl Method {
+    pub fn label(self) -> &'static str {
+        match self {
+            Method::Get => "prompts/get",
+            Method::Complete => "completion/complete",
+            Method::List => "list",
+        }
+    }
+}
+
+/// The outcome of a call that succeeded. A failure's outcome is the `failure`
+/// kind its error data names (`error::failure_kind`, `CallFailure::kind`).
+pub const OK: &str = "ok";
+
+/// Every metric the host serves.
+pub struct Metrics {
+    registry: Registry,
+    calls: IntCounterVec,
+    call_seconds: HistogramVec,
+    call_fuel: HistogramVec,
+    call_peak_memory: HistogramVec,
+    loads: IntCounterVec,
+    load_failures: IntCounterVec,
+    last_load: IntGaugeVec,
+    sessions_open: IntGauge,
+    requests_in_flight: IntGauge,
+    catalog_prompts: IntGauge,
+    catalog_info: IntGaugeVec,
+    reloads: IntCounter,
+    list_changed: IntCounter,
+}
+
+/// The call latency buckets, in seconds: 100 µs to 10 s (a deadline is at
+/// most what the operator sets; the default is 1 s).
+const SECONDS_BUCKETS: &[f64] =
+    &[0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
+
+/// Fuel buckets: 1000 to 10^10 units, by tens (the default budget is 5·10^8).
+const FUEL_BUCKETS: &[f64] = &[1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10];
+
+/// Peak memory buckets: 64 KiB (one WebAssembly page) to 4 GiB, by fours.
+const MEMORY_BUCKETS: &[f64] = &[
+    65536.0, 262144.0, 1048576.0, 4194304.0, 16777216.0, 67108864.0, 268435456.0, 1073741824.0, 4294967296.0,
+];
+
+impl Metrics {
+    /// Every metric, registered in a registry of their own.
+    pub fn new() -> Metrics {
+        let registry = Registry::new();
+        fn register<M: prometheus::core::Collector + Clone + 'static>(registry: &Registry, metric: M) -> M {
+            registry.register(Box::new(metric.clone())).expect("each metric is registered once, under its own name");
+            metric
+        }
+        let histogram = |name: &str, help: &str, buckets: &[f64]| {
+            let opts = HistogramOpts::new(name, help).buckets(buckets.to_vec());
+            register(&registry, HistogramVec::new(opts, &["plugin"]).expect("valid histogram"))
+        };
+        let counter = |name: &str, help: &str, labels: &[&str]| {
+            register(&registry, IntCounterVec::new(Opts::new(name, help), labels).expect("valid counter"))
+        };
+        Metrics {
+            calls: counter(
+                "prompt_host_plugin_calls_total",
+                "Calls into a plugin, by method (prompts/get, completion/complete, list at load) and outcome.",
+                &["plugin", "method", "outcome"],
+            ),
+            call_seconds: register(
+                &registry,
+                HistogramVec::new(
+                    HistogramOpts::new("prompt_host_plugin_call_duration_seconds", "How long calls into a plugin took, by method.")
+                        .buckets(SECONDS_BUCKETS.to_vec()),
+                    &["plugin", "method"],
+                )
+                .expect("valid histogram"),
+            ),
+            call_fuel: histogram("prompt_host_plugin_call_fuel", "Fuel (roughly, WebAssembly instructions) one call burned.", FUEL_BUCKETS),
+            call_peak_memory: histogram(
+                "prompt_host_plugin_call_peak_memory_bytes",
+                "The size one call's largest linear memory reached, in bytes.",
+                MEMORY_BUCKETS,
+            ),
+            loads: counter("prompt_host_plugin_loads_total", "Successful loads of a plugin (at start and at each change).", &["plugin"]),
+            load_failures: counter("prompt_host_plugin_load_failures_total", "Loads of a plugin that failed.", &["plugin"]),
+            last_load: register(
+                &registry,
+                IntGaugeVec::new(
+                    Opts::new("prompt_host_plugin_last_load_timestamp_seconds", "When the plugin last loaded successfully (Unix time)."),
+                    &["plugin"],
+                )
+                .expect("valid gauge"),
+            ),
+            sessions_open: register(
+                &registry,
+                IntGauge::new("prompt_host_sessions_open", "MCP sessions open over Streamable HTTP.").expect("valid gauge"),
+            ),
+            requests_in_flight: register(
+                &registry,
+                IntGauge::new("prompt_host_requests_in_flight", "prompts/list, prompts/get and completion/complete requests being answered.")
+                    .expect("valid gauge"),
+            ),
+            catalog_prompts: register(
+                &registry,
+                IntGauge::new("prompt_host_catalog_prompts", "Prompts in the catalog served.").expect("valid gauge"),
+            ),
+            catalog_info: register(
+                &registry,
+                IntGaugeVec::new(Opts::new("prompt_host_catalog_info", "The catalog served: its version, as a label."), &["version"])
+                    .expect("valid gauge"),
+            ),
+            reloads: register(
+                &registry,
+                IntCounter::new("prompt_host_reloads_total", "Rescans of the plugin directory after start (a change in it, or SIGHUP).")
+                    .expect("valid counter"),
+            ),
+            list_changed: register(
+                &registry,
+                IntCounter::new("prompt_host_list_changed_notifications_total", "notifications/prompts/list_changed sent to clients.")
+                    .expect("valid counter"),
+            ),
+            registry,
+        }
+    }
+
+    /// The metrics in the Prometheus text format.
+    pub fn render(&self) -> String {
+        let mut text = Vec::new();
+        TextEncoder::new().encode(&self.registry.gather(), &mut text).expect("the text encoder writes to a Vec");
+        String::from_utf8(text).expect("the text format is UTF-8")
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
+}
+
+static METRICS: OnceLock<Metrics> = OnceLock::new();
+
+/// Starts recording metrics (from then on, for the life of the process), and
+/// records the health state known so far.
+pub fn enable() -> &'static Metrics {
+    let metrics = METRICS.get_or_init(Metrics::new);
+    let health = HEALTH.lock().expect("the health state is never poisoned");
+    if let Some(catalog) = &health.catalog {
+        record_catalog(metrics, &catalog.version, catalog.prompts);
+    }
+    metrics
+}
+
+/// The metrics, if they are enabled.
+pub fn enabled() -> Option<&'static Metrics> {
+    METRICS.get()
+}
+
+/// The start of a call into a plugin, if metrics are enabled (for
+/// [`call_finished`]).
+pub fn call_started() -> Option<Instant> {
+    METRICS.get().map(|_| Instant::now())
+}
+
+/// Records a call into plugin `plugin` that ended in `outcome`.
+pub fn call_finished(plugin: &str, method: Method, outcome: &'static str, started: Option<Instant>) {
+    if let (Some(metrics), Some(started)) = (METRICS.get(), started) {
+        record_call(metrics, plugin, method, outcome, started.elapsed());
+    }
+}
+
+fn record_call(metrics: &Metrics, plugin: &str, method: Method, outcome: &'static str, elapsed: Duration) {
+    metrics.calls.with_label_values(&[plugin, method.label(), outcome]).inc();
+    metrics.call_seconds.with_label_values(&[plugin, method.label()]).observe(elapsed.as_secs_f64());
+}
+
+/// Records what one call into plugin `plugin` cost (every call, whatever its
+/// method and outcome).
+pub fn call_usage(plugin: &str, fuel: u64, peak_memory_bytes: usize) {
+    if let Some(metrics) = METRICS.get() {
+        metrics.call_fuel.with_label_values(&[plugin]).observe(fuel as f64);
+        metrics.call_peak_memory.with_label_values(&[plugin]).observe(peak_memory_bytes as f64);
+    }
+}
+
+/// Records a plugin's `list-prompts` at load, which took `elapsed`.
+pub fn listed(plugin: &str, outcome: &'static str, elapsed: Duration) {
+    if let Some(metrics) = METRICS.get() {
+        record_call(metrics, plugin, Method::List, outcome, elapsed);
+    }
+}
+
+/// One request being answered, until dropped.
+pub struct InFlight(Option<&'static IntGauge>);
+
+/// Counts a request as in flight until the returned guard is dropped.
+pub fn request_started() -> InFlight {
+    InFlight(METRICS.get().map(|metrics| {
+        metrics.requests_in_flight.inc();
+        &metrics.requests_in_flight
+    }))
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        if let Some(gauge) = self.0 {
+            gauge.dec();
+        }
+    }
+}
+
+/// Records how many HTTP sessions are open.
+pub fn sessions_open(count: usize) {
+    if let Some(metrics) = METRICS.get() {
+        metrics.sessions_open.set(count as i64);
+    }
+}
+
+/// Records a rescan of the plugin directory after start.
+pub fn reloaded() {
+    if let Some(metrics) = METRICS.get() {
+        metrics.reloads.inc();
+    }
+}
+
+/// Records a `notifications/prompts/list_changed` sent.
+pub fn list_changed_sent() {
+    if let Some(metrics) = METRICS.get() {
+        metrics.list_changed.inc();
+    }
+}
+
+/// A plugin's state, as `/readyz` reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PluginState {
+    /// Serving its prompts.
+    Loaded,
+    /// Its file did not load (the log says why), and no earlier version of it serves.
+    Failed,
+}
+
+impl PluginState {
+    fn label(self) -> &'static str {
+        match self {
+            PluginState::Loaded => "loaded",
+            PluginState::Failed => "failed",
+        }
+    }
+}
+
+/// What `/readyz` reports, kept as plugins load.
+#[derive(Default)]
+struct Health {
+    ready: bool,
+    catalog: Option<Catalog>,
+    plugins: BTreeMap<String, PluginState>,
+}
+
+struct Catalog {
+    version: String,
+    prompts: usize,
+}
+
+static HEALTH: Mutex<Health> = Mutex::new(Health { ready: false, catalog: None, plugins: BTreeMap::new() });
+
+/// Whether the initial load has finished, read without the lock.
+static READY: AtomicBool = AtomicBool::new(false);
+
+fn health() -> std::sync::MutexGuard<'static, Health> {
+    // Nothing panics while holding it; if something did, the state is still whole.
+    HEALTH.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Records that plugin `plugin` loaded and serves.
+pub fn plugin_loaded(plugin: &str) {
+    health().plugins.insert(plugin.to_string(), PluginState::Loaded);
+    if let Some(metrics) = METRICS.get() {
+        metrics.loads.with_label_values(&[plugin]).inc();
+        let now = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
+        metrics.last_load.with_label_values(&[plugin]).set(now.as_secs() as i64);
+    }
+}
+
+/// Records that a file of plugin `plugin` did not load; `still_serving` if
+/// an earlier version of it keeps serving.
+pub fn plugin_load_failed(plugin: &str, still_serving: bool) {
+    let state = if still_serving { PluginState::Loaded } else { PluginState::Failed };
+    health().plugins.insert(plugin.to_string(), state);
+    if let Some(metrics) = METRICS.get() {
+        metrics.load_failures.with_label_values(&[plugin]).inc();
+    }
+}
+
+/// Records that plugin `plugin` is gone (its file was removed): `/readyz`
+/// no longer lists it. Its series stay until the process restarts.
+pub fn plugin_removed(plugin: &str) {
+    health().plugins.remove(plugin);
+}
+
+/// Records the catalog served from now on.
+pub fn catalog_published(version: &str, prompts: usize) {
+    let mut health = health();
+    health.catalog = Some(Catalog { version: version.to_string(), prompts });
+    if let Some(metrics) = METRICS.get() {
+        record_catalog(metrics, version, prompts);
+    }
+}
+
+fn record_catalog(metrics: &Metrics, version: &str, prompts: usize) {
+    metrics.catalog_prompts.set(prompts as i64);
+    metrics.catalog_info.reset();
+    metrics.catalog_info.with_label_values(&[version]).set(1);
+}
+
+/// Records that the initial load has finished: `/readyz` answers 200 from now on.
+pub fn initial_load_finished() {
+    health().ready = true;
+    READY.store(true, Ordering::Release);
+}
+
+/// What `/readyz` answers: `None` until the initial load has finished, then
+/// the catalog version and each plugin's state, as JSON.
+pub fn readiness() -> Option<String> {
+    if !READY.load(Ordering::Acquire) {
+        return None;
+    }
+    let health = health();
+    let plugins: serde_json::Map<String, serde_json::Value> =
+        health.plugins.iter().map(|(name, state)| (name.clone(), state.label().into())).collect();
+    let version = health.catalog.as_ref().map(|catalog| catalog.version.clone());
+    let prompts = health.catalog.as_ref().map_or(0, |catalog| catalog.prompts);
+    let report = serde_json::json!({ "status": "ready", "catalogVersion": version, "prompts": prompts, "plugins": plugins });
+    Some(report.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn calls_are_counted_by_plugin_method_and_outcome_and_rendered_as_text() {
+        let metrics = Metrics::new();
+        record_call(&metrics, "acme", Method::Get, OK, Duration::from_millis(2));
+        record_call(&metrics, "acme", Method::Get, "fuel", Duration::from_millis(900));
+        record_call(&metrics, "acme", Method::Get, OK, Duration::from_micros(50));
+        record_catalog(&metrics, "v1", 3);
+        record_catalog(&metrics, "v2", 4);
+        let text = metrics.render();
+        assert!(text.contains("prompt_host_plugin_calls_total{method=\"prompts/get\",outcome=\"ok\",plugin=\"acme\"} 2\n"), "{text}");
+        assert!(text.contains("prompt_host_plugin_calls_total{method=\"prompts/get\",outcome=\"fuel\",plugin=\"acme\"} 1\n"), "{text}");
+        assert!(text.contains("prompt_host_plugin_call_duration_seconds_bucket{method=\"prompts/get\",plugin=\"acme\",le=\"0.0001\"} 1\n"), "{text}");
+        assert!(text.contains("prompt_host_plugin_call_duration_seconds_count{method=\"prompts/get\",plugin=\"acme\"} 3\n"), "{text}");
+        // Only the catalog served now has a version series.
+        assert!(text.contains("prompt_host_catalog_info{version=\"v2\"} 1\n"), "{text}");
+        assert!(!text.contains("version=\"v1\""), "{text}");
+        assert!(text.contains("prompt_host_catalog_prompts 4\n"), "{text}");
+    }
+
+    #[test]
+    fn a_plugin_name_is_escaped_in_its_label() {
+        let metrics = Metrics::new();
+        record_call(&metrics, "a\"b\\c\nd", Method::List, OK, Duration::ZERO);
+        let text = metrics.render();
+        assert!(text.contains("plugin=\"a\\\"b\\\\c\\nd\""), "{text}");
+    }
+}

@@ -1,0 +1,208 @@
+//! What an operator's tools ask for over HTTP: `/metrics` (Prometheus text
+//! format) on the listener `--metrics` opens, and the health endpoints
+//! `/healthz` and `/readyz`, on that listener and on the MCP listener.
+//!
+//! - `/healthz` answers 200 `ok` whenever the process serves.
+//! - `/readyz` answers 503 until the initial load of plugins has finished,
+//!   then 200 with JSON: the catalog version, the number of prompts, and each
+//!   plugin's state (`loaded` or `failed`) by plugin name. No prompt content.
+//!
+//! Neither needs a session or the bearer token (a probe carries neither),
+//! and neither reveals more than plugin names and the catalog version. The
+//! `Host` header is checked as on the MCP endpoint (DNS rebinding protection):
+//! on the metrics listener, only loopback names unless it was allowed to
+//! listen beyond loopback.
+//!
+//! The metrics listener bounds what a client can make it hold: a few
+//! connections at once, the time to send headers, and GET only (no body).
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, combinators::BoxBody};
+use hyper::body::Incoming;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use tokio::sync::Semaphore;
+
+use super::TransportError;
+use super::http::{HttpConfig, HttpListener, ListenOptions};
+use crate::metrics;
+
+/// The path the metrics are served at.
+pub const METRICS_PATH: &str = "/metrics";
+/// The liveness endpoint.
+pub const HEALTHZ_PATH: &str = "/healthz";
+/// The readiness endpoint.
+pub const READYZ_PATH: &str = "/readyz";
+
+/// Connections the metrics listener serves at once; further ones wait in the
+/// listen backlog. A scraper and a probe or two need no more.
+const MAX_CONNECTIONS: usize = 16;
+
+/// How long a client may take to send a request's headers, and how long a
+/// connection may sit idle between requests.
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Host names accepted without `--metrics-allow-remote`.
+const LOOPBACK_HOSTS: &[&str] = &["localhost", "127.0.0.1", "::1"];
+
+const METRICS_OPTIONS: ListenOptions = ListenOptions {
+    address: "--metrics",
+    allow_remote: "--metrics-allow-remote",
+    remote_advice: " (the metrics name every plugin: keep them on a network only the scraper reaches)",
+};
+
+type Body = BoxBody<Bytes, Infallible>;
+
+/// The metrics listener, bound and listening, not yet served.
+pub struct MetricsListener {
+    listener: HttpListener,
+    allow_remote: bool,
+}
+
+impl MetricsListener {
+    /// Binds `address` (as `--http` takes it: IP:PORT or HOST:PORT), refusing
+    /// an address other than loopback unless `allow_remote`. Enables the
+    /// metrics.
+    pub async fn bind(address: &str, allow_remote: bool) -> Result<MetricsListener, TransportError> {
+        let mut config = HttpConfig::resolving_for(address, &METRICS_OPTIONS).await?;
+        config.allow_remote = allow_remote;
+        let listener = HttpListener::bind_for(config, &METRICS_OPTIONS).await?;
+        metrics::enable();
+        Ok(MetricsListener { listener, allow_remote })
+    }
+
+    /// The addresses listened on (with the port chosen, if 0 was asked).
+    pub fn local_addrs(&self) -> &[SocketAddr] {
+        self.listener.local_addrs()
+    }
+
+    /// Serves `/metrics`, `/healthz` and `/readyz` until the process ends.
+    pub fn serve(self) {
+        let addrs = self.local_addrs().iter().map(|addr| format!("http://{addr}{METRICS_PATH}")).collect::<Vec<_>>();
+        tracing::info!("serving metrics at {}", addrs.join(" and "));
+        let connections = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+        let allow_remote = self.allow_remote;
+        for listener in self.listener.into_listeners() {
+            tokio::spawn(accept(listener, connections.clone(), allow_remote));
+        }
+    }
+}
+
+async fn accept(listener: tokio::net::TcpListener, connections: Arc<Semaphore>, allow_remote: bool) {
+    loop {
+        let permit = connections.clone().acquire_owned().await.expect("the semaphore is never closed");
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(error) => {
+                tracing::debug!("accepting a metrics connection failed: {error}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        tokio::spawn(async move {
+            let _permit = permit;
+            let handle = hyper::service::service_fn(move |request: Request<Incoming>| async move {
+                Ok::<_, Infallible>(answer(&request, allow_remote))
+            });
+            let connection = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(HEADER_READ_TIMEOUT)
+                .serve_connection(TokioIo::new(stream), handle);
+            if let Err(error) = connection.await {
+                tracing::debug!("metrics connection ended: {error}");
+            }
+        });
+    }
+}
+
+/// The metrics listener's answer.
+fn answer(request: &Request<Incoming>, allow_remote: bool) -> Response<Body> {
+    if !allow_remote && !host_allowed(request, &[]) {
+        return text(StatusCode::FORBIDDEN, "forbidden: the Host header is not a loopback name\n");
+    }
+    if request.uri().path() == METRICS_PATH {
+        if request.method() != Method::GET && request.method() != Method::HEAD {
+            return text(StatusCode::METHOD_NOT_ALLOWED, "method not allowed: GET /metrics\n");
+        }
+        let rendered = metrics::enabled().map(|metrics| metrics.render()).unwrap_or_default();
+        let mut response = text(StatusCode::OK, &rendered);
+        response.headers_mut().insert(
+            hyper::header::CONTENT_TYPE,
+            hyper::header::HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+        );
+        return response;
+    }
+    health(request).unwrap_or_else(|| {
+        text(StatusCode::NOT_FOUND, &format!("not found: {METRICS_PATH}, {HEALTHZ_PATH} and {READYZ_PATH} are served here\n"))
+    })
+}
+
+/// The answer to `/healthz` or `/readyz`, or `None` for any other path.
+/// (The caller has checked the `Host` header.)
+pub(super) fn health<B>(request: &Request<B>) -> Option<Response<Body>> {
+    let path = request.uri().path();
+    if path != HEALTHZ_PATH && path != READYZ_PATH {
+        return None;
+    }
+    if request.method() != Method::GET && request.method() != Method::HEAD {
+        return Some(text(StatusCode::METHOD_NOT_ALLOWED, &format!("method not allowed: GET {path}\n")));
+    }
+    Some(match (path, metrics::readiness()) {
+        (HEALTHZ_PATH, _) => text(StatusCode::OK, "ok\n"),
+        (_, None) => text(StatusCode::SERVICE_UNAVAILABLE, "not ready: plugins are loading\n"),
+        (_, Some(report)) => {
+            let mut response = text(StatusCode::OK, &format!("{report}\n"));
+            response.headers_mut().insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static("application/json"));
+            response
+        }
+    })
+}
+
+/// Whether the request's `Host` names a loopback host or one of `allowed`
+/// (a name, or a name and port), whatever the port.
+pub(super) fn host_allowed<B>(request: &Request<B>, allowed: &[String]) -> bool {
+    let Some(host) = request.headers().get(hyper::header::HOST).and_then(|value| value.to_str().ok()) else {
+        return false;
+    };
+    let host = host.trim().to_ascii_lowercase();
+    let name = match host.strip_prefix('[') {
+        Some(bracketed) => bracketed.split_once(']').map_or(bracketed, |(name, _)| name),
+        None => host.rsplit_once(':').map_or(host.as_str(), |(name, _)| name),
+    };
+    LOOPBACK_HOSTS.contains(&name) || allowed.iter().any(|allowed| allowed.eq_ignore_ascii_case(name) || allowed.eq_ignore_ascii_case(&host))
+}
+
+fn text(status: StatusCode, body: &str) -> Response<Body> {
+    let mut response = Response::new(Full::new(Bytes::from(body.to_string())).boxed());
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static("text/plain; charset=utf-8"));
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_host(host: &str) -> Request<()> {
+        Request::builder().uri("/readyz").header("host", host).body(()).unwrap()
+    }
+
+    #[test]
+    fn loopback_hosts_and_allowed_ones_pass_whatever_the_port() {
+        for host in ["localhost", "localhost:9090", "127.0.0.1:9090", "[::1]:9090", "[::1]", "LOCALHOST:1"] {
+            assert!(host_allowed(&with_host(host), &[]), "{host}");
+        }
+        for host in ["example.com", "example.com:9090", "127.0.0.2:9090", "evil.localhost:9090", ""] {
+            assert!(!host_allowed(&with_host(host), &[]), "{host}");
+        }
+        assert!(host_allowed(&with_host("prompts.example.com:8080"), &["prompts.example.com".to_string()]));
+        assert!(!host_allowed(&Request::builder().body(()).unwrap(), &[]));
+    }
+}

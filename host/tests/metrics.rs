@@ -1,0 +1,272 @@
+//! Metrics and health over the real binary: `serve --metrics` counts each
+//! call into a plugin by method and outcome, with labels bounded to plugin
+//! names; `promtool check metrics` (Debian's prometheus package) accepts the
+//! text; `/healthz` and `/readyz` answer on the metrics listener and on the
+//! MCP listener.
+
+mod support;
+
+use std::collections::BTreeSet;
+use std::net::SocketAddr;
+use std::process::{Command, Stdio};
+
+use serde_json::{Value, json};
+use support::{Server, http_exchange, only_text, plugin_dir, serve_plugins, spawn_http};
+
+/// The metrics listener's address, from the line the server logs.
+fn metrics_addr(server: &Server) -> SocketAddr {
+    let log = server.wait_for_stderr("serving metrics at http://");
+    let rest = &log[log.find("serving metrics at http://").unwrap() + "serving metrics at http://".len()..];
+    rest[..rest.find("/metrics").unwrap()].parse().unwrap()
+}
+
+/// A GET of `path` with `Host: host`: the status and the body.
+fn get(addr: SocketAddr, path: &str, host: &str) -> (u16, String) {
+    let (status, response) = http_exchange(addr, &format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"));
+    let body = response.split_once("\r\n\r\n").map(|(_, body)| body.to_string()).unwrap_or_default();
+    (status, body)
+}
+
+fn scrape(addr: SocketAddr) -> String {
+    let (status, body) = get(addr, "/metrics", "localhost");
+    assert_eq!(status, 200, "{body}");
+    body
+}
+
+/// The value of the series written exactly `series` (name and labels, the
+/// labels in the order the text format sorts them), or None if absent.
+fn value(text: &str, series: &str) -> Option<f64> {
+    text.lines().find_map(|line| line.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+}
+
+fn assert_value(text: &str, series: &str, expected: f64) {
+    assert_eq!(value(text, series), Some(expected), "{series} in:\n{text}");
+}
+
+/// Every value of label `label` in the scraped text.
+fn label_values(text: &str, label: &str) -> BTreeSet<String> {
+    let needle = format!("{label}=\"");
+    text.lines()
+        .filter(|line| !line.starts_with('#'))
+        .filter_map(|line| {
+            let start = line.find(&needle)? + needle.len();
+            Some(line[start..start + line[start..].find('"')?].to_string())
+        })
+        .collect()
+}
+
+/// Runs `promtool check metrics` on `text`, and asserts that it passes.
+fn assert_promtool_accepts(text: &str) {
+    let child = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn();
+    let mut child = child.expect("promtool is missing: run tests/setup (it installs Debian's prometheus package)");
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "promtool check metrics failed:\n{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+fn get_prompt_outcome(plugin: &str, outcome: &str) -> String {
+    format!("prompt_host_plugin_calls_total{{method=\"prompts/get\",outcome=\"{outcome}\",plugin=\"{plugin}\"}}")
+}
+
+#[test]
+fn each_call_is_counted_by_plugin_method_and_outcome_and_promtool_accepts_the_text() {
+    let (_dir, mut server) = serve_plugins(
+        &["hostile", "code_review"],
+        &["--fuel", "2000000", "--deadline-ms", "60000", "--metrics", "127.0.0.1:0"],
+    );
+    let addr = metrics_addr(&server);
+    let prompts = server.list_all_names().len();
+    // Two calls that succeed, and one of each way a call can fail.
+    assert_eq!(only_text(&server.get_prompt("code_review", json!({ "code": "x" }))), "Please review this Python code:\nx");
+    assert_eq!(only_text(&server.get_prompt("code_review", json!({ "code": "y" }))), "Please review this Python code:\ny");
+    assert_eq!(only_text(&server.get_prompt("echo", json!({}))), "echo");
+    let failing = [
+        ("spin", json!({}), "fuel"),
+        ("panic", json!({}), "panic"),
+        ("recurse", json!({}), "stack"),
+        ("bad-mime", json!({}), "invalid-reply"),
+        ("read-file", json!({}), "internal"),
+        ("big-error", json!({ "bytes": "many" }), "invalid-arguments"),
+    ];
+    for (prompt, arguments, failure) in &failing {
+        let error = server.error("prompts/get", json!({ "name": prompt, "arguments": arguments }));
+        assert_eq!(error["data"]["failure"], *failure, "{prompt}: {error}");
+    }
+    let error = server.error(
+        "completion/complete",
+        json!({ "ref": { "type": "ref/prompt", "name": "spin" }, "argument": { "name": "a", "value": "" } }),
+    );
+    assert_eq!(error["data"]["failure"], "fuel");
+    // A prompt no plugin serves is no call into a plugin: not counted.
+    server.error("prompts/get", json!({ "name": "no-such-prompt" }));
+
+    let text = scrape(addr);
+    assert_value(&text, &get_prompt_outcome("code_review", "ok"), 2.0);
+    assert_value(&text, &get_prompt_outcome("hostile", "ok"), 1.0);
+    for (_, _, failure) in &failing {
+        assert_value(&text, &get_prompt_outcome("hostile", failure), 1.0);
+    }
+    assert_value(&text, "prompt_host_plugin_calls_total{method=\"completion/complete\",outcome=\"fuel\",plugin=\"hostile\"}", 1.0);
+    for plugin in ["hostile", "code_review"] {
+        assert_value(&text, &format!("prompt_host_plugin_calls_total{{method=\"list\",outcome=\"ok\",plugin=\"{plugin}\"}}"), 1.0);
+        assert_value(&text, &format!("prompt_host_plugin_loads_total{{plugin=\"{plugin}\"}}"), 1.0);
+        assert!(value(&text, &format!("prompt_host_plugin_last_load_timestamp_seconds{{plugin=\"{plugin}\"}}")).unwrap() > 1.7e9);
+    }
+    assert_value(&text, "prompt_host_plugin_call_duration_seconds_count{method=\"prompts/get\",plugin=\"code_review\"}", 2.0);
+    assert_value(&text, "prompt_host_plugin_call_duration_seconds_count{method=\"prompts/get\",plugin=\"hostile\"}", 7.0);
+    // Fuel and peak memory of every call: the listing, and each call above.
+    assert_value(&text, "prompt_host_plugin_call_fuel_count{plugin=\"code_review\"}", 3.0);
+    assert_value(&text, "prompt_host_plugin_call_fuel_count{plugin=\"hostile\"}", 9.0);
+    assert_value(&text, "prompt_host_plugin_call_peak_memory_bytes_count{plugin=\"hostile\"}", 9.0);
+    // The call that ran out burned its whole budget, and more than 10^6 lands in no bucket below 10^7.
+    assert_value(&text, "prompt_host_plugin_call_fuel_bucket{plugin=\"hostile\",le=\"10000000\"}", 9.0);
+    assert!(value(&text, "prompt_host_plugin_call_fuel_sum{plugin=\"hostile\"}").unwrap() >= 4_000_000.0, "{text}");
+    assert_value(&text, "prompt_host_catalog_prompts", prompts as f64);
+    assert_value(&text, "prompt_host_requests_in_flight", 0.0);
+    assert_value(&text, "prompt_host_sessions_open", 0.0);
+    assert_value(&text, "prompt_host_reloads_total", 0.0);
+
+    // Labels are bounded: plugin names, the methods and the outcomes; never a prompt name.
+    assert_eq!(label_values(&text, "plugin"), BTreeSet::from(["code_review".to_string(), "hostile".to_string()]));
+    assert_eq!(
+        label_values(&text, "method"),
+        BTreeSet::from(["completion/complete", "list", "prompts/get"].map(String::from))
+    );
+    let outcomes = ["fuel", "internal", "invalid-arguments", "invalid-reply", "ok", "panic", "stack"];
+    assert_eq!(label_values(&text, "outcome"), BTreeSet::from(outcomes.map(String::from)));
+    for prompt in ["spin", "echo", "no-such-prompt", "many"] {
+        assert!(!text.contains(&format!("\"{prompt}\"")), "{prompt} in:\n{text}");
+    }
+
+    // The catalog version is the one /readyz reports.
+    let (status, ready) = get(addr, "/readyz", "localhost");
+    assert_eq!(status, 200, "{ready}");
+    let ready: Value = serde_json::from_str(&ready).unwrap();
+    let version = ready["catalogVersion"].as_str().unwrap();
+    assert_value(&text, &format!("prompt_host_catalog_info{{version=\"{version}\"}}"), 1.0);
+    assert_eq!(
+        ready,
+        json!({ "status": "ready", "catalogVersion": version, "prompts": prompts, "plugins": { "code_review": "loaded", "hostile": "loaded" } })
+    );
+    assert_eq!(get(addr, "/healthz", "localhost"), (200, "ok\n".to_string()));
+
+    assert_promtool_accepts(&text);
+}
+
+#[test]
+fn a_deadline_and_a_failed_load_are_counted_and_readyz_names_the_failed_plugin() {
+    let dir = plugin_dir(&["hostile", "hostile_bad_definitions"]);
+    let mut server = Server::start(&["--plugins", dir.path().to_str().unwrap(), "--deadline-ms", "300", "--metrics", "localhost:0"]);
+    let addr = metrics_addr(&server);
+    let error = server.error("prompts/get", json!({ "name": "sleep" }));
+    assert_eq!(error["data"]["failure"], "deadline");
+
+    let text = scrape(addr);
+    assert_value(&text, &get_prompt_outcome("hostile", "deadline"), 1.0);
+    assert_value(&text, "prompt_host_plugin_load_failures_total{plugin=\"hostile_bad_definitions\"}", 1.0);
+    assert_eq!(value(&text, "prompt_host_plugin_loads_total{plugin=\"hostile_bad_definitions\"}"), None);
+    let (status, ready) = get(addr, "/readyz", "localhost");
+    assert_eq!(status, 200);
+    let ready: Value = serde_json::from_str(&ready).unwrap();
+    assert_eq!(ready["plugins"], json!({ "hostile": "loaded", "hostile_bad_definitions": "failed" }));
+    assert_promtool_accepts(&text);
+}
+
+#[test]
+fn readyz_is_503_until_the_initial_load_has_finished() {
+    // A pack that lists its prompts until its deadline, a minute away: the
+    // initial load is still under way when /readyz is asked.
+    let dir = plugin_dir(&["hostile_list_loop"]);
+    let mut server = Server::spawn(&[
+        "--plugins",
+        dir.path().to_str().unwrap(),
+        "--deadline-ms",
+        "60000",
+        "--fuel",
+        "100000000000000",
+        "--metrics",
+        "127.0.0.1:0",
+    ]);
+    let addr = metrics_addr(&server);
+    assert_eq!(get(addr, "/readyz", "localhost"), (503, "not ready: plugins are loading\n".to_string()));
+    assert_eq!(get(addr, "/healthz", "localhost"), (200, "ok\n".to_string()));
+    server.terminate();
+}
+
+#[test]
+fn a_rescan_and_the_list_changed_notification_it_sends_are_counted() {
+    let dir = plugin_dir(&["code_review"]);
+    let mut server = Server::start(&["--plugins", dir.path().to_str().unwrap(), "--no-watch", "--metrics", "127.0.0.1:0"]);
+    let addr = metrics_addr(&server);
+    let before = scrape(addr);
+    assert_value(&before, "prompt_host_reloads_total", 0.0);
+    assert_value(&before, "prompt_host_list_changed_notifications_total", 0.0);
+    support::install(dir.path(), "hostile", "hostile.wasm");
+    server.hang_up();
+    server.notification("notifications/prompts/list_changed");
+    let after = scrape(addr);
+    assert_value(&after, "prompt_host_reloads_total", 1.0);
+    assert_value(&after, "prompt_host_list_changed_notifications_total", 1.0);
+    assert_value(&after, "prompt_host_plugin_loads_total{plugin=\"hostile\"}", 1.0);
+    assert_value(&after, "prompt_host_plugin_loads_total{plugin=\"code_review\"}", 1.0);
+}
+
+#[test]
+fn the_metrics_listener_checks_host_and_stays_on_loopback() {
+    let dir = plugin_dir(&["code_review"]);
+    let mut server = Server::start(&["--plugins", dir.path().to_str().unwrap(), "--metrics", "127.0.0.1:0"]);
+    let addr = metrics_addr(&server);
+    let (status, body) = get(addr, "/metrics", "attacker.example");
+    assert_eq!((status, body.as_str()), (403, "forbidden: the Host header is not a loopback name\n"));
+    let (status, body) = get(addr, "/mcp", "127.0.0.1");
+    assert_eq!((status, body.as_str()), (404, "not found: /metrics, /healthz and /readyz are served here\n"));
+    server.terminate();
+
+    let output = Command::new(env!("CARGO_BIN_EXE_prompt-host"))
+        .args(["serve", "--metrics", "0.0.0.0:0"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(
+            "refusing to listen on 0.0.0.0:0, which is not a loopback address: pass --metrics-allow-remote to do so"
+        ),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn the_http_listener_answers_health_without_a_session_or_the_token_and_checks_host() {
+    let token = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(token.path(), "secret-token\n").unwrap();
+    let dir = plugin_dir(&["code_review"]);
+    let (mut child, _stderr, addr) = spawn_http(
+        "127.0.0.1:0",
+        &["--plugins", dir.path().to_str().unwrap(), "--auth-token-file", token.path().to_str().unwrap()],
+    );
+    assert_eq!(get(addr, "/healthz", "localhost"), (200, "ok\n".to_string()));
+    let (status, ready) = get(addr, "/readyz", &format!("127.0.0.1:{}", addr.port()));
+    assert_eq!(status, 200, "{ready}");
+    let ready: Value = serde_json::from_str(&ready).unwrap();
+    assert_eq!(ready["plugins"], json!({ "code_review": "loaded" }));
+    // MCP itself still needs the token.
+    assert_eq!(get(addr, "/mcp", "localhost").0, 401);
+    let (status, body) = get(addr, "/readyz", "attacker.example");
+    assert_eq!(status, 403, "{body}");
+    assert!(body.contains("--allow-host attacker.example"), "{body}");
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
