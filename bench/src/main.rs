@@ -77,6 +77,9 @@ fn main() -> anyhow::Result<()> {
     if run("copy") {
         copy_budget_memory(&setup, &mut report)?;
     }
+    if run("metrics") {
+        metrics_overhead(&setup, rounds, &mut report)?;
+    }
 
     let text = report.render(&args);
     println!("{text}");
@@ -532,6 +535,35 @@ fn stdio_get(setup: &Setup, rounds: usize, report: &mut Report) -> anyhow::Resul
                 format!("{:.1} MiB", peak_rss as f64 / 1024.0),
             ));
         }
+    }
+    Ok(())
+}
+
+/// What `--metrics` costs: prompts/get of code_review over stdio (the raw
+/// driver, one message per write), with metrics off and on, the two
+/// alternated in each round. Nothing scrapes: this is the cost of recording.
+fn metrics_overhead(setup: &Setup, rounds: usize, report: &mut Report) -> anyhow::Result<()> {
+    let servers = setup.code_review_servers()?;
+    let (program, off) = (servers[2].1.clone(), servers[2].2.clone());
+    let mut on = off.clone();
+    on.extend(["--metrics".to_string(), "127.0.0.1:0".to_string()]);
+    // Warm the compiled cache, so no round pays for compilation.
+    check_reply(&mut StdioServer::start(&program, &off)?, "prompt-host")?;
+    let mut results: [[Vec<Load>; 2]; 2] = Default::default();
+    for _ in 0..rounds {
+        for (index, args) in [&off, &on].into_iter().enumerate() {
+            let (one, many, _) = Driver::Raw(Writes::PerMessage).measure(&program, args, "prompt-host")?;
+            results[index][0].push(one);
+            results[index][1].push(many);
+        }
+    }
+    for (index, state) in ["off", "on"].into_iter().enumerate() {
+        let (one, many) = (Load::median(&results[index][0]), Load::median(&results[index][1]));
+        let cpu = many.cpu.map_or("n/a".to_string(), micros);
+        report.facts.push((
+            format!("stdio prompts/get of code_review, --metrics {state}: p50 at 1 in flight / requests per second at 64 in flight / server CPU per request at 64"),
+            format!("{} / {:.0} / {cpu}", micros(one.p50), many.per_second),
+        ));
     }
     Ok(())
 }
