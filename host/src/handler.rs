@@ -436,10 +436,15 @@ async fn forward_list_changes<E, Sent>(
         tokio::select! {
             _ = &mut stop => return,
             changed = changes.changed() => {
-                if changed.is_err() || notify().await.is_err() {
+                if changed.is_err() {
                     return;
                 }
+                // Counted as it is handed to the transport, so that a client
+                // that has it finds it counted.
                 metrics::list_changed_sent();
+                if notify().await.is_err() {
+                    return;
+                }
             }
         }
     }

@@ -15,8 +15,14 @@ use support::{Server, http_exchange, only_text, plugin_dir, serve_plugins, spawn
 
 /// The metrics listener's address, from the line the server logs.
 fn metrics_addr(server: &Server) -> SocketAddr {
-    let log = server.wait_for_stderr("serving metrics at http://");
-    let rest = &log[log.find("serving metrics at http://").unwrap() + "serving metrics at http://".len()..];
+    address_in(&server.wait_for_stderr(METRICS_SERVED))
+}
+
+/// What the server logs once the metrics listener serves, before its URL.
+const METRICS_SERVED: &str = "metrics, /healthz and /readyz served on http://";
+
+fn address_in(log: &str) -> SocketAddr {
+    let rest = &log[log.find(METRICS_SERVED).unwrap() + METRICS_SERVED.len()..];
     rest[..rest.find("/metrics").unwrap()].parse().unwrap()
 }
 
@@ -246,6 +252,29 @@ fn the_metrics_listener_checks_host_and_stays_on_loopback() {
         ),
         "{stderr}"
     );
+}
+
+#[test]
+fn open_http_sessions_are_counted() {
+    let dir = plugin_dir(&["code_review"]);
+    let (mut child, stderr, addr) =
+        spawn_http("127.0.0.1:0", &["--plugins", dir.path().to_str().unwrap(), "--metrics", "127.0.0.1:0"]);
+    let metrics = address_in(&support::wait_for_text(&stderr, METRICS_SERVED, 1));
+    assert_value(&scrape(metrics), "prompt_host_sessions_open", 0.0);
+    let (status, response) = http_exchange(addr, &support::http_post("localhost", "", support::HTTP_INITIALIZE));
+    assert_eq!(status, 200, "{response}");
+    let session = response
+        .lines()
+        .find_map(|line| line.to_ascii_lowercase().strip_prefix("mcp-session-id:").map(|id| id.trim().to_string()))
+        .expect("no session id");
+    assert_value(&scrape(metrics), "prompt_host_sessions_open", 1.0);
+    let delete = format!(
+        "DELETE /mcp HTTP/1.1\r\nHost: localhost\r\nMcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-11-25\r\nConnection: close\r\n\r\n"
+    );
+    assert_eq!(http_exchange(addr, &delete).0, 200);
+    assert_value(&scrape(metrics), "prompt_host_sessions_open", 0.0);
+    child.kill().unwrap();
+    child.wait().unwrap();
 }
 
 #[test]

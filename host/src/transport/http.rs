@@ -684,7 +684,8 @@ fn bearer_refusal(request: &Request<Incoming>, expected: &sha2::digest::Output<S
     (!bool::from(Sha256::digest(token.trim().as_bytes()).ct_eq(expected))).then_some(Refusal::WrongToken)
 }
 
-fn plain(status: StatusCode, text: &str) -> Response<Body> {
+/// A plain-text answer: `text` and a newline.
+pub(super) fn plain(status: StatusCode, text: &str) -> Response<Body> {
     let mut response = Response::new(Full::new(Bytes::from(format!("{text}\n"))).boxed());
     *response.status_mut() = status;
     response

@@ -29,7 +29,7 @@ use hyper_util::rt::TokioIo;
 use tokio::sync::Semaphore;
 
 use super::TransportError;
-use super::http::{HttpConfig, HttpListener, ListenOptions};
+use super::http::{HttpConfig, HttpListener, ListenOptions, plain};
 use crate::metrics;
 
 /// The path the metrics are served at.
@@ -84,7 +84,7 @@ impl MetricsListener {
     /// Serves `/metrics`, `/healthz` and `/readyz` until the process ends.
     pub fn serve(self) {
         let addrs = self.local_addrs().iter().map(|addr| format!("http://{addr}{METRICS_PATH}")).collect::<Vec<_>>();
-        tracing::info!("serving metrics at {}", addrs.join(" and "));
+        tracing::info!("metrics, /healthz and /readyz served on {}", addrs.join(" and "));
         let connections = Arc::new(Semaphore::new(MAX_CONNECTIONS));
         let allow_remote = self.allow_remote;
         for listener in self.listener.into_listeners() {
@@ -123,14 +123,14 @@ async fn accept(listener: tokio::net::TcpListener, connections: Arc<Semaphore>, 
 /// The metrics listener's answer.
 fn answer(request: &Request<Incoming>, allow_remote: bool) -> Response<Body> {
     if !allow_remote && !host_allowed(request, &[]) {
-        return text(StatusCode::FORBIDDEN, "forbidden: the Host header is not a loopback name\n");
+        return plain(StatusCode::FORBIDDEN, "forbidden: the Host header is not a loopback name");
     }
     if request.uri().path() == METRICS_PATH {
         if request.method() != Method::GET && request.method() != Method::HEAD {
-            return text(StatusCode::METHOD_NOT_ALLOWED, "method not allowed: GET /metrics\n");
+            return plain(StatusCode::METHOD_NOT_ALLOWED, "method not allowed: GET /metrics");
         }
         let rendered = metrics::enabled().map(|metrics| metrics.render()).unwrap_or_default();
-        let mut response = text(StatusCode::OK, &rendered);
+        let mut response = Response::new(Full::new(Bytes::from(rendered)).boxed());
         response.headers_mut().insert(
             hyper::header::CONTENT_TYPE,
             hyper::header::HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
@@ -138,7 +138,7 @@ fn answer(request: &Request<Incoming>, allow_remote: bool) -> Response<Body> {
         return response;
     }
     health(request).unwrap_or_else(|| {
-        text(StatusCode::NOT_FOUND, &format!("not found: {METRICS_PATH}, {HEALTHZ_PATH} and {READYZ_PATH} are served here\n"))
+        plain(StatusCode::NOT_FOUND, &format!("not found: {METRICS_PATH}, {HEALTHZ_PATH} and {READYZ_PATH} are served here"))
     })
 }
 
@@ -150,13 +150,13 @@ pub(super) fn health<B>(request: &Request<B>) -> Option<Response<Body>> {
         return None;
     }
     if request.method() != Method::GET && request.method() != Method::HEAD {
-        return Some(text(StatusCode::METHOD_NOT_ALLOWED, &format!("method not allowed: GET {path}\n")));
+        return Some(plain(StatusCode::METHOD_NOT_ALLOWED, &format!("method not allowed: GET {path}")));
     }
     Some(match (path, metrics::readiness()) {
-        (HEALTHZ_PATH, _) => text(StatusCode::OK, "ok\n"),
-        (_, None) => text(StatusCode::SERVICE_UNAVAILABLE, "not ready: plugins are loading\n"),
+        (HEALTHZ_PATH, _) => plain(StatusCode::OK, "ok"),
+        (_, None) => plain(StatusCode::SERVICE_UNAVAILABLE, "not ready: plugins are loading"),
         (_, Some(report)) => {
-            let mut response = text(StatusCode::OK, &format!("{report}\n"));
+            let mut response = plain(StatusCode::OK, &report);
             response.headers_mut().insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static("application/json"));
             response
         }
@@ -175,15 +175,6 @@ pub(super) fn host_allowed<B>(request: &Request<B>, allowed: &[String]) -> bool 
         None => host.rsplit_once(':').map_or(host.as_str(), |(name, _)| name),
     };
     LOOPBACK_HOSTS.contains(&name) || allowed.iter().any(|allowed| allowed.eq_ignore_ascii_case(name) || allowed.eq_ignore_ascii_case(&host))
-}
-
-fn text(status: StatusCode, body: &str) -> Response<Body> {
-    let mut response = Response::new(Full::new(Bytes::from(body.to_string())).boxed());
-    *response.status_mut() = status;
-    response
-        .headers_mut()
-        .insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static("text/plain; charset=utf-8"));
-    response
 }
 
 #[cfg(test)]
