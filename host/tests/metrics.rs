@@ -173,13 +173,28 @@ fn each_call_is_counted_by_plugin_method_and_outcome_and_promtool_accepts_the_te
 #[test]
 fn a_deadline_and_a_failed_load_are_counted_and_readyz_names_the_failed_plugin() {
     let dir = plugin_dir(&["hostile", "hostile_bad_definitions"]);
-    let mut server = Server::start(&["--plugins", dir.path().to_str().unwrap(), "--deadline-ms", "300", "--metrics", "localhost:0"]);
+    let mut server = Server::start(&[
+        "--plugins",
+        dir.path().to_str().unwrap(),
+        "--deadline-ms",
+        "300",
+        "--memory-mib",
+        "16",
+        "--metrics",
+        "localhost:0",
+    ]);
     let addr = metrics_addr(&server);
-    let error = server.error("prompts/get", json!({ "name": "sleep" }));
-    assert_eq!(error["data"]["failure"], "deadline");
+    for (prompt, failure) in [("sleep", "deadline"), ("grow", "memory")] {
+        let error = server.error("prompts/get", json!({ "name": prompt }));
+        assert_eq!(error["data"]["failure"], failure, "{prompt}: {error}");
+    }
 
     let text = scrape(addr);
     assert_value(&text, &get_prompt_outcome("hostile", "deadline"), 1.0);
+    assert_value(&text, &get_prompt_outcome("hostile", "memory"), 1.0);
+    // The call that hit the limit reached it: its peak is past 4 MiB, within 16.
+    assert_value(&text, "prompt_host_plugin_call_peak_memory_bytes_bucket{plugin=\"hostile\",le=\"4194304\"}", 2.0);
+    assert_value(&text, "prompt_host_plugin_call_peak_memory_bytes_bucket{plugin=\"hostile\",le=\"16777216\"}", 3.0);
     assert_value(&text, "prompt_host_plugin_load_failures_total{plugin=\"hostile_bad_definitions\"}", 1.0);
     assert_eq!(value(&text, "prompt_host_plugin_loads_total{plugin=\"hostile_bad_definitions\"}"), None);
     let (status, ready) = get(addr, "/readyz", "localhost");
