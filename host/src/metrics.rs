@@ -5,8 +5,9 @@
 //! function of this module. The metrics exist only once [`enable`] has been
 //! called (by `serve --metrics`); until then each recording function reads one
 //! atomic (the unset [`OnceLock`]) and returns. Once enabled, recording is
-//! atomic additions on prometheus counters, gauges and histograms; the
-//! crate's per-label lookup takes a read lock on its label map.
+//! atomic additions on prometheus counters, gauges and histograms, each
+//! resolved once per plugin (the crate's label map has a lock; the request
+//! path does not take it after a plugin's first call of a kind).
 //!
 //! Label values are bounded: `plugin` is a plugin's name (its file name),
 //! `method` and `outcome` are the `&'static str`s below. No prompt name and
@@ -19,13 +20,15 @@
 //! This module depends on nothing else in the crate, so that every module
 //! on the request path may record into it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 
+use arc_swap::ArcSwap;
 use prometheus::{
-    Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
+    Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
     TextEncoder,
 };
 
@@ -33,11 +36,11 @@ use prometheus::{
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Method {
     /// `prompts/get`: the plugin's `get-prompt`.
-    Get,
+    Get = 0,
     /// `completion/complete`: the plugin's `complete`.
-    Complete,
+    Complete = 1,
     /// The plugin's `list-prompts`, called once at each load.
-    List,
+    List = 2,
 }
 
 impl Method {
@@ -53,6 +56,38 @@ impl Method {
 /// The outcome of a call that succeeded. A failure's outcome is the `failure`
 /// kind its error data names (`error::failure_kind`, `CallFailure::kind`).
 pub const OK: &str = "ok";
+
+/// The outcomes a call can end in, each counted without a lookup in the
+/// crate's label map (see [`PluginSeries`]). Another `&'static str` is still
+/// counted, through the map.
+const OUTCOMES: [&str; 12] = [
+    OK,
+    "invalid-arguments",
+    "not-found",
+    "internal",
+    "invalid-reply",
+    "fuel",
+    "deadline",
+    "memory",
+    "stack",
+    "panic",
+    "trap",
+    "busy",
+];
+
+const METHODS: [Method; 3] = [Method::Get, Method::Complete, Method::List];
+
+/// One plugin's series, each resolved from the crate's label map once, so
+/// that recording a call takes no lock: the map of these is read without
+/// one (an [`ArcSwap`]), and replaced whole when a plugin is first seen.
+#[derive(Default)]
+struct PluginSeries {
+    /// By method, then by outcome (their places in [`METHODS`] and [`OUTCOMES`]).
+    calls: [[OnceLock<IntCounter>; OUTCOMES.len()]; METHODS.len()],
+    seconds: [OnceLock<Histogram>; METHODS.len()],
+    fuel: OnceLock<Histogram>,
+    peak_memory: OnceLock<Histogram>,
+}
 
 /// Every metric the host serves.
 pub struct Metrics {
@@ -70,6 +105,8 @@ pub struct Metrics {
     catalog_info: IntGaugeVec,
     reloads: IntCounter,
     list_changed: IntCounter,
+    /// Each plugin's series, by plugin name.
+    plugins: ArcSwap<HashMap<String, Arc<PluginSeries>>>,
 }
 
 /// The call latency buckets, in seconds: 100 µs to 10 s (a deadline is at
@@ -160,7 +197,21 @@ impl Metrics {
                     .expect("valid counter"),
             ),
             registry,
+            plugins: ArcSwap::default(),
         }
+    }
+
+    /// Runs `record` on plugin `plugin`'s series, adding them the first time.
+    fn with_series(&self, plugin: &str, record: impl FnOnce(&PluginSeries)) {
+        if let Some(series) = self.plugins.load().get(plugin) {
+            return record(series);
+        }
+        self.plugins.rcu(|plugins| {
+            let mut plugins = HashMap::clone(plugins);
+            plugins.entry(plugin.to_string()).or_default();
+            plugins
+        });
+        record(&self.plugins.load()[plugin]);
     }
 
     /// The metrics in the Prometheus text format.
@@ -209,16 +260,26 @@ pub fn call_finished(plugin: &str, method: Method, outcome: &'static str, starte
 }
 
 fn record_call(metrics: &Metrics, plugin: &str, method: Method, outcome: &'static str, elapsed: Duration) {
-    metrics.calls.with_label_values(&[plugin, method.label(), outcome]).inc();
-    metrics.call_seconds.with_label_values(&[plugin, method.label()]).observe(elapsed.as_secs_f64());
+    let at = method as usize;
+    metrics.with_series(plugin, |series| {
+        match OUTCOMES.iter().position(|known| *known == outcome) {
+            Some(index) => series.calls[at][index].get_or_init(|| metrics.calls.with_label_values(&[plugin, method.label(), outcome])).inc(),
+            None => metrics.calls.with_label_values(&[plugin, method.label(), outcome]).inc(),
+        }
+        let seconds = series.seconds[at].get_or_init(|| metrics.call_seconds.with_label_values(&[plugin, method.label()]));
+        seconds.observe(elapsed.as_secs_f64());
+    });
 }
 
 /// Records what one call into plugin `plugin` cost (every call, whatever its
 /// method and outcome).
 pub fn call_usage(plugin: &str, fuel: u64, peak_memory_bytes: usize) {
     if let Some(metrics) = METRICS.get() {
-        metrics.call_fuel.with_label_values(&[plugin]).observe(fuel as f64);
-        metrics.call_peak_memory.with_label_values(&[plugin]).observe(peak_memory_bytes as f64);
+        metrics.with_series(plugin, |series| {
+            series.fuel.get_or_init(|| metrics.call_fuel.with_label_values(&[plugin])).observe(fuel as f64);
+            let peak_memory = series.peak_memory.get_or_init(|| metrics.call_peak_memory.with_label_values(&[plugin]));
+            peak_memory.observe(peak_memory_bytes as f64);
+        });
     }
 }
 
@@ -393,6 +454,16 @@ mod tests {
         assert!(text.contains("prompt_host_catalog_info{version=\"v2\"} 1\n"), "{text}");
         assert!(!text.contains("version=\"v1\""), "{text}");
         assert!(text.contains("prompt_host_catalog_prompts 4\n"), "{text}");
+    }
+
+    #[test]
+    fn an_outcome_outside_the_known_ones_is_counted_too() {
+        let metrics = Metrics::new();
+        record_call(&metrics, "acme", Method::Complete, "something-new", Duration::ZERO);
+        record_call(&metrics, "acme", Method::Complete, "something-new", Duration::ZERO);
+        let text = metrics.render();
+        let series = "prompt_host_plugin_calls_total{method=\"completion/complete\",outcome=\"something-new\",plugin=\"acme\"} 2\n";
+        assert!(text.contains(series), "{text}");
     }
 
     #[test]
