@@ -52,7 +52,7 @@ use crate::limits::{LimitOverrides, Limits, MAX_CONCURRENT_CALLS};
 use crate::distribution::RegistrySettings;
 use crate::loader::PluginSettings;
 use crate::sandbox::{MAX_WASM_STACK, SandboxConfig};
-use crate::signature::{SignaturePolicy, TrustedKey};
+use crate::signature::{Identity, Keyless, SignaturePolicy, TrustedKey, TrustedRoot};
 
 /// Everything `prompt-host serve` needs to know.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -133,6 +133,9 @@ pub struct PluginConfig {
     /// Those keys, read.
     #[serde(skip)]
     pub trusted_keys: Option<Vec<TrustedKey>>,
+    /// The identities its keyless signature may be by, in place of
+    /// `signatures.identities` (checked against `signatures.trusted_root`).
+    pub identities: Option<Vec<Identity>>,
 }
 
 impl Default for ServeConfig {
@@ -181,6 +184,10 @@ impl ServeConfig {
             signatures: SignaturePolicy {
                 required: configured.require_signature.unwrap_or(self.signatures.required),
                 keys: configured.trusted_keys.unwrap_or_else(|| self.signatures.keys.clone()),
+                keyless: match (&configured.identities, &self.signatures.keyless) {
+                    (Some(identities), Some(keyless)) => Some(Keyless { root: keyless.root.clone(), identities: identities.clone() }),
+                    (_, keyless) => keyless.clone(),
+                },
             },
             pack_store: self.pack_store.clone(),
         }
@@ -252,6 +259,7 @@ impl ServeConfig {
         config.signatures = SignaturePolicy {
             required: file.signatures.require.unwrap_or(false),
             keys: read_keys("signatures.public_keys", &file.signatures.public_keys, folder)?,
+            keyless: file.signatures.keyless(folder)?,
         };
         config.registry = file.registry.apply(folder)?;
         config.require_pinned = file.server.require_pinned.unwrap_or(config.require_pinned);
@@ -288,6 +296,11 @@ impl ServeConfig {
                 if config.plugins_dir.is_none() {
                     return Err(format!("plugins.{name}.source needs server.plugins: packs from registries are installed there"));
                 }
+            }
+            if plugin.identities.as_ref().is_some_and(|identities| identities.is_empty() || config.signatures.keyless.is_none()) {
+                return Err(format!(
+                    "plugins.{name}.identities needs signatures.trusted_root, and at least one identity"
+                ));
             }
             if let Some(keys) = &plugin.public_keys {
                 plugin.trusted_keys = Some(read_keys(&format!("plugins.{name}.public_keys"), keys, folder)?);
@@ -358,6 +371,32 @@ struct SignaturesSection {
     require: Option<bool>,
     #[serde(default)]
     public_keys: Vec<PathBuf>,
+    trusted_root: Option<PathBuf>,
+    #[serde(default)]
+    identities: Vec<Identity>,
+}
+
+impl SignaturesSection {
+    /// The trusted root and identities for keyless signatures: both or
+    /// neither, as there is no match-anything default.
+    fn keyless(&self, folder: &Path) -> Result<Option<Keyless>, String> {
+        match (&self.trusted_root, self.identities.is_empty()) {
+            (None, true) => Ok(None),
+            (None, false) => Err("signatures.identities needs signatures.trusted_root to check them against".into()),
+            (Some(_), true) => Err(
+                "signatures.trusted_root needs signatures.identities: the identities (and their issuers) whose keyless \
+                 signatures count; there is no match-anything default"
+                    .into(),
+            ),
+            (Some(file), false) => {
+                let path = folder.join(file);
+                let text = std::fs::read_to_string(&path)
+                    .map_err(|error| format!("signatures.trusted_root: cannot read {}: {error}", path.display()))?;
+                let root = TrustedRoot::from_json(&text).map_err(|error| format!("signatures.trusted_root: {}: {error}", path.display()))?;
+                Ok(Some(Keyless { root: std::sync::Arc::new(root), identities: self.identities.clone() }))
+            }
+        }
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]

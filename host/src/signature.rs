@@ -20,6 +20,10 @@ use sigstore::crypto::{CosignVerificationKey, Signature, SigningScheme};
 
 use crate::distribution::{self, CosignSignature};
 
+pub mod keyless;
+
+pub use keyless::{Identity, TrustedRoot};
+
 /// What a plugin's signature must be.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SignaturePolicy {
@@ -27,6 +31,30 @@ pub struct SignaturePolicy {
     pub required: bool,
     /// The keys whose signatures are accepted.
     pub keys: Vec<TrustedKey>,
+    /// The identities whose keyless signatures are accepted, and the trusted
+    /// root they are checked against.
+    pub keyless: Option<Keyless>,
+}
+
+/// What keyless signatures are checked against.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Keyless {
+    pub root: std::sync::Arc<TrustedRoot>,
+    /// Never empty: there is no match-anything default.
+    pub identities: Vec<Identity>,
+}
+
+impl SignaturePolicy {
+    /// Whether the policy can check a signature at all.
+    fn has_signers(&self) -> bool {
+        !self.keys.is_empty() || self.keyless.is_some()
+    }
+
+    fn signers(&self) -> Vec<String> {
+        let keys = self.keys.iter().map(|key| key.name.clone());
+        let identities = self.keyless.iter().flat_map(|keyless| keyless.identities.iter().map(Identity::to_string));
+        keys.chain(identities).collect()
+    }
 }
 
 /// A public key the configuration trusts (cosign's `cosign.pub`, PEM).
@@ -76,14 +104,17 @@ pub struct Verified {
 pub enum SignatureError {
     #[error("it has no signature, and the configuration requires one")]
     Unsigned,
-    #[error("the configuration requires a signature but names no key to check it with (signatures.public_keys)")]
+    #[error(
+        "the configuration requires a signature but names no key or identity to check it with \
+         (signatures.public_keys, signatures.identities)"
+    )]
     NoKeys,
     #[error("its bytes (sha256 {actual}) are not the ones its signed manifest names ({expected})")]
     NotTheSignedBytes { expected: String, actual: String },
     #[error("its provenance record is damaged: {0}")]
     Damaged(String),
-    #[error("no signature of {manifest_digest} is by a trusted key ({}): {}", .keys.join(", "), .problems.join("; "))]
-    Untrusted { manifest_digest: String, keys: Vec<String>, problems: Vec<String> },
+    #[error("no signature of {manifest_digest} is by a trusted signer ({}): {}", .signers.join(", "), .problems.join("; "))]
+    Untrusted { manifest_digest: String, signers: Vec<String>, problems: Vec<String> },
 }
 
 /// Checks the signatures of the manifest with `manifest_digest` against the
@@ -95,7 +126,7 @@ pub fn verify(
     signatures: &[CosignSignature],
     policy: &SignaturePolicy,
 ) -> Result<Option<Verified>, SignatureError> {
-    if policy.keys.is_empty() {
+    if !policy.has_signers() {
         return if policy.required { Err(SignatureError::NoKeys) } else { Ok(None) };
     }
     if signatures.is_empty() {
@@ -104,33 +135,54 @@ pub fn verify(
     let mut problems = Vec::new();
     for (index, signature) in signatures.iter().enumerate() {
         let number = index + 1;
-        let payload = match decode(&signature.payload) {
-            Some(payload) => payload,
-            None => {
-                problems.push(format!("signature {number}: its payload is not base64"));
-                continue;
-            }
-        };
-        let Some(key) = policy.keys.iter().find(|key| signed_by(key, signature, &payload)) else {
-            problems.push(format!("signature {number} is not by a trusted key"));
-            continue;
-        };
-        match serde_json::from_slice::<SimpleSigning>(&payload) {
-            Ok(signed) if signed.critical.image.docker_manifest_digest == manifest_digest => {
-                return Ok(Some(Verified { signer: key.name.clone(), manifest_digest: manifest_digest.to_string() }));
-            }
-            Ok(signed) => problems.push(format!(
-                "signature {number} (by {}) signs {:?}, another manifest",
-                key.name, signed.critical.image.docker_manifest_digest
-            )),
-            Err(error) => problems.push(format!("signature {number}: its payload is not cosign's simple signing: {error}")),
+        match signer(signature, policy, manifest_digest) {
+            Ok(signer) => return Ok(Some(Verified { signer, manifest_digest: manifest_digest.to_string() })),
+            Err(problem) => problems.push(format!("signature {number} {problem}")),
         }
     }
-    Err(SignatureError::Untrusted {
-        manifest_digest: manifest_digest.to_string(),
-        keys: policy.keys.iter().map(|key| key.name.clone()).collect(),
-        problems,
-    })
+    Err(SignatureError::Untrusted { manifest_digest: manifest_digest.to_string(), signers: policy.signers(), problems })
+}
+
+/// Who made `signature`, if a signer the policy trusts did and it signs
+/// `manifest_digest`; else what is wrong with it, to follow "signature N".
+fn signer(signature: &CosignSignature, policy: &SignaturePolicy, manifest_digest: &str) -> Result<String, String> {
+    let payload = decode(&signature.payload).ok_or("has a payload that is not base64")?;
+    let signer = match &signature.certificate {
+        Some(certificate) => {
+            let keyless = policy.keyless.as_ref().ok_or("is keyless, and the configuration names no trusted root (signatures.trusted_root)")?;
+            let bundle = signature.bundle.as_deref().ok_or("is keyless but has no transparency log bundle")?;
+            let chain = match &signature.chain {
+                Some(chain) => keyless::certificates_from_pem(chain).map_err(|error| format!("is keyless, and {error}"))?,
+                None => Vec::new(),
+            };
+            let certificate = keyless::certificates_from_pem(certificate)
+                .map_err(|error| format!("is keyless, and {error}"))?
+                .into_iter()
+                .next()
+                .ok_or("is keyless but its certificate is empty")?;
+            let evidence = keyless::KeylessSignature {
+                certificate,
+                chain,
+                signed: &payload,
+                signature: &signature.signature,
+                log_entry: keyless::LogEntry::from_cosign_bundle(bundle).map_err(|error| format!("is keyless, and {error}"))?,
+            };
+            keyless::verify(&keyless.root, &keyless.identities, &evidence).map_err(|error| format!("is keyless, and {error}"))?.to_string()
+        }
+        None => policy
+            .keys
+            .iter()
+            .find(|key| signed_by(key, signature, &payload))
+            .map(|key| key.name.clone())
+            .ok_or("is not by a trusted key")?,
+    };
+    let signed: SimpleSigning =
+        serde_json::from_slice(&payload).map_err(|error| format!("has a payload that is not cosign's simple signing: {error}"))?;
+    let named = &signed.critical.image.docker_manifest_digest;
+    if named != manifest_digest {
+        return Err(format!("(by {signer}) signs {named:?}, another manifest"));
+    }
+    Ok(signer)
 }
 
 /// Checks the component with SHA-256 `digest` (hex) at load: that the
@@ -228,7 +280,7 @@ mod tests {
     }
 
     fn sign(signer: &SigStoreSigner, payload: &[u8]) -> CosignSignature {
-        CosignSignature { payload: B64.encode(payload), signature: B64.encode(signer.sign(payload).unwrap()) }
+        CosignSignature { payload: B64.encode(payload), signature: B64.encode(signer.sign(payload).unwrap()), ..CosignSignature::default() }
     }
 
     fn digest(byte: char) -> String {
@@ -236,7 +288,7 @@ mod tests {
     }
 
     fn policy(keys: Vec<TrustedKey>) -> SignaturePolicy {
-        SignaturePolicy { required: true, keys }
+        SignaturePolicy { required: true, keys, keyless: None }
     }
 
     #[test]
@@ -259,7 +311,7 @@ mod tests {
         assert_eq!(
             error.to_string(),
             format!(
-                "no signature of {} is by a trusted key (acme.pub): signature 1 (by acme.pub) signs {:?}, another manifest; \
+                "no signature of {} is by a trusted signer (acme.pub): signature 1 (by acme.pub) signs {:?}, another manifest; \
                  signature 2 is not by a trusted key; signature 3 is not by a trusted key",
                 digest('a'),
                 digest('b')
@@ -272,7 +324,7 @@ mod tests {
         let (_, key) = signer();
         assert_eq!(verify(&digest('a'), &[], &policy(vec![key.clone()])), Err(SignatureError::Unsigned));
         assert_eq!(verify(&digest('a'), &[], &policy(vec![])), Err(SignatureError::NoKeys));
-        let optional = SignaturePolicy { required: false, keys: vec![key] };
+        let optional = SignaturePolicy { required: false, keys: vec![key], keyless: None };
         assert_eq!(verify(&digest('a'), &[], &optional), Ok(None));
         assert_eq!(check_at_load("00", None, &optional), Ok(None));
         assert_eq!(check_at_load("00", None, &policy(vec![])), Err(SignatureError::Unsigned));

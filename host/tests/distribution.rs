@@ -590,3 +590,70 @@ fn a_pack_signed_by_prompt_host_sign_with_a_cosign_key_verifies_here_and_with_op
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&verified.stdout).trim(), "Verified OK");
 }
+
+#[test]
+fn keyless_signatures_are_checked_against_the_trusted_root_the_identity_and_the_issuer() {
+    let storage = tempfile::tempdir().unwrap();
+    let registry = Registry::start(storage.path(), &[]);
+    let made = |dir: &str, identity: &str| {
+        tool(&["keyless-ca", "--out", storage.path().join(dir).to_str().unwrap(), "--identity", identity, "--issuer", "https://issuer.example"])
+    };
+    let ours = made("ours", "dev@acme.example");
+    let foreign = made("foreign", "dev@acme.example");
+    let trusting = |identity: &str| {
+        Site::new(&format!(
+            "{}[signatures]\nrequire = true\ntrusted_root = \"{}\"\nidentities = [{{ identity = \"{identity}\", issuer = \"https://issuer.example\" }}]\n",
+            plain(&registry),
+            ours["trusted_root"].as_str().unwrap()
+        ))
+    };
+    let site = trusting("dev@acme.example");
+    let publish_signed = |repository: &str, ca: &Value, extra: &[&str]| {
+        let reference = format!("{}:1", registry.reference(repository));
+        let digest = publish(&site, "code_review", &reference);
+        let mut args = vec![
+            "sign", "--registry", &registry.address, "--repo", repository, "--digest", &digest,
+            "--key", ca["key"].as_str().unwrap(), "--cert", ca["cert"].as_str().unwrap(),
+            "--rekor-key", ours["rekor_key"].as_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        tool(&args);
+        (reference, digest)
+    };
+
+    let (good, good_digest) = publish_signed("keyless/good", &ours, &[]);
+    let said = site.ok("add", &[&good]);
+    assert!(said.contains(&format!("({good_digest}, ")) && said.contains("signed by dev@acme.example (issuer https://issuer.example))"), "{said}");
+    let inspected = prompt_host(&["inspect", site.path("packs/good.wasm").to_str().unwrap(), "--config", &site.config()]);
+    let report = String::from_utf8_lossy(&inspected.stdout);
+    assert!(report.contains(&format!("  signed    by dev@acme.example (issuer https://issuer.example), manifest {good_digest}\n")), "{report}");
+
+    let elsewhere = trusting("ops@acme.example");
+    let refused = elsewhere.refused("add", &[&good]);
+    assert!(
+        refused.contains(&format!(
+            "no signature of {good_digest} is by a trusted signer (ops@acme.example (issuer https://issuer.example)): signature 1 is keyless, and it is signed by dev@acme.example (issuer https://issuer.example), not by an identity the configuration allows (ops@acme.example (issuer https://issuer.example))"
+        )),
+        "{refused}"
+    );
+
+    let (by_foreign_ca, _) = publish_signed("keyless/foreign", &foreign, &[]);
+    let refused = site.refused("add", &[&by_foreign_ca]);
+    assert!(refused.contains("signature 1 is keyless, and its certificate does not chain to a trusted CA for code signing at the time the log recorded"), "{refused}");
+
+    // Logged an hour before the certificate was issued: outside its validity.
+    let an_hour_ago = (std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() - 3600).to_string();
+    let (too_early, _) = publish_signed("keyless/early", &ours, &["--integrated-time", &an_hour_ago]);
+    let refused = site.refused("add", &[&too_early]);
+    assert!(refused.contains("signature 1 is keyless, and its certificate does not chain to a trusted CA for code signing at the time the log recorded"), "{refused}");
+
+    // The log's timestamp must be the log's: one made with another key is refused.
+    let (forged_log, _) = publish_signed("keyless/forged-log", &ours, &["--rekor-key", foreign["rekor_key"].as_str().unwrap()]);
+    let refused = site.refused("add", &[&forged_log]);
+    assert!(refused.contains("signature 1 is keyless, and its transparency log is not one the trusted root names"), "{refused}");
+
+    // There is no match-anything default.
+    let open = Site::new(&format!("{}[signatures]\nrequire = true\ntrusted_root = \"{}\"\n", plain(&registry), ours["trusted_root"].as_str().unwrap()));
+    let refused = open.refused("add", &[&good]);
+    assert!(refused.contains("signatures.trusted_root needs signatures.identities: the identities (and their issuers) whose keyless signatures count; there is no match-anything default"), "{refused}");
+}
