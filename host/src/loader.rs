@@ -43,6 +43,9 @@ pub struct PluginSource {
     /// Where the bytes came from, for messages: a path, or "bundled".
     pub origin: String,
     pub bytes: Vec<u8>,
+    /// A Sigstore bundle beside the file (`NAME.wasm.sigstore.json`): its
+    /// signature, for a pack that did not come from a registry.
+    pub bundle: Option<Vec<u8>>,
 }
 
 impl PluginSource {
@@ -53,7 +56,10 @@ impl PluginSource {
             origin: origin.clone(),
             error: LoadError::Read(error.to_string()),
         })?;
-        Ok(PluginSource { id: plugin_id(path), origin, bytes })
+        let bundle_path = PathBuf::from(format!("{}{}", path.display(), signature::BUNDLE_SUFFIX));
+        let bundle = signature::read_bundle(&bundle_path)
+            .map_err(|error| LoadFailure { origin: origin.clone(), error: LoadError::Provenance(error) })?;
+        Ok(PluginSource { id: plugin_id(path), origin, bytes, bundle })
     }
 }
 
@@ -319,7 +325,7 @@ impl Loader {
     ) -> Result<Plugin, LoadError> {
         let digest = digest(&source.bytes);
         check_pin(&digest, &settings)?;
-        trace.signature = check_signature(&digest, &settings)?;
+        trace.signature = check_signature(&digest, &source, &settings)?;
         let started = Instant::now();
         let (component, origin) = self.compile(&source.id, &source.bytes, &digest).await?;
         trace.compiled = Some(Compiled { component: component.clone(), took: started.elapsed(), origin });
@@ -413,15 +419,20 @@ impl Loader {
     }
 }
 
-/// Checks the signature of the bytes with SHA-256 `digest` against the
-/// plugin's policy, from the provenance the pack store keeps for exactly
-/// those bytes: who signed them, if a trusted key did.
-fn check_signature(digest: &str, settings: &PluginSettings) -> Result<Option<Verified>, LoadError> {
+/// Checks the signature of `source`'s bytes (SHA-256 `digest`) against the
+/// plugin's policy: from the provenance the pack store keeps for exactly
+/// those bytes (a pack from a registry), else from the Sigstore bundle beside
+/// its file. Returns who signed them, if a trusted signer did.
+fn check_signature(digest: &str, source: &PluginSource, settings: &PluginSettings) -> Result<Option<Verified>, LoadError> {
     let provenance = match &settings.pack_store {
         Some(dir) => PackStore::new(dir.clone()).provenance(digest).map_err(LoadError::Provenance)?,
         None => None,
     };
-    signature::check_at_load(digest, provenance.as_ref(), &settings.signatures).map_err(LoadError::Signature)
+    let checked = match (&provenance, &source.bundle) {
+        (None, Some(bundle)) => signature::check_bundle(&source.bytes, bundle, &settings.signatures),
+        (provenance, _) => signature::check_at_load(digest, provenance.as_ref(), &settings.signatures),
+    };
+    checked.map_err(LoadError::Signature)
 }
 
 /// Refuses bytes that do not match the plugin's pinned digest, and unpinned

@@ -18,7 +18,7 @@ impl fmt::Display for Report {
         writeln!(f, "  size      {} bytes", grouped(self.size_bytes as u64))?;
         writeln!(f, "  sha256    {}", self.sha256)?;
         if let Some(signature) = &self.signature {
-            writeln!(f, "  signed    by {}, manifest {}", signature.signer, signature.manifest_digest)?;
+            writeln!(f, "  signed    {signature}")?;
         }
         for (label, names) in [("exports", &self.exports), ("imports", &self.imports)] {
             if !names.is_empty() {

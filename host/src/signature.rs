@@ -87,16 +87,54 @@ pub struct Provenance {
     pub signatures: Vec<CosignSignature>,
 }
 
-/// The most bytes a provenance record may have on disk.
+/// The most bytes a provenance record, or a Sigstore bundle beside a pack,
+/// may have on disk.
 pub const MAX_PROVENANCE_BYTES: u64 = 1 << 20;
+
+/// What a Sigstore bundle beside a pack file is named after it:
+/// `acme.wasm.sigstore.json`.
+pub const BUNDLE_SUFFIX: &str = ".sigstore.json";
+
+/// Reads the file at `path`, at most [`MAX_PROVENANCE_BYTES`]; `None` if
+/// there is none.
+pub fn read_bounded(path: &std::path::Path) -> Result<Option<Vec<u8>>, String> {
+    use std::io::Read;
+    let file = match std::fs::File::open(path) {
+        Ok(file) => file,
+        Err(missing) if missing.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(error) => return Err(format!("cannot read {}: {error}", path.display())),
+    };
+    let mut bytes = Vec::new();
+    file.take(MAX_PROVENANCE_BYTES + 1).read_to_end(&mut bytes).map_err(|error| format!("cannot read {}: {error}", path.display()))?;
+    if bytes.len() as u64 > MAX_PROVENANCE_BYTES {
+        return Err(format!("{} is larger than the {MAX_PROVENANCE_BYTES} bytes it may have", path.display()));
+    }
+    Ok(Some(bytes))
+}
+
+/// The Sigstore bundle beside a pack file, if there is one.
+pub fn read_bundle(path: &std::path::Path) -> Result<Option<Vec<u8>>, String> {
+    read_bounded(path)
+}
 
 /// A signature that was checked, and whose it is.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Verified {
-    /// The key that made it, as the configuration names it.
+    /// The key that made it, as the configuration names it, or the
+    /// identity and issuer of a keyless signature.
     pub signer: String,
-    /// The manifest digest it signs.
-    pub manifest_digest: String,
+    /// What it signs: a manifest's digest (a pack from a registry), or the
+    /// pack file's (a Sigstore bundle beside it).
+    pub digest: String,
+    /// Whether a Sigstore bundle beside the file carried it.
+    pub from_bundle: bool,
+}
+
+impl std::fmt::Display for Verified {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let signed = if self.from_bundle { "the file, by its Sigstore bundle" } else { "manifest" };
+        write!(f, "by {}, {signed} {}", self.signer, self.digest)
+    }
 }
 
 /// Why a pack's signature is not accepted.
@@ -136,7 +174,7 @@ pub fn verify(
     for (index, signature) in signatures.iter().enumerate() {
         let number = index + 1;
         match signer(signature, policy, manifest_digest) {
-            Ok(signer) => return Ok(Some(Verified { signer, manifest_digest: manifest_digest.to_string() })),
+            Ok(signer) => return Ok(Some(Verified { signer, digest: manifest_digest.to_string(), from_bundle: false })),
             Err(problem) => problems.push(format!("signature {number} {problem}")),
         }
     }
@@ -241,6 +279,155 @@ pub fn sign(docker_reference: &str, manifest_digest: &str, key_pem: &[u8], passw
     Ok((payload, base64::engine::general_purpose::STANDARD.encode(signature)))
 }
 
+/// A Sigstore bundle (v0.3, as `cosign sign-blob --new-bundle-format`
+/// writes it), the parts used.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SigstoreBundle {
+    media_type: String,
+    verification_material: VerificationMaterial,
+    message_signature: MessageSignature,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct VerificationMaterial {
+    certificate: Option<RawBytes>,
+    x509_certificate_chain: Option<CertificateChain>,
+    #[serde(default)]
+    tlog_entries: Vec<TlogEntry>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawBytes {
+    raw_bytes: String,
+}
+
+#[derive(Deserialize)]
+struct CertificateChain {
+    certificates: Vec<RawBytes>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct TlogEntry {
+    log_index: String,
+    log_id: LogId,
+    integrated_time: String,
+    inclusion_promise: Option<InclusionPromise>,
+    canonicalized_body: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct LogId {
+    key_id: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct InclusionPromise {
+    signed_entry_timestamp: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct MessageSignature {
+    message_digest: MessageDigest,
+    signature: String,
+}
+
+#[derive(Deserialize)]
+struct MessageDigest {
+    algorithm: String,
+    digest: String,
+}
+
+/// Checks the Sigstore bundle beside a pack file (`bundle`, its JSON)
+/// against the policy: its signature must be of exactly `bytes`, by a
+/// trusted key or (keyless) by an allowed identity. Returns who signed them;
+/// `None` when the policy can check no signature and requires none.
+pub fn check_bundle(bytes: &[u8], bundle: &[u8], policy: &SignaturePolicy) -> Result<Option<Verified>, SignatureError> {
+    if !policy.has_signers() {
+        return if policy.required { Err(SignatureError::NoKeys) } else { Ok(None) };
+    }
+    let damaged = |why: String| SignatureError::Damaged(format!("its Sigstore bundle ({BUNDLE_SUFFIX}) {why}"));
+    let bundle: SigstoreBundle = serde_json::from_slice(bundle).map_err(|error| damaged(format!("cannot be read: {error}")))?;
+    if !bundle.media_type.starts_with("application/vnd.dev.sigstore.bundle") {
+        return Err(damaged(format!("has the media type {:?}, not a Sigstore bundle's", bundle.media_type)));
+    }
+    let digest = distribution::sha256_digest(bytes);
+    let message = &bundle.message_signature;
+    let signed_digest = decode(&message.message_digest.digest).map(|raw| format!("sha256:{}", hex(&raw)));
+    if message.message_digest.algorithm != "SHA2_256" || signed_digest.as_deref() != Some(digest.as_str()) {
+        return Err(SignatureError::NotTheSignedBytes { expected: signed_digest.unwrap_or_default(), actual: digest });
+    }
+    let material = &bundle.verification_material;
+    let certificate = material
+        .certificate
+        .as_ref()
+        .or_else(|| material.x509_certificate_chain.as_ref().and_then(|chain| chain.certificates.first()));
+    let signer = match certificate {
+        Some(certificate) => {
+            let keyless = policy
+                .keyless
+                .as_ref()
+                .ok_or_else(|| untrusted(&digest, policy, "is keyless, and the configuration names no trusted root (signatures.trusted_root)"))?;
+            let entry = material.tlog_entries.first().ok_or_else(|| untrusted(&digest, policy, "is keyless but has no transparency log entry"))?;
+            let log_entry = keyless::LogEntry {
+                body: entry.canonicalized_body.clone(),
+                integrated_time: entry.integrated_time.parse().map_err(|_| damaged("has an integratedTime that is not a number".into()))?,
+                log_id: decode(&entry.log_id.key_id).map(|raw| hex(&raw)).ok_or_else(|| damaged("has a log id that is not base64".into()))?,
+                log_index: entry.log_index.parse().map_err(|_| damaged("has a logIndex that is not a number".into()))?,
+                signed_entry_timestamp: entry
+                    .inclusion_promise
+                    .as_ref()
+                    .map(|promise| promise.signed_entry_timestamp.clone())
+                    .ok_or_else(|| untrusted(&digest, policy, "is keyless but its log entry has no signed timestamp (inclusionPromise)"))?,
+            };
+            let chain = material
+                .x509_certificate_chain
+                .iter()
+                .flat_map(|chain| chain.certificates.iter().skip(1))
+                .map(|certificate| decode(&certificate.raw_bytes).ok_or_else(|| damaged("has a certificate that is not base64".into())))
+                .collect::<Result<Vec<_>, _>>()?;
+            let evidence = keyless::KeylessSignature {
+                certificate: decode(&certificate.raw_bytes).ok_or_else(|| damaged("has a certificate that is not base64".into()))?,
+                chain,
+                signed: bytes,
+                signature: &message.signature,
+                log_entry,
+            };
+            keyless::verify(&keyless.root, &keyless.identities, &evidence)
+                .map_err(|error| untrusted(&digest, policy, &format!("is keyless, and {error}")))?
+                .to_string()
+        }
+        None => {
+            let signature = CosignSignature { signature: message.signature.clone(), ..CosignSignature::default() };
+            policy
+                .keys
+                .iter()
+                .find(|key| signed_by(key, &signature, bytes))
+                .map(|key| key.name.clone())
+                .ok_or_else(|| untrusted(&digest, policy, "is not by a trusted key"))?
+        }
+    };
+    Ok(Some(Verified { signer, digest, from_bundle: true }))
+}
+
+fn untrusted(digest: &str, policy: &SignaturePolicy, problem: &str) -> SignatureError {
+    SignatureError::Untrusted {
+        manifest_digest: digest.to_string(),
+        signers: policy.signers(),
+        problems: vec![format!("the bundle's signature {problem}")],
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
 fn signed_by(key: &TrustedKey, signature: &CosignSignature, payload: &[u8]) -> bool {
     CosignVerificationKey::try_from_pem(key.pem.as_bytes())
         .and_then(|verifier| verifier.verify_signature(Signature::Base64Encoded(signature.signature.as_bytes()), payload))
@@ -296,7 +483,7 @@ mod tests {
         let (signer, key) = signer();
         let signature = sign(&signer, &payload(&digest('a')));
         let verified = verify(&digest('a'), &[signature], &policy(vec![key])).unwrap();
-        assert_eq!(verified, Some(Verified { signer: "acme.pub".into(), manifest_digest: digest('a') }));
+        assert_eq!(verified, Some(Verified { signer: "acme.pub".into(), digest: digest('a'), from_bundle: false }));
     }
 
     #[test]
