@@ -16,6 +16,8 @@
 //! [signatures]                    # what every plugin's signature must be
 //! require = false                 # refuse plugins without a valid signature
 //! public_keys = ["keys/acme.pub"] # cosign public keys (PEM) whose signatures count
+//! trusted_root = "trusted_root.json"  # keyless: Sigstore's trusted root (offline)
+//! identities = [{ identity = "release@acme.example", issuer = "https://accounts.google.com" }]
 //!
 //! [registry]                      # how `add`, `update` and `publish` reach registries
 //! plain_http = ["127.0.0.1:5000"] # registries spoken to over HTTP, not HTTPS
