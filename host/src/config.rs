@@ -86,6 +86,8 @@ pub struct ServeConfig {
     /// Where packs pulled from registries are kept, with their provenance;
     /// `None` (no config file) looks for no provenance.
     pub pack_store: Option<PathBuf>,
+    /// `prompt-host.lock`, beside the config file; `None` without one.
+    pub lockfile: Option<PathBuf>,
     /// What every plugin's signature must be, unless its section says.
     pub signatures: SignaturePolicy,
     /// How registries are reached.
@@ -155,6 +157,7 @@ impl Default for ServeConfig {
             cache_dir: default_cache_dir(),
             cache_max_bytes: DEFAULT_CACHE_MAX_MIB << 20,
             pack_store: None,
+            lockfile: None,
             signatures: SignaturePolicy::default(),
             registry: RegistrySettings::default(),
         }
@@ -192,6 +195,7 @@ impl ServeConfig {
                 },
             },
             pack_store: self.pack_store.clone(),
+            lockfile: self.lockfile.clone(),
         }
     }
 
@@ -258,6 +262,7 @@ impl ServeConfig {
         // Every path key of the file: relative to the file's folder.
         config.plugins_dir = file.server.plugins.map(|dir| folder.join(dir));
         config.pack_store = Some(folder.join(file.server.store.unwrap_or_else(|| PathBuf::from(DEFAULT_PACK_STORE))));
+        config.lockfile = Some(folder.join(crate::lockfile::LOCKFILE_NAME));
         config.signatures = SignaturePolicy {
             required: file.signatures.require.unwrap_or(false),
             keys: read_keys("signatures.public_keys", &file.signatures.public_keys, folder)?,
@@ -501,7 +506,8 @@ mod tests {
     #[test]
     fn an_empty_file_gives_the_defaults() {
         let store = Some(PathBuf::from(DEFAULT_PACK_STORE));
-        assert_eq!(ServeConfig::from_toml(""), Ok(ServeConfig { pack_store: store, ..ServeConfig::default() }));
+        let lockfile = Some(PathBuf::from(crate::lockfile::LOCKFILE_NAME));
+        assert_eq!(ServeConfig::from_toml(""), Ok(ServeConfig { pack_store: store, lockfile, ..ServeConfig::default() }));
     }
 
     #[test]

@@ -17,6 +17,7 @@ use wasmtime::component::Component;
 
 use crate::bindings::{PROVIDER_INTERFACE, PromptPackPre, provider};
 use crate::cache::{CompiledCache, Origin};
+use crate::lockfile::Lockfile;
 use crate::pack_store::PackStore;
 use crate::plugin::Plugin;
 use crate::signature::{self, SignatureError, SignaturePolicy, Verified};
@@ -96,6 +97,9 @@ pub struct PluginSettings {
     pub signatures: SignaturePolicy,
     /// Where the provenance of packs pulled from registries is kept.
     pub pack_store: Option<PathBuf>,
+    /// `prompt-host.lock`: a pack installed from a registry must be the
+    /// bytes it records.
+    pub lockfile: Option<PathBuf>,
 }
 
 /// Why a plugin could not be loaded. Each says what is wrong; [`LoadError::hint`]
@@ -126,6 +130,8 @@ pub enum LoadError {
     PinMismatch { pinned: String, actual: String },
     #[error("it is not pinned, and the configuration requires every plugin to be pinned (plugins.NAME.sha256)")]
     NotPinned,
+    #[error("it is not the pack installed from {reference}: its SHA-256 is {actual}, and prompt-host.lock records {locked}")]
+    NotInstalledBytes { reference: String, locked: String, actual: String },
     #[error("signature refused: {0}")]
     Signature(SignatureError),
     #[error("its provenance cannot be read: {0}")]
@@ -185,6 +191,10 @@ impl LoadError {
                  plugins.NAME.public_keys): ask its publisher which key signs it"
             }
             LoadError::Provenance(_) => "install it again with `prompt-host update NAME`",
+            LoadError::NotInstalledBytes { .. } => {
+                "the file was changed after it was installed: `prompt-host update NAME` puts the installed pack back, \
+                 `prompt-host remove NAME` forgets it"
+            }
         })
     }
 
@@ -325,6 +335,7 @@ impl Loader {
     ) -> Result<Plugin, LoadError> {
         let digest = digest(&source.bytes);
         check_pin(&digest, &settings)?;
+        check_installed(&source.id, &digest, &settings)?;
         trace.signature = check_signature(&digest, &source, &settings)?;
         let started = Instant::now();
         let (component, origin) = self.compile(&source.id, &source.bytes, &digest).await?;
@@ -416,6 +427,22 @@ impl Loader {
             }
         }
         (plugins, failures)
+    }
+}
+
+/// Refuses bytes other than those `prompt-host.lock` records for the plugin,
+/// when it was installed from a registry: the lockfile is read at each load,
+/// so `add`, `update` and `remove` take effect without a restart.
+fn check_installed(id: &str, digest: &str, settings: &PluginSettings) -> Result<(), LoadError> {
+    let Some(path) = &settings.lockfile else { return Ok(()) };
+    let lockfile = Lockfile::read(path).map_err(|error| LoadError::Provenance(error.to_string()))?;
+    match lockfile.get(id) {
+        Some(locked) if locked.sha256 != digest => Err(LoadError::NotInstalledBytes {
+            reference: locked.reference.clone(),
+            locked: locked.sha256.clone(),
+            actual: digest.to_string(),
+        }),
+        _ => Ok(()),
     }
 }
 

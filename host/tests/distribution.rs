@@ -352,7 +352,7 @@ fn signatures_are_required_checked_against_the_trusted_key_and_bound_to_the_dige
     tampered.extend_from_slice(b"\0\0\0\0\0\0\0");
     support::install_bytes(&site.path("packs"), &tampered, "good.wasm");
     let log = server.wait_for_stderr("new version not loaded, the previous one keeps serving");
-    assert_eq!(log.matches("signature refused: it has no signature, and the configuration requires one").count(), 2, "{log}");
+    assert!(log.contains(&format!("it is not the pack installed from {good}: its SHA-256 is ")), "{log}");
     assert_eq!(server.list_all_names(), vec!["code_review"]);
     assert_eq!(site.list()[0]["state"], "differs");
 }
@@ -715,4 +715,31 @@ fn a_sigstore_bundle_beside_a_file_signs_exactly_that_file_by_key_or_keyless_at_
     server.notification("notifications/prompts/list_changed");
     let log = server.wait_for_stderr("plugin=unsigned");
     assert!(log.lines().any(|line| line.contains("plugin loaded") && line.contains("plugin=unsigned")), "{log}");
+}
+
+#[test]
+fn an_installed_pack_changed_on_disk_is_refused_at_load_even_without_a_signature_policy() {
+    let storage = tempfile::tempdir().unwrap();
+    let registry = Registry::start(storage.path(), &[]);
+    let site = Site::new(&plain(&registry));
+    let reference = format!("{}:1", registry.reference("acme/pack"));
+    publish(&site, "code_review", &reference);
+    site.ok("add", &[&reference]);
+    support::install(&site.path("packs"), "dev_assistant", "pack.wasm");
+    let mut server = Server::start(&["--config", &site.config()]);
+    assert_eq!(server.list_all_names(), Vec::<String>::new());
+    let log = server.wait_for_stderr("plugin not loaded");
+    assert!(
+        log.contains(&format!(
+            "it is not the pack installed from {reference}: its SHA-256 is {}, and prompt-host.lock records {}",
+            sha256_of("dev_assistant"),
+            sha256_of("code_review")
+        )),
+        "{log}"
+    );
+    // update puts the installed pack back, and the running server loads it.
+    let said = site.ok("update", &[]);
+    assert!(said.starts_with("restored pack from"), "{said}");
+    server.notification("notifications/prompts/list_changed");
+    assert_eq!(server.list_all_names(), vec!["code_review"]);
 }

@@ -542,8 +542,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     // and ends the process cleanly too.
     let mut signals = StopSignals::install();
     let start = async {
-        if let Some(path) = &args.config {
-            packs::install_sources(&config, path).await;
+        if args.config.is_some() {
+            packs::install_sources(&config).await;
         }
         prompt_host::startup::start(&config, config_source).await
     };
