@@ -9,6 +9,8 @@
 //! - [`error`]: request errors and their JSON-RPC codes;
 //! - [`registry`]: the current snapshot of plugins and their catalog;
 //! - [`catalog`]: the merged prompt list, name resolution, pages and cursors;
+//! - [`input`]: input-required prompts: forms as elicitation requests, the
+//!   sealed request state, the answers checked;
 //! - [`convert`]: WIT types to MCP types and back;
 //! - [`plugin`]: a loaded plugin and calls into it;
 //! - [`validate`]: checks on everything a plugin returns;
@@ -36,6 +38,7 @@ pub mod config;
 pub mod convert;
 pub mod error;
 pub mod handler;
+pub mod input;
 pub mod inspect;
 pub mod limits;
 pub mod log_budget;

@@ -1,6 +1,7 @@
 //! What a pack may hand back, checked in one place, per WIT return type:
-//! its prompt definitions (at load), a `get-prompt` reply, a completion, and
-//! an error or panic message. Each bound is derived from the pack's
+//! its prompt definitions (at load), a `get-prompt` reply or (0.2) its
+//! input-required forms and state, a completion, and an error or panic
+//! message. Each bound is derived from the pack's
 //! [`Limits`], and so is the copy budget ([`copy_budget`]) that the sandbox
 //! gives each call, so the host never copies much more out of a pack than
 //! the largest answer it would accept.
@@ -12,7 +13,7 @@ use std::collections::HashSet;
 
 use unicode_properties::{GeneralCategory, UnicodeGeneralCategory};
 
-use crate::bindings::provider;
+use crate::bindings::{provider, provider_v0_2};
 use crate::limits::Limits;
 use crate::sandbox::CallFailure;
 
@@ -45,6 +46,13 @@ const COPY_ALLOWANCE_PER_PROMPT: usize = 4 << 10;
 /// Room, per answer, for what is not counted per item.
 const COPY_ALLOWANCE: usize = 64 << 10;
 
+/// The most forms one input-required answer may hold.
+pub const MAX_FORMS: usize = 8;
+/// The most fields one form may hold.
+pub const MAX_FORM_FIELDS: usize = 32;
+/// The most choices one enum field may offer.
+pub const MAX_ENUM_CHOICES: usize = 100;
+
 /// The calls into a pack, by what they return.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Answer {
@@ -63,7 +71,11 @@ pub enum Answer {
 pub fn copy_budget(answer: Answer, limits: &Limits) -> usize {
     let (content, structure) = match answer {
         Answer::Definitions => (limits.max_catalog_bytes, limits.max_prompts.saturating_mul(COPY_ALLOWANCE_PER_PROMPT)),
-        Answer::Reply => (limits.max_reply_bytes, limits.max_messages.saturating_mul(COPY_ALLOWANCE_PER_MESSAGE)),
+        // A reply, or forms and their state.
+        Answer::Reply => (
+            limits.max_reply_bytes.max(limits.max_form_bytes.saturating_add(limits.max_input_state_bytes)),
+            limits.max_messages.max(MAX_FORMS * MAX_FORM_FIELDS).saturating_mul(COPY_ALLOWANCE_PER_MESSAGE),
+        ),
         // Values are counted by their bytes; the room per answer covers a
         // few thousand of them.
         Answer::Completion => (limits.max_reply_bytes, 0),
@@ -200,6 +212,72 @@ pub fn completion(completion: &provider::Completion, limits: &Limits) -> Result<
     let total: usize = completion.values.iter().map(String::len).sum();
     if total > limits.max_reply_bytes {
         return Err(format!("its values are {total} bytes in all, more than the limit of {}", limits.max_reply_bytes));
+    }
+    Ok(())
+}
+
+/// Checks a 0.2 pack's input-required answer: at most [`MAX_FORMS`] forms
+/// of at most [`MAX_FORM_FIELDS`] fields, every key and field name usable
+/// and unique where it must be, every enum's choices unique and its default
+/// among them, the forms' bytes in all and the state within the limits.
+pub fn input_required(input: &provider_v0_2::InputRequired, limits: &Limits) -> Result<(), String> {
+    use provider_v0_2::FieldKind;
+    let count = |what: &str, found: usize, max: usize| match found {
+        0 => Err(format!("{what}: none, and at least one is needed")),
+        found if found > max => Err(format!("{what}: {found}, more than the limit of {max}")),
+        _ => Ok(()),
+    };
+    count("forms", input.forms.len(), MAX_FORMS)?;
+    if input.state.len() > limits.max_input_state_bytes {
+        return Err(format!(
+            "its state is {} bytes, more than the limit of {}",
+            input.state.len(),
+            limits.max_input_state_bytes
+        ));
+    }
+    let optional = |text: &Option<String>| text.as_ref().map_or(0, String::len);
+    let mut bytes = 0;
+    let mut keys = HashSet::new();
+    for form in &input.forms {
+        let at = format!("form {:?}", form.key);
+        usable_name(&form.key).map_err(|(problem, _)| format!("{at}: key {problem}"))?;
+        if !keys.insert(form.key.as_str()) {
+            return Err(format!("{at}: asked for more than once"));
+        }
+        count(&format!("{at}: fields"), form.fields.len(), MAX_FORM_FIELDS)?;
+        bytes += form.key.len() + form.message.len();
+        let mut names = HashSet::new();
+        for field in &form.fields {
+            let at = format!("{at}, field {:?}", field.name);
+            usable_name(&field.name).map_err(|(problem, _)| format!("{at}: name {problem}"))?;
+            if !names.insert(field.name.as_str()) {
+                return Err(format!("{at}: declared more than once"));
+            }
+            bytes += field.name.len() + optional(&field.title) + optional(&field.description);
+            match &field.kind {
+                FieldKind::String(default) => bytes += optional(default),
+                FieldKind::Number(Some(default)) if !default.is_finite() => {
+                    return Err(format!("{at}: default {default} is not a finite number"));
+                }
+                FieldKind::Number(_) | FieldKind::Integer(_) | FieldKind::Boolean(_) => {}
+                FieldKind::Enum(choices) => {
+                    count(&format!("{at}: choices"), choices.choices.len(), MAX_ENUM_CHOICES)?;
+                    let mut seen = HashSet::new();
+                    if let Some(duplicate) = choices.choices.iter().find(|choice| !seen.insert(choice.as_str())) {
+                        return Err(format!("{at}: choice {duplicate:?} offered more than once"));
+                    }
+                    if let Some(default) = &choices.default
+                        && !seen.contains(default.as_str())
+                    {
+                        return Err(format!("{at}: default {default:?} is not one of its choices"));
+                    }
+                    bytes += choices.choices.iter().map(String::len).sum::<usize>() + optional(&choices.default);
+                }
+            }
+        }
+    }
+    if bytes > limits.max_form_bytes {
+        return Err(format!("its forms are {bytes} bytes, more than the limit of {}", limits.max_form_bytes));
     }
     Ok(())
 }
@@ -472,7 +550,7 @@ mod tests {
     #[test]
     fn copy_budgets_cover_the_largest_valid_answer_and_little_more() {
         let limits = Limits::default();
-        assert_eq!(copy_budget(Answer::Reply, &limits), (8 << 20) + 100 * 1024 + (64 << 10));
+        assert_eq!(copy_budget(Answer::Reply, &limits), (8 << 20) + 256 * 1024 + (64 << 10));
         assert_eq!(copy_budget(Answer::Completion, &limits), (8 << 20) + (64 << 10));
         assert_eq!(copy_budget(Answer::Definitions, &limits), (1 << 20) + 1000 * 4096 + (64 << 10));
         // However small the limits, an error message fits before it is cut.

@@ -272,7 +272,7 @@ fn a_missing_file_is_refused() {
 fn a_pack_built_against_another_wit_version_is_refused() {
     assert_refused(
         &built_plugin("future_version"),
-        "is built against version 0.2.0 of the prompt-host:prompts WIT package, and this host accepts 0.1.x",
+        "is built against version 0.3.0 of the prompt-host:prompts WIT package, and this host accepts 0.1.x or 0.2.x",
         Some("rebuild it against the WIT package this host ships"),
     );
 }
