@@ -28,6 +28,10 @@ pub struct Report {
     /// Empty when the file did not compile.
     pub imports: Vec<String>,
     pub exports: Vec<String>,
+    /// The version of the prompt-host:prompts WIT package the plugin
+    /// targets (`0.2.0`), as its export names it, when it exports the
+    /// provider interface at all.
+    pub wit_version: Option<String>,
     /// How long compiling (or reading it from the compiled cache) took,
     /// when it compiled.
     pub compile_ms: Option<f64>,
@@ -113,6 +117,7 @@ pub async fn inspect(path: &Path, config: &ServeConfig) -> Result<Report, LoadFa
         size_bytes: source.bytes.len(),
         imports: Vec::new(),
         exports: Vec::new(),
+        wit_version: None,
         compile_ms: None,
         from_cache: false,
         listing: None,
@@ -136,6 +141,9 @@ pub async fn inspect(path: &Path, config: &ServeConfig) -> Result<Report, LoadFa
         report.from_cache = compiled.origin == Origin::Cache;
         report.imports = loader::import_names(&sandbox, &compiled.component);
         report.exports = loader::export_names(&sandbox, &compiled.component);
+        report.wit_version = report.exports.iter().find_map(|export| {
+            export.strip_prefix(crate::bindings::PROVIDER_INTERFACE)?.strip_prefix('@').map(str::to_string)
+        });
     }
     report.listing = trace.listing.map(ListingCost::from);
     let prompts = match &loaded {

@@ -101,7 +101,7 @@ pub enum LoadError {
     CoreModule,
     #[error("not a valid WebAssembly component: {0}")]
     Invalid(String),
-    #[error("does not export {PROVIDER_INTERFACE} (it exports: {exports})")]
+    #[error("does not export {PROVIDER_INTERFACE} (version {}; it exports: {exports})", accepted_versions())]
     WrongWorld { exports: String },
     #[error("is built against version {found} of the prompt-host:prompts WIT package, and this host accepts {}", accepted_versions())]
     UnsupportedVersion { found: String },

@@ -22,6 +22,9 @@ impl fmt::Display for Report {
                 writeln!(f, "  {label:<9} {}", wrapped(names, "\n            "))?;
             }
         }
+        if let Some(version) = &self.wit_version {
+            writeln!(f, "  wit       prompt-host:prompts {version}")?;
+        }
         match self.compile_ms {
             Some(compile_ms) if self.from_cache => writeln!(f, "  compile   from the compiled cache in {compile_ms:.1} ms")?,
             Some(compile_ms) => writeln!(f, "  compile   {compile_ms:.1} ms")?,

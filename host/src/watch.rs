@@ -199,6 +199,7 @@ impl PluginDirectory {
                 plugin = %id.escape_debug(),
                 prompts = plugin.prompts().len(),
                 sha256 = &plugin.digest()[..12],
+                wit = plugin.wit_version().as_str(),
                 "plugin {}",
                 if loaded.plugins.contains_key(&id) { "replaced" } else { "loaded" }
             );
