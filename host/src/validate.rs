@@ -597,6 +597,78 @@ mod tests {
         assert_eq!(reply(&long, &limits), Err("description is 6 bytes, more than the limit of 5".into()));
     }
 
+    fn form_field(name: &str, kind: provider_v0_2::FieldKind) -> provider_v0_2::FormField {
+        provider_v0_2::FormField { name: name.into(), title: None, description: None, kind, required: true }
+    }
+
+    fn forms(keys_and_fields: Vec<(&str, Vec<provider_v0_2::FormField>)>) -> provider_v0_2::InputRequired {
+        provider_v0_2::InputRequired {
+            forms: keys_and_fields
+                .into_iter()
+                .map(|(key, fields)| provider_v0_2::Form { key: key.into(), message: "m".into(), fields })
+                .collect(),
+            state: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn input_required_answers_are_held_to_their_rules_and_limits() {
+        use provider_v0_2::{EnumField, FieldKind};
+        let limits = Limits { max_form_bytes: 20, max_input_state_bytes: 4, ..Limits::default() };
+        let text = || form_field("a", FieldKind::String(None));
+        assert_eq!(input_required(&forms(vec![("k", vec![text()])]), &limits), Ok(()));
+        assert_eq!(input_required(&forms(vec![]), &limits), Err("forms: none, and at least one is needed".into()));
+        let nine = (0..9).map(|_| ("k", vec![text()])).collect();
+        assert_eq!(input_required(&forms(nine), &limits), Err("forms: 9, more than the limit of 8".into()));
+        assert_eq!(
+            input_required(&forms(vec![("k", vec![])]), &limits),
+            Err("form \"k\": fields: none, and at least one is needed".into())
+        );
+        assert_eq!(
+            input_required(&forms(vec![("k", vec![text()]), ("k", vec![text()])]), &limits),
+            Err("form \"k\": asked for more than once".into())
+        );
+        assert_eq!(
+            input_required(&forms(vec![("k", vec![text(), text()])]), &limits),
+            Err("form \"k\", field \"a\": declared more than once".into())
+        );
+        assert_eq!(
+            input_required(&forms(vec![("two words", vec![text()])]), &limits),
+            Err("form \"two words\": key contains ' ', and names may hold no whitespace or control characters".into())
+        );
+        let choices = |choices: &[&str], default: Option<&str>| {
+            FieldKind::Enum(EnumField {
+                choices: choices.iter().map(|c| c.to_string()).collect(),
+                default: default.map(str::to_string),
+            })
+        };
+        assert_eq!(
+            input_required(&forms(vec![("k", vec![form_field("e", choices(&["x", "x"], None))])]), &limits),
+            Err("form \"k\", field \"e\": choice \"x\" offered more than once".into())
+        );
+        assert_eq!(
+            input_required(&forms(vec![("k", vec![form_field("e", choices(&["x"], Some("y")))])]), &limits),
+            Err("form \"k\", field \"e\": default \"y\" is not one of its choices".into())
+        );
+        assert_eq!(
+            input_required(&forms(vec![("k", vec![form_field("e", choices(&[], None))])]), &limits),
+            Err("form \"k\", field \"e\": choices: none, and at least one is needed".into())
+        );
+        assert_eq!(
+            input_required(&forms(vec![("k", vec![form_field("n", FieldKind::Number(Some(f64::NAN)))])]), &limits),
+            Err("form \"k\", field \"n\": default NaN is not a finite number".into())
+        );
+        let mut long = text();
+        long.description = Some("d".repeat(20));
+        assert_eq!(
+            input_required(&forms(vec![("k", vec![long])]), &limits),
+            Err("its forms are 23 bytes, more than the limit of 20".into())
+        );
+        let mut stateful = forms(vec![("k", vec![text()])]);
+        stateful.state = vec![0; 5];
+        assert_eq!(input_required(&stateful, &limits), Err("its state is 5 bytes, more than the limit of 4".into()));
+    }
+
     #[test]
     fn media_types() {
         assert_eq!(media_type("image/png", Some("image/")), Ok(()));
