@@ -41,11 +41,14 @@ pub struct PromptServer {
 
 /// How the host can ask the client of a request for the input a prompt
 /// needs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Clone)]
 pub enum Asking {
     /// With an `InputRequiredResult` (protocol 2026-07-28 and later, to a
     /// client that declared the elicitation capability).
     InputRequired,
+    /// With `elicitation/create` requests on the session, then the call
+    /// continues (an earlier revision's client that declared elicitation).
+    Elicitation(Peer<RoleServer>),
     /// It cannot: the reason, which completes "it needs input (...), and".
     Cannot(&'static str),
 }
@@ -57,8 +60,10 @@ impl Asking {
         match (is_2026_07_28_or_later(context), elicitation) {
             (true, true) => Asking::InputRequired,
             (true, false) => Asking::Cannot("the client did not declare the elicitation capability"),
-            (false, _) => Asking::Cannot(
-                "the client's protocol revision has no input-required results (they came with 2026-07-28)",
+            (false, true) => Asking::Elicitation(context.peer.clone()),
+            (false, false) => Asking::Cannot(
+                "the client declared no elicitation capability, and its protocol revision has no input-required \
+                 results (they came with 2026-07-28)",
             ),
         }
     }
@@ -195,15 +200,29 @@ impl PromptServer {
                 Answers::Missing => return Ok(GetPromptResponse::InputRequired(self.seal.ask(&forms, &binding))),
             }
         }
-        match plugin.get_prompt(&entry.declared_name, &arguments, input.as_ref()).await? {
-            PromptAnswer::Reply(reply) => Ok(GetPromptResponse::Complete(convert::reply(reply))),
-            PromptAnswer::InputRequired(asked) => {
-                let forms = Forms::from(&asked);
-                match asking {
-                    Asking::InputRequired => Ok(GetPromptResponse::InputRequired(self.seal.ask(&forms, &binding))),
-                    Asking::Cannot(why) => Err(input_error(InputError::CannotAsk { needed: forms.describe(), why })),
+        let mut rounds = 0;
+        loop {
+            let asked = match plugin.get_prompt(&entry.declared_name, &arguments, input.as_ref()).await? {
+                PromptAnswer::Reply(reply) => return Ok(GetPromptResponse::Complete(convert::reply(reply))),
+                PromptAnswer::InputRequired(asked) => Forms::from(&asked),
+            };
+            let peer = match &asking {
+                Asking::InputRequired => return Ok(GetPromptResponse::InputRequired(self.seal.ask(&asked, &binding))),
+                Asking::Cannot(why) => {
+                    return Err(input_error(InputError::CannotAsk { needed: asked.describe(), why }));
                 }
+                Asking::Elicitation(peer) => peer,
+            };
+            rounds += 1;
+            if rounds > input::MAX_ELICITATION_ROUNDS {
+                return Err(input_error(InputError::TooManyRounds));
             }
+            let responses = input::elicit(peer, &asked).await.map_err(input_error)?;
+            let Answers::Complete(answers) = asked.answers(Some(&responses)).map_err(input_error)? else {
+                unreachable!("elicit answers every form");
+            };
+            check_argument_size(&request.name, &arguments, plugin.limits(), input::input_bytes(&answers))?;
+            input = Some(answers);
         }
     }
 

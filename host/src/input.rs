@@ -1,5 +1,7 @@
 //! Input-required prompts (WIT 0.2): the forms a pack asks the user to fill
-//! in, served to a client as elicitation requests; the `requestState` that
+//! in, served to a client as elicitation requests (inside an
+//! `InputRequiredResult`, or over the session to an earlier client, see
+//! [`elicit`]); the `requestState` that
 //! carries the forms and the pack's state to the retry, sealed so that a
 //! client cannot change it; and the client's answers, checked against the
 //! forms before the pack sees them.
@@ -14,9 +16,10 @@ use std::time::Duration;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use rmcp::model::{
-    ElicitResult, ElicitationAction, InputRequest, InputRequests, InputRequiredResult, InputResponses,
-    RequestStateCodec, SealOptions,
+    ElicitRequestParams, ElicitResult, ElicitationAction, InputRequest, InputRequests, InputRequiredResult,
+    InputResponses, RequestStateCodec, SealOptions,
 };
+use rmcp::{Peer, RoleServer};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
@@ -28,6 +31,15 @@ use crate::validate::{MAX_FORM_FIELDS, MAX_FORMS};
 /// How long a user has to fill in the forms: a `requestState` older than
 /// this is refused, and the request must start again.
 pub const REQUEST_STATE_TTL: Duration = Duration::from_secs(60 * 60);
+
+/// How long the host waits for a client to answer one `elicitation/create`
+/// (a client of a revision before 2026-07-28, asked over its session).
+pub const ELICITATION_TIMEOUT: Duration = Duration::from_secs(10 * 60);
+
+/// The most times one `prompts/get` asks a client over its session before
+/// it gives up: a pack that asks again after every answer cannot hold a
+/// request open for ever.
+pub const MAX_ELICITATION_ROUNDS: usize = rmcp::model::DEFAULT_MRTR_MAX_ROUNDS;
 
 /// The shortest key that may seal request state (HMAC-SHA256 wants 32 bytes).
 pub const MIN_KEY_BYTES: usize = RequestStateCodec::MIN_KEY_LENGTH;
@@ -229,6 +241,21 @@ impl Forms {
     }
 }
 
+/// Asks a client of a revision before 2026-07-28 to fill in `forms`, one
+/// `elicitation/create` request on its session for each, and returns its
+/// answers as a 2026-07-28 client would send them.
+pub async fn elicit(peer: &Peer<RoleServer>, forms: &Forms) -> Result<InputResponses, InputError> {
+    let mut responses = InputResponses::new();
+    for form in &forms.forms {
+        let result = peer
+            .create_elicitation_with_timeout(form.elicitation_params(), Some(ELICITATION_TIMEOUT))
+            .await
+            .map_err(|error| InputError::Elicitation { form: form.key.clone(), reason: error.to_string() })?;
+        responses.insert(form.key.clone(), serde_json::to_value(result).expect("an elicitation result serializes"));
+    }
+    Ok(responses)
+}
+
 /// The client's answers to the forms asked for.
 #[derive(Debug)]
 pub enum Answers {
@@ -262,9 +289,16 @@ pub fn input_bytes(input: &v2::Input) -> usize {
 }
 
 impl Form {
-    /// The `elicitation/create` request for this form (form mode, with the
-    /// flat schema MCP's elicitation allows).
+    /// The `elicitation/create` request for this form, as an input request.
     fn elicitation(&self) -> InputRequest {
+        let params = serde_json::to_value(self.elicitation_params()).expect("elicitation parameters serialize");
+        let request = json!({ "method": "elicitation/create", "params": params });
+        serde_json::from_value(request).expect("the host builds elicitation requests rmcp can read")
+    }
+
+    /// The parameters of the `elicitation/create` request for this form
+    /// (form mode, with the flat schema MCP's elicitation allows).
+    fn elicitation_params(&self) -> ElicitRequestParams {
         let mut properties = Map::new();
         for field in &self.fields {
             properties.insert(field.name.clone(), field.schema());
@@ -275,11 +309,8 @@ impl Form {
         if !required.is_empty() {
             schema["required"] = json!(required);
         }
-        let request = json!({
-            "method": "elicitation/create",
-            "params": { "mode": "form", "message": self.message, "requestedSchema": schema },
-        });
-        serde_json::from_value(request).expect("the host builds elicitation requests rmcp can read")
+        let params = json!({ "mode": "form", "message": self.message, "requestedSchema": schema });
+        serde_json::from_value(params).expect("the host builds elicitation parameters rmcp can read")
     }
 
     /// What the user did with this form, from the client's answer.
@@ -395,6 +426,10 @@ pub enum InputError {
     Field { form: String, field: String, problem: String },
     #[error("it needs input ({needed}), and {why}")]
     CannotAsk { needed: String, why: &'static str },
+    #[error("the client did not answer the elicitation of form {form:?}: {reason}")]
+    Elicitation { form: String, reason: String },
+    #[error("it asked for input {MAX_ELICITATION_ROUNDS} times in one request, the most the host asks")]
+    TooManyRounds,
 }
 
 #[cfg(test)]

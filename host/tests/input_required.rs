@@ -4,7 +4,9 @@
 //! an `InputRequiredResult` whose `requestState` the host sealed; the retry
 //! with the answer gets the messages. A tampered or foreign state, an answer
 //! that violates the form, and a client that cannot be asked are refused
-//! with -32602 naming what is wrong. A 0.1 pack is served beside the 0.2 one.
+//! with -32602 naming what is wrong. A 2025-11-25 client that declared
+//! `elicitation` is asked with `elicitation/create` on its session instead.
+//! A 0.1 pack is served beside the 0.2 one.
 
 mod support;
 
@@ -188,8 +190,25 @@ fn a_client_that_cannot_be_asked_gets_invalid_params_naming_what_is_missing() {
              declare the elicitation capability"
         )
     );
-    // A 2025-11-25 client, even with elicitation: no input-required results.
+    // A 2025-11-25 client without elicitation cannot be asked either.
     let (_dir, mut server) = serve(&[]);
+    server.initialize("2025-11-25");
+    let older = server.error("prompts/get", json!({ "name": PROMPT }));
+    assert_eq!(older["code"], -32602);
+    assert_eq!(
+        older["message"],
+        format!(
+            "prompt '{PROMPT}': it needs input (form 'user_context' (fields: context)), and the client declared no \
+             elicitation capability, and its protocol revision has no input-required results (they came with \
+             2026-07-28)"
+        )
+    );
+}
+
+/// A server of the two packs after the handshake of a 2025-11-25 client that
+/// declared elicitation.
+fn serve_elicitation_client() -> (tempfile::TempDir, Server) {
+    let (dir, mut server) = serve(&[]);
     server.result(
         "initialize",
         json!({
@@ -199,14 +218,58 @@ fn a_client_that_cannot_be_asked_gets_invalid_params_naming_what_is_missing() {
         }),
     );
     server.send(&json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
-    let older = server.error("prompts/get", json!({ "name": PROMPT }));
-    assert_eq!(older["code"], -32602);
+    (dir, server)
+}
+
+#[test]
+fn an_earlier_client_with_elicitation_is_asked_over_its_session_and_the_call_continues() {
+    let (_dir, mut server) = serve_elicitation_client();
+    let id = server.send_request("prompts/get", json!({ "name": PROMPT }));
+    let asked = server.server_request("elicitation/create");
+    let mut params = asked["params"].clone();
+    params.as_object_mut().unwrap().remove("_meta"); // rmcp's progress token
     assert_eq!(
-        older["message"],
-        format!(
-            "prompt '{PROMPT}': it needs input (form 'user_context' (fields: context)), and the client's protocol \
-             revision has no input-required results (they came with 2026-07-28)"
-        )
+        params,
+        json!({
+            "mode": "form",
+            "message": "What context should the prompt use?",
+            "requestedSchema": {
+                "type": "object",
+                "properties": { "context": { "type": "string" } },
+                "required": ["context"]
+            }
+        })
+    );
+    let answer = json!({ "action": "accept", "content": { "context": "over the session" } });
+    server.send(&json!({ "jsonrpc": "2.0", "id": asked["id"], "result": answer }));
+    let done = server.response(id);
+    assert_eq!(only_text(&done["result"]), "Prompt with context: 'over the session'", "{done}");
+
+    // An answer that violates the form is refused, naming the field.
+    let id = server.send_request("prompts/get", json!({ "name": PROMPT }));
+    let asked = server.server_request("elicitation/create");
+    let answer = json!({ "action": "accept", "content": { "context": true } });
+    server.send(&json!({ "jsonrpc": "2.0", "id": asked["id"], "result": answer }));
+    let refused = server.response(id);
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    assert_eq!(
+        refused["error"]["message"],
+        format!("prompt '{PROMPT}': inputResponses[\"user_context\"]: field \"context\" must be a string, not a boolean")
+    );
+
+    // A client that fails the elicitation gets -32602 naming the form.
+    let id = server.send_request("prompts/get", json!({ "name": PROMPT }));
+    let asked = server.server_request("elicitation/create");
+    let failure = json!({ "code": -32603, "message": "the user closed the dialog" });
+    server.send(&json!({ "jsonrpc": "2.0", "id": asked["id"], "error": failure }));
+    let failed = server.response(id);
+    assert_eq!(failed["error"]["code"], -32602, "{failed}");
+    let message = failed["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(&format!(
+            "prompt '{PROMPT}': the client did not answer the elicitation of form \"user_context\": "
+        )),
+        "{message}"
     );
 }
 
