@@ -187,8 +187,10 @@ impl PromptServer {
         let input_error = |problem: InputError| RequestError::Input { prompt: request.name.clone(), problem };
         let binding = Binding::new(plugin.digest(), &request.name, &arguments);
         // A retry: the answers, checked against the forms sealed in the
-        // state. Answers without a state answer nothing asked: ignored.
+        // state; a form left unanswered is asked for again. Answers without
+        // a state answer nothing asked: ignored.
         let mut input = None;
+        let mut unanswered = None;
         if let Some(state) = &request.request_state {
             let forms = self.seal.open(state, &binding, plugin.limits()).map_err(input_error)?;
             match forms.answers(request.input_responses.as_ref()).map_err(input_error)? {
@@ -197,14 +199,17 @@ impl PromptServer {
                     check_argument_size(&request.name, &arguments, plugin.limits(), answers_bytes)?;
                     input = Some(answers);
                 }
-                Answers::Missing => return Ok(GetPromptResponse::InputRequired(self.seal.ask(&forms, &binding))),
+                Answers::Missing => unanswered = Some(forms),
             }
         }
         let mut rounds = 0;
         loop {
-            let asked = match plugin.get_prompt(&entry.declared_name, &arguments, input.as_ref()).await? {
-                PromptAnswer::Reply(reply) => return Ok(GetPromptResponse::Complete(convert::reply(reply))),
-                PromptAnswer::InputRequired(asked) => Forms::from(&asked),
+            let asked = match unanswered.take() {
+                Some(forms) => forms,
+                None => match plugin.get_prompt(&entry.declared_name, &arguments, input.as_ref()).await? {
+                    PromptAnswer::Reply(reply) => return Ok(GetPromptResponse::Complete(convert::reply(reply))),
+                    PromptAnswer::InputRequired(asked) => Forms::from(&asked),
+                },
             };
             let peer = match &asking {
                 Asking::InputRequired => return Ok(GetPromptResponse::InputRequired(self.seal.ask(&asked, &binding))),
