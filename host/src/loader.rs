@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use sha2::{Digest, Sha256};
 use wasmtime::component::Component;
 
-use crate::bindings::{PROVIDER_INTERFACE, PackPre, WitVersion, provider};
+use crate::bindings::{PROVIDER_INTERFACE, PackPre, WitVersion, provider, provider_v0_2};
 use crate::cache::{CompiledCache, Origin};
 use crate::plugin::Plugin;
 use crate::limits::Limits;
@@ -250,6 +250,8 @@ pub struct LoadTrace {
     /// The prompts as declared, when they failed validation (a loaded
     /// plugin holds its own).
     pub invalid_prompts: Vec<provider::Prompt>,
+    /// What a 0.2 pack said it is, when it said it.
+    pub info: Option<provider_v0_2::PackInfo>,
 }
 
 /// Loads plugins: compiles them (or takes them from the compiled cache),
@@ -313,14 +315,17 @@ impl Loader {
             Ok(instance) => instance.list_prompts().await,
             Err(failure) => Err(failure),
         };
-        let (prompts, usage) = listed.map_err(|failure| LoadError::List(validate::call_failure(failure)))?;
+        let (prompts, info, usage) = listed.map_err(|failure| LoadError::List(validate::call_failure(failure)))?;
         trace.listing = Some(usage);
-        let problems = validate::prompt_definitions(&prompts, &settings.limits);
+        trace.info = info.clone();
+        let mut problems = info.as_ref().map(validate::pack_info).unwrap_or_default();
+        problems.extend(validate::prompt_definitions(&prompts, &settings.limits));
         if !problems.is_empty() {
             trace.invalid_prompts = prompts;
             return Err(LoadError::Definitions(problems));
         }
-        Ok(Plugin::new(source.id, digest, settings.prefix, prompts, settings.limits, quota, pre, self.sandbox.clone()))
+        let plugin = Plugin::new(source.id, digest, settings.prefix, prompts, settings.limits, quota, pre, self.sandbox.clone());
+        Ok(plugin.with_info(info))
     }
 
     /// Checks that the bytes are a component, then takes its compiled form

@@ -19,6 +19,8 @@ pub struct Plugin {
     quota: CallQuota,
     pre: PackPre<CallState>,
     sandbox: Arc<Sandbox>,
+    /// What the pack says it is (0.2 packs), validated.
+    info: Option<provider_v0_2::PackInfo>,
 }
 
 /// Why a call into a plugin did not produce a usable answer. Every message
@@ -61,7 +63,17 @@ impl Plugin {
         pre: PackPre<CallState>,
         sandbox: Arc<Sandbox>,
     ) -> Plugin {
-        Plugin { id, digest, prefix, prompts, limits, quota, pre, sandbox }
+        Plugin { id, digest, prefix, prompts, limits, quota, pre, sandbox, info: None }
+    }
+
+    /// The plugin, with what it says it is.
+    pub(crate) fn with_info(self, info: Option<provider_v0_2::PackInfo>) -> Plugin {
+        Plugin { info, ..self }
+    }
+
+    /// What the pack says it is: its name, version, authors... (0.2 packs).
+    pub fn info(&self) -> Option<&provider_v0_2::PackInfo> {
+        self.info.as_ref()
     }
 
     /// The plugin's name: its file name without `.wasm`.

@@ -421,21 +421,33 @@ impl Instance {
         self.limits.deadline.saturating_sub(self.started.elapsed())
     }
 
-    /// Calls the plugin's `list-prompts`, and says what the call cost.
-    pub async fn list_prompts(mut self) -> Result<(Vec<provider::Prompt>, CallUsage), CallFailure> {
-        let (pack, remaining) = (self.take_pack(), self.remaining());
-        let store = &mut self.store;
-        let result = match pack {
+    /// Calls the plugin's `list-prompts` (after `describe-pack`, for a 0.2
+    /// pack, in the same instance and within the same deadline), and says
+    /// what the calls cost.
+    pub async fn list_prompts(
+        mut self,
+    ) -> Result<(Vec<provider::Prompt>, Option<provider_v0_2::PackInfo>, CallUsage), CallFailure> {
+        let pack = self.take_pack();
+        let (prompts, info) = match pack {
             Pack::V0_1(pack) => {
-                tokio::time::timeout(remaining, pack.prompt_host_prompts_prompt_provider().call_list_prompts(store)).await
+                let remaining = self.remaining();
+                let call = pack.prompt_host_prompts_prompt_provider().call_list_prompts(&mut self.store);
+                let result = tokio::time::timeout(remaining, call).await;
+                (self.settle(result, true)?, None)
             }
             Pack::V0_2(pack) => {
-                let call = pack.prompt_host_prompts_prompt_provider().call_list_prompts(store);
-                tokio::time::timeout(remaining, call).await.map(|r| r.map(from_v0_2::prompts))
+                let provider = pack.prompt_host_prompts_prompt_provider();
+                let remaining = self.remaining();
+                let call = provider.call_describe_pack(&mut self.store);
+                let result = tokio::time::timeout(remaining, call).await;
+                let info = self.settle(result, false)?;
+                let remaining = self.remaining();
+                let call = provider.call_list_prompts(&mut self.store);
+                let result = tokio::time::timeout(remaining, call).await;
+                (from_v0_2::prompts(self.settle(result, true)?), Some(info))
             }
         };
-        let prompts = self.settle(result, true)?;
-        Ok((prompts, self.usage()))
+        Ok((prompts, info, self.usage()))
     }
 
     /// Calls the plugin's `get-prompt`, with the answers to the forms it

@@ -282,6 +282,52 @@ pub fn input_required(input: &provider_v0_2::InputRequired, limits: &Limits) -> 
     Ok(())
 }
 
+/// The most bytes of one string of a pack's description (`pack-info`).
+pub const MAX_PACK_INFO_FIELD_BYTES: usize = 1 << 10;
+/// The most authors a pack may name.
+pub const MAX_PACK_AUTHORS: usize = 16;
+
+const HINT_PACK_INFO: &str = "describe-pack: keep each string within 1 KiB, name at most 16 authors, give name and \
+     version without whitespace, and homepage and repository as https: URLs";
+
+/// Checks what a 0.2 pack says it is: every string at most
+/// [`MAX_PACK_INFO_FIELD_BYTES`], at most [`MAX_PACK_AUTHORS`] authors, a
+/// name and a version a person can read back (as names are), and a homepage
+/// and repository that are `https:` or `http:` URLs. Returns every problem;
+/// a pack with any is not loaded.
+pub fn pack_info(info: &provider_v0_2::PackInfo) -> Vec<Problem> {
+    let mut problems = Vec::new();
+    let mut report = |problem: String| problems.push(Problem { problem, hint: Some(HINT_PACK_INFO) });
+    let optional = [("description", &info.description), ("license", &info.license), ("homepage", &info.homepage), ("repository", &info.repository)];
+    let strings = [("name", Some(&info.name)), ("version", Some(&info.version))]
+        .into_iter()
+        .chain(optional.iter().map(|(field, value)| (*field, value.as_ref())))
+        .chain(info.authors.iter().map(|author| ("author", Some(author))));
+    for (field, value) in strings {
+        if let Some(value) = value
+            && value.len() > MAX_PACK_INFO_FIELD_BYTES
+        {
+            report(format!("pack {field} is {} bytes, more than the limit of {MAX_PACK_INFO_FIELD_BYTES}", value.len()));
+        }
+    }
+    if info.authors.len() > MAX_PACK_AUTHORS {
+        report(format!("pack names {} authors, more than the limit of {MAX_PACK_AUTHORS}", info.authors.len()));
+    }
+    for (field, value) in [("name", &info.name), ("version", &info.version)] {
+        if let Err((problem, _)) = usable_name(value) {
+            report(format!("pack {field} {problem}"));
+        }
+    }
+    for (field, value) in [("homepage", &info.homepage), ("repository", &info.repository)] {
+        let Some(value) = value else { continue };
+        match url::Url::parse(value) {
+            Ok(url) if matches!(url.scheme(), "https" | "http") => {}
+            _ => report(format!("pack {field} {value:?} is not an https: or http: URL")),
+        }
+    }
+    problems
+}
+
 /// The bytes of every string in one prompt definition.
 fn definition_bytes(prompt: &provider::Prompt) -> usize {
     let optional = |text: &Option<String>| text.as_ref().map_or(0, String::len);
@@ -667,6 +713,35 @@ mod tests {
         let mut stateful = forms(vec![("k", vec![text()])]);
         stateful.state = vec![0; 5];
         assert_eq!(input_required(&stateful, &limits), Err("its state is 5 bytes, more than the limit of 4".into()));
+    }
+
+    #[test]
+    fn what_a_pack_says_it_is_is_held_to_its_rules() {
+        let info = |name: &str, homepage: Option<&str>, authors: usize| provider_v0_2::PackInfo {
+            name: name.into(),
+            version: "1.0.0".into(),
+            description: None,
+            authors: vec!["a".into(); authors],
+            license: None,
+            homepage: homepage.map(str::to_string),
+            repository: None,
+        };
+        assert_eq!(pack_info(&info("pack", Some("https://example.com"), 16)), []);
+        let problems: Vec<String> = pack_info(&info("two words", Some("file:///etc/passwd"), 17))
+            .into_iter()
+            .map(|problem| problem.problem)
+            .collect();
+        assert_eq!(
+            problems,
+            [
+                "pack names 17 authors, more than the limit of 16",
+                "pack name contains ' ', and names may hold no whitespace or control characters",
+                "pack homepage \"file:///etc/passwd\" is not an https: or http: URL",
+            ]
+        );
+        let mut long = info("pack", None, 0);
+        long.description = Some("d".repeat(MAX_PACK_INFO_FIELD_BYTES + 1));
+        assert_eq!(pack_info(&long)[0].problem, "pack description is 1025 bytes, more than the limit of 1024");
     }
 
     #[test]

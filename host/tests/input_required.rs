@@ -285,6 +285,12 @@ fn a_0_1_pack_is_served_unchanged_beside_a_0_2_pack() {
     assert_eq!(only_text(&review), "Please review this Python code:\nx");
     let simple = server.get_prompt("test_simple_prompt", json!({}));
     assert_eq!(only_text(&simple), "This is a simple prompt for testing.");
+    // The load log line names the WIT version, and what a 0.2 pack says it is.
     let log = server.stderr();
-    assert!(log.contains("wit=\"0.1\"") || log.contains("wit=0.1"), "the load log names the WIT version:\n{log}");
+    let loaded = |plugin: &str| {
+        let line = log.lines().find(|line| line.contains("plugin loaded") && line.contains(&format!("plugin={plugin} ")));
+        line.unwrap_or_else(|| panic!("no load line for {plugin}:\n{log}")).to_string()
+    };
+    assert!(loaded("code_review").ends_with(" wit=\"0.1\" pack=None"), "{}", loaded("code_review"));
+    assert!(loaded("conformance").ends_with(" wit=\"0.2\" pack=Some(\"conformance 0.1.0\")"), "{}", loaded("conformance"));
 }

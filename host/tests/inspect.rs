@@ -38,6 +38,7 @@ fn a_valid_pack_is_described_as_json() {
     assert_eq!(report["sha256"].as_str().unwrap().len(), 64);
     assert_eq!(report["exports"], json!(["prompt-host:prompts/prompt-provider@0.1.0"]));
     assert_eq!(report["witVersion"], "0.1.0");
+    assert_eq!(report["pack"], json!(null));
     assert!(report["imports"].as_array().unwrap().iter().all(|i| i.as_str().unwrap().starts_with("wasi:")));
     assert_eq!(report["limits"]["fuel"], 500_000_000);
     assert!(report["compileMs"].as_f64().unwrap() > 0.0);
@@ -408,6 +409,31 @@ fn inspect_reports_the_wit_version_a_pack_targets() {
     assert_eq!(status, Some(0));
     assert_eq!(report["witVersion"], "0.2.0");
     assert_eq!(report["exports"], json!(["prompt-host:prompts/prompt-provider@0.2.0"]));
+    // A 0.2 pack says what it is; a 0.1 pack cannot (see above: no "pack").
+    assert_eq!(
+        report["pack"],
+        json!({
+            "name": "conformance",
+            "version": "0.1.0",
+            "description": "The prompts the official MCP conformance suite asks for",
+            "authors": ["prompt-host developers"],
+            "license": "Apache-2.0",
+            "homepage": null,
+            "repository": "https://github.com/prompt-host/prompt-host"
+        })
+    );
+    let text = String::from_utf8(inspect(&built_plugin("conformance"), &[]).stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let at = lines.iter().position(|line| *line == "  pack      conformance 0.1.0").expect(&text);
+    assert_eq!(
+        lines[at + 1..at + 5],
+        [
+            "    about    The prompts the official MCP conformance suite asks for",
+            "    authors  prompt-host developers",
+            "    license  Apache-2.0",
+            "    source   https://github.com/prompt-host/prompt-host",
+        ]
+    );
     // One the host refuses still says which version it targets.
     let (status, report) = json_report(&built_plugin("future_version"));
     assert_ne!(status, Some(0));

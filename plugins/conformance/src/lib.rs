@@ -90,6 +90,18 @@ fn input_required_prompt(input: Option<Input>) -> Result<PromptAnswer, PromptErr
 }
 
 impl Guest for Conformance {
+    fn describe_pack() -> PackInfo {
+        PackInfo {
+            name: "conformance".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            description: Some("The prompts the official MCP conformance suite asks for".into()),
+            authors: vec!["prompt-host developers".into()],
+            license: Some("Apache-2.0".into()),
+            homepage: None,
+            repository: Some("https://github.com/prompt-host/prompt-host".into()),
+        }
+    }
+
     fn list_prompts() -> Vec<Prompt> {
         vec![
             prompt("test_simple_prompt", "A simple prompt without arguments", &[]),
