@@ -25,6 +25,7 @@ use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::bindings::{provider, provider_v0_2 as v2};
+use crate::convert::json_kind;
 use crate::limits::Limits;
 use crate::validate::{MAX_FORM_FIELDS, MAX_FORMS};
 
@@ -396,17 +397,6 @@ impl Field {
 
     fn problem(&self, form: &str, problem: String) -> InputError {
         InputError::Field { form: form.to_string(), field: self.name.clone(), problem }
-    }
-}
-
-fn json_kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 

@@ -46,6 +46,19 @@ fn ask(server: &mut Server) -> (Value, String) {
     (result, state)
 }
 
+/// The parameters of the elicitation the fixture's form becomes.
+fn user_context_elicitation() -> Value {
+    json!({
+        "mode": "form",
+        "message": "What context should the prompt use?",
+        "requestedSchema": {
+            "type": "object",
+            "properties": { "context": { "type": "string" } },
+            "required": ["context"]
+        }
+    })
+}
+
 fn accept(content: Value) -> Value {
     json!({ "user_context": { "action": "accept", "content": content } })
 }
@@ -64,20 +77,7 @@ fn an_input_required_prompt_asks_for_its_form_then_answers_the_retry() {
     assert_eq!(result["resultType"], "input_required");
     assert_eq!(
         result["inputRequests"],
-        json!({
-            "user_context": {
-                "method": "elicitation/create",
-                "params": {
-                    "mode": "form",
-                    "message": "What context should the prompt use?",
-                    "requestedSchema": {
-                        "type": "object",
-                        "properties": { "context": { "type": "string" } },
-                        "required": ["context"]
-                    }
-                }
-            }
-        })
+        json!({ "user_context": { "method": "elicitation/create", "params": user_context_elicitation() } })
     );
     // The pack checks that its state came back unchanged, and says the answer.
     let done = retry(&mut server, accept(json!({ "context": "test context", "ignored": 1 })), &state);
@@ -228,18 +228,7 @@ fn an_earlier_client_with_elicitation_is_asked_over_its_session_and_the_call_con
     let asked = server.server_request("elicitation/create");
     let mut params = asked["params"].clone();
     params.as_object_mut().unwrap().remove("_meta"); // rmcp's progress token
-    assert_eq!(
-        params,
-        json!({
-            "mode": "form",
-            "message": "What context should the prompt use?",
-            "requestedSchema": {
-                "type": "object",
-                "properties": { "context": { "type": "string" } },
-                "required": ["context"]
-            }
-        })
-    );
+    assert_eq!(params, user_context_elicitation());
     let answer = json!({ "action": "accept", "content": { "context": "over the session" } });
     server.send(&json!({ "jsonrpc": "2.0", "id": asked["id"], "result": answer }));
     let done = server.response(id);
@@ -293,4 +282,23 @@ fn a_0_1_pack_is_served_unchanged_beside_a_0_2_pack() {
     };
     assert!(loaded("code_review").ends_with(" wit=\"0.1\" pack=None"), "{}", loaded("code_review"));
     assert!(loaded("conformance").ends_with(" wit=\"0.2\" pack=Some(\"conformance 0.1.0\")"), "{}", loaded("conformance"));
+}
+
+#[test]
+fn an_input_required_answer_that_breaks_the_rules_is_refused_without_asking() {
+    let dir = plugin_dir(&["hostile_input"]);
+    let mut server = Server::spawn(&["--plugins", dir.path().to_str().unwrap()]);
+    for (prompt, problem) in [
+        ("too-many-forms", "forms: 9, more than the limit of 8"),
+        ("huge-state", "its state is 17408 bytes, more than the limit of 16384"),
+        ("bad-default", "form \"f\", field \"level\": default \"medium\" is not one of its choices"),
+    ] {
+        let error = server.error("prompts/get", json!({ "name": prompt, "_meta": elicitation() }));
+        assert_eq!(error["code"], -32603, "{error}");
+        assert_eq!(
+            error["message"],
+            format!("plugin 'hostile_input' returned an invalid reply for prompt '{prompt}': {problem}")
+        );
+        assert_eq!(error["data"]["failure"], "invalid-reply");
+    }
 }
