@@ -19,7 +19,8 @@
 //! - [`limits`]: every limit a plugin runs under, declared once;
 //! - [`log_budget`]: at most so many log lines of a kind per window, for
 //!   what a pack or a client can make the host log;
-//! - [`bindings`]: generated from the WIT package.
+//! - [`bindings`]: generated from the WIT packages (0.1 and 0.2, side by
+//!   side), and the one adapter from 0.2's types into the host's.
 //!
 //! Beside the request path, each depending only on what is listed after it
 //! and on the request path's modules: [`report`] (the `inspect` command's
