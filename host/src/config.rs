@@ -12,6 +12,18 @@
 //! cache_max_mib = 512             # the most the compiled cache keeps
 //! require_pinned = false          # refuse plugins without a sha256 below
 //! request_state_key_file = "state.key"  # seals input-required state (32+ bytes); shared by replicas; default: random per process
+//! store = "prompt-host-store"     # packs pulled from registries (the default)
+//!
+//! [signatures]                    # what every plugin's signature must be
+//! require = false                 # refuse plugins without a valid signature
+//! public_keys = ["keys/acme.pub"] # cosign public keys (PEM) whose signatures count
+//! trusted_root = "trusted_root.json"  # keyless: Sigstore's trusted root (offline)
+//! identities = [{ identity = "release@acme.example", issuer = "https://accounts.google.com" }]
+//!
+//! [registry]                      # how `add`, `update` and `publish` reach registries
+//! plain_http = ["127.0.0.1:5000"] # registries spoken to over HTTP, not HTTPS
+//! ca_file = "registry-ca.pem"     # a CA trusted besides the system's
+//! max_pack_mib = 128              # the largest pack pulled
 //!
 //! [limits]                        # every plugin, unless overridden below
 //! fuel = 500000000
@@ -26,6 +38,9 @@
 //! prefix = "acme-"
 //! sha256 = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
 //! limits = { deadline_ms = 3000 }
+//! source = "oci://registry.example/acme/prompts:1.2"  # installed at start (see prompt-host.lock)
+//! require_signature = true        # over signatures.require, for this plugin
+//! public_keys = ["keys/acme.pub"] # in place of signatures.public_keys
 //! ```
 
 use std::collections::BTreeMap;
@@ -37,8 +52,10 @@ use serde::Deserialize;
 use crate::catalog::DEFAULT_PAGE_SIZE;
 use crate::handler::DEFAULT_LIST_TTL_MS;
 use crate::limits::{LimitOverrides, Limits, MAX_CONCURRENT_CALLS};
+use crate::distribution::RegistrySettings;
 use crate::loader::PluginSettings;
 use crate::sandbox::{MAX_WASM_STACK, SandboxConfig};
+use crate::signature::{Identity, Keyless, SignaturePolicy, TrustedKey, TrustedRoot};
 
 /// Everything `prompt-host serve` needs to know.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,7 +88,17 @@ pub struct ServeConfig {
     /// prompts; `None` seals with a random key of the process (fine for one
     /// replica, see `input::RequestStateSeal`).
     pub request_state_key_file: Option<PathBuf>,
+    /// Where packs pulled from registries are kept, with their provenance;
+    /// `None` (no config file) looks for no provenance.
+    pub pack_store: Option<PathBuf>,
+    /// What every plugin's signature must be, unless its section says.
+    pub signatures: SignaturePolicy,
+    /// How registries are reached.
+    pub registry: RegistrySettings,
 }
+
+/// The pack store's default folder, beside the config file.
+pub const DEFAULT_PACK_STORE: &str = "prompt-host-store";
 
 /// The default size cap of the compiled cache, in MiB.
 pub const DEFAULT_CACHE_MAX_MIB: u64 = 512;
@@ -102,6 +129,20 @@ pub struct PluginConfig {
     /// section: a warning that the name matches no plugin then names the flag.
     #[serde(skip)]
     pub only_prefix_flag: bool,
+    /// The registry it is installed from at start, if any
+    /// (`oci://REGISTRY/REPOSITORY:TAG`): see `prompt-host serve`.
+    pub source: Option<String>,
+    /// Whether the plugin needs a valid signature, over `signatures.require`.
+    pub require_signature: Option<bool>,
+    /// The keys its signature may be by, in place of
+    /// `signatures.public_keys` (files, relative to the config file).
+    pub public_keys: Option<Vec<PathBuf>>,
+    /// Those keys, read.
+    #[serde(skip)]
+    pub trusted_keys: Option<Vec<TrustedKey>>,
+    /// The identities its keyless signature may be by, in place of
+    /// `signatures.identities` (checked against `signatures.trusted_root`).
+    pub identities: Option<Vec<Identity>>,
 }
 
 impl Default for ServeConfig {
@@ -119,6 +160,9 @@ impl Default for ServeConfig {
             cache_dir: default_cache_dir(),
             cache_max_bytes: DEFAULT_CACHE_MAX_MIB << 20,
             request_state_key_file: None,
+            pack_store: None,
+            signatures: SignaturePolicy::default(),
+            registry: RegistrySettings::default(),
         }
     }
 }
@@ -145,6 +189,15 @@ impl ServeConfig {
             limits: configured.limits.apply(&self.limits),
             pinned_sha256: configured.sha256,
             require_pinned: self.require_pinned,
+            signatures: SignaturePolicy {
+                required: configured.require_signature.unwrap_or(self.signatures.required),
+                keys: configured.trusted_keys.unwrap_or_else(|| self.signatures.keys.clone()),
+                keyless: match (&configured.identities, &self.signatures.keyless) {
+                    (Some(identities), Some(keyless)) => Some(Keyless { root: keyless.root.clone(), identities: identities.clone() }),
+                    (_, keyless) => keyless.clone(),
+                },
+            },
+            pack_store: self.pack_store.clone(),
         }
     }
 
@@ -210,6 +263,13 @@ impl ServeConfig {
         let mut config = ServeConfig::default();
         // Every path key of the file: relative to the file's folder.
         config.plugins_dir = file.server.plugins.map(|dir| folder.join(dir));
+        config.pack_store = Some(folder.join(file.server.store.unwrap_or_else(|| PathBuf::from(DEFAULT_PACK_STORE))));
+        config.signatures = SignaturePolicy {
+            required: file.signatures.require.unwrap_or(false),
+            keys: read_keys("signatures.public_keys", &file.signatures.public_keys, folder)?,
+            keyless: file.signatures.keyless(folder)?,
+        };
+        config.registry = file.registry.apply(folder)?;
         config.require_pinned = file.server.require_pinned.unwrap_or(config.require_pinned);
         config.watch = file.server.watch.unwrap_or(config.watch);
         if let Some(ms) = file.server.watch_poll_ms {
@@ -239,6 +299,22 @@ impl ServeConfig {
         config.limits = file.limits.apply(&config.limits);
         config.sandbox = file.sandbox.apply(&config.sandbox)?;
         config.plugins = file.plugins;
+        for (name, plugin) in config.plugins.iter_mut() {
+            if let Some(source) = &plugin.source {
+                crate::distribution::PackReference::parse(source).map_err(|error| format!("plugins.{name}.source: {error}"))?;
+                if config.plugins_dir.is_none() {
+                    return Err(format!("plugins.{name}.source needs server.plugins: packs from registries are installed there"));
+                }
+            }
+            if plugin.identities.as_ref().is_some_and(|identities| identities.is_empty() || config.signatures.keyless.is_none()) {
+                return Err(format!(
+                    "plugins.{name}.identities needs signatures.trusted_root, and at least one identity"
+                ));
+            }
+            if let Some(keys) = &plugin.public_keys {
+                plugin.trusted_keys = Some(read_keys(&format!("plugins.{name}.public_keys"), keys, folder)?);
+            }
+        }
         Ok(config)
     }
 }
@@ -292,6 +368,81 @@ struct ConfigFile {
     sandbox: SandboxSection,
     #[serde(default)]
     plugins: BTreeMap<String, PluginConfig>,
+    #[serde(default)]
+    signatures: SignaturesSection,
+    #[serde(default)]
+    registry: RegistrySection,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SignaturesSection {
+    require: Option<bool>,
+    #[serde(default)]
+    public_keys: Vec<PathBuf>,
+    trusted_root: Option<PathBuf>,
+    #[serde(default)]
+    identities: Vec<Identity>,
+}
+
+impl SignaturesSection {
+    /// The trusted root and identities for keyless signatures: both or
+    /// neither, as there is no match-anything default.
+    fn keyless(&self, folder: &Path) -> Result<Option<Keyless>, String> {
+        match (&self.trusted_root, self.identities.is_empty()) {
+            (None, true) => Ok(None),
+            (None, false) => Err("signatures.identities needs signatures.trusted_root to check them against".into()),
+            (Some(_), true) => Err(
+                "signatures.trusted_root needs signatures.identities: the identities (and their issuers) whose keyless \
+                 signatures count; there is no match-anything default"
+                    .into(),
+            ),
+            (Some(file), false) => {
+                let path = folder.join(file);
+                let text = std::fs::read_to_string(&path)
+                    .map_err(|error| format!("signatures.trusted_root: cannot read {}: {error}", path.display()))?;
+                let root = TrustedRoot::from_json(&text).map_err(|error| format!("signatures.trusted_root: {}: {error}", path.display()))?;
+                Ok(Some(Keyless { root: std::sync::Arc::new(root), identities: self.identities.clone() }))
+            }
+        }
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RegistrySection {
+    #[serde(default)]
+    plain_http: Vec<String>,
+    ca_file: Option<PathBuf>,
+    max_pack_mib: Option<u64>,
+}
+
+impl RegistrySection {
+    fn apply(&self, folder: &Path) -> Result<RegistrySettings, String> {
+        let mut settings = RegistrySettings { plain_http: self.plain_http.clone(), ..RegistrySettings::default() };
+        if let Some(file) = &self.ca_file {
+            let path = folder.join(file);
+            let pem = std::fs::read(&path).map_err(|error| format!("registry.ca_file: cannot read {}: {error}", path.display()))?;
+            settings.ca_certificates.push(pem);
+        }
+        if let Some(mib) = self.max_pack_mib {
+            positive("registry.max_pack_mib", mib)?;
+            settings.max_pack_bytes = mib.checked_mul(1 << 20).ok_or("registry.max_pack_mib is too large")?;
+        }
+        Ok(settings)
+    }
+}
+
+/// Reads the public key files `files` (relative to `folder`) that `key` names.
+fn read_keys(key: &str, files: &[PathBuf], folder: &Path) -> Result<Vec<TrustedKey>, String> {
+    files
+        .iter()
+        .map(|file| {
+            let path = folder.join(file);
+            let pem = std::fs::read_to_string(&path).map_err(|error| format!("{key}: cannot read {}: {error}", path.display()))?;
+            TrustedKey::new(file.display().to_string(), pem).map_err(|error| format!("{key}: {error}"))
+        })
+        .collect()
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -306,6 +457,7 @@ struct ServerSection {
     cache_dir: Option<PathBuf>,
     cache_max_mib: Option<u64>,
     request_state_key_file: Option<PathBuf>,
+    store: Option<PathBuf>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -356,7 +508,8 @@ mod tests {
 
     #[test]
     fn an_empty_file_gives_the_defaults() {
-        assert_eq!(ServeConfig::from_toml(""), Ok(ServeConfig::default()));
+        let store = Some(PathBuf::from(DEFAULT_PACK_STORE));
+        assert_eq!(ServeConfig::from_toml(""), Ok(ServeConfig { pack_store: store, ..ServeConfig::default() }));
     }
 
     #[test]

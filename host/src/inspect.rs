@@ -15,6 +15,7 @@ use crate::plugin::Plugin;
 use crate::sandbox::CallUsage;
 use crate::startup::loader_for_one;
 pub use crate::validate::Problem;
+use crate::signature::Verified;
 
 /// What `prompt-host inspect` found in a plugin file: what it offers, what
 /// loading it cost, and every problem that would stop the server loading it.
@@ -24,6 +25,9 @@ pub struct Report {
     pub plugin: String,
     pub file: String,
     pub sha256: String,
+    /// The trusted key whose signature covers these bytes, when one was
+    /// checked (a pack installed from a registry, under a signature policy).
+    pub signature: Option<Verified>,
     pub size_bytes: usize,
     /// Empty when the file did not compile.
     pub imports: Vec<String>,
@@ -143,6 +147,7 @@ pub async fn inspect(path: &Path, config: &ServeConfig) -> Result<Report, LoadFa
         plugin: source.id.clone(),
         file: source.origin.clone(),
         sha256: loader::digest(&source.bytes),
+        signature: None,
         size_bytes: source.bytes.len(),
         imports: Vec::new(),
         exports: Vec::new(),
@@ -177,6 +182,7 @@ pub async fn inspect(path: &Path, config: &ServeConfig) -> Result<Report, LoadFa
     }
     report.listing = trace.listing.map(ListingCost::from);
     report.pack = trace.info.map(PackDescription::from);
+    report.signature = trace.signature.take();
     let prompts = match &loaded {
         Ok(plugin) => plugin.prompts(),
         Err(_) => &trace.invalid_prompts,

@@ -24,12 +24,16 @@
 //!
 //! Beside the request path, each depending only on what is listed after it
 //! and on the request path's modules: [`report`] (the `inspect` command's
-//! report as a person reads it), [`inspect`] (that report, built), [`startup`]
-//! (from config to registry, and one plugin for the `get` command), [`watch`]
-//! (the live plugin directory), [`config`], [`bundled`] (the example packs
-//! built in), [`loader`] (from bytes to plugin), [`cache`] (compiled plugins
-//! on disk) and [`scaffold`] (the `new` command: a new pack from
-//! templates).
+//! report as a person reads it), [`inspect`] (that report, built), [`install`]
+//! (packs from registries: add, update, remove, list, publish, sign),
+//! [`startup`] (from config to registry, and one plugin for the `get`
+//! command), [`watch`] (the live plugin directory), [`config`], [`bundled`]
+//! (the example packs built in), [`loader`] (from bytes to plugin, their
+//! signature checked), [`lockfile`] (`prompt-host.lock`), [`pack_store`]
+//! (pulled packs by digest, with their provenance), [`signature`] (which
+//! signatures count, and checking them), [`distribution`] (OCI registries,
+//! every byte bounded), [`cache`] (compiled plugins on disk) and
+//! [`scaffold`] (the `new` command: a new pack from templates).
 
 pub mod bindings;
 pub mod bundled;
@@ -37,18 +41,23 @@ pub mod cache;
 pub mod catalog;
 pub mod config;
 pub mod convert;
+pub mod distribution;
 pub mod error;
 pub mod handler;
 pub mod input;
 pub mod inspect;
+pub mod install;
 pub mod limits;
 pub mod log_budget;
 pub mod loader;
+pub mod lockfile;
+pub mod pack_store;
 pub mod plugin;
 pub mod registry;
 pub mod report;
 pub mod sandbox;
 pub mod scaffold;
+pub mod signature;
 pub mod startup;
 pub mod transport;
 pub mod validate;

@@ -17,7 +17,9 @@ use wasmtime::component::Component;
 
 use crate::bindings::{PROVIDER_INTERFACE, PackPre, WitVersion, provider, provider_v0_2};
 use crate::cache::{CompiledCache, Origin};
+use crate::pack_store::PackStore;
 use crate::plugin::Plugin;
+use crate::signature::{self, SignatureError, SignaturePolicy, Verified};
 use crate::limits::Limits;
 use crate::sandbox::{CallFailure, CallQuota, CallState, CallUsage, PrepareError, Sandbox};
 use crate::validate::{self, Answer, Problem};
@@ -44,6 +46,9 @@ pub struct PluginSource {
     /// Where the bytes came from, for messages: a path, or "bundled".
     pub origin: String,
     pub bytes: Vec<u8>,
+    /// A Sigstore bundle beside the file (`NAME.wasm.sigstore.json`): its
+    /// signature, for a pack that did not come from a registry.
+    pub bundle: Option<Vec<u8>>,
 }
 
 impl PluginSource {
@@ -54,7 +59,10 @@ impl PluginSource {
             origin: origin.clone(),
             error: LoadError::Read(error.to_string()),
         })?;
-        Ok(PluginSource { id: plugin_id(path), origin, bytes })
+        let bundle_path = PathBuf::from(format!("{}{}", path.display(), signature::BUNDLE_SUFFIX));
+        let bundle = signature::read_bundle(&bundle_path)
+            .map_err(|error| LoadFailure { origin: origin.clone(), error: LoadError::Provenance(error) })?;
+        Ok(PluginSource { id: plugin_id(path), origin, bytes, bundle })
     }
 }
 
@@ -87,6 +95,10 @@ pub struct PluginSettings {
     pub pinned_sha256: Option<String>,
     /// Whether a plugin that is not pinned is refused.
     pub require_pinned: bool,
+    /// What its signature must be.
+    pub signatures: SignaturePolicy,
+    /// Where the provenance of packs pulled from registries is kept.
+    pub pack_store: Option<PathBuf>,
 }
 
 /// Why a plugin could not be loaded. Each says what is wrong; [`LoadError::hint`]
@@ -117,6 +129,10 @@ pub enum LoadError {
     PinMismatch { pinned: String, actual: String },
     #[error("it is not pinned, and the configuration requires every plugin to be pinned (plugins.NAME.sha256)")]
     NotPinned,
+    #[error("signature refused: {0}")]
+    Signature(SignatureError),
+    #[error("its provenance cannot be read: {0}")]
+    Provenance(String),
 }
 
 impl LoadError {
@@ -162,6 +178,16 @@ impl LoadError {
                 "if this file is the one you mean to serve, pin its new SHA-256 in plugins.NAME.sha256"
             }
             LoadError::NotPinned => "add plugins.NAME.sha256 to the config with the SHA-256 `prompt-host inspect` prints",
+            LoadError::Signature(SignatureError::Unsigned | SignatureError::NotTheSignedBytes { .. }) => {
+                "install signed packs with `prompt-host add oci://...` (or `update NAME`): a file changed or copied in \
+                 by hand has no signature the host can check"
+            }
+            LoadError::Signature(SignatureError::NoKeys) => "name the publisher's key in signatures.public_keys",
+            LoadError::Signature(_) => {
+                "the pack is not signed by a key the configuration trusts (signatures.public_keys, \
+                 plugins.NAME.public_keys): ask its publisher which key signs it"
+            }
+            LoadError::Provenance(_) => "install it again with `prompt-host update NAME`",
         })
     }
 
@@ -252,6 +278,8 @@ pub struct LoadTrace {
     pub invalid_prompts: Vec<provider::Prompt>,
     /// What a 0.2 pack said it is, when it said it.
     pub info: Option<provider_v0_2::PackInfo>,
+    /// Who signed it, when a trusted key did.
+    pub signature: Option<Verified>,
 }
 
 /// Loads plugins: compiles them (or takes them from the compiled cache),
@@ -302,6 +330,7 @@ impl Loader {
     ) -> Result<Plugin, LoadError> {
         let digest = digest(&source.bytes);
         check_pin(&digest, &settings)?;
+        trace.signature = check_signature(&digest, &source, &settings)?;
         let started = Instant::now();
         let (component, origin) = self.compile(&source.id, &source.bytes, &digest).await?;
         trace.compiled = Some(Compiled { component: component.clone(), took: started.elapsed(), origin });
@@ -396,6 +425,22 @@ impl Loader {
         }
         (plugins, failures)
     }
+}
+
+/// Checks the signature of `source`'s bytes (SHA-256 `digest`) against the
+/// plugin's policy: from the provenance the pack store keeps for exactly
+/// those bytes (a pack from a registry), else from the Sigstore bundle beside
+/// its file. Returns who signed them, if a trusted signer did.
+fn check_signature(digest: &str, source: &PluginSource, settings: &PluginSettings) -> Result<Option<Verified>, LoadError> {
+    let provenance = match &settings.pack_store {
+        Some(dir) => PackStore::new(dir.clone()).provenance(digest).map_err(LoadError::Provenance)?,
+        None => None,
+    };
+    let checked = match (&provenance, &source.bundle) {
+        (None, Some(bundle)) => signature::check_bundle(&source.bytes, bundle, &settings.signatures),
+        (provenance, _) => signature::check_at_load(digest, provenance.as_ref(), &settings.signatures),
+    };
+    checked.map_err(LoadError::Signature)
 }
 
 /// Refuses bytes that do not match the plugin's pinned digest, and unpinned

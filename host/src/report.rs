@@ -17,6 +17,9 @@ impl fmt::Display for Report {
         writeln!(f, "  file      {}", self.file)?;
         writeln!(f, "  size      {} bytes", grouped(self.size_bytes as u64))?;
         writeln!(f, "  sha256    {}", self.sha256)?;
+        if let Some(signature) = &self.signature {
+            writeln!(f, "  signed    {signature}")?;
+        }
         for (label, names) in [("exports", &self.exports), ("imports", &self.imports)] {
             if !names.is_empty() {
                 writeln!(f, "  {label:<9} {}", wrapped(names, "\n            "))?;

@@ -14,6 +14,9 @@ use prompt_host::scaffold::{self, Language};
 use prompt_host::transport::http::{self, HttpConfig, HttpListener};
 use prompt_host::transport::stdio;
 
+#[path = "prompt-host/packs.rs"]
+mod packs;
+
 /// What is logged unless RUST_LOG says otherwise: the host's own events, and
 /// only rmcp's warnings (it logs every message it handles at info).
 const DEFAULT_LOG_FILTER: &str = "info,rmcp=warn";
@@ -148,6 +151,80 @@ enum Command {
         #[command(flatten)]
         plugin: OnePluginArgs,
     },
+    /// Install a pack from an OCI registry into the plugin directory: pull
+    /// it, verify its signature against the config's policy, record it in
+    /// prompt-host.lock (beside the config file), then place it, whole, where
+    /// a running server loads it.
+    Add {
+        /// oci://REGISTRY/REPOSITORY:TAG or oci://REGISTRY/REPOSITORY@sha256:HEX
+        reference: String,
+        /// The plugin's name [default: the repository's last segment].
+        #[arg(long)]
+        name: Option<String>,
+        #[command(flatten)]
+        install: InstallArgs,
+    },
+    /// Resolve the tags of installed packs again (or of NAME's) and install
+    /// what changed, verified. A pack that fails keeps what is installed,
+    /// and the reason is printed; exits with status 1 if any failed.
+    Update {
+        name: Option<String>,
+        #[command(flatten)]
+        install: InstallArgs,
+    },
+    /// Remove a pack installed from a registry: its plugin file (a running
+    /// server unloads it) and its prompt-host.lock entry.
+    Remove {
+        name: String,
+        #[command(flatten)]
+        install: InstallArgs,
+    },
+    /// List the installed packs: each one's name, tag, digest, signer and
+    /// prompt count, and whether the file on disk is the one the lockfile
+    /// records; then the plugin files not installed from a registry.
+    List {
+        /// Print the list as JSON, for tools.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        install: InstallArgs,
+    },
+    /// Sign a pack in a registry as cosign does (the signature names its
+    /// manifest digest, never a tag), and store the signature beside it.
+    /// The key is cosign's (`cosign generate-key-pair` writes cosign.key;
+    /// its password is read from COSIGN_PASSWORD) or a PKCS#8 PEM ECDSA
+    /// P-256 key.
+    Sign {
+        /// oci://REGISTRY/REPOSITORY@sha256:HEX (a tag is resolved to its digest first)
+        reference: String,
+        /// The private key.
+        #[arg(long, value_name = "FILE")]
+        key: PathBuf,
+        /// A config file whose [registry] section says how to reach the registry.
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+    },
+    /// Push a pack to an OCI registry as a CNCF wasm artifact (the layout
+    /// wkg and oras push), and print its manifest digest: what cosign signs.
+    Publish {
+        /// The pack (a WebAssembly component).
+        file: PathBuf,
+        /// oci://REGISTRY/REPOSITORY:TAG
+        reference: String,
+        /// A config file whose [registry] section says how to reach the registry.
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+    },
+}
+
+/// Which installation `add`, `update`, `remove` and `list` work on.
+#[derive(Args)]
+struct InstallArgs {
+    /// The config file `serve` uses: its plugin directory receives the packs,
+    /// prompt-host.lock is beside it, and its [signatures] and [registry]
+    /// sections apply.
+    #[arg(long, value_name = "FILE", default_value = "prompt-host.toml")]
+    config: PathBuf,
 }
 
 /// How `inspect`, `get` and `complete` load their one plugin: as `serve`
@@ -393,6 +470,12 @@ fn main() -> ExitCode {
             Command::Complete { file, prompt, argument, typed, context, plugin } => {
                 complete(file, prompt, argument, typed, context, plugin).await
             }
+            Command::Add { reference, name, install } => packs::add(&install.config, &reference, name.as_deref()).await,
+            Command::Update { name, install } => packs::update(&install.config, name.as_deref()).await,
+            Command::Remove { name, install } => packs::remove(&install.config, &name),
+            Command::List { json, install } => packs::list(&install.config, json).await,
+            Command::Publish { file, reference, config } => packs::publish(&file, &reference, config.as_deref()).await,
+            Command::Sign { reference, key, config } => packs::sign(&reference, &key, config.as_deref()).await,
         }
     });
     // Everything to be written has been: do not wait for what is left, such
@@ -458,8 +541,14 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     // compile, a pack that lists its prompts until its deadline) is logged
     // and ends the process cleanly too.
     let mut signals = StopSignals::install();
+    let start = async {
+        if let Some(path) = &args.config {
+            packs::install_sources(&config, path).await;
+        }
+        prompt_host::startup::start(&config, config_source).await
+    };
     let host = tokio::select! {
-        host = prompt_host::startup::start(&config, config_source) => host?,
+        host = start => host?,
         signal = signals.next() => {
             tracing::info!("{signal} while loading plugins: stopped");
             return Ok(());

@@ -1,0 +1,181 @@
+//! The registry commands, `add`, `update`, `remove`, `list` and `publish`:
+//! what they print. The work is the library's ([`prompt_host::install`]).
+
+use std::io::IsTerminal;
+use std::path::Path;
+
+use anyhow::{Context, bail};
+use prompt_host::config::ServeConfig;
+use prompt_host::install::{self, Installation, Listed, Sourced, Updated};
+use prompt_host::lockfile::LockedPack;
+
+/// A download's progress: a bar on a terminal, nothing otherwise.
+fn progress_bar() -> Option<indicatif::ProgressBar> {
+    std::io::stderr().is_terminal().then(|| {
+        let bar = indicatif::ProgressBar::new(0);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("{bytes:>10} / {total_bytes} {wide_bar} {bytes_per_sec}")
+                .expect("a valid template"),
+        );
+        bar
+    })
+}
+
+fn config(path: &Path) -> anyhow::Result<ServeConfig> {
+    ServeConfig::from_file(path).context("the registry commands need the config file `serve` uses (--config FILE)")
+}
+
+pub async fn add(config_path: &Path, reference: &str, name: Option<&str>) -> anyhow::Result<()> {
+    let config = config(config_path)?;
+    let installation = Installation::new(&config, config_path)?;
+    let bar = progress_bar();
+    let progress = |done: u64, total: u64| {
+        if let Some(bar) = &bar {
+            bar.set_length(total);
+            bar.set_position(done);
+        }
+    };
+    let installed = installation.add(reference, name, &progress).await;
+    if let Some(bar) = &bar {
+        bar.finish_and_clear();
+    }
+    eprintln!("{}", describe("installed", &installed?, &installation));
+    Ok(())
+}
+
+pub async fn update(config_path: &Path, name: Option<&str>) -> anyhow::Result<()> {
+    let config = config(config_path)?;
+    let installation = Installation::new(&config, config_path)?;
+    let outcomes = installation.update(name, &|_, _| {}).await?;
+    let mut failed = 0;
+    for (name, outcome) in &outcomes {
+        match outcome {
+            Ok(Updated::UpToDate(pack)) => eprintln!("{name}: up to date ({})", pack.digest),
+            Ok(Updated::Replaced { pack, previous }) => {
+                eprintln!("{} (was {previous})", describe("updated", pack, &installation))
+            }
+            Ok(Updated::Restored(pack)) => {
+                eprintln!("{} (the file on disk had changed or gone)", describe("restored", pack, &installation))
+            }
+            Err(error) => {
+                failed += 1;
+                eprintln!("{name}: not updated, the installed pack stays: {error}");
+            }
+        }
+    }
+    if failed > 0 {
+        bail!("{failed} of {} packs not updated", outcomes.len());
+    }
+    Ok(())
+}
+
+pub fn remove(config_path: &Path, name: &str) -> anyhow::Result<()> {
+    let config = config(config_path)?;
+    let removed = Installation::new(&config, config_path)?.remove(name)?;
+    eprintln!("removed {} ({} at {})", removed.name, removed.reference, removed.digest);
+    Ok(())
+}
+
+pub async fn list(config_path: &Path, json: bool) -> anyhow::Result<()> {
+    let config = config(config_path)?;
+    let listed = Installation::new(&config, config_path)?.list().await?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&listed).expect("the list serializes"));
+        return Ok(());
+    }
+    if listed.is_empty() {
+        println!("no packs installed");
+    }
+    for pack in &listed {
+        println!("{}", line(pack));
+    }
+    Ok(())
+}
+
+fn optional_config(path: Option<&Path>) -> anyhow::Result<ServeConfig> {
+    Ok(match path {
+        Some(path) => ServeConfig::from_file(path)?,
+        None => ServeConfig::default(),
+    })
+}
+
+pub async fn sign(reference: &str, key: &Path, config_path: Option<&Path>) -> anyhow::Result<()> {
+    let config = optional_config(config_path)?;
+    let password = std::env::var("COSIGN_PASSWORD").unwrap_or_default();
+    let digest = install::sign(&config, reference, key, password.as_bytes()).await?;
+    eprintln!("signed {digest} with {}", key.display());
+    println!("{digest}");
+    Ok(())
+}
+
+pub async fn publish(file: &Path, reference: &str, config_path: Option<&Path>) -> anyhow::Result<()> {
+    let config = optional_config(config_path)?;
+    let digest = install::publish(&config, file, reference).await?;
+    eprintln!("published {} to {reference}", file.display());
+    // The digest alone on stdout, for scripts: it is what a signature signs.
+    println!("{digest}");
+    Ok(())
+}
+
+fn describe(verb: &str, pack: &LockedPack, installation: &Installation<'_>) -> String {
+    let signed = if pack.signer == "unsigned" { "unsigned".to_string() } else { format!("signed by {}", pack.signer) };
+    format!(
+        "{verb} {} from {} ({}, {} bytes, {signed}) as {}",
+        pack.name,
+        pack.reference,
+        pack.digest,
+        pack.size,
+        installation.plugins_dir.join(format!("{}.wasm", pack.name)).display()
+    )
+}
+
+fn line(pack: &Listed) -> String {
+    let or_dash = |value: &Option<String>| value.clone().unwrap_or_else(|| "-".into());
+    let prompts = pack.prompts.map_or_else(|| "does not load".to_string(), |count| format!("{count} prompt{}", if count == 1 { "" } else { "s" }));
+    format!(
+        "{}\t{}\t{}\t{}\t{}\t{}\t{}",
+        pack.name,
+        pack.source,
+        or_dash(&pack.tag),
+        or_dash(&pack.digest),
+        or_dash(&pack.signer),
+        prompts,
+        pack.state
+    )
+}
+
+/// For `serve`: installs the packs the config names by source, before the
+/// plugin directory is loaded. A pack that cannot be installed is logged and
+/// not served; the rest are.
+pub async fn install_sources(config: &ServeConfig, config_path: &Path) {
+    if !config.plugins.values().any(|plugin| plugin.source.is_some()) {
+        return;
+    }
+    let installation = match Installation::new(config, config_path) {
+        Ok(installation) => installation,
+        Err(error) => return tracing::error!("packs named by source not installed: {error}"),
+    };
+    for (name, outcome) in installation.install_sources().await {
+        let plugin = name.escape_debug().to_string();
+        match outcome {
+            Ok(Sourced::Served(pack)) => {
+                tracing::info!(plugin, reference = pack.reference, digest = pack.digest, signer = pack.signer, "already installed from its source")
+            }
+            Ok(Sourced::Restored(pack)) => tracing::warn!(
+                plugin,
+                reference = pack.reference,
+                digest = pack.digest,
+                "its plugin file had changed or gone: put back from the pack store"
+            ),
+            Ok(Sourced::Installed(pack)) => tracing::info!(
+                plugin,
+                reference = pack.reference,
+                digest = pack.digest,
+                signer = pack.signer,
+                "pulled from its source and installed"
+            ),
+            // The error may quote what a registry sent: a Debug field, escaped.
+            Err(error) => tracing::error!(plugin, error = ?error.to_string(), "not installed from its source"),
+        }
+    }
+}

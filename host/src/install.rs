@@ -1,0 +1,421 @@
+//! Packs from registries, installed into a plugin directory: the `add`,
+//! `update`, `remove`, `list` and `publish` commands.
+//!
+//! Installing pulls the pack (every byte bounded, every blob checked against
+//! its digest), verifies its signatures against the configuration's policy,
+//! keeps it and its provenance in the pack store, records it in the lockfile,
+//! and only then places the component in the plugin directory, whole (a
+//! rename), where a running server's watcher loads it. Whatever fails on the
+//! way leaves the installed pack, the lockfile and the directory as they were.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::config::ServeConfig;
+use crate::distribution::{DistributionError, PackReference, Progress, PulledPack, RegistryClient};
+use crate::lockfile::{LockedPack, Lockfile, LockfileError};
+use crate::loader::{self, PluginSource};
+use crate::pack_store::{self, PackStore};
+use crate::signature::{self, Provenance, SignatureError};
+use crate::startup;
+
+/// Where the commands work: the configuration, and the files beside it.
+pub struct Installation<'a> {
+    pub config: &'a ServeConfig,
+    /// The plugin directory packs are installed into.
+    pub plugins_dir: PathBuf,
+    /// `prompt-host.lock`, beside the config file.
+    pub lockfile: PathBuf,
+    pub store: PackStore,
+}
+
+/// Why a command failed. Each names the pack and what was wrong.
+#[derive(Debug, thiserror::Error)]
+pub enum InstallError {
+    #[error("the config file names no plugin directory ([server] plugins): packs are installed there")]
+    NoPluginDirectory,
+    #[error("the config file names no pack store")]
+    NoStore,
+    #[error(transparent)]
+    Registry(#[from] DistributionError),
+    #[error("{reference}: signature refused: {error}")]
+    Signature { reference: String, error: SignatureError },
+    #[error(transparent)]
+    Lockfile(#[from] LockfileError),
+    #[error("{name:?} is not a valid plugin name: use lowercase letters, digits, '-' and '_' (choose one with --name)")]
+    InvalidName { name: String },
+    #[error("a plugin named {name:?} is already installed ({path}): `prompt-host update {name}` replaces it")]
+    AlreadyInstalled { name: String, path: String },
+    #[error("no pack named {name:?} is installed from a registry (prompt-host.lock has {known})")]
+    NotInstalled { name: String, known: String },
+    #[error("cannot write {path}: {error}")]
+    Write { path: String, error: String },
+    #[error("cannot read {path}: {error}")]
+    Read { path: String, error: String },
+    #[error("{key}: {error}")]
+    Signing { key: String, error: String },
+    #[error(
+        "{name}: the pack store's copy {path} is damaged (sha256 {actual}, prompt-host.lock records {locked}): \
+         not served; `prompt-host update {name}` fetches it again"
+    )]
+    StoreDamaged { name: String, path: String, actual: String, locked: String },
+}
+
+/// What `serve` did with a pack the config names by source.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub enum Sourced {
+    /// Installed already, and its plugin file is the one installed.
+    Served(LockedPack),
+    /// Its plugin file had changed or gone: put back from the pack store.
+    Restored(LockedPack),
+    /// Pulled from its registry and installed.
+    Installed(LockedPack),
+}
+
+/// What `update` did to one pack.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub enum Updated {
+    /// Its reference resolves to the installed digest, and the file on disk
+    /// is the one installed.
+    UpToDate(LockedPack),
+    /// Its reference resolves to a new digest, now installed.
+    Replaced { pack: LockedPack, previous: String },
+    /// Same digest, but the file on disk had changed or gone: put back.
+    Restored(LockedPack),
+}
+
+impl<'a> Installation<'a> {
+    /// The installation the config file at `config_path` describes.
+    pub fn new(config: &'a ServeConfig, config_path: &Path) -> Result<Installation<'a>, InstallError> {
+        let plugins_dir = config.plugins_dir.clone().ok_or(InstallError::NoPluginDirectory)?;
+        let store = config.pack_store.clone().ok_or(InstallError::NoStore)?;
+        Ok(Installation { config, plugins_dir, lockfile: Lockfile::path_for(config_path), store: PackStore::new(store) })
+    }
+
+    fn client(&self) -> Result<RegistryClient, InstallError> {
+        Ok(RegistryClient::new(self.config.registry.clone())?)
+    }
+
+    fn plugin_file(&self, name: &str) -> PathBuf {
+        self.plugins_dir.join(format!("{name}.wasm"))
+    }
+
+    /// `prompt-host add`: installs the pack at `reference` as plugin `name`
+    /// (by default the repository's last segment).
+    pub async fn add(&self, reference: &str, name: Option<&str>, progress: Progress<'_>) -> Result<LockedPack, InstallError> {
+        let reference = PackReference::parse(reference)?;
+        let name = match name {
+            Some(name) => name.to_string(),
+            None => reference.repository().rsplit('/').next().unwrap_or_default().to_string(),
+        };
+        check_name(&name)?;
+        let lockfile = Lockfile::read(&self.lockfile)?;
+        let file = self.plugin_file(&name);
+        if lockfile.get(&name).is_some() || file.exists() {
+            return Err(InstallError::AlreadyInstalled { name, path: file.display().to_string() });
+        }
+        self.install(&name, &reference, progress).await
+    }
+
+    /// Pulls and verifies the pack `reference` names now, records it as
+    /// plugin `name` and places it.
+    async fn install(&self, name: &str, reference: &PackReference, progress: Progress<'_>) -> Result<LockedPack, InstallError> {
+        let client = self.client()?;
+        let digest = client.resolve(reference).await?;
+        let pack = self.fetch_verified(&client, name, reference, &digest, progress).await?;
+        self.record_and_place(&pack)?;
+        Ok(pack)
+    }
+
+    /// Records `pack` in the lockfile, over the lockfile as it is now (an
+    /// other command may have changed it meanwhile), then puts its component
+    /// in the plugin directory: a server that loads it finds it recorded.
+    fn record_and_place(&self, pack: &LockedPack) -> Result<(), InstallError> {
+        let mut lockfile = Lockfile::read(&self.lockfile)?;
+        lockfile.insert(pack.clone());
+        lockfile.write(&self.lockfile)?;
+        self.place(&pack.name, pack)
+    }
+
+    /// `prompt-host update`: resolves each installed pack's reference again
+    /// (or only `name`'s) and installs what changed. Each pack's outcome is
+    /// its own: one that fails keeps what is installed.
+    pub async fn update(&self, name: Option<&str>, progress: Progress<'_>) -> Result<Vec<(String, Result<Updated, InstallError>)>, InstallError> {
+        let lockfile = Lockfile::read(&self.lockfile)?;
+        let packs: Vec<LockedPack> = match name {
+            Some(name) => vec![lockfile.get(name).cloned().ok_or_else(|| not_installed(name, &lockfile))?],
+            None => lockfile.packs.clone(),
+        };
+        let client = self.client()?;
+        let mut outcomes = Vec::new();
+        for locked in packs {
+            let outcome = self.update_one(&client, &locked, progress).await;
+            outcomes.push((locked.name.clone(), outcome));
+        }
+        Ok(outcomes)
+    }
+
+    async fn update_one(&self, client: &RegistryClient, locked: &LockedPack, progress: Progress<'_>) -> Result<Updated, InstallError> {
+        let reference = PackReference::parse(&locked.reference)?;
+        let digest = client.resolve(&reference).await?;
+        let on_disk = self.file_state(locked);
+        if digest == locked.digest && on_disk == FileState::Agrees {
+            return Ok(Updated::UpToDate(locked.clone()));
+        }
+        let pack = self.fetch_verified(client, &locked.name, &reference, &digest, progress).await?;
+        self.record_and_place(&pack)?;
+        Ok(if digest == locked.digest {
+            Updated::Restored(pack)
+        } else {
+            Updated::Replaced { pack, previous: locked.digest.clone() }
+        })
+    }
+
+    /// For `serve`: installs each pack the config names by source
+    /// (`[plugins.NAME] source = "oci://..."`) that is not installed yet, or
+    /// whose source changed, and puts back a plugin file that changed or went.
+    /// A pack the lockfile records comes from the pack store, so a restart
+    /// needs no registry; `update` resolves tags again. Each pack's outcome is
+    /// its own.
+    pub async fn install_sources(&self) -> Vec<(String, Result<Sourced, InstallError>)> {
+        let mut outcomes = Vec::new();
+        for (name, source) in self.config.plugins.iter().filter_map(|(name, plugin)| Some((name, plugin.source.as_ref()?))) {
+            let outcome = self.install_source(name, source).await;
+            outcomes.push((name.clone(), outcome));
+        }
+        outcomes
+    }
+
+    async fn install_source(&self, name: &str, source: &str) -> Result<Sourced, InstallError> {
+        let lockfile = Lockfile::read(&self.lockfile)?;
+        match lockfile.get(name) {
+            Some(locked) if locked.reference == source => {
+                if self.file_state(locked) == FileState::Agrees {
+                    return Ok(Sourced::Served(locked.clone()));
+                }
+                let stored = self.store.wasm_path(&locked.sha256);
+                let bytes = std::fs::read(&stored)
+                    .map_err(|error| InstallError::Read { path: stored.display().to_string(), error: error.to_string() })?;
+                let actual = loader::digest(&bytes);
+                if actual != locked.sha256 {
+                    return Err(InstallError::StoreDamaged {
+                        name: name.to_string(),
+                        path: stored.display().to_string(),
+                        actual,
+                        locked: locked.sha256.clone(),
+                    });
+                }
+                self.place(name, locked)?;
+                Ok(Sourced::Restored(locked.clone()))
+            }
+            // A new source, or none installed yet: the one installed (if any) stays until the new one is in.
+            _ => Ok(Sourced::Installed(self.install(name, &PackReference::parse(source)?, &|_, _| {}).await?)),
+        }
+    }
+
+    /// `prompt-host remove`: takes the pack out of the plugin directory (a
+    /// running server unloads it) and out of the lockfile.
+    pub fn remove(&self, name: &str) -> Result<LockedPack, InstallError> {
+        let mut lockfile = Lockfile::read(&self.lockfile)?;
+        let locked = lockfile.get(name).cloned().ok_or_else(|| not_installed(name, &lockfile))?;
+        let file = self.plugin_file(name);
+        match std::fs::remove_file(&file) {
+            Ok(()) => {}
+            Err(missing) if missing.kind() == std::io::ErrorKind::NotFound => {}
+            Err(error) => return Err(InstallError::Write { path: file.display().to_string(), error: error.to_string() }),
+        }
+        lockfile.remove(name);
+        lockfile.write(&self.lockfile)?;
+        Ok(locked)
+    }
+
+    /// `prompt-host list`: every pack in the lockfile, and every other
+    /// plugin file in the directory, with what is on disk.
+    pub async fn list(&self) -> Result<Vec<Listed>, InstallError> {
+        let lockfile = Lockfile::read(&self.lockfile)?;
+        let mut listed = Vec::new();
+        for locked in &lockfile.packs {
+            let state = self.file_state(locked);
+            let file = self.plugin_file(&locked.name);
+            let prompts = if state == FileState::Missing { None } else { self.prompt_count(&file).await };
+            let tag = PackReference::parse(&locked.reference).ok().and_then(|reference| reference.tag().map(str::to_string));
+            listed.push(Listed {
+                name: locked.name.clone(),
+                source: locked.reference.clone(),
+                tag,
+                digest: Some(locked.digest.clone()),
+                sha256: Some(locked.sha256.clone()),
+                signer: Some(locked.signer.clone()),
+                prompts,
+                state,
+            });
+        }
+        let files = loader::plugin_files(&self.plugins_dir)
+            .map_err(|error| InstallError::Read { path: self.plugins_dir.display().to_string(), error: error.to_string() })?;
+        for file in files {
+            let name = loader::plugin_id(&file);
+            if lockfile.get(&name).is_some() {
+                continue;
+            }
+            listed.push(Listed {
+                name,
+                source: file.display().to_string(),
+                tag: None,
+                digest: None,
+                sha256: std::fs::read(&file).ok().map(|bytes| loader::digest(&bytes)),
+                signer: None,
+                prompts: self.prompt_count(&file).await,
+                state: FileState::NotLocked,
+            });
+        }
+        Ok(listed)
+    }
+
+    /// Pulls the pack at `digest`, checks its signatures against the policy
+    /// for plugin `name`, and keeps it in the store.
+    async fn fetch_verified(
+        &self,
+        client: &RegistryClient,
+        name: &str,
+        reference: &PackReference,
+        digest: &str,
+        progress: Progress<'_>,
+    ) -> Result<LockedPack, InstallError> {
+        let pulled: PulledPack = client.pull(reference, digest, progress).await?;
+        let policy = self.config.plugin_settings(name).signatures;
+        let verified = signature::verify(&pulled.manifest_digest, &pulled.signatures, &policy)
+            .map_err(|error| InstallError::Signature { reference: pulled.reference.to_string(), error })?;
+        let sha256 = loader::digest(&pulled.wasm);
+        use base64::Engine as _;
+        let provenance = Provenance {
+            reference: pulled.reference.to_string(),
+            manifest_digest: pulled.manifest_digest.clone(),
+            manifest: base64::engine::general_purpose::STANDARD.encode(&pulled.manifest),
+            signatures: pulled.signatures.clone(),
+        };
+        self.store.put(&sha256, &pulled.wasm, &provenance).map_err(|error| InstallError::Write {
+            path: self.store.dir().display().to_string(),
+            error: error.to_string(),
+        })?;
+        Ok(LockedPack {
+            name: name.to_string(),
+            reference: reference.to_string(),
+            digest: pulled.manifest_digest,
+            sha256,
+            size: pulled.wasm.len() as u64,
+            signer: verified.map_or_else(|| "unsigned".to_string(), |verified| verified.signer),
+        })
+    }
+
+    /// Puts the stored component in the plugin directory, whole.
+    fn place(&self, name: &str, pack: &LockedPack) -> Result<(), InstallError> {
+        let stored = self.store.wasm_path(&pack.sha256);
+        let bytes = std::fs::read(&stored)
+            .map_err(|error| InstallError::Read { path: stored.display().to_string(), error: error.to_string() })?;
+        let file = self.plugin_file(name);
+        pack_store::write_atomically(&file, &bytes)
+            .map_err(|error| InstallError::Write { path: file.display().to_string(), error: error.to_string() })
+    }
+
+    fn file_state(&self, locked: &LockedPack) -> FileState {
+        match std::fs::read(self.plugin_file(&locked.name)) {
+            Ok(bytes) if loader::digest(&bytes) == locked.sha256 => FileState::Agrees,
+            Ok(_) => FileState::Differs,
+            Err(_) => FileState::Missing,
+        }
+    }
+
+    /// How many prompts the plugin file serves, loaded as the server would;
+    /// `None` if it does not load.
+    async fn prompt_count(&self, file: &Path) -> Option<usize> {
+        let source = PluginSource::read(file).ok()?;
+        let settings = self.config.plugin_settings(&source.id);
+        let loader = startup::loader_for_one(&source, &settings, self.config).ok()?;
+        loader.load(source, settings).await.ok().map(|plugin| plugin.prompts().len())
+    }
+}
+
+/// `prompt-host publish`: pushes the component in `file` to `reference` as a
+/// CNCF wasm artifact; returns the manifest digest (what to sign).
+pub async fn publish(config: &ServeConfig, file: &Path, reference: &str) -> Result<String, InstallError> {
+    let reference = PackReference::parse(reference)?;
+    let wasm = std::fs::read(file).map_err(|error| InstallError::Read { path: file.display().to_string(), error: error.to_string() })?;
+    let client = RegistryClient::new(config.registry.clone())?;
+    Ok(client.publish(&wasm, &reference).await?)
+}
+
+/// `prompt-host sign`: signs the pack `reference` names (resolved to its
+/// digest, if it names a tag) with the private key in `key_file`, as cosign
+/// does, and stores the signature beside it. Returns the digest signed.
+pub async fn sign(config: &ServeConfig, reference: &str, key_file: &Path, password: &[u8]) -> Result<String, InstallError> {
+    let reference = PackReference::parse(reference)?;
+    let key = std::fs::read(key_file).map_err(|error| InstallError::Read { path: key_file.display().to_string(), error: error.to_string() })?;
+    let client = RegistryClient::new(config.registry.clone())?;
+    let digest = client.resolve(&reference).await?;
+    let docker_reference = format!("{}/{}", reference.registry(), reference.repository());
+    let (payload, signature) = signature::sign(&docker_reference, &digest, &key, password)
+        .map_err(|error| InstallError::Signing { key: key_file.display().to_string(), error })?;
+    client.push_signature(&reference, &digest, &payload, &signature).await?;
+    Ok(digest)
+}
+
+/// One line of `prompt-host list`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Listed {
+    pub name: String,
+    /// The reference it was installed from, or the file for a plugin not
+    /// installed from a registry.
+    pub source: String,
+    pub tag: Option<String>,
+    /// The manifest digest.
+    pub digest: Option<String>,
+    /// The component's SHA-256, as locked (or as on disk, for a file not
+    /// installed from a registry).
+    pub sha256: Option<String>,
+    pub signer: Option<String>,
+    /// The prompts it serves; `None` when it does not load.
+    pub prompts: Option<usize>,
+    pub state: FileState,
+}
+
+/// How the plugin file compares with the lockfile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FileState {
+    /// The file is the component the lockfile records.
+    Agrees,
+    /// The file was changed after it was installed.
+    Differs,
+    /// The lockfile records it, and the file is gone.
+    Missing,
+    /// A plugin file the lockfile does not record (copied in by hand).
+    NotLocked,
+}
+
+impl std::fmt::Display for FileState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            FileState::Agrees => "ok",
+            FileState::Differs => "CHANGED on disk",
+            FileState::Missing => "MISSING on disk",
+            FileState::NotLocked => "not from a registry",
+        })
+    }
+}
+
+fn check_name(name: &str) -> Result<(), InstallError> {
+    let valid = !name.is_empty()
+        && name.len() <= 64
+        && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
+        && !name.starts_with('-');
+    if valid { Ok(()) } else { Err(InstallError::InvalidName { name: name.to_string() }) }
+}
+
+fn not_installed(name: &str, lockfile: &Lockfile) -> InstallError {
+    let known: Vec<&str> = lockfile.packs.iter().map(|pack| pack.name.as_str()).collect();
+    InstallError::NotInstalled {
+        name: name.to_string(),
+        known: if known.is_empty() { "none".to_string() } else { known.join(", ") },
+    }
+}

@@ -1,0 +1,549 @@
+//! Which signatures a host accepts, and checking a pack's against them.
+//!
+//! A pack from a registry is signed by its publisher with cosign: the
+//! signature covers a small JSON payload ("simple signing") that names the
+//! pack's manifest digest, and the manifest names the component's digest.
+//! So a signature is bound to exact bytes, never to a tag. The host keeps
+//! what it pulled (the manifest and the signatures: a [`Provenance`]) and
+//! checks the whole chain again at every load, from the component's bytes
+//! up to a key the configuration trusts: a file changed on disk, in the
+//! store or under the compiled cache (which is keyed by the component's
+//! digest) no longer matches, and is refused.
+//!
+//! The cryptography is sigstore-rs's ([`CosignVerificationKey`], and
+//! [`SigStoreKeyPair`] for `prompt-host sign`).
+
+use serde::{Deserialize, Serialize};
+use sigstore::cosign::payload::simple_signing::SimpleSigning;
+use sigstore::crypto::signing_key::SigStoreKeyPair;
+use sigstore::crypto::{CosignVerificationKey, Signature, SigningScheme};
+
+use crate::distribution::{self, CosignSignature};
+
+pub mod keyless;
+
+pub use keyless::{Identity, TrustedRoot};
+
+/// What a plugin's signature must be.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SignaturePolicy {
+    /// Whether the plugin is refused without a valid signature.
+    pub required: bool,
+    /// The keys whose signatures are accepted.
+    pub keys: Vec<TrustedKey>,
+    /// The identities whose keyless signatures are accepted, and the trusted
+    /// root they are checked against.
+    pub keyless: Option<Keyless>,
+}
+
+/// What keyless signatures are checked against.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Keyless {
+    pub root: std::sync::Arc<TrustedRoot>,
+    /// Never empty: there is no match-anything default.
+    pub identities: Vec<Identity>,
+}
+
+impl SignaturePolicy {
+    /// Whether the policy can check a signature at all.
+    fn has_signers(&self) -> bool {
+        !self.keys.is_empty() || self.keyless.is_some()
+    }
+
+    fn signers(&self) -> Vec<String> {
+        let keys = self.keys.iter().map(|key| key.name.clone());
+        let identities = self.keyless.iter().flat_map(|keyless| keyless.identities.iter().map(Identity::to_string));
+        keys.chain(identities).collect()
+    }
+}
+
+/// A public key the configuration trusts (cosign's `cosign.pub`, PEM).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrustedKey {
+    /// The key's file, as the configuration names it.
+    pub name: String,
+    pub pem: String,
+}
+
+impl TrustedKey {
+    /// Reads a PEM public key, refusing what sigstore cannot verify with.
+    pub fn new(name: String, pem: String) -> Result<TrustedKey, String> {
+        CosignVerificationKey::try_from_pem(pem.as_bytes())
+            .map_err(|error| format!("{name} is not a public key sigstore can verify with: {error}"))?;
+        Ok(TrustedKey { name, pem })
+    }
+}
+
+/// What the host keeps of a pack it pulled, to check it again at each load.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Provenance {
+    /// Where it was pulled from, at its digest.
+    pub reference: String,
+    /// The manifest's digest, which the signatures sign.
+    pub manifest_digest: String,
+    /// The manifest, base64, as the registry sent it.
+    pub manifest: String,
+    pub signatures: Vec<CosignSignature>,
+}
+
+/// The most bytes a provenance record, or a Sigstore bundle beside a pack,
+/// may have on disk.
+pub const MAX_PROVENANCE_BYTES: u64 = 1 << 20;
+
+/// What a Sigstore bundle beside a pack file is named after it:
+/// `acme.wasm.sigstore.json`.
+pub const BUNDLE_SUFFIX: &str = ".sigstore.json";
+
+/// Reads the file at `path`, at most [`MAX_PROVENANCE_BYTES`]; `None` if
+/// there is none.
+pub fn read_bounded(path: &std::path::Path) -> Result<Option<Vec<u8>>, String> {
+    use std::io::Read;
+    let file = match std::fs::File::open(path) {
+        Ok(file) => file,
+        Err(missing) if missing.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(error) => return Err(format!("cannot read {}: {error}", path.display())),
+    };
+    let mut bytes = Vec::new();
+    file.take(MAX_PROVENANCE_BYTES + 1).read_to_end(&mut bytes).map_err(|error| format!("cannot read {}: {error}", path.display()))?;
+    if bytes.len() as u64 > MAX_PROVENANCE_BYTES {
+        return Err(format!("{} is larger than the {MAX_PROVENANCE_BYTES} bytes it may have", path.display()));
+    }
+    Ok(Some(bytes))
+}
+
+/// The Sigstore bundle beside a pack file, if there is one.
+pub fn read_bundle(path: &std::path::Path) -> Result<Option<Vec<u8>>, String> {
+    read_bounded(path)
+}
+
+/// A signature that was checked, and whose it is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Verified {
+    /// The key that made it, as the configuration names it, or the
+    /// identity and issuer of a keyless signature.
+    pub signer: String,
+    /// What it signs: a manifest's digest (a pack from a registry), or the
+    /// pack file's (a Sigstore bundle beside it).
+    pub digest: String,
+    /// Whether a Sigstore bundle beside the file carried it.
+    pub from_bundle: bool,
+}
+
+impl std::fmt::Display for Verified {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let signed = if self.from_bundle { "the file, by its Sigstore bundle" } else { "manifest" };
+        write!(f, "by {}, {signed} {}", self.signer, self.digest)
+    }
+}
+
+/// Why a pack's signature is not accepted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SignatureError {
+    #[error("it has no signature, and the configuration requires one")]
+    Unsigned,
+    #[error(
+        "the configuration requires a signature but names no key or identity to check it with \
+         (signatures.public_keys, signatures.identities)"
+    )]
+    NoKeys,
+    #[error("its bytes (sha256 {actual}) are not the ones its signed manifest names ({expected})")]
+    NotTheSignedBytes { expected: String, actual: String },
+    #[error("its provenance record is damaged: {0}")]
+    Damaged(String),
+    #[error("no signature of {manifest_digest} is by a trusted signer ({}): {}", .signers.join(", "), .problems.join("; "))]
+    Untrusted { manifest_digest: String, signers: Vec<String>, problems: Vec<String> },
+}
+
+/// Checks the signatures of the manifest with `manifest_digest` against the
+/// keys of `policy`: the first signature by a trusted key that names this
+/// digest wins. Without keys there is nothing to check (`Ok(None)`) unless
+/// signatures are required.
+pub fn verify(
+    manifest_digest: &str,
+    signatures: &[CosignSignature],
+    policy: &SignaturePolicy,
+) -> Result<Option<Verified>, SignatureError> {
+    if !policy.has_signers() {
+        return if policy.required { Err(SignatureError::NoKeys) } else { Ok(None) };
+    }
+    if signatures.is_empty() {
+        return if policy.required { Err(SignatureError::Unsigned) } else { Ok(None) };
+    }
+    let mut problems = Vec::new();
+    for (index, signature) in signatures.iter().enumerate() {
+        let number = index + 1;
+        match signer(signature, policy, manifest_digest) {
+            Ok(signer) => return Ok(Some(Verified { signer, digest: manifest_digest.to_string(), from_bundle: false })),
+            Err(problem) => problems.push(format!("signature {number} {problem}")),
+        }
+    }
+    Err(SignatureError::Untrusted { manifest_digest: manifest_digest.to_string(), signers: policy.signers(), problems })
+}
+
+/// Who made `signature`, if a signer the policy trusts did and it signs
+/// `manifest_digest`; else what is wrong with it, to follow "signature N".
+fn signer(signature: &CosignSignature, policy: &SignaturePolicy, manifest_digest: &str) -> Result<String, String> {
+    let payload = decode(&signature.payload).ok_or("has a payload that is not base64")?;
+    let signer = match &signature.certificate {
+        Some(certificate) => {
+            let keyless = policy.keyless.as_ref().ok_or("is keyless, and the configuration names no trusted root (signatures.trusted_root)")?;
+            let bundle = signature.bundle.as_deref().ok_or("is keyless but has no transparency log bundle")?;
+            let chain = match &signature.chain {
+                Some(chain) => keyless::certificates_from_pem(chain).map_err(|error| format!("is keyless, and {error}"))?,
+                None => Vec::new(),
+            };
+            let certificate = keyless::certificates_from_pem(certificate)
+                .map_err(|error| format!("is keyless, and {error}"))?
+                .into_iter()
+                .next()
+                .ok_or("is keyless but its certificate is empty")?;
+            let evidence = keyless::KeylessSignature {
+                certificate,
+                chain,
+                signed: &payload,
+                signature: &signature.signature,
+                log_entry: keyless::LogEntry::from_cosign_bundle(bundle).map_err(|error| format!("is keyless, and {error}"))?,
+            };
+            keyless::verify(&keyless.root, &keyless.identities, &evidence).map_err(|error| format!("is keyless, and {error}"))?.to_string()
+        }
+        None => policy
+            .keys
+            .iter()
+            .find(|key| signed_by(key, signature, &payload))
+            .map(|key| key.name.clone())
+            .ok_or("is not by a trusted key")?,
+    };
+    let signed: SimpleSigning =
+        serde_json::from_slice(&payload).map_err(|error| format!("has a payload that is not cosign's simple signing: {error}"))?;
+    let named = &signed.critical.image.docker_manifest_digest;
+    if named != manifest_digest {
+        return Err(format!("(by {signer}) signs {named:?}, another manifest"));
+    }
+    Ok(signer)
+}
+
+/// Checks the component with SHA-256 `digest` (hex) at load: that the
+/// provenance record's manifest is the one signed and names these exact
+/// bytes, and that a trusted key signed it. Returns who signed it; `None`
+/// when the policy neither requires nor can check a signature.
+pub fn check_at_load(
+    digest: &str,
+    provenance: Option<&Provenance>,
+    policy: &SignaturePolicy,
+) -> Result<Option<Verified>, SignatureError> {
+    let Some(provenance) = provenance else {
+        return if policy.required { Err(SignatureError::Unsigned) } else { Ok(None) };
+    };
+    let manifest = decode(&provenance.manifest).ok_or_else(|| SignatureError::Damaged("the manifest is not base64".into()))?;
+    let manifest_digest = distribution::sha256_digest(&manifest);
+    if manifest_digest != provenance.manifest_digest {
+        return Err(SignatureError::Damaged(format!(
+            "the manifest's digest is {manifest_digest}, and the record says {}",
+            provenance.manifest_digest
+        )));
+    }
+    let reference = distribution::PackReference::parse(&provenance.reference)
+        .map_err(|error| SignatureError::Damaged(error.to_string()))?;
+    let layer = distribution::pack_layer(&reference, &manifest).map_err(|error| SignatureError::Damaged(error.to_string()))?;
+    let actual = format!("sha256:{digest}");
+    if layer.digest != actual {
+        return Err(SignatureError::NotTheSignedBytes { expected: layer.digest, actual });
+    }
+    verify(&provenance.manifest_digest, &provenance.signatures, policy)
+}
+
+/// A signature made as cosign makes one: of the simple-signing payload that
+/// names `manifest_digest` in the repository `docker_reference`
+/// (`registry/repository`), with the private key `key_pem` (a cosign key,
+/// `cosign.key`, decrypted with `password`; or an unencrypted PKCS#8 key).
+/// Returns the payload and the base64 signature.
+pub fn sign(docker_reference: &str, manifest_digest: &str, key_pem: &[u8], password: &[u8]) -> Result<(Vec<u8>, String), String> {
+    let encrypted = String::from_utf8_lossy(key_pem).contains("ENCRYPTED");
+    let keys = if encrypted { SigStoreKeyPair::from_encrypted_pem(key_pem, password) } else { SigStoreKeyPair::from_pem(key_pem) }
+        .map_err(|error| format!("cannot read the signing key: {error}"))?;
+    let signer = keys
+        .to_sigstore_signer(&SigningScheme::ECDSA_P256_SHA256_ASN1)
+        .map_err(|error| format!("the signing key is not an ECDSA P-256 key: {error}"))?;
+    let payload = serde_json::to_vec(&serde_json::json!({
+        "critical": {
+            "identity": {"docker-reference": docker_reference},
+            "image": {"docker-manifest-digest": manifest_digest},
+            "type": "cosign container image signature"
+        },
+        "optional": null
+    }))
+    .expect("a JSON value serializes");
+    let signature = signer.sign(&payload).map_err(|error| format!("cannot sign: {error}"))?;
+    use base64::Engine as _;
+    Ok((payload, base64::engine::general_purpose::STANDARD.encode(signature)))
+}
+
+/// A Sigstore bundle (v0.3, as `cosign sign-blob --new-bundle-format`
+/// writes it), the parts used.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SigstoreBundle {
+    media_type: String,
+    verification_material: VerificationMaterial,
+    message_signature: MessageSignature,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct VerificationMaterial {
+    certificate: Option<RawBytes>,
+    x509_certificate_chain: Option<CertificateChain>,
+    #[serde(default)]
+    tlog_entries: Vec<TlogEntry>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawBytes {
+    raw_bytes: String,
+}
+
+#[derive(Deserialize)]
+struct CertificateChain {
+    certificates: Vec<RawBytes>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct TlogEntry {
+    log_index: String,
+    log_id: LogId,
+    integrated_time: String,
+    inclusion_promise: Option<InclusionPromise>,
+    canonicalized_body: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct LogId {
+    key_id: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct InclusionPromise {
+    signed_entry_timestamp: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct MessageSignature {
+    message_digest: MessageDigest,
+    signature: String,
+}
+
+#[derive(Deserialize)]
+struct MessageDigest {
+    algorithm: String,
+    digest: String,
+}
+
+/// Checks the Sigstore bundle beside a pack file (`bundle`, its JSON)
+/// against the policy: its signature must be of exactly `bytes`, by a
+/// trusted key or (keyless) by an allowed identity. Returns who signed them;
+/// `None` when the policy can check no signature and requires none.
+pub fn check_bundle(bytes: &[u8], bundle: &[u8], policy: &SignaturePolicy) -> Result<Option<Verified>, SignatureError> {
+    if !policy.has_signers() {
+        return if policy.required { Err(SignatureError::NoKeys) } else { Ok(None) };
+    }
+    let damaged = |why: String| SignatureError::Damaged(format!("its Sigstore bundle ({BUNDLE_SUFFIX}) {why}"));
+    let bundle: SigstoreBundle = serde_json::from_slice(bundle).map_err(|error| damaged(format!("cannot be read: {error}")))?;
+    if !bundle.media_type.starts_with("application/vnd.dev.sigstore.bundle") {
+        return Err(damaged(format!("has the media type {:?}, not a Sigstore bundle's", bundle.media_type)));
+    }
+    let digest = distribution::sha256_digest(bytes);
+    let message = &bundle.message_signature;
+    let signed_digest = decode(&message.message_digest.digest).map(|raw| format!("sha256:{}", hex(&raw)));
+    if message.message_digest.algorithm != "SHA2_256" || signed_digest.as_deref() != Some(digest.as_str()) {
+        return Err(SignatureError::NotTheSignedBytes { expected: signed_digest.unwrap_or_default(), actual: digest });
+    }
+    let material = &bundle.verification_material;
+    let certificate = material
+        .certificate
+        .as_ref()
+        .or_else(|| material.x509_certificate_chain.as_ref().and_then(|chain| chain.certificates.first()));
+    let signer = match certificate {
+        Some(certificate) => {
+            let keyless = policy
+                .keyless
+                .as_ref()
+                .ok_or_else(|| untrusted(&digest, policy, "is keyless, and the configuration names no trusted root (signatures.trusted_root)"))?;
+            let entry = material.tlog_entries.first().ok_or_else(|| untrusted(&digest, policy, "is keyless but has no transparency log entry"))?;
+            let log_entry = keyless::LogEntry {
+                body: entry.canonicalized_body.clone(),
+                integrated_time: entry.integrated_time.parse().map_err(|_| damaged("has an integratedTime that is not a number".into()))?,
+                log_id: decode(&entry.log_id.key_id).map(|raw| hex(&raw)).ok_or_else(|| damaged("has a log id that is not base64".into()))?,
+                log_index: entry.log_index.parse().map_err(|_| damaged("has a logIndex that is not a number".into()))?,
+                signed_entry_timestamp: entry
+                    .inclusion_promise
+                    .as_ref()
+                    .map(|promise| promise.signed_entry_timestamp.clone())
+                    .ok_or_else(|| untrusted(&digest, policy, "is keyless but its log entry has no signed timestamp (inclusionPromise)"))?,
+            };
+            let chain = material
+                .x509_certificate_chain
+                .iter()
+                .flat_map(|chain| chain.certificates.iter().skip(1))
+                .map(|certificate| decode(&certificate.raw_bytes).ok_or_else(|| damaged("has a certificate that is not base64".into())))
+                .collect::<Result<Vec<_>, _>>()?;
+            let evidence = keyless::KeylessSignature {
+                certificate: decode(&certificate.raw_bytes).ok_or_else(|| damaged("has a certificate that is not base64".into()))?,
+                chain,
+                signed: bytes,
+                signature: &message.signature,
+                log_entry,
+            };
+            keyless::verify(&keyless.root, &keyless.identities, &evidence)
+                .map_err(|error| untrusted(&digest, policy, &format!("is keyless, and {error}")))?
+                .to_string()
+        }
+        None => {
+            let signature = CosignSignature { signature: message.signature.clone(), ..CosignSignature::default() };
+            policy
+                .keys
+                .iter()
+                .find(|key| signed_by(key, &signature, bytes))
+                .map(|key| key.name.clone())
+                .ok_or_else(|| untrusted(&digest, policy, "is not by a trusted key"))?
+        }
+    };
+    Ok(Some(Verified { signer, digest, from_bundle: true }))
+}
+
+fn untrusted(digest: &str, policy: &SignaturePolicy, problem: &str) -> SignatureError {
+    SignatureError::Untrusted {
+        manifest_digest: digest.to_string(),
+        signers: policy.signers(),
+        problems: vec![format!("the bundle's signature {problem}")],
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+fn signed_by(key: &TrustedKey, signature: &CosignSignature, payload: &[u8]) -> bool {
+    CosignVerificationKey::try_from_pem(key.pem.as_bytes())
+        .and_then(|verifier| verifier.verify_signature(Signature::Base64Encoded(signature.signature.as_bytes()), payload))
+        .is_ok()
+}
+
+fn decode(text: &str) -> Option<Vec<u8>> {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.decode(text).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use base64::Engine as _;
+    use sigstore::crypto::SigningScheme;
+    use sigstore::crypto::signing_key::SigStoreSigner;
+
+    const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD;
+
+    fn signer() -> (SigStoreSigner, TrustedKey) {
+        let signer = SigningScheme::ECDSA_P256_SHA256_ASN1.create_signer().unwrap();
+        let pem = signer.to_sigstore_keypair().unwrap().public_key_to_pem().unwrap();
+        (signer, TrustedKey::new("acme.pub".into(), pem).unwrap())
+    }
+
+    fn payload(digest: &str) -> Vec<u8> {
+        serde_json::to_vec(&serde_json::json!({
+            "critical": {
+                "identity": {"docker-reference": "r.example/acme/pack"},
+                "image": {"docker-manifest-digest": digest},
+                "type": "cosign container image signature"
+            },
+            "optional": null
+        }))
+        .unwrap()
+    }
+
+    fn sign(signer: &SigStoreSigner, payload: &[u8]) -> CosignSignature {
+        CosignSignature { payload: B64.encode(payload), signature: B64.encode(signer.sign(payload).unwrap()), ..CosignSignature::default() }
+    }
+
+    fn digest(byte: char) -> String {
+        format!("sha256:{}", byte.to_string().repeat(64))
+    }
+
+    fn policy(keys: Vec<TrustedKey>) -> SignaturePolicy {
+        SignaturePolicy { required: true, keys, keyless: None }
+    }
+
+    #[test]
+    fn a_signature_by_a_trusted_key_of_this_digest_is_accepted_and_names_the_key() {
+        let (signer, key) = signer();
+        let signature = sign(&signer, &payload(&digest('a')));
+        let verified = verify(&digest('a'), &[signature], &policy(vec![key])).unwrap();
+        assert_eq!(verified, Some(Verified { signer: "acme.pub".into(), digest: digest('a'), from_bundle: false }));
+    }
+
+    #[test]
+    fn a_signature_of_another_digest_by_another_key_or_altered_is_refused_saying_which() {
+        let (signer, key) = signer();
+        let (stranger, _) = self::signer();
+        let of_other_digest = sign(&signer, &payload(&digest('b')));
+        let by_stranger = sign(&stranger, &payload(&digest('a')));
+        let mut altered = sign(&signer, &payload(&digest('a')));
+        altered.payload = B64.encode(payload(&digest('c')));
+        let error = verify(&digest('a'), &[of_other_digest, by_stranger, altered], &policy(vec![key])).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "no signature of {} is by a trusted signer (acme.pub): signature 1 (by acme.pub) signs {:?}, another manifest; \
+                 signature 2 is not by a trusted key; signature 3 is not by a trusted key",
+                digest('a'),
+                digest('b')
+            )
+        );
+    }
+
+    #[test]
+    fn without_a_signature_or_a_key_a_required_signature_is_refused_and_an_optional_one_is_not_checked() {
+        let (_, key) = signer();
+        assert_eq!(verify(&digest('a'), &[], &policy(vec![key.clone()])), Err(SignatureError::Unsigned));
+        assert_eq!(verify(&digest('a'), &[], &policy(vec![])), Err(SignatureError::NoKeys));
+        let optional = SignaturePolicy { required: false, keys: vec![key], keyless: None };
+        assert_eq!(verify(&digest('a'), &[], &optional), Ok(None));
+        assert_eq!(check_at_load("00", None, &optional), Ok(None));
+        assert_eq!(check_at_load("00", None, &policy(vec![])), Err(SignatureError::Unsigned));
+    }
+
+    #[test]
+    fn at_load_the_bytes_must_be_the_ones_the_signed_manifest_names() {
+        let (signer, key) = signer();
+        let component = "1".repeat(64);
+        let manifest = serde_json::to_vec(&serde_json::json!({
+            "schemaVersion": 2,
+            "mediaType": "application/vnd.oci.image.manifest.v1+json",
+            "config": {"mediaType": distribution::WASM_CONFIG_MEDIA_TYPE, "digest": digest('0'), "size": 2},
+            "layers": [{"mediaType": distribution::WASM_LAYER_MEDIA_TYPE, "digest": format!("sha256:{component}"), "size": 8}],
+        }))
+        .unwrap();
+        let manifest_digest = distribution::sha256_digest(&manifest);
+        let provenance = Provenance {
+            reference: format!("oci://r.example/acme/pack@{manifest_digest}"),
+            manifest_digest: manifest_digest.clone(),
+            manifest: B64.encode(&manifest),
+            signatures: vec![sign(&signer, &payload(&manifest_digest))],
+        };
+        let policy = policy(vec![key]);
+        let verified = check_at_load(&component, Some(&provenance), &policy).unwrap();
+        assert_eq!(verified.map(|verified| verified.signer), Some("acme.pub".to_string()));
+        assert_eq!(
+            check_at_load(&"2".repeat(64), Some(&provenance), &policy),
+            Err(SignatureError::NotTheSignedBytes { expected: format!("sha256:{component}"), actual: format!("sha256:{}", "2".repeat(64)) })
+        );
+        let swapped = Provenance { manifest: B64.encode(b"{}"), ..provenance };
+        let error = check_at_load(&component, Some(&swapped), &policy).unwrap_err();
+        assert!(matches!(&error, SignatureError::Damaged(why) if why.starts_with("the manifest's digest is sha256:44136fa")), "{error}");
+    }
+}

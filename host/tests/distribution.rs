@@ -1,0 +1,659 @@
+//! Packs from OCI registries, against real parts started on loopback by
+//! tests/registry/registry_tool.py (installed by tests/setup): Debian's
+//! docker-registry (the CNCF distribution registry), over HTTP and over TLS
+//! with a generated CA; packs pushed by `prompt-host publish`, by skopeo and
+//! by oras; cosign-format signatures made with Python's `cryptography`,
+//! independently of the verifier.
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+
+use serde_json::{Value, json};
+use support::{Server, built_plugin};
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// Runs tests/registry/registry_tool.py with `args`; its stdout as JSON.
+fn tool(args: &[&str]) -> Value {
+    let output = tool_command(args).output().expect("cannot run tests/registry/registry_tool.py");
+    assert!(output.status.success(), "registry_tool {args:?} failed: {}", String::from_utf8_lossy(&output.stderr));
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|error| {
+        panic!("registry_tool {args:?} printed no JSON ({error}): {}", String::from_utf8_lossy(&output.stdout))
+    })
+}
+
+fn tool_command(args: &[&str]) -> Command {
+    let python = repo_root().join("tests/.venv/bin/python");
+    assert!(python.exists(), "{} is missing: run tests/setup", python.display());
+    let mut command = Command::new(python);
+    command.arg(repo_root().join("tests/registry/registry_tool.py")).args(args);
+    command
+}
+
+/// A registry (or a lying proxy of one) running on loopback until dropped.
+struct Registry {
+    child: Child,
+    address: String,
+    ca: Option<PathBuf>,
+}
+
+impl Registry {
+    fn start(dir: &Path, extra: &[&str]) -> Registry {
+        let mut args = vec!["serve", "--dir", dir.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        Registry::spawn(&args)
+    }
+
+    /// Starts `registry_tool ARGS` and waits until it listens. The tool picks
+    /// a free port before the registry binds it, so another process may take
+    /// the port in between: a registry that exits before listening is
+    /// started again.
+    fn spawn(args: &[&str]) -> Registry {
+        for _ in 0..3 {
+            let mut child = tool_command(args).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+            let mut line = String::new();
+            BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+            let started: Value = serde_json::from_str(&line).unwrap_or_else(|_| panic!("registry_tool {args:?} printed {line:?}"));
+            let address = started["address"].as_str().unwrap().to_string();
+            let ca = started["ca"].as_str().map(PathBuf::from);
+            for _ in 0..200 {
+                if child.try_wait().unwrap().is_some() {
+                    break;
+                }
+                if std::net::TcpStream::connect(&address).is_ok() {
+                    return Registry { child, address, ca };
+                }
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        panic!("registry_tool {args:?} did not start listening");
+    }
+
+    fn reference(&self, repository: &str) -> String {
+        format!("oci://{}/{repository}", self.address)
+    }
+
+    fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Registry {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// A config file, its plugin directory and keys, in a fresh directory.
+struct Site {
+    dir: tempfile::TempDir,
+}
+
+impl Site {
+    fn new(config: &str) -> Site {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("packs")).unwrap();
+        std::fs::write(dir.path().join("prompt-host.toml"), format!("[server]\nplugins = \"packs\"\n{config}")).unwrap();
+        Site { dir }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn config(&self) -> String {
+        self.path("prompt-host.toml").display().to_string()
+    }
+
+    /// `prompt-host COMMAND ARGS --config` this site's config.
+    fn run(&self, command: &str, args: &[&str]) -> Output {
+        let config = self.config();
+        let mut all = vec![command];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&["--config", &config]);
+        prompt_host(&all)
+    }
+
+    /// Like [`Site::run`], which must succeed; its stderr.
+    fn ok(&self, command: &str, args: &[&str]) -> String {
+        let output = self.run(command, args);
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert!(output.status.success(), "prompt-host {command} {args:?} failed: {stderr}");
+        stderr
+    }
+
+    /// Like [`Site::run`], which must fail; its stderr.
+    fn refused(&self, command: &str, args: &[&str]) -> String {
+        let output = self.run(command, args);
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert_eq!(output.status.code(), Some(1), "prompt-host {command} {args:?} should fail: {stderr}");
+        stderr
+    }
+
+    fn list(&self) -> Vec<Value> {
+        let output = self.run("list", &["--json"]);
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        serde_json::from_slice::<Value>(&output.stdout).unwrap().as_array().unwrap().clone()
+    }
+
+    fn lockfile(&self) -> String {
+        std::fs::read_to_string(self.path("prompt-host.lock")).unwrap_or_default()
+    }
+}
+
+fn prompt_host(args: &[&str]) -> Output {
+    prompt_host_with(args, &[])
+}
+
+/// `prompt-host ARGS` with no registry credentials but those in `env`.
+fn prompt_host_with(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_prompt-host"));
+    command
+        .args(args)
+        .env("XDG_CACHE_HOME", Path::new(env!("CARGO_TARGET_TMPDIR")).join("cache"))
+        .env("DOCKER_CONFIG", Path::new(env!("CARGO_TARGET_TMPDIR")).join("no-docker-config"))
+        .env_remove("PROMPT_HOST_REGISTRY_USERNAME")
+        .env_remove("PROMPT_HOST_REGISTRY_PASSWORD");
+    command.envs(env.iter().copied());
+    command.output().unwrap()
+}
+
+/// `prompt-host publish FILE REFERENCE`: the manifest digest it prints.
+fn publish(site: &Site, plugin: &str, reference: &str) -> String {
+    let file = built_plugin(plugin);
+    let output = site.run("publish", &[file.to_str().unwrap(), reference]);
+    assert!(output.status.success(), "publish failed: {}", String::from_utf8_lossy(&output.stderr));
+    let digest = String::from_utf8(output.stdout).unwrap().trim().to_string();
+    assert!(digest.starts_with("sha256:") && digest.len() == 71, "publish printed {digest:?}");
+    digest
+}
+
+fn sha256_of(plugin: &str) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(std::fs::read(built_plugin(plugin)).unwrap()).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn plain(registry: &Registry) -> String {
+    format!("[registry]\nplain_http = [\"{}\"]\n", registry.address)
+}
+
+#[test]
+fn a_published_pack_is_added_listed_served_and_removed() {
+    let storage = tempfile::tempdir().unwrap();
+    let registry = Registry::start(storage.path(), &[]);
+    let site = Site::new(&plain(&registry));
+    let reference = format!("{}:1.0", registry.reference("acme/code-review"));
+    let digest = publish(&site, "code_review", &reference);
+
+    let said = site.ok("add", &[&reference, "--name", "review"]);
+    let installed = site.path("packs").join("review.wasm");
+    assert_eq!(
+        said.trim(),
+        format!("installed review from {reference} ({digest}, {} bytes, unsigned) as {}", std::fs::metadata(built_plugin("code_review")).unwrap().len(), installed.display())
+    );
+    assert_eq!(std::fs::read(&installed).unwrap(), std::fs::read(built_plugin("code_review")).unwrap());
+    let lockfile = site.lockfile();
+    assert!(lockfile.contains(&format!("name = \"review\"\nreference = \"{reference}\"\ndigest = \"{digest}\"\nsha256 = \"{}\"", sha256_of("code_review"))), "{lockfile}");
+
+    assert_eq!(
+        site.list(),
+        vec![json!({
+            "name": "review", "source": reference, "tag": "1.0", "digest": digest, "sha256": sha256_of("code_review"),
+            "signer": "unsigned", "prompts": 1, "state": "agrees"
+        })]
+    );
+    // The same name again is refused, naming the command that replaces it.
+    let again = site.refused("add", &[&reference, "--name", "review"]);
+    assert!(again.contains("a plugin named \"review\" is already installed"), "{again}");
+
+    let mut server = Server::start(&["--config", &site.config()]);
+    assert_eq!(server.list_all_names(), vec!["code_review"]);
+    let assistant = format!("{}:2", registry.reference("acme/assistant"));
+    publish(&site, "dev_assistant", &assistant);
+    site.ok("add", &[&assistant]);
+    server.notification("notifications/prompts/list_changed");
+    assert_eq!(server.list_all_names(), vec!["git-commit", "explain-code", "debug-error", "code_review"]);
+    site.ok("remove", &["review"]);
+    server.notification("notifications/prompts/list_changed");
+    assert_eq!(server.list_all_names(), vec!["git-commit", "explain-code", "debug-error"]);
+    site.ok("remove", &["assistant"]);
+    server.notification("notifications/prompts/list_changed");
+    assert_eq!(server.list_all_names(), Vec::<String>::new());
+    assert!(!installed.exists());
+    assert_eq!(site.list(), Vec::<Value>::new());
+}
+
+#[test]
+fn packs_pushed_by_skopeo_and_by_oras_install_as_published_ones_do() {
+    let storage = tempfile::tempdir().unwrap();
+    let registry = Registry::start(storage.path(), &[]);
+    let site = Site::new(&plain(&registry));
+    let layout = site.path("layout");
+    tool(&["layout", "--wasm", built_plugin("dev_assistant").to_str().unwrap(), "--out", layout.to_str().unwrap()]);
+    let by_skopeo = tool(&["push-skopeo", "--layout", layout.to_str().unwrap(), "--ref", &format!("{}/by/skopeo:1", registry.address)]);
+    let by_oras = tool(&["push-oras", "--wasm", built_plugin("code_review").to_str().unwrap(), "--ref", &format!("{}/by/oras:1", registry.address)]);
+
+    site.ok("add", &[&format!("{}:1", registry.reference("by/skopeo"))]);
+    site.ok("add", &[&format!("{}:1", registry.reference("by/oras"))]);
+    let listed = site.list();
+    let summary: Vec<(String, String, u64, String)> = listed
+        .iter()
+        .map(|pack| {
+            (pack["name"].as_str().unwrap().into(), pack["digest"].as_str().unwrap().into(), pack["prompts"].as_u64().unwrap(), pack["state"].as_str().unwrap().into())
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        vec![
+            ("oras".to_string(), by_oras["manifest_digest"].as_str().unwrap().to_string(), 1, "agrees".to_string()),
+            ("skopeo".to_string(), by_skopeo["manifest_digest"].as_str().unwrap().to_string(), 3, "agrees".to_string()),
+        ]
+    );
+    assert_eq!(std::fs::read(site.path("packs/skopeo.wasm")).unwrap(), std::fs::read(built_plugin("dev_assistant")).unwrap());
+}
+
+/// A registry, a site requiring signatures by `cosign.pub`, and a key pair
+/// made by the test tool (another key pair beside it, untrusted).
+struct Signed {
+    registry: Registry,
+    site: Site,
+    key: PathBuf,
+    other_key: PathBuf,
+    _storage: tempfile::TempDir,
+}
+
+impl Signed {
+    fn new() -> Signed {
+        let storage = tempfile::tempdir().unwrap();
+        let registry = Registry::start(storage.path(), &[]);
+        let keys = storage.path().join("keys");
+        let made = tool(&["keygen", "--out", keys.to_str().unwrap()]);
+        let other = tool(&["keygen", "--out", storage.path().join("other").to_str().unwrap()]);
+        let site = Site::new(&format!("{}[signatures]\nrequire = true\npublic_keys = [\"cosign.pub\"]\n", plain(&registry)));
+        std::fs::copy(made["public"].as_str().unwrap(), site.path("cosign.pub")).unwrap();
+        let key = PathBuf::from(made["private"].as_str().unwrap());
+        let other_key = PathBuf::from(other["private"].as_str().unwrap());
+        Signed { registry, site, key, other_key, _storage: storage }
+    }
+
+    /// Publishes `plugin` at `repository:tag` and signs it with `key`, with
+    /// the tool's `extra` flags; returns the reference and the digest.
+    fn publish_signed(&self, plugin: &str, repository: &str, tag: &str, key: Option<&Path>, extra: &[&str]) -> (String, String) {
+        let reference = format!("{}:{tag}", self.registry.reference(repository));
+        let digest = publish(&self.site, plugin, &reference);
+        if let Some(key) = key {
+            let mut args = vec!["sign", "--registry", &self.registry.address, "--repo", repository, "--digest", &digest, "--key", key.to_str().unwrap()];
+            args.extend_from_slice(extra);
+            tool(&args);
+        }
+        (reference, digest)
+    }
+}
+
+#[test]
+fn signatures_are_required_checked_against_the_trusted_key_and_bound_to_the_digest() {
+    let signed = Signed::new();
+    let site = &signed.site;
+    let (good, good_digest) = signed.publish_signed("code_review", "acme/good", "1", Some(&signed.key), &[]);
+    let said = site.ok("add", &[&good]);
+    assert!(said.contains(&format!("({good_digest}, ")) && said.contains("signed by cosign.pub)"), "{said}");
+    assert!(site.lockfile().contains("signer = \"cosign.pub\""));
+
+    let (unsigned, unsigned_digest) = signed.publish_signed("code_review", "acme/unsigned", "1", None, &[]);
+    let refused = site.refused("add", &[&unsigned]);
+    assert_eq!(
+        refused.trim(),
+        format!(
+            "error: {}@{unsigned_digest}: signature refused: it has no signature, and the configuration requires one",
+            signed.registry.reference("acme/unsigned")
+        )
+    );
+
+    let (by_other, other_digest) = signed.publish_signed("code_review", "acme/other", "1", Some(&signed.other_key), &[]);
+    let refused = site.refused("add", &[&by_other]);
+    assert_eq!(
+        refused.trim(),
+        format!(
+            "error: {}@{other_digest}: signature refused: no signature of {other_digest} is by a trusted key (cosign.pub): signature 1 is not by a trusted key",
+            signed.registry.reference("acme/other")
+        )
+    );
+
+    let (wrong, wrong_digest) = signed.publish_signed("code_review", "acme/wrong", "1", Some(&signed.key), &["--wrong-digest"]);
+    let refused = site.refused("add", &[&wrong]);
+    assert!(
+        refused.contains(&format!("no signature of {wrong_digest} is by a trusted key (cosign.pub): signature 1 (by cosign.pub) signs \"sha256:")),
+        "{refused}"
+    );
+    let (corrupt, _) = signed.publish_signed("code_review", "acme/corrupt", "1", Some(&signed.key), &["--corrupt"]);
+    let refused = site.refused("add", &[&corrupt]);
+    assert!(refused.contains("signature 1 is not by a trusted key"), "{refused}");
+    // Nothing refused was installed.
+    assert_eq!(site.list().iter().map(|pack| pack["name"].clone()).collect::<Vec<_>>(), vec![json!("good")]);
+
+    // At load: the signed pack serves, with its signer shown by inspect; a
+    // file copied in by hand and the installed file changed on disk are refused.
+    let inspected = prompt_host(&["inspect", site.path("packs/good.wasm").to_str().unwrap(), "--config", &site.config()]);
+    let report = String::from_utf8_lossy(&inspected.stdout);
+    assert!(report.contains(&format!("  signed    by cosign.pub, manifest {good_digest}\n")), "{report}");
+    std::fs::copy(built_plugin("dev_assistant"), site.path("packs/by_hand.wasm")).unwrap();
+    let mut server = Server::start(&["--config", &site.config()]);
+    assert_eq!(server.list_all_names(), vec!["code_review"]);
+    server.wait_for_stderr("signature refused: it has no signature, and the configuration requires one");
+    let mut tampered = std::fs::read(built_plugin("code_review")).unwrap();
+    tampered.extend_from_slice(b"\0\0\0\0\0\0\0");
+    support::install_bytes(&site.path("packs"), &tampered, "good.wasm");
+    let log = server.wait_for_stderr("new version not loaded, the previous one keeps serving");
+    assert_eq!(log.matches("signature refused: it has no signature, and the configuration requires one").count(), 2, "{log}");
+    assert_eq!(server.list_all_names(), vec!["code_review"]);
+    assert_eq!(site.list()[0]["state"], "differs");
+}
+
+#[test]
+fn a_registry_that_lies_or_sends_too_much_is_refused_before_anything_is_installed() {
+    let storage = tempfile::tempdir().unwrap();
+    let registry = Registry::start(storage.path(), &[]);
+    let site = Site::new(&plain(&registry));
+    let digest = publish(&site, "code_review", &format!("{}:1", registry.reference("acme/pack")));
+    let layer = format!("sha256:{}", sha256_of("code_review"));
+
+    let liar = Registry::spawn(&["serve-blob-liar", "--upstream", &registry.address, "--corrupt-blob", &layer]);
+    let lied_to = Site::new(&plain(&liar));
+    let refused = lied_to.refused("add", &[&format!("{}:1", liar.reference("acme/pack"))]);
+    assert!(
+        refused.contains(&format!("the pack's component of {}@{digest} does not match its digest: expected {layer}, received sha256:", liar.reference("acme/pack"))),
+        "{refused}"
+    );
+    let padder = Registry::spawn(&["serve-blob-liar", "--upstream", &registry.address, "--pad-manifest", "70000"]);
+    let padded = Site::new(&plain(&padder));
+    let refused = padded.refused("add", &[&format!("{}@{digest}", padder.reference("acme/pack"))]);
+    assert_eq!(
+        refused.trim(),
+        format!("error: the manifest of {}@{digest} is larger than the 65536 bytes allowed", padder.reference("acme/pack"))
+    );
+    let small = Site::new(&format!("{}max_pack_mib = 1\n", plain(&registry)));
+    let large = repo_root().join("target/large-pack.wasm");
+    let mut bytes = std::fs::read(built_plugin("code_review")).unwrap();
+    bytes.resize(2 << 20, 0);
+    std::fs::write(&large, &bytes).unwrap();
+    let output = small.run("publish", &[large.to_str().unwrap(), &format!("{}:large", registry.reference("acme/pack"))]);
+    assert!(output.status.success());
+    let large_digest = String::from_utf8(output.stdout).unwrap().trim().to_string();
+    let refused = small.refused("add", &[&format!("{}:large", registry.reference("acme/pack"))]);
+    assert_eq!(
+        refused.trim(),
+        format!("error: the pack's component of {}@{large_digest} is larger than the 1048576 bytes allowed", registry.reference("acme/pack"))
+    );
+    for site in [&lied_to, &padded, &small] {
+        assert_eq!(site.lockfile(), "");
+        assert_eq!(std::fs::read_dir(site.path("packs")).unwrap().count(), 0);
+    }
+}
+
+#[test]
+fn update_follows_a_moved_tag_keeps_the_pack_when_it_cannot_and_a_running_server_never_fails_a_request() {
+    let signed = Signed::new();
+    let site = &signed.site;
+    let (reference, first) = signed.publish_signed("code_review", "acme/pack", "stable", Some(&signed.key), &[]);
+    site.ok("add", &[&reference, "--name", "pack"]);
+    std::fs::copy(built_plugin("code_review"), site.path("packs/steady.wasm")).unwrap();
+    // The steady pack is local, so it needs no signature.
+    let mut config = std::fs::read_to_string(site.path("prompt-host.toml")).unwrap();
+    config.push_str("[plugins.steady]\nprefix = \"steady-\"\nrequire_signature = false\n");
+    std::fs::write(site.path("prompt-host.toml"), config).unwrap();
+    let mut server = Server::start(&["--config", &site.config()]);
+    assert_eq!(server.list_all_names(), vec!["code_review", "steady-code_review"]);
+
+    // The tag moves to an unsigned pack: update refuses it, the installed one stays.
+    signed.publish_signed("dev_assistant", "acme/pack", "stable", None, &[]);
+    let refused = site.refused("update", &[]);
+    assert!(refused.contains("pack: not updated, the installed pack stays: ") && refused.contains("signature refused: it has no signature"), "{refused}");
+    assert!(site.lockfile().contains(&format!("digest = \"{first}\"")));
+
+    // Moved again, to a signed pack: update installs it while requests keep coming.
+    let (_, second) = signed.publish_signed("dev_assistant", "acme/pack", "stable", Some(&signed.key), &[]);
+    let mut update = Command::new(env!("CARGO_BIN_EXE_prompt-host"))
+        .args(["update", "pack", "--config", &site.config()])
+        .env("XDG_CACHE_HOME", Path::new(env!("CARGO_TARGET_TMPDIR")).join("cache"))
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut answered = 0;
+    while update.try_wait().unwrap().is_none() || answered == 0 {
+        let result = server.result("prompts/get", json!({"name": "steady-code_review", "arguments": {"code": "x"}}));
+        assert!(result["messages"].is_array(), "{result}");
+        answered += 1;
+    }
+    assert!(update.wait().unwrap().success());
+    server.notification("notifications/prompts/list_changed");
+    assert_eq!(server.list_all_names(), vec!["git-commit", "explain-code", "debug-error", "steady-code_review"]);
+    assert!(site.lockfile().contains(&format!("digest = \"{second}\"")));
+    let said = site.ok("update", &[]);
+    assert_eq!(said.trim(), format!("pack: up to date ({second})"));
+
+    // With the registry down, update says so and changes nothing.
+    let mut registry = signed.registry;
+    registry.stop();
+    let refused = site.refused("update", &["pack"]);
+    assert!(refused.contains("pack: not updated, the installed pack stays: cannot reach the registry"), "{refused}");
+    assert!(refused.contains("error: 1 of 1 packs not updated"), "{refused}");
+    assert_eq!(site.list()[0]["state"], "agrees");
+    assert_eq!(server.list_all_names(), vec!["git-commit", "explain-code", "debug-error", "steady-code_review"]);
+}
+
+#[test]
+fn a_pack_named_by_source_is_installed_at_start_and_served_from_the_store_when_the_registry_is_down() {
+    let storage = tempfile::tempdir().unwrap();
+    let mut registry = Registry::start(storage.path(), &["--tls"]);
+    let ca = registry.ca.clone().expect("a TLS registry has a CA");
+    let reference = format!("{}:1", registry.reference("acme/pack"));
+    let site = Site::new(&format!("[registry]\nca_file = \"{}\"\n[plugins.acme]\nsource = \"{reference}\"\n", ca.display()));
+    publish(&site, "code_review", &reference);
+
+    // Without the CA, TLS refuses the registry.
+    let untrusting = Site::new("");
+    let refused = untrusting.refused("add", &[&reference]);
+    assert!(refused.contains(&format!("cannot reach the registry {}", registry.address)) && refused.contains("certificate"), "{refused}");
+
+    let mut server = Server::start(&["--config", &site.config()]);
+    assert_eq!(server.list_all_names(), vec!["code_review"]);
+    server.wait_for_stderr("pulled from its source and installed");
+    server.close_stdin();
+    registry.stop();
+    std::fs::remove_file(site.path("packs/acme.wasm")).unwrap();
+    let mut server = Server::start(&["--config", &site.config()]);
+    assert_eq!(server.list_all_names(), vec!["code_review"]);
+    server.wait_for_stderr("its plugin file had changed or gone: put back from the pack store");
+
+    // A damaged store copy is refused, naming both digests.
+    server.close_stdin();
+    std::fs::remove_file(site.path("packs/acme.wasm")).unwrap();
+    let stored = site.path(&format!("prompt-host-store/sha256/{}.wasm", sha256_of("code_review")));
+    let mut bytes = std::fs::read(&stored).unwrap();
+    bytes.push(0);
+    std::fs::write(&stored, bytes).unwrap();
+    let mut server = Server::start(&["--config", &site.config()]);
+    assert_eq!(server.list_all_names(), Vec::<String>::new());
+    let log = server.wait_for_stderr("not installed from its source");
+    assert!(log.contains(&format!("is damaged (sha256 ")) && log.contains(&format!("prompt-host.lock records {}", sha256_of("code_review"))), "{log}");
+}
+
+#[test]
+fn a_private_registry_takes_credentials_from_the_environment_or_the_docker_config_and_they_are_never_printed() {
+    let storage = tempfile::tempdir().unwrap();
+    let registry = Registry::start(storage.path(), &["--tls", "--user", "alice:s3cret-Pa55"]);
+    let ca = registry.ca.clone().unwrap();
+    let site = Site::new(&format!("[registry]\nca_file = \"{}\"\n", ca.display()));
+    let reference = format!("{}:1", registry.reference("private/pack"));
+    let file = built_plugin("code_review");
+    let config = site.config();
+    let verbose = ("RUST_LOG", "trace");
+
+    let anonymous = prompt_host_with(&["add", &reference, "--config", &config], &[verbose]);
+    let said = String::from_utf8_lossy(&anonymous.stderr);
+    assert_eq!(anonymous.status.code(), Some(1));
+    assert!(said.contains(&format!("\nerror: {} refused access to {reference}: give credentials in the docker config file ($DOCKER_CONFIG/config.json or ~/.docker/config.json) or in PROMPT_HOST_REGISTRY_USERNAME and PROMPT_HOST_REGISTRY_PASSWORD\n", registry.address)), "{said}");
+
+    let from_env = [verbose, ("PROMPT_HOST_REGISTRY_USERNAME", "alice"), ("PROMPT_HOST_REGISTRY_PASSWORD", "s3cret-Pa55")];
+    let published = prompt_host_with(&["publish", file.to_str().unwrap(), &reference, "--config", &config], &from_env);
+    assert!(published.status.success(), "{}", String::from_utf8_lossy(&published.stderr));
+    let added = prompt_host_with(&["add", &reference, "--name", "by_env", "--config", &config], &from_env);
+    assert!(added.status.success(), "{}", String::from_utf8_lossy(&added.stderr));
+
+    let docker_config = site.path("docker");
+    std::fs::create_dir(&docker_config).unwrap();
+    use base64::Engine as _;
+    let auth = base64::engine::general_purpose::STANDARD.encode("alice:s3cret-Pa55");
+    std::fs::write(docker_config.join("config.json"), json!({"auths": {registry.address.clone(): {"auth": auth}}}).to_string()).unwrap();
+    let added = prompt_host_with(
+        &["add", &reference, "--name", "by_docker_config", "--config", &config],
+        &[verbose, ("DOCKER_CONFIG", docker_config.to_str().unwrap())],
+    );
+    assert!(added.status.success(), "{}", String::from_utf8_lossy(&added.stderr));
+    assert_eq!(site.list().iter().map(|pack| pack["name"].clone()).collect::<Vec<_>>(), vec![json!("by_docker_config"), json!("by_env")]);
+
+    for output in [&anonymous, &published, &added] {
+        for stream in [&output.stdout, &output.stderr] {
+            let text = String::from_utf8_lossy(stream);
+            assert!(!text.contains("s3cret-Pa55") && !text.contains(&auth), "a credential was printed: {text}");
+        }
+    }
+}
+
+#[test]
+fn a_pack_signed_by_prompt_host_sign_with_a_cosign_key_verifies_here_and_with_openssl() {
+    let signed = Signed::new();
+    let site = &signed.site;
+    let (reference, digest) = signed.publish_signed("code_review", "acme/signed-here", "1", None, &[]);
+    let keys = site.path("cosign-keys");
+    let made = {
+        let output = tool_command(&["keygen", "--out", keys.to_str().unwrap()]).env("COSIGN_PASSWORD", "correct horse").output().unwrap();
+        assert!(output.status.success());
+        serde_json::from_slice::<Value>(&output.stdout).unwrap()
+    };
+    std::fs::copy(made["public"].as_str().unwrap(), site.path("cosign.pub")).unwrap();
+    let cosign_key = made["cosign_key"].as_str().unwrap();
+
+    let wrong_password = prompt_host_with(&["sign", &reference, "--key", cosign_key, "--config", &site.config()], &[("COSIGN_PASSWORD", "wrong")]);
+    assert_eq!(wrong_password.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&wrong_password.stderr).contains(&format!("error: {cosign_key}: cannot read the signing key")));
+
+    let signing = prompt_host_with(&["sign", &reference, "--key", cosign_key, "--config", &site.config()], &[("COSIGN_PASSWORD", "correct horse")]);
+    assert!(signing.status.success(), "{}", String::from_utf8_lossy(&signing.stderr));
+    assert_eq!(String::from_utf8(signing.stdout).unwrap().trim(), digest, "sign resolves the tag and prints the digest it signed");
+    let said = site.ok("add", &[&reference]);
+    assert!(said.contains("signed by cosign.pub"), "{said}");
+
+    // The signature as stored, checked by openssl: the payload names the digest.
+    let sig_tag = format!("{}.sig", digest.replace(':', "-"));
+    let address = &signed.registry.address;
+    let manifest: Value = serde_json::from_slice(
+        &Command::new("curl")
+            .args(["-sf", "-H", "Accept: application/vnd.oci.image.manifest.v1+json"])
+            .arg(format!("http://{address}/v2/acme/signed-here/manifests/{sig_tag}"))
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let layer = &manifest["layers"][0];
+    assert_eq!(layer["mediaType"], "application/vnd.dev.cosign.simplesigning.v1+json");
+    let payload = Command::new("curl")
+        .args(["-sf", &format!("http://{address}/v2/acme/signed-here/blobs/{}", layer["digest"].as_str().unwrap())])
+        .output()
+        .unwrap()
+        .stdout;
+    let payload_json: Value = serde_json::from_slice(&payload).unwrap();
+    assert_eq!(payload_json["critical"]["image"]["docker-manifest-digest"], digest.as_str());
+    assert_eq!(payload_json["critical"]["identity"]["docker-reference"], format!("{address}/acme/signed-here"));
+    use base64::Engine as _;
+    let signature = base64::engine::general_purpose::STANDARD
+        .decode(layer["annotations"]["dev.cosignproject.cosign/signature"].as_str().unwrap())
+        .unwrap();
+    std::fs::write(site.path("payload.json"), &payload).unwrap();
+    std::fs::write(site.path("payload.sig"), signature).unwrap();
+    let verified = Command::new("openssl")
+        .args(["dgst", "-sha256", "-verify"])
+        .arg(site.path("cosign.pub"))
+        .arg("-signature")
+        .arg(site.path("payload.sig"))
+        .arg(site.path("payload.json"))
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&verified.stdout).trim(), "Verified OK");
+}
+
+#[test]
+fn keyless_signatures_are_checked_against_the_trusted_root_the_identity_and_the_issuer() {
+    let storage = tempfile::tempdir().unwrap();
+    let registry = Registry::start(storage.path(), &[]);
+    let made = |dir: &str, identity: &str| {
+        tool(&["keyless-ca", "--out", storage.path().join(dir).to_str().unwrap(), "--identity", identity, "--issuer", "https://issuer.example"])
+    };
+    let ours = made("ours", "dev@acme.example");
+    let foreign = made("foreign", "dev@acme.example");
+    let trusting = |identity: &str| {
+        Site::new(&format!(
+            "{}[signatures]\nrequire = true\ntrusted_root = \"{}\"\nidentities = [{{ identity = \"{identity}\", issuer = \"https://issuer.example\" }}]\n",
+            plain(&registry),
+            ours["trusted_root"].as_str().unwrap()
+        ))
+    };
+    let site = trusting("dev@acme.example");
+    let publish_signed = |repository: &str, ca: &Value, extra: &[&str]| {
+        let reference = format!("{}:1", registry.reference(repository));
+        let digest = publish(&site, "code_review", &reference);
+        let mut args = vec![
+            "sign", "--registry", &registry.address, "--repo", repository, "--digest", &digest,
+            "--key", ca["key"].as_str().unwrap(), "--cert", ca["cert"].as_str().unwrap(),
+            "--rekor-key", ours["rekor_key"].as_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        tool(&args);
+        (reference, digest)
+    };
+
+    let (good, good_digest) = publish_signed("keyless/good", &ours, &[]);
+    let said = site.ok("add", &[&good]);
+    assert!(said.contains(&format!("({good_digest}, ")) && said.contains("signed by dev@acme.example (issuer https://issuer.example))"), "{said}");
+    let inspected = prompt_host(&["inspect", site.path("packs/good.wasm").to_str().unwrap(), "--config", &site.config()]);
+    let report = String::from_utf8_lossy(&inspected.stdout);
+    assert!(report.contains(&format!("  signed    by dev@acme.example (issuer https://issuer.example), manifest {good_digest}\n")), "{report}");
+
+    let elsewhere = trusting("ops@acme.example");
+    let refused = elsewhere.refused("add", &[&good]);
+    assert!(
+        refused.contains(&format!(
+            "no signature of {good_digest} is by a trusted signer (ops@acme.example (issuer https://issuer.example)): signature 1 is keyless, and it is signed by dev@acme.example (issuer https://issuer.example), not by an identity the configuration allows (ops@acme.example (issuer https://issuer.example))"
+        )),
+        "{refused}"
+    );
+
+    let (by_foreign_ca, _) = publish_signed("keyless/foreign", &foreign, &[]);
+    let refused = site.refused("add", &[&by_foreign_ca]);
+    assert!(refused.contains("signature 1 is keyless, and its certificate does not chain to a trusted CA for code signing at the time the log recorded"), "{refused}");
+
+    // Logged an hour before the certificate was issued: outside its validity.
+    let an_hour_ago = (std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() - 3600).to_string();
+    let (too_early, _) = publish_signed("keyless/early", &ours, &["--integrated-time", &an_hour_ago]);
+    let refused = site.refused("add", &[&too_early]);
+    assert!(refused.contains("signature 1 is keyless, and its certificate does not chain to a trusted CA for code signing at the time the log recorded"), "{refused}");
+
+    // The log's timestamp must be the log's: one made with another key is refused.
+    let (forged_log, _) = publish_signed("keyless/forged-log", &ours, &["--rekor-key", foreign["rekor_key"].as_str().unwrap()]);
+    let refused = site.refused("add", &[&forged_log]);
+    assert!(refused.contains("signature 1 is keyless, and its transparency log is not one the trusted root names"), "{refused}");
+
+    // There is no match-anything default.
+    let open = Site::new(&format!("{}[signatures]\nrequire = true\ntrusted_root = \"{}\"\n", plain(&registry), ours["trusted_root"].as_str().unwrap()));
+    let refused = open.refused("add", &[&good]);
+    assert!(refused.contains("signatures.trusted_root needs signatures.identities: the identities (and their issuers) whose keyless signatures count; there is no match-anything default"), "{refused}");
+}
