@@ -322,7 +322,7 @@ fn signatures_are_required_checked_against_the_trusted_key_and_bound_to_the_dige
     assert_eq!(
         refused.trim(),
         format!(
-            "error: {}@{other_digest}: signature refused: no signature of {other_digest} is by a trusted key (cosign.pub): signature 1 is not by a trusted key",
+            "error: {}@{other_digest}: signature refused: no signature of {other_digest} is by a trusted signer (cosign.pub): signature 1 is not by a trusted key",
             signed.registry.reference("acme/other")
         )
     );
@@ -330,7 +330,7 @@ fn signatures_are_required_checked_against_the_trusted_key_and_bound_to_the_dige
     let (wrong, wrong_digest) = signed.publish_signed("code_review", "acme/wrong", "1", Some(&signed.key), &["--wrong-digest"]);
     let refused = site.refused("add", &[&wrong]);
     assert!(
-        refused.contains(&format!("no signature of {wrong_digest} is by a trusted key (cosign.pub): signature 1 (by cosign.pub) signs \"sha256:")),
+        refused.contains(&format!("no signature of {wrong_digest} is by a trusted signer (cosign.pub): signature 1 (by cosign.pub) signs \"sha256:")),
         "{refused}"
     );
     let (corrupt, _) = signed.publish_signed("code_review", "acme/corrupt", "1", Some(&signed.key), &["--corrupt"]);
@@ -656,4 +656,63 @@ fn keyless_signatures_are_checked_against_the_trusted_root_the_identity_and_the_
     let open = Site::new(&format!("{}[signatures]\nrequire = true\ntrusted_root = \"{}\"\n", plain(&registry), ours["trusted_root"].as_str().unwrap()));
     let refused = open.refused("add", &[&good]);
     assert!(refused.contains("signatures.trusted_root needs signatures.identities: the identities (and their issuers) whose keyless signatures count; there is no match-anything default"), "{refused}");
+}
+
+#[test]
+fn a_sigstore_bundle_beside_a_file_signs_exactly_that_file_by_key_or_keyless_at_every_load() {
+    let storage = tempfile::tempdir().unwrap();
+    let keys = tool(&["keygen", "--out", storage.path().join("keys").to_str().unwrap()]);
+    let ca = tool(&["keyless-ca", "--out", storage.path().join("ca").to_str().unwrap(), "--identity", "dev@acme.example", "--issuer", "https://issuer.example"]);
+    let site = Site::new(&format!(
+        "[signatures]\nrequire = true\npublic_keys = [\"{}\"]\ntrusted_root = \"{}\"\nidentities = [{{ identity = \"dev@acme.example\", issuer = \"https://issuer.example\" }}]\n",
+        keys["public"].as_str().unwrap(),
+        ca["trusted_root"].as_str().unwrap()
+    ));
+    let packs = site.path("packs");
+    let place = |name: &str, plugin: &str| {
+        let file = packs.join(format!("{name}.wasm"));
+        std::fs::copy(built_plugin(plugin), &file).unwrap();
+        file.to_str().unwrap().to_string()
+    };
+    let by_key = place("by_key", "code_review");
+    tool(&["bundle", "--wasm", &by_key, "--key", keys["private"].as_str().unwrap()]);
+    let keyless = place("keyless", "dev_assistant");
+    tool(&["bundle", "--wasm", &keyless, "--key", ca["key"].as_str().unwrap(), "--cert", ca["cert"].as_str().unwrap(), "--rekor-key", ca["rekor_key"].as_str().unwrap()]);
+    let corrupt = place("corrupt", "code_review");
+    tool(&["bundle", "--wasm", &corrupt, "--key", keys["private"].as_str().unwrap(), "--corrupt"]);
+    let other = place("other", "code_review");
+    tool(&["bundle", "--wasm", &other, "--key", keys["private"].as_str().unwrap(), "--other-file", built_plugin("dev_assistant").to_str().unwrap()]);
+    place("unsigned", "code_review");
+
+    let inspect = |file: &str| {
+        let output = prompt_host(&["inspect", file, "--config", &site.config()]);
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    let file_digest = |plugin: &str| format!("sha256:{}", sha256_of(plugin));
+    assert!(inspect(&by_key).contains(&format!("  signed    by {}, the file, by its Sigstore bundle {}\n", keys["public"].as_str().unwrap(), file_digest("code_review"))));
+    assert!(inspect(&keyless).contains(&format!(
+        "  signed    by dev@acme.example (issuer https://issuer.example), the file, by its Sigstore bundle {}\n",
+        file_digest("dev_assistant")
+    )));
+    let report = inspect(&corrupt);
+    assert!(report.contains("the bundle's signature is not by a trusted key"), "{report}");
+    let report = inspect(&other);
+    assert!(
+        report.contains(&format!("its bytes (sha256 {}) are not the ones its signed manifest names ({})", file_digest("code_review"), file_digest("dev_assistant"))),
+        "{report}"
+    );
+
+    // Served: the two signed packs; the others refused, each with its reason.
+    let mut server = Server::start(&["--config", &site.config()]);
+    assert_eq!(server.list_all_names(), vec!["code_review", "git-commit", "explain-code", "debug-error"]);
+    let log = server.wait_for_stderr("serving 4 prompts from 2 plugins (3 refused)");
+    assert!(log.contains("the bundle's signature is not by a trusted key"), "{log}");
+    assert!(log.contains("signature refused: it has no signature, and the configuration requires one"), "{log}");
+
+    // A bundle added later is tried without a restart.
+    let unsigned = packs.join("unsigned.wasm");
+    tool(&["bundle", "--wasm", unsigned.to_str().unwrap(), "--key", keys["private"].as_str().unwrap()]);
+    server.notification("notifications/prompts/list_changed");
+    let log = server.wait_for_stderr("plugin=unsigned");
+    assert!(log.lines().any(|line| line.contains("plugin loaded") && line.contains("plugin=unsigned")), "{log}");
 }
