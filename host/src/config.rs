@@ -11,6 +11,7 @@
 //! cache_dir = "/var/cache/prompt-host"  # compiled plugins; default ~/.cache/prompt-host
 //! cache_max_mib = 512             # the most the compiled cache keeps
 //! require_pinned = false          # refuse plugins without a sha256 below
+//! request_state_key_file = "state.key"  # seals input-required state (32+ bytes); shared by replicas; default: random per process
 //! store = "prompt-host-store"     # packs pulled from registries (the default)
 //!
 //! [signatures]                    # what every plugin's signature must be
@@ -83,6 +84,10 @@ pub struct ServeConfig {
     pub cache_dir: Option<PathBuf>,
     /// The most bytes of compiled plugins the cache keeps.
     pub cache_max_bytes: u64,
+    /// The file whose contents seal the `requestState` of input-required
+    /// prompts; `None` seals with a random key of the process (fine for one
+    /// replica, see `input::RequestStateSeal`).
+    pub request_state_key_file: Option<PathBuf>,
     /// Where packs pulled from registries are kept, with their provenance;
     /// `None` (no config file) looks for no provenance.
     pub pack_store: Option<PathBuf>,
@@ -156,6 +161,7 @@ impl Default for ServeConfig {
             watch_poll: None,
             cache_dir: default_cache_dir(),
             cache_max_bytes: DEFAULT_CACHE_MAX_MIB << 20,
+            request_state_key_file: None,
             pack_store: None,
             lockfile: None,
             signatures: SignaturePolicy::default(),
@@ -278,6 +284,7 @@ impl ServeConfig {
         if let Some(dir) = file.server.cache_dir {
             config.cache_dir = Some(folder.join(dir));
         }
+        config.request_state_key_file = file.server.request_state_key_file.map(|key| folder.join(key));
         if let Some(mib) = file.server.cache_max_mib {
             positive("server.cache_max_mib", mib)?;
             config.cache_max_bytes = mib.checked_mul(1 << 20).ok_or("server.cache_max_mib is too large")?;
@@ -454,6 +461,7 @@ struct ServerSection {
     watch_poll_ms: Option<u64>,
     cache_dir: Option<PathBuf>,
     cache_max_mib: Option<u64>,
+    request_state_key_file: Option<PathBuf>,
     store: Option<PathBuf>,
 }
 
@@ -637,10 +645,11 @@ mod tests {
 
     #[test]
     fn relative_paths_in_a_config_file_are_relative_to_its_folder() {
-        let text = "[server]\nplugins = \"packs\"\ncache_dir = \"../cache\"\n";
+        let text = "[server]\nplugins = \"packs\"\ncache_dir = \"../cache\"\nrequest_state_key_file = \"state.key\"\n";
         let config = ServeConfig::from_toml_in(text, Path::new("/etc/prompt-host")).unwrap();
         assert_eq!(config.plugins_dir, Some(PathBuf::from("/etc/prompt-host/packs")));
         assert_eq!(config.cache_dir, Some(PathBuf::from("/etc/prompt-host/../cache")));
+        assert_eq!(config.request_state_key_file, Some(PathBuf::from("/etc/prompt-host/state.key")));
         let absolute = ServeConfig::from_toml_in("[server]\nplugins = \"/srv/packs\"\n", Path::new("/etc")).unwrap();
         assert_eq!(absolute.plugins_dir, Some(PathBuf::from("/srv/packs")));
 

@@ -9,6 +9,8 @@
 //! - [`error`]: request errors and their JSON-RPC codes;
 //! - [`registry`]: the current snapshot of plugins and their catalog;
 //! - [`catalog`]: the merged prompt list, name resolution, pages and cursors;
+//! - [`input`]: input-required prompts: forms as elicitation requests, the
+//!   sealed request state, the answers checked;
 //! - [`convert`]: WIT types to MCP types and back;
 //! - [`plugin`]: a loaded plugin and calls into it;
 //! - [`validate`]: checks on everything a plugin returns;
@@ -17,7 +19,8 @@
 //! - [`limits`]: every limit a plugin runs under, declared once;
 //! - [`log_budget`]: at most so many log lines of a kind per window, for
 //!   what a pack or a client can make the host log;
-//! - [`bindings`]: generated from the WIT package.
+//! - [`bindings`]: generated from the WIT packages (0.1 and 0.2, side by
+//!   side), and the one adapter from 0.2's types into the host's.
 //!
 //! Beside the request path, each depending only on what is listed after it
 //! and on the request path's modules: [`report`] (the `inspect` command's
@@ -41,6 +44,7 @@ pub mod convert;
 pub mod distribution;
 pub mod error;
 pub mod handler;
+pub mod input;
 pub mod inspect;
 pub mod install;
 pub mod limits;

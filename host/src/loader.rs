@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use sha2::{Digest, Sha256};
 use wasmtime::component::Component;
 
-use crate::bindings::{PROVIDER_INTERFACE, PromptPackPre, provider};
+use crate::bindings::{PROVIDER_INTERFACE, PackPre, WitVersion, provider, provider_v0_2};
 use crate::cache::{CompiledCache, Origin};
 use crate::lockfile::Lockfile;
 use crate::pack_store::PackStore;
@@ -25,15 +25,18 @@ use crate::limits::Limits;
 use crate::sandbox::{CallFailure, CallQuota, CallState, CallUsage, PrepareError, Sandbox};
 use crate::validate::{self, Answer, Problem};
 
-/// The versions of the provider interface this host accepts: any 0.1.x (a
-/// 0.y release is compatible within y).
-const ACCEPTED_VERSIONS: &str = "@0.1.";
-
 /// The versions of the WIT package this host accepts, for people:
-/// "prompt-host:prompts 0.1.x".
+/// "prompt-host:prompts 0.1.x or 0.2.x" (a 0.y release is compatible within
+/// y; see [`WitVersion::ACCEPTED`]).
 pub fn accepted_wit_versions() -> String {
     let package = PROVIDER_INTERFACE.split_once('/').map_or(PROVIDER_INTERFACE, |(package, _)| package);
-    format!("{package} {}x", ACCEPTED_VERSIONS.trim_start_matches('@'))
+    format!("{package} {}", accepted_versions())
+}
+
+/// "0.1.x or 0.2.x".
+fn accepted_versions() -> String {
+    let versions: Vec<String> = WitVersion::ACCEPTED.iter().map(|version| format!("{version}.x")).collect();
+    versions.join(" or ")
 }
 
 /// The bytes of a plugin and where they came from.
@@ -114,9 +117,9 @@ pub enum LoadError {
     CoreModule,
     #[error("not a valid WebAssembly component: {0}")]
     Invalid(String),
-    #[error("does not export {PROVIDER_INTERFACE} (it exports: {exports})")]
+    #[error("does not export {PROVIDER_INTERFACE} (version {}; it exports: {exports})", accepted_versions())]
     WrongWorld { exports: String },
-    #[error("is built against version {found} of the prompt-host:prompts WIT package, and this host accepts 0.1.x")]
+    #[error("is built against version {found} of the prompt-host:prompts WIT package, and this host accepts {}", accepted_versions())]
     UnsupportedVersion { found: String },
     #[error("imports what the host does not provide: {}", .0.join(", "))]
     UnsatisfiedImports(Vec<String>),
@@ -283,6 +286,8 @@ pub struct LoadTrace {
     /// The prompts as declared, when they failed validation (a loaded
     /// plugin holds its own).
     pub invalid_prompts: Vec<provider::Prompt>,
+    /// What a 0.2 pack said it is, when it said it.
+    pub info: Option<provider_v0_2::PackInfo>,
     /// Who signed it, when a trusted key did.
     pub signature: Option<Verified>,
 }
@@ -350,14 +355,17 @@ impl Loader {
             Ok(instance) => instance.list_prompts().await,
             Err(failure) => Err(failure),
         };
-        let (prompts, usage) = listed.map_err(|failure| LoadError::List(validate::call_failure(failure)))?;
+        let (prompts, info, usage) = listed.map_err(|failure| LoadError::List(validate::call_failure(failure)))?;
         trace.listing = Some(usage);
-        let problems = validate::prompt_definitions(&prompts, &settings.limits);
+        trace.info = info.clone();
+        let mut problems = info.as_ref().map(validate::pack_info).unwrap_or_default();
+        problems.extend(validate::prompt_definitions(&prompts, &settings.limits));
         if !problems.is_empty() {
             trace.invalid_prompts = prompts;
             return Err(LoadError::Definitions(problems));
         }
-        Ok(Plugin::new(source.id, digest, settings.prefix, prompts, settings.limits, quota, pre, self.sandbox.clone()))
+        let plugin = Plugin::new(source.id, digest, settings.prefix, prompts, settings.limits, quota, pre, self.sandbox.clone());
+        Ok(plugin.with_info(info))
     }
 
     /// Checks that the bytes are a component, then takes its compiled form
@@ -476,22 +484,18 @@ fn check_pin(digest: &str, settings: &PluginSettings) -> Result<(), LoadError> {
 
 /// Links a compiled component, telling a component of another world apart
 /// from one that needs imports the host lacks.
-pub fn prepare(sandbox: &Sandbox, component: &Component) -> Result<PromptPackPre<CallState>, LoadError> {
+pub fn prepare(sandbox: &Sandbox, component: &Component) -> Result<PackPre<CallState>, LoadError> {
     let exports = export_names(sandbox, component);
-    let unversioned = PROVIDER_INTERFACE.split_once('@').map_or(PROVIDER_INTERFACE, |(name, _)| name);
-    let provider = exports.iter().find_map(|name| name.strip_prefix(unversioned));
-    if let Some(version) = provider
-        && !version.starts_with(ACCEPTED_VERSIONS)
-    {
-        let found = version.trim_start_matches('@');
-        let found = if found.is_empty() { "(none)" } else { found };
-        return Err(LoadError::UnsupportedVersion { found: found.to_string() });
-    }
-    if provider.is_none() {
+    let Some(found) = exports.iter().find_map(|name| name.strip_prefix(PROVIDER_INTERFACE)) else {
         let exports = if exports.is_empty() { "nothing".to_string() } else { exports.join(", ") };
         return Err(LoadError::WrongWorld { exports });
-    }
-    sandbox.prepare(component).map_err(|error| match error {
+    };
+    let found = found.trim_start_matches('@');
+    let Some(version) = WitVersion::of(found) else {
+        let found = if found.is_empty() { "(none)" } else { found };
+        return Err(LoadError::UnsupportedVersion { found: found.to_string() });
+    };
+    sandbox.prepare(component, version).map_err(|error| match error {
         PrepareError::Compile(message) => LoadError::Invalid(message),
         PrepareError::Link(message) => {
             let unsatisfied: Vec<String> =

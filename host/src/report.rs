@@ -25,6 +25,25 @@ impl fmt::Display for Report {
                 writeln!(f, "  {label:<9} {}", wrapped(names, "\n            "))?;
             }
         }
+        if let Some(version) = &self.wit_version {
+            writeln!(f, "  wit       prompt-host:prompts {version}")?;
+        }
+        if let Some(pack) = &self.pack {
+            // All of it the pack's own words: shown as a terminal cannot take it for a command.
+            writeln!(f, "  pack      {} {}", printable(&pack.name), printable(&pack.version))?;
+            let fields = [
+                ("about", pack.description.clone()),
+                ("authors", (!pack.authors.is_empty()).then(|| pack.authors.join(", "))),
+                ("license", pack.license.clone()),
+                ("homepage", pack.homepage.clone()),
+                ("source", pack.repository.clone()),
+            ];
+            for (label, value) in fields {
+                if let Some(value) = value {
+                    writeln!(f, "    {label:<8} {}", printable(&value))?;
+                }
+            }
+        }
         match self.compile_ms {
             Some(compile_ms) if self.from_cache => writeln!(f, "  compile   from the compiled cache in {compile_ms:.1} ms")?,
             Some(compile_ms) => writeln!(f, "  compile   {compile_ms:.1} ms")?,

@@ -206,6 +206,9 @@ impl PluginDirectory {
                 plugin = %id.escape_debug(),
                 prompts = plugin.prompts().len(),
                 sha256 = &plugin.digest()[..12],
+                wit = plugin.wit_version().as_str(),
+                // What the pack says it is: its own words, escaped.
+                pack = ?plugin.info().map(|info| format!("{} {}", info.name, info.version)),
                 "plugin {}",
                 if loaded.plugins.contains_key(&id) { "replaced" } else { "loaded" }
             );
