@@ -144,14 +144,8 @@ fn a_key_file_too_short_stops_the_server_at_start() {
     let mut server = Server::spawn(&["--config", config.to_str().unwrap()]);
     assert_ne!(server.close_stdin(), Some(0));
     let key = dir.path().join("state.key");
-    assert!(
-        server.stderr().contains(&format!(
-            "the request state key file {} holds 5 bytes, and a key needs at least 32",
-            key.display()
-        )),
-        "{}",
-        server.stderr()
-    );
+    // stderr is read by another thread: wait for the line rather than look once.
+    server.wait_for_stderr(&format!("the request state key file {} holds 5 bytes, and a key needs at least 32", key.display()));
 }
 
 #[test]
