@@ -10,6 +10,6 @@ pub const BUNDLED_PACKS: &[(&str, &[u8])] = include!(concat!(env!("OUT_DIR"), "/
 pub fn sources() -> Vec<PluginSource> {
     BUNDLED_PACKS
         .iter()
-        .map(|(id, bytes)| PluginSource { id: id.to_string(), origin: format!("bundled pack '{id}'"), bytes: bytes.to_vec() })
+        .map(|(id, bytes)| PluginSource { id: id.to_string(), origin: format!("bundled pack '{id}'"), bytes: bytes.to_vec(), bundle: None })
         .collect()
 }

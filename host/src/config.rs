@@ -11,11 +11,14 @@
 //! cache_dir = "/var/cache/prompt-host"  # compiled plugins; default ~/.cache/prompt-host
 //! cache_max_mib = 512             # the most the compiled cache keeps
 //! require_pinned = false          # refuse plugins without a sha256 below
+//! request_state_key_file = "state.key"  # seals input-required state (32+ bytes); shared by replicas; default: random per process
 //! store = "prompt-host-store"     # packs pulled from registries (the default)
 //!
 //! [signatures]                    # what every plugin's signature must be
 //! require = false                 # refuse plugins without a valid signature
 //! public_keys = ["keys/acme.pub"] # cosign public keys (PEM) whose signatures count
+//! trusted_root = "trusted_root.json"  # keyless: Sigstore's trusted root (offline)
+//! identities = [{ identity = "release@acme.example", issuer = "https://accounts.google.com" }]
 //!
 //! [registry]                      # how `add`, `update` and `publish` reach registries
 //! plain_http = ["127.0.0.1:5000"] # registries spoken to over HTTP, not HTTPS
@@ -52,7 +55,7 @@ use crate::limits::{LimitOverrides, Limits, MAX_CONCURRENT_CALLS};
 use crate::distribution::RegistrySettings;
 use crate::loader::PluginSettings;
 use crate::sandbox::{MAX_WASM_STACK, SandboxConfig};
-use crate::signature::{SignaturePolicy, TrustedKey};
+use crate::signature::{Identity, Keyless, SignaturePolicy, TrustedKey, TrustedRoot};
 
 /// Everything `prompt-host serve` needs to know.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,9 +84,15 @@ pub struct ServeConfig {
     pub cache_dir: Option<PathBuf>,
     /// The most bytes of compiled plugins the cache keeps.
     pub cache_max_bytes: u64,
+    /// The file whose contents seal the `requestState` of input-required
+    /// prompts; `None` seals with a random key of the process (fine for one
+    /// replica, see `input::RequestStateSeal`).
+    pub request_state_key_file: Option<PathBuf>,
     /// Where packs pulled from registries are kept, with their provenance;
     /// `None` (no config file) looks for no provenance.
     pub pack_store: Option<PathBuf>,
+    /// `prompt-host.lock`, beside the config file; `None` without one.
+    pub lockfile: Option<PathBuf>,
     /// What every plugin's signature must be, unless its section says.
     pub signatures: SignaturePolicy,
     /// How registries are reached.
@@ -133,6 +142,9 @@ pub struct PluginConfig {
     /// Those keys, read.
     #[serde(skip)]
     pub trusted_keys: Option<Vec<TrustedKey>>,
+    /// The identities its keyless signature may be by, in place of
+    /// `signatures.identities` (checked against `signatures.trusted_root`).
+    pub identities: Option<Vec<Identity>>,
 }
 
 impl Default for ServeConfig {
@@ -149,7 +161,9 @@ impl Default for ServeConfig {
             watch_poll: None,
             cache_dir: default_cache_dir(),
             cache_max_bytes: DEFAULT_CACHE_MAX_MIB << 20,
+            request_state_key_file: None,
             pack_store: None,
+            lockfile: None,
             signatures: SignaturePolicy::default(),
             registry: RegistrySettings::default(),
         }
@@ -181,8 +195,13 @@ impl ServeConfig {
             signatures: SignaturePolicy {
                 required: configured.require_signature.unwrap_or(self.signatures.required),
                 keys: configured.trusted_keys.unwrap_or_else(|| self.signatures.keys.clone()),
+                keyless: match (&configured.identities, &self.signatures.keyless) {
+                    (Some(identities), Some(keyless)) => Some(Keyless { root: keyless.root.clone(), identities: identities.clone() }),
+                    (_, keyless) => keyless.clone(),
+                },
             },
             pack_store: self.pack_store.clone(),
+            lockfile: self.lockfile.clone(),
         }
     }
 
@@ -249,9 +268,11 @@ impl ServeConfig {
         // Every path key of the file: relative to the file's folder.
         config.plugins_dir = file.server.plugins.map(|dir| folder.join(dir));
         config.pack_store = Some(folder.join(file.server.store.unwrap_or_else(|| PathBuf::from(DEFAULT_PACK_STORE))));
+        config.lockfile = Some(folder.join(crate::lockfile::LOCKFILE_NAME));
         config.signatures = SignaturePolicy {
             required: file.signatures.require.unwrap_or(false),
             keys: read_keys("signatures.public_keys", &file.signatures.public_keys, folder)?,
+            keyless: file.signatures.keyless(folder)?,
         };
         config.registry = file.registry.apply(folder)?;
         config.require_pinned = file.server.require_pinned.unwrap_or(config.require_pinned);
@@ -263,6 +284,7 @@ impl ServeConfig {
         if let Some(dir) = file.server.cache_dir {
             config.cache_dir = Some(folder.join(dir));
         }
+        config.request_state_key_file = file.server.request_state_key_file.map(|key| folder.join(key));
         if let Some(mib) = file.server.cache_max_mib {
             positive("server.cache_max_mib", mib)?;
             config.cache_max_bytes = mib.checked_mul(1 << 20).ok_or("server.cache_max_mib is too large")?;
@@ -288,6 +310,11 @@ impl ServeConfig {
                 if config.plugins_dir.is_none() {
                     return Err(format!("plugins.{name}.source needs server.plugins: packs from registries are installed there"));
                 }
+            }
+            if plugin.identities.as_ref().is_some_and(|identities| identities.is_empty() || config.signatures.keyless.is_none()) {
+                return Err(format!(
+                    "plugins.{name}.identities needs signatures.trusted_root, and at least one identity"
+                ));
             }
             if let Some(keys) = &plugin.public_keys {
                 plugin.trusted_keys = Some(read_keys(&format!("plugins.{name}.public_keys"), keys, folder)?);
@@ -358,6 +385,32 @@ struct SignaturesSection {
     require: Option<bool>,
     #[serde(default)]
     public_keys: Vec<PathBuf>,
+    trusted_root: Option<PathBuf>,
+    #[serde(default)]
+    identities: Vec<Identity>,
+}
+
+impl SignaturesSection {
+    /// The trusted root and identities for keyless signatures: both or
+    /// neither, as there is no match-anything default.
+    fn keyless(&self, folder: &Path) -> Result<Option<Keyless>, String> {
+        match (&self.trusted_root, self.identities.is_empty()) {
+            (None, true) => Ok(None),
+            (None, false) => Err("signatures.identities needs signatures.trusted_root to check them against".into()),
+            (Some(_), true) => Err(
+                "signatures.trusted_root needs signatures.identities: the identities (and their issuers) whose keyless \
+                 signatures count; there is no match-anything default"
+                    .into(),
+            ),
+            (Some(file), false) => {
+                let path = folder.join(file);
+                let text = std::fs::read_to_string(&path)
+                    .map_err(|error| format!("signatures.trusted_root: cannot read {}: {error}", path.display()))?;
+                let root = TrustedRoot::from_json(&text).map_err(|error| format!("signatures.trusted_root: {}: {error}", path.display()))?;
+                Ok(Some(Keyless { root: std::sync::Arc::new(root), identities: self.identities.clone() }))
+            }
+        }
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -408,6 +461,7 @@ struct ServerSection {
     watch_poll_ms: Option<u64>,
     cache_dir: Option<PathBuf>,
     cache_max_mib: Option<u64>,
+    request_state_key_file: Option<PathBuf>,
     store: Option<PathBuf>,
 }
 
@@ -460,7 +514,8 @@ mod tests {
     #[test]
     fn an_empty_file_gives_the_defaults() {
         let store = Some(PathBuf::from(DEFAULT_PACK_STORE));
-        assert_eq!(ServeConfig::from_toml(""), Ok(ServeConfig { pack_store: store, ..ServeConfig::default() }));
+        let lockfile = Some(PathBuf::from(crate::lockfile::LOCKFILE_NAME));
+        assert_eq!(ServeConfig::from_toml(""), Ok(ServeConfig { pack_store: store, lockfile, ..ServeConfig::default() }));
     }
 
     #[test]
@@ -590,10 +645,11 @@ mod tests {
 
     #[test]
     fn relative_paths_in_a_config_file_are_relative_to_its_folder() {
-        let text = "[server]\nplugins = \"packs\"\ncache_dir = \"../cache\"\n";
+        let text = "[server]\nplugins = \"packs\"\ncache_dir = \"../cache\"\nrequest_state_key_file = \"state.key\"\n";
         let config = ServeConfig::from_toml_in(text, Path::new("/etc/prompt-host")).unwrap();
         assert_eq!(config.plugins_dir, Some(PathBuf::from("/etc/prompt-host/packs")));
         assert_eq!(config.cache_dir, Some(PathBuf::from("/etc/prompt-host/../cache")));
+        assert_eq!(config.request_state_key_file, Some(PathBuf::from("/etc/prompt-host/state.key")));
         let absolute = ServeConfig::from_toml_in("[server]\nplugins = \"/srv/packs\"\n", Path::new("/etc")).unwrap();
         assert_eq!(absolute.plugins_dir, Some(PathBuf::from("/srv/packs")));
 

@@ -174,7 +174,8 @@ pub fn completion_context<'a>(
     context
 }
 
-fn json_kind(value: &Value) -> &'static str {
+/// What kind of JSON value `value` is, for an error: "a number".
+pub fn json_kind(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

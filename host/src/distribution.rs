@@ -180,14 +180,27 @@ pub struct PulledPack {
     pub signatures: Vec<CosignSignature>,
 }
 
-/// One cosign signature: the signed payload and the base64 signature of it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// One cosign signature: the signed payload and the base64 signature of it,
+/// and for a keyless signature its certificate, chain and transparency log
+/// bundle (cosign's annotations, as they were).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CosignSignature {
     /// The simple-signing payload, base64.
     pub payload: String,
     /// The signature of the payload's bytes, base64 (as cosign stores it).
     pub signature: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub certificate: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chain: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bundle: Option<String>,
 }
+
+/// cosign's annotations for a keyless signature.
+const COSIGN_CERTIFICATE_ANNOTATION: &str = "dev.sigstore.cosign/certificate";
+const COSIGN_CHAIN_ANNOTATION: &str = "dev.sigstore.cosign/chain";
+const COSIGN_BUNDLE_ANNOTATION: &str = "dev.sigstore.cosign/bundle";
 
 /// Reports a download's progress: bytes so far, and the total expected.
 pub type Progress<'a> = &'a (dyn Fn(u64, u64) + Send + Sync);
@@ -287,9 +300,8 @@ impl RegistryClient {
         })?;
         let mut signatures = Vec::new();
         for layer in manifest.layers.iter().filter(|layer| layer.media_type == SIMPLE_SIGNING_MEDIA_TYPE).take(MAX_SIGNATURES) {
-            let Some(signature) = layer.annotations.as_ref().and_then(|notes| notes.get(COSIGN_SIGNATURE_ANNOTATION)) else {
-                continue;
-            };
+            let Some(annotations) = layer.annotations.as_ref() else { continue };
+            let Some(signature) = annotations.get(COSIGN_SIGNATURE_ANNOTATION) else { continue };
             let size = u64::try_from(layer.size).unwrap_or(u64::MAX);
             if size > MAX_SIGNATURE_PAYLOAD_BYTES as u64 || signature.len() > MAX_SIGNATURE_PAYLOAD_BYTES {
                 return Err(DistributionError::TooLarge {
@@ -303,6 +315,9 @@ impl RegistryClient {
             signatures.push(CosignSignature {
                 payload: base64::engine::general_purpose::STANDARD.encode(payload),
                 signature: signature.clone(),
+                certificate: annotations.get(COSIGN_CERTIFICATE_ANNOTATION).cloned(),
+                chain: annotations.get(COSIGN_CHAIN_ANNOTATION).cloned().filter(|chain| !chain.trim().is_empty()),
+                bundle: annotations.get(COSIGN_BUNDLE_ANNOTATION).cloned(),
             });
         }
         Ok(signatures)

@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 
 use crate::catalog::CursorError;
 use crate::convert::NonStringArgument;
+use crate::input::InputError;
 use crate::plugin::PluginError;
 use crate::sandbox::CallFailure;
 
@@ -25,6 +26,8 @@ pub enum RequestError {
     NonStringArgument { prompt: String, problem: NonStringArgument },
     #[error("the arguments of prompt '{prompt}' are {bytes} bytes, more than the limit of {limit}")]
     ArgumentsTooLarge { prompt: String, bytes: usize, limit: usize },
+    #[error("prompt '{prompt}': {problem}")]
+    Input { prompt: String, problem: InputError },
     #[error(transparent)]
     Cursor(#[from] CursorError),
     #[error("completion/complete supports only ref/prompt references: this server serves no resources")]
@@ -48,6 +51,11 @@ impl RequestError {
             RequestError::ArgumentsTooLarge { prompt, limit, .. } => {
                 json!({ "prompt": prompt, "limit": { "bytes": limit } })
             }
+            RequestError::Input { prompt, problem } => match problem {
+                InputError::Response { form, .. } => json!({ "prompt": prompt, "form": form }),
+                InputError::Field { form, field, .. } => json!({ "prompt": prompt, "form": form, "field": field }),
+                _ => json!({ "prompt": prompt, "reason": "input" }),
+            },
             RequestError::Cursor(_) => json!({ "reason": "cursor" }),
             RequestError::UnsupportedReference => json!({ "reason": "reference" }),
             RequestError::Plugin(error) => plugin_data(error),

@@ -22,8 +22,9 @@ use rmcp::{Peer, RoleServer, ServerHandler};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use crate::bindings::provider;
+use crate::bindings::{PromptAnswer, provider};
 use crate::convert;
+use crate::input::{self, Answers, Binding, Forms, InputError, RequestStateSeal};
 use crate::limits::Limits;
 use crate::error::{self, RequestError};
 use crate::metrics;
@@ -36,6 +37,37 @@ pub struct PromptServer {
     page_size: usize,
     list_caching: ListCaching,
     session: SessionEnd,
+    seal: RequestStateSeal,
+}
+
+/// How the host can ask the client of a request for the input a prompt
+/// needs.
+#[derive(Clone)]
+pub enum Asking {
+    /// With an `InputRequiredResult` (protocol 2026-07-28 and later, to a
+    /// client that declared the elicitation capability).
+    InputRequired,
+    /// With `elicitation/create` requests on the session, then the call
+    /// continues (an earlier revision's client that declared elicitation).
+    Elicitation(Peer<RoleServer>),
+    /// It cannot: the reason, which completes "it needs input (...), and".
+    Cannot(&'static str),
+}
+
+impl Asking {
+    /// How the client of `context` can be asked.
+    fn of(context: &RequestContext<RoleServer>) -> Asking {
+        let elicitation = context.client_capabilities().is_some_and(|capabilities| capabilities.elicitation.is_some());
+        match (is_2026_07_28_or_later(context), elicitation) {
+            (true, true) => Asking::InputRequired,
+            (true, false) => Asking::Cannot("the client did not declare the elicitation capability"),
+            (false, true) => Asking::Elicitation(context.peer.clone()),
+            (false, false) => Asking::Cannot(
+                "the client declared no elicitation capability, and its protocol revision has no input-required \
+                 results (they came with 2026-07-28)",
+            ),
+        }
+    }
 }
 
 /// How long a client of protocol 2026-07-28 or later may consider a page of
@@ -77,7 +109,19 @@ impl Default for ListCaching {
 
 impl PromptServer {
     pub fn new(registry: Arc<Registry>, page_size: usize) -> PromptServer {
-        PromptServer { registry, page_size: page_size.max(1), list_caching: ListCaching::default(), session: SessionEnd::new() }
+        PromptServer {
+            registry,
+            page_size: page_size.max(1),
+            list_caching: ListCaching::default(),
+            session: SessionEnd::new(),
+            seal: RequestStateSeal::random(),
+        }
+    }
+
+    /// The server, sealing the `requestState` of input-required prompts
+    /// with `seal` (by default, a random key of this process).
+    pub fn with_request_state_seal(self, seal: RequestStateSeal) -> PromptServer {
+        PromptServer { seal, ..self }
     }
 
     /// The server, sending `list_caching` with each page of `prompts/list`.
@@ -106,9 +150,25 @@ impl PromptServer {
         Some(entry.prompt.arguments.iter().flatten().map(|argument| argument.name.clone()).collect())
     }
 
-    /// Answers a `prompts/get`: resolves the name, checks the arguments, and
-    /// runs the owning plugin.
+    /// Answers a `prompts/get` without a client that could be asked for
+    /// input (the `get` command): a prompt that asks is refused.
     pub async fn get_prompt_result(&self, request: GetPromptRequestParams) -> Result<GetPromptResult, RequestError> {
+        let asking = Asking::Cannot("the get command cannot ask for it");
+        match self.get_prompt_response(request, asking).await? {
+            GetPromptResponse::Complete(result) => Ok(result),
+            _ => unreachable!("a request that cannot ask for input gets no InputRequiredResult"),
+        }
+    }
+
+    /// Answers a `prompts/get`: resolves the name, checks the arguments, and
+    /// any answers to forms against the forms sealed in `requestState`, and
+    /// runs the owning plugin; if it asks for input, asks the client as
+    /// `asking` allows.
+    pub async fn get_prompt_response(
+        &self,
+        request: GetPromptRequestParams,
+        asking: Asking,
+    ) -> Result<GetPromptResponse, RequestError> {
         let snapshot = self.registry.snapshot();
         let (entry, plugin) = snapshot
             .resolve(&request.name)
@@ -116,7 +176,7 @@ impl PromptServer {
         let arguments = convert::arguments(request.arguments.as_ref()).map_err(|problem| {
             RequestError::NonStringArgument { prompt: request.name.clone(), problem }
         })?;
-        check_argument_size(&request.name, &arguments, plugin.limits())?;
+        check_argument_size(&request.name, &arguments, plugin.limits(), 0)?;
         let missing: Vec<String> = entry
             .required_arguments()
             .filter(|required| !arguments.iter().any(|argument| argument.name == *required))
@@ -125,11 +185,60 @@ impl PromptServer {
         if !missing.is_empty() {
             return Err(RequestError::MissingArguments { prompt: request.name, missing });
         }
-        let started = metrics::call_started();
-        let reply = plugin.get_prompt(&entry.declared_name, &arguments).await;
-        metrics::call_finished(plugin.id(), metrics::Method::Get, error::outcome(&reply), started);
-        let reply = reply?;
-        Ok(convert::reply(reply))
+        let input_error = |problem: InputError| RequestError::Input { prompt: request.name.clone(), problem };
+        let binding = Binding::new(plugin.digest(), &request.name, &arguments);
+        // A retry: the answers, checked against the forms sealed in the
+        // state; a form left unanswered is asked for again. Answers without
+        // a state answer nothing asked: ignored.
+        let mut input = None;
+        let mut unanswered = None;
+        if let Some(state) = &request.request_state {
+            let forms = self.seal.open(state, &binding, plugin.limits()).map_err(input_error)?;
+            match forms.answers(request.input_responses.as_ref()).map_err(input_error)? {
+                Answers::Complete(answers) => {
+                    let answers_bytes = input::input_bytes(&answers);
+                    check_argument_size(&request.name, &arguments, plugin.limits(), answers_bytes)?;
+                    input = Some(answers);
+                }
+                Answers::Missing => unanswered = Some(forms),
+            }
+        }
+        let mut rounds = 0;
+        loop {
+            let asked = match unanswered.take() {
+                Some(forms) => forms,
+                None => {
+                    let started = metrics::call_started();
+                    let answer = plugin.get_prompt(&entry.declared_name, &arguments, input.as_ref()).await;
+                    let outcome = match &answer {
+                        Ok(PromptAnswer::InputRequired(_)) => metrics::INPUT_REQUIRED,
+                        answer => error::outcome(answer),
+                    };
+                    metrics::call_finished(plugin.id(), metrics::Method::Get, outcome, started);
+                    match answer? {
+                        PromptAnswer::Reply(reply) => return Ok(GetPromptResponse::Complete(convert::reply(reply))),
+                        PromptAnswer::InputRequired(asked) => Forms::from(&asked),
+                    }
+                }
+            };
+            let peer = match &asking {
+                Asking::InputRequired => return Ok(GetPromptResponse::InputRequired(self.seal.ask(&asked, &binding))),
+                Asking::Cannot(why) => {
+                    return Err(input_error(InputError::CannotAsk { needed: asked.describe(), why }));
+                }
+                Asking::Elicitation(peer) => peer,
+            };
+            rounds += 1;
+            if rounds > input::MAX_ELICITATION_ROUNDS {
+                return Err(input_error(InputError::TooManyRounds));
+            }
+            let responses = input::elicit(peer, &asked).await.map_err(input_error)?;
+            let Answers::Complete(answers) = asked.answers(Some(&responses)).map_err(input_error)? else {
+                unreachable!("elicit answers every form");
+            };
+            check_argument_size(&request.name, &arguments, plugin.limits(), input::input_bytes(&answers))?;
+            input = Some(answers);
+        }
     }
 
     /// Answers a `completion/complete`: resolves the prompt, checks the
@@ -147,7 +256,7 @@ impl PromptServer {
         );
         let argument = &request.argument;
         let typed = provider::Argument { name: argument.name.clone(), value: argument.value.clone() };
-        check_argument_size(&reference.name, context.iter().chain([&typed]), plugin.limits())?;
+        check_argument_size(&reference.name, context.iter().chain([&typed]), plugin.limits(), 0)?;
         let started = metrics::call_started();
         let completion = plugin.complete(&entry.declared_name, &argument.name, &argument.value, &context).await;
         metrics::call_finished(plugin.id(), metrics::Method::Complete, error::outcome(&completion), started);
@@ -191,8 +300,8 @@ impl ServerHandler for PromptServer {
         let _in_flight = metrics::request_started();
         let name = request.name.clone();
         let span = request_span(&context);
-        let result = self.get_prompt_result(request).instrument(span.clone()).await;
-        span.in_scope(|| result.map(GetPromptResponse::Complete).map_err(|error| log_failure("prompts/get", &name, error)))
+        let result = self.get_prompt_response(request, Asking::of(&context)).instrument(span.clone()).await;
+        span.in_scope(|| result.map_err(|error| log_failure("prompts/get", &name, error)))
     }
 
     async fn complete(
@@ -456,13 +565,16 @@ fn unknown_prompt(snapshot: &Snapshot, name: &str) -> RequestError {
     RequestError::UnknownPrompt { name: name.to_string(), closest: snapshot.catalog().closest(name).map(str::to_string) }
 }
 
-/// Refuses arguments larger in all than the owning plugin accepts.
+/// Refuses arguments (and `answers_bytes` of answers to forms) larger in
+/// all than the owning plugin accepts.
 fn check_argument_size<'a>(
     prompt: &str,
     arguments: impl IntoIterator<Item = &'a provider::Argument>,
     limits: &Limits,
+    answers_bytes: usize,
 ) -> Result<(), RequestError> {
-    let bytes: usize = arguments.into_iter().map(|argument| argument.name.len() + argument.value.len()).sum();
+    let bytes: usize =
+        arguments.into_iter().map(|argument| argument.name.len() + argument.value.len()).sum::<usize>() + answers_bytes;
     if bytes > limits.max_argument_bytes {
         return Err(RequestError::ArgumentsTooLarge { prompt: prompt.to_string(), bytes, limit: limits.max_argument_bytes });
     }

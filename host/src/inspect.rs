@@ -32,6 +32,12 @@ pub struct Report {
     /// Empty when the file did not compile.
     pub imports: Vec<String>,
     pub exports: Vec<String>,
+    /// The version of the prompt-host:prompts WIT package the plugin
+    /// targets (`0.2.0`), as its export names it, when it exports the
+    /// provider interface at all.
+    pub wit_version: Option<String>,
+    /// What the pack says it is (0.2 packs), as it said it.
+    pub pack: Option<PackDescription>,
     /// How long compiling (or reading it from the compiled cache) took,
     /// when it compiled.
     pub compile_ms: Option<f64>,
@@ -72,6 +78,33 @@ pub struct ArgumentCompletions {
     /// Why completing it failed, if it did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+}
+
+/// What a pack says it is (`describe-pack`, WIT 0.2).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PackDescription {
+    pub name: String,
+    pub version: String,
+    pub description: Option<String>,
+    pub authors: Vec<String>,
+    pub license: Option<String>,
+    pub homepage: Option<String>,
+    pub repository: Option<String>,
+}
+
+impl From<crate::bindings::provider_v0_2::PackInfo> for PackDescription {
+    fn from(info: crate::bindings::provider_v0_2::PackInfo) -> Self {
+        PackDescription {
+            name: info.name,
+            version: info.version,
+            description: info.description,
+            authors: info.authors,
+            license: info.license,
+            homepage: info.homepage,
+            repository: info.repository,
+        }
+    }
 }
 
 /// The cost of listing a plugin's prompts, against its limits.
@@ -118,6 +151,8 @@ pub async fn inspect(path: &Path, config: &ServeConfig) -> Result<Report, LoadFa
         size_bytes: source.bytes.len(),
         imports: Vec::new(),
         exports: Vec::new(),
+        wit_version: None,
+        pack: None,
         compile_ms: None,
         from_cache: false,
         listing: None,
@@ -141,8 +176,12 @@ pub async fn inspect(path: &Path, config: &ServeConfig) -> Result<Report, LoadFa
         report.from_cache = compiled.origin == Origin::Cache;
         report.imports = loader::import_names(&sandbox, &compiled.component);
         report.exports = loader::export_names(&sandbox, &compiled.component);
+        report.wit_version = report.exports.iter().find_map(|export| {
+            export.strip_prefix(crate::bindings::PROVIDER_INTERFACE)?.strip_prefix('@').map(str::to_string)
+        });
     }
     report.listing = trace.listing.map(ListingCost::from);
+    report.pack = trace.info.map(PackDescription::from);
     report.signature = trace.signature.take();
     let prompts = match &loaded {
         Ok(plugin) => plugin.prompts(),

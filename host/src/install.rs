@@ -35,7 +35,7 @@ pub struct Installation<'a> {
 pub enum InstallError {
     #[error("the config file names no plugin directory ([server] plugins): packs are installed there")]
     NoPluginDirectory,
-    #[error("the config file names no pack store")]
+    #[error("packs are installed only with a config file (--config FILE): the lockfile and the pack store are beside it")]
     NoStore,
     #[error(transparent)]
     Registry(#[from] DistributionError),
@@ -86,11 +86,12 @@ pub enum Updated {
 }
 
 impl<'a> Installation<'a> {
-    /// The installation the config file at `config_path` describes.
-    pub fn new(config: &'a ServeConfig, config_path: &Path) -> Result<Installation<'a>, InstallError> {
+    /// The installation a config file describes.
+    pub fn new(config: &'a ServeConfig) -> Result<Installation<'a>, InstallError> {
         let plugins_dir = config.plugins_dir.clone().ok_or(InstallError::NoPluginDirectory)?;
         let store = config.pack_store.clone().ok_or(InstallError::NoStore)?;
-        Ok(Installation { config, plugins_dir, lockfile: Lockfile::path_for(config_path), store: PackStore::new(store) })
+        let lockfile = config.lockfile.clone().ok_or(InstallError::NoStore)?;
+        Ok(Installation { config, plugins_dir, lockfile, store: PackStore::new(store) })
     }
 
     fn client(&self) -> Result<RegistryClient, InstallError> {

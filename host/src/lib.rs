@@ -9,6 +9,8 @@
 //! - [`error`]: request errors and their JSON-RPC codes;
 //! - [`registry`]: the current snapshot of plugins and their catalog;
 //! - [`catalog`]: the merged prompt list, name resolution, pages and cursors;
+//! - [`input`]: input-required prompts: forms as elicitation requests, the
+//!   sealed request state, the answers checked;
 //! - [`convert`]: WIT types to MCP types and back;
 //! - [`plugin`]: a loaded plugin and calls into it;
 //! - [`validate`]: checks on everything a plugin returns;
@@ -19,16 +21,21 @@
 //!   what a pack or a client can make the host log;
 //! - [`metrics`]: the Prometheus metrics and the health state, which every
 //!   module above records into (it depends on none of them);
-//! - [`bindings`]: generated from the WIT package.
+//! - [`bindings`]: generated from the WIT packages (0.1 and 0.2, side by
+//!   side), and the one adapter from 0.2's types into the host's.
 //!
 //! Beside the request path, each depending only on what is listed after it
 //! and on the request path's modules: [`report`] (the `inspect` command's
-//! report as a person reads it), [`inspect`] (that report, built), [`startup`]
-//! (from config to registry, and one plugin for the `get` command), [`watch`]
-//! (the live plugin directory), [`config`], [`bundled`] (the example packs
-//! built in), [`loader`] (from bytes to plugin), [`cache`] (compiled plugins
-//! on disk) and [`scaffold`] (the `new` command: a new pack from
-//! templates).
+//! report as a person reads it), [`inspect`] (that report, built), [`install`]
+//! (packs from registries: add, update, remove, list, publish, sign),
+//! [`startup`] (from config to registry, and one plugin for the `get`
+//! command), [`watch`] (the live plugin directory), [`config`], [`bundled`]
+//! (the example packs built in), [`loader`] (from bytes to plugin, their
+//! signature checked), [`lockfile`] (`prompt-host.lock`), [`pack_store`]
+//! (pulled packs by digest, with their provenance), [`signature`] (which
+//! signatures count, and checking them), [`distribution`] (OCI registries,
+//! every byte bounded), [`cache`] (compiled plugins on disk) and
+//! [`scaffold`] (the `new` command: a new pack from templates).
 
 pub mod bindings;
 pub mod bundled;
@@ -39,6 +46,7 @@ pub mod convert;
 pub mod distribution;
 pub mod error;
 pub mod handler;
+pub mod input;
 pub mod inspect;
 pub mod install;
 pub mod limits;

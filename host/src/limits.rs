@@ -9,8 +9,8 @@
 //! The sandbox enforces the limits on execution (fuel, deadline, memory,
 //! captured output, concurrent calls); `validate` enforces the limits on what
 //! a plugin hands back (prompt count, catalog size, reply size, message
-//! count, string size); the handler enforces the limit on what a client hands
-//! in (argument size).
+//! count, string size, forms and their state); the handler enforces the limit
+//! on what a client hands in (argument size, answers to forms included).
 
 use std::time::Duration;
 
@@ -197,6 +197,18 @@ declare_limits! {
     max_argument_bytes: usize = 1024 KiB as max_argument_kib, 1..=MAX_MIB << 10;
     table: "bytes of the arguments of one request"
         => "-32602, before the pack runs";
+
+    /// Bytes of all the forms of one input-required answer together (keys,
+    /// messages, field names, titles, descriptions, choices, defaults).
+    max_form_bytes: usize = 64 KiB as max_form_kib, 1..=MAX_MIB << 10;
+    table: "bytes of the forms of one input-required answer (0.2 packs)"
+        => "-32603 `... returned an invalid reply ...: its forms are 70000 bytes, more than the limit of 65536`";
+
+    /// Bytes of the state a pack hands back with its forms, which the
+    /// client carries (sealed) to the next round.
+    max_input_state_bytes: usize = 16 KiB as max_input_state_kib, 0..=MAX_MIB << 10;
+    table: "bytes of the state a pack returns with its forms (0.2 packs)"
+        => "-32603, naming the limit; a client's `requestState` longer than the largest the host seals is refused -32602 before it is read";
 
     /// Bytes of stdout and of stderr kept from one call, for the log.
     output_capture_bytes: usize = 16 KiB as output_capture_kib, 0..=MAX_MIB << 10;

@@ -15,8 +15,9 @@ use std::time::{Duration, Instant};
 use sha2::{Digest, Sha256};
 use wasmtime::component::Component;
 
-use crate::bindings::{PROVIDER_INTERFACE, PromptPackPre, provider};
+use crate::bindings::{PROVIDER_INTERFACE, PackPre, WitVersion, provider, provider_v0_2};
 use crate::cache::{CompiledCache, Origin};
+use crate::lockfile::Lockfile;
 use crate::pack_store::PackStore;
 use crate::plugin::Plugin;
 use crate::signature::{self, SignatureError, SignaturePolicy, Verified};
@@ -24,15 +25,18 @@ use crate::limits::Limits;
 use crate::sandbox::{CallFailure, CallQuota, CallState, CallUsage, PrepareError, Sandbox};
 use crate::validate::{self, Answer, Problem};
 
-/// The versions of the provider interface this host accepts: any 0.1.x (a
-/// 0.y release is compatible within y).
-const ACCEPTED_VERSIONS: &str = "@0.1.";
-
 /// The versions of the WIT package this host accepts, for people:
-/// "prompt-host:prompts 0.1.x".
+/// "prompt-host:prompts 0.1.x or 0.2.x" (a 0.y release is compatible within
+/// y; see [`WitVersion::ACCEPTED`]).
 pub fn accepted_wit_versions() -> String {
     let package = PROVIDER_INTERFACE.split_once('/').map_or(PROVIDER_INTERFACE, |(package, _)| package);
-    format!("{package} {}x", ACCEPTED_VERSIONS.trim_start_matches('@'))
+    format!("{package} {}", accepted_versions())
+}
+
+/// "0.1.x or 0.2.x".
+fn accepted_versions() -> String {
+    let versions: Vec<String> = WitVersion::ACCEPTED.iter().map(|version| format!("{version}.x")).collect();
+    versions.join(" or ")
 }
 
 /// The bytes of a plugin and where they came from.
@@ -43,6 +47,9 @@ pub struct PluginSource {
     /// Where the bytes came from, for messages: a path, or "bundled".
     pub origin: String,
     pub bytes: Vec<u8>,
+    /// A Sigstore bundle beside the file (`NAME.wasm.sigstore.json`): its
+    /// signature, for a pack that did not come from a registry.
+    pub bundle: Option<Vec<u8>>,
 }
 
 impl PluginSource {
@@ -53,7 +60,10 @@ impl PluginSource {
             origin: origin.clone(),
             error: LoadError::Read(error.to_string()),
         })?;
-        Ok(PluginSource { id: plugin_id(path), origin, bytes })
+        let bundle_path = PathBuf::from(format!("{}{}", path.display(), signature::BUNDLE_SUFFIX));
+        let bundle = signature::read_bundle(&bundle_path)
+            .map_err(|error| LoadFailure { origin: origin.clone(), error: LoadError::Provenance(error) })?;
+        Ok(PluginSource { id: plugin_id(path), origin, bytes, bundle })
     }
 }
 
@@ -90,6 +100,9 @@ pub struct PluginSettings {
     pub signatures: SignaturePolicy,
     /// Where the provenance of packs pulled from registries is kept.
     pub pack_store: Option<PathBuf>,
+    /// `prompt-host.lock`: a pack installed from a registry must be the
+    /// bytes it records.
+    pub lockfile: Option<PathBuf>,
 }
 
 /// Why a plugin could not be loaded. Each says what is wrong; [`LoadError::hint`]
@@ -104,9 +117,9 @@ pub enum LoadError {
     CoreModule,
     #[error("not a valid WebAssembly component: {0}")]
     Invalid(String),
-    #[error("does not export {PROVIDER_INTERFACE} (it exports: {exports})")]
+    #[error("does not export {PROVIDER_INTERFACE} (version {}; it exports: {exports})", accepted_versions())]
     WrongWorld { exports: String },
-    #[error("is built against version {found} of the prompt-host:prompts WIT package, and this host accepts 0.1.x")]
+    #[error("is built against version {found} of the prompt-host:prompts WIT package, and this host accepts {}", accepted_versions())]
     UnsupportedVersion { found: String },
     #[error("imports what the host does not provide: {}", .0.join(", "))]
     UnsatisfiedImports(Vec<String>),
@@ -120,6 +133,8 @@ pub enum LoadError {
     PinMismatch { pinned: String, actual: String },
     #[error("it is not pinned, and the configuration requires every plugin to be pinned (plugins.NAME.sha256)")]
     NotPinned,
+    #[error("it is not the pack installed from {reference}: its SHA-256 is {actual}, and prompt-host.lock records {locked}")]
+    NotInstalledBytes { reference: String, locked: String, actual: String },
     #[error("signature refused: {0}")]
     Signature(SignatureError),
     #[error("its provenance cannot be read: {0}")]
@@ -179,6 +194,10 @@ impl LoadError {
                  plugins.NAME.public_keys): ask its publisher which key signs it"
             }
             LoadError::Provenance(_) => "install it again with `prompt-host update NAME`",
+            LoadError::NotInstalledBytes { .. } => {
+                "the file was changed after it was installed: `prompt-host update NAME` puts the installed pack back, \
+                 `prompt-host remove NAME` forgets it"
+            }
         })
     }
 
@@ -267,6 +286,8 @@ pub struct LoadTrace {
     /// The prompts as declared, when they failed validation (a loaded
     /// plugin holds its own).
     pub invalid_prompts: Vec<provider::Prompt>,
+    /// What a 0.2 pack said it is, when it said it.
+    pub info: Option<provider_v0_2::PackInfo>,
     /// Who signed it, when a trusted key did.
     pub signature: Option<Verified>,
 }
@@ -319,7 +340,8 @@ impl Loader {
     ) -> Result<Plugin, LoadError> {
         let digest = digest(&source.bytes);
         check_pin(&digest, &settings)?;
-        trace.signature = check_signature(&digest, &settings)?;
+        check_installed(&source.id, &digest, &settings)?;
+        trace.signature = check_signature(&digest, &source, &settings)?;
         let started = Instant::now();
         let (component, origin) = self.compile(&source.id, &source.bytes, &digest).await?;
         trace.compiled = Some(Compiled { component: component.clone(), took: started.elapsed(), origin });
@@ -336,14 +358,17 @@ impl Loader {
         };
         let outcome = listed.as_ref().map_or_else(CallFailure::kind, |_| crate::metrics::OK);
         crate::metrics::listed(&source.id, outcome, listing.elapsed());
-        let (prompts, usage) = listed.map_err(|failure| LoadError::List(validate::call_failure(failure)))?;
+        let (prompts, info, usage) = listed.map_err(|failure| LoadError::List(validate::call_failure(failure)))?;
         trace.listing = Some(usage);
-        let problems = validate::prompt_definitions(&prompts, &settings.limits);
+        trace.info = info.clone();
+        let mut problems = info.as_ref().map(validate::pack_info).unwrap_or_default();
+        problems.extend(validate::prompt_definitions(&prompts, &settings.limits));
         if !problems.is_empty() {
             trace.invalid_prompts = prompts;
             return Err(LoadError::Definitions(problems));
         }
-        Ok(Plugin::new(source.id, digest, settings.prefix, prompts, settings.limits, quota, pre, self.sandbox.clone()))
+        let plugin = Plugin::new(source.id, digest, settings.prefix, prompts, settings.limits, quota, pre, self.sandbox.clone());
+        Ok(plugin.with_info(info))
     }
 
     /// Checks that the bytes are a component, then takes its compiled form
@@ -416,15 +441,36 @@ impl Loader {
     }
 }
 
-/// Checks the signature of the bytes with SHA-256 `digest` against the
-/// plugin's policy, from the provenance the pack store keeps for exactly
-/// those bytes: who signed them, if a trusted key did.
-fn check_signature(digest: &str, settings: &PluginSettings) -> Result<Option<Verified>, LoadError> {
+/// Refuses bytes other than those `prompt-host.lock` records for the plugin,
+/// when it was installed from a registry: the lockfile is read at each load,
+/// so `add`, `update` and `remove` take effect without a restart.
+fn check_installed(id: &str, digest: &str, settings: &PluginSettings) -> Result<(), LoadError> {
+    let Some(path) = &settings.lockfile else { return Ok(()) };
+    let lockfile = Lockfile::read(path).map_err(|error| LoadError::Provenance(error.to_string()))?;
+    match lockfile.get(id) {
+        Some(locked) if locked.sha256 != digest => Err(LoadError::NotInstalledBytes {
+            reference: locked.reference.clone(),
+            locked: locked.sha256.clone(),
+            actual: digest.to_string(),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// Checks the signature of `source`'s bytes (SHA-256 `digest`) against the
+/// plugin's policy: from the provenance the pack store keeps for exactly
+/// those bytes (a pack from a registry), else from the Sigstore bundle beside
+/// its file. Returns who signed them, if a trusted signer did.
+fn check_signature(digest: &str, source: &PluginSource, settings: &PluginSettings) -> Result<Option<Verified>, LoadError> {
     let provenance = match &settings.pack_store {
         Some(dir) => PackStore::new(dir.clone()).provenance(digest).map_err(LoadError::Provenance)?,
         None => None,
     };
-    signature::check_at_load(digest, provenance.as_ref(), &settings.signatures).map_err(LoadError::Signature)
+    let checked = match (&provenance, &source.bundle) {
+        (None, Some(bundle)) => signature::check_bundle(&source.bytes, bundle, &settings.signatures),
+        (provenance, _) => signature::check_at_load(digest, provenance.as_ref(), &settings.signatures),
+    };
+    checked.map_err(LoadError::Signature)
 }
 
 /// Refuses bytes that do not match the plugin's pinned digest, and unpinned
@@ -441,22 +487,18 @@ fn check_pin(digest: &str, settings: &PluginSettings) -> Result<(), LoadError> {
 
 /// Links a compiled component, telling a component of another world apart
 /// from one that needs imports the host lacks.
-pub fn prepare(sandbox: &Sandbox, component: &Component) -> Result<PromptPackPre<CallState>, LoadError> {
+pub fn prepare(sandbox: &Sandbox, component: &Component) -> Result<PackPre<CallState>, LoadError> {
     let exports = export_names(sandbox, component);
-    let unversioned = PROVIDER_INTERFACE.split_once('@').map_or(PROVIDER_INTERFACE, |(name, _)| name);
-    let provider = exports.iter().find_map(|name| name.strip_prefix(unversioned));
-    if let Some(version) = provider
-        && !version.starts_with(ACCEPTED_VERSIONS)
-    {
-        let found = version.trim_start_matches('@');
-        let found = if found.is_empty() { "(none)" } else { found };
-        return Err(LoadError::UnsupportedVersion { found: found.to_string() });
-    }
-    if provider.is_none() {
+    let Some(found) = exports.iter().find_map(|name| name.strip_prefix(PROVIDER_INTERFACE)) else {
         let exports = if exports.is_empty() { "nothing".to_string() } else { exports.join(", ") };
         return Err(LoadError::WrongWorld { exports });
-    }
-    sandbox.prepare(component).map_err(|error| match error {
+    };
+    let found = found.trim_start_matches('@');
+    let Some(version) = WitVersion::of(found) else {
+        let found = if found.is_empty() { "(none)" } else { found };
+        return Err(LoadError::UnsupportedVersion { found: found.to_string() });
+    };
+    sandbox.prepare(component, version).map_err(|error| match error {
         PrepareError::Compile(message) => LoadError::Invalid(message),
         PrepareError::Link(message) => {
             let unsatisfied: Vec<String> =

@@ -16,7 +16,7 @@
 //! It is written whole, through a temporary file and a rename, so a reader
 //! never sees half of it.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
@@ -60,11 +60,6 @@ pub struct LockfileError {
 }
 
 impl Lockfile {
-    /// The lockfile for the config file at `config`.
-    pub fn path_for(config: &Path) -> PathBuf {
-        config.parent().unwrap_or(Path::new("")).join(LOCKFILE_NAME)
-    }
-
     /// Reads the lockfile; a missing one is empty.
     pub fn read(path: &Path) -> Result<Lockfile, LockfileError> {
         let error = |problem: String| LockfileError { path: path.display().to_string(), problem };

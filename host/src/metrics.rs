@@ -57,11 +57,16 @@ impl Method {
 /// kind its error data names (`error::failure_kind`, `CallFailure::kind`).
 pub const OK: &str = "ok";
 
+/// The outcome of a `prompts/get` the plugin answered by asking for input
+/// (a 0.2 pack's forms).
+pub const INPUT_REQUIRED: &str = "input-required";
+
 /// The outcomes a call can end in, each counted without a lookup in the
 /// crate's label map (see [`PluginSeries`]). Another `&'static str` is still
 /// counted, through the map.
-const OUTCOMES: [&str; 12] = [
+const OUTCOMES: [&str; 13] = [
     OK,
+    INPUT_REQUIRED,
     "invalid-arguments",
     "not-found",
     "internal",

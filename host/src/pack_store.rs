@@ -12,10 +12,10 @@
 //! from the bytes up to a trusted key ([`crate::signature::check_at_load`]).
 //! A changed file is no longer found, or no longer matches.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::signature::{MAX_PROVENANCE_BYTES, Provenance};
+use crate::signature::{Provenance, read_bounded};
 
 /// A pack store in a directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,18 +54,7 @@ impl PackStore {
     /// record.
     pub fn provenance(&self, sha256: &str) -> Result<Option<Provenance>, String> {
         let path = self.provenance_path(sha256);
-        let file = match std::fs::File::open(&path) {
-            Ok(file) => file,
-            Err(missing) if missing.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(error) => return Err(format!("cannot read {}: {error}", path.display())),
-        };
-        let mut text = Vec::new();
-        file.take(MAX_PROVENANCE_BYTES + 1)
-            .read_to_end(&mut text)
-            .map_err(|error| format!("cannot read {}: {error}", path.display()))?;
-        if text.len() as u64 > MAX_PROVENANCE_BYTES {
-            return Err(format!("{} is larger than the {MAX_PROVENANCE_BYTES} bytes a record may have", path.display()));
-        }
+        let Some(text) = read_bounded(&path)? else { return Ok(None) };
         serde_json::from_slice(&text).map(Some).map_err(|error| format!("{} is not a provenance record: {error}", path.display()))
     }
 }
@@ -85,6 +74,7 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::signature::MAX_PROVENANCE_BYTES;
 
     #[test]
     fn a_record_is_found_by_the_components_digest_and_bounded() {
@@ -102,6 +92,6 @@ mod tests {
         assert_eq!(std::fs::read(store.wasm_path("ab")).unwrap(), b"\0asm");
         std::fs::write(dir.path().join("sha256/ab.provenance.json"), vec![b' '; MAX_PROVENANCE_BYTES as usize + 1]).unwrap();
         let error = store.provenance("ab").unwrap_err();
-        assert!(error.ends_with("is larger than the 1048576 bytes a record may have"), "{error}");
+        assert!(error.ends_with("is larger than the 1048576 bytes it may have"), "{error}");
     }
 }

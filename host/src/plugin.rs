@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use crate::bindings::{PromptPackPre, provider};
+use crate::bindings::{PackPre, PromptAnswer, WitVersion, provider, provider_v0_2};
 use crate::limits::Limits;
 use crate::sandbox::{CallFailure, CallQuota, CallState, Sandbox};
 use crate::validate::{self, Answer};
@@ -17,8 +17,10 @@ pub struct Plugin {
     limits: Limits,
     /// How many of its calls may run at once: its share of the sandbox.
     quota: CallQuota,
-    pre: PromptPackPre<CallState>,
+    pre: PackPre<CallState>,
     sandbox: Arc<Sandbox>,
+    /// What the pack says it is (0.2 packs), validated.
+    info: Option<provider_v0_2::PackInfo>,
 }
 
 /// Why a call into a plugin did not produce a usable answer. Every message
@@ -58,10 +60,20 @@ impl Plugin {
         prompts: Vec<provider::Prompt>,
         limits: Limits,
         quota: CallQuota,
-        pre: PromptPackPre<CallState>,
+        pre: PackPre<CallState>,
         sandbox: Arc<Sandbox>,
     ) -> Plugin {
-        Plugin { id, digest, prefix, prompts, limits, quota, pre, sandbox }
+        Plugin { id, digest, prefix, prompts, limits, quota, pre, sandbox, info: None }
+    }
+
+    /// The plugin, with what it says it is.
+    pub(crate) fn with_info(self, info: Option<provider_v0_2::PackInfo>) -> Plugin {
+        Plugin { info, ..self }
+    }
+
+    /// What the pack says it is: its name, version, authors... (0.2 packs).
+    pub fn info(&self) -> Option<&provider_v0_2::PackInfo> {
+        self.info.as_ref()
     }
 
     /// The plugin's name: its file name without `.wasm`.
@@ -84,6 +96,11 @@ impl Plugin {
         &self.prompts
     }
 
+    /// The version of the WIT package the plugin targets.
+    pub fn wit_version(&self) -> WitVersion {
+        self.pre.version()
+    }
+
     /// The limits each call into this plugin runs under.
     pub fn limits(&self) -> &Limits {
         &self.limits
@@ -94,18 +111,24 @@ impl Plugin {
     }
 
     /// Runs the plugin's `get-prompt` for its prompt `prompt` (the name it
-    /// declared), and checks the reply.
+    /// declared), with the answers to the forms it asked for, if any, and
+    /// checks its answer.
     pub async fn get_prompt(
         &self,
         prompt: &str,
         arguments: &[provider::Argument],
-    ) -> Result<provider::PromptReply, PluginError> {
+        input: Option<&provider_v0_2::Input>,
+    ) -> Result<PromptAnswer, PluginError> {
         let budget = validate::copy_budget(Answer::Reply, &self.limits);
         let instance = self.sandbox.instantiate(&self.pre, &self.limits, budget, &self.quota, &self.id).await;
-        let answer = instance.map_err(|f| self.failed(f))?.get_prompt(prompt, arguments).await;
-        let reply = answer.map_err(|f| self.failed(f))?.map_err(|e| self.prompt_error(prompt, e))?;
-        validate::reply(&reply, &self.limits).map_err(|problem| self.invalid_reply(prompt, problem))?;
-        Ok(reply)
+        let answer = instance.map_err(|f| self.failed(f))?.get_prompt(prompt, arguments, input).await;
+        let answer = answer.map_err(|f| self.failed(f))?.map_err(|e| self.prompt_error(prompt, e))?;
+        match &answer {
+            PromptAnswer::Reply(reply) => validate::reply(reply, &self.limits),
+            PromptAnswer::InputRequired(input) => validate::input_required(input, &self.limits),
+        }
+        .map_err(|problem| self.invalid_reply(prompt, problem))?;
+        Ok(answer)
     }
 
     /// Runs the plugin's `complete` for an argument of its prompt `prompt`.

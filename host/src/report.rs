@@ -18,11 +18,30 @@ impl fmt::Display for Report {
         writeln!(f, "  size      {} bytes", grouped(self.size_bytes as u64))?;
         writeln!(f, "  sha256    {}", self.sha256)?;
         if let Some(signature) = &self.signature {
-            writeln!(f, "  signed    by {}, manifest {}", signature.signer, signature.manifest_digest)?;
+            writeln!(f, "  signed    {signature}")?;
         }
         for (label, names) in [("exports", &self.exports), ("imports", &self.imports)] {
             if !names.is_empty() {
                 writeln!(f, "  {label:<9} {}", wrapped(names, "\n            "))?;
+            }
+        }
+        if let Some(version) = &self.wit_version {
+            writeln!(f, "  wit       prompt-host:prompts {version}")?;
+        }
+        if let Some(pack) = &self.pack {
+            // All of it the pack's own words: shown as a terminal cannot take it for a command.
+            writeln!(f, "  pack      {} {}", printable(&pack.name), printable(&pack.version))?;
+            let fields = [
+                ("about", pack.description.clone()),
+                ("authors", (!pack.authors.is_empty()).then(|| pack.authors.join(", "))),
+                ("license", pack.license.clone()),
+                ("homepage", pack.homepage.clone()),
+                ("source", pack.repository.clone()),
+            ];
+            for (label, value) in fields {
+                if let Some(value) = value {
+                    writeln!(f, "    {label:<8} {}", printable(&value))?;
+                }
             }
         }
         match self.compile_ms {

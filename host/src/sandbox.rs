@@ -28,7 +28,7 @@ use wasmtime::{
 };
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
-use crate::bindings::{PromptPack, PromptPackPre, provider};
+use crate::bindings::{Pack, PackPre, PromptAnswer, WitVersion, from_v0_2, provider, provider_v0_2, v0_1, v0_2};
 use crate::log_budget::{Admission, LogBudget, LogWindow};
 use crate::limits::Limits;
 
@@ -273,13 +273,17 @@ impl Sandbox {
     }
 
     /// Links a component against the WASI the host provides and checks that
-    /// it exports the prompt-provider interface.
-    pub fn prepare(&self, component: &Component) -> Result<PromptPackPre<CallState>, PrepareError> {
+    /// it exports the prompt-provider interface of `version`.
+    pub fn prepare(&self, component: &Component, version: WitVersion) -> Result<PackPre<CallState>, PrepareError> {
         let instance_pre = self
             .linker
             .instantiate_pre(component)
             .map_err(|e| PrepareError::Link(format!("{e:#}")))?;
-        PromptPackPre::new(instance_pre).map_err(|e| PrepareError::Link(format!("{e:#}")))
+        let link_error = |e: wasmtime::Error| PrepareError::Link(format!("{e:#}"));
+        Ok(match version {
+            WitVersion::V0_1 => PackPre::V0_1(v0_1::PromptPackPre::new(instance_pre).map_err(link_error)?),
+            WitVersion::V0_2 => PackPre::V0_2(v0_2::PromptPackPre::new(instance_pre).map_err(link_error)?),
+        })
     }
 
     /// Instantiates a fresh instance of a prepared component, under `limits`,
@@ -289,7 +293,7 @@ impl Sandbox {
     /// the plugin in the log lines of what it printed.
     pub async fn instantiate(
         &self,
-        pre: &PromptPackPre<CallState>,
+        pre: &PackPre<CallState>,
         limits: &Limits,
         copy_budget: usize,
         quota: &CallQuota,
@@ -381,7 +385,11 @@ impl Sandbox {
             _running: RunningCall::start(&self.running),
             output_log: self.output_log.clone(),
         };
-        let result = tokio::time::timeout(limits.deadline, pre.instantiate_async(&mut instance.store)).await;
+        let store = &mut instance.store;
+        let result = match pre {
+            PackPre::V0_1(pre) => tokio::time::timeout(limits.deadline, pre.instantiate_async(store)).await.map(|r| r.map(Pack::V0_1)),
+            PackPre::V0_2(pre) => tokio::time::timeout(limits.deadline, pre.instantiate_async(store)).await.map(|r| r.map(Pack::V0_2)),
+        };
         instance.pack = Some(instance.settle(result, false)?);
         Ok(instance)
     }
@@ -390,7 +398,7 @@ impl Sandbox {
 /// One fresh instance of a plugin, for one call.
 pub struct Instance {
     store: Store<CallState>,
-    pack: Option<PromptPack>,
+    pack: Option<Pack>,
     limits: Limits,
     copy_budget: usize,
     max_wasm_stack: usize,
@@ -405,7 +413,7 @@ pub struct Instance {
 }
 
 impl Instance {
-    fn take_pack(&mut self) -> PromptPack {
+    fn take_pack(&mut self) -> Pack {
         self.pack.take().expect("an Instance is handed out instantiated, and makes one call")
     }
 
@@ -413,24 +421,58 @@ impl Instance {
         self.limits.deadline.saturating_sub(self.started.elapsed())
     }
 
-    /// Calls the plugin's `list-prompts`, and says what the call cost.
-    pub async fn list_prompts(mut self) -> Result<(Vec<provider::Prompt>, CallUsage), CallFailure> {
-        let (pack, remaining) = (self.take_pack(), self.remaining());
-        let call = pack.prompt_host_prompts_prompt_provider().call_list_prompts(&mut self.store);
-        let result = tokio::time::timeout(remaining, call).await;
-        let prompts = self.settle(result, true)?;
-        Ok((prompts, self.usage()))
+    /// Calls the plugin's `list-prompts` (after `describe-pack`, for a 0.2
+    /// pack, in the same instance and within the same deadline), and says
+    /// what the calls cost.
+    pub async fn list_prompts(
+        mut self,
+    ) -> Result<(Vec<provider::Prompt>, Option<provider_v0_2::PackInfo>, CallUsage), CallFailure> {
+        let pack = self.take_pack();
+        let (prompts, info) = match pack {
+            Pack::V0_1(pack) => {
+                let remaining = self.remaining();
+                let call = pack.prompt_host_prompts_prompt_provider().call_list_prompts(&mut self.store);
+                let result = tokio::time::timeout(remaining, call).await;
+                (self.settle(result, true)?, None)
+            }
+            Pack::V0_2(pack) => {
+                let provider = pack.prompt_host_prompts_prompt_provider();
+                let remaining = self.remaining();
+                let call = provider.call_describe_pack(&mut self.store);
+                let result = tokio::time::timeout(remaining, call).await;
+                let info = self.settle(result, false)?;
+                let remaining = self.remaining();
+                let call = provider.call_list_prompts(&mut self.store);
+                let result = tokio::time::timeout(remaining, call).await;
+                (from_v0_2::prompts(self.settle(result, true)?), Some(info))
+            }
+        };
+        Ok((prompts, info, self.usage()))
     }
 
-    /// Calls the plugin's `get-prompt`.
+    /// Calls the plugin's `get-prompt`, with the answers to the forms it
+    /// asked for, if any (`input`; only a 0.2 pack asks, so a 0.1 pack
+    /// never gets any).
     pub async fn get_prompt(
         mut self,
         name: &str,
         arguments: &[provider::Argument],
-    ) -> Result<Result<provider::PromptReply, provider::PromptError>, CallFailure> {
+        input: Option<&provider_v0_2::Input>,
+    ) -> Result<Result<PromptAnswer, provider::PromptError>, CallFailure> {
         let (pack, remaining) = (self.take_pack(), self.remaining());
-        let call = pack.prompt_host_prompts_prompt_provider().call_get_prompt(&mut self.store, name, arguments);
-        let result = tokio::time::timeout(remaining, call).await;
+        let store = &mut self.store;
+        let result = match pack {
+            Pack::V0_1(pack) => {
+                let call = pack.prompt_host_prompts_prompt_provider().call_get_prompt(store, name, arguments);
+                tokio::time::timeout(remaining, call).await.map(|r| r.map(|answer| answer.map(PromptAnswer::Reply)))
+            }
+            Pack::V0_2(pack) => {
+                let arguments = from_v0_2::arguments(arguments);
+                let call = pack.prompt_host_prompts_prompt_provider().call_get_prompt(store, name, &arguments, input);
+                let result = tokio::time::timeout(remaining, call).await;
+                result.map(|r| r.map(|answer| answer.map(from_v0_2::answer).map_err(from_v0_2::error)))
+            }
+        };
         self.settle(result, true)
     }
 
@@ -443,8 +485,19 @@ impl Instance {
         context: &[provider::Argument],
     ) -> Result<Result<provider::Completion, provider::PromptError>, CallFailure> {
         let (pack, remaining) = (self.take_pack(), self.remaining());
-        let call = pack.prompt_host_prompts_prompt_provider().call_complete(&mut self.store, prompt, argument, value, context);
-        let result = tokio::time::timeout(remaining, call).await;
+        let store = &mut self.store;
+        let result = match pack {
+            Pack::V0_1(pack) => {
+                let call = pack.prompt_host_prompts_prompt_provider().call_complete(store, prompt, argument, value, context);
+                tokio::time::timeout(remaining, call).await
+            }
+            Pack::V0_2(pack) => {
+                let context = from_v0_2::arguments(context);
+                let call = pack.prompt_host_prompts_prompt_provider().call_complete(store, prompt, argument, value, &context);
+                let result = tokio::time::timeout(remaining, call).await;
+                result.map(|r| r.map(|answer| answer.map(from_v0_2::completion).map_err(from_v0_2::error)))
+            }
+        };
         self.settle(result, true)
     }
 

@@ -20,6 +20,10 @@ use sigstore::crypto::{CosignVerificationKey, Signature, SigningScheme};
 
 use crate::distribution::{self, CosignSignature};
 
+pub mod keyless;
+
+pub use keyless::{Identity, TrustedRoot};
+
 /// What a plugin's signature must be.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SignaturePolicy {
@@ -27,6 +31,30 @@ pub struct SignaturePolicy {
     pub required: bool,
     /// The keys whose signatures are accepted.
     pub keys: Vec<TrustedKey>,
+    /// The identities whose keyless signatures are accepted, and the trusted
+    /// root they are checked against.
+    pub keyless: Option<Keyless>,
+}
+
+/// What keyless signatures are checked against.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Keyless {
+    pub root: std::sync::Arc<TrustedRoot>,
+    /// Never empty: there is no match-anything default.
+    pub identities: Vec<Identity>,
+}
+
+impl SignaturePolicy {
+    /// Whether the policy can check a signature at all.
+    fn has_signers(&self) -> bool {
+        !self.keys.is_empty() || self.keyless.is_some()
+    }
+
+    fn signers(&self) -> Vec<String> {
+        let keys = self.keys.iter().map(|key| key.name.clone());
+        let identities = self.keyless.iter().flat_map(|keyless| keyless.identities.iter().map(Identity::to_string));
+        keys.chain(identities).collect()
+    }
 }
 
 /// A public key the configuration trusts (cosign's `cosign.pub`, PEM).
@@ -59,16 +87,54 @@ pub struct Provenance {
     pub signatures: Vec<CosignSignature>,
 }
 
-/// The most bytes a provenance record may have on disk.
+/// The most bytes a provenance record, or a Sigstore bundle beside a pack,
+/// may have on disk.
 pub const MAX_PROVENANCE_BYTES: u64 = 1 << 20;
+
+/// What a Sigstore bundle beside a pack file is named after it:
+/// `acme.wasm.sigstore.json`.
+pub const BUNDLE_SUFFIX: &str = ".sigstore.json";
+
+/// Reads the file at `path`, at most [`MAX_PROVENANCE_BYTES`]; `None` if
+/// there is none.
+pub fn read_bounded(path: &std::path::Path) -> Result<Option<Vec<u8>>, String> {
+    use std::io::Read;
+    let file = match std::fs::File::open(path) {
+        Ok(file) => file,
+        Err(missing) if missing.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(error) => return Err(format!("cannot read {}: {error}", path.display())),
+    };
+    let mut bytes = Vec::new();
+    file.take(MAX_PROVENANCE_BYTES + 1).read_to_end(&mut bytes).map_err(|error| format!("cannot read {}: {error}", path.display()))?;
+    if bytes.len() as u64 > MAX_PROVENANCE_BYTES {
+        return Err(format!("{} is larger than the {MAX_PROVENANCE_BYTES} bytes it may have", path.display()));
+    }
+    Ok(Some(bytes))
+}
+
+/// The Sigstore bundle beside a pack file, if there is one.
+pub fn read_bundle(path: &std::path::Path) -> Result<Option<Vec<u8>>, String> {
+    read_bounded(path)
+}
 
 /// A signature that was checked, and whose it is.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Verified {
-    /// The key that made it, as the configuration names it.
+    /// The key that made it, as the configuration names it, or the
+    /// identity and issuer of a keyless signature.
     pub signer: String,
-    /// The manifest digest it signs.
-    pub manifest_digest: String,
+    /// What it signs: a manifest's digest (a pack from a registry), or the
+    /// pack file's (a Sigstore bundle beside it).
+    pub digest: String,
+    /// Whether a Sigstore bundle beside the file carried it.
+    pub from_bundle: bool,
+}
+
+impl std::fmt::Display for Verified {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let signed = if self.from_bundle { "the file, by its Sigstore bundle" } else { "manifest" };
+        write!(f, "by {}, {signed} {}", self.signer, self.digest)
+    }
 }
 
 /// Why a pack's signature is not accepted.
@@ -76,14 +142,17 @@ pub struct Verified {
 pub enum SignatureError {
     #[error("it has no signature, and the configuration requires one")]
     Unsigned,
-    #[error("the configuration requires a signature but names no key to check it with (signatures.public_keys)")]
+    #[error(
+        "the configuration requires a signature but names no key or identity to check it with \
+         (signatures.public_keys, signatures.identities)"
+    )]
     NoKeys,
     #[error("its bytes (sha256 {actual}) are not the ones its signed manifest names ({expected})")]
     NotTheSignedBytes { expected: String, actual: String },
     #[error("its provenance record is damaged: {0}")]
     Damaged(String),
-    #[error("no signature of {manifest_digest} is by a trusted key ({}): {}", .keys.join(", "), .problems.join("; "))]
-    Untrusted { manifest_digest: String, keys: Vec<String>, problems: Vec<String> },
+    #[error("no signature of {manifest_digest} is by a trusted signer ({}): {}", .signers.join(", "), .problems.join("; "))]
+    Untrusted { manifest_digest: String, signers: Vec<String>, problems: Vec<String> },
 }
 
 /// Checks the signatures of the manifest with `manifest_digest` against the
@@ -95,7 +164,7 @@ pub fn verify(
     signatures: &[CosignSignature],
     policy: &SignaturePolicy,
 ) -> Result<Option<Verified>, SignatureError> {
-    if policy.keys.is_empty() {
+    if !policy.has_signers() {
         return if policy.required { Err(SignatureError::NoKeys) } else { Ok(None) };
     }
     if signatures.is_empty() {
@@ -104,33 +173,54 @@ pub fn verify(
     let mut problems = Vec::new();
     for (index, signature) in signatures.iter().enumerate() {
         let number = index + 1;
-        let payload = match decode(&signature.payload) {
-            Some(payload) => payload,
-            None => {
-                problems.push(format!("signature {number}: its payload is not base64"));
-                continue;
-            }
-        };
-        let Some(key) = policy.keys.iter().find(|key| signed_by(key, signature, &payload)) else {
-            problems.push(format!("signature {number} is not by a trusted key"));
-            continue;
-        };
-        match serde_json::from_slice::<SimpleSigning>(&payload) {
-            Ok(signed) if signed.critical.image.docker_manifest_digest == manifest_digest => {
-                return Ok(Some(Verified { signer: key.name.clone(), manifest_digest: manifest_digest.to_string() }));
-            }
-            Ok(signed) => problems.push(format!(
-                "signature {number} (by {}) signs {:?}, another manifest",
-                key.name, signed.critical.image.docker_manifest_digest
-            )),
-            Err(error) => problems.push(format!("signature {number}: its payload is not cosign's simple signing: {error}")),
+        match signer(signature, policy, manifest_digest) {
+            Ok(signer) => return Ok(Some(Verified { signer, digest: manifest_digest.to_string(), from_bundle: false })),
+            Err(problem) => problems.push(format!("signature {number} {problem}")),
         }
     }
-    Err(SignatureError::Untrusted {
-        manifest_digest: manifest_digest.to_string(),
-        keys: policy.keys.iter().map(|key| key.name.clone()).collect(),
-        problems,
-    })
+    Err(SignatureError::Untrusted { manifest_digest: manifest_digest.to_string(), signers: policy.signers(), problems })
+}
+
+/// Who made `signature`, if a signer the policy trusts did and it signs
+/// `manifest_digest`; else what is wrong with it, to follow "signature N".
+fn signer(signature: &CosignSignature, policy: &SignaturePolicy, manifest_digest: &str) -> Result<String, String> {
+    let payload = decode(&signature.payload).ok_or("has a payload that is not base64")?;
+    let signer = match &signature.certificate {
+        Some(certificate) => {
+            let keyless = policy.keyless.as_ref().ok_or("is keyless, and the configuration names no trusted root (signatures.trusted_root)")?;
+            let bundle = signature.bundle.as_deref().ok_or("is keyless but has no transparency log bundle")?;
+            let chain = match &signature.chain {
+                Some(chain) => keyless::certificates_from_pem(chain).map_err(|error| format!("is keyless, and {error}"))?,
+                None => Vec::new(),
+            };
+            let certificate = keyless::certificates_from_pem(certificate)
+                .map_err(|error| format!("is keyless, and {error}"))?
+                .into_iter()
+                .next()
+                .ok_or("is keyless but its certificate is empty")?;
+            let evidence = keyless::KeylessSignature {
+                certificate,
+                chain,
+                signed: &payload,
+                signature: &signature.signature,
+                log_entry: keyless::LogEntry::from_cosign_bundle(bundle).map_err(|error| format!("is keyless, and {error}"))?,
+            };
+            keyless::verify(&keyless.root, &keyless.identities, &evidence).map_err(|error| format!("is keyless, and {error}"))?.to_string()
+        }
+        None => policy
+            .keys
+            .iter()
+            .find(|key| signed_by(key, signature, &payload))
+            .map(|key| key.name.clone())
+            .ok_or("is not by a trusted key")?,
+    };
+    let signed: SimpleSigning =
+        serde_json::from_slice(&payload).map_err(|error| format!("has a payload that is not cosign's simple signing: {error}"))?;
+    let named = &signed.critical.image.docker_manifest_digest;
+    if named != manifest_digest {
+        return Err(format!("(by {signer}) signs {named:?}, another manifest"));
+    }
+    Ok(signer)
 }
 
 /// Checks the component with SHA-256 `digest` (hex) at load: that the
@@ -189,6 +279,155 @@ pub fn sign(docker_reference: &str, manifest_digest: &str, key_pem: &[u8], passw
     Ok((payload, base64::engine::general_purpose::STANDARD.encode(signature)))
 }
 
+/// A Sigstore bundle (v0.3, as `cosign sign-blob --new-bundle-format`
+/// writes it), the parts used.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SigstoreBundle {
+    media_type: String,
+    verification_material: VerificationMaterial,
+    message_signature: MessageSignature,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct VerificationMaterial {
+    certificate: Option<RawBytes>,
+    x509_certificate_chain: Option<CertificateChain>,
+    #[serde(default)]
+    tlog_entries: Vec<TlogEntry>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawBytes {
+    raw_bytes: String,
+}
+
+#[derive(Deserialize)]
+struct CertificateChain {
+    certificates: Vec<RawBytes>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct TlogEntry {
+    log_index: String,
+    log_id: LogId,
+    integrated_time: String,
+    inclusion_promise: Option<InclusionPromise>,
+    canonicalized_body: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct LogId {
+    key_id: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct InclusionPromise {
+    signed_entry_timestamp: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct MessageSignature {
+    message_digest: MessageDigest,
+    signature: String,
+}
+
+#[derive(Deserialize)]
+struct MessageDigest {
+    algorithm: String,
+    digest: String,
+}
+
+/// Checks the Sigstore bundle beside a pack file (`bundle`, its JSON)
+/// against the policy: its signature must be of exactly `bytes`, by a
+/// trusted key or (keyless) by an allowed identity. Returns who signed them;
+/// `None` when the policy can check no signature and requires none.
+pub fn check_bundle(bytes: &[u8], bundle: &[u8], policy: &SignaturePolicy) -> Result<Option<Verified>, SignatureError> {
+    if !policy.has_signers() {
+        return if policy.required { Err(SignatureError::NoKeys) } else { Ok(None) };
+    }
+    let damaged = |why: String| SignatureError::Damaged(format!("its Sigstore bundle ({BUNDLE_SUFFIX}) {why}"));
+    let bundle: SigstoreBundle = serde_json::from_slice(bundle).map_err(|error| damaged(format!("cannot be read: {error}")))?;
+    if !bundle.media_type.starts_with("application/vnd.dev.sigstore.bundle") {
+        return Err(damaged(format!("has the media type {:?}, not a Sigstore bundle's", bundle.media_type)));
+    }
+    let digest = distribution::sha256_digest(bytes);
+    let message = &bundle.message_signature;
+    let signed_digest = decode(&message.message_digest.digest).map(|raw| format!("sha256:{}", hex(&raw)));
+    if message.message_digest.algorithm != "SHA2_256" || signed_digest.as_deref() != Some(digest.as_str()) {
+        return Err(SignatureError::NotTheSignedBytes { expected: signed_digest.unwrap_or_default(), actual: digest });
+    }
+    let material = &bundle.verification_material;
+    let certificate = material
+        .certificate
+        .as_ref()
+        .or_else(|| material.x509_certificate_chain.as_ref().and_then(|chain| chain.certificates.first()));
+    let signer = match certificate {
+        Some(certificate) => {
+            let keyless = policy
+                .keyless
+                .as_ref()
+                .ok_or_else(|| untrusted(&digest, policy, "is keyless, and the configuration names no trusted root (signatures.trusted_root)"))?;
+            let entry = material.tlog_entries.first().ok_or_else(|| untrusted(&digest, policy, "is keyless but has no transparency log entry"))?;
+            let log_entry = keyless::LogEntry {
+                body: entry.canonicalized_body.clone(),
+                integrated_time: entry.integrated_time.parse().map_err(|_| damaged("has an integratedTime that is not a number".into()))?,
+                log_id: decode(&entry.log_id.key_id).map(|raw| hex(&raw)).ok_or_else(|| damaged("has a log id that is not base64".into()))?,
+                log_index: entry.log_index.parse().map_err(|_| damaged("has a logIndex that is not a number".into()))?,
+                signed_entry_timestamp: entry
+                    .inclusion_promise
+                    .as_ref()
+                    .map(|promise| promise.signed_entry_timestamp.clone())
+                    .ok_or_else(|| untrusted(&digest, policy, "is keyless but its log entry has no signed timestamp (inclusionPromise)"))?,
+            };
+            let chain = material
+                .x509_certificate_chain
+                .iter()
+                .flat_map(|chain| chain.certificates.iter().skip(1))
+                .map(|certificate| decode(&certificate.raw_bytes).ok_or_else(|| damaged("has a certificate that is not base64".into())))
+                .collect::<Result<Vec<_>, _>>()?;
+            let evidence = keyless::KeylessSignature {
+                certificate: decode(&certificate.raw_bytes).ok_or_else(|| damaged("has a certificate that is not base64".into()))?,
+                chain,
+                signed: bytes,
+                signature: &message.signature,
+                log_entry,
+            };
+            keyless::verify(&keyless.root, &keyless.identities, &evidence)
+                .map_err(|error| untrusted(&digest, policy, &format!("is keyless, and {error}")))?
+                .to_string()
+        }
+        None => {
+            let signature = CosignSignature { signature: message.signature.clone(), ..CosignSignature::default() };
+            policy
+                .keys
+                .iter()
+                .find(|key| signed_by(key, &signature, bytes))
+                .map(|key| key.name.clone())
+                .ok_or_else(|| untrusted(&digest, policy, "is not by a trusted key"))?
+        }
+    };
+    Ok(Some(Verified { signer, digest, from_bundle: true }))
+}
+
+fn untrusted(digest: &str, policy: &SignaturePolicy, problem: &str) -> SignatureError {
+    SignatureError::Untrusted {
+        manifest_digest: digest.to_string(),
+        signers: policy.signers(),
+        problems: vec![format!("the bundle's signature {problem}")],
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
 fn signed_by(key: &TrustedKey, signature: &CosignSignature, payload: &[u8]) -> bool {
     CosignVerificationKey::try_from_pem(key.pem.as_bytes())
         .and_then(|verifier| verifier.verify_signature(Signature::Base64Encoded(signature.signature.as_bytes()), payload))
@@ -228,7 +467,7 @@ mod tests {
     }
 
     fn sign(signer: &SigStoreSigner, payload: &[u8]) -> CosignSignature {
-        CosignSignature { payload: B64.encode(payload), signature: B64.encode(signer.sign(payload).unwrap()) }
+        CosignSignature { payload: B64.encode(payload), signature: B64.encode(signer.sign(payload).unwrap()), ..CosignSignature::default() }
     }
 
     fn digest(byte: char) -> String {
@@ -236,7 +475,7 @@ mod tests {
     }
 
     fn policy(keys: Vec<TrustedKey>) -> SignaturePolicy {
-        SignaturePolicy { required: true, keys }
+        SignaturePolicy { required: true, keys, keyless: None }
     }
 
     #[test]
@@ -244,7 +483,7 @@ mod tests {
         let (signer, key) = signer();
         let signature = sign(&signer, &payload(&digest('a')));
         let verified = verify(&digest('a'), &[signature], &policy(vec![key])).unwrap();
-        assert_eq!(verified, Some(Verified { signer: "acme.pub".into(), manifest_digest: digest('a') }));
+        assert_eq!(verified, Some(Verified { signer: "acme.pub".into(), digest: digest('a'), from_bundle: false }));
     }
 
     #[test]
@@ -259,7 +498,7 @@ mod tests {
         assert_eq!(
             error.to_string(),
             format!(
-                "no signature of {} is by a trusted key (acme.pub): signature 1 (by acme.pub) signs {:?}, another manifest; \
+                "no signature of {} is by a trusted signer (acme.pub): signature 1 (by acme.pub) signs {:?}, another manifest; \
                  signature 2 is not by a trusted key; signature 3 is not by a trusted key",
                 digest('a'),
                 digest('b')
@@ -272,7 +511,7 @@ mod tests {
         let (_, key) = signer();
         assert_eq!(verify(&digest('a'), &[], &policy(vec![key.clone()])), Err(SignatureError::Unsigned));
         assert_eq!(verify(&digest('a'), &[], &policy(vec![])), Err(SignatureError::NoKeys));
-        let optional = SignaturePolicy { required: false, keys: vec![key] };
+        let optional = SignaturePolicy { required: false, keys: vec![key], keyless: None };
         assert_eq!(verify(&digest('a'), &[], &optional), Ok(None));
         assert_eq!(check_at_load("00", None, &optional), Ok(None));
         assert_eq!(check_at_load("00", None, &policy(vec![])), Err(SignatureError::Unsigned));

@@ -1,6 +1,7 @@
 //! What a pack may hand back, checked in one place, per WIT return type:
-//! its prompt definitions (at load), a `get-prompt` reply, a completion, and
-//! an error or panic message. Each bound is derived from the pack's
+//! its prompt definitions (at load), a `get-prompt` reply or (0.2) its
+//! input-required forms and state, a completion, and an error or panic
+//! message. Each bound is derived from the pack's
 //! [`Limits`], and so is the copy budget ([`copy_budget`]) that the sandbox
 //! gives each call, so the host never copies much more out of a pack than
 //! the largest answer it would accept.
@@ -12,7 +13,7 @@ use std::collections::HashSet;
 
 use unicode_properties::{GeneralCategory, UnicodeGeneralCategory};
 
-use crate::bindings::provider;
+use crate::bindings::{provider, provider_v0_2};
 use crate::limits::Limits;
 use crate::sandbox::CallFailure;
 
@@ -45,6 +46,13 @@ const COPY_ALLOWANCE_PER_PROMPT: usize = 4 << 10;
 /// Room, per answer, for what is not counted per item.
 const COPY_ALLOWANCE: usize = 64 << 10;
 
+/// The most forms one input-required answer may hold.
+pub const MAX_FORMS: usize = 8;
+/// The most fields one form may hold.
+pub const MAX_FORM_FIELDS: usize = 32;
+/// The most choices one enum field may offer.
+pub const MAX_ENUM_CHOICES: usize = 100;
+
 /// The calls into a pack, by what they return.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Answer {
@@ -63,7 +71,11 @@ pub enum Answer {
 pub fn copy_budget(answer: Answer, limits: &Limits) -> usize {
     let (content, structure) = match answer {
         Answer::Definitions => (limits.max_catalog_bytes, limits.max_prompts.saturating_mul(COPY_ALLOWANCE_PER_PROMPT)),
-        Answer::Reply => (limits.max_reply_bytes, limits.max_messages.saturating_mul(COPY_ALLOWANCE_PER_MESSAGE)),
+        // A reply, or forms and their state.
+        Answer::Reply => (
+            limits.max_reply_bytes.max(limits.max_form_bytes.saturating_add(limits.max_input_state_bytes)),
+            limits.max_messages.max(MAX_FORMS * MAX_FORM_FIELDS).saturating_mul(COPY_ALLOWANCE_PER_MESSAGE),
+        ),
         // Values are counted by their bytes; the room per answer covers a
         // few thousand of them.
         Answer::Completion => (limits.max_reply_bytes, 0),
@@ -202,6 +214,118 @@ pub fn completion(completion: &provider::Completion, limits: &Limits) -> Result<
         return Err(format!("its values are {total} bytes in all, more than the limit of {}", limits.max_reply_bytes));
     }
     Ok(())
+}
+
+/// Checks a 0.2 pack's input-required answer: at most [`MAX_FORMS`] forms
+/// of at most [`MAX_FORM_FIELDS`] fields, every key and field name usable
+/// and unique where it must be, every enum's choices unique and its default
+/// among them, the forms' bytes in all and the state within the limits.
+pub fn input_required(input: &provider_v0_2::InputRequired, limits: &Limits) -> Result<(), String> {
+    use provider_v0_2::FieldKind;
+    let count = |what: &str, found: usize, max: usize| match found {
+        0 => Err(format!("{what}: none, and at least one is needed")),
+        found if found > max => Err(format!("{what}: {found}, more than the limit of {max}")),
+        _ => Ok(()),
+    };
+    count("forms", input.forms.len(), MAX_FORMS)?;
+    if input.state.len() > limits.max_input_state_bytes {
+        return Err(format!(
+            "its state is {} bytes, more than the limit of {}",
+            input.state.len(),
+            limits.max_input_state_bytes
+        ));
+    }
+    let optional = |text: &Option<String>| text.as_ref().map_or(0, String::len);
+    let mut bytes = 0;
+    let mut keys = HashSet::new();
+    for form in &input.forms {
+        let at = format!("form {:?}", form.key);
+        usable_name(&form.key).map_err(|(problem, _)| format!("{at}: key {problem}"))?;
+        if !keys.insert(form.key.as_str()) {
+            return Err(format!("{at}: asked for more than once"));
+        }
+        count(&format!("{at}: fields"), form.fields.len(), MAX_FORM_FIELDS)?;
+        bytes += form.key.len() + form.message.len();
+        let mut names = HashSet::new();
+        for field in &form.fields {
+            let at = format!("{at}, field {:?}", field.name);
+            usable_name(&field.name).map_err(|(problem, _)| format!("{at}: name {problem}"))?;
+            if !names.insert(field.name.as_str()) {
+                return Err(format!("{at}: declared more than once"));
+            }
+            bytes += field.name.len() + optional(&field.title) + optional(&field.description);
+            match &field.kind {
+                FieldKind::String(default) => bytes += optional(default),
+                FieldKind::Number(Some(default)) if !default.is_finite() => {
+                    return Err(format!("{at}: default {default} is not a finite number"));
+                }
+                FieldKind::Number(_) | FieldKind::Integer(_) | FieldKind::Boolean(_) => {}
+                FieldKind::Enum(choices) => {
+                    count(&format!("{at}: choices"), choices.choices.len(), MAX_ENUM_CHOICES)?;
+                    let mut seen = HashSet::new();
+                    if let Some(duplicate) = choices.choices.iter().find(|choice| !seen.insert(choice.as_str())) {
+                        return Err(format!("{at}: choice {duplicate:?} offered more than once"));
+                    }
+                    if let Some(default) = &choices.default
+                        && !seen.contains(default.as_str())
+                    {
+                        return Err(format!("{at}: default {default:?} is not one of its choices"));
+                    }
+                    bytes += choices.choices.iter().map(String::len).sum::<usize>() + optional(&choices.default);
+                }
+            }
+        }
+    }
+    if bytes > limits.max_form_bytes {
+        return Err(format!("its forms are {bytes} bytes, more than the limit of {}", limits.max_form_bytes));
+    }
+    Ok(())
+}
+
+/// The most bytes of one string of a pack's description (`pack-info`).
+pub const MAX_PACK_INFO_FIELD_BYTES: usize = 1 << 10;
+/// The most authors a pack may name.
+pub const MAX_PACK_AUTHORS: usize = 16;
+
+const HINT_PACK_INFO: &str = "describe-pack: keep each string within 1 KiB, name at most 16 authors, give name and \
+     version without whitespace, and homepage and repository as https: URLs";
+
+/// Checks what a 0.2 pack says it is: every string at most
+/// [`MAX_PACK_INFO_FIELD_BYTES`], at most [`MAX_PACK_AUTHORS`] authors, a
+/// name and a version a person can read back (as names are), and a homepage
+/// and repository that are `https:` or `http:` URLs. Returns every problem;
+/// a pack with any is not loaded.
+pub fn pack_info(info: &provider_v0_2::PackInfo) -> Vec<Problem> {
+    let mut problems = Vec::new();
+    let mut report = |problem: String| problems.push(Problem { problem, hint: Some(HINT_PACK_INFO) });
+    let optional = [("description", &info.description), ("license", &info.license), ("homepage", &info.homepage), ("repository", &info.repository)];
+    let strings = [("name", Some(&info.name)), ("version", Some(&info.version))]
+        .into_iter()
+        .chain(optional.iter().map(|(field, value)| (*field, value.as_ref())))
+        .chain(info.authors.iter().map(|author| ("author", Some(author))));
+    for (field, value) in strings {
+        if let Some(value) = value
+            && value.len() > MAX_PACK_INFO_FIELD_BYTES
+        {
+            report(format!("pack {field} is {} bytes, more than the limit of {MAX_PACK_INFO_FIELD_BYTES}", value.len()));
+        }
+    }
+    if info.authors.len() > MAX_PACK_AUTHORS {
+        report(format!("pack names {} authors, more than the limit of {MAX_PACK_AUTHORS}", info.authors.len()));
+    }
+    for (field, value) in [("name", &info.name), ("version", &info.version)] {
+        if let Err((problem, _)) = usable_name(value) {
+            report(format!("pack {field} {problem}"));
+        }
+    }
+    for (field, value) in [("homepage", &info.homepage), ("repository", &info.repository)] {
+        let Some(value) = value else { continue };
+        match url::Url::parse(value) {
+            Ok(url) if matches!(url.scheme(), "https" | "http") => {}
+            _ => report(format!("pack {field} {value:?} is not an https: or http: URL")),
+        }
+    }
+    problems
 }
 
 /// The bytes of every string in one prompt definition.
@@ -472,7 +596,7 @@ mod tests {
     #[test]
     fn copy_budgets_cover_the_largest_valid_answer_and_little_more() {
         let limits = Limits::default();
-        assert_eq!(copy_budget(Answer::Reply, &limits), (8 << 20) + 100 * 1024 + (64 << 10));
+        assert_eq!(copy_budget(Answer::Reply, &limits), (8 << 20) + 256 * 1024 + (64 << 10));
         assert_eq!(copy_budget(Answer::Completion, &limits), (8 << 20) + (64 << 10));
         assert_eq!(copy_budget(Answer::Definitions, &limits), (1 << 20) + 1000 * 4096 + (64 << 10));
         // However small the limits, an error message fits before it is cut.
@@ -517,6 +641,107 @@ mod tests {
         let mut long = text_reply(&["abc"]);
         long.description = Some("abcdef".into());
         assert_eq!(reply(&long, &limits), Err("description is 6 bytes, more than the limit of 5".into()));
+    }
+
+    fn form_field(name: &str, kind: provider_v0_2::FieldKind) -> provider_v0_2::FormField {
+        provider_v0_2::FormField { name: name.into(), title: None, description: None, kind, required: true }
+    }
+
+    fn forms(keys_and_fields: Vec<(&str, Vec<provider_v0_2::FormField>)>) -> provider_v0_2::InputRequired {
+        provider_v0_2::InputRequired {
+            forms: keys_and_fields
+                .into_iter()
+                .map(|(key, fields)| provider_v0_2::Form { key: key.into(), message: "m".into(), fields })
+                .collect(),
+            state: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn input_required_answers_are_held_to_their_rules_and_limits() {
+        use provider_v0_2::{EnumField, FieldKind};
+        let limits = Limits { max_form_bytes: 20, max_input_state_bytes: 4, ..Limits::default() };
+        let text = || form_field("a", FieldKind::String(None));
+        assert_eq!(input_required(&forms(vec![("k", vec![text()])]), &limits), Ok(()));
+        assert_eq!(input_required(&forms(vec![]), &limits), Err("forms: none, and at least one is needed".into()));
+        let nine = (0..9).map(|_| ("k", vec![text()])).collect();
+        assert_eq!(input_required(&forms(nine), &limits), Err("forms: 9, more than the limit of 8".into()));
+        assert_eq!(
+            input_required(&forms(vec![("k", vec![])]), &limits),
+            Err("form \"k\": fields: none, and at least one is needed".into())
+        );
+        assert_eq!(
+            input_required(&forms(vec![("k", vec![text()]), ("k", vec![text()])]), &limits),
+            Err("form \"k\": asked for more than once".into())
+        );
+        assert_eq!(
+            input_required(&forms(vec![("k", vec![text(), text()])]), &limits),
+            Err("form \"k\", field \"a\": declared more than once".into())
+        );
+        assert_eq!(
+            input_required(&forms(vec![("two words", vec![text()])]), &limits),
+            Err("form \"two words\": key contains ' ', and names may hold no whitespace or control characters".into())
+        );
+        let choices = |choices: &[&str], default: Option<&str>| {
+            FieldKind::Enum(EnumField {
+                choices: choices.iter().map(|c| c.to_string()).collect(),
+                default: default.map(str::to_string),
+            })
+        };
+        assert_eq!(
+            input_required(&forms(vec![("k", vec![form_field("e", choices(&["x", "x"], None))])]), &limits),
+            Err("form \"k\", field \"e\": choice \"x\" offered more than once".into())
+        );
+        assert_eq!(
+            input_required(&forms(vec![("k", vec![form_field("e", choices(&["x"], Some("y")))])]), &limits),
+            Err("form \"k\", field \"e\": default \"y\" is not one of its choices".into())
+        );
+        assert_eq!(
+            input_required(&forms(vec![("k", vec![form_field("e", choices(&[], None))])]), &limits),
+            Err("form \"k\", field \"e\": choices: none, and at least one is needed".into())
+        );
+        assert_eq!(
+            input_required(&forms(vec![("k", vec![form_field("n", FieldKind::Number(Some(f64::NAN)))])]), &limits),
+            Err("form \"k\", field \"n\": default NaN is not a finite number".into())
+        );
+        let mut long = text();
+        long.description = Some("d".repeat(20));
+        assert_eq!(
+            input_required(&forms(vec![("k", vec![long])]), &limits),
+            Err("its forms are 23 bytes, more than the limit of 20".into())
+        );
+        let mut stateful = forms(vec![("k", vec![text()])]);
+        stateful.state = vec![0; 5];
+        assert_eq!(input_required(&stateful, &limits), Err("its state is 5 bytes, more than the limit of 4".into()));
+    }
+
+    #[test]
+    fn what_a_pack_says_it_is_is_held_to_its_rules() {
+        let info = |name: &str, homepage: Option<&str>, authors: usize| provider_v0_2::PackInfo {
+            name: name.into(),
+            version: "1.0.0".into(),
+            description: None,
+            authors: vec!["a".into(); authors],
+            license: None,
+            homepage: homepage.map(str::to_string),
+            repository: None,
+        };
+        assert_eq!(pack_info(&info("pack", Some("https://example.com"), 16)), []);
+        let problems: Vec<String> = pack_info(&info("two words", Some("file:///etc/passwd"), 17))
+            .into_iter()
+            .map(|problem| problem.problem)
+            .collect();
+        assert_eq!(
+            problems,
+            [
+                "pack names 17 authors, more than the limit of 16",
+                "pack name contains ' ', and names may hold no whitespace or control characters",
+                "pack homepage \"file:///etc/passwd\" is not an https: or http: URL",
+            ]
+        );
+        let mut long = info("pack", None, 0);
+        long.description = Some("d".repeat(MAX_PACK_INFO_FIELD_BYTES + 1));
+        assert_eq!(pack_info(&long)[0].problem, "pack description is 1025 bytes, more than the limit of 1024");
     }
 
     #[test]

@@ -61,8 +61,9 @@ struct Loaded {
     /// The settings each serving plugin was loaded with, by name, so that a
     /// configuration change reloads the plugins it concerns.
     settings: HashMap<String, PluginSettings>,
-    /// The digest of the last bytes that failed to load, by name, so that
-    /// the same bad file is reported once, not at every rescan.
+    /// The digest of the last bytes that failed to load (and of the Sigstore
+    /// bundle beside them), by name, so that the same bad file is reported
+    /// once, not at every rescan.
     failed: HashMap<String, String>,
     /// The `[plugins.NAME]` sections already reported as matching no file.
     unmatched: BTreeSet<String>,
@@ -180,9 +181,15 @@ impl PluginDirectory {
             let digest = loader::digest(&source.bytes);
             let unchanged = loaded.plugins.get(&source.id).is_some_and(|plugin| plugin.digest() == digest)
                 && loaded.settings.get(&source.id) == Some(&config.plugin_settings(&source.id));
-            let known_bad = loaded.failed.get(&source.id) == Some(&digest);
+            // A failure is remembered with the bundle beside the file: a bundle
+            // added or replaced later is a new attempt.
+            let attempt = match &source.bundle {
+                Some(bundle) => format!("{digest}+{}", loader::digest(bundle)),
+                None => digest,
+            };
+            let known_bad = loaded.failed.get(&source.id) == Some(&attempt);
             if !unchanged && !known_bad {
-                to_load.push((source, digest));
+                to_load.push((source, attempt));
             }
         }
 
@@ -200,6 +207,9 @@ impl PluginDirectory {
                 plugin = %id.escape_debug(),
                 prompts = plugin.prompts().len(),
                 sha256 = &plugin.digest()[..12],
+                wit = plugin.wit_version().as_str(),
+                // What the pack says it is: its own words, escaped.
+                pack = ?plugin.info().map(|info| format!("{} {}", info.name, info.version)),
                 "plugin {}",
                 if loaded.plugins.contains_key(&id) { "replaced" } else { "loaded" }
             );

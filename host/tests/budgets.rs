@@ -8,9 +8,10 @@ use serde_json::{Value, json};
 use support::{Server, built_plugin, only_text, plugin_dir, serve_plugins};
 
 /// The copy budget of a `get-prompt` under the default limits: the 8 MiB
-/// reply limit, 1 KiB for each of the 100 messages a reply may hold, and
-/// 64 KiB for the rest (validate::copy_budget).
-const REPLY_COPY_BUDGET: u64 = (8 << 20) + 100 * 1024 + (64 << 10);
+/// reply limit, 1 KiB for each of the 256 form fields an input-required
+/// answer may hold (more than the 100 messages of a reply), and 64 KiB for
+/// the rest (validate::copy_budget).
+const REPLY_COPY_BUDGET: u64 = (8 << 20) + 256 * 1024 + (64 << 10);
 /// The copy budget of a `complete` under the default limits.
 const COMPLETION_COPY_BUDGET: u64 = (8 << 20) + (64 << 10);
 

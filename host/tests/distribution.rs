@@ -322,7 +322,7 @@ fn signatures_are_required_checked_against_the_trusted_key_and_bound_to_the_dige
     assert_eq!(
         refused.trim(),
         format!(
-            "error: {}@{other_digest}: signature refused: no signature of {other_digest} is by a trusted key (cosign.pub): signature 1 is not by a trusted key",
+            "error: {}@{other_digest}: signature refused: no signature of {other_digest} is by a trusted signer (cosign.pub): signature 1 is not by a trusted key",
             signed.registry.reference("acme/other")
         )
     );
@@ -330,7 +330,7 @@ fn signatures_are_required_checked_against_the_trusted_key_and_bound_to_the_dige
     let (wrong, wrong_digest) = signed.publish_signed("code_review", "acme/wrong", "1", Some(&signed.key), &["--wrong-digest"]);
     let refused = site.refused("add", &[&wrong]);
     assert!(
-        refused.contains(&format!("no signature of {wrong_digest} is by a trusted key (cosign.pub): signature 1 (by cosign.pub) signs \"sha256:")),
+        refused.contains(&format!("no signature of {wrong_digest} is by a trusted signer (cosign.pub): signature 1 (by cosign.pub) signs \"sha256:")),
         "{refused}"
     );
     let (corrupt, _) = signed.publish_signed("code_review", "acme/corrupt", "1", Some(&signed.key), &["--corrupt"]);
@@ -352,7 +352,7 @@ fn signatures_are_required_checked_against_the_trusted_key_and_bound_to_the_dige
     tampered.extend_from_slice(b"\0\0\0\0\0\0\0");
     support::install_bytes(&site.path("packs"), &tampered, "good.wasm");
     let log = server.wait_for_stderr("new version not loaded, the previous one keeps serving");
-    assert_eq!(log.matches("signature refused: it has no signature, and the configuration requires one").count(), 2, "{log}");
+    assert!(log.contains(&format!("it is not the pack installed from {good}: its SHA-256 is ")), "{log}");
     assert_eq!(server.list_all_names(), vec!["code_review"]);
     assert_eq!(site.list()[0]["state"], "differs");
 }
@@ -589,4 +589,157 @@ fn a_pack_signed_by_prompt_host_sign_with_a_cosign_key_verifies_here_and_with_op
         .output()
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&verified.stdout).trim(), "Verified OK");
+}
+
+#[test]
+fn keyless_signatures_are_checked_against_the_trusted_root_the_identity_and_the_issuer() {
+    let storage = tempfile::tempdir().unwrap();
+    let registry = Registry::start(storage.path(), &[]);
+    let made = |dir: &str, identity: &str| {
+        tool(&["keyless-ca", "--out", storage.path().join(dir).to_str().unwrap(), "--identity", identity, "--issuer", "https://issuer.example"])
+    };
+    let ours = made("ours", "dev@acme.example");
+    let foreign = made("foreign", "dev@acme.example");
+    let trusting = |identity: &str| {
+        Site::new(&format!(
+            "{}[signatures]\nrequire = true\ntrusted_root = \"{}\"\nidentities = [{{ identity = \"{identity}\", issuer = \"https://issuer.example\" }}]\n",
+            plain(&registry),
+            ours["trusted_root"].as_str().unwrap()
+        ))
+    };
+    let site = trusting("dev@acme.example");
+    let publish_signed = |repository: &str, ca: &Value, extra: &[&str]| {
+        let reference = format!("{}:1", registry.reference(repository));
+        let digest = publish(&site, "code_review", &reference);
+        let mut args = vec![
+            "sign", "--registry", &registry.address, "--repo", repository, "--digest", &digest,
+            "--key", ca["key"].as_str().unwrap(), "--cert", ca["cert"].as_str().unwrap(),
+            "--rekor-key", ours["rekor_key"].as_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        tool(&args);
+        (reference, digest)
+    };
+
+    let (good, good_digest) = publish_signed("keyless/good", &ours, &[]);
+    let said = site.ok("add", &[&good]);
+    assert!(said.contains(&format!("({good_digest}, ")) && said.contains("signed by dev@acme.example (issuer https://issuer.example))"), "{said}");
+    let inspected = prompt_host(&["inspect", site.path("packs/good.wasm").to_str().unwrap(), "--config", &site.config()]);
+    let report = String::from_utf8_lossy(&inspected.stdout);
+    assert!(report.contains(&format!("  signed    by dev@acme.example (issuer https://issuer.example), manifest {good_digest}\n")), "{report}");
+
+    let elsewhere = trusting("ops@acme.example");
+    let refused = elsewhere.refused("add", &[&good]);
+    assert!(
+        refused.contains(&format!(
+            "no signature of {good_digest} is by a trusted signer (ops@acme.example (issuer https://issuer.example)): signature 1 is keyless, and it is signed by dev@acme.example (issuer https://issuer.example), not by an identity the configuration allows (ops@acme.example (issuer https://issuer.example))"
+        )),
+        "{refused}"
+    );
+
+    let (by_foreign_ca, _) = publish_signed("keyless/foreign", &foreign, &[]);
+    let refused = site.refused("add", &[&by_foreign_ca]);
+    assert!(refused.contains("signature 1 is keyless, and its certificate does not chain to a trusted CA for code signing at the time the log recorded"), "{refused}");
+
+    // Logged an hour before the certificate was issued: outside its validity.
+    let an_hour_ago = (std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() - 3600).to_string();
+    let (too_early, _) = publish_signed("keyless/early", &ours, &["--integrated-time", &an_hour_ago]);
+    let refused = site.refused("add", &[&too_early]);
+    assert!(refused.contains("signature 1 is keyless, and its certificate does not chain to a trusted CA for code signing at the time the log recorded"), "{refused}");
+
+    // The log's timestamp must be the log's: one made with another key is refused.
+    let (forged_log, _) = publish_signed("keyless/forged-log", &ours, &["--rekor-key", foreign["rekor_key"].as_str().unwrap()]);
+    let refused = site.refused("add", &[&forged_log]);
+    assert!(refused.contains("signature 1 is keyless, and its transparency log is not one the trusted root names"), "{refused}");
+
+    // There is no match-anything default.
+    let open = Site::new(&format!("{}[signatures]\nrequire = true\ntrusted_root = \"{}\"\n", plain(&registry), ours["trusted_root"].as_str().unwrap()));
+    let refused = open.refused("add", &[&good]);
+    assert!(refused.contains("signatures.trusted_root needs signatures.identities: the identities (and their issuers) whose keyless signatures count; there is no match-anything default"), "{refused}");
+}
+
+#[test]
+fn a_sigstore_bundle_beside_a_file_signs_exactly_that_file_by_key_or_keyless_at_every_load() {
+    let storage = tempfile::tempdir().unwrap();
+    let keys = tool(&["keygen", "--out", storage.path().join("keys").to_str().unwrap()]);
+    let ca = tool(&["keyless-ca", "--out", storage.path().join("ca").to_str().unwrap(), "--identity", "dev@acme.example", "--issuer", "https://issuer.example"]);
+    let site = Site::new(&format!(
+        "[signatures]\nrequire = true\npublic_keys = [\"{}\"]\ntrusted_root = \"{}\"\nidentities = [{{ identity = \"dev@acme.example\", issuer = \"https://issuer.example\" }}]\n",
+        keys["public"].as_str().unwrap(),
+        ca["trusted_root"].as_str().unwrap()
+    ));
+    let packs = site.path("packs");
+    let place = |name: &str, plugin: &str| {
+        let file = packs.join(format!("{name}.wasm"));
+        std::fs::copy(built_plugin(plugin), &file).unwrap();
+        file.to_str().unwrap().to_string()
+    };
+    let by_key = place("by_key", "code_review");
+    tool(&["bundle", "--wasm", &by_key, "--key", keys["private"].as_str().unwrap()]);
+    let keyless = place("keyless", "dev_assistant");
+    tool(&["bundle", "--wasm", &keyless, "--key", ca["key"].as_str().unwrap(), "--cert", ca["cert"].as_str().unwrap(), "--rekor-key", ca["rekor_key"].as_str().unwrap()]);
+    let corrupt = place("corrupt", "code_review");
+    tool(&["bundle", "--wasm", &corrupt, "--key", keys["private"].as_str().unwrap(), "--corrupt"]);
+    let other = place("other", "code_review");
+    tool(&["bundle", "--wasm", &other, "--key", keys["private"].as_str().unwrap(), "--other-file", built_plugin("dev_assistant").to_str().unwrap()]);
+    place("unsigned", "code_review");
+
+    let inspect = |file: &str| {
+        let output = prompt_host(&["inspect", file, "--config", &site.config()]);
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    let file_digest = |plugin: &str| format!("sha256:{}", sha256_of(plugin));
+    assert!(inspect(&by_key).contains(&format!("  signed    by {}, the file, by its Sigstore bundle {}\n", keys["public"].as_str().unwrap(), file_digest("code_review"))));
+    assert!(inspect(&keyless).contains(&format!(
+        "  signed    by dev@acme.example (issuer https://issuer.example), the file, by its Sigstore bundle {}\n",
+        file_digest("dev_assistant")
+    )));
+    let report = inspect(&corrupt);
+    assert!(report.contains("the bundle's signature is not by a trusted key"), "{report}");
+    let report = inspect(&other);
+    assert!(
+        report.contains(&format!("its bytes (sha256 {}) are not the ones its signed manifest names ({})", file_digest("code_review"), file_digest("dev_assistant"))),
+        "{report}"
+    );
+
+    // Served: the two signed packs; the others refused, each with its reason.
+    let mut server = Server::start(&["--config", &site.config()]);
+    assert_eq!(server.list_all_names(), vec!["code_review", "git-commit", "explain-code", "debug-error"]);
+    let log = server.wait_for_stderr("serving 4 prompts from 2 plugins (3 refused)");
+    assert!(log.contains("the bundle's signature is not by a trusted key"), "{log}");
+    assert!(log.contains("signature refused: it has no signature, and the configuration requires one"), "{log}");
+
+    // A bundle added later is tried without a restart.
+    let unsigned = packs.join("unsigned.wasm");
+    tool(&["bundle", "--wasm", unsigned.to_str().unwrap(), "--key", keys["private"].as_str().unwrap()]);
+    server.notification("notifications/prompts/list_changed");
+    let log = server.wait_for_stderr("plugin=unsigned");
+    assert!(log.lines().any(|line| line.contains("plugin loaded") && line.contains("plugin=unsigned")), "{log}");
+}
+
+#[test]
+fn an_installed_pack_changed_on_disk_is_refused_at_load_even_without_a_signature_policy() {
+    let storage = tempfile::tempdir().unwrap();
+    let registry = Registry::start(storage.path(), &[]);
+    let site = Site::new(&plain(&registry));
+    let reference = format!("{}:1", registry.reference("acme/pack"));
+    publish(&site, "code_review", &reference);
+    site.ok("add", &[&reference]);
+    support::install(&site.path("packs"), "dev_assistant", "pack.wasm");
+    let mut server = Server::start(&["--config", &site.config()]);
+    assert_eq!(server.list_all_names(), Vec::<String>::new());
+    let log = server.wait_for_stderr("plugin not loaded");
+    assert!(
+        log.contains(&format!(
+            "it is not the pack installed from {reference}: its SHA-256 is {}, and prompt-host.lock records {}",
+            sha256_of("dev_assistant"),
+            sha256_of("code_review")
+        )),
+        "{log}"
+    );
+    // update puts the installed pack back, and the running server loads it.
+    let said = site.ok("update", &[]);
+    assert!(said.starts_with("restored pack from"), "{said}");
+    server.notification("notifications/prompts/list_changed");
+    assert_eq!(server.list_all_names(), vec!["code_review"]);
 }

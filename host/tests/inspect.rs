@@ -37,6 +37,8 @@ fn a_valid_pack_is_described_as_json() {
     assert_eq!(report["sizeBytes"], std::fs::metadata(&path).unwrap().len());
     assert_eq!(report["sha256"].as_str().unwrap().len(), 64);
     assert_eq!(report["exports"], json!(["prompt-host:prompts/prompt-provider@0.1.0"]));
+    assert_eq!(report["witVersion"], "0.1.0");
+    assert_eq!(report["pack"], json!(null));
     assert!(report["imports"].as_array().unwrap().iter().all(|i| i.as_str().unwrap().starts_with("wasi:")));
     assert_eq!(report["limits"]["fuel"], 500_000_000);
     assert!(report["compileMs"].as_f64().unwrap() > 0.0);
@@ -67,6 +69,7 @@ fn a_valid_pack_is_described_for_people_by_default() {
     assert_eq!(lines[0], "code_review: a prompt pack this host can load");
     assert_eq!(lines[1], format!("  file      {}", path.display()));
     assert!(lines.iter().any(|line| line.starts_with("  exports   prompt-host:prompts/prompt-provider@0.1.0")));
+    assert!(lines.contains(&"  wit       prompt-host:prompts 0.1.0"), "{text}");
     assert!(lines.iter().any(|line| line.starts_with("  compile   ") && line.ends_with(" ms")));
     let listing = lines.iter().find(|line| line.starts_with("  listing   fuel ")).unwrap();
     assert!(listing.contains(" of 500,000,000, memory ") && listing.ends_with(" of 1000 ms"), "{listing}");
@@ -182,7 +185,7 @@ fn a_truncated_component_is_refused() {
 fn a_component_of_another_world_is_refused() {
     assert_refused(
         &built_plugin("wrong_world"),
-        "does not export prompt-host:prompts/prompt-provider@0.1.0 (it exports: fixture:greeter/greet@0.1.0)",
+        "does not export prompt-host:prompts/prompt-provider (version 0.1.x or 0.2.x; it exports: fixture:greeter/greet@0.1.0)",
         Some("build it against the prompt-pack world of the prompt-host WIT package (`prompt-host new` sets that up)"),
     );
 }
@@ -272,7 +275,7 @@ fn a_missing_file_is_refused() {
 fn a_pack_built_against_another_wit_version_is_refused() {
     assert_refused(
         &built_plugin("future_version"),
-        "is built against version 0.2.0 of the prompt-host:prompts WIT package, and this host accepts 0.1.x",
+        "is built against version 0.3.0 of the prompt-host:prompts WIT package, and this host accepts 0.1.x or 0.2.x",
         Some("rebuild it against the WIT package this host ships"),
     );
 }
@@ -398,4 +401,41 @@ fn inspect_shows_what_each_argument_completes_to() {
     assert_eq!(report["completions"].as_array().unwrap().len(), 1, "{report}");
     assert_eq!(report["completions"][0]["prompt"], "d-explain-code");
     assert_eq!(report["completions"][0]["values"].as_array().unwrap()[..3], [json!("bash"), json!("c"), json!("c++")]);
+}
+
+#[test]
+fn inspect_reports_the_wit_version_a_pack_targets() {
+    let (status, report) = json_report(&built_plugin("conformance"));
+    assert_eq!(status, Some(0));
+    assert_eq!(report["witVersion"], "0.2.0");
+    assert_eq!(report["exports"], json!(["prompt-host:prompts/prompt-provider@0.2.0"]));
+    // A 0.2 pack says what it is; a 0.1 pack cannot (see above: no "pack").
+    assert_eq!(
+        report["pack"],
+        json!({
+            "name": "conformance",
+            "version": "0.1.0",
+            "description": "The prompts the official MCP conformance suite asks for",
+            "authors": ["prompt-host developers"],
+            "license": "Apache-2.0",
+            "homepage": null,
+            "repository": "https://github.com/prompt-host/prompt-host"
+        })
+    );
+    let text = String::from_utf8(inspect(&built_plugin("conformance"), &[]).stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let at = lines.iter().position(|line| *line == "  pack      conformance 0.1.0").expect(&text);
+    assert_eq!(
+        lines[at + 1..at + 5],
+        [
+            "    about    The prompts the official MCP conformance suite asks for",
+            "    authors  prompt-host developers",
+            "    license  Apache-2.0",
+            "    source   https://github.com/prompt-host/prompt-host",
+        ]
+    );
+    // One the host refuses still says which version it targets.
+    let (status, report) = json_report(&built_plugin("future_version"));
+    assert_ne!(status, Some(0));
+    assert_eq!(report["witVersion"], "0.3.0");
 }

@@ -314,3 +314,27 @@ fn the_http_listener_answers_health_without_a_session_or_the_token_and_checks_ho
     child.kill().unwrap();
     child.wait().unwrap();
 }
+
+#[test]
+fn a_prompt_that_asks_for_input_is_counted_as_input_required_then_its_answer_as_ok() {
+    let dir = plugin_dir(&["conformance"]);
+    let mut server = Server::spawn(&["--plugins", dir.path().to_str().unwrap(), "--metrics", "127.0.0.1:0"]);
+    let addr = metrics_addr(&server);
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": { "name": "prompt-host-tests", "version": "1.0.0" },
+        "io.modelcontextprotocol/clientCapabilities": { "elicitation": {} }
+    });
+    let prompt = "test_input_required_result_prompt";
+    let asked = server.result("prompts/get", json!({ "name": prompt, "_meta": meta }));
+    assert_eq!(asked["resultType"], "input_required", "{asked}");
+    let state = asked["requestState"].as_str().unwrap();
+    let responses = json!({ "user_context": { "action": "accept", "content": { "context": "tests" } } });
+    let answered =
+        server.result("prompts/get", json!({ "name": prompt, "inputResponses": responses, "requestState": state, "_meta": meta }));
+    assert!(answered["messages"].is_array(), "{answered}");
+    let text = scrape(addr);
+    assert_value(&text, &get_prompt_outcome("conformance", "input-required"), 1.0);
+    assert_value(&text, &get_prompt_outcome("conformance", "ok"), 1.0);
+    assert_promtool_accepts(&text);
+}

@@ -412,7 +412,7 @@ fn files_that_are_not_plugins_are_reported_and_the_rest_served() {
     for expected in [
         format!("{}: not a WebAssembly file: it does not start with the \\0asm magic bytes", path("notes.wasm")),
         format!(
-            "{}: does not export prompt-host:prompts/prompt-provider@0.1.0 (it exports: fixture:greeter/greet@0.1.0)",
+            "{}: does not export prompt-host:prompts/prompt-provider (version 0.1.x or 0.2.x; it exports: fixture:greeter/greet@0.1.0)",
             path("wrong_world.wasm")
         ),
         format!(
@@ -456,7 +456,8 @@ fn the_conformance_fixture_serves_what_the_official_suite_expects() {
             "test_simple_prompt",
             "test_prompt_with_arguments",
             "test_prompt_with_embedded_resource",
-            "test_prompt_with_image"
+            "test_prompt_with_image",
+            "test_input_required_result_prompt"
         ]
     );
     let simple = server.get_prompt("test_simple_prompt", json!({}));

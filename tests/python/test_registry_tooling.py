@@ -269,6 +269,114 @@ def test_keyless_certificate_and_bundle(tmp_path, pack):
         registry.stop()
 
 
+def sigstore_bundle(*args, env=None):
+    """Runs `bundle` and returns (its JSON output, the bundle written)."""
+    made = tool("bundle", *args, env=env)
+    bundle = json.loads(Path(made["bundle"]).read_text())
+    assert bundle["mediaType"] == "application/vnd.dev.sigstore.bundle.v0.3+json"
+    assert list(bundle) == ["mediaType", "verificationMaterial", "messageSignature"]
+    assert bundle["messageSignature"]["messageDigest"]["algorithm"] == "SHA2_256"
+    digest = base64.b64decode(bundle["messageSignature"]["messageDigest"]["digest"])
+    assert made["digest"] == "sha256:" + digest.hex()
+    return made, bundle
+
+
+def der(command, path):
+    """A PEM file's DER, by openssl (`x509` or `pkey -pubin`)."""
+    return subprocess.run(["openssl", *command, "-in", str(path), "-outform", "DER"],
+                          check=True, capture_output=True).stdout
+
+
+def test_sigstore_bundle_with_a_key(tmp_path, pack):
+    keys = tool("keygen", "--out", str(tmp_path / "keys"), env={"COSIGN_PASSWORD": PASSWORD})
+    made, bundle = sigstore_bundle("--wasm", str(pack), "--key", keys["cosign_key"], env={"COSIGN_PASSWORD": PASSWORD})
+    assert made["bundle"] == str(pack) + ".sigstore.json" and made["log_id"] is None
+    assert made["digest"] == "sha256:" + hashlib.sha256(pack.read_bytes()).hexdigest()
+    spki = der(["pkey", "-pubin"], keys["public"])
+    assert bundle["verificationMaterial"] == {
+        "publicKey": {"hint": base64.b64encode(hashlib.sha256(spki).digest()).decode()},
+        "tlogEntries": [],
+    }
+    signature = bundle["messageSignature"]["signature"]
+    assert openssl_verifies(keys["public"], pack.read_bytes(), signature, tmp_path)
+
+    _, corrupt = sigstore_bundle("--wasm", str(pack), "--key", keys["private"], "--corrupt",
+                                 "--out", str(tmp_path / "corrupt.json"))
+    assert corrupt["messageSignature"]["messageDigest"] == bundle["messageSignature"]["messageDigest"]
+    assert not openssl_verifies(keys["public"], pack.read_bytes(), corrupt["messageSignature"]["signature"], tmp_path)
+
+    other = tmp_path / "other.wasm"
+    other.write_bytes(b"\0asm\x0d\0\x01\0another pack")
+    made, elsewhere = sigstore_bundle("--wasm", str(pack), "--key", keys["private"], "--other-file", str(other))
+    assert made["bundle"] == str(pack) + ".sigstore.json"
+    assert made["digest"] == "sha256:" + hashlib.sha256(other.read_bytes()).hexdigest()
+    assert not openssl_verifies(keys["public"], pack.read_bytes(), elsewhere["messageSignature"]["signature"], tmp_path)
+    assert openssl_verifies(keys["public"], other.read_bytes(), elsewhere["messageSignature"]["signature"], tmp_path)
+
+
+def test_sigstore_bundle_keyless(tmp_path, pack):
+    ca = tool("keyless-ca", "--out", str(tmp_path / "keyless"), "--identity", "dev@example.com",
+              "--issuer", "https://issuer.example.com")
+    subprocess.run(["openssl", "x509", "-in", ca["cert"], "-pubkey", "-noout", "-out", str(tmp_path / "leaf.pub")],
+                   check=True)
+    keyless = ["--key", ca["key"], "--cert", ca["cert"], "--rekor-key", ca["rekor_key"]]
+    made, bundle = sigstore_bundle("--wasm", str(pack), *keyless, "--log-index", "42", "--integrated-time", "1700000000")
+    assert made["log_id"] == ca["rekor_log_id"]
+    material = bundle["verificationMaterial"]
+    assert list(material) == ["certificate", "tlogEntries"]
+    assert base64.b64decode(material["certificate"]["rawBytes"]) == der(["x509"], ca["cert"])
+    signature = bundle["messageSignature"]["signature"]
+    assert openssl_verifies(tmp_path / "leaf.pub", pack.read_bytes(), signature, tmp_path)
+
+    def check_entry(bundle):
+        """The entry's SET verifies with rekor.pub; returns the hashedrekord body."""
+        [entry] = bundle["verificationMaterial"]["tlogEntries"]
+        assert set(entry) == {"logIndex", "logId", "kindVersion", "integratedTime", "inclusionPromise",
+                              "canonicalizedBody"}
+        assert entry["kindVersion"] == {"kind": "hashedrekord", "version": "0.0.1"}
+        assert base64.b64decode(entry["logId"]["keyId"]).hex() == ca["rekor_log_id"]
+        set_payload = json.dumps({"body": entry["canonicalizedBody"], "integratedTime": int(entry["integratedTime"]),
+                                  "logID": ca["rekor_log_id"], "logIndex": int(entry["logIndex"])},
+                                 sort_keys=True, separators=(",", ":")).encode()
+        assert openssl_verifies(ca["rekor_pub"], set_payload, entry["inclusionPromise"]["signedEntryTimestamp"],
+                                tmp_path)
+        raw = base64.b64decode(entry["canonicalizedBody"])
+        body = json.loads(raw)
+        assert raw == json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
+        assert body["apiVersion"] == "0.0.1" and body["kind"] == "hashedrekord"
+        assert body["spec"]["signature"]["content"] == bundle["messageSignature"]["signature"]
+        assert base64.b64decode(body["spec"]["signature"]["publicKey"]["content"]) == Path(ca["cert"]).read_bytes()
+        assert body["spec"]["data"]["hash"]["algorithm"] == "sha256"
+        return entry, body
+
+    entry, body = check_entry(bundle)
+    assert (entry["logIndex"], entry["integratedTime"]) == ("42", "1700000000")
+    assert body["spec"]["data"]["hash"]["value"] == hashlib.sha256(pack.read_bytes()).hexdigest()
+    # The SET signs exactly that payload: another logIndex does not verify.
+    forged = json.dumps({"body": entry["canonicalizedBody"], "integratedTime": 1700000000,
+                         "logID": ca["rekor_log_id"], "logIndex": 43}, sort_keys=True, separators=(",", ":")).encode()
+    assert not openssl_verifies(ca["rekor_pub"], forged, entry["inclusionPromise"]["signedEntryTimestamp"], tmp_path)
+
+    # --corrupt: the signature (and the body recording it) no longer verifies over the pack.
+    _, corrupt = sigstore_bundle("--wasm", str(pack), *keyless, "--corrupt", "--out", str(tmp_path / "corrupt.json"))
+    check_entry(corrupt)
+    assert not openssl_verifies(tmp_path / "leaf.pub", pack.read_bytes(), corrupt["messageSignature"]["signature"],
+                                tmp_path)
+
+    # --other-file: a consistent bundle, but for OTHER's bytes.
+    other = tmp_path / "other.wasm"
+    other.write_bytes(b"\0asm\x0d\0\x01\0another pack")
+    made, elsewhere = sigstore_bundle("--wasm", str(pack), *keyless, "--other-file", str(other),
+                                      "--out", str(tmp_path / "other.json"))
+    _, other_body = check_entry(elsewhere)
+    assert other_body["spec"]["data"]["hash"]["value"] == hashlib.sha256(other.read_bytes()).hexdigest()
+    assert made["digest"] != "sha256:" + hashlib.sha256(pack.read_bytes()).hexdigest()
+    assert not openssl_verifies(tmp_path / "leaf.pub", pack.read_bytes(), elsewhere["messageSignature"]["signature"],
+                                tmp_path)
+    assert openssl_verifies(tmp_path / "leaf.pub", other.read_bytes(), elsewhere["messageSignature"]["signature"],
+                            tmp_path)
+
+
 def test_blob_liar_serves_wrong_bytes_and_oversized_manifests(tmp_path, pack):
     registry = Registry(tmp_path)
     liar = None

@@ -538,23 +538,34 @@ def cosign_config(layer_digests):
     ).encode()
 
 
-def rekor_bundle(rekor_key, payload, signature_b64, cert_pem, log_index, integrated_time):
-    """cosign's old `dev.sigstore.cosign/bundle`: a SET by the (test) Rekor key over the entry."""
-    body = {
-        "apiVersion": "0.0.1",
-        "kind": "hashedrekord",
-        "spec": {
-            "data": {"hash": {"algorithm": "sha256", "value": hashlib.sha256(payload).hexdigest()}},
-            "signature": {"content": signature_b64, "publicKey": {"content": base64.b64encode(cert_pem).decode()}},
-        },
-    }
+def rekor_entry(rekor_key, payload, signature_b64, cert_pem, log_index, integrated_time):
+    """A hashedrekord entry for PAYLOAD and its SET by the (test) Rekor key.
+
+    Returns (canonicalized body, SET payload, SET signature): the SET signs the
+    canonical JSON of {body (base64 of the body), integratedTime, logID (hex),
+    logIndex}, as Rekor does."""
+    body = canonical_json(
+        {
+            "apiVersion": "0.0.1",
+            "kind": "hashedrekord",
+            "spec": {
+                "data": {"hash": {"algorithm": "sha256", "value": hashlib.sha256(payload).hexdigest()}},
+                "signature": {"content": signature_b64, "publicKey": {"content": base64.b64encode(cert_pem).decode()}},
+            },
+        }
+    )
     entry = {
-        "body": base64.b64encode(canonical_json(body)).decode(),
+        "body": base64.b64encode(body).decode(),
         "integratedTime": integrated_time,
         "logIndex": log_index,
         "logID": key_id(rekor_key.public_key()).hex(),
     }
-    set_signature = rekor_key.sign(canonical_json(entry), ec.ECDSA(hashes.SHA256()))
+    return body, entry, rekor_key.sign(canonical_json(entry), ec.ECDSA(hashes.SHA256()))
+
+
+def rekor_bundle(rekor_key, payload, signature_b64, cert_pem, log_index, integrated_time):
+    """cosign's old `dev.sigstore.cosign/bundle`: a SET by the (test) Rekor key over the entry."""
+    _, entry, set_signature = rekor_entry(rekor_key, payload, signature_b64, cert_pem, log_index, integrated_time)
     return json.dumps({"SignedEntryTimestamp": base64.b64encode(set_signature).decode(), "Payload": entry})
 
 
@@ -621,6 +632,60 @@ def cmd_sign(args):
             "layers": len(layers),
         }
     )
+
+
+SIGSTORE_BUNDLE_V03 = "application/vnd.dev.sigstore.bundle.v0.3+json"
+
+
+def cmd_bundle(args):
+    """A Sigstore bundle v0.3 for a blob, as `cosign sign-blob --new-bundle-format` writes it."""
+    if bool(args.cert) != bool(args.rekor_key):
+        sys.exit("--cert and --rekor-key go together (keyless), or neither (a key)")
+    key = load_private_key(args.key)
+    blob = open(args.other_file or args.wasm, "rb").read()
+    signature = bytearray(key.sign(blob, ec.ECDSA(hashes.SHA256())))
+    if args.corrupt:
+        signature[-1] ^= 0x01  # still DER, no longer a signature of the blob
+    signature_b64 = base64.b64encode(bytes(signature)).decode()
+    log_id = None
+    if args.cert:
+        cert_pem = open(args.cert, "rb").read()
+        cert_der = x509.load_pem_x509_certificate(cert_pem).public_bytes(serialization.Encoding.DER)
+        rekor_key = serialization.load_pem_private_key(open(args.rekor_key, "rb").read(), None)
+        integrated_time = args.integrated_time if args.integrated_time is not None else int(utc_now().timestamp())
+        body, entry, set_signature = rekor_entry(
+            rekor_key, blob, signature_b64, cert_pem, args.log_index, integrated_time
+        )
+        log_id = entry["logID"]
+        material = {
+            "certificate": {"rawBytes": base64.b64encode(cert_der).decode()},
+            "tlogEntries": [
+                {
+                    "logIndex": str(args.log_index),
+                    "logId": {"keyId": base64.b64encode(bytes.fromhex(log_id)).decode()},
+                    "kindVersion": {"kind": "hashedrekord", "version": "0.0.1"},
+                    "integratedTime": str(integrated_time),
+                    "inclusionPromise": {"signedEntryTimestamp": base64.b64encode(set_signature).decode()},
+                    "canonicalizedBody": base64.b64encode(body).decode(),
+                }
+            ],
+        }
+    else:
+        material = {
+            "publicKey": {"hint": base64.b64encode(key_id(key.public_key())).decode()},
+            "tlogEntries": [],
+        }
+    result = {
+        "mediaType": SIGSTORE_BUNDLE_V03,
+        "verificationMaterial": material,
+        "messageSignature": {
+            "messageDigest": {"algorithm": "SHA2_256", "digest": base64.b64encode(hashlib.sha256(blob).digest()).decode()},
+            "signature": signature_b64,
+        },
+    }
+    out = os.path.abspath(args.out or args.wasm + ".sigstore.json")
+    write_file(out, json.dumps(result, indent=2).encode() + b"\n")
+    emit({"bundle": out, "digest": sha256_digest(blob), "log_id": log_id})
 
 
 def cmd_keyless_ca(args):
@@ -856,6 +921,29 @@ Prints
     sub.add_argument("--integrated-time", type=int, help="the bundle's integratedTime, Unix seconds (default: now; "
                      "outside the certificate's validity for a refusal test)")
     tls_and_user(sub, "plain HTTP")
+
+    sub = command("bundle", cmd_bundle, """Write a Sigstore bundle (v0.3 JSON) for a file, as cosign sign-blob --new-bundle-format.
+
+The bundle (mediaType application/vnd.dev.sigstore.bundle.v0.3+json) has
+messageSignature {messageDigest {algorithm SHA2_256, digest: base64 SHA-256 of
+FILE}, signature: base64 DER ECDSA P-256 SHA-256 over FILE's bytes}. With a key
+only, verificationMaterial is {publicKey {hint: base64 SHA-256 of the public
+key's DER SPKI}, tlogEntries []}. With --cert and --rekor-key (keyless), it is
+{certificate {rawBytes: base64 DER of the leaf}, tlogEntries [one hashedrekord
+0.0.1 entry: logIndex, logId.keyId, integratedTime (strings as protobuf JSON
+writes int64), inclusionPromise.signedEntryTimestamp (the Rekor key's SET over
+the canonical {body, integratedTime, logID, logIndex}), canonicalizedBody]}.
+Prints
+  {"bundle": PATH, "digest": "sha256:HEX" (of the bytes signed), "log_id": HEX or null}""")
+    sub.add_argument("--wasm", required=True, metavar="FILE", help="the pack (.wasm) the bundle is for")
+    sub.add_argument("--key", required=True, help="private key: PKCS#8 PEM, or cosign.key (password from COSIGN_PASSWORD)")
+    sub.add_argument("--cert", help="keyless: the signing certificate (PEM), e.g. keyless-ca's leaf.pem; --key is its key")
+    sub.add_argument("--rekor-key", help="keyless: the test Rekor private key (keyless-ca's rekor.key) signing the SET")
+    sub.add_argument("--log-index", type=int, default=1, help="the entry's logIndex (default 1)")
+    sub.add_argument("--integrated-time", type=int, help="the entry's integratedTime, Unix seconds (default: now)")
+    sub.add_argument("--out", help="where to write the bundle (default: FILE.sigstore.json)")
+    sub.add_argument("--corrupt", action="store_true", help="alter the signature's last byte (a refusal test)")
+    sub.add_argument("--other-file", metavar="OTHER", help="sign OTHER's bytes and digest instead (a bundle for another file)")
 
     sub = command("keyless-ca", cmd_keyless_ca, """Make a test Fulcio-like CA, a short-lived signing certificate, and a trusted root.
 

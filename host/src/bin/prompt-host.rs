@@ -554,8 +554,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     // and ends the process cleanly too.
     let mut signals = StopSignals::install();
     let start = async {
-        if let Some(path) = &args.config {
-            packs::install_sources(&config, path).await;
+        if args.config.is_some() {
+            packs::install_sources(&config).await;
         }
         prompt_host::startup::start(&config, config_source).await
     };
@@ -567,7 +567,10 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         }
     };
     let list_caching = ListCaching::new(config.list_ttl_ms, args.http.auth_token_file.is_some());
-    let server = PromptServer::new(host.registry, config.page_size).with_list_caching(list_caching);
+    let mut server = PromptServer::new(host.registry, config.page_size).with_list_caching(list_caching);
+    if let Some(key_file) = &config.request_state_key_file {
+        server = server.with_request_state_seal(prompt_host::input::RequestStateSeal::from_key_file(key_file)?);
+    }
     let grace = std::time::Duration::from_millis(args.shutdown_grace_ms);
     let Some(listener) = listener else {
         let stop = async move {

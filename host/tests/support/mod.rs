@@ -191,6 +191,27 @@ impl Server {
         }
     }
 
+    /// Reads messages until the server sends a request of `method` (such as
+    /// `elicitation/create`), and returns it; responses read meanwhile are
+    /// kept for [`Server::response`].
+    pub fn server_request(&mut self, method: &str) -> Value {
+        loop {
+            let line = match self.lines.recv_timeout(RESPONSE_TIMEOUT) {
+                Ok(line) => line,
+                Err(error) => panic!("no {method} request from the server ({error:?}); stderr:\n{}", self.stderr()),
+            };
+            let message: Value = serde_json::from_str(&line)
+                .unwrap_or_else(|error| panic!("stdout carried a line that is not JSON ({error}): {line}"));
+            match (message.get("method"), message["id"].as_u64()) {
+                (Some(found), Some(_)) if found == method => return message,
+                (None, Some(id)) => {
+                    self.pending.insert(id, message);
+                }
+                _ => self.notifications.push(message),
+            }
+        }
+    }
+
     /// Sends a request and returns its whole response.
     pub fn request(&mut self, method: &str, params: Value) -> Value {
         let id = self.send_request(method, params);

@@ -27,7 +27,7 @@ fn config(path: &Path) -> anyhow::Result<ServeConfig> {
 
 pub async fn add(config_path: &Path, reference: &str, name: Option<&str>) -> anyhow::Result<()> {
     let config = config(config_path)?;
-    let installation = Installation::new(&config, config_path)?;
+    let installation = Installation::new(&config)?;
     let bar = progress_bar();
     let progress = |done: u64, total: u64| {
         if let Some(bar) = &bar {
@@ -45,7 +45,7 @@ pub async fn add(config_path: &Path, reference: &str, name: Option<&str>) -> any
 
 pub async fn update(config_path: &Path, name: Option<&str>) -> anyhow::Result<()> {
     let config = config(config_path)?;
-    let installation = Installation::new(&config, config_path)?;
+    let installation = Installation::new(&config)?;
     let outcomes = installation.update(name, &|_, _| {}).await?;
     let mut failed = 0;
     for (name, outcome) in &outcomes {
@@ -71,14 +71,14 @@ pub async fn update(config_path: &Path, name: Option<&str>) -> anyhow::Result<()
 
 pub fn remove(config_path: &Path, name: &str) -> anyhow::Result<()> {
     let config = config(config_path)?;
-    let removed = Installation::new(&config, config_path)?.remove(name)?;
+    let removed = Installation::new(&config)?.remove(name)?;
     eprintln!("removed {} ({} at {})", removed.name, removed.reference, removed.digest);
     Ok(())
 }
 
 pub async fn list(config_path: &Path, json: bool) -> anyhow::Result<()> {
     let config = config(config_path)?;
-    let listed = Installation::new(&config, config_path)?.list().await?;
+    let listed = Installation::new(&config)?.list().await?;
     if json {
         println!("{}", serde_json::to_string_pretty(&listed).expect("the list serializes"));
         return Ok(());
@@ -147,11 +147,11 @@ fn line(pack: &Listed) -> String {
 /// For `serve`: installs the packs the config names by source, before the
 /// plugin directory is loaded. A pack that cannot be installed is logged and
 /// not served; the rest are.
-pub async fn install_sources(config: &ServeConfig, config_path: &Path) {
+pub async fn install_sources(config: &ServeConfig) {
     if !config.plugins.values().any(|plugin| plugin.source.is_some()) {
         return;
     }
-    let installation = match Installation::new(config, config_path) {
+    let installation = match Installation::new(config) {
         Ok(installation) => installation,
         Err(error) => return tracing::error!("packs named by source not installed: {error}"),
     };

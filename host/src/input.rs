@@ -1,0 +1,566 @@
+//! Input-required prompts (WIT 0.2): the forms a pack asks the user to fill
+//! in, served to a client as elicitation requests (inside an
+//! `InputRequiredResult`, or over the session to an earlier client, see
+//! [`elicit`]); the `requestState` that
+//! carries the forms and the pack's state to the retry, sealed so that a
+//! client cannot change it; and the client's answers, checked against the
+//! forms before the pack sees them.
+//!
+//! The host keeps nothing between the rounds: everything the retry needs
+//! travels in the sealed state, so any replica holding the same key (the
+//! config's `server.request_state_key_file`) accepts the retry.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use rmcp::model::{
+    ElicitRequestParams, ElicitResult, ElicitationAction, InputRequest, InputRequests, InputRequiredResult,
+    InputResponses, RequestStateCodec, SealOptions,
+};
+use rmcp::{Peer, RoleServer};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::bindings::{provider, provider_v0_2 as v2};
+use crate::convert::json_kind;
+use crate::limits::Limits;
+use crate::validate::{MAX_FORM_FIELDS, MAX_FORMS};
+
+/// How long a user has to fill in the forms: a `requestState` older than
+/// this is refused, and the request must start again.
+pub const REQUEST_STATE_TTL: Duration = Duration::from_secs(60 * 60);
+
+/// How long the host waits for a client to answer one `elicitation/create`
+/// (a client of a revision before 2026-07-28, asked over its session).
+pub const ELICITATION_TIMEOUT: Duration = Duration::from_secs(10 * 60);
+
+/// The most times one `prompts/get` asks a client over its session before
+/// it gives up: a pack that asks again after every answer cannot hold a
+/// request open for ever.
+pub const MAX_ELICITATION_ROUNDS: usize = rmcp::model::DEFAULT_MRTR_MAX_ROUNDS;
+
+/// The shortest key that may seal request state (HMAC-SHA256 wants 32 bytes).
+pub const MIN_KEY_BYTES: usize = RequestStateCodec::MIN_KEY_LENGTH;
+
+/// Seals and opens `requestState`: HMAC-SHA256 over the forms and the pack's
+/// state, bound to the prompt, its arguments and the pack's digest, with an
+/// expiry of [`REQUEST_STATE_TTL`] (rmcp's `RequestStateCodec`). Sealed, not
+/// encrypted: a client can read what a pack puts in its state.
+#[derive(Clone, Debug)]
+pub struct RequestStateSeal {
+    codec: RequestStateCodec,
+}
+
+/// Why a request state key could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum KeyError {
+    #[error("cannot read the request state key file {}: {error}", path.display())]
+    Read { path: PathBuf, error: std::io::Error },
+    #[error(
+        "the request state key file {} holds {bytes} bytes, and a key needs at least {MIN_KEY_BYTES} \
+         (write one with `openssl rand -hex 32`)",
+        path.display()
+    )]
+    TooShort { path: PathBuf, bytes: usize },
+}
+
+impl RequestStateSeal {
+    /// The key in the file at `path`: its bytes, without the whitespace
+    /// around them (so a key written by `openssl rand -hex 32 > file` works).
+    pub fn from_key_file(path: &Path) -> Result<RequestStateSeal, KeyError> {
+        let bytes = std::fs::read(path).map_err(|error| KeyError::Read { path: path.to_path_buf(), error })?;
+        let key = bytes.trim_ascii();
+        let codec = RequestStateCodec::try_new(key.to_vec())
+            .map_err(|_| KeyError::TooShort { path: path.to_path_buf(), bytes: key.len() })?;
+        Ok(RequestStateSeal { codec })
+    }
+
+    /// A random key of this process: fine for one replica; replicas behind
+    /// one endpoint need a shared key file, or a retry that reaches another
+    /// replica is refused.
+    pub fn random() -> RequestStateSeal {
+        let mut key = [0u8; 32];
+        getrandom::fill(&mut key).expect("the operating system provides random bytes");
+        RequestStateSeal { codec: RequestStateCodec::try_new(key.to_vec()).expect("32 bytes are enough") }
+    }
+
+    /// An `InputRequiredResult` asking the client for `forms`, with them and
+    /// the pack's state sealed into its `requestState` for this `request`.
+    pub fn ask(&self, forms: &Forms, request: &Binding) -> InputRequiredResult {
+        let requests: InputRequests = forms.forms.iter().map(|form| (form.key.clone(), form.elicitation())).collect();
+        let options = SealOptions::new().associated_data(&request.0).ttl(REQUEST_STATE_TTL);
+        let state = self.codec.seal_json_with(forms, &options).expect("forms serialize to JSON");
+        InputRequiredResult::new(Some(requests), Some(state))
+    }
+
+    /// The forms sealed in a `requestState` the client sent back for
+    /// `request`, if this host sealed it for that request and it has not
+    /// expired. Its length is checked first, against the longest state the
+    /// host seals under `limits`.
+    pub fn open(&self, state: &str, request: &Binding, limits: &Limits) -> Result<Forms, InputError> {
+        let limit = sealed_state_bound(limits);
+        if state.len() > limit {
+            return Err(InputError::StateTooLarge { bytes: state.len(), limit });
+        }
+        self.codec
+            .open_json_with(state, &request.0)
+            .map_err(|error| InputError::BadState { reason: error.to_string() })
+    }
+}
+
+/// The longest `requestState` the host seals under `limits`: the pack's
+/// state in base64, the forms' strings JSON-escaped (at most 6 bytes each),
+/// room for the JSON around each field, all of it in base64 again, and the
+/// seal's own header, tag and expiry.
+pub fn sealed_state_bound(limits: &Limits) -> usize {
+    let state = limits.max_input_state_bytes.div_ceil(3) * 4;
+    let strings = limits.max_form_bytes.saturating_mul(6);
+    let structure = MAX_FORMS * (MAX_FORM_FIELDS + 1) * 160;
+    let payload = state.saturating_add(strings).saturating_add(structure);
+    payload.div_ceil(3).saturating_mul(4).saturating_add(256)
+}
+
+/// What a sealed state is bound to: the pack (by digest), the prompt as the
+/// client named it, and the arguments. A state issued for one of these
+/// cannot be replayed against another.
+pub struct Binding(Vec<u8>);
+
+impl Binding {
+    pub fn new(plugin_digest: &str, prompt: &str, arguments: &[provider::Argument]) -> Binding {
+        let arguments: Vec<[&str; 2]> = arguments.iter().map(|a| [a.name.as_str(), a.value.as_str()]).collect();
+        let bound = json!(["prompt-host input-required", plugin_digest, prompt, arguments]);
+        Binding(Sha256::digest(bound.to_string().as_bytes()).to_vec())
+    }
+}
+
+/// The forms a pack asked for, and its state: what the host seals into
+/// `requestState`, in a form of its own (the WIT types do not serialize).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Forms {
+    forms: Vec<Form>,
+    /// The pack's state, in base64.
+    state: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Form {
+    key: String,
+    message: String,
+    fields: Vec<Field>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Field {
+    name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    title: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    description: Option<String>,
+    kind: Kind,
+    required: bool,
+}
+
+/// A field's kind and default, as the elicitation schema says it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+enum Kind {
+    String { default: Option<String> },
+    Number { default: Option<f64> },
+    Integer { default: Option<i64> },
+    Boolean { default: Option<bool> },
+    Enum { choices: Vec<String>, default: Option<String> },
+}
+
+impl From<&v2::InputRequired> for Forms {
+    fn from(input: &v2::InputRequired) -> Forms {
+        let forms = input
+            .forms
+            .iter()
+            .map(|form| Form {
+                key: form.key.clone(),
+                message: form.message.clone(),
+                fields: form.fields.iter().map(Field::from).collect(),
+            })
+            .collect();
+        Forms { forms, state: BASE64.encode(&input.state) }
+    }
+}
+
+impl From<&v2::FormField> for Field {
+    fn from(field: &v2::FormField) -> Field {
+        let kind = match &field.kind {
+            v2::FieldKind::String(default) => Kind::String { default: default.clone() },
+            v2::FieldKind::Number(default) => Kind::Number { default: *default },
+            v2::FieldKind::Integer(default) => Kind::Integer { default: *default },
+            v2::FieldKind::Boolean(default) => Kind::Boolean { default: *default },
+            v2::FieldKind::Enum(choices) => {
+                Kind::Enum { choices: choices.choices.clone(), default: choices.default.clone() }
+            }
+        };
+        Field {
+            name: field.name.clone(),
+            title: field.title.clone(),
+            description: field.description.clone(),
+            kind,
+            required: field.required,
+        }
+    }
+}
+
+impl Forms {
+    /// The forms' keys and fields, for an error that says what was asked:
+    /// `form 'user_context' (fields: context)`.
+    pub fn describe(&self) -> String {
+        let forms: Vec<String> = self
+            .forms
+            .iter()
+            .map(|form| {
+                let fields: Vec<&str> = form.fields.iter().map(|field| field.name.as_str()).collect();
+                format!("form '{}' (fields: {})", form.key, fields.join(", "))
+            })
+            .collect();
+        forms.join(", ")
+    }
+
+    /// The client's answers to these forms, checked against them, as the
+    /// pack receives them; or [`Answers::Missing`] when a form has no
+    /// answer (the host then asks again). Answers to forms not asked for
+    /// are ignored, and so are fields a form does not declare.
+    pub fn answers(&self, responses: Option<&InputResponses>) -> Result<Answers, InputError> {
+        let mut answers = Vec::new();
+        for form in &self.forms {
+            let Some(response) = responses.and_then(|responses| responses.get(&form.key)) else {
+                return Ok(Answers::Missing);
+            };
+            answers.push(v2::FormAnswer { key: form.key.clone(), response: form.response(response)? });
+        }
+        let state = BASE64.decode(&self.state).map_err(|error| InputError::BadState { reason: error.to_string() })?;
+        Ok(Answers::Complete(v2::Input { answers, state }))
+    }
+}
+
+/// Asks a client of a revision before 2026-07-28 to fill in `forms`, one
+/// `elicitation/create` request on its session for each, and returns its
+/// answers as a 2026-07-28 client would send them.
+pub async fn elicit(peer: &Peer<RoleServer>, forms: &Forms) -> Result<InputResponses, InputError> {
+    let mut responses = InputResponses::new();
+    for form in &forms.forms {
+        let result = peer
+            .create_elicitation_with_timeout(form.elicitation_params(), Some(ELICITATION_TIMEOUT))
+            .await
+            .map_err(|error| InputError::Elicitation { form: form.key.clone(), reason: error.to_string() })?;
+        responses.insert(form.key.clone(), serde_json::to_value(result).expect("an elicitation result serializes"));
+    }
+    Ok(responses)
+}
+
+/// The client's answers to the forms asked for.
+#[derive(Debug)]
+pub enum Answers {
+    /// Every form is answered, and every answer checked.
+    Complete(v2::Input),
+    /// A form has no answer.
+    Missing,
+}
+
+/// The bytes of the answers' names and string values, counted with the
+/// arguments against `limits.max_argument_bytes` (a number or a boolean
+/// counts 8).
+pub fn input_bytes(input: &v2::Input) -> usize {
+    let value_bytes = |value: &v2::FieldValue| match value {
+        v2::FieldValue::String(text) => text.len(),
+        _ => 8,
+    };
+    input
+        .answers
+        .iter()
+        .map(|answer| {
+            let fields = match &answer.response {
+                v2::FormResponse::Accept(fields) => {
+                    fields.iter().map(|field| field.name.len() + value_bytes(&field.value)).sum()
+                }
+                _ => 0,
+            };
+            answer.key.len() + fields
+        })
+        .sum()
+}
+
+impl Form {
+    /// The `elicitation/create` request for this form, as an input request.
+    fn elicitation(&self) -> InputRequest {
+        let params = serde_json::to_value(self.elicitation_params()).expect("elicitation parameters serialize");
+        let request = json!({ "method": "elicitation/create", "params": params });
+        serde_json::from_value(request).expect("the host builds elicitation requests rmcp can read")
+    }
+
+    /// The parameters of the `elicitation/create` request for this form
+    /// (form mode, with the flat schema MCP's elicitation allows).
+    fn elicitation_params(&self) -> ElicitRequestParams {
+        let mut properties = Map::new();
+        for field in &self.fields {
+            properties.insert(field.name.clone(), field.schema());
+        }
+        let required: Vec<&str> =
+            self.fields.iter().filter(|field| field.required).map(|field| field.name.as_str()).collect();
+        let mut schema = json!({ "type": "object", "properties": properties });
+        if !required.is_empty() {
+            schema["required"] = json!(required);
+        }
+        let params = json!({ "mode": "form", "message": self.message, "requestedSchema": schema });
+        serde_json::from_value(params).expect("the host builds elicitation parameters rmcp can read")
+    }
+
+    /// What the user did with this form, from the client's answer.
+    fn response(&self, response: &Value) -> Result<v2::FormResponse, InputError> {
+        let problem = |problem: String| InputError::Response { form: self.key.clone(), problem };
+        let result: ElicitResult = serde_json::from_value(response.clone())
+            .map_err(|error| problem(format!("is not an elicitation result ({error})")))?;
+        match result.action {
+            ElicitationAction::Accept => {}
+            ElicitationAction::Decline => return Ok(v2::FormResponse::Decline),
+            // Cancel, and any action a later revision adds: not an answer.
+            _ => return Ok(v2::FormResponse::Cancel),
+        }
+        let empty = Map::new();
+        let content = match &result.content {
+            None | Some(Value::Null) => &empty,
+            Some(Value::Object(content)) => content,
+            Some(other) => return Err(problem(format!("has content that is {}, not an object", json_kind(other)))),
+        };
+        let mut fields = Vec::new();
+        for field in &self.fields {
+            let value = match content.get(&field.name) {
+                None | Some(Value::Null) if field.required => {
+                    return Err(field.problem(&self.key, "is required, and the answer leaves it out".into()));
+                }
+                None | Some(Value::Null) => continue,
+                Some(value) => field.value(value).map_err(|problem| field.problem(&self.key, problem))?,
+            };
+            fields.push(v2::FieldAnswer { name: field.name.clone(), value });
+        }
+        Ok(v2::FormResponse::Accept(fields))
+    }
+}
+
+impl Field {
+    /// The field's schema in an elicitation request.
+    fn schema(&self) -> Value {
+        let mut schema = match &self.kind {
+            Kind::String { default } => json!({ "type": "string", "default": default }),
+            Kind::Number { default } => json!({ "type": "number", "default": default }),
+            Kind::Integer { default } => json!({ "type": "integer", "default": default }),
+            Kind::Boolean { default } => json!({ "type": "boolean", "default": default }),
+            Kind::Enum { choices, default } => json!({ "type": "string", "enum": choices, "default": default }),
+        };
+        let object = schema.as_object_mut().expect("a schema is an object");
+        object.retain(|_, value| !value.is_null());
+        if let Some(title) = &self.title {
+            object.insert("title".into(), json!(title));
+        }
+        if let Some(description) = &self.description {
+            object.insert("description".into(), json!(description));
+        }
+        schema
+    }
+
+    /// A client's value for this field, if it is of the field's kind.
+    fn value(&self, value: &Value) -> Result<v2::FieldValue, String> {
+        let wrong = |expected: &str| format!("must be {expected}, not {}", json_kind(value));
+        match (&self.kind, value) {
+            (Kind::String { .. }, Value::String(text)) => Ok(v2::FieldValue::String(text.clone())),
+            (Kind::String { .. }, _) => Err(wrong("a string")),
+            (Kind::Number { .. }, Value::Number(number)) => {
+                number.as_f64().filter(|n| n.is_finite()).map(v2::FieldValue::Number).ok_or_else(|| wrong("a number"))
+            }
+            (Kind::Number { .. }, _) => Err(wrong("a number")),
+            (Kind::Integer { .. }, Value::Number(number)) => number
+                .as_i64()
+                .map(v2::FieldValue::Integer)
+                .ok_or_else(|| format!("must be a whole number that fits 64 bits, not {number}")),
+            (Kind::Integer { .. }, _) => Err(wrong("a whole number")),
+            (Kind::Boolean { .. }, Value::Bool(flag)) => Ok(v2::FieldValue::Boolean(*flag)),
+            (Kind::Boolean { .. }, _) => Err(wrong("a boolean")),
+            (Kind::Enum { choices, .. }, Value::String(choice)) if choices.contains(choice) => {
+                Ok(v2::FieldValue::String(choice.clone()))
+            }
+            (Kind::Enum { choices, .. }, Value::String(choice)) => {
+                let quoted: Vec<String> = choices.iter().map(|choice| format!("{choice:?}")).collect();
+                Err(format!("must be one of {}, not {choice:?}", quoted.join(", ")))
+            }
+            (Kind::Enum { .. }, _) => Err(wrong("one of its choices (a string)")),
+        }
+    }
+
+    fn problem(&self, form: &str, problem: String) -> InputError {
+        InputError::Field { form: form.to_string(), field: self.name.clone(), problem }
+    }
+}
+
+/// Why the input a prompt asked for could not be asked for or taken.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum InputError {
+    #[error("the requestState is {bytes} bytes, more than the {limit} of any this server issues")]
+    StateTooLarge { bytes: usize, limit: usize },
+    #[error(
+        "the requestState was not issued by this server for this prompt and these arguments, or has expired \
+         ({reason}): send the request again without requestState and inputResponses"
+    )]
+    BadState { reason: String },
+    #[error("inputResponses[{form:?}] {problem}")]
+    Response { form: String, problem: String },
+    #[error("inputResponses[{form:?}]: field {field:?} {problem}")]
+    Field { form: String, field: String, problem: String },
+    #[error("it needs input ({needed}), and {why}")]
+    CannotAsk { needed: String, why: &'static str },
+    #[error("the client did not answer the elicitation of form {form:?}: {reason}")]
+    Elicitation { form: String, reason: String },
+    #[error("it asked for input {MAX_ELICITATION_ROUNDS} times in one request, the most the host asks")]
+    TooManyRounds,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn field(name: &str, kind: v2::FieldKind, required: bool) -> v2::FormField {
+        v2::FormField { name: name.into(), title: None, description: None, kind, required }
+    }
+
+    fn asked(fields: Vec<v2::FormField>) -> v2::InputRequired {
+        v2::InputRequired {
+            forms: vec![v2::Form { key: "user_context".into(), message: "What context?".into(), fields }],
+            state: b"step 1".to_vec(),
+        }
+    }
+
+    fn seal() -> RequestStateSeal {
+        RequestStateSeal { codec: RequestStateCodec::try_new(vec![7; 32]).unwrap() }
+    }
+
+    fn binding() -> Binding {
+        Binding::new("digest", "prompt", &[provider::Argument { name: "a".into(), value: "1".into() }])
+    }
+
+    #[test]
+    fn a_form_becomes_an_elicitation_request_with_a_flat_schema() {
+        let choices = v2::EnumField { choices: vec!["low".into(), "high".into()], default: Some("low".into()) };
+        let mut context = field("context", v2::FieldKind::String(None), true);
+        context.title = Some("Context".into());
+        let forms = Forms::from(&asked(vec![
+            context,
+            field("level", v2::FieldKind::Enum(choices), false),
+            field("count", v2::FieldKind::Integer(Some(3)), false),
+        ]));
+        let result = seal().ask(&forms, &binding());
+        let json = serde_json::to_value(&result).unwrap();
+        assert_eq!(json["resultType"], "input_required");
+        assert_eq!(
+            json["inputRequests"]["user_context"],
+            json!({
+                "method": "elicitation/create",
+                "params": {
+                    "mode": "form",
+                    "message": "What context?",
+                    "requestedSchema": {
+                        "type": "object",
+                        "properties": {
+                            "context": { "type": "string", "title": "Context" },
+                            "level": { "type": "string", "enum": ["low", "high"], "default": "low" },
+                            "count": { "type": "integer", "default": 3 },
+                        },
+                        "required": ["context"],
+                    },
+                },
+            })
+        );
+    }
+
+    #[test]
+    fn a_sealed_state_opens_only_unchanged_and_for_its_own_request() {
+        let forms = Forms::from(&asked(vec![field("context", v2::FieldKind::String(None), true)]));
+        let state = seal().ask(&forms, &binding()).request_state.unwrap();
+        let limits = Limits::default();
+        assert_eq!(seal().open(&state, &binding(), &limits), Ok(forms));
+        let tampered = format!("{state}-TAMPERED");
+        assert!(matches!(seal().open(&tampered, &binding(), &limits), Err(InputError::BadState { .. })));
+        let other = Binding::new("digest", "prompt", &[provider::Argument { name: "a".into(), value: "2".into() }]);
+        assert!(matches!(seal().open(&state, &other, &limits), Err(InputError::BadState { .. })));
+        let other_key = RequestStateSeal::random();
+        assert!(matches!(other_key.open(&state, &binding(), &limits), Err(InputError::BadState { .. })));
+        let long = "x".repeat(sealed_state_bound(&limits) + 1);
+        assert!(matches!(seal().open(&long, &binding(), &limits), Err(InputError::StateTooLarge { .. })));
+    }
+
+    #[test]
+    fn the_largest_forms_and_state_seal_within_the_bound() {
+        let limits = Limits { max_form_bytes: 4096, max_input_state_bytes: 1024, ..Limits::default() };
+        let per_field = limits.max_form_bytes / (MAX_FORMS * MAX_FORM_FIELDS);
+        let forms: Vec<v2::Form> = (0..MAX_FORMS)
+            .map(|form| v2::Form {
+                key: format!("f{form}"),
+                message: String::new(),
+                fields: (0..MAX_FORM_FIELDS)
+                    .map(|index| {
+                        let mut field = field(&format!("n{index}"), v2::FieldKind::Number(Some(-1.0e300)), true);
+                        field.description = Some("\u{1}".repeat(per_field.saturating_sub(4)));
+                        field.title = Some(String::new());
+                        field
+                    })
+                    .collect(),
+            })
+            .collect();
+        let input = v2::InputRequired { forms, state: vec![0xff; limits.max_input_state_bytes] };
+        crate::validate::input_required(&input, &limits).unwrap();
+        let state = seal().ask(&Forms::from(&input), &binding()).request_state.unwrap();
+        assert!(state.len() <= sealed_state_bound(&limits), "{} > {}", state.len(), sealed_state_bound(&limits));
+    }
+
+    #[test]
+    fn answers_are_checked_against_the_fields() {
+        let choices = v2::EnumField { choices: vec!["low".into(), "high".into()], default: None };
+        let forms = Forms::from(&asked(vec![
+            field("context", v2::FieldKind::String(None), true),
+            field("level", v2::FieldKind::Enum(choices), false),
+            field("count", v2::FieldKind::Integer(None), false),
+        ]));
+        let answer = |content: Value| {
+            let responses: InputResponses = [("user_context".to_string(), json!({ "action": "accept", "content": content }))].into();
+            forms.answers(Some(&responses))
+        };
+        let Ok(Answers::Complete(input)) = answer(json!({ "context": "ctx", "count": 2, "extra": true })) else {
+            panic!("a valid answer was refused")
+        };
+        assert_eq!(input.state, b"step 1");
+        let v2::FormResponse::Accept(fields) = &input.answers[0].response else { panic!("not accepted") };
+        let names: Vec<&str> = fields.iter().map(|field| field.name.as_str()).collect();
+        assert_eq!(names, ["context", "count"]);
+        assert_eq!(
+            answer(json!({ "count": 2 })).unwrap_err().to_string(),
+            "inputResponses[\"user_context\"]: field \"context\" is required, and the answer leaves it out"
+        );
+        assert_eq!(
+            answer(json!({ "context": 5 })).unwrap_err().to_string(),
+            "inputResponses[\"user_context\"]: field \"context\" must be a string, not a number"
+        );
+        assert_eq!(
+            answer(json!({ "context": "c", "level": "medium" })).unwrap_err().to_string(),
+            "inputResponses[\"user_context\"]: field \"level\" must be one of \"low\", \"high\", not \"medium\""
+        );
+        assert_eq!(
+            answer(json!({ "context": "c", "count": 2.5 })).unwrap_err().to_string(),
+            "inputResponses[\"user_context\"]: field \"count\" must be a whole number that fits 64 bits, not 2.5"
+        );
+        let declined: InputResponses = [("user_context".to_string(), json!({ "action": "decline" }))].into();
+        let Ok(Answers::Complete(input)) = forms.answers(Some(&declined)) else { panic!("a decline was refused") };
+        assert!(matches!(input.answers[0].response, v2::FormResponse::Decline));
+        let malformed: InputResponses = [("user_context".to_string(), json!(12345))].into();
+        assert!(matches!(forms.answers(Some(&malformed)), Err(InputError::Response { .. })));
+        let elsewhere: InputResponses = [("other".to_string(), json!({ "action": "accept" }))].into();
+        assert!(matches!(forms.answers(Some(&elsewhere)), Ok(Answers::Missing)));
+        assert!(matches!(forms.answers(None), Ok(Answers::Missing)));
+    }
+}

@@ -1,0 +1,337 @@
+//! Keyless signatures, as Sigstore makes them: the signer proves an identity
+//! (an email address or a URI) to an OpenID issuer, a certificate authority
+//! (Fulcio) issues a certificate for a fresh key naming that identity and
+//! issuer and valid for minutes, and a transparency log (Rekor) signs a
+//! timestamp of the signature (its SignedEntryTimestamp). The signature
+//! counts when:
+//! - the log's timestamp is signed by a log the trusted root names, and
+//!   records this signature, this certificate and this payload;
+//! - the certificate chains to a CA the trusted root names, for code
+//!   signing, at the time the log recorded (the certificate has expired since);
+//! - the certificate names an identity and issuer the configuration lists:
+//!   there is no match-anything default;
+//! - the certificate's key made the signature.
+//!
+//! The trusted root is a file (Sigstore's `trusted_root.json`), so this works
+//! offline. sigstore-rs checks chains only inside its registry client, which
+//! fetches without bounds, so the chain is checked here by rustls-webpki,
+//! and the signatures by sigstore-rs's keys.
+
+use std::collections::BTreeMap;
+
+use rustls_pki_types::{CertificateDer, UnixTime};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use sigstore::crypto::{CosignVerificationKey, Signature};
+use x509_cert::der::{Decode, DecodePem, Encode};
+
+/// The CAs and transparency logs keyless signatures are checked against.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrustedRoot {
+    /// CA certificates (DER): the last of each chain is a trust anchor, the
+    /// others intermediates.
+    anchors: Vec<Vec<u8>>,
+    intermediates: Vec<Vec<u8>>,
+    /// Transparency log keys (DER SubjectPublicKeyInfo), by log id (hex
+    /// SHA-256 of the key).
+    logs: BTreeMap<String, Vec<u8>>,
+}
+
+/// An identity a keyless signature may be made by.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Identity {
+    /// The certificate's subject alternative name: an email address or a URI.
+    pub identity: String,
+    /// The OpenID issuer that vouched for it.
+    pub issuer: String,
+}
+
+impl std::fmt::Display for Identity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} (issuer {})", self.identity, self.issuer)
+    }
+}
+
+/// The parts of a keyless signature, whichever format carried them (a
+/// cosign signature layer's annotations, or a Sigstore bundle).
+pub struct KeylessSignature<'a> {
+    /// The signing certificate, DER.
+    pub certificate: Vec<u8>,
+    /// Intermediate certificates that came with it, DER.
+    pub chain: Vec<Vec<u8>>,
+    /// The signed bytes, and their signature (base64).
+    pub signed: &'a [u8],
+    pub signature: &'a str,
+    /// The transparency log's record of it.
+    pub log_entry: LogEntry,
+}
+
+/// A transparency log entry and the log's signature of it (a
+/// SignedEntryTimestamp).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LogEntry {
+    /// The entry (a hashedrekord), base64.
+    pub body: String,
+    #[serde(rename = "integratedTime")]
+    pub integrated_time: i64,
+    /// The log's id, hex.
+    #[serde(rename = "logID")]
+    pub log_id: String,
+    #[serde(rename = "logIndex")]
+    pub log_index: i64,
+    /// The log's signature over the entry's canonical JSON, base64.
+    #[serde(skip)]
+    pub signed_entry_timestamp: String,
+}
+
+/// cosign's `dev.sigstore.cosign/bundle` annotation.
+#[derive(Deserialize)]
+struct CosignBundle {
+    #[serde(rename = "SignedEntryTimestamp")]
+    signed_entry_timestamp: String,
+    #[serde(rename = "Payload")]
+    payload: LogEntry,
+}
+
+impl LogEntry {
+    /// The entry in cosign's bundle annotation.
+    pub fn from_cosign_bundle(text: &str) -> Result<LogEntry, String> {
+        let bundle: CosignBundle =
+            serde_json::from_str(text).map_err(|error| format!("its transparency log bundle is not cosign's: {error}"))?;
+        Ok(LogEntry { signed_entry_timestamp: bundle.signed_entry_timestamp, ..bundle.payload })
+    }
+
+    /// What the log signs: the entry's canonical JSON (RFC 8785: keys
+    /// sorted, no spaces; the field order above is the sorted one).
+    fn canonical(&self) -> Vec<u8> {
+        serde_json::to_vec(self).expect("an entry serializes")
+    }
+}
+
+/// The hashedrekord entry a log records for a signature.
+#[derive(Deserialize)]
+struct HashedRekord {
+    kind: String,
+    spec: HashedRekordSpec,
+}
+
+#[derive(Deserialize)]
+struct HashedRekordSpec {
+    data: HashedRekordData,
+    signature: HashedRekordSignature,
+}
+
+#[derive(Deserialize)]
+struct HashedRekordData {
+    hash: HashedRekordHash,
+}
+
+#[derive(Deserialize)]
+struct HashedRekordHash {
+    algorithm: String,
+    value: String,
+}
+
+#[derive(Deserialize)]
+struct HashedRekordSignature {
+    content: String,
+    #[serde(rename = "publicKey")]
+    public_key: HashedRekordKey,
+}
+
+#[derive(Deserialize)]
+struct HashedRekordKey {
+    content: String,
+}
+
+/// Sigstore's trusted_root.json, the parts used.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct TrustedRootFile {
+    #[serde(default)]
+    tlogs: Vec<TransparencyLog>,
+    #[serde(default)]
+    certificate_authorities: Vec<CertificateAuthority>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct TransparencyLog {
+    public_key: PublicKey,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PublicKey {
+    raw_bytes: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CertificateAuthority {
+    cert_chain: CertChain,
+}
+
+#[derive(Deserialize)]
+struct CertChain {
+    certificates: Vec<RawCertificate>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawCertificate {
+    raw_bytes: String,
+}
+
+/// Fulcio's certificate extension naming the OpenID issuer, as a DER
+/// UTF8String (1.3.6.1.4.1.57264.1.8), and its older form, raw bytes
+/// (1.3.6.1.4.1.57264.1.1).
+const ISSUER_V2: &str = "1.3.6.1.4.1.57264.1.8";
+const ISSUER_V1: &str = "1.3.6.1.4.1.57264.1.1";
+/// The code signing extended key usage, 1.3.6.1.5.5.7.3.3, as DER content.
+const CODE_SIGNING: &[u8] = &[0x2b, 0x06, 0x01, 0x05, 0x05, 0x07, 0x03, 0x03];
+
+impl TrustedRoot {
+    /// Reads Sigstore's trusted_root.json: its certificate authorities and
+    /// transparency logs.
+    pub fn from_json(text: &str) -> Result<TrustedRoot, String> {
+        let file: TrustedRootFile = serde_json::from_str(text).map_err(|error| format!("not a Sigstore trusted root: {error}"))?;
+        let mut root = TrustedRoot { anchors: Vec::new(), intermediates: Vec::new(), logs: BTreeMap::new() };
+        for authority in &file.certificate_authorities {
+            let chain: Vec<Vec<u8>> =
+                authority.cert_chain.certificates.iter().map(|certificate| decode(&certificate.raw_bytes)).collect::<Result<_, _>>()?;
+            let Some((anchor, intermediates)) = chain.split_last() else { continue };
+            webpki::anchor_from_trusted_cert(&CertificateDer::from(anchor.as_slice()))
+                .map_err(|error| format!("a certificate authority's root is not a usable CA certificate: {error}"))?;
+            root.anchors.push(anchor.clone());
+            root.intermediates.extend(intermediates.iter().cloned());
+        }
+        for log in &file.tlogs {
+            let key = decode(&log.public_key.raw_bytes)?;
+            CosignVerificationKey::try_from_der(&key).map_err(|error| format!("a transparency log's key is not usable: {error}"))?;
+            root.logs.insert(hex(&Sha256::digest(&key)), key);
+        }
+        if root.anchors.is_empty() || root.logs.is_empty() {
+            return Err("it names no certificate authority or no transparency log: keyless signatures need both".into());
+        }
+        Ok(root)
+    }
+}
+
+/// Checks a keyless signature against the trusted root and the identities
+/// allowed; returns the identity that signed.
+pub fn verify(root: &TrustedRoot, identities: &[Identity], signature: &KeylessSignature<'_>) -> Result<Identity, String> {
+    let entry = &signature.log_entry;
+    let log_key = root.logs.get(&entry.log_id).ok_or("its transparency log is not one the trusted root names")?;
+    CosignVerificationKey::try_from_der(log_key)
+        .and_then(|key| key.verify_signature(Signature::Base64Encoded(entry.signed_entry_timestamp.as_bytes()), &entry.canonical()))
+        .map_err(|_| "its transparency log timestamp is not signed by the log")?;
+    check_log_records(entry, signature)?;
+
+    let intermediates: Vec<CertificateDer<'_>> =
+        root.intermediates.iter().chain(&signature.chain).map(|der| CertificateDer::from(der.as_slice())).collect();
+    let anchor_ders: Vec<CertificateDer<'_>> = root.anchors.iter().map(|der| CertificateDer::from(der.as_slice())).collect();
+    let anchors: Vec<_> = anchor_ders
+        .iter()
+        .map(|der| webpki::anchor_from_trusted_cert(der).expect("checked when the root was read"))
+        .collect();
+    let leaf = CertificateDer::from(signature.certificate.as_slice());
+    let time = u64::try_from(entry.integrated_time).map_err(|_| "its transparency log time is negative")?;
+    let certificate = webpki::EndEntityCert::try_from(&leaf).map_err(|error| format!("its certificate cannot be read: {error}"))?;
+    certificate
+        .verify_for_usage(
+            webpki::ALL_VERIFICATION_ALGS,
+            &anchors,
+            &intermediates,
+            UnixTime::since_unix_epoch(std::time::Duration::from_secs(time)),
+            webpki::KeyUsage::required(CODE_SIGNING),
+            None,
+            None,
+        )
+        .map_err(|error| {
+            format!("its certificate does not chain to a trusted CA for code signing at the time the log recorded: {error}")
+        })?;
+
+    let named = certificate_identity(&signature.certificate)?;
+    if !identities.contains(&named) {
+        let allowed: Vec<String> = identities.iter().map(Identity::to_string).collect();
+        return Err(format!("it is signed by {named}, not by an identity the configuration allows ({})", allowed.join(", ")));
+    }
+    let spki = x509_cert::Certificate::from_der(&signature.certificate)
+        .and_then(|certificate| certificate.tbs_certificate().subject_public_key_info().to_der())
+        .map_err(|error| format!("its certificate cannot be read: {error}"))?;
+    CosignVerificationKey::try_from_der(&spki)
+        .and_then(|key| key.verify_signature(Signature::Base64Encoded(signature.signature.as_bytes()), signature.signed))
+        .map_err(|_| "its signature was not made by its certificate's key")?;
+    Ok(named)
+}
+
+/// Checks that the log entry records this signature: its hash of the signed
+/// bytes, the signature itself and the certificate. Otherwise a timestamp of
+/// some other entry could lend its time to this one.
+fn check_log_records(entry: &LogEntry, signature: &KeylessSignature<'_>) -> Result<(), String> {
+    let body = decode(&entry.body)?;
+    let rekord: HashedRekord =
+        serde_json::from_slice(&body).map_err(|error| format!("its transparency log entry is not a hashedrekord: {error}"))?;
+    let spec = &rekord.spec;
+    let recorded_key = decode(&spec.signature.public_key.content)?;
+    let recorded_certificate = x509_cert::Certificate::from_pem(&recorded_key)
+        .or_else(|_| x509_cert::Certificate::from_der(&recorded_key))
+        .and_then(|certificate| certificate.to_der())
+        .map_err(|_| "its transparency log entry records no certificate")?;
+    let same = rekord.kind == "hashedrekord"
+        && spec.data.hash.algorithm == "sha256"
+        && spec.data.hash.value == hex(&Sha256::digest(signature.signed))
+        && decode(&spec.signature.content)? == decode(signature.signature)?
+        && recorded_certificate == signature.certificate;
+    if same { Ok(()) } else { Err("its transparency log entry records another signature".into()) }
+}
+
+/// The identity and issuer a Fulcio certificate names.
+fn certificate_identity(der: &[u8]) -> Result<Identity, String> {
+    let certificate = x509_cert::Certificate::from_der(der).map_err(|error| format!("its certificate cannot be read: {error}"))?;
+    let tbs = certificate.tbs_certificate();
+    let (_, names) = tbs
+        .get_extension::<x509_cert::ext::pkix::SubjectAltName>()
+        .map_err(|error| format!("its certificate's subject alternative name cannot be read: {error}"))?
+        .ok_or("its certificate names no identity (no subject alternative name)")?;
+    let identity = names
+        .0
+        .iter()
+        .find_map(|name| match name {
+            x509_cert::ext::pkix::name::GeneralName::Rfc822Name(email) => Some(email.to_string()),
+            x509_cert::ext::pkix::name::GeneralName::UniformResourceIdentifier(uri) => Some(uri.to_string()),
+            _ => None,
+        })
+        .ok_or("its certificate names no email address or URI")?;
+    let extensions = tbs.extensions().map(|extensions| extensions.as_slice()).unwrap_or_default();
+    let issuer = extensions
+        .iter()
+        .find(|extension| extension.extn_id.to_string() == ISSUER_V2)
+        .and_then(|extension| x509_cert::der::asn1::Utf8StringRef::from_der(extension.extn_value.as_bytes()).ok().map(|text| text.to_string()))
+        .or_else(|| {
+            extensions
+                .iter()
+                .find(|extension| extension.extn_id.to_string() == ISSUER_V1)
+                .and_then(|extension| String::from_utf8(extension.extn_value.as_bytes().to_vec()).ok())
+        })
+        .ok_or("its certificate names no issuer (Fulcio's issuer extension)")?;
+    Ok(Identity { identity, issuer })
+}
+
+/// The DER certificates in `pem` (one or more).
+pub fn certificates_from_pem(pem: &str) -> Result<Vec<Vec<u8>>, String> {
+    x509_cert::Certificate::load_pem_chain(pem.as_bytes())
+        .and_then(|chain| chain.iter().map(|certificate| certificate.to_der()).collect())
+        .map_err(|error| format!("its certificate is not PEM: {error}"))
+}
+
+fn decode(text: &str) -> Result<Vec<u8>, String> {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.decode(text).map_err(|_| "a field that should be base64 is not".to_string())
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
