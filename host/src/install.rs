@@ -7,6 +7,9 @@
 //! and only then places the component in the plugin directory, whole (a
 //! rename), where a running server's watcher loads it. Whatever fails on the
 //! way leaves the installed pack, the lockfile and the directory as they were.
+//! A command that changes the lockfile holds it ([`Lockfile::lock`]) from
+//! start to end, so two commands (or a command and `serve` installing its
+//! sources) never interleave.
 
 use std::path::{Path, PathBuf};
 
@@ -14,7 +17,7 @@ use serde::Serialize;
 
 use crate::config::ServeConfig;
 use crate::distribution::{DistributionError, PackReference, Progress, PulledPack, RegistryClient};
-use crate::lockfile::{LockedPack, Lockfile, LockfileError};
+use crate::lockfile::{LockedPack, Lockfile, LockfileError, LockfileGuard, is_plugin_name};
 use crate::loader::{self, PluginSource};
 use crate::pack_store::{self, PackStore};
 use crate::signature::{self, Provenance, SignatureError};
@@ -111,38 +114,60 @@ impl<'a> Installation<'a> {
             None => reference.repository().rsplit('/').next().unwrap_or_default().to_string(),
         };
         check_name(&name)?;
+        let _held = self.hold().await?;
         let lockfile = Lockfile::read(&self.lockfile)?;
         let file = self.plugin_file(&name);
         if lockfile.get(&name).is_some() || file.exists() {
             return Err(InstallError::AlreadyInstalled { name, path: file.display().to_string() });
         }
-        self.install(&name, &reference, progress).await
+        self.install(&name, &reference, Placing::New, progress).await
+    }
+
+    /// Holds the lockfile for the rest of a command.
+    async fn hold(&self) -> Result<LockfileGuard, InstallError> {
+        Ok(Lockfile::lock(&self.lockfile).await?)
     }
 
     /// Pulls and verifies the pack `reference` names now, records it as
     /// plugin `name` and places it.
-    async fn install(&self, name: &str, reference: &PackReference, progress: Progress<'_>) -> Result<LockedPack, InstallError> {
+    async fn install(
+        &self,
+        name: &str,
+        reference: &PackReference,
+        placing: Placing,
+        progress: Progress<'_>,
+    ) -> Result<LockedPack, InstallError> {
         let client = self.client()?;
         let digest = client.resolve(reference).await?;
         let pack = self.fetch_verified(&client, name, reference, &digest, progress).await?;
-        self.record_and_place(&pack)?;
+        self.record_and_place(&pack, placing)?;
         Ok(pack)
     }
 
-    /// Records `pack` in the lockfile, over the lockfile as it is now (an
-    /// other command may have changed it meanwhile), then puts its component
-    /// in the plugin directory: a server that loads it finds it recorded.
-    fn record_and_place(&self, pack: &LockedPack) -> Result<(), InstallError> {
+    /// Records `pack` in the lockfile, then puts its component in the plugin
+    /// directory: a server that loads it finds it recorded. If it cannot be
+    /// placed, the lockfile's entry is put back as it was.
+    fn record_and_place(&self, pack: &LockedPack, placing: Placing) -> Result<(), InstallError> {
         let mut lockfile = Lockfile::read(&self.lockfile)?;
+        let previous = lockfile.get(&pack.name).cloned();
         lockfile.insert(pack.clone());
         lockfile.write(&self.lockfile)?;
-        self.place(&pack.name, pack)
+        let Err(error) = self.place(pack, placing) else { return Ok(()) };
+        match previous {
+            Some(previous) => lockfile.insert(previous),
+            None => _ = lockfile.remove(&pack.name),
+        }
+        match lockfile.write(&self.lockfile) {
+            Ok(()) => Err(error),
+            Err(also) => Err(InstallError::Write { path: self.plugin_file(&pack.name).display().to_string(), error: format!("{error}; and {also}") }),
+        }
     }
 
     /// `prompt-host update`: resolves each installed pack's reference again
     /// (or only `name`'s) and installs what changed. Each pack's outcome is
     /// its own: one that fails keeps what is installed.
     pub async fn update(&self, name: Option<&str>, progress: Progress<'_>) -> Result<Vec<(String, Result<Updated, InstallError>)>, InstallError> {
+        let _held = self.hold().await?;
         let lockfile = Lockfile::read(&self.lockfile)?;
         let packs: Vec<LockedPack> = match name {
             Some(name) => vec![lockfile.get(name).cloned().ok_or_else(|| not_installed(name, &lockfile))?],
@@ -165,7 +190,7 @@ impl<'a> Installation<'a> {
             return Ok(Updated::UpToDate(locked.clone()));
         }
         let pack = self.fetch_verified(client, &locked.name, &reference, &digest, progress).await?;
-        self.record_and_place(&pack)?;
+        self.record_and_place(&pack, Placing::Replace)?;
         Ok(if digest == locked.digest {
             Updated::Restored(pack)
         } else {
@@ -181,14 +206,27 @@ impl<'a> Installation<'a> {
     /// its own.
     pub async fn install_sources(&self) -> Vec<(String, Result<Sourced, InstallError>)> {
         let mut outcomes = Vec::new();
-        for (name, source) in self.config.plugins.iter().filter_map(|(name, plugin)| Some((name, plugin.source.as_ref()?))) {
+        let _held = match self.hold().await {
+            Ok(held) => held,
+            Err(error) => {
+                let message = error.to_string();
+                return self.sources().map(|(name, _)| (name.clone(), Err(InstallError::Read { path: self.lockfile.display().to_string(), error: message.clone() }))).collect();
+            }
+        };
+        for (name, source) in self.sources() {
             let outcome = self.install_source(name, source).await;
             outcomes.push((name.clone(), outcome));
         }
         outcomes
     }
 
+    /// The packs the config names by source.
+    fn sources(&self) -> impl Iterator<Item = (&String, &String)> {
+        self.config.plugins.iter().filter_map(|(name, plugin)| Some((name, plugin.source.as_ref()?)))
+    }
+
     async fn install_source(&self, name: &str, source: &str) -> Result<Sourced, InstallError> {
+        check_name(name)?;
         let lockfile = Lockfile::read(&self.lockfile)?;
         match lockfile.get(name) {
             Some(locked) if locked.reference == source => {
@@ -207,17 +245,18 @@ impl<'a> Installation<'a> {
                         locked: locked.sha256.clone(),
                     });
                 }
-                self.place(name, locked)?;
+                self.place(locked, Placing::Replace)?;
                 Ok(Sourced::Restored(locked.clone()))
             }
             // A new source, or none installed yet: the one installed (if any) stays until the new one is in.
-            _ => Ok(Sourced::Installed(self.install(name, &PackReference::parse(source)?, &|_, _| {}).await?)),
+            _ => Ok(Sourced::Installed(self.install(name, &PackReference::parse(source)?, Placing::Replace, &|_, _| {}).await?)),
         }
     }
 
     /// `prompt-host remove`: takes the pack out of the plugin directory (a
     /// running server unloads it) and out of the lockfile.
-    pub fn remove(&self, name: &str) -> Result<LockedPack, InstallError> {
+    pub async fn remove(&self, name: &str) -> Result<LockedPack, InstallError> {
+        let _held = self.hold().await?;
         let mut lockfile = Lockfile::read(&self.lockfile)?;
         let locked = lockfile.get(name).cloned().ok_or_else(|| not_installed(name, &lockfile))?;
         let file = self.plugin_file(name);
@@ -310,13 +349,19 @@ impl<'a> Installation<'a> {
     }
 
     /// Puts the stored component in the plugin directory, whole.
-    fn place(&self, name: &str, pack: &LockedPack) -> Result<(), InstallError> {
+    fn place(&self, pack: &LockedPack, placing: Placing) -> Result<(), InstallError> {
         let stored = self.store.wasm_path(&pack.sha256);
         let bytes = std::fs::read(&stored)
             .map_err(|error| InstallError::Read { path: stored.display().to_string(), error: error.to_string() })?;
-        let file = self.plugin_file(name);
-        pack_store::write_atomically(&file, &bytes)
-            .map_err(|error| InstallError::Write { path: file.display().to_string(), error: error.to_string() })
+        let file = self.plugin_file(&pack.name);
+        let placed = match placing {
+            Placing::Replace => pack_store::write_atomically(&file, &bytes),
+            Placing::New => pack_store::write_atomically_new(&file, &bytes),
+        };
+        placed.map_err(|error| match error.kind() {
+            std::io::ErrorKind::AlreadyExists => InstallError::AlreadyInstalled { name: pack.name.clone(), path: file.display().to_string() },
+            _ => InstallError::Write { path: file.display().to_string(), error: error.to_string() },
+        })
     }
 
     fn file_state(&self, locked: &LockedPack) -> FileState {
@@ -405,12 +450,17 @@ impl std::fmt::Display for FileState {
     }
 }
 
+/// Whether placing a pack may replace a plugin file already there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Placing {
+    /// `add`: a file that appeared meanwhile (copied in by hand) is kept.
+    New,
+    /// `update`, and `serve`'s sources: the installed file is replaced.
+    Replace,
+}
+
 fn check_name(name: &str) -> Result<(), InstallError> {
-    let valid = !name.is_empty()
-        && name.len() <= 64
-        && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
-        && !name.starts_with('-');
-    if valid { Ok(()) } else { Err(InstallError::InvalidName { name: name.to_string() }) }
+    if is_plugin_name(name) { Ok(()) } else { Err(InstallError::InvalidName { name: name.to_string() }) }
 }
 
 fn not_installed(name: &str, lockfile: &Lockfile) -> InstallError {

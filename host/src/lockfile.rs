@@ -14,9 +14,11 @@
 //! ```
 //!
 //! It is written whole, through a temporary file and a rename, so a reader
-//! never sees half of it.
+//! never sees half of it; the commands that change it hold [`LockfileGuard`]
+//! from reading it to writing it, so two never interleave. What it says is
+//! checked as it is read: its names and digests become file names.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
@@ -51,6 +53,30 @@ pub struct LockedPack {
     pub signer: String,
 }
 
+/// Held while a command changes the lockfile: an OS lock on a file beside
+/// it (`prompt-host.lock.guard`; the lockfile itself is replaced whole, so
+/// it cannot carry the lock), released when the guard is dropped or the
+/// process ends.
+#[derive(Debug)]
+pub struct LockfileGuard {
+    _file: std::fs::File,
+}
+
+fn guard_path(lockfile: &Path) -> PathBuf {
+    let mut name = lockfile.file_name().unwrap_or_default().to_os_string();
+    name.push(".guard");
+    lockfile.with_file_name(name)
+}
+
+/// Whether `name` may name an installed plugin (and so its file):
+/// lowercase letters, digits, `-` and `_`, at most 64, not starting with `-`.
+pub fn is_plugin_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
+        && !name.starts_with('-')
+}
+
 /// Why the lockfile cannot be read or written.
 #[derive(Debug, thiserror::Error)]
 #[error("{path}: {problem}")]
@@ -74,7 +100,33 @@ impl Lockfile {
         if lockfile.version != VERSION {
             return Err(error(format!("version {} is not one this host reads ({VERSION})", lockfile.version)));
         }
+        for pack in &lockfile.packs {
+            if !is_plugin_name(&pack.name) {
+                return Err(error(format!("{:?} is not a plugin name (lowercase letters, digits, '-' and '_')", pack.name)));
+            }
+            if !crate::distribution::is_sha256_digest(&format!("sha256:{}", pack.sha256))
+                || !crate::distribution::is_sha256_digest(&pack.digest)
+            {
+                return Err(error(format!("{}: its digest and sha256 must be SHA-256 digests", pack.name)));
+            }
+        }
         Ok(lockfile)
+    }
+
+    /// Waits until no other command holds the lockfile at `path`, and holds
+    /// it until the guard is dropped.
+    pub async fn lock(path: &Path) -> Result<LockfileGuard, LockfileError> {
+        let guard_path = guard_path(path);
+        let error = |problem: std::io::Error| LockfileError { path: guard_path.display().to_string(), problem: problem.to_string() };
+        if let Some(folder) = guard_path.parent().filter(|folder| !folder.as_os_str().is_empty()) {
+            std::fs::create_dir_all(folder).map_err(error)?;
+        }
+        let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&guard_path).map_err(error)?;
+        let file = tokio::task::spawn_blocking(move || file.lock().map(|()| file))
+            .await
+            .expect("taking a file lock does not panic")
+            .map_err(error)?;
+        Ok(LockfileGuard { _file: file })
     }
 
     /// Writes the lockfile whole, replacing the old one in one rename.
@@ -148,5 +200,41 @@ mod tests {
         assert_eq!(error, format!("{}: version 2 is not one this host reads (1)", path.display()));
         std::fs::write(&path, "version = 1\nextra = true\n").unwrap();
         assert!(Lockfile::read(&path).unwrap_err().to_string().contains("unknown field `extra`"));
+    }
+
+    #[test]
+    fn a_name_or_digest_that_could_name_another_file_is_refused_as_the_lockfile_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LOCKFILE_NAME);
+        let write = |pack: LockedPack| Lockfile { version: VERSION, packs: vec![pack] }.write(&path).unwrap();
+        write(LockedPack { name: "../../etc/cron.d/x".into(), ..pack("acme") });
+        assert_eq!(
+            Lockfile::read(&path).unwrap_err().to_string(),
+            format!("{}: \"../../etc/cron.d/x\" is not a plugin name (lowercase letters, digits, '-' and '_')", path.display())
+        );
+        write(LockedPack { sha256: "../../../../tmp/evil".into(), ..pack("acme") });
+        assert_eq!(
+            Lockfile::read(&path).unwrap_err().to_string(),
+            format!("{}: acme: its digest and sha256 must be SHA-256 digests", path.display())
+        );
+        write(pack("acme"));
+        assert_eq!(Lockfile::read(&path).unwrap().packs, vec![pack("acme")]);
+    }
+
+    #[tokio::test]
+    async fn a_second_command_waits_for_the_first_to_release_the_lockfile() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LOCKFILE_NAME);
+        let first = Lockfile::lock(&path).await.unwrap();
+        let second = tokio::spawn({
+            let path = path.clone();
+            async move { Lockfile::lock(&path).await.map(|_guard| ()) }
+        });
+        tokio::task::yield_now().await;
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        assert!(!second.is_finished(), "the second command took the lock while the first held it");
+        drop(first);
+        second.await.unwrap().unwrap();
+        assert!(dir.path().join("prompt-host.lock.guard").exists());
     }
 }

@@ -62,12 +62,22 @@ impl PackStore {
 /// Writes `bytes` to `path` whole: into a temporary file beside it, then
 /// renamed over it, so a reader (a watching server) never sees half a file.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_whole(path, bytes, true)
+}
+
+/// As [`write_atomically`], but fails with `AlreadyExists`, changing
+/// nothing, if `path` exists when the file is put in place.
+pub fn write_atomically_new(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_whole(path, bytes, false)
+}
+
+fn write_whole(path: &Path, bytes: &[u8], replace: bool) -> std::io::Result<()> {
     let folder = path.parent().filter(|folder| !folder.as_os_str().is_empty()).unwrap_or(Path::new("."));
     std::fs::create_dir_all(folder)?;
     let mut file = tempfile::Builder::new().prefix(".prompt-host-").suffix(".partial").tempfile_in(folder)?;
     file.write_all(bytes)?;
     file.as_file().sync_all()?;
-    file.persist(path).map_err(|error| error.error)?;
+    if replace { file.persist(path) } else { file.persist_noclobber(path) }.map_err(|error| error.error)?;
     Ok(())
 }
 

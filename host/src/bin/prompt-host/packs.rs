@@ -69,9 +69,9 @@ pub async fn update(config_path: &Path, name: Option<&str>) -> anyhow::Result<()
     Ok(())
 }
 
-pub fn remove(config_path: &Path, name: &str) -> anyhow::Result<()> {
+pub async fn remove(config_path: &Path, name: &str) -> anyhow::Result<()> {
     let config = config(config_path)?;
-    let removed = Installation::new(&config)?.remove(name)?;
+    let removed = Installation::new(&config)?.remove(name).await?;
     eprintln!("removed {} ({} at {})", removed.name, removed.reference, removed.digest);
     Ok(())
 }
