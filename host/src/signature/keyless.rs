@@ -29,12 +29,38 @@ use x509_cert::der::{Decode, DecodePem, Encode};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TrustedRoot {
     /// CA certificates (DER): the last of each chain is a trust anchor, the
-    /// others intermediates.
-    anchors: Vec<Vec<u8>>,
+    /// others intermediates; each anchor with the time the root trusts it for.
+    anchors: Vec<(Vec<u8>, Validity)>,
     intermediates: Vec<Vec<u8>>,
     /// Transparency log keys (DER SubjectPublicKeyInfo), by log id (hex
-    /// SHA-256 of the key).
-    logs: BTreeMap<String, Vec<u8>>,
+    /// SHA-256 of the key), each with the time the root trusts it for.
+    logs: BTreeMap<String, (Vec<u8>, Validity)>,
+}
+
+/// The span of time a trusted root trusts a CA or a log key for (its
+/// `validFor`), in Unix seconds: a CA retired or a log key rotated out
+/// vouches for nothing recorded after its end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Validity {
+    start: i64,
+    end: i64,
+}
+
+impl Validity {
+    fn from_file(valid_for: Option<&ValidFor>) -> Result<Validity, String> {
+        let seconds = |time: &Option<String>, default: i64| match time {
+            None => Ok(default),
+            Some(text) => chrono::DateTime::parse_from_rfc3339(text)
+                .map(|time| time.timestamp())
+                .map_err(|error| format!("its validFor time {text:?} is not an RFC 3339 time: {error}")),
+        };
+        let valid_for = valid_for.cloned().unwrap_or_default();
+        Ok(Validity { start: seconds(&valid_for.start, i64::MIN)?, end: seconds(&valid_for.end, i64::MAX)? })
+    }
+
+    fn contains(&self, time: i64) -> bool {
+        self.start <= time && time <= self.end
+    }
 }
 
 /// An identity a keyless signature may be made by.
@@ -165,12 +191,20 @@ struct TransparencyLog {
 #[serde(rename_all = "camelCase")]
 struct PublicKey {
     raw_bytes: String,
+    valid_for: Option<ValidFor>,
 }
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct CertificateAuthority {
     cert_chain: CertChain,
+    valid_for: Option<ValidFor>,
+}
+
+#[derive(Clone, Default, Deserialize)]
+struct ValidFor {
+    start: Option<String>,
+    end: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -204,13 +238,14 @@ impl TrustedRoot {
             let Some((anchor, intermediates)) = chain.split_last() else { continue };
             webpki::anchor_from_trusted_cert(&CertificateDer::from(anchor.as_slice()))
                 .map_err(|error| format!("a certificate authority's root is not a usable CA certificate: {error}"))?;
-            root.anchors.push(anchor.clone());
+            root.anchors.push((anchor.clone(), Validity::from_file(authority.valid_for.as_ref())?));
             root.intermediates.extend(intermediates.iter().cloned());
         }
         for log in &file.tlogs {
             let key = decode(&log.public_key.raw_bytes)?;
             CosignVerificationKey::try_from_der(&key).map_err(|error| format!("a transparency log's key is not usable: {error}"))?;
-            root.logs.insert(hex(&Sha256::digest(&key)), key);
+            let validity = Validity::from_file(log.public_key.valid_for.as_ref())?;
+            root.logs.insert(hex(&Sha256::digest(&key)), (key, validity));
         }
         if root.anchors.is_empty() || root.logs.is_empty() {
             return Err("it names no certificate authority or no transparency log: keyless signatures need both".into());
@@ -223,7 +258,10 @@ impl TrustedRoot {
 /// allowed; returns the identity that signed.
 pub fn verify(root: &TrustedRoot, identities: &[Identity], signature: &KeylessSignature<'_>) -> Result<Identity, String> {
     let entry = &signature.log_entry;
-    let log_key = root.logs.get(&entry.log_id).ok_or("its transparency log is not one the trusted root names")?;
+    let (log_key, log_validity) = root.logs.get(&entry.log_id).ok_or("its transparency log is not one the trusted root names")?;
+    if !log_validity.contains(entry.integrated_time) {
+        return Err("its transparency log's key was not trusted at the time the log recorded (validFor in the trusted root)".into());
+    }
     CosignVerificationKey::try_from_der(log_key)
         .and_then(|key| key.verify_signature(Signature::Base64Encoded(entry.signed_entry_timestamp.as_bytes()), &entry.canonical()))
         .map_err(|_| "its transparency log timestamp is not signed by the log")?;
@@ -231,7 +269,15 @@ pub fn verify(root: &TrustedRoot, identities: &[Identity], signature: &KeylessSi
 
     let intermediates: Vec<CertificateDer<'_>> =
         root.intermediates.iter().chain(&signature.chain).map(|der| CertificateDer::from(der.as_slice())).collect();
-    let anchor_ders: Vec<CertificateDer<'_>> = root.anchors.iter().map(|der| CertificateDer::from(der.as_slice())).collect();
+    let anchor_ders: Vec<CertificateDer<'_>> = root
+        .anchors
+        .iter()
+        .filter(|(_, validity)| validity.contains(entry.integrated_time))
+        .map(|(der, _)| CertificateDer::from(der.as_slice()))
+        .collect();
+    if anchor_ders.is_empty() {
+        return Err("no certificate authority of the trusted root was trusted at the time the log recorded (validFor)".into());
+    }
     let anchors: Vec<_> = anchor_ders
         .iter()
         .map(|der| webpki::anchor_from_trusted_cert(der).expect("checked when the root was read"))
@@ -253,11 +299,12 @@ pub fn verify(root: &TrustedRoot, identities: &[Identity], signature: &KeylessSi
             format!("its certificate does not chain to a trusted CA for code signing at the time the log recorded: {error}")
         })?;
 
-    let named = certificate_identity(&signature.certificate)?;
-    if !identities.contains(&named) {
+    let named = certificate_identities(&signature.certificate)?;
+    let Some(named) = named.iter().find(|identity| identities.contains(identity)).cloned() else {
         let allowed: Vec<String> = identities.iter().map(Identity::to_string).collect();
-        return Err(format!("it is signed by {named}, not by an identity the configuration allows ({})", allowed.join(", ")));
-    }
+        let named: Vec<String> = named.iter().map(Identity::to_string).collect();
+        return Err(format!("it is signed by {}, not by an identity the configuration allows ({})", named.join(" and "), allowed.join(", ")));
+    };
     let spki = x509_cert::Certificate::from_der(&signature.certificate)
         .and_then(|certificate| certificate.tbs_certificate().subject_public_key_info().to_der())
         .map_err(|error| format!("its certificate cannot be read: {error}"))?;
@@ -288,23 +335,27 @@ fn check_log_records(entry: &LogEntry, signature: &KeylessSignature<'_>) -> Resu
     if same { Ok(()) } else { Err("its transparency log entry records another signature".into()) }
 }
 
-/// The identity and issuer a Fulcio certificate names.
-fn certificate_identity(der: &[u8]) -> Result<Identity, String> {
+/// The identities a Fulcio certificate names (each email address and URI of
+/// its subject alternative name), with the issuer that vouched for them.
+fn certificate_identities(der: &[u8]) -> Result<Vec<Identity>, String> {
     let certificate = x509_cert::Certificate::from_der(der).map_err(|error| format!("its certificate cannot be read: {error}"))?;
     let tbs = certificate.tbs_certificate();
     let (_, names) = tbs
         .get_extension::<x509_cert::ext::pkix::SubjectAltName>()
         .map_err(|error| format!("its certificate's subject alternative name cannot be read: {error}"))?
         .ok_or("its certificate names no identity (no subject alternative name)")?;
-    let identity = names
+    let named: Vec<String> = names
         .0
         .iter()
-        .find_map(|name| match name {
+        .filter_map(|name| match name {
             x509_cert::ext::pkix::name::GeneralName::Rfc822Name(email) => Some(email.to_string()),
             x509_cert::ext::pkix::name::GeneralName::UniformResourceIdentifier(uri) => Some(uri.to_string()),
             _ => None,
         })
-        .ok_or("its certificate names no email address or URI")?;
+        .collect();
+    if named.is_empty() {
+        return Err("its certificate names no email address or URI".into());
+    }
     let extensions = tbs.extensions().map(|extensions| extensions.as_slice()).unwrap_or_default();
     let issuer = extensions
         .iter()
@@ -317,7 +368,7 @@ fn certificate_identity(der: &[u8]) -> Result<Identity, String> {
                 .and_then(|extension| String::from_utf8(extension.extn_value.as_bytes().to_vec()).ok())
         })
         .ok_or("its certificate names no issuer (Fulcio's issuer extension)")?;
-    Ok(Identity { identity, issuer })
+    Ok(named.into_iter().map(|identity| Identity { identity, issuer: issuer.clone() }).collect())
 }
 
 /// The DER certificates in `pem` (one or more).
