@@ -24,6 +24,7 @@
 //! plain_http = ["127.0.0.1:5000"] # registries spoken to over HTTP, not HTTPS
 //! ca_file = "registry-ca.pem"     # a CA trusted besides the system's
 //! max_pack_mib = 128              # the largest pack pulled
+//! timeout_secs = 300              # the deadline of one pull, tag resolution or push
 //!
 //! [limits]                        # every plugin, unless overridden below
 //! fuel = 500000000
@@ -420,6 +421,7 @@ struct RegistrySection {
     plain_http: Vec<String>,
     ca_file: Option<PathBuf>,
     max_pack_mib: Option<u64>,
+    timeout_secs: Option<u64>,
 }
 
 impl RegistrySection {
@@ -433,6 +435,10 @@ impl RegistrySection {
         if let Some(mib) = self.max_pack_mib {
             positive("registry.max_pack_mib", mib)?;
             settings.max_pack_bytes = mib.checked_mul(1 << 20).ok_or("registry.max_pack_mib is too large")?;
+        }
+        if let Some(seconds) = self.timeout_secs {
+            positive("registry.timeout_secs", seconds)?;
+            settings.timeout = std::time::Duration::from_secs(seconds);
         }
         Ok(settings)
     }

@@ -7,11 +7,14 @@
 //! is the component. Its cosign signatures live beside it, in the manifest
 //! tagged `sha256-<digest>.sig` (cosign's tag scheme).
 //!
-//! oci-client speaks the distribution API for us (authentication, pushing,
-//! resolving tags), but it reads a manifest or a blob whole, however large
-//! the registry makes it. So what a registry sends is fetched here, through
-//! reqwest (oci-client's own HTTP client) with oci-client's token: refused as
-//! soon as it passes its bound, and checked against its digest before use.
+//! Pulling is the host's own, through reqwest (oci-client's HTTP client):
+//! oci-client reads every answer whole, however large the registry makes it,
+//! and a registry is not trusted. So signing in, resolving a tag, and
+//! fetching manifests and blobs each read at most a bound, refused as soon as
+//! it passes it, and every manifest and blob is checked against its digest
+//! before use. Every operation has a deadline, and a registry that stops
+//! sending is given up on. oci-client pushes (`publish`, `sign`), to a
+//! registry its publisher chose.
 
 use std::fmt;
 
@@ -42,6 +45,15 @@ pub const MAX_SIGNATURE_PAYLOAD_BYTES: usize = 16 << 10;
 pub const MAX_SIGNATURES: usize = 16;
 /// The default bound on a pack's component, in MiB (`[registry] max_pack_mib`).
 pub const DEFAULT_MAX_PACK_MIB: u64 = 128;
+/// The most bytes of a token service's answer when signing in (a token is a
+/// few kilobytes).
+pub const MAX_TOKEN_ANSWER_BYTES: usize = 64 << 10;
+/// The default deadline of one registry operation, in seconds (`[registry]
+/// timeout_secs`): resolving a tag, or pulling a pack with its signatures.
+pub const DEFAULT_TIMEOUT_SECS: u64 = 300;
+/// How long a registry may send nothing before it is given up on.
+pub const STALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// A pack's place in a registry, as the commands take it:
 /// `oci://REGISTRY/REPOSITORY:TAG` or `oci://REGISTRY/REPOSITORY@sha256:HEX`.
@@ -132,11 +144,24 @@ pub struct RegistrySettings {
     pub ca_certificates: Vec<Vec<u8>>,
     /// The most bytes a pack's component may have.
     pub max_pack_bytes: u64,
+    /// The deadline of one operation (resolving, pulling, publishing).
+    pub timeout: std::time::Duration,
 }
 
 impl Default for RegistrySettings {
     fn default() -> Self {
-        RegistrySettings { plain_http: Vec::new(), ca_certificates: Vec::new(), max_pack_bytes: DEFAULT_MAX_PACK_MIB << 20 }
+        RegistrySettings {
+            plain_http: Vec::new(),
+            ca_certificates: Vec::new(),
+            max_pack_bytes: DEFAULT_MAX_PACK_MIB << 20,
+            timeout: std::time::Duration::from_secs(DEFAULT_TIMEOUT_SECS),
+        }
+    }
+}
+
+impl RegistrySettings {
+    fn is_plain_http(&self, registry: &str) -> bool {
+        self.plain_http.iter().any(|plain| plain == registry)
     }
 }
 
@@ -149,10 +174,17 @@ pub enum DistributionError {
     Unreachable { registry: String, why: String },
     #[error(
         "{registry} refused access to {reference}: give credentials in the docker config file \
-         ($DOCKER_CONFIG/config.json or ~/.docker/config.json) or in PROMPT_HOST_REGISTRY_USERNAME and \
-         PROMPT_HOST_REGISTRY_PASSWORD"
+         ($DOCKER_CONFIG/config.json or ~/.docker/config.json), or in PROMPT_HOST_REGISTRY_USERNAME and \
+         PROMPT_HOST_REGISTRY_PASSWORD with PROMPT_HOST_REGISTRY={registry}"
     )]
     Unauthorized { registry: String, reference: String },
+    #[error(
+        "{registry} refused access to {reference}, and credentials are never sent to it: it is reached over \
+         plain HTTP ([registry] plain_http) and is not on this machine; reach it over HTTPS"
+    )]
+    UnauthorizedOverPlainHttp { registry: String, reference: String },
+    #[error("{what} of {reference} took longer than {seconds} s ([registry] timeout_secs)")]
+    TimedOut { what: &'static str, reference: String, seconds: u64 },
     #[error("{what} of {reference}: the registry answered {status}")]
     Status { what: &'static str, reference: String, status: u16 },
     #[error("{what} of {reference} is larger than the {limit} bytes allowed")]
@@ -214,7 +246,7 @@ pub struct RegistryClient {
 
 impl RegistryClient {
     pub fn new(settings: RegistrySettings) -> Result<RegistryClient, DistributionError> {
-        let mut http = reqwest::Client::builder().connect_timeout(std::time::Duration::from_secs(10));
+        let mut http = reqwest::Client::builder().connect_timeout(CONNECT_TIMEOUT).read_timeout(STALL_TIMEOUT);
         let mut extra_root_certificates = Vec::new();
         for pem in &settings.ca_certificates {
             let certificate = reqwest::Certificate::from_pem(pem).map_err(|error| DistributionError::Certificate(error.to_string()))?;
@@ -225,31 +257,28 @@ impl RegistryClient {
         let oci = oci_client::Client::new(ClientConfig {
             protocol: ClientProtocol::HttpsExcept(settings.plain_http.clone()),
             extra_root_certificates,
-            connect_timeout: Some(std::time::Duration::from_secs(10)),
+            connect_timeout: Some(CONNECT_TIMEOUT),
+            read_timeout: Some(STALL_TIMEOUT),
             ..ClientConfig::default()
         });
         Ok(RegistryClient { oci, http, settings })
     }
 
-    /// The digest `reference` names now: its own digest, or what its tag
-    /// resolves to.
+    /// The digest `reference` names now: its own digest, or the SHA-256 of
+    /// the manifest its tag resolves to (fetched with its bound, as a digest
+    /// header would be the registry's word alone).
     pub async fn resolve(&self, reference: &PackReference) -> Result<String, DistributionError> {
         if let Some(digest) = reference.digest() {
             return Ok(digest.to_string());
         }
-        let auth = credentials(reference.registry());
-        let digest = self
-            .oci
-            .fetch_manifest_digest(&reference.0, &auth)
-            .await
-            .map_err(|error| self.failure("the manifest", reference, error))?;
-        if !is_sha256_digest(&digest) {
-            return Err(DistributionError::NotAPack {
-                reference: reference.to_string(),
-                why: format!("the registry gave the digest {digest:?}, not a sha256 digest"),
-            });
-        }
-        Ok(digest)
+        self.within_deadline("resolving the tag", reference, async {
+            let token = self.sign_in(&reference.0).await?;
+            let manifest = self.fetch_manifest(&reference.0, &token, MANIFEST_ACCEPT).await?.ok_or_else(|| {
+                DistributionError::Status { what: "the manifest", reference: reference.to_string(), status: 404 }
+            })?;
+            Ok(sha256_digest(&manifest))
+        })
+        .await
     }
 
     /// Pulls the pack at `digest` and its signatures. Every byte is bounded
@@ -260,8 +289,12 @@ impl RegistryClient {
         digest: &str,
         progress: Progress<'_>,
     ) -> Result<PulledPack, DistributionError> {
+        self.within_deadline("pulling the pack", reference, self.pull_at(reference, digest, progress)).await
+    }
+
+    async fn pull_at(&self, reference: &PackReference, digest: &str, progress: Progress<'_>) -> Result<PulledPack, DistributionError> {
         let at_digest = reference.at_digest(digest);
-        let token = self.token(&at_digest.0, RegistryOperation::Pull).await?;
+        let token = self.sign_in(&at_digest.0).await?;
         let manifest = self.fetch_manifest(&at_digest.0, &token, MANIFEST_ACCEPT).await?.ok_or_else(|| {
             DistributionError::Status { what: "the manifest", reference: at_digest.to_string(), status: 404 }
         })?;
@@ -326,7 +359,11 @@ impl RegistryClient {
     /// Pushes `wasm` as a CNCF wasm artifact to `reference` (its tag), and
     /// returns the manifest's digest.
     pub async fn publish(&self, wasm: &[u8], reference: &PackReference) -> Result<String, DistributionError> {
-        let auth = credentials(reference.registry());
+        self.within_deadline("publishing", reference, self.push_pack(wasm, reference)).await
+    }
+
+    async fn push_pack(&self, wasm: &[u8], reference: &PackReference) -> Result<String, DistributionError> {
+        let auth = self.registry_auth(reference.registry());
         let target = &reference.0;
         let map = |error| self.failure("publishing", reference, error);
         self.oci.auth(target, &auth, RegistryOperation::Push).await.map_err(map)?;
@@ -378,11 +415,16 @@ impl RegistryClient {
         let tag = format!("{}.sig", digest.replace(':', "-"));
         let target = reference.at_tag(&tag);
         let shown = PackReference(target.clone());
-        let auth = credentials(reference.registry());
+        self.within_deadline("signing", &shown, self.push_signature_at(&target, payload, signature)).await
+    }
+
+    async fn push_signature_at(&self, target: &Reference, payload: &[u8], signature: &str) -> Result<(), DistributionError> {
+        let shown = PackReference(target.clone());
+        let auth = self.registry_auth(target.registry());
         let map = |error| self.failure("signing", &shown, error);
-        self.oci.auth(&target, &auth, RegistryOperation::Push).await.map_err(map)?;
-        let token = self.token(&target, RegistryOperation::Pull).await?;
-        let mut layers = match self.fetch_manifest(&target, &token, MANIFEST_ACCEPT).await? {
+        self.oci.auth(target, &auth, RegistryOperation::Push).await.map_err(map)?;
+        let token = self.sign_in(target).await?;
+        let mut layers = match self.fetch_manifest(target, &token, MANIFEST_ACCEPT).await? {
             Some(existing) => serde_json::from_slice::<OciImageManifest>(&existing)
                 .map(|manifest| manifest.layers)
                 .unwrap_or_default(),
@@ -391,7 +433,7 @@ impl RegistryClient {
         let payload_digest = sha256_digest(payload);
         layers.retain(|layer| layer.digest != payload_digest);
         layers.truncate(MAX_SIGNATURES - 1);
-        self.oci.push_blob(&target, payload.to_vec(), &payload_digest).await.map_err(map)?;
+        self.oci.push_blob(target, payload.to_vec(), &payload_digest).await.map_err(map)?;
         layers.push(OciDescriptor {
             media_type: SIMPLE_SIGNING_MEDIA_TYPE.to_string(),
             digest: payload_digest,
@@ -411,7 +453,7 @@ impl RegistryClient {
         }))
         .expect("a JSON value serializes");
         let config_digest = sha256_digest(&config);
-        self.oci.push_blob(&target, config.clone(), &config_digest).await.map_err(map)?;
+        self.oci.push_blob(target, config.clone(), &config_digest).await.map_err(map)?;
         let manifest = OciImageManifest {
             schema_version: 2,
             media_type: Some(OCI_MANIFEST_MEDIA_TYPE.to_string()),
@@ -426,35 +468,107 @@ impl RegistryClient {
         };
         let manifest = serde_json::to_vec(&manifest).expect("a manifest serializes");
         let content_type = OCI_MANIFEST_MEDIA_TYPE.parse().expect("a valid header value");
-        self.oci.push_manifest_raw(&target, manifest, content_type).await.map_err(map)?;
+        self.oci.push_manifest_raw(target, manifest, content_type).await.map_err(map)?;
         Ok(())
     }
 
-    /// The authorization to send with this repository's requests, from
-    /// oci-client's authentication (a bearer token from the registry's token
-    /// service, or the basic credentials themselves).
-    async fn token(&self, reference: &Reference, operation: RegistryOperation) -> Result<Token, DistributionError> {
-        let auth = credentials(reference.registry());
-        let shown = PackReference(reference.clone());
-        let bearer = self.oci.auth(reference, &auth, operation).await.map_err(|error| self.failure("signing in", &shown, error))?;
-        Ok(match (bearer, auth) {
-            (Some(token), _) => Token::Bearer(token),
-            (None, RegistryAuth::Basic(user, password)) => Token::Basic(user, password),
-            (None, _) => Token::None,
+    /// Runs `operation` within the configured deadline.
+    async fn within_deadline<T>(
+        &self,
+        what: &'static str,
+        reference: &PackReference,
+        operation: impl Future<Output = Result<T, DistributionError>>,
+    ) -> Result<T, DistributionError> {
+        tokio::time::timeout(self.settings.timeout, operation).await.unwrap_or_else(|_| {
+            Err(DistributionError::TimedOut { what, reference: reference.to_string(), seconds: self.settings.timeout.as_secs() })
         })
+    }
+
+    /// Signs in to read `reference`'s repository, as the distribution
+    /// specification has it: the registry's `/v2/` answers with a challenge;
+    /// for `Basic`, the credentials are the authorization; for `Bearer`, its
+    /// token service (the realm) is asked for a pull token, with the
+    /// credentials if any. The answer is read up to
+    /// [`MAX_TOKEN_ANSWER_BYTES`]. Credentials go to a realm only over HTTPS
+    /// or on this machine.
+    async fn sign_in(&self, reference: &Reference) -> Result<Token, DistributionError> {
+        let shown = PackReference(reference.clone());
+        let credentials = self.credentials(reference.registry());
+        if let Some(Credentials::IdentityToken(token)) = &credentials {
+            return Ok(Token::Bearer(token.clone()));
+        }
+        let url = format!("{}/v2/", self.registry_url(reference));
+        let response = self.http.get(url).send().await.map_err(|error| self.unreachable(&shown, &error))?;
+        let challenge = response.headers().get(reqwest::header::WWW_AUTHENTICATE).and_then(|value| value.to_str().ok()).map(str::to_string);
+        drop(response);
+        let basic = match credentials {
+            Some(Credentials::Basic(user, password)) => Some((user, password)),
+            _ => None,
+        };
+        let Some(challenge) = challenge else { return Ok(Token::None) };
+        let Some((realm, service)) = bearer_challenge(&challenge) else {
+            return Ok(basic.map_or(Token::None, |(user, password)| Token::Basic(user, password)));
+        };
+        let mut realm = url::Url::parse(&realm).map_err(|_| DistributionError::Unreachable {
+            registry: shown.registry().to_string(),
+            why: format!("its sign-in challenge names the token service {realm:?}, which is not a URL"),
+        })?;
+        realm.query_pairs_mut().append_pair("scope", &format!("repository:{}:pull", reference.repository()));
+        if let Some(service) = &service {
+            realm.query_pairs_mut().append_pair("service", service);
+        }
+        let may_send_credentials = realm.scheme() == "https" || realm.host_str().is_some_and(is_loopback_host);
+        let mut request = self.http.get(realm);
+        if let Some((user, password)) = basic.filter(|_| may_send_credentials) {
+            request = request.basic_auth(user, Some(password));
+        }
+        let response = request.send().await.map_err(|error| self.unreachable(&shown, &error))?;
+        let answer = self.read_bounded(response, &shown, "the token service's answer", MAX_TOKEN_ANSWER_BYTES as u64, &|_, _| {}).await?;
+        #[derive(Deserialize)]
+        struct TokenAnswer {
+            token: Option<String>,
+            access_token: Option<String>,
+        }
+        serde_json::from_slice::<TokenAnswer>(&answer)
+            .ok()
+            .and_then(|answer| answer.token.or(answer.access_token))
+            .filter(|token| !token.is_empty())
+            .map(Token::Bearer)
+            .ok_or_else(|| DistributionError::Unreachable {
+                registry: shown.registry().to_string(),
+                why: "its token service answered without a token".to_string(),
+            })
+    }
+
+    /// The credentials for `registry`, unless it is reached over plain HTTP
+    /// from another machine, where anyone on the way could read them.
+    fn credentials(&self, registry: &str) -> Option<Credentials> {
+        if self.settings.is_plain_http(registry) && !is_loopback_registry(registry) {
+            return None;
+        }
+        credentials(registry)
+    }
+
+    /// The credentials for `registry` as oci-client takes them (to push).
+    fn registry_auth(&self, registry: &str) -> RegistryAuth {
+        match self.credentials(registry) {
+            Some(Credentials::Basic(user, password)) => RegistryAuth::Basic(user, password),
+            Some(Credentials::IdentityToken(token)) => RegistryAuth::Bearer(token),
+            None => RegistryAuth::Anonymous,
+        }
     }
 
     /// A manifest, at most [`MAX_MANIFEST_BYTES`]; `None` if there is none.
     async fn fetch_manifest(&self, reference: &Reference, token: &Token, accept: &str) -> Result<Option<Vec<u8>>, DistributionError> {
         let name = reference.digest().or(reference.tag()).unwrap_or("latest");
-        let url = format!("{}/manifests/{name}", self.repository_url(reference));
+        let url = format!("{}/v2/{}/manifests/{name}", self.registry_url(reference), reference.repository());
         let shown = PackReference(reference.clone());
         let request = token.apply(self.http.get(url).header("Accept", accept));
         let response = request.send().await.map_err(|error| self.unreachable(&shown, &error))?;
         if response.status() == reqwest::StatusCode::NOT_FOUND {
             return Ok(None);
         }
-        let body = read_bounded(response, &shown, "the manifest", MAX_MANIFEST_BYTES as u64, &|_, _| {}).await?;
+        let body = self.read_bounded(response, &shown, "the manifest", MAX_MANIFEST_BYTES as u64, &|_, _| {}).await?;
         Ok(Some(body))
     }
 
@@ -475,17 +589,56 @@ impl RegistryClient {
                 why: format!("{what} has the digest {digest:?}, not a sha256 digest"),
             });
         }
-        let url = format!("{}/blobs/{digest}", self.repository_url(reference));
+        let url = format!("{}/v2/{}/blobs/{digest}", self.registry_url(reference), reference.repository());
         let response = token.apply(self.http.get(url)).send().await.map_err(|error| self.unreachable(&shown, &error))?;
-        let body = read_bounded(response, &shown, what, size, progress).await?;
+        let body = self.read_bounded(response, &shown, what, size, progress).await?;
         check_digest(what, &shown, digest, &body)?;
         Ok(body)
     }
 
-    fn repository_url(&self, reference: &Reference) -> String {
+    /// `http://REGISTRY` or `https://REGISTRY`.
+    fn registry_url(&self, reference: &Reference) -> String {
         let registry = reference.resolve_registry();
-        let scheme = if self.settings.plain_http.iter().any(|plain| plain == registry) { "http" } else { "https" };
-        format!("{scheme}://{registry}/v2/{}", reference.repository())
+        let scheme = if self.settings.is_plain_http(registry) { "http" } else { "https" };
+        format!("{scheme}://{registry}")
+    }
+
+    /// Reads a response's body, refusing it as soon as it passes `limit`
+    /// bytes (or says it will).
+    async fn read_bounded(
+        &self,
+        mut response: reqwest::Response,
+        reference: &PackReference,
+        what: &'static str,
+        limit: u64,
+        progress: Progress<'_>,
+    ) -> Result<Vec<u8>, DistributionError> {
+        match response.status() {
+            status if status.is_success() => {}
+            reqwest::StatusCode::UNAUTHORIZED | reqwest::StatusCode::FORBIDDEN => return Err(self.unauthorized(reference)),
+            status => return Err(DistributionError::Status { what, reference: reference.to_string(), status: status.as_u16() }),
+        }
+        let too_large = || DistributionError::TooLarge { what, reference: reference.to_string(), limit };
+        if response.content_length().is_some_and(|length| length > limit) {
+            return Err(too_large());
+        }
+        let mut body = Vec::with_capacity(limit.min(1 << 20) as usize);
+        while let Some(chunk) = response.chunk().await.map_err(|error| self.unreachable(reference, &error))? {
+            if (body.len() + chunk.len()) as u64 > limit {
+                return Err(too_large());
+            }
+            body.extend_from_slice(&chunk);
+            progress(body.len() as u64, limit);
+        }
+        Ok(body)
+    }
+
+    fn unauthorized(&self, reference: &PackReference) -> DistributionError {
+        let (registry, shown) = (reference.registry().to_string(), reference.to_string());
+        if self.settings.is_plain_http(&registry) && !is_loopback_registry(&registry) {
+            return DistributionError::UnauthorizedOverPlainHttp { registry, reference: shown };
+        }
+        DistributionError::Unauthorized { registry, reference: shown }
     }
 
     fn unreachable(&self, reference: &PackReference, error: &reqwest::Error) -> DistributionError {
@@ -499,7 +652,7 @@ impl RegistryClient {
             Oci::ImageManifestNotFoundError(_) => {
                 DistributionError::Status { what, reference: reference.to_string(), status: 404 }
             }
-            Oci::UnauthorizedError { .. } | Oci::AuthenticationFailure(_) => unauthorized(reference),
+            Oci::UnauthorizedError { .. } | Oci::AuthenticationFailure(_) => self.unauthorized(reference),
             other => DistributionError::Unreachable { registry: reference.registry().to_string(), why: error_chain(&other) },
         }
     }
@@ -524,61 +677,49 @@ impl Token {
     }
 }
 
+/// Credentials for one registry. Never logged (no Debug).
+enum Credentials {
+    Basic(String, String),
+    IdentityToken(String),
+}
+
 /// The credentials for `registry`: `PROMPT_HOST_REGISTRY_USERNAME` and
-/// `PROMPT_HOST_REGISTRY_PASSWORD` if set, else the docker config file's
+/// `PROMPT_HOST_REGISTRY_PASSWORD` when `PROMPT_HOST_REGISTRY` names this
+/// registry (so they go to no other), else the docker config file's
 /// (`$DOCKER_CONFIG/config.json` or `~/.docker/config.json`, credential
-/// helpers included), else none. They are never logged.
-fn credentials(registry: &str) -> RegistryAuth {
-    if let (Ok(user), Ok(password)) =
-        (std::env::var("PROMPT_HOST_REGISTRY_USERNAME"), std::env::var("PROMPT_HOST_REGISTRY_PASSWORD"))
+/// helpers included), else none.
+fn credentials(registry: &str) -> Option<Credentials> {
+    if let (Ok(user), Ok(password), Ok(for_registry)) = (
+        std::env::var("PROMPT_HOST_REGISTRY_USERNAME"),
+        std::env::var("PROMPT_HOST_REGISTRY_PASSWORD"),
+        std::env::var("PROMPT_HOST_REGISTRY"),
+    ) && for_registry == registry
     {
-        return RegistryAuth::Basic(user, password);
+        return Some(Credentials::Basic(user, password));
     }
     match docker_credential::get_credential(registry) {
-        Ok(docker_credential::DockerCredential::UsernamePassword(user, password)) => RegistryAuth::Basic(user, password),
-        Ok(docker_credential::DockerCredential::IdentityToken(token)) => RegistryAuth::Bearer(token),
-        Err(_) => RegistryAuth::Anonymous,
+        Ok(docker_credential::DockerCredential::UsernamePassword(user, password)) => Some(Credentials::Basic(user, password)),
+        Ok(docker_credential::DockerCredential::IdentityToken(token)) => Some(Credentials::IdentityToken(token)),
+        Err(_) => None,
     }
 }
 
-/// Reads a response's body, refusing it as soon as it passes `limit` bytes
-/// (or says it will).
-async fn read_bounded(
-    mut response: reqwest::Response,
-    reference: &PackReference,
-    what: &'static str,
-    limit: u64,
-    progress: Progress<'_>,
-) -> Result<Vec<u8>, DistributionError> {
-    check_status(&response, reference, what)?;
-    let too_large = || DistributionError::TooLarge { what, reference: reference.to_string(), limit };
-    if response.content_length().is_some_and(|length| length > limit) {
-        return Err(too_large());
-    }
-    let mut body = Vec::with_capacity(limit.min(1 << 20) as usize);
-    while let Some(chunk) = response.chunk().await.map_err(|error| DistributionError::Unreachable {
-        registry: reference.registry().to_string(),
-        why: error_chain(&error),
-    })? {
-        if (body.len() + chunk.len()) as u64 > limit {
-            return Err(too_large());
-        }
-        body.extend_from_slice(&chunk);
-        progress(body.len() as u64, limit);
-    }
-    Ok(body)
+/// The realm and service of a `Bearer` challenge in a `WWW-Authenticate`
+/// header; `None` for any other scheme.
+fn bearer_challenge(header: &str) -> Option<(String, Option<String>)> {
+    let challenges = http_auth::parse_challenges(header).ok()?;
+    let bearer = challenges.iter().find(|challenge| challenge.scheme.eq_ignore_ascii_case("Bearer"))?;
+    let param = |name: &str| bearer.params.iter().find(|(key, _)| key.eq_ignore_ascii_case(name)).map(|(_, value)| value.to_unescaped());
+    Some((param("realm")?, param("service")))
 }
 
-fn check_status(response: &reqwest::Response, reference: &PackReference, what: &'static str) -> Result<(), DistributionError> {
-    match response.status() {
-        status if status.is_success() => Ok(()),
-        reqwest::StatusCode::UNAUTHORIZED | reqwest::StatusCode::FORBIDDEN => Err(unauthorized(reference)),
-        status => Err(DistributionError::Status { what, reference: reference.to_string(), status: status.as_u16() }),
-    }
+/// Whether `registry` (`host` or `host:port`) is this machine.
+fn is_loopback_registry(registry: &str) -> bool {
+    url::Url::parse(&format!("http://{registry}")).ok().and_then(|url| url.host_str().map(is_loopback_host)).unwrap_or(false)
 }
 
-fn unauthorized(reference: &PackReference) -> DistributionError {
-    DistributionError::Unauthorized { registry: reference.registry().to_string(), reference: reference.to_string() }
+fn is_loopback_host(host: &str) -> bool {
+    host == "localhost" || host.trim_matches(['[', ']']).parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
 fn check_digest(what: &'static str, reference: &PackReference, expected: &str, bytes: &[u8]) -> Result<(), DistributionError> {

@@ -161,7 +161,8 @@ fn prompt_host_with(args: &[&str], env: &[(&str, &str)]) -> Output {
         .env("XDG_CACHE_HOME", Path::new(env!("CARGO_TARGET_TMPDIR")).join("cache"))
         .env("DOCKER_CONFIG", Path::new(env!("CARGO_TARGET_TMPDIR")).join("no-docker-config"))
         .env_remove("PROMPT_HOST_REGISTRY_USERNAME")
-        .env_remove("PROMPT_HOST_REGISTRY_PASSWORD");
+        .env_remove("PROMPT_HOST_REGISTRY_PASSWORD")
+        .env_remove("PROMPT_HOST_REGISTRY");
     command.envs(env.iter().copied());
     command.output().unwrap()
 }
@@ -399,6 +400,68 @@ fn a_registry_that_lies_or_sends_too_much_is_refused_before_anything_is_installe
 }
 
 #[test]
+fn a_registry_behind_a_token_service_is_signed_in_to_with_bounded_answers_and_one_that_stalls_is_given_up_on() {
+    let storage = tempfile::tempdir().unwrap();
+    let registry = Registry::start(storage.path(), &[]);
+    let site = Site::new(&plain(&registry));
+    let digest = publish(&site, "code_review", &format!("{}:1", registry.reference("acme/pack")));
+
+    // Signed in through the token service the registry names, with the credentials for it.
+    let guarded = Registry::spawn(&["serve-blob-liar", "--upstream", &registry.address, "--bearer", "alice:s3cret-Pa55"]);
+    let reference = format!("{}:1", guarded.reference("acme/pack"));
+    let behind_tokens = Site::new(&plain(&guarded));
+    let refused = behind_tokens.refused("add", &[&reference]);
+    assert!(refused.contains(&format!("error: {0} refused access to {reference}: give credentials", guarded.address)), "{refused}");
+    let credentials = [("PROMPT_HOST_REGISTRY_USERNAME", "alice"), ("PROMPT_HOST_REGISTRY_PASSWORD", "s3cret-Pa55"), ("PROMPT_HOST_REGISTRY", guarded.address.as_str())];
+    let added = prompt_host_with(&["add", &reference, "--config", &behind_tokens.config()], &credentials);
+    let said = String::from_utf8_lossy(&added.stderr);
+    assert!(added.status.success() && said.contains(&format!("({digest}, ")), "{said}");
+
+    // A token answer past its bound is refused before it is read whole.
+    let flooding = Registry::spawn(&["serve-blob-liar", "--upstream", &registry.address, "--bearer", "alice:s3cret-Pa55", "--token-bytes", "100000"]);
+    let flooded = Site::new(&plain(&flooding));
+    let credentials = [("PROMPT_HOST_REGISTRY_USERNAME", "alice"), ("PROMPT_HOST_REGISTRY_PASSWORD", "s3cret-Pa55"), ("PROMPT_HOST_REGISTRY", flooding.address.as_str())];
+    let refused = prompt_host_with(&["add", &format!("{}:1", flooding.reference("acme/pack")), "--config", &flooded.config()], &credentials);
+    assert_eq!(
+        String::from_utf8_lossy(&refused.stderr).trim(),
+        format!("error: the token service's answer of {}:1 is larger than the 65536 bytes allowed", flooding.reference("acme/pack"))
+    );
+
+    // A registry that never answers is given up on at the deadline, by add and by serve.
+    let stalled = Registry::spawn(&["serve-blob-liar", "--upstream", &registry.address, "--stall"]);
+    let stalled_reference = format!("{}:1", stalled.reference("acme/pack"));
+    let waiting = Site::new(&format!("{}timeout_secs = 2\n[plugins.acme]\nsource = \"{stalled_reference}\"\n", plain(&stalled)));
+    let refused = waiting.refused("add", &[&stalled_reference, "--name", "other"]);
+    assert_eq!(refused.trim(), format!("error: resolving the tag of {stalled_reference} took longer than 2 s ([registry] timeout_secs)"));
+    std::fs::copy(built_plugin("code_review"), waiting.path("packs/local.wasm")).unwrap();
+    let mut server = Server::start(&["--config", &waiting.config()]);
+    assert_eq!(server.list_all_names(), vec!["code_review"]);
+    let log = server.wait_for_stderr("took longer than 2 s");
+    assert!(log.contains("acme"), "{log}");
+    for site in [&flooded, &waiting] {
+        assert_eq!(site.lockfile(), "");
+    }
+}
+
+#[test]
+fn an_update_that_cannot_place_its_file_leaves_the_lockfile_as_it_was() {
+    let storage = tempfile::tempdir().unwrap();
+    let registry = Registry::start(storage.path(), &[]);
+    let site = Site::new(&plain(&registry));
+    let reference = format!("{}:stable", registry.reference("acme/pack"));
+    let first = publish(&site, "code_review", &reference);
+    site.ok("add", &[&reference]);
+    let second = publish(&site, "dev_assistant", &reference);
+    // Something in the way of the plugin file: a directory cannot be replaced by a file.
+    std::fs::remove_file(site.path("packs/pack.wasm")).unwrap();
+    std::fs::create_dir(site.path("packs/pack.wasm")).unwrap();
+    let refused = site.refused("update", &["pack"]);
+    assert!(refused.contains(&format!("pack: not updated, the installed pack stays: cannot write {}: ", site.path("packs/pack.wasm").display())), "{refused}");
+    let lockfile = site.lockfile();
+    assert!(lockfile.contains(&format!("digest = \"{first}\"")) && !lockfile.contains(&second), "{lockfile}");
+}
+
+#[test]
 fn update_follows_a_moved_tag_keeps_the_pack_when_it_cannot_and_a_running_server_never_fails_a_request() {
     let signed = Signed::new();
     let site = &signed.site;
@@ -500,9 +563,15 @@ fn a_private_registry_takes_credentials_from_the_environment_or_the_docker_confi
     let anonymous = prompt_host_with(&["add", &reference, "--config", &config], &[verbose]);
     let said = String::from_utf8_lossy(&anonymous.stderr);
     assert_eq!(anonymous.status.code(), Some(1));
-    assert!(said.contains(&format!("\nerror: {} refused access to {reference}: give credentials in the docker config file ($DOCKER_CONFIG/config.json or ~/.docker/config.json) or in PROMPT_HOST_REGISTRY_USERNAME and PROMPT_HOST_REGISTRY_PASSWORD\n", registry.address)), "{said}");
+    let refusal = format!("\nerror: {0} refused access to {reference}: give credentials in the docker config file ($DOCKER_CONFIG/config.json or ~/.docker/config.json), or in PROMPT_HOST_REGISTRY_USERNAME and PROMPT_HOST_REGISTRY_PASSWORD with PROMPT_HOST_REGISTRY={0}\n", registry.address);
+    assert!(said.contains(&refusal), "{said}");
 
-    let from_env = [verbose, ("PROMPT_HOST_REGISTRY_USERNAME", "alice"), ("PROMPT_HOST_REGISTRY_PASSWORD", "s3cret-Pa55")];
+    // Credentials in the environment go only to the registry they name.
+    let for_another = [verbose, ("PROMPT_HOST_REGISTRY_USERNAME", "alice"), ("PROMPT_HOST_REGISTRY_PASSWORD", "s3cret-Pa55"), ("PROMPT_HOST_REGISTRY", "registry.example:5000")];
+    let elsewhere = prompt_host_with(&["add", &reference, "--config", &config], &for_another);
+    assert!(String::from_utf8_lossy(&elsewhere.stderr).contains(&refusal), "{}", String::from_utf8_lossy(&elsewhere.stderr));
+
+    let from_env = [verbose, ("PROMPT_HOST_REGISTRY_USERNAME", "alice"), ("PROMPT_HOST_REGISTRY_PASSWORD", "s3cret-Pa55"), ("PROMPT_HOST_REGISTRY", registry.address.as_str())];
     let published = prompt_host_with(&["publish", file.to_str().unwrap(), &reference, "--config", &config], &from_env);
     assert!(published.status.success(), "{}", String::from_utf8_lossy(&published.stderr));
     let added = prompt_host_with(&["add", &reference, "--name", "by_env", "--config", &config], &from_env);
@@ -520,7 +589,7 @@ fn a_private_registry_takes_credentials_from_the_environment_or_the_docker_confi
     assert!(added.status.success(), "{}", String::from_utf8_lossy(&added.stderr));
     assert_eq!(site.list().iter().map(|pack| pack["name"].clone()).collect::<Vec<_>>(), vec![json!("by_docker_config"), json!("by_env")]);
 
-    for output in [&anonymous, &published, &added] {
+    for output in [&anonymous, &elsewhere, &published, &added] {
         for stream in [&output.stdout, &output.stderr] {
             let text = String::from_utf8_lossy(stream);
             assert!(!text.contains("s3cret-Pa55") && !text.contains(&auth), "a credential was printed: {text}");
@@ -651,6 +720,47 @@ fn keyless_signatures_are_checked_against_the_trusted_root_the_identity_and_the_
     let (forged_log, _) = publish_signed("keyless/forged-log", &ours, &["--rekor-key", foreign["rekor_key"].as_str().unwrap()]);
     let refused = site.refused("add", &[&forged_log]);
     assert!(refused.contains("signature 1 is keyless, and its transparency log is not one the trusted root names"), "{refused}");
+
+    // A certificate naming several identities is by each of them.
+    let several = tool(&[
+        "keyless-ca", "--out", storage.path().join("several").to_str().unwrap(),
+        "--identity", "bot@ci.example", "--identity", "dev@acme.example", "--issuer", "https://issuer.example",
+    ]);
+    let trusting_several = Site::new(&format!(
+        "{}[signatures]\nrequire = true\ntrusted_root = \"{}\"\nidentities = [{{ identity = \"dev@acme.example\", issuer = \"https://issuer.example\" }}]\n",
+        plain(&registry),
+        several["trusted_root"].as_str().unwrap()
+    ));
+    let reference = format!("{}:1", registry.reference("keyless/several"));
+    let digest = publish(&trusting_several, "code_review", &reference);
+    tool(&[
+        "sign", "--registry", &registry.address, "--repo", "keyless/several", "--digest", &digest,
+        "--key", several["key"].as_str().unwrap(), "--cert", several["cert"].as_str().unwrap(),
+        "--rekor-key", several["rekor_key"].as_str().unwrap(),
+    ]);
+    let said = trusting_several.ok("add", &[&reference]);
+    assert!(said.contains("signed by dev@acme.example (issuer https://issuer.example))"), "{said}");
+
+    // A CA or a log key the trusted root retired vouches for nothing recorded after.
+    let retired = |field: &str| {
+        let mut root: Value = serde_json::from_str(&std::fs::read_to_string(ours["trusted_root"].as_str().unwrap()).unwrap()).unwrap();
+        let an_hour_ago = "2026-01-01T00:00:00Z";
+        match field {
+            "ca" => root["certificateAuthorities"][0]["validFor"]["end"] = json!(an_hour_ago),
+            _ => root["tlogs"][0]["publicKey"]["validFor"]["end"] = json!(an_hour_ago),
+        }
+        let file = storage.path().join(format!("retired-{field}.json"));
+        std::fs::write(&file, root.to_string()).unwrap();
+        Site::new(&format!(
+            "{}[signatures]\nrequire = true\ntrusted_root = \"{}\"\nidentities = [{{ identity = \"dev@acme.example\", issuer = \"https://issuer.example\" }}]\n",
+            plain(&registry),
+            file.display()
+        ))
+    };
+    let refused = retired("ca").refused("add", &[&good]);
+    assert!(refused.contains("signature 1 is keyless, and no certificate authority of the trusted root was trusted at the time the log recorded (validFor)"), "{refused}");
+    let refused = retired("log").refused("add", &[&good]);
+    assert!(refused.contains("signature 1 is keyless, and its transparency log's key was not trusted at the time the log recorded (validFor in the trusted root)"), "{refused}");
 
     // There is no match-anything default.
     let open = Site::new(&format!("{}[signatures]\nrequire = true\ntrusted_root = \"{}\"\n", plain(&registry), ours["trusted_root"].as_str().unwrap()));

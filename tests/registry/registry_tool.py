@@ -21,11 +21,13 @@ import os
 import shutil
 import socket
 import ipaddress
+import secrets
 import ssl
 import struct
 import subprocess
 import sys
 import tempfile
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -699,7 +701,7 @@ def cmd_keyless_ca(args):
         [
             (x509.KeyUsage(True, False, False, False, False, False, False, False, False), True),
             (x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CODE_SIGNING]), False),
-            (x509.SubjectAlternativeName([x509.RFC822Name(args.identity)]), True),
+            (x509.SubjectAlternativeName([x509.RFC822Name(identity) for identity in args.identity]), True),
             (x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), False),
             (x509.UnrecognizedExtension(FULCIO_ISSUER_V1, issuer), False),
             (x509.UnrecognizedExtension(FULCIO_ISSUER_V2, b"\x0c" + der_length(len(issuer)) + issuer), False),
@@ -756,7 +758,7 @@ def cmd_keyless_ca(args):
             "rekor_key": paths["rekor.key"],
             "rekor_pub": paths["rekor.pub"],
             "trusted_root": paths["trusted_root.json"],
-            "identity": args.identity,
+            "identity": args.identity[0],
             "issuer": args.issuer,
             "rekor_log_id": key_id(rekor_key.public_key()).hex(),
             "not_after": leaf.not_valid_after_utc.strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -774,6 +776,12 @@ def der_length(n):
 def cmd_serve_blob_liar(args):
     upstream = Registry(args.upstream, args.upstream_ca, parse_user(args.user))
     corrupt = set(args.corrupt_blob or [])
+    # With --bearer, the liar is also a token service, as ghcr.io or Docker
+    # Hub have one: /v2/ challenges with a Bearer realm (its own /token), which
+    # hands out TOKEN for these Basic credentials and a pull scope.
+    bearer_basic = "Basic " + base64.b64encode(args.bearer.encode()).decode() if args.bearer else None
+    token = "test-token-" + secrets.token_hex(8)
+    listening = {}
 
     class Liar(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -788,6 +796,14 @@ def cmd_serve_blob_liar(args):
             self.relay(send_body=True)
 
         def relay(self, send_body):
+            if args.stall:
+                time.sleep(3600)  # accept, read the request, and never answer
+                return
+            if bearer_basic and self.path.startswith("/token"):
+                return self.hand_out_token()
+            if bearer_basic and self.headers["Authorization"] != "Bearer " + token:
+                realm = f'Bearer realm="http://{listening["address"]}/token",service="liar"'
+                return self.answer(401, {"WWW-Authenticate": realm, "Content-Type": "application/json"}, b'{"errors":[]}', send_body)
             headers = {name: self.headers[name] for name in ("Accept", "Range") if self.headers[name]}
             try:
                 status, upstream_headers, body = upstream.request("GET", self.path, headers=headers)
@@ -798,17 +814,30 @@ def cmd_serve_blob_liar(args):
                 body = bytes([body[0] ^ 0xFF]) + body[1:]  # same size, wrong bytes
             if "/manifests/" in self.path and args.pad_manifest and status == 200:
                 body = body + b" " * args.pad_manifest
+            names = ("Content-Type", "Docker-Content-Digest", "Docker-Distribution-Api-Version", "WWW-Authenticate")
+            self.answer(status, {name: upstream_headers[name] for name in names if name in upstream_headers}, body, send_body)
+
+        def hand_out_token(self):
+            query = urllib.parse.parse_qs(urllib.parse.urlparse(self.path).query)
+            pulls = all(scope.startswith("repository:") and scope.endswith(":pull") for scope in query.get("scope", [""]))
+            if self.headers["Authorization"] != bearer_basic or not pulls or query.get("service") != ["liar"]:
+                return self.answer(401, {"Content-Type": "application/json"}, b'{"details":"wrong credentials"}', True)
+            answer = json.dumps({"token": token, "padding": "x" * args.token_bytes}).encode()
+            self.answer(200, {"Content-Type": "application/json"}, answer, True)
+
+        def answer(self, status, headers, body, send_body):
             self.send_response(status)
-            for name in ("Content-Type", "Docker-Content-Digest", "Docker-Distribution-Api-Version", "WWW-Authenticate"):
-                if name in upstream_headers:
-                    self.send_header(name, upstream_headers[name])
+            for name, value in headers.items():
+                self.send_header(name, value)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             if send_body:
                 self.wfile.write(body)
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", args.port), Liar)
-    emit({"address": f"127.0.0.1:{server.server_address[1]}", "pid": os.getpid()})
+    server.daemon_threads = True
+    listening["address"] = f"127.0.0.1:{server.server_address[1]}"
+    emit({"address": listening["address"], "pid": os.getpid()})
     server.serve_forever()
 
 
@@ -956,7 +985,7 @@ the Rekor key as a tlog, and a test CT log key). Prints
   {"ca", "cert", "key", "rekor_key", "rekor_pub", "trusted_root": PATHS,
    "identity", "issuer", "rekor_log_id": HEX, "not_after": TIME}""")
     sub.add_argument("--out", required=True, help="directory (created)")
-    sub.add_argument("--identity", required=True, help="the certificate's email SAN")
+    sub.add_argument("--identity", required=True, action="append", help="the certificate's email SAN (repeat for more)")
     sub.add_argument("--issuer", required=True, help="the OIDC issuer URL in the certificate")
     sub.add_argument("--minutes", type=int, default=10, help="certificate lifetime (default 10)")
 
@@ -972,6 +1001,10 @@ whose digest no longer matches). Prints one JSON line, then serves until killed:
     sub.add_argument("--user", help="USER:PASSWORD for the upstream")
     sub.add_argument("--corrupt-blob", action="append", metavar="DIGEST", help="sha256:HEX of a blob to corrupt (repeatable)")
     sub.add_argument("--pad-manifest", type=int, default=0, metavar="N", help="append N bytes to every manifest")
+    sub.add_argument("--bearer", metavar="USER:PASSWORD", help="require a Bearer token from the liar's own token service, "
+                     "which gives one for these Basic credentials")
+    sub.add_argument("--token-bytes", type=int, default=0, metavar="N", help="pad the token service's answer with N bytes")
+    sub.add_argument("--stall", action="store_true", help="accept every request and never answer it")
     sub.add_argument("--port", type=int, default=0, help="port (default: a free one)")
 
     args = parser.parse_args(argv)

@@ -33,13 +33,24 @@ const RMCP_RESPONSE_ERRORS_OFF: &str = "rmcp::service=error";
 /// address, so this is off unless RUST_LOG names rmcp itself.
 const RMCP_REFUSALS_OFF: &str = "rmcp::transport::streamable_http_server::tower=error";
 
+/// oci-client (which pushes for `publish` and `sign`) logs a registry's
+/// sign-in refusal, the registry's own text, unescaped at debug: a registry
+/// is not trusted with the log, so this is off unless RUST_LOG names
+/// oci_client itself.
+const OCI_CLIENT_DEBUG_OFF: &str = "oci_client=info";
+
 /// The log filter: RUST_LOG, or the default; either way without rmcp's
-/// second line per failed request or refusal unless RUST_LOG asks for rmcp.
+/// second line per failed request or refusal unless RUST_LOG asks for rmcp,
+/// and without oci-client's debug lines unless it asks for oci_client.
 fn log_filter() -> tracing_subscriber::EnvFilter {
     let requested = std::env::var("RUST_LOG").ok().filter(|filter| !filter.trim().is_empty());
-    let filter = tracing_subscriber::EnvFilter::try_new(requested.as_deref().unwrap_or(DEFAULT_LOG_FILTER))
+    let mut filter = tracing_subscriber::EnvFilter::try_new(requested.as_deref().unwrap_or(DEFAULT_LOG_FILTER))
         .unwrap_or_else(|_| DEFAULT_LOG_FILTER.into());
-    if requested.is_some_and(|filter| filter.contains("rmcp")) {
+    let names = |target: &str| requested.as_deref().is_some_and(|filter| filter.contains(target));
+    if !names("oci_client") {
+        filter = filter.add_directive(OCI_CLIENT_DEBUG_OFF.parse().expect("a valid directive"));
+    }
+    if names("rmcp") {
         return filter;
     }
     filter
@@ -480,7 +491,7 @@ fn main() -> ExitCode {
             }
             Command::Add { reference, name, install } => packs::add(&install.config, &reference, name.as_deref()).await,
             Command::Update { name, install } => packs::update(&install.config, name.as_deref()).await,
-            Command::Remove { name, install } => packs::remove(&install.config, &name),
+            Command::Remove { name, install } => packs::remove(&install.config, &name).await,
             Command::List { json, install } => packs::list(&install.config, json).await,
             Command::Publish { file, reference, config } => packs::publish(&file, &reference, config.as_deref()).await,
             Command::Sign { reference, key, config } => packs::sign(&reference, &key, config.as_deref()).await,
