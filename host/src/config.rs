@@ -42,6 +42,20 @@
 //! source = "oci://registry.example/acme/prompts:1.2"  # installed at start (see prompt-host.lock)
 //! require_signature = true        # over signatures.require, for this plugin
 //! public_keys = ["keys/acme.pub"] # in place of signatures.public_keys
+//!
+//! [authorization]                 # --http as an OAuth 2.1 resource server
+//! resource = "https://prompts.example/mcp"  # this server's URI: the tokens' audience
+//! issuer = "https://idp.example"  # the authorization server whose tokens count
+//! jwks_uri = "https://idp.example/jwks"     # default: from the issuer's metadata
+//! scope = "prompts"               # the scope needed to list, get and complete prompts
+//! leeway_secs = 30                # on exp and nbf
+//! jwks_min_refresh_secs = 10      # how often an unknown key id may refetch the keys
+//! ca_file = "idp-ca.pem"          # a CA trusted for the issuer besides the system's
+//! tenant_claim = "tenant"         # the claim naming the tenant (a string, or an array such as groups)
+//! default_tenant = "public"       # for tokens naming no tenant; default: no prompts
+//!
+//! [tenants.acme]                  # the prompts of tokens whose tenant claim says "acme"
+//! plugins = "packs/acme"
 //! ```
 
 use std::collections::BTreeMap;
@@ -57,6 +71,7 @@ use crate::distribution::RegistrySettings;
 use crate::loader::PluginSettings;
 use crate::sandbox::{MAX_WASM_STACK, SandboxConfig};
 use crate::signature::{Identity, Keyless, SignaturePolicy, TrustedKey, TrustedRoot};
+use crate::transport::authorization::{AuthorizationSettings, DEFAULT_KEYS_MIN_REFRESH, DEFAULT_LEEWAY};
 
 /// Everything `prompt-host serve` needs to know.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,6 +113,12 @@ pub struct ServeConfig {
     pub signatures: SignaturePolicy,
     /// How registries are reached.
     pub registry: RegistrySettings,
+    /// OAuth access tokens for `--http`, if set.
+    pub authorization: Option<AuthorizationSettings>,
+    /// Each tenant's plugin directory, by tenant name.
+    pub tenants: BTreeMap<String, PathBuf>,
+    /// The tenant serving tokens that name none; `None` serves them no prompts.
+    pub default_tenant: Option<String>,
 }
 
 /// The pack store's default folder, beside the config file.
@@ -167,11 +188,20 @@ impl Default for ServeConfig {
             lockfile: None,
             signatures: SignaturePolicy::default(),
             registry: RegistrySettings::default(),
+            authorization: None,
+            tenants: BTreeMap::new(),
+            default_tenant: None,
         }
     }
 }
 
 impl ServeConfig {
+    /// The configuration a tenant is served with: this one, over the
+    /// tenant's plugin directory.
+    pub fn for_tenant(&self, plugins_dir: &Path) -> ServeConfig {
+        ServeConfig { plugins_dir: Some(plugins_dir.to_path_buf()), tenants: BTreeMap::new(), default_tenant: None, ..self.clone() }
+    }
+
     /// The sandbox settings, with memory slots large enough for the largest
     /// memory limit any plugin has.
     pub fn sandbox_config(&self) -> SandboxConfig {
@@ -321,6 +351,21 @@ impl ServeConfig {
                 plugin.trusted_keys = Some(read_keys(&format!("plugins.{name}.public_keys"), keys, folder)?);
             }
         }
+        if let Some(section) = &file.authorization {
+            config.authorization = Some(section.apply(folder)?);
+            config.default_tenant = section.default_tenant.clone();
+        }
+        for (name, tenant) in file.tenants {
+            config.tenants.insert(name, folder.join(tenant.plugins));
+        }
+        if !config.tenants.is_empty() && config.authorization.as_ref().is_none_or(|authorization| authorization.tenant_claim.is_none()) {
+            return Err("tenants need authorization.tenant_claim: the claim of a token that names its tenant".into());
+        }
+        if let Some(default) = &config.default_tenant
+            && !config.tenants.contains_key(default)
+        {
+            return Err(format!("authorization.default_tenant {default:?} is not a [tenants.NAME] section"));
+        }
         Ok(config)
     }
 }
@@ -378,6 +423,56 @@ struct ConfigFile {
     signatures: SignaturesSection,
     #[serde(default)]
     registry: RegistrySection,
+    authorization: Option<AuthorizationSection>,
+    #[serde(default)]
+    tenants: BTreeMap<String, TenantSection>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AuthorizationSection {
+    resource: String,
+    issuer: String,
+    jwks_uri: Option<String>,
+    scope: Option<String>,
+    leeway_secs: Option<u64>,
+    jwks_min_refresh_secs: Option<u64>,
+    ca_file: Option<PathBuf>,
+    tenant_claim: Option<String>,
+    default_tenant: Option<String>,
+}
+
+/// The scope a token needs unless `authorization.scope` says otherwise.
+pub const DEFAULT_SCOPE: &str = "prompts";
+
+impl AuthorizationSection {
+    fn apply(&self, folder: &Path) -> Result<AuthorizationSettings, String> {
+        let url = |key: &str, text: &str| url::Url::parse(text).map_err(|error| format!("authorization.{key} is not a URL: {error}"));
+        let mut ca_certificates = Vec::new();
+        if let Some(file) = &self.ca_file {
+            let path = folder.join(file);
+            ca_certificates.push(std::fs::read(&path).map_err(|error| format!("authorization.ca_file: cannot read {}: {error}", path.display()))?);
+        }
+        let settings = AuthorizationSettings {
+            resource: url("resource", &self.resource)?,
+            issuer: self.issuer.clone(),
+            jwks_uri: self.jwks_uri.as_deref().map(|uri| url("jwks_uri", uri)).transpose()?,
+            scope: self.scope.clone().unwrap_or_else(|| DEFAULT_SCOPE.to_string()),
+            leeway: self.leeway_secs.map_or(DEFAULT_LEEWAY, Duration::from_secs),
+            keys_min_refresh: self.jwks_min_refresh_secs.map_or(DEFAULT_KEYS_MIN_REFRESH, Duration::from_secs),
+            tenant_claim: self.tenant_claim.clone(),
+            ca_certificates,
+        };
+        settings.check()?;
+        Ok(settings)
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TenantSection {
+    /// The tenant's plugin directory.
+    plugins: PathBuf,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -516,6 +611,28 @@ fn positive(key: &str, value: u64) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tenants_need_a_tenant_claim_and_a_default_tenant_must_be_one() {
+        let authorization = "[authorization]\nresource = \"https://p.example/mcp\"\nissuer = \"https://idp.example\"\n";
+        let tenants = "[tenants.acme]\nplugins = \"acme\"\n";
+        assert_eq!(
+            ServeConfig::from_toml(&format!("{authorization}{tenants}")).unwrap_err(),
+            "tenants need authorization.tenant_claim: the claim of a token that names its tenant"
+        );
+        assert_eq!(
+            ServeConfig::from_toml(&format!("{authorization}tenant_claim = \"tenant\"\ndefault_tenant = \"public\"\n{tenants}")).unwrap_err(),
+            "authorization.default_tenant \"public\" is not a [tenants.NAME] section"
+        );
+        let config = ServeConfig::from_toml(&format!("{authorization}tenant_claim = \"groups\"\n{tenants}")).unwrap();
+        assert_eq!(config.tenants, BTreeMap::from([("acme".to_string(), PathBuf::from("acme"))]));
+        let authorization = config.authorization.unwrap();
+        assert_eq!((authorization.scope.as_str(), authorization.tenant_claim.as_deref()), ("prompts", Some("groups")));
+        assert_eq!(
+            ServeConfig::from_toml("[authorization]\nresource = \"https://p.example/mcp\"\nissuer = \"http://idp.example\"\n").unwrap_err(),
+            "authorization.issuer must be an https:// URL (plain http only on loopback): http://idp.example/"
+        );
+    }
 
     #[test]
     fn an_empty_file_gives_the_defaults() {

@@ -4,7 +4,8 @@
 //! A request flows top to bottom through these modules, and each depends only
 //! on those below it:
 //! - [`transport`]: MCP over stdio and Streamable HTTP, with the bounds on
-//!   what a client sends;
+//!   what a client sends, and who may send it (a token, or OAuth access
+//!   tokens naming a tenant: `transport::authorization`);
 //! - [`handler`]: the MCP `ServerHandler`, one short method per request kind;
 //! - [`error`]: request errors and their JSON-RPC codes;
 //! - [`registry`]: the current snapshot of plugins and their catalog;
@@ -28,8 +29,8 @@
 //! and on the request path's modules: [`report`] (the `inspect` command's
 //! report as a person reads it), [`inspect`] (that report, built), [`install`]
 //! (packs from registries: add, update, remove, list, publish, sign),
-//! [`startup`] (from config to registry, and one plugin for the `get`
-//! command), [`watch`] (the live plugin directory), [`config`], [`bundled`]
+//! [`startup`] (from config to registry, one per tenant, and one plugin for
+//! the `get` command), [`watch`] (the live plugin directory), [`config`], [`bundled`]
 //! (the example packs built in), [`loader`] (from bytes to plugin, their
 //! signature checked), [`lockfile`] (`prompt-host.lock`), [`pack_store`]
 //! (pulled packs by digest, with their provenance), [`signature`] (which

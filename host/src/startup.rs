@@ -72,6 +72,26 @@ pub async fn start(config: &ServeConfig, config_source: Option<ConfigSource>) ->
     Ok(Host { registry, watcher: Some(directory.keep_live(config_source)) })
 }
 
+/// Starts each tenant of `config` as a host of its own: its plugin
+/// directory loaded and watched, in a sandbox of its own (a tenant's calls
+/// never take another's slots). `config_source(NAME)` gives the tenant's
+/// configuration on SIGHUP. A tenant whose directory cannot be read fails
+/// the start, naming it.
+pub async fn start_tenants(
+    config: &ServeConfig,
+    config_source: impl Fn(&str) -> Option<ConfigSource>,
+) -> Result<std::collections::BTreeMap<String, Host>, StartupError> {
+    let mut hosts = std::collections::BTreeMap::new();
+    for (name, dir) in &config.tenants {
+        let host = start(&config.for_tenant(dir), config_source(name)).await.map_err(|error| match error {
+            StartupError::PluginDir { path, error } => StartupError::PluginDir { path: format!("{path} (tenant {name})"), error },
+            other => other,
+        })?;
+        hosts.insert(name.clone(), host);
+    }
+    Ok(hosts)
+}
+
 /// The compiled cache `config` names, opened for `sandbox`'s engine: `None`
 /// when the configuration has none, or when it cannot be used (a warning
 /// says why; the cache only saves time). `serve`, `inspect`, `get` and

@@ -1,6 +1,7 @@
 //! Transports: how MCP messages reach the handler. [`stdio`] is the default;
 //! [`http`] serves Streamable HTTP; [`operations`] serves metrics and health.
 
+pub mod authorization;
 pub mod http;
 pub mod operations;
 pub mod stdio;

@@ -11,6 +11,7 @@ use prompt_host::limits::LimitOverrides;
 use prompt_host::error::RequestError;
 use prompt_host::handler::{ListCaching, PromptServer};
 use prompt_host::scaffold::{self, Language};
+use prompt_host::transport::authorization::AuthorizationSettings;
 use prompt_host::transport::http::{self, HttpConfig, HttpListener};
 use prompt_host::transport::operations::MetricsListener;
 use prompt_host::transport::stdio;
@@ -549,7 +550,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     // use is reported before plugins compile).
     let config = serve_config(&args)?;
     let listener = match &args.http.http {
-        Some(address) => Some(HttpListener::bind(http_config(address, &args.http).await?).await?),
+        Some(address) => Some(HttpListener::bind(http_config(address, &args.http, config.authorization.clone()).await?).await?),
         None => None,
     };
     // Served from here on, so that /readyz says 503 while plugins load.
@@ -564,24 +565,57 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     // compile, a pack that lists its prompts until its deadline) is logged
     // and ends the process cleanly too.
     let mut signals = StopSignals::install();
+    // Over HTTP with OAuth tenants, each tenant's directory is served on
+    // its own, and `server.plugins` is not served.
+    let tenanted = listener.is_some() && !config.tenants.is_empty();
     let start = async {
         if args.config.is_some() {
             packs::install_sources(&config).await;
         }
-        prompt_host::startup::start(&config, config_source).await
+        if tenanted {
+            let tenant_config = |name: &str| {
+                let (args, name) = (args.clone(), name.to_string());
+                args.config.is_some().then(|| {
+                    Box::new(move || {
+                        let config = serve_config(&args)?;
+                        let dir = config.tenants.get(&name).cloned().unwrap_or_default();
+                        Ok(config.for_tenant(&dir))
+                    }) as prompt_host::watch::ConfigSource
+                })
+            };
+            let tenants = prompt_host::startup::start_tenants(&config, tenant_config).await?;
+            let default = prompt_host::startup::Host { registry: std::sync::Arc::new(prompt_host::registry::Registry::new(Vec::new())), watcher: None };
+            Ok::<_, prompt_host::startup::StartupError>((default, tenants))
+        } else {
+            Ok((prompt_host::startup::start(&config, config_source).await?, Default::default()))
+        }
     };
-    let host = tokio::select! {
-        host = start => host?,
+    let (host, tenants) = tokio::select! {
+        hosts = start => hosts?,
         signal = signals.next() => {
             tracing::info!("{signal} while loading plugins: stopped");
             return Ok(());
         }
     };
-    let list_caching = ListCaching::new(config.list_ttl_ms, args.http.auth_token_file.is_some());
-    let mut server = PromptServer::new(host.registry, config.page_size).with_list_caching(list_caching);
-    if let Some(key_file) = &config.request_state_key_file {
-        server = server.with_request_state_seal(prompt_host::input::RequestStateSeal::from_key_file(key_file)?);
-    }
+    let requires_token = args.http.auth_token_file.is_some() || config.authorization.is_some();
+    let list_caching = ListCaching::new(config.list_ttl_ms, requires_token);
+    let seal = match &config.request_state_key_file {
+        Some(key_file) => Some(prompt_host::input::RequestStateSeal::from_key_file(key_file)?),
+        None => None,
+    };
+    let server_for = |registry| {
+        let server = PromptServer::new(registry, config.page_size).with_list_caching(list_caching.clone());
+        match &seal {
+            Some(seal) => server.with_request_state_seal(seal.clone()),
+            None => server,
+        }
+    };
+    let mut by_name: std::collections::BTreeMap<String, PromptServer> =
+        tenants.into_iter().map(|(name, host)| (name, server_for(host.registry))).collect();
+    let server = match config.default_tenant.as_ref().and_then(|name| by_name.get(name)) {
+        Some(default) if tenanted => default.clone(),
+        _ => server_for(host.registry),
+    };
     let grace = std::time::Duration::from_millis(args.shutdown_grace_ms);
     let Some(listener) = listener else {
         let stop = async move {
@@ -592,7 +626,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         tracing::info!("stopped");
         return Ok(());
     };
-    let running = listener.serve(server);
+    let running = listener.serve_tenants(http::Tenants { by_name: std::mem::take(&mut by_name), default: server });
     let signal = signals.next().await;
     tracing::info!(
         "{signal}: stopping; calls in flight have {} ms to finish, then every session is closed",
@@ -605,12 +639,13 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
 
 /// The HTTP front's settings, from `--http ADDRESS` and the other HTTP
 /// options; reads the token file.
-async fn http_config(address: &str, args: &HttpArgs) -> anyhow::Result<HttpConfig> {
+async fn http_config(address: &str, args: &HttpArgs, authorization: Option<AuthorizationSettings>) -> anyhow::Result<HttpConfig> {
     let mut http = HttpConfig::resolving(address).await?;
     http.allow_remote = args.allow_remote;
     http.allowed_hosts.extend(args.allowed_hosts.iter().cloned());
     http.allowed_origins = args.allowed_origins.clone();
     http.auth_token = args.auth_token_file.as_deref().map(http::read_token_file).transpose()?;
+    http.authorization = authorization;
     http.max_request_bytes = (args.max_request_kib as usize) << 10;
     http.max_connections = args.max_connections as usize;
     http.max_sessions = args.max_sessions as usize;

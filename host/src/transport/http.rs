@@ -12,6 +12,12 @@
 //! `/healthz` and `/readyz` are answered here too, without a session or the
 //! token (see [`super::operations`]).
 //!
+//! Access is open (loopback), a static bearer token, or OAuth 2.1 access
+//! tokens (see [`super::authorization`]). With OAuth, a token may name a
+//! tenant: each tenant is served by its own handler (its own plugins and
+//! catalog) behind its own rmcp service, so a session, a cursor or a list
+//! change of one tenant never reaches another.
+//!
 //! Stopping is in stages: no new connection or request, the requests being
 //! served finish within a grace, sessions end, connections close.
 
@@ -37,6 +43,7 @@ use tokio_util::task::TaskTracker;
 use rmcp::ServerHandler;
 
 use super::TransportError;
+use super::authorization::{AuthorizationSettings, Denial, ResourceServer};
 use crate::log_budget::{Admission, LogBudget, LogWindow};
 use sessions::CappedSessions;
 
@@ -104,6 +111,9 @@ pub struct HttpConfig {
     pub allowed_origins: Vec<String>,
     /// The bearer token every request must carry, if any.
     pub auth_token: Option<String>,
+    /// OAuth access tokens every request must carry, if set (instead of
+    /// `auth_token`).
+    pub authorization: Option<AuthorizationSettings>,
     /// The largest request body accepted, in bytes.
     pub max_request_bytes: usize,
     /// Connections served at once; further ones wait in the listen backlog.
@@ -124,6 +134,7 @@ impl HttpConfig {
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             auth_token: None,
+            authorization: None,
             max_request_bytes: DEFAULT_MAX_REQUEST_KIB << 10,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             max_sessions: DEFAULT_MAX_SESSIONS,
@@ -189,6 +200,33 @@ pub struct HttpListener {
     listeners: Vec<tokio::net::TcpListener>,
     local_addrs: Vec<SocketAddr>,
     config: HttpConfig,
+    resource_server: Option<Arc<ResourceServer>>,
+}
+
+/// The handlers behind the front: one per tenant, and the one for requests
+/// that name no tenant (the only one, without tenants).
+pub struct Tenants<S> {
+    pub by_name: std::collections::BTreeMap<String, S>,
+    pub default: S,
+}
+
+/// One handler's rmcp service, and its sessions.
+struct Served<S: ServerHandler + Clone + Send + Sync + 'static> {
+    service: StreamableHttpService<S, CappedSessions>,
+    sessions: Arc<CappedSessions>,
+}
+
+/// Every handler's service, by tenant.
+struct Front<S: ServerHandler + Clone + Send + Sync + 'static> {
+    by_tenant: std::collections::BTreeMap<String, Served<S>>,
+    default: Served<S>,
+}
+
+impl<S: ServerHandler + Clone + Send + Sync + 'static> Front<S> {
+    /// The service for the first of `tenants` that is one, or the default.
+    fn for_tenants(&self, tenants: &[String]) -> &Served<S> {
+        tenants.iter().find_map(|tenant| self.by_tenant.get(tenant)).unwrap_or(&self.default)
+    }
 }
 
 impl HttpListener {
@@ -204,6 +242,13 @@ impl HttpListener {
         if config.listen.is_empty() {
             return Err(TransportError::Start("no address to listen on".to_string()));
         }
+        if config.auth_token.is_some() && config.authorization.is_some() {
+            return Err(TransportError::Start("a static token and [authorization] exclude each other: use one".to_string()));
+        }
+        let resource_server = match &config.authorization {
+            Some(settings) => Some(Arc::new(ResourceServer::new(settings.clone()).map_err(TransportError::Start)?)),
+            None => None,
+        };
         if let Some(remote) = config.listen.iter().find(|addr| !addr.ip().is_loopback())
             && !config.allow_remote
         {
@@ -230,7 +275,7 @@ impl HttpListener {
             local_addrs.push(listener.local_addr().map_err(|error| TransportError::Start(error.to_string()))?);
             listeners.push(listener);
         }
-        Ok(HttpListener { listeners, local_addrs, config })
+        Ok(HttpListener { listeners, local_addrs, config, resource_server })
     }
 
     /// The sockets, bound and listening, for another server to serve.
@@ -250,7 +295,15 @@ impl HttpListener {
     where
         S: ServerHandler + Clone + Send + Sync + 'static,
     {
-        let HttpListener { listeners, local_addrs, config } = self;
+        self.serve_tenants(Tenants { by_name: Default::default(), default: server })
+    }
+
+    /// Starts serving, each tenant by its own handler (see [`Tenants`]).
+    pub fn serve_tenants<S>(self, tenants: Tenants<S>) -> HttpServer
+    where
+        S: ServerHandler + Clone + Send + Sync + 'static,
+    {
+        let HttpListener { listeners, local_addrs, config, resource_server } = self;
         let stopping = Stopping::default();
         let rmcp_config = StreamableHttpServerConfig::default()
             .with_allowed_hosts(LOOPBACK_HOSTS.iter().map(|h| h.to_string()).chain(config.allowed_hosts.iter().cloned()))
@@ -258,11 +311,22 @@ impl HttpListener {
             .enforce_origin_validation()
             .with_max_request_body_bytes(config.max_request_bytes)
             .with_cancellation_token(stopping.sessions.child_token());
-        let sessions = Arc::new(CappedSessions::new(config.max_sessions, sessions::EVICTABLE_AFTER));
-        let service = StreamableHttpService::new(move || Ok(server.clone()), sessions.clone(), rmcp_config);
+        let served = |server: S| {
+            let sessions = Arc::new(CappedSessions::new(config.max_sessions, sessions::EVICTABLE_AFTER));
+            let service = StreamableHttpService::new(move || Ok(server.clone()), sessions.clone(), rmcp_config.clone());
+            Served { service, sessions }
+        };
+        let front = Arc::new(Front {
+            by_tenant: tenants.by_name.into_iter().map(|(name, server)| (name, served(server))).collect(),
+            default: served(tenants.default),
+        });
+        let access = match (&config.auth_token, resource_server) {
+            (_, Some(server)) => Access::OAuth(server),
+            (Some(token), None) => Access::Token(Sha256::digest(token.as_bytes())),
+            (None, None) => Access::Open,
+        };
         let gate = Arc::new(Gate {
-            token_digest: config.auth_token.as_deref().map(|token| Sha256::digest(token.as_bytes())),
-            sessions,
+            access,
             max_request_bytes: config.max_request_bytes,
             body_read_timeout: config.body_read_timeout,
             calls: stopping.calls.clone(),
@@ -275,12 +339,16 @@ impl HttpListener {
             max_sessions = config.max_sessions,
             "serving MCP over Streamable HTTP at {}{}",
             local_addrs.iter().map(|addr| format!("http://{addr}{MCP_PATH}")).collect::<Vec<_>>().join(" and "),
-            if gate.token_digest.is_some() { " (bearer token required)" } else { "" }
+            match &gate.access {
+                Access::Open => "",
+                Access::Token(_) => " (bearer token required)",
+                Access::OAuth(_) => " (OAuth access token required)",
+            }
         );
         let connections = Arc::new(Semaphore::new(config.max_connections));
         let accepting = TaskTracker::new();
         for listener in listeners {
-            accepting.spawn(accept(listener, connections.clone(), service.clone(), gate.clone(), stopping.clone()));
+            accepting.spawn(accept(listener, connections.clone(), front.clone(), gate.clone(), stopping.clone()));
         }
         accepting.close();
         HttpServer { local_addrs, stopping, accepting }
@@ -348,7 +416,7 @@ impl HttpServer {
 async fn accept<S: ServerHandler + Clone + Send + Sync + 'static>(
     listener: tokio::net::TcpListener,
     connections: Arc<Semaphore>,
-    service: StreamableHttpService<S, CappedSessions>,
+    front: Arc<Front<S>>,
     gate: Arc<Gate>,
     stopping: Stopping,
 ) {
@@ -379,12 +447,12 @@ async fn accept<S: ServerHandler + Clone + Send + Sync + 'static>(
         };
         // Responses are small and interactive: no Nagle delay.
         let _ = stream.set_nodelay(true);
-        let (service, gate, stopping) = (service.clone(), gate.clone(), stopping.clone());
+        let (front, gate, stopping) = (front.clone(), gate.clone(), stopping.clone());
         stopping.open.clone().spawn(async move {
             let _permit = permit;
             let handle = hyper::service::service_fn(move |request: Request<Incoming>| {
-                let (service, gate) = (service.clone(), gate.clone());
-                async move { Ok::<_, Infallible>(gate.route(request, peer, &service).await) }
+                let (front, gate) = (front.clone(), gate.clone());
+                async move { Ok::<_, Infallible>(gate.route(request, peer, &front).await) }
             });
             let connection = hyper::server::conn::http1::Builder::new()
                 .timer(hyper_util::rt::TokioTimer::new())
@@ -411,10 +479,19 @@ async fn accept<S: ServerHandler + Clone + Send + Sync + 'static>(
 
 type Body = BoxBody<Bytes, Infallible>;
 
+/// Who may use the front.
+enum Access {
+    /// Anyone who reaches it (loopback, unless allowed otherwise).
+    Open,
+    /// Whoever has the static token (its digest).
+    Token(sha2::digest::Output<Sha256>),
+    /// Whoever has a valid OAuth access token for this resource.
+    OAuth(Arc<ResourceServer>),
+}
+
 /// What every request passes before rmcp sees it.
 struct Gate {
-    token_digest: Option<sha2::digest::Output<Sha256>>,
-    sessions: Arc<CappedSessions>,
+    access: Access,
     max_request_bytes: usize,
     body_read_timeout: Duration,
     /// Every POST, until its response is sent, for stopping to wait for.
@@ -432,9 +509,13 @@ impl Gate {
         &self,
         request: Request<Incoming>,
         peer: SocketAddr,
-        service: &StreamableHttpService<S, CappedSessions>,
+        front: &Front<S>,
     ) -> Response<Body> {
-        if let Some(answer) = super::operations::health(&request) {
+        let metadata = match &self.access {
+            Access::OAuth(server) => resource_metadata(&request, server),
+            _ => None,
+        };
+        if let Some(answer) = super::operations::health(&request).or(metadata) {
             if !super::operations::host_allowed(&request, &self.allowed_hosts) {
                 return Refusal::Host(header_text(request.headers(), hyper::header::HOST)).answer(peer, &self.refusals);
             }
@@ -443,19 +524,28 @@ impl Gate {
         if request.uri().path() != MCP_PATH {
             return plain(StatusCode::NOT_FOUND, &format!("not found: MCP is served at {MCP_PATH}"));
         }
-        if let Some(expected) = &self.token_digest
-            && let Some(refusal) = bearer_refusal(&request, expected)
-        {
-            return refusal.answer(peer, &self.refusals);
-        }
+        let tenants = match &self.access {
+            Access::Open => Vec::new(),
+            Access::Token(expected) => match bearer_refusal(&request, expected) {
+                Some(refusal) => return refusal.answer(peer, &self.refusals),
+                None => Vec::new(),
+            },
+            Access::OAuth(server) => {
+                match server.authorize(request.headers().get(hyper::header::AUTHORIZATION).map(|value| value.as_bytes())).await {
+                    Ok(grant) => grant.tenants,
+                    Err(denial) => return Refusal::Denied { challenge: server.challenge(&denial), denial }.answer(peer, &self.refusals),
+                }
+            }
+        };
+        let Served { service, sessions } = front.for_tenants(&tenants);
         // A POST carries a call (or opens or ends a session): stopping waits
         // until its response is sent. (A GET is an event stream, which
         // stopping ends.)
         let call = (request.method() == hyper::Method::POST).then(|| self.calls.token());
         // A POST without a session id is how a client opens a session.
         let opens_session = request.method() == hyper::Method::POST && !request.headers().contains_key(SESSION_ID_HEADER);
-        if opens_session && !self.sessions.has_room().await {
-            return plain(StatusCode::SERVICE_UNAVAILABLE, &self.sessions.full_message());
+        if opens_session && !sessions.has_room().await {
+            return plain(StatusCode::SERVICE_UNAVAILABLE, &sessions.full_message());
         }
         let (parts, body) = request.into_parts();
         // hyper bounds the time to send headers; this bounds the body, read
@@ -494,8 +584,8 @@ impl Gate {
         }
         // Two initializes raced for the last place, and this one lost: rmcp
         // answers the cap's refusal with 500; the client gets the 503 above.
-        if opens_session && response.status() == StatusCode::INTERNAL_SERVER_ERROR && !self.sessions.has_room().await {
-            return plain(StatusCode::SERVICE_UNAVAILABLE, &self.sessions.full_message());
+        if opens_session && response.status() == StatusCode::INTERNAL_SERVER_ERROR && !sessions.has_room().await {
+            return plain(StatusCode::SERVICE_UNAVAILABLE, &sessions.full_message());
         }
         match call {
             // The call is over when hyper drops the body: sent, or the client gone.
@@ -517,6 +607,8 @@ impl Gate {
 enum Refusal {
     NoToken,
     WrongToken,
+    /// An OAuth access token missing or not counting, and the challenge.
+    Denied { denial: Denial, challenge: String },
     Host(String),
     Origin(String),
     /// A 403 of rmcp's this host does not know: passed on as it is.
@@ -549,6 +641,23 @@ impl Refusal {
                 log.then(|| tracing::warn!(%peer, "refused an HTTP request (401): {reason}"));
                 let mut response = plain(StatusCode::UNAUTHORIZED, "unauthorized: a valid bearer token is required");
                 response.headers_mut().insert(hyper::header::WWW_AUTHENTICATE, hyper::header::HeaderValue::from_static("Bearer"));
+                response
+            }
+            Refusal::Denied { denial, challenge } => {
+                let (status, text) = match &denial {
+                    Denial::NoToken => (StatusCode::UNAUTHORIZED, "unauthorized: an OAuth access token is required"),
+                    Denial::InvalidToken(_) => (StatusCode::UNAUTHORIZED, "unauthorized: the access token is not valid"),
+                    Denial::InsufficientScope => (StatusCode::FORBIDDEN, "forbidden: the access token lacks the scope"),
+                    Denial::KeysUnavailable(_) => {
+                        (StatusCode::SERVICE_UNAVAILABLE, "service unavailable: access tokens cannot be checked now")
+                    }
+                };
+                // What a token says (a key id, an issuer) is the client's: escaped.
+                log.then(|| tracing::warn!(%peer, reason = ?denial.to_string(), "refused an HTTP request ({}): access token", status.as_u16()));
+                let mut response = plain(status, text);
+                if let Ok(value) = hyper::header::HeaderValue::from_str(&challenge) {
+                    response.headers_mut().insert(hyper::header::WWW_AUTHENTICATE, value);
+                }
                 response
             }
             Refusal::Host(host) => {
@@ -682,6 +791,17 @@ fn bearer_refusal(request: &Request<Incoming>, expected: &sha2::digest::Output<S
         return Some(Refusal::NoToken);
     }
     (!bool::from(Sha256::digest(token.trim().as_bytes()).ct_eq(expected))).then_some(Refusal::WrongToken)
+}
+
+/// The protected resource metadata (RFC 9728), if `request` asks for it.
+fn resource_metadata(request: &Request<Incoming>, server: &ResourceServer) -> Option<Response<Body>> {
+    let path = request.uri().path();
+    if request.method() != hyper::Method::GET || !server.metadata_paths().iter().any(|served| served == path) {
+        return None;
+    }
+    let mut response = Response::new(Full::new(Bytes::from(server.metadata().to_string())).boxed());
+    response.headers_mut().insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static("application/json"));
+    Some(response)
 }
 
 /// A plain-text answer: `text` and a newline.

@@ -1,0 +1,495 @@
+//! The HTTP front as an OAuth 2.1 resource server, as MCP's authorization
+//! specification has it: it publishes its protected resource metadata (RFC
+//! 9728), and takes only JWT access tokens (RFC 9068) that its authorization
+//! server signed for this very resource (RFC 8707 audience) and that carry
+//! the scope for prompts.
+//!
+//! A token is checked with jsonwebtoken against the issuer's published keys
+//! (its JWKS), fetched over HTTPS (or on loopback), with a bound on size and
+//! time, cached, and fetched again when a token names a key not in the cache
+//! (a rotation), at most once per `jwks_min_refresh`, or when the cache is an
+//! hour old (a key withdrawn). Only asymmetric algorithms count, and a key
+//! counts only for the algorithm family of its type (and its own `alg`, when
+//! it names one): no `none`, no HMAC with a public key as the secret.
+//!
+//! What a token says of its holder (the tenant claim) is read only after all
+//! of that holds.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use jsonwebtoken::jwk::{AlgorithmParameters, Jwk, JwkSet};
+use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use serde_json::{Map, Value};
+
+/// The longest access token read; a JWT is a few kilobytes.
+pub const MAX_TOKEN_BYTES: usize = 16 << 10;
+/// The most bytes of the issuer's metadata or key set.
+pub const MAX_KEYS_BYTES: usize = 64 << 10;
+/// The most keys read from the key set.
+pub const MAX_KEYS: usize = 32;
+/// How long fetching the issuer's metadata or keys may take.
+pub const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
+/// How old the cached keys may get before they are fetched again.
+pub const KEYS_MAX_AGE: Duration = Duration::from_secs(3600);
+/// The default of `jwks_min_refresh_secs`: how often a token naming an
+/// unknown key may make the host fetch the keys again.
+pub const DEFAULT_KEYS_MIN_REFRESH: Duration = Duration::from_secs(10);
+/// The default leeway on `exp` and `nbf`, for clocks that disagree a little.
+pub const DEFAULT_LEEWAY: Duration = Duration::from_secs(30);
+/// The path of the protected resource metadata (RFC 9728), before the
+/// resource's own path.
+pub const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
+
+/// The algorithms a token may be signed with: asymmetric ones only.
+const ACCEPTED: &[Algorithm] = &[
+    Algorithm::RS256,
+    Algorithm::RS384,
+    Algorithm::RS512,
+    Algorithm::PS256,
+    Algorithm::PS384,
+    Algorithm::PS512,
+    Algorithm::ES256,
+    Algorithm::ES384,
+    Algorithm::EdDSA,
+];
+
+/// How the resource server is set up (`[authorization]` in the config).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthorizationSettings {
+    /// This server's canonical URI (the MCP endpoint), which tokens must
+    /// name as their audience.
+    pub resource: url::Url,
+    /// The authorization server whose tokens count: their `iss`, exactly.
+    pub issuer: String,
+    /// Where its keys are; by default, read from its metadata.
+    pub jwks_uri: Option<url::Url>,
+    /// The scope a token needs to list, get and complete prompts.
+    pub scope: String,
+    pub leeway: Duration,
+    pub keys_min_refresh: Duration,
+    /// The claim that names the token holder's tenant (a string, or an array
+    /// of them such as groups), if tenants are served.
+    pub tenant_claim: Option<String>,
+    /// PEM certificates of CAs trusted for the issuer, besides the system's.
+    pub ca_certificates: Vec<Vec<u8>>,
+}
+
+impl AuthorizationSettings {
+    /// Refuses URIs a token's check could be subverted through: keys
+    /// fetched over plain HTTP from another machine.
+    pub fn check(&self) -> Result<(), String> {
+        let issuer = url::Url::parse(&self.issuer).map_err(|error| format!("authorization.issuer is not a URL: {error}"))?;
+        for (what, url) in [("issuer", Some(&issuer)), ("jwks_uri", self.jwks_uri.as_ref())] {
+            let Some(url) = url else { continue };
+            if url.scheme() != "https" && !(url.scheme() == "http" && url.host_str().is_some_and(is_loopback)) {
+                return Err(format!("authorization.{what} must be an https:// URL (plain http only on loopback): {url}"));
+            }
+        }
+        if !matches!(self.resource.scheme(), "https" | "http") || self.resource.fragment().is_some() {
+            return Err(format!("authorization.resource must be this server's http(s) URI, without a fragment: {}", self.resource));
+        }
+        if self.scope.is_empty() || self.scope.contains(char::is_whitespace) {
+            return Err("authorization.scope must be one scope, without spaces".to_string());
+        }
+        Ok(())
+    }
+}
+
+fn is_loopback(host: &str) -> bool {
+    host == "localhost" || host.trim_matches(['[', ']']).parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+/// What a valid token grants: who holds it, and the tenants it names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grant {
+    pub subject: Option<String>,
+    /// The tenant claim's values, in order (none if tenants are not served).
+    pub tenants: Vec<String>,
+}
+
+/// Why a request is not authorized. Each is answered with the status and
+/// challenge the specification gives it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Denial {
+    /// No bearer token (401, with where the resource metadata is).
+    NoToken,
+    /// A token that does not count (401 `invalid_token`), and why.
+    InvalidToken(String),
+    /// A valid token without the scope (403 `insufficient_scope`).
+    InsufficientScope,
+    /// The issuer's keys cannot be had, so no token can be checked (503).
+    KeysUnavailable(String),
+}
+
+impl std::fmt::Display for Denial {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Denial::NoToken => f.write_str("no bearer token"),
+            Denial::InvalidToken(why) => write!(f, "invalid token: {why}"),
+            Denial::InsufficientScope => f.write_str("the token lacks the scope"),
+            Denial::KeysUnavailable(why) => write!(f, "the issuer's keys are unavailable: {why}"),
+        }
+    }
+}
+
+/// The keys fetched from the issuer, and when.
+struct Keys {
+    set: JwkSet,
+    fetched: Option<Instant>,
+    /// The key set's URI, once known (given, or read from the metadata).
+    uri: Option<url::Url>,
+}
+
+/// Checks access tokens for this server.
+pub struct ResourceServer {
+    settings: AuthorizationSettings,
+    http: reqwest::Client,
+    /// Held while keys are fetched, so that many requests with a new key
+    /// cause one fetch.
+    keys: tokio::sync::Mutex<Keys>,
+}
+
+impl ResourceServer {
+    pub fn new(settings: AuthorizationSettings) -> Result<ResourceServer, String> {
+        settings.check()?;
+        let mut http = reqwest::Client::builder().timeout(FETCH_TIMEOUT).redirect(reqwest::redirect::Policy::none());
+        for pem in &settings.ca_certificates {
+            http = http.add_root_certificate(reqwest::Certificate::from_pem(pem).map_err(|error| format!("authorization.ca_file: {error}"))?);
+        }
+        let http = http.build().map_err(|error| error.to_string())?;
+        let keys = Keys { set: JwkSet { keys: Vec::new() }, fetched: None, uri: settings.jwks_uri.clone() };
+        Ok(ResourceServer { settings, http, keys: tokio::sync::Mutex::new(keys) })
+    }
+
+    pub fn settings(&self) -> &AuthorizationSettings {
+        &self.settings
+    }
+
+    /// The paths the protected resource metadata is served at: the RFC 9728
+    /// one (the well-known path before the resource's path), and the bare
+    /// well-known path, which some clients ask first.
+    pub fn metadata_paths(&self) -> [String; 2] {
+        let path = self.settings.resource.path().trim_end_matches('/');
+        [format!("{METADATA_PATH}{path}"), METADATA_PATH.to_string()]
+    }
+
+    /// The protected resource metadata document (RFC 9728).
+    pub fn metadata(&self) -> Value {
+        serde_json::json!({
+            "resource": self.settings.resource.as_str(),
+            "authorization_servers": [self.settings.issuer],
+            "scopes_supported": [self.settings.scope],
+            "bearer_methods_supported": ["header"],
+            "resource_name": "prompt-host",
+        })
+    }
+
+    /// The metadata's URL, as the `resource_metadata` of a challenge.
+    fn metadata_url(&self) -> String {
+        let mut url = self.settings.resource.clone();
+        url.set_path(&self.metadata_paths()[0]);
+        url.set_query(None);
+        url.to_string()
+    }
+
+    /// The `WWW-Authenticate` challenge answering `denial`.
+    pub fn challenge(&self, denial: &Denial) -> String {
+        let metadata = self.metadata_url();
+        match denial {
+            Denial::NoToken | Denial::KeysUnavailable(_) => format!("Bearer resource_metadata=\"{metadata}\""),
+            Denial::InvalidToken(_) => format!(
+                "Bearer error=\"invalid_token\", error_description=\"the access token is not valid\", resource_metadata=\"{metadata}\""
+            ),
+            Denial::InsufficientScope => format!(
+                "Bearer error=\"insufficient_scope\", scope=\"{}\", resource_metadata=\"{metadata}\"",
+                self.settings.scope
+            ),
+        }
+    }
+
+    /// Checks the `Authorization` header of a request.
+    pub async fn authorize(&self, header: Option<&[u8]>) -> Result<Grant, Denial> {
+        let token = bearer_token(header.ok_or(Denial::NoToken)?)?;
+        let invalid = |why: String| Denial::InvalidToken(why);
+        let algorithm = token_algorithm(token)?;
+        let header = jsonwebtoken::decode_header(token).map_err(|error| invalid(format!("its header cannot be read: {error}")))?;
+        let key = self.key_for(header.kid.as_deref()).await?;
+        check_key_fits(&key, algorithm)?;
+        let decoding_key = DecodingKey::from_jwk(&key).map_err(|error| invalid(format!("the issuer's key cannot be used: {error}")))?;
+        let mut validation = Validation::new(algorithm);
+        validation.algorithms = vec![algorithm];
+        validation.set_issuer(&[&self.settings.issuer]);
+        validation.set_audience(&[self.settings.resource.as_str()]);
+        validation.leeway = self.settings.leeway.as_secs();
+        validation.validate_nbf = true;
+        validation.required_spec_claims = ["exp", "iss", "aud"].into_iter().map(String::from).collect();
+        let claims = jsonwebtoken::decode::<Map<String, Value>>(token, &decoding_key, &validation)
+            .map_err(|error| invalid(self.explain(&error)))?
+            .claims;
+        if !scopes(&claims).contains(self.settings.scope.as_str()) {
+            return Err(Denial::InsufficientScope);
+        }
+        let tenants = match &self.settings.tenant_claim {
+            Some(claim) => strings(claims.get(claim)),
+            None => Vec::new(),
+        };
+        Ok(Grant { subject: claims.get("sub").and_then(Value::as_str).map(str::to_string), tenants })
+    }
+
+    fn explain(&self, error: &jsonwebtoken::errors::Error) -> String {
+        use jsonwebtoken::errors::ErrorKind;
+        match error.kind() {
+            ErrorKind::ExpiredSignature => "it has expired".to_string(),
+            ErrorKind::ImmatureSignature => "it is not valid yet (nbf)".to_string(),
+            ErrorKind::InvalidAudience => format!("its audience is not this server ({})", self.settings.resource),
+            ErrorKind::InvalidIssuer => format!("its issuer is not {}", self.settings.issuer),
+            ErrorKind::InvalidSignature => "its signature does not verify".to_string(),
+            ErrorKind::MissingRequiredClaim(claim) => format!("it has no {claim} claim"),
+            other => format!("it cannot be checked: {other:?}"),
+        }
+    }
+
+    /// The issuer's key `kid` (or its only key, for a token naming none):
+    /// from the cache, or fetched again if the cache does not have it and
+    /// was not fetched within `keys_min_refresh`, or is old.
+    async fn key_for(&self, kid: Option<&str>) -> Result<Jwk, Denial> {
+        let mut keys = self.keys.lock().await;
+        let stale = keys.fetched.is_none_or(|fetched| fetched.elapsed() >= KEYS_MAX_AGE);
+        let may_refresh = keys.fetched.is_none_or(|fetched| fetched.elapsed() >= self.settings.keys_min_refresh);
+        if stale || (find(&keys.set, kid).is_none() && may_refresh) {
+            match self.fetch_keys(&mut keys).await {
+                Ok(set) => {
+                    keys.set = set;
+                    keys.fetched = Some(Instant::now());
+                }
+                // Keys already held still serve while the issuer is away.
+                Err(why) if keys.fetched.is_none() => return Err(Denial::KeysUnavailable(why)),
+                Err(why) => tracing::warn!(reason = ?why, "cannot fetch the issuer's keys again; the ones held still serve"),
+            }
+        }
+        find(&keys.set, kid).cloned().ok_or_else(|| match kid {
+            Some(kid) => Denial::InvalidToken(format!("it is signed by a key the issuer does not publish (kid {kid:?})")),
+            None => Denial::InvalidToken("it names no key (kid), and the issuer publishes more than one".to_string()),
+        })
+    }
+
+    /// Fetches the key set, finding its URI in the issuer's metadata first
+    /// if it is not known.
+    async fn fetch_keys(&self, keys: &mut Keys) -> Result<JwkSet, String> {
+        let uri = match &keys.uri {
+            Some(uri) => uri.clone(),
+            None => {
+                let uri = self.discover_keys_uri().await?;
+                keys.uri = Some(uri.clone());
+                uri
+            }
+        };
+        let body = self.fetch(&uri).await?;
+        let mut set: JwkSet = serde_json::from_slice(&body).map_err(|error| format!("{uri} is not a JWK set: {error}"))?;
+        set.keys.truncate(MAX_KEYS);
+        Ok(set)
+    }
+
+    /// The `jwks_uri` of the issuer's metadata (OpenID Connect discovery, or
+    /// RFC 8414), whose `issuer` must be the one configured.
+    async fn discover_keys_uri(&self) -> Result<url::Url, String> {
+        let issuer = self.settings.issuer.trim_end_matches('/');
+        let mut last_error = String::new();
+        for well_known in ["/.well-known/openid-configuration", "/.well-known/oauth-authorization-server"] {
+            let url = url::Url::parse(&format!("{issuer}{well_known}")).map_err(|error| error.to_string())?;
+            let body = match self.fetch(&url).await {
+                Ok(body) => body,
+                Err(error) => {
+                    last_error = error;
+                    continue;
+                }
+            };
+            let metadata: Value = serde_json::from_slice(&body).map_err(|error| format!("{url} is not JSON: {error}"))?;
+            if metadata["issuer"].as_str().map(|said| said.trim_end_matches('/')) != Some(issuer) {
+                return Err(format!("{url} names another issuer: {:?}", metadata["issuer"]));
+            }
+            let uri = metadata["jwks_uri"].as_str().ok_or_else(|| format!("{url} names no jwks_uri"))?;
+            let uri = url::Url::parse(uri).map_err(|error| format!("{url}: its jwks_uri is not a URL: {error}"))?;
+            let checked = AuthorizationSettings { jwks_uri: Some(uri.clone()), ..self.settings.clone() };
+            checked.check()?;
+            return Ok(uri);
+        }
+        Err(last_error)
+    }
+
+    /// GETs `url`, at most [`MAX_KEYS_BYTES`], within [`FETCH_TIMEOUT`].
+    async fn fetch(&self, url: &url::Url) -> Result<Vec<u8>, String> {
+        let mut response = self.http.get(url.clone()).send().await.map_err(|error| format!("{url}: {error}"))?;
+        if !response.status().is_success() {
+            return Err(format!("{url} answered {}", response.status()));
+        }
+        if response.content_length().is_some_and(|length| length > MAX_KEYS_BYTES as u64) {
+            return Err(format!("{url} is larger than {MAX_KEYS_BYTES} bytes"));
+        }
+        let mut body = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(|error| format!("{url}: {error}"))? {
+            if body.len() + chunk.len() > MAX_KEYS_BYTES {
+                return Err(format!("{url} is larger than {MAX_KEYS_BYTES} bytes"));
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(body)
+    }
+}
+
+/// The token of an `Authorization: Bearer TOKEN` header.
+fn bearer_token(header: &[u8]) -> Result<&str, Denial> {
+    if header.len() > MAX_TOKEN_BYTES + 7 {
+        return Err(Denial::InvalidToken(format!("it is longer than {MAX_TOKEN_BYTES} bytes")));
+    }
+    let text = std::str::from_utf8(header).map_err(|_| Denial::NoToken)?;
+    let (scheme, token) = text.split_once(' ').ok_or(Denial::NoToken)?;
+    // The scheme is case-insensitive (RFC 9110); the token is not.
+    if !scheme.eq_ignore_ascii_case("bearer") || token.trim().is_empty() {
+        return Err(Denial::NoToken);
+    }
+    Ok(token.trim())
+}
+
+/// The algorithm a token's header names, if it is one accepted: read here
+/// rather than by jsonwebtoken, so that `none` or an HMAC is refused by name.
+fn token_algorithm(token: &str) -> Result<Algorithm, Denial> {
+    use base64::Engine as _;
+    let invalid = |why: &str| Denial::InvalidToken(why.to_string());
+    let header = token.split('.').next().ok_or_else(|| invalid("it is not a JWT"))?;
+    let header = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(header).map_err(|_| invalid("it is not a JWT"))?;
+    let header: Value = serde_json::from_slice(&header).map_err(|_| invalid("it is not a JWT"))?;
+    let named = header["alg"].as_str().ok_or_else(|| invalid("its header names no algorithm"))?;
+    named
+        .parse::<Algorithm>()
+        .ok()
+        .filter(|algorithm| ACCEPTED.contains(algorithm))
+        .ok_or_else(|| Denial::InvalidToken(format!("its algorithm {named:?} is not accepted (only asymmetric signatures are)")))
+}
+
+/// Refuses a key used for an algorithm other than its type's (and its own
+/// `alg`, if it names one).
+fn check_key_fits(key: &Jwk, algorithm: Algorithm) -> Result<(), Denial> {
+    use jsonwebtoken::AlgorithmFamily;
+    let family = match key.algorithm {
+        AlgorithmParameters::RSA(_) => AlgorithmFamily::Rsa,
+        AlgorithmParameters::EllipticCurve(_) => AlgorithmFamily::Ec,
+        AlgorithmParameters::OctetKeyPair(_) => AlgorithmFamily::Ed,
+        AlgorithmParameters::OctetKey(_) => AlgorithmFamily::Hmac,
+    };
+    let own = key.common.key_algorithm.and_then(|own| own.to_string().parse::<Algorithm>().ok());
+    if family != algorithm.family() || own.is_some_and(|own| own != algorithm) {
+        return Err(Denial::InvalidToken(format!("its algorithm {algorithm:?} is not the one its key is for")));
+    }
+    Ok(())
+}
+
+fn find<'a>(set: &'a JwkSet, kid: Option<&str>) -> Option<&'a Jwk> {
+    match kid {
+        Some(kid) => set.find(kid),
+        None => match set.keys.as_slice() {
+            [only] => Some(only),
+            _ => None,
+        },
+    }
+}
+
+/// The scopes a token grants: its `scope` (space-separated, RFC 9068) or
+/// `scp` (an array, as some issuers write it).
+fn scopes(claims: &Map<String, Value>) -> BTreeSet<&str> {
+    let mut scopes: BTreeSet<&str> = claims.get("scope").and_then(Value::as_str).unwrap_or_default().split_whitespace().collect();
+    if let Some(Value::Array(listed)) = claims.get("scp") {
+        scopes.extend(listed.iter().filter_map(Value::as_str));
+    }
+    scopes
+}
+
+/// A claim's string values: itself if it is a string, its strings if it is
+/// an array.
+fn strings(claim: Option<&Value>) -> Vec<String> {
+    match claim {
+        Some(Value::String(text)) => vec![text.clone()],
+        Some(Value::Array(values)) => values.iter().filter_map(Value::as_str).map(str::to_string).collect(),
+        _ => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings() -> AuthorizationSettings {
+        AuthorizationSettings {
+            resource: url::Url::parse("https://prompts.example/mcp").unwrap(),
+            issuer: "https://idp.example".to_string(),
+            jwks_uri: None,
+            scope: "prompts".to_string(),
+            leeway: DEFAULT_LEEWAY,
+            keys_min_refresh: DEFAULT_KEYS_MIN_REFRESH,
+            tenant_claim: None,
+            ca_certificates: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_metadata_names_the_resource_its_issuer_and_scope_at_the_rfc_9728_path() {
+        let server = ResourceServer::new(settings()).unwrap();
+        assert_eq!(server.metadata_paths(), ["/.well-known/oauth-protected-resource/mcp".to_string(), METADATA_PATH.to_string()]);
+        assert_eq!(server.metadata()["resource"], "https://prompts.example/mcp");
+        assert_eq!(server.metadata()["authorization_servers"], serde_json::json!(["https://idp.example"]));
+        assert_eq!(
+            server.challenge(&Denial::InsufficientScope),
+            "Bearer error=\"insufficient_scope\", scope=\"prompts\", resource_metadata=\"https://prompts.example/.well-known/oauth-protected-resource/mcp\""
+        );
+    }
+
+    #[test]
+    fn keys_come_over_https_or_from_loopback_only() {
+        let mut plain = settings();
+        plain.issuer = "http://idp.example".to_string();
+        assert_eq!(plain.check().unwrap_err(), "authorization.issuer must be an https:// URL (plain http only on loopback): http://idp.example/");
+        plain.issuer = "http://127.0.0.1:4000".to_string();
+        assert_eq!(plain.check(), Ok(()));
+    }
+
+    #[test]
+    fn none_and_hmac_are_refused_by_name() {
+        use base64::Engine as _;
+        let token = |alg: &str| {
+            let header = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!("{{\"alg\":\"{alg}\",\"typ\":\"JWT\"}}"));
+            format!("{header}.e30.")
+        };
+        assert_eq!(
+            token_algorithm(&token("none")),
+            Err(Denial::InvalidToken("its algorithm \"none\" is not accepted (only asymmetric signatures are)".into()))
+        );
+        assert_eq!(
+            token_algorithm(&token("HS256")),
+            Err(Denial::InvalidToken("its algorithm \"HS256\" is not accepted (only asymmetric signatures are)".into()))
+        );
+        assert_eq!(token_algorithm(&token("ES256")), Ok(Algorithm::ES256));
+    }
+
+    #[test]
+    fn a_key_serves_only_its_own_family_and_algorithm() {
+        let ec: Jwk = serde_json::from_value(serde_json::json!({
+            "kty": "EC", "crv": "P-256", "alg": "ES256", "kid": "k",
+            "x": "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU", "y": "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"
+        }))
+        .unwrap();
+        assert_eq!(check_key_fits(&ec, Algorithm::ES256), Ok(()));
+        assert_eq!(check_key_fits(&ec, Algorithm::RS256), Err(Denial::InvalidToken("its algorithm RS256 is not the one its key is for".into())));
+        assert_eq!(check_key_fits(&ec, Algorithm::ES384), Err(Denial::InvalidToken("its algorithm ES384 is not the one its key is for".into())));
+    }
+
+    #[test]
+    fn scopes_are_read_from_scope_or_scp_and_tenants_from_a_string_or_an_array() {
+        let claims: Map<String, Value> = serde_json::from_value(serde_json::json!({"scope": "openid prompts", "scp": ["extra"]})).unwrap();
+        assert_eq!(scopes(&claims), BTreeSet::from(["openid", "prompts", "extra"]));
+        assert_eq!(strings(Some(&serde_json::json!("acme"))), vec!["acme"]);
+        assert_eq!(strings(Some(&serde_json::json!(["a", 1, "b"]))), vec!["a", "b"]);
+        assert_eq!(bearer_token(b"bearer abc"), Ok("abc"));
+        assert_eq!(bearer_token(b"Basic abc"), Err(Denial::NoToken));
+    }
+}
