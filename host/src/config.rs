@@ -53,6 +53,9 @@
 //! ca_file = "idp-ca.pem"          # a CA trusted for the issuer besides the system's
 //! tenant_claim = "tenant"         # the claim naming the tenant (a string, or an array such as groups)
 //! default_tenant = "public"       # for tokens naming no tenant; default: no prompts
+//! introspection_endpoint = "https://idp.example/token/introspection"  # opaque tokens (RFC 7662)
+//! client_id = "prompt-host"       # this server's client at the issuer, to introspect
+//! client_secret_file = "idp-client-secret"
 //!
 //! [tenants.acme]                  # the prompts of tokens whose tenant claim says "acme"
 //! plugins = "packs/acme"
@@ -71,7 +74,7 @@ use crate::distribution::RegistrySettings;
 use crate::loader::PluginSettings;
 use crate::sandbox::{MAX_WASM_STACK, SandboxConfig};
 use crate::signature::{Identity, Keyless, SignaturePolicy, TrustedKey, TrustedRoot};
-use crate::transport::authorization::{AuthorizationSettings, DEFAULT_KEYS_MIN_REFRESH, DEFAULT_LEEWAY};
+use crate::transport::authorization::{AuthorizationSettings, DEFAULT_KEYS_MIN_REFRESH, DEFAULT_LEEWAY, Introspection};
 
 /// Everything `prompt-host serve` needs to know.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -440,6 +443,30 @@ struct AuthorizationSection {
     ca_file: Option<PathBuf>,
     tenant_claim: Option<String>,
     default_tenant: Option<String>,
+    introspection_endpoint: Option<String>,
+    client_id: Option<String>,
+    client_secret_file: Option<PathBuf>,
+}
+
+impl AuthorizationSection {
+    /// The introspection endpoint and this server's credentials there: all
+    /// three or none.
+    fn introspection(&self, folder: &Path) -> Result<Option<Introspection>, String> {
+        match (&self.introspection_endpoint, &self.client_id, &self.client_secret_file) {
+            (None, None, None) => Ok(None),
+            (Some(endpoint), Some(client_id), Some(secret_file)) => {
+                let path = folder.join(secret_file);
+                let secret = std::fs::read_to_string(&path)
+                    .map_err(|error| format!("authorization.client_secret_file: cannot read {}: {error}", path.display()))?;
+                Ok(Some(Introspection {
+                    endpoint: url::Url::parse(endpoint).map_err(|error| format!("authorization.introspection_endpoint is not a URL: {error}"))?,
+                    client_id: client_id.clone(),
+                    client_secret: secret.trim().to_string(),
+                }))
+            }
+            _ => Err("authorization.introspection_endpoint, client_id and client_secret_file go together".into()),
+        }
+    }
 }
 
 /// The scope a token needs unless `authorization.scope` says otherwise.
@@ -462,6 +489,7 @@ impl AuthorizationSection {
             keys_min_refresh: self.jwks_min_refresh_secs.map_or(DEFAULT_KEYS_MIN_REFRESH, Duration::from_secs),
             tenant_claim: self.tenant_claim.clone(),
             ca_certificates,
+            introspection: self.introspection(folder)?,
         };
         settings.check()?;
         Ok(settings)

@@ -17,6 +17,8 @@
 //   globex-client    tenant "globex",   may ask for scope "prompts"
 //   initech-client   tenant "initech" (no such tenant on the server), scope "prompts"
 //   noscope-client   tenant "acme",     may ask only for scope "profile-only"
+//   opaque-client    tenant "acme",     scope "prompts", but its tokens are opaque (RFC 7662)
+//   prompt-host      the resource server itself, introspecting opaque tokens
 
 import fs from 'node:fs';
 import http from 'node:http';
@@ -29,6 +31,7 @@ const TENANTS = {
   'globex-client': 'globex',
   'initech-client': 'initech',
   'noscope-client': 'acme',
+  'opaque-client': 'acme',
 };
 
 function client(id, scope) {
@@ -69,23 +72,26 @@ async function serve({ keys: files, resource, port }) {
       client('globex-client', 'prompts'),
       client('initech-client', 'prompts'),
       client('noscope-client', 'profile-only'),
+      client('opaque-client', 'prompts'),
+      client('prompt-host', 'prompts'),
     ],
     jwks: { keys: readKeys(files) },
     scopes: ['prompts', 'profile-only'],
     features: {
       devInteractions: { enabled: false },
       clientCredentials: { enabled: true },
+      introspection: { enabled: true, allowedPolicy: (_ctx, client) => client.clientId === 'prompt-host' },
       resourceIndicators: {
         enabled: true,
         defaultResource: () => resource,
         useGrantedResource: () => true,
         // Any resource a client names gets a JWT for it: the tests ask for
         // another audience than the server's on purpose.
-        getResourceServerInfo: (_ctx, indicator) => ({
+        getResourceServerInfo: (_ctx, indicator, client) => ({
           scope: 'prompts profile-only',
           audience: indicator,
           accessTokenTTL: 300,
-          accessTokenFormat: 'jwt',
+          accessTokenFormat: client.clientId === 'opaque-client' ? 'opaque' : 'jwt',
           jwt: { sign: { alg: 'ES256' } },
         }),
       },

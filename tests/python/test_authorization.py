@@ -102,10 +102,13 @@ def site():
         for tenant, plugin in [("acme", "code_review"), ("globex", "dev_assistant")]:
             (work / tenant).mkdir()
             shutil.copyfile(BUILT / f"{plugin}.wasm", work / tenant / f"{plugin}.wasm")
+        (work / "introspection-secret").write_text("prompt-host-secret\n")
         (work / "prompt-host.toml").write_text(
             f'[server]\npage_size = 1\n'
             f'[authorization]\nresource = "{url}"\nissuer = "{provider.issuer}"\ntenant_claim = "tenant"\n'
             f'jwks_min_refresh_secs = 1\n'
+            f'introspection_endpoint = "{provider.issuer}/token/introspection"\nclient_id = "prompt-host"\n'
+            f'client_secret_file = "introspection-secret"\n'
             f'[tenants.acme]\nplugins = "acme"\n[tenants.globex]\nplugins = "globex"\n'
         )
         log_path = work / "server.log"
@@ -279,3 +282,18 @@ async def test_each_tenant_hears_only_its_own_list_changes():
                 await events["globex"].wait()
             assert (len(heard["acme"]), len(heard["globex"])) == (1, 1)
             assert await all_names(globex) == ["code_review", "git-commit", "explain-code", "debug-error"]
+
+
+@pytest.mark.anyio
+async def test_an_opaque_token_counts_when_the_providers_introspection_says_it_is_active():
+    with site() as (provider, url, _, log_path):
+        opaque = provider.token("opaque-client")
+        assert opaque.count(".") != 2, opaque
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {opaque}"}) as http, \
+                streamable_http_client(url, http_client=http) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            assert await all_names(session) == ["code_review"]
+        made_up = post(url, "not-a-token-the-provider-issued")
+        assert made_up.status_code == 401
+        assert "invalid token: the issuer says it is not active" in log_path.read_text()
+        assert opaque not in log_path.read_text()

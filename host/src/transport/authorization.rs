@@ -12,6 +12,12 @@
 //! counts only for the algorithm family of its type (and its own `alg`, when
 //! it names one): no `none`, no HMAC with a public key as the secret.
 //!
+//! An opaque token (not a JWT) counts only if an introspection endpoint (RFC
+//! 7662) is configured and says it is active, issued by the issuer, for this
+//! resource, unexpired; an active answer is cached until the token expires or
+//! for a minute at most, so a client cannot make the host ask the issuer at
+//! every request.
+//!
 //! What a token says of its holder (the tenant claim) is read only after all
 //! of that holds.
 
@@ -37,6 +43,10 @@ pub const KEYS_MAX_AGE: Duration = Duration::from_secs(3600);
 pub const DEFAULT_KEYS_MIN_REFRESH: Duration = Duration::from_secs(10);
 /// The default leeway on `exp` and `nbf`, for clocks that disagree a little.
 pub const DEFAULT_LEEWAY: Duration = Duration::from_secs(30);
+/// How long an introspection's "active" answer is trusted, at most.
+pub const INTROSPECTION_CACHE_TTL: Duration = Duration::from_secs(60);
+/// The most introspected tokens remembered.
+pub const MAX_INTROSPECTED: usize = 4096;
 /// The path of the protected resource metadata (RFC 9728), before the
 /// resource's own path.
 pub const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
@@ -73,6 +83,24 @@ pub struct AuthorizationSettings {
     pub tenant_claim: Option<String>,
     /// PEM certificates of CAs trusted for the issuer, besides the system's.
     pub ca_certificates: Vec<Vec<u8>>,
+    /// Where opaque tokens are introspected, if they are accepted.
+    pub introspection: Option<Introspection>,
+}
+
+/// An introspection endpoint (RFC 7662), and this server's credentials
+/// there as a client of the issuer.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Introspection {
+    pub endpoint: url::Url,
+    pub client_id: String,
+    pub client_secret: String,
+}
+
+impl std::fmt::Debug for Introspection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The secret is never printed.
+        f.debug_struct("Introspection").field("endpoint", &self.endpoint).field("client_id", &self.client_id).finish_non_exhaustive()
+    }
 }
 
 impl AuthorizationSettings {
@@ -80,7 +108,8 @@ impl AuthorizationSettings {
     /// fetched over plain HTTP from another machine.
     pub fn check(&self) -> Result<(), String> {
         let issuer = url::Url::parse(&self.issuer).map_err(|error| format!("authorization.issuer is not a URL: {error}"))?;
-        for (what, url) in [("issuer", Some(&issuer)), ("jwks_uri", self.jwks_uri.as_ref())] {
+        let introspection = self.introspection.as_ref().map(|introspection| &introspection.endpoint);
+        for (what, url) in [("issuer", Some(&issuer)), ("jwks_uri", self.jwks_uri.as_ref()), ("introspection_endpoint", introspection)] {
             let Some(url) = url else { continue };
             if url.scheme() != "https" && !(url.scheme() == "http" && url.host_str().is_some_and(is_loopback)) {
                 return Err(format!("authorization.{what} must be an https:// URL (plain http only on loopback): {url}"));
@@ -118,8 +147,9 @@ pub enum Denial {
     InvalidToken(String),
     /// A valid token without the scope (403 `insufficient_scope`).
     InsufficientScope,
-    /// The issuer's keys cannot be had, so no token can be checked (503).
-    KeysUnavailable(String),
+    /// The issuer cannot be reached (its keys, its introspection), so the
+    /// token cannot be checked (503).
+    IssuerUnavailable(String),
 }
 
 impl std::fmt::Display for Denial {
@@ -128,7 +158,7 @@ impl std::fmt::Display for Denial {
             Denial::NoToken => f.write_str("no bearer token"),
             Denial::InvalidToken(why) => write!(f, "invalid token: {why}"),
             Denial::InsufficientScope => f.write_str("the token lacks the scope"),
-            Denial::KeysUnavailable(why) => write!(f, "the issuer's keys are unavailable: {why}"),
+            Denial::IssuerUnavailable(why) => write!(f, "the issuer cannot be reached: {why}"),
         }
     }
 }
@@ -148,6 +178,8 @@ pub struct ResourceServer {
     /// Held while keys are fetched, so that many requests with a new key
     /// cause one fetch.
     keys: tokio::sync::Mutex<Keys>,
+    /// Opaque tokens found active, by SHA-256, until when.
+    introspected: std::sync::Mutex<std::collections::HashMap<[u8; 32], (Grant, Instant)>>,
 }
 
 impl ResourceServer {
@@ -159,7 +191,7 @@ impl ResourceServer {
         }
         let http = http.build().map_err(|error| error.to_string())?;
         let keys = Keys { set: JwkSet { keys: Vec::new() }, fetched: None, uri: settings.jwks_uri.clone() };
-        Ok(ResourceServer { settings, http, keys: tokio::sync::Mutex::new(keys) })
+        Ok(ResourceServer { settings, http, keys: tokio::sync::Mutex::new(keys), introspected: Default::default() })
     }
 
     pub fn settings(&self) -> &AuthorizationSettings {
@@ -197,7 +229,7 @@ impl ResourceServer {
     pub fn challenge(&self, denial: &Denial) -> String {
         let metadata = self.metadata_url();
         match denial {
-            Denial::NoToken | Denial::KeysUnavailable(_) => format!("Bearer resource_metadata=\"{metadata}\""),
+            Denial::NoToken | Denial::IssuerUnavailable(_) => format!("Bearer resource_metadata=\"{metadata}\""),
             Denial::InvalidToken(_) => format!(
                 "Bearer error=\"invalid_token\", error_description=\"the access token is not valid\", resource_metadata=\"{metadata}\""
             ),
@@ -212,6 +244,12 @@ impl ResourceServer {
     pub async fn authorize(&self, header: Option<&[u8]>) -> Result<Grant, Denial> {
         let token = bearer_token(header.ok_or(Denial::NoToken)?)?;
         let invalid = |why: String| Denial::InvalidToken(why);
+        if token.split('.').count() != 3 {
+            return match &self.settings.introspection {
+                Some(introspection) => self.introspect(token, introspection).await,
+                None => Err(invalid("it is not a JWT, and no introspection endpoint is configured for opaque tokens".to_string())),
+            };
+        }
         let algorithm = token_algorithm(token)?;
         let header = jsonwebtoken::decode_header(token).map_err(|error| invalid(format!("its header cannot be read: {error}")))?;
         let key = self.key_for(header.kid.as_deref()).await?;
@@ -227,7 +265,12 @@ impl ResourceServer {
         let claims = jsonwebtoken::decode::<Map<String, Value>>(token, &decoding_key, &validation)
             .map_err(|error| invalid(self.explain(&error)))?
             .claims;
-        if !scopes(&claims).contains(self.settings.scope.as_str()) {
+        self.grant(&claims)
+    }
+
+    /// What checked claims grant, if they carry the scope.
+    fn grant(&self, claims: &Map<String, Value>) -> Result<Grant, Denial> {
+        if !scopes(claims).contains(self.settings.scope.as_str()) {
             return Err(Denial::InsufficientScope);
         }
         let tenants = match &self.settings.tenant_claim {
@@ -235,6 +278,60 @@ impl ResourceServer {
             None => Vec::new(),
         };
         Ok(Grant { subject: claims.get("sub").and_then(Value::as_str).map(str::to_string), tenants })
+    }
+
+    /// Asks the introspection endpoint about an opaque token (or the cache,
+    /// for one found active within [`INTROSPECTION_CACHE_TTL`]).
+    async fn introspect(&self, token: &str, introspection: &Introspection) -> Result<Grant, Denial> {
+        use sha2::Digest as _;
+        let key: [u8; 32] = sha2::Sha256::digest(token.as_bytes()).into();
+        if let Some((grant, until)) = self.introspected.lock().expect("never poisoned").get(&key)
+            && Instant::now() < *until
+        {
+            return Ok(grant.clone());
+        }
+        let invalid = |why: String| Denial::InvalidToken(why);
+        let body = url::form_urlencoded::Serializer::new(String::new())
+            .append_pair("token", token)
+            .append_pair("token_type_hint", "access_token")
+            .finish();
+        let response = self
+            .http
+            .post(introspection.endpoint.clone())
+            .basic_auth(&introspection.client_id, Some(&introspection.client_secret))
+            .header(reqwest::header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .body(body)
+            .send()
+            .await
+            .map_err(|error| Denial::IssuerUnavailable(format!("{}: {error}", introspection.endpoint)))?;
+        let answer = self.read(&introspection.endpoint, response).await.map_err(Denial::IssuerUnavailable)?;
+        let claims: Map<String, Value> = serde_json::from_slice(&answer)
+            .map_err(|error| Denial::IssuerUnavailable(format!("{} did not answer JSON: {error}", introspection.endpoint)))?;
+        if claims.get("active") != Some(&Value::Bool(true)) {
+            return Err(invalid("the issuer says it is not active".to_string()));
+        }
+        if claims.get("iss").is_some_and(|issuer| issuer.as_str() != Some(self.settings.issuer.as_str())) {
+            return Err(invalid(format!("its issuer is not {}", self.settings.issuer)));
+        }
+        if !strings(claims.get("aud")).iter().any(|audience| audience == self.settings.resource.as_str()) {
+            return Err(invalid(format!("its audience is not this server ({})", self.settings.resource)));
+        }
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        let expires = claims.get("exp").and_then(Value::as_u64).ok_or_else(|| invalid("it has no exp claim".to_string()))?;
+        let left = Duration::from_secs(expires).saturating_sub(now);
+        if expires + self.settings.leeway.as_secs() < now.as_secs() {
+            return Err(invalid("it has expired".to_string()));
+        }
+        let grant = self.grant(&claims)?;
+        let mut introspected = self.introspected.lock().expect("never poisoned");
+        if introspected.len() >= MAX_INTROSPECTED {
+            let now = Instant::now();
+            introspected.retain(|_, (_, until)| now < *until);
+        }
+        if introspected.len() < MAX_INTROSPECTED {
+            introspected.insert(key, (grant.clone(), Instant::now() + left.min(INTROSPECTION_CACHE_TTL)));
+        }
+        Ok(grant)
     }
 
     fn explain(&self, error: &jsonwebtoken::errors::Error) -> String {
@@ -264,7 +361,7 @@ impl ResourceServer {
                     keys.fetched = Some(Instant::now());
                 }
                 // Keys already held still serve while the issuer is away.
-                Err(why) if keys.fetched.is_none() => return Err(Denial::KeysUnavailable(why)),
+                Err(why) if keys.fetched.is_none() => return Err(Denial::IssuerUnavailable(why)),
                 Err(why) => tracing::warn!(reason = ?why, "cannot fetch the issuer's keys again; the ones held still serve"),
             }
         }
@@ -320,7 +417,12 @@ impl ResourceServer {
 
     /// GETs `url`, at most [`MAX_KEYS_BYTES`], within [`FETCH_TIMEOUT`].
     async fn fetch(&self, url: &url::Url) -> Result<Vec<u8>, String> {
-        let mut response = self.http.get(url.clone()).send().await.map_err(|error| format!("{url}: {error}"))?;
+        let response = self.http.get(url.clone()).send().await.map_err(|error| format!("{url}: {error}"))?;
+        self.read(url, response).await
+    }
+
+    /// A successful answer's body, at most [`MAX_KEYS_BYTES`].
+    async fn read(&self, url: &url::Url, mut response: reqwest::Response) -> Result<Vec<u8>, String> {
         if !response.status().is_success() {
             return Err(format!("{url} answered {}", response.status()));
         }
@@ -429,6 +531,7 @@ mod tests {
             keys_min_refresh: DEFAULT_KEYS_MIN_REFRESH,
             tenant_claim: None,
             ca_certificates: Vec::new(),
+            introspection: None,
         }
     }
 

@@ -648,7 +648,7 @@ impl Refusal {
                     Denial::NoToken => (StatusCode::UNAUTHORIZED, "unauthorized: an OAuth access token is required"),
                     Denial::InvalidToken(_) => (StatusCode::UNAUTHORIZED, "unauthorized: the access token is not valid"),
                     Denial::InsufficientScope => (StatusCode::FORBIDDEN, "forbidden: the access token lacks the scope"),
-                    Denial::KeysUnavailable(_) => {
+                    Denial::IssuerUnavailable(_) => {
                         (StatusCode::SERVICE_UNAVAILABLE, "service unavailable: access tokens cannot be checked now")
                     }
                 };
