@@ -36,6 +36,13 @@ pub struct Host {
 /// says what is served (a warning, saying why, when nothing is). On SIGHUP,
 /// `config_source` (if any) gives the configuration to serve with from then on.
 pub async fn start(config: &ServeConfig, config_source: Option<ConfigSource>) -> Result<Host, StartupError> {
+    let host = load(config, config_source).await?;
+    crate::metrics::initial_load_finished();
+    Ok(host)
+}
+
+/// [`start`], without saying the initial load finished.
+async fn load(config: &ServeConfig, config_source: Option<ConfigSource>) -> Result<Host, StartupError> {
     let sandbox = Arc::new(Sandbox::new(config.sandbox_config())?);
     let cache = compiled_cache(config, &sandbox);
     let loader = Arc::new(Loader::new(sandbox, cache));
@@ -57,7 +64,6 @@ pub async fn start(config: &ServeConfig, config_source: Option<ConfigSource>) ->
         let loaded = plugins.len();
         registry.publish(plugins.into_iter().map(Arc::new).collect());
         Served::now(&registry, names.len(), loaded).log(None);
-        crate::metrics::initial_load_finished();
         return Ok(Host { registry, watcher: None });
     };
 
@@ -68,7 +74,6 @@ pub async fn start(config: &ServeConfig, config_source: Option<ConfigSource>) ->
     watch::refuse_unmatched_when_pinned(config, &dir).map_err(StartupError::Config)?;
     let rescan = directory.rescan(false).await.map_err(unreadable)?;
     rescan.served.log(Some(&dir));
-    crate::metrics::initial_load_finished();
     Ok(Host { registry, watcher: Some(directory.keep_live(config_source)) })
 }
 
@@ -76,19 +81,20 @@ pub async fn start(config: &ServeConfig, config_source: Option<ConfigSource>) ->
 /// directory loaded and watched, in a sandbox of its own (a tenant's calls
 /// never take another's slots). `config_source(NAME)` gives the tenant's
 /// configuration on SIGHUP. A tenant whose directory cannot be read fails
-/// the start, naming it.
+/// the start, naming it. The server is ready once every tenant is loaded.
 pub async fn start_tenants(
     config: &ServeConfig,
     config_source: impl Fn(&str) -> Option<ConfigSource>,
 ) -> Result<std::collections::BTreeMap<String, Host>, StartupError> {
     let mut hosts = std::collections::BTreeMap::new();
     for (name, dir) in &config.tenants {
-        let host = start(&config.for_tenant(dir), config_source(name)).await.map_err(|error| match error {
+        let host = load(&config.for_tenant(dir), config_source(name)).await.map_err(|error| match error {
             StartupError::PluginDir { path, error } => StartupError::PluginDir { path: format!("{path} (tenant {name})"), error },
             other => other,
         })?;
         hosts.insert(name.clone(), host);
     }
+    crate::metrics::initial_load_finished();
     Ok(hosts)
 }
 
