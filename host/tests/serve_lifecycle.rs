@@ -268,3 +268,33 @@ fn sigterm_lets_a_call_in_flight_over_http_answer_before_the_exit() {
     );
     assert!(!logged.contains("abandoning"), "{logged}");
 }
+
+#[test]
+fn sigterm_answers_a_request_waiting_in_the_listen_queue() {
+    // One connection at a time: while one is open, the next waits in the
+    // kernel's listen queue with its request sent, as a proxy's request can
+    // when the replica it went to is stopped. It is answered, not reset.
+    let plugins = support::plugin_dir(&["code_review"]);
+    let (mut child, stderr, addr) =
+        spawn_http("127.0.0.1:0", &["--plugins", plugins.path().to_str().unwrap(), "--max-connections", "1"]);
+    let host = addr.to_string();
+    let mut open = TcpStream::connect(addr).unwrap();
+    open.set_read_timeout(Some(std::time::Duration::from_secs(30))).unwrap();
+    let keep_alive = http_post(&host, "", HTTP_INITIALIZE).replace("Connection: close\r\n", "");
+    assert_ne!(keep_alive, http_post(&host, "", HTTP_INITIALIZE));
+    open.write_all(keep_alive.as_bytes()).unwrap();
+    // Answered: the server holds this connection, its only one.
+    read_until(&mut open, "serverInfo");
+
+    let mut waiting = TcpStream::connect(addr).unwrap();
+    waiting.set_read_timeout(Some(std::time::Duration::from_secs(30))).unwrap();
+    waiting.write_all(http_post(&host, "", HTTP_INITIALIZE).as_bytes()).unwrap();
+    send_signal(child.id(), "TERM");
+    let mut answer = Vec::new();
+    waiting.read_to_end(&mut answer).expect("the queued request was answered, not reset");
+    let (status, answer) = support::http_status(&String::from_utf8_lossy(&answer));
+    assert_eq!(status, 200, "{answer}");
+    assert!(answer.contains(r#""serverInfo":{"name":"prompt-host""#), "{answer}");
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+    wait_for_text(&stderr, STOPPED, 1);
+}

@@ -21,6 +21,42 @@ def install(plugin_dir: Path, plugin: str) -> None:
     staging.rename(plugin_dir / f"{plugin}.wasm")
 
 
+class Replica:
+    """One `prompt-host serve --http` process on `address`, which can be
+    stopped (SIGTERM) and started again on the same address."""
+
+    def __init__(self, plugin_dir: Path, work: Path, address: str, *extra: str):
+        self.command = [BINARY, "serve", "--plugins", str(plugin_dir), "--cache-dir", str(work / "cache"),
+                        "--http", address, *extra]
+        self.log_path = work / "server.log"
+        self.log = open(self.log_path, "a+")
+        self.process = None
+        self.url = None
+
+    def start(self) -> str:
+        """Starts the server; returns its URL once it listens."""
+        start = self.log_path.stat().st_size
+        self.process = subprocess.Popen(self.command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.log)
+        for _ in range(400):
+            found = re.search(r"http://127\.0\.0\.1:\d+/mcp", self.log_path.read_text()[start:])
+            if found:
+                self.url = found.group(0)
+                return self.url
+            assert self.process.poll() is None, self.log_path.read_text()
+            time.sleep(0.05)
+        raise AssertionError("the server did not start listening")
+
+    def stop(self) -> int:
+        """Sends SIGTERM, as systemd and Kubernetes do; returns the exit code."""
+        self.process.terminate()
+        return self.process.wait(timeout=30)
+
+    def close(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.stop()
+        self.log.close()
+
+
 @contextmanager
 def http_server(plugins: list[str], *extra: str):
     """Yields (url, plugin_dir) for a server serving copies of `plugins`."""
@@ -30,22 +66,8 @@ def http_server(plugins: list[str], *extra: str):
         plugin_dir.mkdir()
         for plugin in plugins:
             shutil.copyfile(BUILT / f"{plugin}.wasm", plugin_dir / f"{plugin}.wasm")
-        log = open(work / "server.log", "w+")
-        command = [BINARY, "serve", "--plugins", str(plugin_dir), "--cache-dir", str(work / "cache"),
-                   "--http", "127.0.0.1:0", *extra]
-        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log)
+        server = Replica(plugin_dir, work, "127.0.0.1:0", *extra)
         try:
-            url = None
-            for _ in range(200):
-                found = re.search(r"http://127\.0\.0\.1:\d+/mcp", (work / "server.log").read_text())
-                if found:
-                    url = found.group(0)
-                    break
-                assert process.poll() is None, (work / "server.log").read_text()
-                time.sleep(0.05)
-            assert url, "the server did not start listening"
-            yield url, plugin_dir
+            yield server.start(), plugin_dir
         finally:
-            process.terminate()
-            process.wait(timeout=10)
-            log.close()
+            server.close()

@@ -373,7 +373,8 @@ struct Stopping {
     sessions: CancellationToken,
     /// Connections still open are dropped.
     connections: CancellationToken,
-    /// Each POST from the moment it arrives until its response is sent.
+    /// Each POST from the moment it arrives until its response is sent,
+    /// and each connection until its first request arrives.
     calls: TaskTracker,
     /// Each connection being served.
     open: TaskTracker,
@@ -412,7 +413,8 @@ impl HttpServer {
 }
 
 /// Accepts connections on `listener` while there is room for them, until
-/// the server stops accepting.
+/// the server stops accepting; then serves the connections waiting in the
+/// listen queue, and closes the listener.
 async fn accept<S: ServerHandler + Clone + Send + Sync + 'static>(
     listener: tokio::net::TcpListener,
     connections: Arc<Semaphore>,
@@ -426,11 +428,11 @@ async fn accept<S: ServerHandler + Clone + Send + Sync + 'static>(
         // cap, clients wait in the kernel's listen backlog, holding none
         // of the host's descriptors.
         let permit = tokio::select! {
-            _ = stopping.accepting.cancelled() => return,
+            _ = stopping.accepting.cancelled() => break,
             permit = connections.clone().acquire_owned() => permit.expect("the semaphore is never closed"),
         };
         let (stream, peer) = tokio::select! {
-            _ = stopping.accepting.cancelled() => return,
+            _ = stopping.accepting.cancelled() => break,
             accepted = listener.accept() => match accepted {
                 Ok(accepted) => {
                     failures.reset();
@@ -439,42 +441,103 @@ async fn accept<S: ServerHandler + Clone + Send + Sync + 'static>(
                 Err(error) => {
                     let pause = failures.record(&error);
                     tokio::select! {
-                        _ = stopping.accepting.cancelled() => return,
+                        _ = stopping.accepting.cancelled() => break,
                         _ = tokio::time::sleep(pause) => continue,
                     }
                 }
             },
         };
-        // Responses are small and interactive: no Nagle delay.
-        let _ = stream.set_nodelay(true);
-        let (front, gate, stopping) = (front.clone(), gate.clone(), stopping.clone());
-        stopping.open.clone().spawn(async move {
-            let _permit = permit;
-            let handle = hyper::service::service_fn(move |request: Request<Incoming>| {
-                let (front, gate) = (front.clone(), gate.clone());
-                async move { Ok::<_, Infallible>(gate.route(request, peer, &front).await) }
-            });
-            let connection = hyper::server::conn::http1::Builder::new()
-                .timer(hyper_util::rt::TokioTimer::new())
-                .header_read_timeout(HEADER_READ_TIMEOUT)
-                .serve_connection(TokioIo::new(stream), handle);
-            let mut connection = std::pin::pin!(connection);
-            let result = tokio::select! {
-                result = connection.as_mut() => result,
-                _ = stopping.accepting.cancelled() => {
-                    // Serve the request under way, if any, and no other.
-                    connection.as_mut().graceful_shutdown();
-                    tokio::select! {
-                        result = connection.as_mut() => result,
-                        _ = stopping.connections.cancelled() => return,
-                    }
+        serve_connection(stream, peer, Some(permit), &front, &gate, &stopping);
+    }
+    // The kernel completed the handshake of the connections in the listen
+    // queue, and their clients may have sent a request already: closing the
+    // listener would reset them, and a proxy does not resend a POST it has
+    // sent. Each is served its request instead (the queue, at most the
+    // listen backlog, bounds them; the connection cap is not waited for).
+    // A connection that comes after the listener closes is refused, and a
+    // proxy tries another replica.
+    for (stream, peer) in queued(listener) {
+        serve_connection(stream, peer, None, &front, &gate, &stopping);
+    }
+}
+
+/// The connections the kernel holds in `listener`'s queue, not yet accepted.
+fn queued(listener: tokio::net::TcpListener) -> Vec<(tokio::net::TcpStream, SocketAddr)> {
+    // The std listener is non-blocking: accept until the queue is empty.
+    let Ok(listener) = listener.into_std() else { return Vec::new() };
+    let mut queued = Vec::new();
+    while let Ok((stream, peer)) = listener.accept() {
+        if stream.set_nonblocking(true).is_ok()
+            && let Ok(stream) = tokio::net::TcpStream::from_std(stream)
+        {
+            queued.push((stream, peer));
+        }
+    }
+    queued
+}
+
+/// Serves one connection until it closes; once the server stops accepting,
+/// until it has answered the request it is serving, or its first.
+fn serve_connection<S: ServerHandler + Clone + Send + Sync + 'static>(
+    stream: tokio::net::TcpStream,
+    peer: SocketAddr,
+    permit: Option<tokio::sync::OwnedSemaphorePermit>,
+    front: &Arc<Front<S>>,
+    gate: &Arc<Gate>,
+    stopping: &Stopping,
+) {
+    // Responses are small and interactive: no Nagle delay.
+    let _ = stream.set_nodelay(true);
+    // Until its first request has been routed, the connection counts as a
+    // call for stopping to wait for, so that a request sent on a connection
+    // accepted as the server stops is answered before the sessions end.
+    let arriving = Arc::new(std::sync::Mutex::new(Some(stopping.calls.token())));
+    // Cancelled when the connection's first request arrives.
+    let started = CancellationToken::new();
+    let (front, gate, stopping) = (front.clone(), gate.clone(), stopping.clone());
+    stopping.open.clone().spawn(async move {
+        let _permit = permit;
+        let handle = hyper::service::service_fn({
+            let started = started.clone();
+            move |request: Request<Incoming>| {
+                let (front, gate, arriving) = (front.clone(), gate.clone(), arriving.clone());
+                started.cancel();
+                async move {
+                    let response = gate.route(request, peer, &front).await;
+                    arriving.lock().expect("never poisoned").take();
+                    Ok::<_, Infallible>(response)
                 }
-            };
-            if let Err(error) = result {
-                tracing::debug!(%peer, "HTTP connection ended: {error}");
             }
         });
-    }
+        let connection = hyper::server::conn::http1::Builder::new()
+            .timer(hyper_util::rt::TokioTimer::new())
+            .header_read_timeout(HEADER_READ_TIMEOUT)
+            .serve_connection(TokioIo::new(stream), handle);
+        let mut connection = std::pin::pin!(connection);
+        let result = tokio::select! {
+            result = connection.as_mut() => result,
+            _ = stopping.accepting.cancelled() => {
+                // Serve the request under way, or the first, and no other.
+                // hyper's graceful shutdown closes a connection that has sent
+                // no request yet, although one may be on its way: wait for
+                // it first (within the header timeout).
+                tokio::select! {
+                    result = connection.as_mut() => result,
+                    _ = stopping.connections.cancelled() => return,
+                    _ = started.cancelled() => {
+                        connection.as_mut().graceful_shutdown();
+                        tokio::select! {
+                            result = connection.as_mut() => result,
+                            _ = stopping.connections.cancelled() => return,
+                        }
+                    }
+                }
+            }
+        };
+        if let Err(error) = result {
+            tracing::debug!(%peer, "HTTP connection ended: {error}");
+        }
+    });
 }
 
 type Body = BoxBody<Bytes, Infallible>;

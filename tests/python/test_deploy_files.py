@@ -1,0 +1,124 @@
+"""The deployment files docs/deploy.md shows, validated by the tools that
+read them: the systemd unit by `systemd-analyze verify`, the Kubernetes
+manifests against Kubernetes' schemas (kubernetes-validate, offline, strict:
+an unknown field fails), and each for the fields an operator relies on.
+(docs/deploy/nginx.conf is served by nginx in tests/python/test_replicas.py.)"""
+
+import re
+import shutil
+import subprocess
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from server import BINARY, ROOT
+
+DEPLOY = ROOT / "docs/deploy"
+# The oldest Kubernetes the manifests are for: the preStop sleep action is on
+# by default from 1.30.
+KUBERNETES = "1.30.0"
+
+
+def manifests() -> dict[str, dict]:
+    documents = list(yaml.safe_load_all((DEPLOY / "kubernetes.yaml").read_text()))
+    return {document["kind"]: document for document in documents}
+
+
+def arguments(args: list[str]) -> dict[str, str | None]:
+    """`--name=value` and `--flag` arguments, by name."""
+    return dict((arg.split("=", 1) + [None])[:2] for arg in args if arg.startswith("--"))
+
+
+def test_the_kubernetes_manifests_are_valid_for_kubernetes():
+    for kind, manifest in manifests().items():
+        # Raises kubernetes_validate.ValidationError, naming the field.
+        kubernetes_validate.validate(manifest, KUBERNETES, strict=True)
+    with pytest.raises(kubernetes_validate.ValidationError):
+        deployment = manifests()["Deployment"]
+        deployment["spec"]["template"]["spec"]["containers"][0]["readinessProbe"]["periodSecond"] = 2
+        kubernetes_validate.validate(deployment, KUBERNETES, strict=True)
+
+
+def test_the_deployment_probes_drains_and_is_scraped_as_documented():
+    found = manifests()
+    deployment, config, service = found["Deployment"], found["ConfigMap"], found["Service"]
+    pod = deployment["spec"]["template"]
+    [container] = pod["spec"]["containers"]
+    args = arguments(container["args"])
+    assert container["args"][0] == "serve"
+    ports = {port["name"]: port["containerPort"] for port in container["ports"]}
+    assert args["--http"] == f"0.0.0.0:{ports['mcp']}" and "--allow-remote" in args
+    assert args["--metrics"] == f"0.0.0.0:{ports['metrics']}" and "--metrics-allow-remote" in args
+
+    # Ready once the packs have loaded; alive while the process serves.
+    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "metrics"}
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "metrics"}
+    assert pod["metadata"]["annotations"] == {
+        "prometheus.io/scrape": "true",
+        "prometheus.io/port": str(ports["metrics"]),
+        "prometheus.io/path": "/metrics",
+    }
+
+    # A rolling update never takes a replica away before its successor is ready.
+    assert deployment["spec"]["replicas"] >= 2
+    assert deployment["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"] == 0
+    # The preStop sleep and the default --shutdown-grace-ms (10 s) end before
+    # Kubernetes kills.
+    assert "--shutdown-grace-ms" not in args
+    assert container["lifecycle"]["preStop"]["sleep"]["seconds"] + 10 < pod["spec"]["terminationGracePeriodSeconds"]
+
+    # The plugin directory is the packs ConfigMap, where the config file says.
+    mounts = {mount["name"]: mount["mountPath"] for mount in container["volumeMounts"]}
+    volumes = {volume["name"]: volume for volume in pod["spec"]["volumes"]}
+    assert volumes["packs"]["configMap"]["name"] == "prompt-packs"
+    assert volumes["config"]["configMap"]["name"] == config["metadata"]["name"]
+    assert args["--config"] == f"{mounts['config']}/config.toml"
+    toml = config["data"]["config.toml"]
+    assert f'plugins = "{mounts["packs"]}"' in toml
+    assert f'cache_dir = "{mounts["cache"]}"' in toml
+    assert "emptyDir" in volumes["cache"]
+    # Every replica opens what another sealed: one key, from a Secret.
+    assert f'request_state_key_file = "{mounts["state-key"]}/state.key"' in toml
+    assert "secret" in volumes["state-key"]
+    assert args["--auth-token-file"] == f"{mounts['token']}/token" and "secret" in volumes["token"]
+
+    assert service["spec"]["selector"] == pod["metadata"]["labels"]
+    assert service["spec"]["sessionAffinity"] == "ClientIP"
+    assert service["spec"]["ports"][0]["targetPort"] == "mcp"
+
+
+@pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed (tests/setup installs it)")
+def test_the_systemd_unit_verifies(tmp_path):
+    text = (DEPLOY / "prompt-host@.service").read_text()
+    # Verified with the binary this checkout built where the unit expects it.
+    assert text.count("/usr/local/bin/prompt-host ") == 1
+    (tmp_path / "prompt-host@.service").write_text(text.replace("/usr/local/bin/prompt-host ", f"{BINARY} "))
+    verified = subprocess.run(["systemd-analyze", "verify", str(tmp_path / "prompt-host@1.service")],
+                              capture_output=True, text=True, cwd=tmp_path)
+    assert verified.returncode == 0, verified.stderr
+    assert "prompt-host@" not in verified.stderr, verified.stderr
+
+
+def test_the_systemd_unit_serves_what_nginx_expects():
+    text = (DEPLOY / "prompt-host@.service").read_text()
+    nginx = (DEPLOY / "nginx.conf").read_text()
+    exec_start = re.search(r"^ExecStart=((?:.*\\\n)*.*)$", text, re.MULTILINE).group(1).replace("\\\n", " ").split()
+    args = dict(zip(exec_start, exec_start[1:]))
+    assert exec_start[1] == "serve"
+    # Instances 1 and 2 are the replicas nginx.conf names.
+    assert args["--http"] == "127.0.0.1:808%i"
+    assert re.findall(r"server 127\.0\.0\.1:(\d+);", nginx) == ["8081", "8082"] * 2
+    assert args["--metrics"] == "127.0.0.1:946%i"
+    assert args["--allow-host"] in nginx  # the server_name nginx passes on as Host
+    # systemd waits longer than the default --shutdown-grace-ms (10 s) before it kills.
+    assert "--shutdown-grace-ms" not in exec_start
+    assert int(re.search(r"^TimeoutStopSec=(\d+)$", text, re.MULTILINE).group(1)) > 10
+    assert re.search(r"^KillSignal=SIGTERM$", text, re.MULTILINE)
+
+
+@pytest.mark.parametrize("name, language", [("nginx.conf", "nginx"), ("prompt-host@.service", "ini"),
+                                            ("kubernetes.yaml", "yaml")])
+def test_docs_deploy_md_shows_each_file_as_it_is(name, language):
+    page = (ROOT / "docs/deploy.md").read_text()
+    assert f"```{language}\n{(DEPLOY / name).read_text()}```\n" in page, f"docs/deploy.md does not show docs/deploy/{name} as it is"

@@ -1,0 +1,292 @@
+"""Replicas behind a real nginx, restarted one at a time under load.
+
+Two `prompt-host serve --http` replicas serve one plugin directory on
+loopback; Debian's nginx, started here with docs/deploy/nginx.conf (the file
+docs/deploy.md shows, only the addresses and the port replaced), is in front.
+Clients of the official MCP Python SDK page through prompts/list and call
+prompts/get without pause while each replica in turn gets SIGTERM and is
+started again. nginx's access log (JSON, one line a request, with the
+replica that answered) tells which replica answered what."""
+
+import json
+from collections import Counter
+import os
+import re
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+import httpx2
+import pytest
+
+from mcp import Client, ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+from server import BUILT, ROOT, Replica
+
+NGINX_CONF = ROOT / "docs/deploy/nginx.conf"
+PLUGINS = ["code_review", "dev_assistant"]
+NAMES = ["code_review", "git-commit", "explain-code", "debug-error"]
+CODE = "def hello():\n    print('world')"
+REVIEW = f"Please review this Python code:\n{CODE}"
+
+# What the test adds around the tested file: a main configuration that keeps
+# everything nginx writes in the test's directory, and an access log in JSON
+# naming the replica (or replicas, when nginx tried the next one) each request
+# went to.
+NGINX_MAIN = """\
+daemon off;
+worker_processes 1;
+pid {work}/nginx.pid;
+error_log {work}/error.log notice;
+events {{ worker_connections 512; }}
+http {{
+    log_format replicas escape=json
+        '{{"upstream":"$upstream_addr","upstream_status":"$upstream_status","status":"$status",'
+        '"method":"$request_method","protocol":"$http_mcp_protocol_version","session":"$http_mcp_session_id",'
+        '"body":"$request_body"}}';
+    access_log {work}/access.log replicas;
+    client_body_temp_path {work}/client_body;
+    proxy_temp_path {work}/proxy;
+    fastcgi_temp_path {work}/fastcgi;
+    uwsgi_temp_path {work}/uwsgi;
+    scgi_temp_path {work}/scgi;
+    include {work}/prompt-host.conf;
+}}
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def nginx_config(listen: int, replicas: list[int]) -> str:
+    """docs/deploy/nginx.conf with the test's port and replicas' addresses."""
+    text = NGINX_CONF.read_text()
+    for pattern, replacement, count in [
+        (r"listen 8080;", f"listen 127.0.0.1:{listen};", 1),
+        (r"server 127\.0\.0\.1:8081;", f"server 127.0.0.1:{replicas[0]};", 2),
+        (r"server 127\.0\.0\.1:8082;", f"server 127.0.0.1:{replicas[1]};", 2),
+    ]:
+        text, replaced = re.subn(pattern, replacement, text)
+        assert replaced == count, f"{NGINX_CONF} no longer says {pattern!r} {count} times"
+    return text
+
+
+@dataclass
+class Deployment:
+    url: str
+    replicas: list[Replica]
+    addresses: list[str]
+    access_log: Path
+
+    def requests(self, start: int = 0) -> list[dict]:
+        """The requests nginx answered, from the `start`th on, each with the
+        replica that answered it (the last nginx tried)."""
+        lines = self.access_log.read_text().splitlines()[start:]
+        requests = [json.loads(line) for line in lines]
+        for request in requests:
+            request["answered_by"] = request["upstream"].split(", ")[-1]
+            request["body"] = json.loads(request["body"]) if request["body"] else None
+        return requests
+
+    def count(self) -> int:
+        return len(self.access_log.read_text().splitlines())
+
+
+@contextmanager
+def replicas_behind_nginx():
+    assert shutil.which("nginx"), "nginx is not installed: run tests/setup"
+    with tempfile.TemporaryDirectory() as work:
+        work = Path(work)
+        os.chmod(work, 0o755)  # nginx's workers run as another user
+        plugin_dir = work / "plugins"
+        plugin_dir.mkdir()
+        for plugin in PLUGINS:
+            shutil.copyfile(BUILT / f"{plugin}.wasm", plugin_dir / f"{plugin}.wasm")
+        ports = [free_port(), free_port()]
+        replicas = []
+        for index, port in enumerate(ports):
+            (work / f"replica{index}").mkdir()
+            replicas.append(Replica(plugin_dir, work / f"replica{index}", f"127.0.0.1:{port}", "--page-size", "1"))
+        listen = free_port()
+        (work / "prompt-host.conf").write_text(nginx_config(listen, ports))
+        (work / "nginx.conf").write_text(NGINX_MAIN.format(work=work))
+        (work / "access.log").touch()
+        nginx_command = ["nginx", "-p", str(work), "-c", str(work / "nginx.conf"), "-e", str(work / "error.log")]
+        checked = subprocess.run([*nginx_command, "-t"], capture_output=True, text=True)
+        assert checked.returncode == 0, checked.stderr
+        nginx = None
+        try:
+            for replica in replicas:
+                replica.start()
+            nginx = subprocess.Popen(nginx_command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)
+            for _ in range(200):
+                with socket.socket() as probe:
+                    if probe.connect_ex(("127.0.0.1", listen)) == 0:
+                        break
+                assert nginx.poll() is None, (work / "error.log").read_text()
+                time.sleep(0.05)
+            yield Deployment(f"http://127.0.0.1:{listen}/mcp", replicas, [f"127.0.0.1:{port}" for port in ports],
+                             work / "access.log")
+        finally:
+            if nginx is not None:
+                nginx.terminate()
+                nginx.wait(timeout=10)
+            for replica in replicas:
+                replica.close()
+
+
+@dataclass
+class Tally:
+    """Every request a client made through nginx, and every one that failed
+    (an exception, or an answer other than the expected one)."""
+    requests: int = 0
+    failures: list[str] = field(default_factory=list)
+
+    async def call(self, what: str, request):
+        self.requests += 1
+        try:
+            return await request
+        except Exception as error:
+            self.failures.append(f"{what}: {error!r}")
+            return None
+
+
+async def keep_listing(url: str, tally: Tally, stop: anyio.Event) -> None:
+    """Pages through prompts/list, one prompt a page, over and over."""
+    # No client-side cache: every page is a request.
+    async with Client(url, cache=None) as client:
+        assert client.session.protocol_version == "2026-07-28"
+        while not stop.is_set():
+            names, cursor = [], None
+            while True:
+                page = await tally.call("prompts/list", client.list_prompts(cursor=cursor))
+                if page is None:
+                    break
+                names += [prompt.name for prompt in page.prompts]
+                cursor = page.next_cursor
+                if cursor is None:
+                    if names != NAMES:
+                        tally.failures.append(f"prompts/list: the pages listed {names}")
+                    break
+
+
+async def keep_getting(url: str, tally: Tally, stop: anyio.Event) -> None:
+    async with Client(url, cache=None) as client:
+        while not stop.is_set():
+            result = await tally.call("prompts/get", client.get_prompt("code_review", {"code": CODE}))
+            if result is not None and result.messages[0].content.text != REVIEW:
+                tally.failures.append(f"prompts/get: answered {result.messages[0].content.text!r}")
+
+
+async def answered_by(deployment: Deployment, address: str, since: int, count: int) -> None:
+    """Waits until `address` has answered `count` requests logged after the `since`th."""
+    while sum(r["answered_by"] == address for r in deployment.requests(since)) < count:
+        await anyio.sleep(0.05)
+
+
+@pytest.mark.anyio
+async def test_rolling_restarts_behind_nginx_fail_no_request_and_cursors_cross_replicas():
+    with replicas_behind_nginx() as deployment:
+        tally, stop = Tally(), anyio.Event()
+        first_cursor = None
+        with anyio.fail_after(180):
+            async with Client(deployment.url, cache=None) as client:
+                first_cursor = (await client.list_prompts()).next_cursor
+            async with anyio.create_task_group() as clients:
+                clients.start_soon(keep_listing, deployment.url, tally, stop)
+                clients.start_soon(keep_getting, deployment.url, tally, stop)
+                clients.start_soon(keep_getting, deployment.url, tally, stop)
+                for address in deployment.addresses:
+                    await answered_by(deployment, address, 0, 20)
+                for replica, address in zip(deployment.replicas, deployment.addresses):
+                    requests_before = tally.requests
+                    exit_code = await anyio.to_thread.run_sync(replica.stop)
+                    assert exit_code == 0, replica.log_path.read_text()
+                    stopped_at = deployment.count()
+                    # The other replica answers alone meanwhile.
+                    other = next(a for a in deployment.addresses if a != address)
+                    await answered_by(deployment, other, stopped_at, 20)
+                    await anyio.to_thread.run_sync(replica.start)
+                    # Back in nginx's rotation (after nginx's fail_timeout).
+                    await answered_by(deployment, address, deployment.count(), 20)
+                    assert tally.requests > requests_before
+                stop.set()
+
+            # A cursor issued before both replicas restarted still reads the
+            # same catalog: the version is derived from the plugins, not the
+            # process.
+            async with Client(deployment.url, cache=None) as client:
+                second = await client.list_prompts(cursor=first_cursor)
+                assert [prompt.name for prompt in second.prompts] == NAMES[1:2]
+
+        requests = deployment.requests()
+        listed = [r for r in requests if r["body"] and r["body"]["method"] == "prompts/list"]
+        # A page asked with a cursor another replica issued (the listing
+        # client waits for each page before it asks for the next).
+        crossed = sum(1 for before, after in zip(listed, listed[1:])
+                      if "cursor" in after["body"].get("params", {}) and before["answered_by"] != after["answered_by"])
+        retried = [r for r in requests if ", " in r["upstream"]]
+        print(f"\nrequests made: {tally.requests}, failed: {len(tally.failures)}; nginx logged {len(requests)} "
+              f"({len(listed)} prompts/list), of which {crossed} pages read a cursor another replica issued "
+              f"and {len(retried)} were refused by a stopped replica and answered by the other")
+        assert tally.failures == [], tally.failures
+        assert [r for r in requests if r["status"] != "200"] == []
+        assert crossed > 0
+        for replica in deployment.replicas:
+            log = replica.log_path.read_text()
+            # Each replica was stopped by SIGTERM once and stopped cleanly.
+            assert log.count("SIGTERM: stopping") == 1, log
+            assert log.count(" stopped\n") == 1, log
+
+
+@pytest.mark.anyio
+async def test_a_cursor_from_one_replica_is_accepted_by_another():
+    with replicas_behind_nginx() as deployment:
+        a, b = deployment.replicas
+        async with Client(a.url, cache=None) as on_a, Client(b.url, cache=None) as on_b:
+            cursor = (await on_a.list_prompts()).next_cursor
+            assert [p.name for p in (await on_b.list_prompts(cursor=cursor)).prompts] == NAMES[1:2]
+            assert [p.name for p in (await on_a.list_prompts(cursor=cursor)).prompts] == NAMES[1:2]
+
+
+@pytest.mark.anyio
+async def test_a_session_of_an_earlier_revision_stays_on_its_replica():
+    with replicas_behind_nginx() as deployment:
+        async with streamable_http_client(deployment.url) as (read, write), ClientSession(read, write) as session:
+            initialized = await session.initialize()
+            assert initialized.protocol_version == "2025-11-25"
+            for _ in range(20):
+                assert [p.name for p in (await session.list_prompts()).prompts] == NAMES[:1]
+                result = await session.get_prompt("code_review", {"code": CODE})
+                assert result.messages[0].content.text == REVIEW
+            # Only the replica that opened the session knows it.
+            [replica] = {r["answered_by"] for r in deployment.requests()}
+            [session_id] = {r["session"] for r in deployment.requests() if r["session"]}
+            ping = {"jsonrpc": "2.0", "id": 1000, "method": "ping"}
+            headers = {"Accept": "application/json, text/event-stream", "Mcp-Session-Id": session_id,
+                       "MCP-Protocol-Version": "2025-11-25"}
+            for address in deployment.addresses:
+                answer = httpx2.post(f"http://{address}/mcp", json=ping, headers=headers, timeout=10)
+                assert answer.status_code == (200 if address == replica else 404), answer.text
+        requests = deployment.requests()
+        assert Counter((r["method"], r["body"] and r["body"]["method"]) for r in requests) == {
+            ("POST", "initialize"): 1,
+            ("POST", "notifications/initialized"): 1,
+            ("POST", "prompts/list"): 20,
+            ("POST", "prompts/get"): 20,
+            ("GET", None): 1,  # the session's event stream
+            ("DELETE", None): 1,  # the end of the session
+        }
+        assert [r for r in requests if r["status"] not in ("200", "202")] == []
+        assert {r["answered_by"] for r in requests} == {replica}
