@@ -370,6 +370,7 @@ static HEALTH: Mutex<Health> = Mutex::new(Health { ready: false, catalog: None, 
 
 /// Whether the initial load has finished, read without the lock.
 static READY: AtomicBool = AtomicBool::new(false);
+static STOPPING: AtomicBool = AtomicBool::new(false);
 
 fn health() -> std::sync::MutexGuard<'static, Health> {
     // Nothing panics while holding it; if something did, the state is still whole.
@@ -423,11 +424,31 @@ pub fn initial_load_finished() {
     READY.store(true, Ordering::Release);
 }
 
-/// What `/readyz` answers: `None` until the initial load has finished, then
-/// the catalog version and each plugin's state, as JSON.
-pub fn readiness() -> Option<String> {
+/// Records that the server is stopping (SIGTERM, Ctrl-C): `/readyz` answers
+/// 503 from now on, so that a load balancer or Kubernetes sends no new
+/// request while the calls in flight finish.
+pub fn stopping() {
+    STOPPING.store(true, Ordering::Release);
+}
+
+/// What `/readyz` answers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Readiness {
+    /// The initial load of plugins is under way.
+    Loading,
+    /// The server is stopping.
+    Stopping,
+    /// Ready: the catalog version and each plugin's state, as JSON.
+    Ready(String),
+}
+
+/// What `/readyz` answers now.
+pub fn readiness() -> Readiness {
+    if STOPPING.load(Ordering::Acquire) {
+        return Readiness::Stopping;
+    }
     if !READY.load(Ordering::Acquire) {
-        return None;
+        return Readiness::Loading;
     }
     let health = health();
     let plugins: serde_json::Map<String, serde_json::Value> =
@@ -435,7 +456,7 @@ pub fn readiness() -> Option<String> {
     let version = health.catalog.as_ref().map(|catalog| catalog.version.clone());
     let prompts = health.catalog.as_ref().map_or(0, |catalog| catalog.prompts);
     let report = serde_json::json!({ "status": "ready", "catalogVersion": version, "prompts": prompts, "plugins": plugins });
-    Some(report.to_string())
+    Readiness::Ready(report.to_string())
 }
 
 #[cfg(test)]

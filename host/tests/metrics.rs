@@ -226,6 +226,21 @@ fn readyz_is_503_until_the_initial_load_has_finished() {
 }
 
 #[test]
+fn readyz_is_503_again_once_the_server_is_stopping_while_calls_finish() {
+    let dir = plugin_dir(&["hostile"]);
+    let mut server = Server::start(&["--plugins", dir.path().to_str().unwrap(), "--deadline-ms", "3000", "--metrics", "127.0.0.1:0"]);
+    let addr = metrics_addr(&server);
+    assert_eq!(get(addr, "/readyz", "localhost").0, 200);
+    // A call that runs until its deadline keeps the server draining.
+    let call = server.send_request("prompts/get", json!({ "name": "sleep" }));
+    support::send_signal(server.pid(), "TERM");
+    server.wait_for_stderr("SIGTERM: stopping");
+    assert_eq!(get(addr, "/readyz", "localhost"), (503, "not ready: stopping\n".to_string()));
+    assert_eq!(get(addr, "/healthz", "localhost"), (200, "ok\n".to_string()));
+    assert_eq!(server.response(call)["error"]["data"]["failure"], "deadline");
+}
+
+#[test]
 fn a_rescan_and_the_list_changed_notification_it_sends_are_counted() {
     let dir = plugin_dir(&["code_review"]);
     let mut server = Server::start(&["--plugins", dir.path().to_str().unwrap(), "--no-watch", "--metrics", "127.0.0.1:0"]);

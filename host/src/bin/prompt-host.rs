@@ -620,6 +620,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let Some(listener) = listener else {
         let stop = async move {
             let signal = signals.next().await;
+            prompt_host::metrics::stopping();
             tracing::info!("{signal}: stopping; calls in flight have {} ms to finish", grace.as_millis());
         };
         stdio::serve_stdio(server, args.max_message_kib << 10, stop, grace).await.context("serving MCP over stdio")?;
@@ -628,6 +629,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     };
     let running = listener.serve_tenants(http::Tenants { by_name: std::mem::take(&mut by_name), default: server });
     let signal = signals.next().await;
+    prompt_host::metrics::stopping();
     tracing::info!(
         "{signal}: stopping; calls in flight have {} ms to finish, then every session is closed",
         grace.as_millis()

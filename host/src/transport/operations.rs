@@ -4,7 +4,7 @@
 //!
 //! - `/healthz` answers 200 `ok` whenever the process serves.
 //! - `/readyz` answers 503 until the initial load of plugins has finished,
-//!   then 200 with JSON: the catalog version, the number of prompts, and each
+//!   and again once the server is stopping (SIGTERM), and in between 200 with JSON: the catalog version, the number of prompts, and each
 //!   plugin's state (`loaded` or `failed`) by plugin name. No prompt content.
 //!
 //! Neither needs a session or the bearer token (a probe carries neither),
@@ -30,7 +30,7 @@ use tokio::sync::Semaphore;
 
 use super::TransportError;
 use super::http::{HttpConfig, HttpListener, ListenOptions, plain};
-use crate::metrics;
+use crate::metrics::{self, Readiness};
 
 /// The path the metrics are served at.
 pub const METRICS_PATH: &str = "/metrics";
@@ -154,8 +154,9 @@ pub(super) fn health<B>(request: &Request<B>) -> Option<Response<Body>> {
     }
     Some(match (path, metrics::readiness()) {
         (HEALTHZ_PATH, _) => plain(StatusCode::OK, "ok"),
-        (_, None) => plain(StatusCode::SERVICE_UNAVAILABLE, "not ready: plugins are loading"),
-        (_, Some(report)) => {
+        (_, Readiness::Loading) => plain(StatusCode::SERVICE_UNAVAILABLE, "not ready: plugins are loading"),
+        (_, Readiness::Stopping) => plain(StatusCode::SERVICE_UNAVAILABLE, "not ready: stopping"),
+        (_, Readiness::Ready(report)) => {
             let mut response = plain(StatusCode::OK, &report);
             response.headers_mut().insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static("application/json"));
             response

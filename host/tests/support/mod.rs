@@ -285,6 +285,11 @@ impl Server {
         std::mem::take(&mut self.notifications)
     }
 
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Sends the server SIGHUP.
     pub fn hang_up(&self) {
         let status = Command::new("kill").args(["-HUP", &self.child.id().to_string()]).status().unwrap();
