@@ -3,7 +3,8 @@
 //!
 //! Until [`enable`] is called nothing is installed: no exporter, no span
 //! processor, no `tracing` layer; each function here reads one atomic (the
-//! unset [`OnceLock`]) and returns, and a request's future is not wrapped.
+//! unset [`OnceLock`]) and returns, and a request runs without an
+//! OpenTelemetry context.
 //! Once enabled, each request the handler answers is a SERVER span named and
 //! attributed as the OpenTelemetry semantic conventions for MCP say
 //! (`{mcp.method.name} {gen_ai.prompt.name}`), a child of the client's

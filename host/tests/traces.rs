@@ -6,8 +6,8 @@
 //! semantic conventions say, continuing the client's trace from
 //! `params._meta.traceparent`, and each call into a pack an INTERNAL child
 //! span with the plugin, its fuel, peak memory and outcome; the spans are
-//! flushed when stdin ends and on SIGTERM. Without the flag nothing is sent,
-//! whatever the environment says.
+//! flushed when stdin ends and on SIGTERM; over HTTP a span names its
+//! session. Without the flag nothing is sent, whatever the environment says.
 
 mod support;
 
@@ -24,7 +24,7 @@ use opentelemetry_proto::tonic::common::v1::{AnyValue, any_value};
 use opentelemetry_proto::tonic::trace::v1::{Span, span::SpanKind, status::StatusCode};
 use prost::Message;
 use serde_json::json;
-use support::{Server, plugin_dir};
+use support::{Server, http_exchange, http_post, plugin_dir};
 
 const TRACE_ID: &str = "0af7651916cd43dd8448eb211c80319c";
 const CLIENT_SPAN_ID: &str = "00f067aa0ba902b7";
@@ -270,4 +270,34 @@ fn without_the_flag_nothing_is_sent_even_with_an_endpoint_set() {
     assert_eq!(server.close_stdin(), Some(0));
     assert_eq!(receiver.connections.load(Ordering::SeqCst), 0);
     assert_eq!(receiver.exports.lock().unwrap().len(), 0);
+}
+
+#[test]
+fn over_http_a_span_names_its_session() {
+    let receiver = Receiver::start();
+    let plugins = plugin_dir(&["code_review"]);
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_prompt-host"));
+    command
+        .args(["serve", "--http", "127.0.0.1:0", "--otel-traces", "--plugins", plugins.path().to_str().unwrap()])
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint());
+    let (mut child, _stderr, address) = support::start_http(command, "info");
+    let (status, response) = http_exchange(address, &http_post("localhost", "", support::HTTP_INITIALIZE));
+    assert_eq!(status, 200, "{response}");
+    let session = response
+        .lines()
+        .find_map(|line| line.to_ascii_lowercase().strip_prefix("mcp-session-id:").map(|id| id.trim().to_string()))
+        .expect("no session id");
+    let headers = format!("Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-11-25\r\n");
+    let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    assert_eq!(http_exchange(address, &http_post("localhost", &headers, initialized)).0, 202);
+    let list = r#"{"jsonrpc":"2.0","id":2,"method":"prompts/list","params":{}}"#;
+    let (status, response) = http_exchange(address, &http_post("localhost", &headers, list));
+    assert_eq!(status, 200, "{response}");
+    support::send_signal(child.id(), "TERM");
+    assert!(child.wait().unwrap().success());
+
+    let span = receiver.span("prompts/list");
+    assert_eq!(attribute(&span, "mcp.session.id"), Some(session));
+    assert_eq!(attribute(&span, "network.transport").as_deref(), Some("tcp"));
+    assert_eq!(attribute(&span, "jsonrpc.request.id").as_deref(), Some("2"));
 }
