@@ -301,3 +301,17 @@ fn over_http_a_span_names_its_session() {
     assert_eq!(attribute(&span, "network.transport").as_deref(), Some("tcp"));
     assert_eq!(attribute(&span, "jsonrpc.request.id").as_deref(), Some("2"));
 }
+
+#[test]
+fn a_client_trace_that_is_not_sampled_is_not_exported() {
+    let receiver = Receiver::start();
+    let plugins = plugin_dir(&["code_review"]);
+    let mut server = serve_traced(&receiver, &plugins, &["--otel-traces"], &[]);
+    let unsampled = TRACEPARENT.replace("-01", "-00");
+    let meta = json!({ "traceparent": unsampled });
+    server.result("prompts/get", json!({ "name": "code_review", "arguments": { "code": "x" }, "_meta": meta }));
+    server.result("prompts/list", json!({}));
+    assert_eq!(server.close_stdin(), Some(0));
+    let names: Vec<String> = receiver.spans().into_iter().map(|span| span.name).collect();
+    assert_eq!(names, ["prompts/list"]);
+}
