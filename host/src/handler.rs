@@ -28,7 +28,9 @@ use crate::input::{self, Answers, Binding, Forms, InputError, RequestStateSeal};
 use crate::limits::Limits;
 use crate::error::{self, RequestError};
 use crate::metrics;
+use crate::plugin::{Plugin, PluginError};
 use crate::registry::{Registry, Snapshot};
+use crate::traces;
 
 /// Serves the registry's prompts over MCP.
 #[derive(Clone)]
@@ -208,14 +210,12 @@ impl PromptServer {
             let asked = match unanswered.take() {
                 Some(forms) => forms,
                 None => {
-                    let started = metrics::call_started();
-                    let answer = plugin.get_prompt(&entry.declared_name, &arguments, input.as_ref()).await;
-                    let outcome = match &answer {
+                    let call = plugin.get_prompt(&entry.declared_name, &arguments, input.as_ref());
+                    let answer = plugin_call(plugin, metrics::Method::Get, call, |answer| match answer {
                         Ok(PromptAnswer::InputRequired(_)) => metrics::INPUT_REQUIRED,
                         answer => error::outcome(answer),
-                    };
-                    metrics::call_finished(plugin.id(), metrics::Method::Get, outcome, started);
-                    match answer? {
+                    });
+                    match answer.await? {
                         PromptAnswer::Reply(reply) => return Ok(GetPromptResponse::Complete(convert::reply(reply))),
                         PromptAnswer::InputRequired(asked) => Forms::from(&asked),
                     }
@@ -257,10 +257,8 @@ impl PromptServer {
         let argument = &request.argument;
         let typed = provider::Argument { name: argument.name.clone(), value: argument.value.clone() };
         check_argument_size(&reference.name, context.iter().chain([&typed]), plugin.limits(), 0)?;
-        let started = metrics::call_started();
-        let completion = plugin.complete(&entry.declared_name, &argument.name, &argument.value, &context).await;
-        metrics::call_finished(plugin.id(), metrics::Method::Complete, error::outcome(&completion), started);
-        let completion = completion?;
+        let call = plugin.complete(&entry.declared_name, &argument.name, &argument.value, &context);
+        let completion = plugin_call(plugin, metrics::Method::Complete, call, error::outcome).await?;
         Ok(CompleteResult::new(convert::completion(completion)))
     }
 }
@@ -283,13 +281,16 @@ impl ServerHandler for PromptServer {
     ) -> Result<ListPromptsResult, ErrorData> {
         let _in_flight = metrics::request_started();
         let span = request_span(&context);
-        let mut result = span.in_scope(|| self.list(request))?;
+        let trace = trace_request(&context, "prompts/list", None);
+        let mut result = span.in_scope(|| self.list(request)).map_err(ErrorData::from);
         // Caching hints are fields of 2026-07-28; earlier clients get none.
-        if is_2026_07_28_or_later(&context) {
+        if let Ok(result) = &mut result
+            && is_2026_07_28_or_later(&context)
+        {
             result.ttl_ms = Some(self.list_caching.ttl_ms);
             result.cache_scope = Some(self.list_caching.scope);
         }
-        Ok(result)
+        answered(trace, result)
     }
 
     async fn get_prompt(
@@ -300,8 +301,10 @@ impl ServerHandler for PromptServer {
         let _in_flight = metrics::request_started();
         let name = request.name.clone();
         let span = request_span(&context);
-        let result = self.get_prompt_response(request, Asking::of(&context)).instrument(span.clone()).await;
-        span.in_scope(|| result.map_err(|error| log_failure("prompts/get", &name, error)))
+        let trace = trace_request(&context, "prompts/get", Some(&name));
+        let answer = self.get_prompt_response(request, Asking::of(&context)).instrument(span.clone());
+        let result = trace.within(answer).await;
+        answered(trace, span.in_scope(|| result.map_err(|error| log_failure("prompts/get", &name, error))))
     }
 
     async fn complete(
@@ -312,8 +315,9 @@ impl ServerHandler for PromptServer {
         let _in_flight = metrics::request_started();
         let name = request.r#ref.as_prompt_name().unwrap_or_default().to_string();
         let span = request_span(&context);
-        let result = self.complete_result(request).instrument(span.clone()).await;
-        span.in_scope(|| result.map_err(|error| log_failure("completion/complete", &name, error)))
+        let trace = trace_request(&context, "completion/complete", Some(name.as_str()).filter(|name| !name.is_empty()));
+        let result = trace.within(self.complete_result(request).instrument(span.clone())).await;
+        answered(trace, span.in_scope(|| result.map_err(|error| log_failure("completion/complete", &name, error))))
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
@@ -471,6 +475,50 @@ fn request_span(context: &RequestContext<RoleServer>) -> tracing::Span {
         Some(traceparent) => tracing::error_span!("request", traceparent = ?traceparent),
         None => tracing::Span::none(),
     }
+}
+
+/// The trace span of one request (`method`, naming `prompt`), if traces
+/// are enabled: a child of the client's trace when its `_meta` carries a
+/// valid `traceparent`.
+fn trace_request(context: &RequestContext<RoleServer>, method: &'static str, prompt: Option<&str>) -> traces::RequestSpan {
+    traces::request_started(|| {
+        let http = context.extensions.get::<hyper::http::request::Parts>();
+        let session_id = http.and_then(|http| http.headers.get("mcp-session-id")?.to_str().ok());
+        traces::RequestAttributes {
+            method,
+            prompt,
+            protocol_version: context.protocol_version().map(|version| version.to_string()),
+            request_id: context.id.to_string(),
+            session_id: session_id.map(str::to_string),
+            transport: if http.is_some() { "tcp" } else { "pipe" },
+            traceparent: context.meta.get_traceparent().filter(|value| valid_traceparent(value)),
+            tracestate: context.meta.get_tracestate(),
+        }
+    })
+}
+
+/// Ends the trace span of a request answered with `result`.
+fn answered<T>(trace: traces::RequestSpan, result: Result<T, ErrorData>) -> Result<T, ErrorData> {
+    trace.finished(result.as_ref().err().map(|error| error.code.0));
+    result
+}
+
+/// Runs one call into `plugin` (`call`, of `method`) and records it: in the
+/// metrics, and as a span of its own in the request's trace, both with the
+/// outcome `outcome` names.
+async fn plugin_call<T>(
+    plugin: &Plugin,
+    method: metrics::Method,
+    call: impl Future<Output = Result<T, PluginError>>,
+    outcome: impl FnOnce(&Result<T, PluginError>) -> &'static str,
+) -> Result<T, PluginError> {
+    let started = metrics::call_started();
+    let span = traces::plugin_call_started(plugin.id(), method.label());
+    let result = span.within(call).await;
+    let outcome = outcome(&result);
+    metrics::call_finished(plugin.id(), method, outcome, started);
+    span.finished(outcome, result.is_err());
+    result
 }
 
 /// Whether `value` is a W3C Trace Context `traceparent` of version 00 form:

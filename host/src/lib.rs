@@ -22,6 +22,9 @@
 //!   what a pack or a client can make the host log;
 //! - [`metrics`]: the Prometheus metrics and the health state, which every
 //!   module above records into (it depends on none of them);
+//! - [`traces`]: the OpenTelemetry spans of requests and of calls into
+//!   packs, exported over OTLP when asked for (it depends on none of them
+//!   either);
 //! - [`bindings`]: generated from the WIT packages (0.1 and 0.2, side by
 //!   side), and the one adapter from 0.2's types into the host's.
 //!
@@ -63,6 +66,7 @@ pub mod sandbox;
 pub mod scaffold;
 pub mod signature;
 pub mod startup;
+pub mod traces;
 pub mod transport;
 pub mod validate;
 pub mod watch;

@@ -529,12 +529,14 @@ impl Instance {
         }
     }
 
-    /// Logs what the plugin printed, and what the call cost.
+    /// Logs what the plugin printed, and what the call cost (also recorded
+    /// in the metrics and on the call's trace span).
     fn report(&self) {
         self.output_log.log(&self.plugin, "stderr", &self.stderr);
         self.output_log.log(&self.plugin, "stdout", &self.stdout);
         let usage = self.usage();
         crate::metrics::call_usage(&self.plugin, usage.fuel, usage.peak_memory_bytes);
+        crate::traces::call_usage(usage.fuel, usage.peak_memory_bytes);
         tracing::debug!(
             plugin = %self.plugin.escape_debug(),
             fuel_used = usage.fuel,

@@ -374,6 +374,11 @@ struct ServeArgs {
     /// Allow --metrics on an address other than loopback.
     #[arg(long, requires = "metrics")]
     metrics_allow_remote: bool,
+    /// Export OpenTelemetry traces (a span per request, a child span per call
+    /// into a pack) over OTLP HTTP/protobuf, configured by the standard
+    /// OTEL_EXPORTER_OTLP_* variables [default endpoint: http://localhost:4318].
+    #[arg(long)]
+    otel_traces: bool,
     #[command(flatten)]
     limits: LimitArgs,
 }
@@ -549,6 +554,9 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     // config, the token file and the address (bound here, so that one in
     // use is reported before plugins compile).
     let config = serve_config(&args)?;
+    // Until serve returns, whichever way (a stop signal, the end of stdin, an
+    // error): dropping it flushes the spans not yet exported.
+    let _traces = args.otel_traces.then(prompt_host::traces::enable).transpose()?;
     let listener = match &args.http.http {
         Some(address) => Some(HttpListener::bind(http_config(address, &args.http, config.authorization.clone()).await?).await?),
         None => None,

@@ -77,7 +77,11 @@ impl Server {
     /// Starts `prompt-host serve` with these arguments, without initializing,
     /// its stdin and stdout pipes (as most clients start a server).
     pub fn spawn(args: &[&str]) -> Server {
-        let mut child = Server::command(args).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("failed to start prompt-host");
+        Server::spawn_command(Server::command(args))
+    }
+
+    fn spawn_command(mut command: Command) -> Server {
+        let mut child = command.stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("failed to start prompt-host");
         let stdin = child.stdin.take().unwrap();
         let stdout = child.stdout.take().unwrap();
         Server::attach(child, Box::new(stdin), Box::new(stdout))
@@ -127,6 +131,16 @@ impl Server {
     /// Starts `prompt-host serve` and completes the MCP handshake.
     pub fn start(args: &[&str]) -> Server {
         let mut server = Server::spawn(args);
+        server.initialize("2025-11-25");
+        server
+    }
+
+    /// Starts `prompt-host serve` with these arguments and these environment
+    /// variables set, and completes the MCP handshake.
+    pub fn start_with_env(args: &[&str], env: &[(&str, &str)]) -> Server {
+        let mut command = Server::command(args);
+        command.envs(env.iter().copied());
+        let mut server = Server::spawn_command(command);
         server.initialize("2025-11-25");
         server
     }
