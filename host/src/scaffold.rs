@@ -3,8 +3,10 @@
 //!
 //! The files come from `host/templates/<language>/`, with `{{name}}`
 //! replaced by the pack's name, plus what every pack needs from this
-//! repository, copied as they are: the WIT package and, for Rust, the SDK and
-//! the lock file it is tested with. They are compiled into the binary, so
+//! repository, copied as they are: the WIT package (0.2, which new packs
+//! target) and, for Rust, the SDK (which generates bindings for 0.1 and 0.2,
+//! and so needs both WIT files where the repository has them) and the lock
+//! file it is tested with. They are compiled into the binary, so
 //! `new` works wherever the binary is.
 
 use std::fmt;
@@ -44,7 +46,14 @@ const fn copied(path: &'static str, contents: &'static str) -> TemplateFile {
     TemplateFile { path, contents, fill_in: false }
 }
 
-const WIT: TemplateFile = copied("wit/prompt-provider.wit", include_str!("../../wit/prompt-provider.wit"));
+/// The WIT 0.2 package, as the one contract a JavaScript or Python pack
+/// builds against.
+const WIT: TemplateFile = copied("wit/prompt-provider.wit", include_str!("../../wit/0.2/prompt-provider.wit"));
+
+/// Both WIT packages, laid out as in this repository, where the Rust SDK
+/// finds them.
+const WIT_0_1: TemplateFile = copied("wit/prompt-provider.wit", include_str!("../../wit/prompt-provider.wit"));
+const WIT_0_2: TemplateFile = copied("wit/0.2/prompt-provider.wit", include_str!("../../wit/0.2/prompt-provider.wit"));
 
 const RUST: &[TemplateFile] = &[
     template("Cargo.toml", include_str!("../templates/rust/Cargo.toml")),
@@ -52,11 +61,13 @@ const RUST: &[TemplateFile] = &[
     template("src/lib.rs", include_str!("../templates/rust/src/lib.rs")),
     template("README.md", include_str!("../templates/rust/README.md")),
     template(".gitignore", include_str!("../templates/rust/.gitignore")),
-    WIT,
+    WIT_0_1,
+    WIT_0_2,
     // The SDK is not published yet: each pack gets a copy, and the versions
     // of its dependencies that the plugins workspace is tested with.
     copied("sdk/prompt-pack/Cargo.toml", SDK_MANIFEST),
     copied("sdk/prompt-pack/src/lib.rs", include_str!("../../plugins/prompt-pack/src/lib.rs")),
+    copied("sdk/prompt-pack/src/input.rs", include_str!("../../plugins/prompt-pack/src/input.rs")),
     copied("sdk/prompt-pack/src/template.rs", include_str!("../../plugins/prompt-pack/src/template.rs")),
     copied("Cargo.lock", include_str!("../../plugins/Cargo.lock")),
 ];
@@ -191,6 +202,14 @@ mod tests {
         let pack = dir.path().join("acme");
         let written = create(&pack, "acme", Language::Rust).unwrap();
         assert!(written.contains(&"wit/prompt-provider.wit"));
+        // The SDK builds against both versions, where the repository has them.
+        assert_eq!(std::fs::read_to_string(pack.join("wit/0.2/prompt-provider.wit")).unwrap(), WIT_0_2.contents);
+        assert!(WIT_0_1.contents.contains("package prompt-host:prompts@0.1.0;"));
+        // A JavaScript or Python pack gets 0.2 as its one contract.
+        let js = dir.path().join("js");
+        create(&js, "acme", Language::JavaScript).unwrap();
+        let contract = std::fs::read_to_string(js.join("wit/prompt-provider.wit")).unwrap();
+        assert!(contract.contains("package prompt-host:prompts@0.2.0;"));
         let manifest = std::fs::read_to_string(pack.join("Cargo.toml")).unwrap();
         assert!(manifest.starts_with("[package]\nname = \"acme\"\n"));
         // Copied files keep their braces: the SDK's own {{ escapes must survive.

@@ -1,7 +1,8 @@
 """`prompt-host new` in each language: the pack builds with the toolchain
-its README names, `prompt-host inspect` accepts it as it is, and the official
-Python SDK client lists, gets and completes its starter prompt, with the same
-answers in Rust, JavaScript and Python."""
+its README names against WIT 0.2, `prompt-host inspect` accepts it as it is
+and shows what it says it is, and the official Python SDK client lists, gets
+and completes its starter prompt, and fills in the form it asks with when the
+text is left out, with the same answers in Rust, JavaScript and Python."""
 
 import json
 import os
@@ -13,7 +14,7 @@ import pytest
 
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
-from mcp.types import PromptReference
+from mcp.types import ElicitResult, PromptReference
 
 from doc_runner import environment
 from server import BINARY, ROOT
@@ -34,7 +35,7 @@ SUMMARIZE = {
     "title": "Summarize text",
     "description": "Asks for a summary of a text",
     "arguments": [
-        {"name": "text", "description": "The text to summarize", "required": True},
+        {"name": "text", "description": "The text to summarize", "required": False},
         {"name": "length", "description": "short, medium or long (default: short)", "required": False},
     ],
 }
@@ -47,7 +48,13 @@ def new_pack(work: Path, lang: str) -> Path:
     assert created.returncode == 0, created.stderr
     assert created.stdout.startswith("Created the ")
     pack = work / "starter"
-    assert (pack / "wit/prompt-provider.wit").read_text() == (ROOT / "wit/prompt-provider.wit").read_text()
+    contract = (ROOT / "wit/0.2/prompt-provider.wit").read_text()
+    if lang == "rust":
+        # The SDK builds against both versions, laid out as in this repository.
+        assert (pack / "wit/0.2/prompt-provider.wit").read_text() == contract
+        assert (pack / "wit/prompt-provider.wit").read_text() == (ROOT / "wit/prompt-provider.wit").read_text()
+    else:
+        assert (pack / "wit/prompt-provider.wit").read_text() == contract
     if lang == "js":
         # As the README says; the packages come from npm's cache, which tests/setup filled.
         installed = subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--prefer-offline"], cwd=pack,
@@ -57,7 +64,7 @@ def new_pack(work: Path, lang: str) -> Path:
         # The starter's own tests, run natively as its README says.
         host = subprocess.run(["rustc", "-vV"], capture_output=True, text=True).stdout.split("host: ")[1].split()[0]
         tested = subprocess.run(["cargo", "test", "--target", host], cwd=pack, env=env, capture_output=True, text=True)
-        assert tested.returncode == 0 and "test result: ok. 3 passed" in tested.stdout, tested.stdout + tested.stderr
+        assert tested.returncode == 0 and "test result: ok. 4 passed" in tested.stdout, tested.stdout + tested.stderr
         # A template mistake that the host would refuse at load fails the starter's own tests.
         source = (pack / "src/lib.rs").read_text()
         (pack / "src/lib.rs").write_text(source.replace(r"summary of this text:\n\n{text}", "summary of {txet}"))
@@ -85,12 +92,23 @@ async def test_a_new_pack_builds_passes_inspect_and_serves(lang):
         assert inspected.returncode == 0, inspected.stdout + inspected.stderr
         report = json.loads(inspected.stdout)
         assert (report["plugin"], report["problems"], report["prompts"]) == ("starter", [], [SUMMARIZE])
+        assert report["witVersion"] == "0.2.0"
+        assert report["pack"] == {
+            "name": "starter", "version": "0.1.0", "description": "Prompts that starter provides", "authors": [],
+            "license": None, "homepage": None, "repository": None,
+        }
 
         plugins = work / "plugins"
         plugins.mkdir()
         os.link(wasm, plugins / "starter.wasm")
         server = StdioServerParameters(command=BINARY, args=["serve", "--plugins", str(plugins), "--no-cache"])
-        async with Client(server, read_timeout_seconds=120) as client:
+        asked = []
+
+        async def fill_in(context, params):
+            asked.append(params)
+            return ElicitResult(action="accept", content={"text": "Asked text."})
+
+        async with Client(server, read_timeout_seconds=120, elicitation_callback=fill_in) as client:
             assert [p.name for p in (await client.list_prompts()).prompts] == ["summarize"]
             result = await client.get_prompt("summarize", {"text": "Some text.", "length": "long"})
             assert [(m.role, m.content.text) for m in result.messages] == [
@@ -98,6 +116,14 @@ async def test_a_new_pack_builds_passes_inspect_and_serves(lang):
             ]
             result = await client.get_prompt("summarize", {"text": "Some text."})
             assert result.messages[0].content.text == "Write a short summary of this text:\n\nSome text."
+            # Without the text, the pack asks for it; the SDK's callback fills in the form.
+            result = await client.get_prompt("summarize", {"length": "medium"})
+            assert result.messages[0].content.text == "Write a medium summary of this text:\n\nAsked text."
+            assert [(params.message, params.requested_schema) for params in asked] == [(
+                "What text should be summarized?",
+                {"type": "object", "properties": {"text": {"type": "string", "description": "The text to summarize"}},
+                 "required": ["text"]},
+            )]
             completion = await client.complete(
                 PromptReference(type="ref/prompt", name="summarize"), {"name": "length", "value": "m"}
             )

@@ -14,13 +14,13 @@ TUTORIAL = (ROOT / "docs/tutorial.md").read_text()
 def test_the_tutorial_runs_as_written():
     with tempfile.TemporaryDirectory() as work:
         checks = run_document(TUTORIAL, Path(work), environment(BINARY))
-    # new, test, build, inspect and its two excerpts, get and its output.
-    assert checks == 8
+    # new, test, build, inspect and its three excerpts, get and its output.
+    assert checks == 9
 
 
 def test_the_runner_reads_every_kind_of_block():
     kinds = [info for info, _ in blocks(TUTORIAL)]
-    assert kinds == ["sh no-run", "sh", "rust file=src/lib.rs", "sh", "sh", "sh", "text output", "text output", "sh",
+    assert kinds == ["sh no-run", "sh", "rust file=src/lib.rs", "sh", "sh", "sh", "text output", "text output", "text output", "sh",
                      "json output", "sh no-run"]
 
 

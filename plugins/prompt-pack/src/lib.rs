@@ -4,15 +4,78 @@
 //! `prompt-host:prompts/prompt-provider` interface (see `wit/` at the root of
 //! the repository). This crate generates the bindings for you and adds small
 //! helpers for the common work: declaring prompts, reading arguments, building
-//! messages and answering completions.
+//! messages, answering completions and, in WIT 0.2, asking the user for input
+//! and saying what the pack is.
+//!
+//! ## Two WIT versions
+//!
+//! A pack chooses the WIT version it targets by what it imports and exports;
+//! the types and helpers are the same for both:
+//! - **0.2** (`use prompt_pack::v0_2::*;`, `prompt_pack::v0_2::export_pack!`):
+//!   `get-prompt` may answer [`InputRequired`], forms for the user to fill
+//!   in before the pack replies, and the pack says what it is
+//!   ([`PackInfo`]). New packs should target it.
+//! - **0.1** (`use prompt_pack::*;`, `prompt_pack::export_pack!`): replies
+//!   only. Packs written against it keep building and working unchanged.
 //!
 //! There are two ways to write a pack:
 //! - **templates** ([`TemplatePack`]): declare each prompt once with its
 //!   arguments and the messages it replies with, `{argument}` placeholders
-//!   included; checking arguments, rendering and completing come for free.
+//!   included; checking arguments, rendering, completing and (in 0.2)
+//!   asking for a missing argument ([`Template::ask_for`]) come for free.
 //! - **code** ([`Guest`]): implement `list-prompts`, `get-prompt` and
 //!   `complete` yourself, with the helpers below, when a reply needs logic,
 //!   images, audio or resources.
+//!
+//! A 0.2 pack in code, which asks for a name when the client gave none:
+//!
+//! ```
+//! use prompt_pack::v0_2::*;
+//!
+//! struct Pack;
+//!
+//! impl Guest for Pack {
+//!     fn describe_pack() -> PackInfo {
+//!         // name, version, description, authors, license, homepage and
+//!         // repository, from this crate's Cargo.toml.
+//!         prompt_pack::cargo_pack_info!()
+//!     }
+//!
+//!     fn list_prompts() -> Vec<Prompt> {
+//!         vec![prompt("greet", "Greets someone").argument(optional("name", "Who to greet"))]
+//!     }
+//!
+//!     fn get_prompt(name: String, arguments: Vec<Argument>, input: Option<Input>) -> Result<PromptAnswer, PromptError> {
+//!         if name != "greet" {
+//!             return Err(PromptError::NotFound);
+//!         }
+//!         let answered = input.as_ref().and_then(|input| input.value("who", "name")).and_then(FieldValue::as_str);
+//!         match Arguments::from(arguments).get("name").or(answered) {
+//!             Some(who) => Ok(reply([user_text(format!("Say hello to {who}."))]).into()),
+//!             None => Ok(ask([form("who", "Whom should I greet?").field(string_field("name", "Their name"))]).into()),
+//!         }
+//!     }
+//!
+//!     fn complete(_: String, _: String, _: String, _: Vec<Argument>) -> Result<Completion, PromptError> {
+//!         Ok(no_completions())
+//!     }
+//! }
+//!
+//! prompt_pack::v0_2::export_pack!(Pack);
+//!
+//! // The functions the host calls can be called natively, in tests:
+//! let answer = Pack::get_prompt("greet".into(), vec![argument("name", "Ada")], None).unwrap();
+//! assert_eq!(answer.into_reply().unwrap().messages, [user_text("Say hello to Ada.")]);
+//! // Without a name, the user is asked; the host calls again with the answer.
+//! let asked = Pack::get_prompt("greet".into(), vec![], None).unwrap().into_input_required().unwrap();
+//! assert_eq!(asked.forms[0].key, "who");
+//! let input = answers([accepted("who", [("name", "Grace")])]);
+//! let answer = Pack::get_prompt("greet".into(), vec![], Some(input)).unwrap();
+//! assert_eq!(answer.into_reply().unwrap().messages, [user_text("Say hello to Grace.")]);
+//! assert_eq!(Pack::describe_pack().name, "prompt-pack");
+//! ```
+//!
+//! The same pack on 0.1, which can only refuse a request without a name:
 //!
 //! ```
 //! use prompt_pack::*;
@@ -39,7 +102,6 @@
 //!
 //! prompt_pack::export_pack!(Pack);
 //!
-//! // The functions the host calls can be called natively, in tests:
 //! let reply = Pack::get_prompt("greet".into(), vec![argument("name", "Ada")]).unwrap();
 //! assert_eq!(reply.messages, [user_text("Say hello to Ada.")]);
 //! assert_eq!(Pack::get_prompt("wave".into(), vec![]), Err(PromptError::NotFound));
@@ -66,13 +128,68 @@ pub mod bindings {
     });
 }
 
+/// The bindings generated from WIT 0.2, whose types that 0.1 has too are
+/// 0.1's (`with`): the two versions share one set of types and helpers.
+/// The world is renamed so that its export macro does not collide with 0.1's.
+#[doc(hidden)]
+pub mod bindings_v0_2 {
+    wit_bindgen::generate!({
+        inline: "package prompt-pack:sdk; world prompt-pack-v0-2 { include prompt-host:prompts/prompt-pack@0.2.0; }",
+        path: "../../wit/0.2",
+        world: "prompt-pack-v0-2",
+        pub_export_macro: true,
+        export_macro_name: "export_pack_v0_2",
+        default_bindings_module: "prompt_pack::bindings_v0_2",
+        additional_derives: [PartialEq],
+        with: {
+            "prompt-host:prompts/prompt-provider@0.2.0/role": crate::Role,
+            "prompt-host:prompts/prompt-provider@0.2.0/icon-theme": crate::IconTheme,
+            "prompt-host:prompts/prompt-provider@0.2.0/icon": crate::Icon,
+            "prompt-host:prompts/prompt-provider@0.2.0/prompt-argument": crate::PromptArgument,
+            "prompt-host:prompts/prompt-provider@0.2.0/prompt": crate::Prompt,
+            "prompt-host:prompts/prompt-provider@0.2.0/annotations": crate::Annotations,
+            "prompt-host:prompts/prompt-provider@0.2.0/text-content": crate::TextContent,
+            "prompt-host:prompts/prompt-provider@0.2.0/media-content": crate::MediaContent,
+            "prompt-host:prompts/prompt-provider@0.2.0/resource-body": crate::ResourceBody,
+            "prompt-host:prompts/prompt-provider@0.2.0/embedded-resource": crate::EmbeddedResource,
+            "prompt-host:prompts/prompt-provider@0.2.0/resource-link": crate::ResourceLink,
+            "prompt-host:prompts/prompt-provider@0.2.0/content": crate::Content,
+            "prompt-host:prompts/prompt-provider@0.2.0/message": crate::Message,
+            "prompt-host:prompts/prompt-provider@0.2.0/prompt-reply": crate::PromptReply,
+            "prompt-host:prompts/prompt-provider@0.2.0/argument": crate::Argument,
+            "prompt-host:prompts/prompt-provider@0.2.0/prompt-error": crate::PromptError,
+            "prompt-host:prompts/prompt-provider@0.2.0/completion": crate::Completion,
+        },
+    });
+}
+
 /// Exports a type implementing [`Guest`] (or [`TemplatePack`]) as the pack's
-/// `prompt-provider`.
+/// `prompt-provider`, WIT 0.1. For 0.2, see [`v0_2::export_pack`].
 pub use bindings::export_pack;
 
+mod input;
 mod template;
 
+pub use input::*;
 pub use template::{Template, TemplateMistake, TemplatePack, check_templates, template};
+
+/// Everything a pack targeting WIT 0.2 needs: `use prompt_pack::v0_2::*;`.
+/// The same types and helpers as the crate root, except that [`Guest`] and
+/// [`export_pack!`] are 0.2's.
+pub mod v0_2 {
+    pub use crate::*;
+
+    /// What a 0.2 pack implements (or a [`TemplatePack`] that also
+    /// implements [`DescribePack`] gets): 0.1's functions, with `get-prompt`
+    /// taking the user's answers and returning a [`PromptAnswer`], and
+    /// `describe-pack`.
+    pub use crate::bindings_v0_2::exports::prompt_host::prompts::prompt_provider::Guest;
+
+    /// Exports a type implementing the 0.2 [`Guest`] (or a [`TemplatePack`]
+    /// that implements [`DescribePack`]) as the pack's `prompt-provider`,
+    /// WIT 0.2.
+    pub use crate::bindings_v0_2::export_pack_v0_2 as export_pack;
+}
 
 pub use bindings::exports::prompt_host::prompts::prompt_provider::{
     Annotations, Argument, Completion, Content, EmbeddedResource, Guest, Icon, IconTheme,

@@ -1,15 +1,60 @@
 //! Prompts declared as templates: the declaration, the messages with named
 //! placeholders, defaults and allowed values, all in one place. A type that
 //! implements [`TemplatePack`] is a whole pack: listing, argument checks,
-//! rendering and completions come from its templates.
+//! rendering and completions come from its templates, and (in WIT 0.2)
+//! asking the user for an argument the client left out.
 
 use crate::{
-    Argument, Arguments, Completion, Guest, Icon, Prompt, PromptArgument, PromptError, PromptReply, Role,
-    complete_from, message, no_completions, prompt, text,
+    Argument, Arguments, Completion, DescribePack, FieldKind, FieldValue, Form, FormResponse, Guest, Icon, Input,
+    MAX_FORMS, PackInfo, Prompt, PromptAnswer, PromptArgument, PromptError, PromptReply, Role, ask, complete_from,
+    message, no_completions, prompt, text,
 };
 
 /// A pack made of templates only. Implement it and export the type with
-/// [`export_pack!`](crate::export_pack); the SDK implements [`Guest`] for it.
+/// [`export_pack!`](crate::export_pack) (WIT 0.1); the SDK implements
+/// [`Guest`] for it. For WIT 0.2, implement [`DescribePack`] too and export
+/// it with [`v0_2::export_pack!`](crate::v0_2::export_pack): the SDK
+/// implements the 0.2 [`Guest`](crate::v0_2::Guest), which asks the user
+/// for the arguments a template [asks for](Template::ask_for).
+///
+/// A 0.2 pack that asks for the text to summarize when the client gave none:
+///
+/// ```
+/// use prompt_pack::v0_2::*;
+///
+/// struct Summaries;
+///
+/// impl TemplatePack for Summaries {
+///     fn templates() -> Vec<Template> {
+///         vec![
+///             template("summarize", "Asks for a summary of a text")
+///                 .argument(optional("text", "The text to summarize"))
+///                 .ask_for("text", "What text should be summarized?")
+///                 .user("Summarize this text:\n\n{text}"),
+///         ]
+///     }
+/// }
+///
+/// impl DescribePack for Summaries {
+///     fn describe() -> PackInfo {
+///         prompt_pack::cargo_pack_info!()
+///     }
+/// }
+///
+/// prompt_pack::v0_2::export_pack!(Summaries);
+///
+/// // With the text, the reply:
+/// let answer = Summaries::get_prompt("summarize".into(), vec![argument("text", "Hi.")], None).unwrap();
+/// assert_eq!(answer.into_reply().unwrap().messages, [user_text("Summarize this text:\n\nHi.")]);
+/// // Without it, a form for it; the host calls again with the answer.
+/// let asked = Summaries::get_prompt("summarize".into(), vec![], None).unwrap().into_input_required().unwrap();
+/// assert_eq!(asked.forms, [form("text", "What text should be summarized?").field(string_field("text", "The text to summarize"))]);
+/// let input = answers([accepted("text", [("text", "Hello.")])]);
+/// let answer = Summaries::get_prompt("summarize".into(), vec![], Some(input)).unwrap();
+/// assert_eq!(answer.into_reply().unwrap().messages, [user_text("Summarize this text:\n\nHello.")]);
+/// ```
+///
+/// A 0.1 pack:
 ///
 /// ```
 /// use prompt_pack::*;
@@ -102,6 +147,8 @@ pub struct Template {
     description: Option<String>,
     defaults: Vec<(String, String)>,
     choices: Vec<(String, Vec<String>)>,
+    /// The arguments asked for when left out, and the message of each one's form.
+    asks: Vec<(String, String)>,
 }
 
 /// Starts a template for prompt `name`, with a description and no arguments
@@ -115,6 +162,7 @@ pub fn template(name: &str, description: &str) -> Template {
         description: None,
         defaults: Vec::new(),
         choices: Vec::new(),
+        asks: Vec::new(),
     }
 }
 
@@ -168,6 +216,21 @@ impl Template {
         self
     }
 
+    /// Asks the user for the optional `argument` when the client leaves it
+    /// out (or, when it has [`choices`](Template::choices), passes another
+    /// value), with a form of one field named after it, whose key is its
+    /// name and whose message is `message`. Its default, if it has one, is
+    /// the value the field starts with.
+    ///
+    /// Only a WIT 0.2 pack can ask: a 0.1 pack uses the default, or refuses
+    /// the request as missing the argument. The argument must be declared
+    /// optional, since the host refuses a request that leaves out a
+    /// required one before the pack runs.
+    pub fn ask_for(mut self, argument: &str, message: &str) -> Self {
+        self.asks.push((argument.to_string(), message.to_string()));
+        self
+    }
+
     /// The prompt as `list-prompts` declares it. An optional argument with a
     /// default says it at the end of its description, `(default: short)`:
     /// neither MCP nor the WIT contract has a field for it, and clients (and
@@ -203,7 +266,8 @@ impl Template {
                     None => return Err(format!("{at} uses {{{name}}}, which is not one of its arguments")),
                     Some(argument)
                         if !argument.required
-                            && !self.defaults.iter().any(|(argument, _)| argument == name) =>
+                            && !self.defaults.iter().any(|(argument, _)| argument == name)
+                            && !self.asks_for(name) =>
                     {
                         return Err(format!(
                             "{at} uses {{{name}}}, an optional argument with no default, which would leave a gap \
@@ -232,6 +296,27 @@ impl Template {
                 return Err(format!("{at} offers no choices for '{name}': give at least one"));
             }
         }
+        for (position, (name, _)) in self.asks.iter().enumerate() {
+            match declared(name) {
+                None => return Err(format!("{at} asks for '{name}', which is not one of its arguments")),
+                Some(argument) if argument.required => {
+                    return Err(format!(
+                        "{at} asks for '{name}', which is required: the host refuses a request without it before \
+                         the pack runs, so it would never be asked; declare it optional"
+                    ));
+                }
+                Some(_) => {}
+            }
+            if self.asks[..position].iter().any(|(earlier, _)| earlier == name) {
+                return Err(format!("{at} asks for '{name}' twice"));
+            }
+        }
+        if self.asks.len() > MAX_FORMS {
+            return Err(format!(
+                "{at} asks for {} arguments, more than the {MAX_FORMS} forms the host takes at once",
+                self.asks.len()
+            ));
+        }
         for (name, default) in &self.defaults {
             if let Some((_, allowed)) = self.choices.iter().find(|(argument, _)| argument == name)
                 && !allowed.contains(default)
@@ -247,12 +332,13 @@ impl Template {
         let mut values = Vec::new();
         for declared in &self.declaration.arguments {
             let name = declared.name.as_str();
-            let value = match arguments.get(name) {
-                Some(value) => value,
-                None if declared.required => {
+            let default = self.defaults.iter().find(|(argument, _)| argument == name).map(|(_, value)| value.as_str());
+            let value = match (arguments.get(name), default) {
+                (Some(value), _) => value,
+                (None, None) if declared.required || self.asks_for(name) => {
                     return Err(PromptError::InvalidArguments(format!("missing required argument '{name}'")));
                 }
-                None => self.defaults.iter().find(|(argument, _)| argument == name).map_or("", |(_, value)| value),
+                (None, default) => default.unwrap_or(""),
             };
             if let Some((_, allowed)) = self.choices.iter().find(|(argument, _)| argument == name)
                 && !allowed.iter().any(|choice| choice == value)
@@ -281,6 +367,67 @@ impl Template {
             messages.push(message(*role, text(filled)));
         }
         Ok(PromptReply { description: self.description.clone(), messages })
+    }
+
+    /// The answer to a request with these arguments, in WIT 0.2: the reply,
+    /// or forms for the arguments it [asks for](Template::ask_for) that are
+    /// left out (or not one of their choices), until the user fills them in.
+    /// A form the user declined leaves the argument at its default, or
+    /// refuses the request as missing it.
+    pub fn answer(&self, arguments: &Arguments, input: Option<&Input>) -> Result<PromptAnswer, PromptError> {
+        let mut filled = arguments.0.clone();
+        let mut forms = Vec::new();
+        for (name, message) in &self.asks {
+            let response = input.and_then(|input| input.response(name));
+            let answered = input.and_then(|input| input.value(name, name)).and_then(FieldValue::as_str);
+            if let Some(value) = answered {
+                filled.retain(|argument| argument.name != *name);
+                filled.push(crate::argument(name, value));
+                continue;
+            }
+            let given = arguments.get(name);
+            if matches!(response, Some(FormResponse::Decline | FormResponse::Cancel)) {
+                if given.is_none() && !self.defaults.iter().any(|(argument, _)| argument == name) {
+                    return Err(PromptError::InvalidArguments(format!(
+                        "argument '{name}' is missing, and the user declined to give it"
+                    )));
+                }
+                continue;
+            }
+            let allowed = self.choices.iter().find(|(argument, _)| argument == name).map(|(_, choices)| choices);
+            let acceptable = given.is_some_and(|value| allowed.is_none_or(|choices| choices.iter().any(|c| c == value)));
+            if !acceptable {
+                forms.push(self.form_for(name, message));
+            }
+        }
+        if !forms.is_empty() {
+            return Ok(ask(forms).into());
+        }
+        self.render(&Arguments::from(filled)).map(PromptAnswer::from)
+    }
+
+    /// Whether the template asks for `argument` when it is left out.
+    fn asks_for(&self, argument: &str) -> bool {
+        self.asks.iter().any(|(name, _)| name == argument)
+    }
+
+    /// The form that asks for `argument`: one field, named after it, of its
+    /// choices if it has them, starting at its default.
+    fn form_for(&self, argument: &str, message: &str) -> Form {
+        let declared = self.declaration.arguments.iter().find(|declared| declared.name == argument);
+        let default = self.defaults.iter().find(|(name, _)| name == argument).map(|(_, value)| value.clone());
+        let kind = match self.choices.iter().find(|(name, _)| name == argument) {
+            Some((_, choices)) => FieldKind::Enum(crate::EnumField { choices: choices.clone(), default }),
+            None => FieldKind::String(default),
+        };
+        let field = crate::FormField {
+            name: argument.to_string(),
+            title: declared.and_then(|declared| declared.title.clone()),
+            description: declared.and_then(|declared| declared.description.clone()),
+            kind,
+            required: true,
+        };
+        crate::form(argument, message).field(field)
     }
 
     /// The completion for `argument`, given what the user typed so far.
@@ -332,19 +479,7 @@ fn parse(template: &str) -> Result<Vec<Piece<'_>>, String> {
 
 impl<T: TemplatePack> Guest for T {
     fn list_prompts() -> Vec<Prompt> {
-        let templates = T::templates();
-        if let Err(mistake) = check_templates(&templates) {
-            // The host reports a panic while listing, with its message and
-            // location, and refuses the pack: the author sees it on first
-            // load. The location is the template's, not this line's.
-            let at = mistake.at;
-            std::panic::set_hook(Box::new(move |info| {
-                let message = info.payload().downcast_ref::<String>().map_or("", String::as_str);
-                eprintln!("thread '<unnamed>' panicked at {at}:\n{message}");
-            }));
-            panic!("{}", mistake.problem);
-        }
-        templates.iter().map(Template::declaration).collect()
+        list::<T>()
     }
 
     fn get_prompt(name: String, arguments: Vec<Argument>) -> Result<PromptReply, PromptError> {
@@ -354,6 +489,42 @@ impl<T: TemplatePack> Guest for T {
     fn complete(prompt: String, argument: String, value: String, _context: Vec<Argument>) -> Result<Completion, PromptError> {
         Ok(find::<T>(&prompt)?.complete(&argument, &value))
     }
+}
+
+impl<T: TemplatePack + DescribePack> crate::v0_2::Guest for T {
+    fn describe_pack() -> PackInfo {
+        T::describe()
+    }
+
+    fn list_prompts() -> Vec<Prompt> {
+        list::<T>()
+    }
+
+    fn get_prompt(name: String, arguments: Vec<Argument>, input: Option<Input>) -> Result<PromptAnswer, PromptError> {
+        find::<T>(&name)?.answer(&Arguments::from(arguments), input.as_ref())
+    }
+
+    fn complete(prompt: String, argument: String, value: String, _context: Vec<Argument>) -> Result<Completion, PromptError> {
+        Ok(find::<T>(&prompt)?.complete(&argument, &value))
+    }
+}
+
+/// The declarations of the pack's templates, or a panic naming the first
+/// mistake in them.
+fn list<T: TemplatePack>() -> Vec<Prompt> {
+    let templates = T::templates();
+    if let Err(mistake) = check_templates(&templates) {
+        // The host reports a panic while listing, with its message and
+        // location, and refuses the pack: the author sees it on first
+        // load. The location is the template's, not this line's.
+        let at = mistake.at;
+        std::panic::set_hook(Box::new(move |info| {
+            let message = info.payload().downcast_ref::<String>().map_or("", String::as_str);
+            eprintln!("thread '<unnamed>' panicked at {at}:\n{message}");
+        }));
+        panic!("{}", mistake.problem);
+    }
+    templates.iter().map(Template::declaration).collect()
 }
 
 fn find<T: TemplatePack>(name: &str) -> Result<Template, PromptError> {
@@ -478,6 +649,88 @@ mod tests {
         assert_eq!(
             template("a", "A").argument(optional("x", "X")).choices("x", &[]).check(),
             Err("template of prompt 'a' offers no choices for 'x': give at least one".into())
+        );
+    }
+    fn asking() -> Template {
+        template("summarize", "Asks for a summary")
+            .argument(optional("text", "The text"))
+            .argument(optional("length", "How long"))
+            .default("length", "short")
+            .choices("length", &["short", "long"])
+            .ask_for("text", "What should be summarized?")
+            .ask_for("length", "How long a summary?")
+            .user("Write a {length} summary of:\n\n{text}")
+    }
+
+    fn reply_of(answer: Result<PromptAnswer, PromptError>) -> Vec<crate::Message> {
+        answer.unwrap().into_reply().expect("a reply").messages
+    }
+
+    #[test]
+    fn what_is_left_out_or_not_a_choice_is_asked_for() {
+        let template = asking();
+        let asked = template.answer(&Arguments::from(vec![argument("length", "huge")]), None).unwrap();
+        let forms = asked.into_input_required().expect("forms").forms;
+        let text = crate::form("text", "What should be summarized?").field(crate::string_field("text", "The text"));
+        let length = crate::form("length", "How long a summary?")
+            .field(crate::enum_field("length", "How long", &["short", "long"]).default("short"));
+        assert_eq!(forms, [text, length]);
+        // Given, and one of the choices: nothing to ask.
+        let given = vec![argument("text", "Hi."), argument("length", "long")];
+        assert_eq!(reply_of(template.answer(&Arguments::from(given), None)), [user_text("Write a long summary of:\n\nHi.")]);
+    }
+
+    #[test]
+    fn answers_fill_in_what_was_asked_for() {
+        let template = asking();
+        let input = crate::answers([crate::accepted("text", [("text", "Hello.")]), crate::declined("length")]);
+        let answer = template.answer(&Arguments::from(vec![]), Some(&input));
+        // A declined form leaves the argument at its default.
+        assert_eq!(reply_of(answer), [user_text("Write a short summary of:\n\nHello.")]);
+        // An answer overrides the value the client passed.
+        let input = crate::answers([crate::accepted("length", [("length", "long")])]);
+        let answer = template.answer(&Arguments::from(vec![argument("text", "Hi."), argument("length", "huge")]), Some(&input));
+        assert_eq!(reply_of(answer), [user_text("Write a long summary of:\n\nHi.")]);
+        // Declined, with no default: the request is refused, naming the argument.
+        let input = crate::answers([crate::declined("text")]);
+        assert_eq!(
+            template.answer(&Arguments::from(vec![]), Some(&input)),
+            Err(PromptError::InvalidArguments("argument 'text' is missing, and the user declined to give it".into()))
+        );
+    }
+
+    #[test]
+    fn a_0_1_pack_refuses_what_it_cannot_ask_for() {
+        assert_eq!(
+            asking().render(&Arguments::from(vec![])),
+            Err(PromptError::InvalidArguments("missing required argument 'text'".into()))
+        );
+    }
+
+    #[test]
+    fn mistakes_in_asking_are_found() {
+        assert_eq!(asking().check(), Ok(()));
+        assert_eq!(
+            template("a", "A").ask_for("x", "X?").check(),
+            Err("template of prompt 'a' asks for 'x', which is not one of its arguments".into())
+        );
+        assert_eq!(
+            template("a", "A").argument(required("x", "X")).ask_for("x", "X?").check(),
+            Err("template of prompt 'a' asks for 'x', which is required: the host refuses a request without it \
+                 before the pack runs, so it would never be asked; declare it optional"
+                .into())
+        );
+        assert_eq!(
+            template("a", "A").argument(optional("x", "X")).ask_for("x", "X?").ask_for("x", "Y?").check(),
+            Err("template of prompt 'a' asks for 'x' twice".into())
+        );
+        let many = (0..9).fold(template("a", "A"), |template, index| {
+            let name = format!("x{index}");
+            template.argument(optional(&name, "X")).ask_for(&name, "X?")
+        });
+        assert_eq!(
+            many.check(),
+            Err("template of prompt 'a' asks for 9 arguments, more than the 8 forms the host takes at once".into())
         );
     }
 }

@@ -3,7 +3,7 @@
 //! Build it with `cargo build --release`; the pack is
 //! target/wasm32-wasip2/release/{{name}}.wasm. See README.md.
 
-use prompt_pack::*;
+use prompt_pack::v0_2::*;
 
 struct Pack;
 
@@ -12,7 +12,9 @@ impl TemplatePack for Pack {
         vec![
             template("summarize", "Asks for a summary of a text")
                 .title("Summarize text")
-                .argument(required("text", "The text to summarize"))
+                // Left out, the text is asked for: the client shows the user a form.
+                .argument(optional("text", "The text to summarize"))
+                .ask_for("text", "What text should be summarized?")
                 .argument(optional("length", "short, medium or long"))
                 .default("length", "short")
                 .choices("length", &["short", "medium", "long"])
@@ -21,7 +23,15 @@ impl TemplatePack for Pack {
     }
 }
 
-prompt_pack::export_pack!(Pack);
+/// What the pack says it is (`prompt-host inspect` shows it): the name,
+/// version, description and the rest of Cargo.toml's [package].
+impl DescribePack for Pack {
+    fn describe() -> PackInfo {
+        prompt_pack::cargo_pack_info!()
+    }
+}
+
+prompt_pack::v0_2::export_pack!(Pack);
 
 // The functions the host calls are plain Rust: test them natively with
 // cargo test --target "$(rustc -vV | sed -n 's/^host: //p')"
@@ -36,7 +46,8 @@ mod tests {
 
     #[test]
     fn summaries_are_short_unless_asked() {
-        let reply = Pack::get_prompt("summarize".into(), vec![argument("text", "Some text.")]).unwrap();
+        let answer = Pack::get_prompt("summarize".into(), vec![argument("text", "Some text.")], None).unwrap();
+        let reply = answer.into_reply().unwrap();
         assert_eq!(reply.messages, [user_text("Write a short summary of this text:\n\nSome text.")]);
     }
 
@@ -44,8 +55,18 @@ mod tests {
     fn the_length_is_one_of_three() {
         let arguments = vec![argument("text", "Some text."), argument("length", "huge")];
         assert_eq!(
-            Pack::get_prompt("summarize".into(), arguments),
+            Pack::get_prompt("summarize".into(), arguments, None),
             Err(PromptError::InvalidArguments("argument 'length' must be one of: short, medium, long".into()))
         );
+    }
+
+    #[test]
+    fn a_text_left_out_is_asked_for() {
+        let asked = Pack::get_prompt("summarize".into(), vec![], None).unwrap().into_input_required().unwrap();
+        assert_eq!(asked.forms[0].message, "What text should be summarized?");
+        // The host calls again with what the user filled in.
+        let input = answers([accepted("text", [("text", "Asked text.")])]);
+        let reply = Pack::get_prompt("summarize".into(), vec![], Some(input)).unwrap().into_reply().unwrap();
+        assert_eq!(reply.messages, [user_text("Write a short summary of this text:\n\nAsked text.")]);
     }
 }
