@@ -53,6 +53,7 @@
 //! ca_file = "idp-ca.pem"          # a CA trusted for the issuer besides the system's
 //! tenant_claim = "tenant"         # the claim naming the tenant (a string, or an array such as groups)
 //! default_tenant = "public"       # for tokens naming no tenant; default: no prompts
+//! accept_untyped_jwt = false      # true: JWTs without typ at+jwt count too (issuers not following RFC 9068)
 //! introspection_endpoint = "https://idp.example/token/introspection"  # opaque tokens (RFC 7662)
 //! client_id = "prompt-host"       # this server's client at the issuer, to introspect
 //! client_secret_file = "idp-client-secret"
@@ -122,6 +123,10 @@ pub struct ServeConfig {
     pub tenants: BTreeMap<String, PathBuf>,
     /// The tenant serving tokens that name none; `None` serves them no prompts.
     pub default_tenant: Option<String>,
+    /// For a tenant: every tenant's plugin directory. `[plugins.NAME]`
+    /// sections apply to every tenant, so a section matches a plugin of any
+    /// of them (it is not a typo for being absent from this one).
+    pub tenant_dirs: Vec<PathBuf>,
 }
 
 /// The pack store's default folder, beside the config file.
@@ -194,6 +199,7 @@ impl Default for ServeConfig {
             authorization: None,
             tenants: BTreeMap::new(),
             default_tenant: None,
+            tenant_dirs: Vec::new(),
         }
     }
 }
@@ -202,7 +208,13 @@ impl ServeConfig {
     /// The configuration a tenant is served with: this one, over the
     /// tenant's plugin directory.
     pub fn for_tenant(&self, plugins_dir: &Path) -> ServeConfig {
-        ServeConfig { plugins_dir: Some(plugins_dir.to_path_buf()), tenants: BTreeMap::new(), default_tenant: None, ..self.clone() }
+        ServeConfig {
+            plugins_dir: Some(plugins_dir.to_path_buf()),
+            tenants: BTreeMap::new(),
+            default_tenant: None,
+            tenant_dirs: self.tenants.values().cloned().collect(),
+            ..self.clone()
+        }
     }
 
     /// The sandbox settings, with memory slots large enough for the largest
@@ -256,9 +268,16 @@ impl ServeConfig {
     /// nothing), each with the closest present name when one is a likely
     /// typo of it.
     pub fn unmatched_plugins(&self, present: &[String]) -> Vec<UnmatchedPlugin> {
+        let elsewhere: Vec<String> = self
+            .tenant_dirs
+            .iter()
+            .filter_map(|dir| crate::loader::plugin_files(dir).ok())
+            .flatten()
+            .map(|file| crate::loader::plugin_id(&file))
+            .collect();
         self.plugins
             .iter()
-            .filter(|(name, _)| !present.contains(name))
+            .filter(|(name, _)| !present.contains(name) && !elsewhere.contains(name))
             .map(|(name, configured)| UnmatchedPlugin {
                 name: name.clone(),
                 prefix_flag: configured.only_prefix_flag.then(|| configured.prefix.clone()),
@@ -444,6 +463,7 @@ struct AuthorizationSection {
     tenant_claim: Option<String>,
     default_tenant: Option<String>,
     introspection_endpoint: Option<String>,
+    accept_untyped_jwt: Option<bool>,
     client_id: Option<String>,
     client_secret_file: Option<PathBuf>,
 }
@@ -490,6 +510,7 @@ impl AuthorizationSection {
             tenant_claim: self.tenant_claim.clone(),
             ca_certificates,
             introspection: self.introspection(folder)?,
+            accept_untyped_jwt: self.accept_untyped_jwt.unwrap_or(false),
         };
         settings.check()?;
         Ok(settings)

@@ -116,6 +116,24 @@ async function forge({ keys: file, issuer, resource, kind }) {
         .setExpirationTime(now + 300)
         .sign(await jose.importJWK(jwk, 'ES256'));
       break;
+    case 'untyped':
+      // An ID-token-like JWT: right audience, but not typed as an access token.
+      token = await new jose.SignJWT({ ...claims })
+        .setProtectedHeader({ alg: 'ES256', kid: jwk.kid, typ: 'JWT' })
+        .setIssuedAt(now)
+        .setExpirationTime(now + 300)
+        .sign(await jose.importJWK(jwk, 'ES256'));
+      break;
+    case 'rs256-on-ec-key': {
+      // Signed with an RSA key of the forger's, naming the issuer's EC key.
+      const { privateKey } = await jose.generateKeyPair('RS256');
+      token = await new jose.SignJWT({ ...claims })
+        .setProtectedHeader({ alg: 'RS256', kid: jwk.kid, typ: 'at+jwt' })
+        .setIssuedAt(now)
+        .setExpirationTime(now + 300)
+        .sign(privateKey);
+      break;
+    }
     case 'expired':
       token = await new jose.SignJWT({ ...claims })
         .setProtectedHeader({ alg: 'ES256', kid: jwk.kid, typ: 'at+jwt' })

@@ -4,6 +4,7 @@ provider.mjs), with pack sets per tenant; the official Python SDK client
 connects with the provider's access tokens."""
 
 import base64
+import hashlib
 import json
 import shutil
 import socket
@@ -90,7 +91,7 @@ class Provider:
 
 
 @contextmanager
-def site():
+def site(extra: str = "", server_extra: str = ""):
     """A provider, and prompt-host serving two tenants behind it: acme
     (code_review) and globex (dev_assistant), one prompt per page."""
     with tempfile.TemporaryDirectory() as work:
@@ -104,12 +105,12 @@ def site():
             shutil.copyfile(BUILT / f"{plugin}.wasm", work / tenant / f"{plugin}.wasm")
         (work / "introspection-secret").write_text("prompt-host-secret\n")
         (work / "prompt-host.toml").write_text(
-            f'[server]\npage_size = 1\n'
+            f'[server]\npage_size = 1\n{server_extra}'
             f'[authorization]\nresource = "{url}"\nissuer = "{provider.issuer}"\ntenant_claim = "tenant"\n'
             f'jwks_min_refresh_secs = 1\n'
             f'introspection_endpoint = "{provider.issuer}/token/introspection"\nclient_id = "prompt-host"\n'
             f'client_secret_file = "introspection-secret"\n'
-            f'[tenants.acme]\nplugins = "acme"\n[tenants.globex]\nplugins = "globex"\n'
+            f'[tenants.acme]\nplugins = "acme"\n[tenants.globex]\nplugins = "globex"\n{extra}'
         )
         log_path = work / "server.log"
         log = open(log_path, "w+")
@@ -187,8 +188,10 @@ async def test_each_tenant_sees_and_gets_only_its_own_prompts_through_the_sdk_cl
             assert cursor
             with pytest.raises(MCPError) as raised:
                 await acme.list_prompts(params=PaginatedRequestParams(cursor=cursor))
-            assert raised.value.error.code == -32602
-            assert raised.value.error.message.startswith("stale cursor"), raised.value.error.message
+            assert (raised.value.error.code, raised.value.error.message) == (
+                -32602,
+                "stale cursor: the prompt catalog changed after it was issued; list prompts again without a cursor",
+            )
 
 
 def test_the_resource_metadata_names_the_provider_and_tokens_that_do_not_count_get_the_specified_answer():
@@ -217,6 +220,8 @@ def test_the_resource_metadata_names_the_provider_and_tokens_that_do_not_count_g
             "its algorithm \\\"none\\\" is not accepted": provider.forge("alg-none"),
             "its algorithm \\\"HS256\\\" is not accepted": provider.forge("hs256-with-public-key"),
             "it is signed by a key the issuer does not publish": provider.forge("valid", stranger_key),
+            "its type is \\\"JWT\\\", not at+jwt": provider.forge("untyped"),
+            "its algorithm RS256 is not the one its key is for": provider.forge("rs256-on-ec-key"),
         }
         for reason, token in refused.items():
             answer = post(url, token)
@@ -276,7 +281,10 @@ async def test_each_tenant_hears_only_its_own_list_changes():
             with anyio.fail_after(20):
                 await events["acme"].wait()
             assert await all_names(acme) == ["code_review", "describe-image", "transcribe-audio"]
-            # globex's change comes after acme's: had globex heard acme's, it would have heard two.
+            # Acme's session has heard (and listed again) by now; globex's is
+            # served by the same kind of task, and heard nothing.
+            await anyio.sleep(1)
+            assert heard["globex"] == []
             install(work / "globex", "code_review")
             with anyio.fail_after(20):
                 await events["globex"].wait()
@@ -297,3 +305,15 @@ async def test_an_opaque_token_counts_when_the_providers_introspection_says_it_i
         assert made_up.status_code == 401
         assert "invalid token: the issuer says it is not active" in log_path.read_text()
         assert opaque not in log_path.read_text()
+
+
+def test_pins_apply_across_tenants_and_readyz_names_no_tenants_packs():
+    pins = "".join(
+        f'[plugins.{plugin}]\nsha256 = "{hashlib.sha256((BUILT / f"{plugin}.wasm").read_bytes()).hexdigest()}"\n'
+        for plugin in ("code_review", "dev_assistant")
+    )
+    # Every plugin pinned, each section naming a plugin of one tenant only.
+    with site(pins, "require_pinned = true\n") as (provider, url, work, log_path):
+        assert post(url, provider.token("acme-client")).status_code == 200
+        ready = httpx2.get(url.replace("/mcp", "/readyz"), timeout=10)
+        assert (ready.status_code, ready.json()) == (200, {"status": "ready", "plugins": {"loaded": 2, "failed": 0}})

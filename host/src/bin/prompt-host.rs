@@ -581,6 +581,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             packs::install_sources(&config).await;
         }
         if tenanted {
+            prompt_host::metrics::serving_tenants();
             let tenant_config = |name: &str| {
                 let (args, name) = (args.clone(), name.to_string());
                 args.config.is_some().then(|| {

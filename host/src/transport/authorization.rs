@@ -45,6 +45,10 @@ pub const DEFAULT_KEYS_MIN_REFRESH: Duration = Duration::from_secs(10);
 pub const DEFAULT_LEEWAY: Duration = Duration::from_secs(30);
 /// How long an introspection's "active" answer is trusted, at most.
 pub const INTROSPECTION_CACHE_TTL: Duration = Duration::from_secs(60);
+/// How long a token the issuer refused is refused without asking again.
+pub const INTROSPECTION_REFUSAL_TTL: Duration = Duration::from_secs(10);
+/// Introspections under way at once; past it, a request gets 503.
+pub const MAX_INTROSPECTIONS_IN_FLIGHT: usize = 16;
 /// The most introspected tokens remembered.
 pub const MAX_INTROSPECTED: usize = 4096;
 /// The path of the protected resource metadata (RFC 9728), before the
@@ -85,6 +89,9 @@ pub struct AuthorizationSettings {
     pub ca_certificates: Vec<Vec<u8>>,
     /// Where opaque tokens are introspected, if they are accepted.
     pub introspection: Option<Introspection>,
+    /// Whether a JWT without `typ: at+jwt` counts (issuers that do not
+    /// follow RFC 9068).
+    pub accept_untyped_jwt: bool,
 }
 
 /// An introspection endpoint (RFC 7662), and this server's credentials
@@ -166,20 +173,29 @@ impl std::fmt::Display for Denial {
 /// The keys fetched from the issuer, and when.
 struct Keys {
     set: JwkSet,
+    /// When the keys held were fetched.
     fetched: Option<Instant>,
-    /// The key set's URI, once known (given, or read from the metadata).
-    uri: Option<url::Url>,
+    /// When a fetch was last tried, whether it succeeded or not: the rate of
+    /// fetches is bounded from this, so an issuer that is down is not asked
+    /// again at every request.
+    attempted: Option<Instant>,
+    /// Why the last fetch failed, if it did.
+    failure: Option<String>,
 }
 
 /// Checks access tokens for this server.
 pub struct ResourceServer {
     settings: AuthorizationSettings,
     http: reqwest::Client,
-    /// Held while keys are fetched, so that many requests with a new key
-    /// cause one fetch.
-    keys: tokio::sync::Mutex<Keys>,
-    /// Opaque tokens found active, by SHA-256, until when.
-    introspected: std::sync::Mutex<std::collections::HashMap<[u8; 32], (Grant, Instant)>>,
+    /// The keys held, read without waiting for a fetch.
+    keys: std::sync::Mutex<Keys>,
+    /// Held by the one fetch under way, with the key set's URI once known
+    /// (given, or read from the issuer's metadata).
+    refreshing: tokio::sync::Mutex<Option<url::Url>>,
+    /// Introspection answers, by the token's SHA-256, until when.
+    introspected: std::sync::Mutex<std::collections::HashMap<[u8; 32], (Result<Grant, Denial>, Instant)>>,
+    /// Introspections under way at once.
+    introspecting: tokio::sync::Semaphore,
 }
 
 impl ResourceServer {
@@ -190,8 +206,15 @@ impl ResourceServer {
             http = http.add_root_certificate(reqwest::Certificate::from_pem(pem).map_err(|error| format!("authorization.ca_file: {error}"))?);
         }
         let http = http.build().map_err(|error| error.to_string())?;
-        let keys = Keys { set: JwkSet { keys: Vec::new() }, fetched: None, uri: settings.jwks_uri.clone() };
-        Ok(ResourceServer { settings, http, keys: tokio::sync::Mutex::new(keys), introspected: Default::default() })
+        let keys = Keys { set: JwkSet { keys: Vec::new() }, fetched: None, attempted: None, failure: None };
+        Ok(ResourceServer {
+            refreshing: tokio::sync::Mutex::new(settings.jwks_uri.clone()),
+            settings,
+            http,
+            keys: std::sync::Mutex::new(keys),
+            introspected: Default::default(),
+            introspecting: tokio::sync::Semaphore::new(MAX_INTROSPECTIONS_IN_FLIGHT),
+        })
     }
 
     pub fn settings(&self) -> &AuthorizationSettings {
@@ -252,6 +275,15 @@ impl ResourceServer {
         }
         let algorithm = token_algorithm(token)?;
         let header = jsonwebtoken::decode_header(token).map_err(|error| invalid(format!("its header cannot be read: {error}")))?;
+        // RFC 9068: an access token says so, which an ID token for the same
+        // audience does not.
+        let typed = header.typ.as_deref().is_some_and(|typ| typ.eq_ignore_ascii_case("at+jwt") || typ.eq_ignore_ascii_case("application/at+jwt"));
+        if !typed && !self.settings.accept_untyped_jwt {
+            return Err(invalid(format!(
+                "its type is {:?}, not at+jwt (an access token, RFC 9068; authorization.accept_untyped_jwt accepts others)",
+                header.typ.as_deref().map(cut).unwrap_or("none")
+            )));
+        }
         let key = self.key_for(header.kid.as_deref()).await?;
         check_key_fits(&key, algorithm)?;
         let decoding_key = DecodingKey::from_jwk(&key).map_err(|error| invalid(format!("the issuer's key cannot be used: {error}")))?;
@@ -285,11 +317,34 @@ impl ResourceServer {
     async fn introspect(&self, token: &str, introspection: &Introspection) -> Result<Grant, Denial> {
         use sha2::Digest as _;
         let key: [u8; 32] = sha2::Sha256::digest(token.as_bytes()).into();
-        if let Some((grant, until)) = self.introspected.lock().expect("never poisoned").get(&key)
+        if let Some((answer, until)) = self.introspected.lock().expect("never poisoned").get(&key)
             && Instant::now() < *until
         {
-            return Ok(grant.clone());
+            return answer.clone();
         }
+        let Ok(_turn) = self.introspecting.try_acquire() else {
+            return Err(Denial::IssuerUnavailable(format!("{MAX_INTROSPECTIONS_IN_FLIGHT} introspections are under way")));
+        };
+        let (answer, ttl) = match self.ask_introspection(token, introspection).await {
+            Ok((grant, left)) => (Ok(grant), left.min(INTROSPECTION_CACHE_TTL)),
+            // The issuer away is not the token's fault: not remembered.
+            Err(denial @ Denial::IssuerUnavailable(_)) => return Err(denial),
+            Err(denial) => (Err(denial), INTROSPECTION_REFUSAL_TTL),
+        };
+        let mut introspected = self.introspected.lock().expect("never poisoned");
+        if introspected.len() >= MAX_INTROSPECTED {
+            let now = Instant::now();
+            introspected.retain(|_, (_, until)| now < *until);
+        }
+        if introspected.len() < MAX_INTROSPECTED {
+            introspected.insert(key, (answer.clone(), Instant::now() + ttl));
+        }
+        answer
+    }
+
+    /// The introspection endpoint's answer about `token`, checked: what it
+    /// grants, and for how long it remains valid.
+    async fn ask_introspection(&self, token: &str, introspection: &Introspection) -> Result<(Grant, Duration), Denial> {
         let invalid = |why: String| Denial::InvalidToken(why);
         let body = url::form_urlencoded::Serializer::new(String::new())
             .append_pair("token", token)
@@ -322,16 +377,7 @@ impl ResourceServer {
         if expires + self.settings.leeway.as_secs() < now.as_secs() {
             return Err(invalid("it has expired".to_string()));
         }
-        let grant = self.grant(&claims)?;
-        let mut introspected = self.introspected.lock().expect("never poisoned");
-        if introspected.len() >= MAX_INTROSPECTED {
-            let now = Instant::now();
-            introspected.retain(|_, (_, until)| now < *until);
-        }
-        if introspected.len() < MAX_INTROSPECTED {
-            introspected.insert(key, (grant.clone(), Instant::now() + left.min(INTROSPECTION_CACHE_TTL)));
-        }
-        Ok(grant)
+        Ok((self.grant(&claims)?, left))
     }
 
     fn explain(&self, error: &jsonwebtoken::errors::Error) -> String {
@@ -347,45 +393,102 @@ impl ResourceServer {
         }
     }
 
-    /// The issuer's key `kid` (or its only key, for a token naming none):
-    /// from the cache, or fetched again if the cache does not have it and
-    /// was not fetched within `keys_min_refresh`, or is old.
+    /// The issuer's key `kid` (or its only key, for a token naming none).
+    /// A key held is used at once. The keys are fetched again when the key is
+    /// not held or the keys are an hour old, by one request at a time and at
+    /// most once per `keys_min_refresh` (failed fetches included); meanwhile
+    /// the keys held serve. Only while no keys were ever fetched does a
+    /// request wait for the fetch under way.
     async fn key_for(&self, kid: Option<&str>) -> Result<Jwk, Denial> {
-        let mut keys = self.keys.lock().await;
-        let stale = keys.fetched.is_none_or(|fetched| fetched.elapsed() >= KEYS_MAX_AGE);
-        let may_refresh = keys.fetched.is_none_or(|fetched| fetched.elapsed() >= self.settings.keys_min_refresh);
-        if stale || (find(&keys.set, kid).is_none() && may_refresh) {
-            match self.fetch_keys(&mut keys).await {
-                Ok(set) => {
-                    keys.set = set;
-                    keys.fetched = Some(Instant::now());
-                }
-                // Keys already held still serve while the issuer is away.
-                Err(why) if keys.fetched.is_none() => return Err(Denial::IssuerUnavailable(why)),
-                Err(why) => tracing::warn!(reason = ?why, "cannot fetch the issuer's keys again; the ones held still serve"),
-            }
+        let found = || find(&self.keys.lock().expect("never poisoned").set, kid).cloned();
+        let (held, stale, due, never) = {
+            let keys = self.keys.lock().expect("never poisoned");
+            (
+                find(&keys.set, kid).cloned(),
+                keys.fetched.is_none_or(|fetched| fetched.elapsed() >= KEYS_MAX_AGE),
+                keys.attempted.is_none_or(|attempted| attempted.elapsed() >= self.settings.keys_min_refresh),
+                keys.fetched.is_none(),
+            )
+        };
+        if (held.is_none() || stale) && (due || never) {
+            self.refresh(never).await;
         }
-        find(&keys.set, kid).cloned().ok_or_else(|| match kid {
-            Some(kid) => Denial::InvalidToken(format!("it is signed by a key the issuer does not publish (kid {kid:?})")),
+        if let Some(key) = held.or_else(found) {
+            return Ok(key);
+        }
+        let keys = self.keys.lock().expect("never poisoned");
+        if keys.fetched.is_none() {
+            let why = keys.failure.clone().unwrap_or_else(|| "they are being fetched".to_string());
+            return Err(Denial::IssuerUnavailable(format!("its keys could not be fetched: {why}")));
+        }
+        Err(match kid {
+            Some(kid) => Denial::InvalidToken(format!("it is signed by a key the issuer does not publish (kid {:?})", cut(kid))),
             None => Denial::InvalidToken("it names no key (kid), and the issuer publishes more than one".to_string()),
         })
     }
 
+    /// Fetches the keys again, unless another request is doing so (then
+    /// returns at once, or with `wait`, when that fetch ends) or one was
+    /// tried within `keys_min_refresh`. The whole fetch (the issuer's
+    /// metadata, then its keys) takes at most [`FETCH_TIMEOUT`].
+    async fn refresh(&self, wait: bool) {
+        let mut uri = match self.refreshing.try_lock() {
+            Ok(uri) => uri,
+            Err(_) if wait => self.refreshing.lock().await,
+            Err(_) => return,
+        };
+        {
+            let mut keys = self.keys.lock().expect("never poisoned");
+            if keys.attempted.is_some_and(|attempted| attempted.elapsed() < self.settings.keys_min_refresh) {
+                return;
+            }
+            keys.attempted = Some(Instant::now());
+        }
+        let fetched = tokio::time::timeout(FETCH_TIMEOUT, self.fetch_keys(&mut uri))
+            .await
+            .unwrap_or_else(|_| Err(format!("the issuer did not answer within {} s", FETCH_TIMEOUT.as_secs())));
+        let mut keys = self.keys.lock().expect("never poisoned");
+        match fetched {
+            Ok(set) => {
+                keys.set = set;
+                keys.fetched = Some(Instant::now());
+                keys.failure = None;
+            }
+            Err(why) => {
+                // At most once per keys_min_refresh: fetches are.
+                tracing::warn!(reason = ?why, "cannot fetch the issuer's keys; the ones held, if any, still serve");
+                keys.failure = Some(why);
+            }
+        }
+    }
+
     /// Fetches the key set, finding its URI in the issuer's metadata first
-    /// if it is not known.
-    async fn fetch_keys(&self, keys: &mut Keys) -> Result<JwkSet, String> {
-        let uri = match &keys.uri {
-            Some(uri) => uri.clone(),
+    /// if it is not known. Keys for other uses than signatures, and keys
+    /// jsonwebtoken cannot read (an X25519 key, say), are left out, not the
+    /// whole set.
+    async fn fetch_keys(&self, uri: &mut Option<url::Url>) -> Result<JwkSet, String> {
+        let known = match uri.as_ref() {
+            Some(known) => known.clone(),
             None => {
-                let uri = self.discover_keys_uri().await?;
-                keys.uri = Some(uri.clone());
-                uri
+                let discovered = self.discover_keys_uri().await?;
+                *uri = Some(discovered.clone());
+                discovered
             }
         };
-        let body = self.fetch(&uri).await?;
-        let mut set: JwkSet = serde_json::from_slice(&body).map_err(|error| format!("{uri} is not a JWK set: {error}"))?;
-        set.keys.truncate(MAX_KEYS);
-        Ok(set)
+        let body = self.fetch(&known).await?;
+        #[derive(serde::Deserialize)]
+        struct RawSet {
+            keys: Vec<Value>,
+        }
+        let raw: RawSet = serde_json::from_slice(&body).map_err(|error| format!("{known} is not a JWK set: {error}"))?;
+        let keys = raw
+            .keys
+            .into_iter()
+            .filter(|key| key.get("use").and_then(Value::as_str).is_none_or(|used| used == "sig"))
+            .filter_map(|key| serde_json::from_value::<Jwk>(key).ok())
+            .take(MAX_KEYS)
+            .collect();
+        Ok(JwkSet { keys })
     }
 
     /// The `jwks_uri` of the issuer's metadata (OpenID Connect discovery, or
@@ -480,11 +583,26 @@ fn check_key_fits(key: &Jwk, algorithm: Algorithm) -> Result<(), Denial> {
         AlgorithmParameters::OctetKeyPair(_) => AlgorithmFamily::Ed,
         AlgorithmParameters::OctetKey(_) => AlgorithmFamily::Hmac,
     };
-    let own = key.common.key_algorithm.and_then(|own| own.to_string().parse::<Algorithm>().ok());
+    let own = match key.common.key_algorithm {
+        None => None,
+        Some(own) => match own.to_string().parse::<Algorithm>() {
+            Ok(own) => Some(own),
+            Err(_) => return Err(Denial::InvalidToken(format!("its key is for {own}, not for signatures"))),
+        },
+    };
     if family != algorithm.family() || own.is_some_and(|own| own != algorithm) {
         return Err(Denial::InvalidToken(format!("its algorithm {algorithm:?} is not the one its key is for")));
     }
     Ok(())
+}
+
+/// What a client said, cut to 256 bytes for a message or a log line.
+fn cut(text: &str) -> &str {
+    let mut end = text.len().min(256);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
 }
 
 fn find<'a>(set: &'a JwkSet, kid: Option<&str>) -> Option<&'a Jwk> {
@@ -532,6 +650,7 @@ mod tests {
             tenant_claim: None,
             ca_certificates: Vec::new(),
             introspection: None,
+            accept_untyped_jwt: false,
         }
     }
 
