@@ -25,6 +25,7 @@
 //! ca_file = "registry-ca.pem"     # a CA trusted besides the system's
 //! max_pack_mib = 128              # the largest pack pulled
 //! timeout_secs = 300              # the deadline of one pull, tag resolution or push
+//! mirrors = { "mirror.local:5000/acme" = "registry.example/acme" }  # pulled from = signed as
 //!
 //! [limits]                        # every plugin, unless overridden below
 //! fuel = 500000000
@@ -71,7 +72,7 @@ use serde::Deserialize;
 use crate::catalog::DEFAULT_PAGE_SIZE;
 use crate::handler::DEFAULT_LIST_TTL_MS;
 use crate::limits::{LimitOverrides, Limits, MAX_CONCURRENT_CALLS};
-use crate::distribution::RegistrySettings;
+use crate::distribution::{Mirrors, RegistrySettings};
 use crate::loader::PluginSettings;
 use crate::sandbox::{MAX_WASM_STACK, SandboxConfig};
 use crate::signature::{Identity, Keyless, SignaturePolicy, TrustedKey, TrustedRoot};
@@ -248,6 +249,7 @@ impl ServeConfig {
             },
             pack_store: self.pack_store.clone(),
             lockfile: self.lockfile.clone(),
+            mirrors: self.registry.mirrors.clone(),
         }
     }
 
@@ -566,11 +568,17 @@ struct RegistrySection {
     ca_file: Option<PathBuf>,
     max_pack_mib: Option<u64>,
     timeout_secs: Option<u64>,
+    #[serde(default)]
+    mirrors: BTreeMap<String, String>,
 }
 
 impl RegistrySection {
     fn apply(&self, folder: &Path) -> Result<RegistrySettings, String> {
-        let mut settings = RegistrySettings { plain_http: self.plain_http.clone(), ..RegistrySettings::default() };
+        let mut settings = RegistrySettings {
+            plain_http: self.plain_http.clone(),
+            mirrors: Mirrors::new(self.mirrors.clone())?,
+            ..RegistrySettings::default()
+        };
         if let Some(file) = &self.ca_file {
             let path = folder.join(file);
             let pem = std::fs::read(&path).map_err(|error| format!("registry.ca_file: cannot read {}: {error}", path.display()))?;

@@ -7,21 +7,24 @@
 //! is the component. Its cosign signatures live beside it, in the manifest
 //! tagged `sha256-<digest>.sig` (cosign's tag scheme).
 //!
-//! Pulling is the host's own, through reqwest (oci-client's HTTP client):
-//! oci-client reads every answer whole, however large the registry makes it,
-//! and a registry is not trusted. So signing in, resolving a tag, and
-//! fetching manifests and blobs each read at most a bound, refused as soon as
-//! it passes it, and every manifest and blob is checked against its digest
-//! before use. Every operation has a deadline, and a registry that stops
-//! sending is given up on. oci-client pushes (`publish`, `sign`), to a
-//! registry its publisher chose.
+//! Talking to registries is the host's own, through reqwest: oci-client reads
+//! every answer whole, however large the registry makes it, and signs in to
+//! whatever token service a registry names, with the credentials. So
+//! signing in, resolving a tag, and fetching manifests and blobs each read at
+//! most a bound, refused as soon as it passes it, and every manifest and blob
+//! is checked against its digest before use; pushing (`publish`, `sign`)
+//! signs in the same way. One guard decides where credentials go
+//! ([`RegistryClient::sign_in`]): only over HTTPS or to this machine, to the
+//! registry's own host or to a token service over HTTPS; and a token service
+//! on a link-local, unspecified or metadata address, or on plain HTTP off
+//! this machine, is refused outright. Every operation has a deadline, and a
+//! registry that stops sending is given up on. oci-client gives the
+//! reference and manifest types.
 
 use std::fmt;
 
-use oci_client::client::{Certificate, CertificateEncoding, ClientConfig, ClientProtocol};
+use oci_client::Reference;
 use oci_client::manifest::{OciDescriptor, OciImageManifest};
-use oci_client::secrets::RegistryAuth;
-use oci_client::{Reference, RegistryOperation};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -41,8 +44,12 @@ const DOCKER_MANIFEST_MEDIA_TYPE: &str = "application/vnd.docker.distribution.ma
 pub const MAX_MANIFEST_BYTES: usize = 64 << 10;
 /// The most bytes a signed payload may have (cosign's is about 250).
 pub const MAX_SIGNATURE_PAYLOAD_BYTES: usize = 16 << 10;
-/// The most signatures read for one pack.
+/// The most signatures read for one pack: the valid ones, skipping what is
+/// not a signature.
 pub const MAX_SIGNATURES: usize = 16;
+/// The most layers of a signature manifest looked at (each a possible
+/// signature): junk layers hide no valid signature among the first this many.
+pub const MAX_SIGNATURE_LAYERS: usize = 128;
 /// The default bound on a pack's component, in MiB (`[registry] max_pack_mib`).
 pub const DEFAULT_MAX_PACK_MIB: u64 = 128;
 /// The most bytes of a token service's answer when signing in (a token is a
@@ -146,6 +153,8 @@ pub struct RegistrySettings {
     pub max_pack_bytes: u64,
     /// The deadline of one operation (resolving, pulling, publishing).
     pub timeout: std::time::Duration,
+    /// Which repository a pack pulled from a mirror is signed as.
+    pub mirrors: Mirrors,
 }
 
 impl Default for RegistrySettings {
@@ -155,7 +164,53 @@ impl Default for RegistrySettings {
             ca_certificates: Vec::new(),
             max_pack_bytes: DEFAULT_MAX_PACK_MIB << 20,
             timeout: std::time::Duration::from_secs(DEFAULT_TIMEOUT_SECS),
+            mirrors: Mirrors::default(),
         }
+    }
+}
+
+/// Mirrors of repositories (`[registry] mirrors`): each maps a prefix of
+/// where packs are pulled from (`HOST[:PORT][/PATH]`) to the prefix of the
+/// repository their publisher signed (cosign's `docker-reference`). A
+/// signature binds a repository: a pack pulled from a mirror must be signed
+/// for the repository the mirror copies, and for no other.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Mirrors(Vec<(String, String)>);
+
+impl Mirrors {
+    /// The mirrors `pulled from = signed as`, checked: both a registry host
+    /// and an optional path, without a scheme, tag or trailing `/`.
+    pub fn new(mirrors: impl IntoIterator<Item = (String, String)>) -> Result<Mirrors, String> {
+        let mut checked = Vec::new();
+        for (mirror, original) in mirrors {
+            for prefix in [&mirror, &original] {
+                let host = prefix.split('/').next().unwrap_or_default();
+                if host.is_empty() || prefix.contains("://") || prefix.ends_with('/') || prefix.contains(['@', ' ']) {
+                    return Err(format!(
+                        "registry.mirrors: {prefix:?} is not a registry and repository prefix, as in \"mirror.local:5000/acme\""
+                    ));
+                }
+            }
+            checked.push((mirror, original));
+        }
+        // The longest prefix wins: a mirror of one repository within a mirrored registry.
+        checked.sort_by_key(|(mirror, _)| std::cmp::Reverse(mirror.len()));
+        Ok(Mirrors(checked))
+    }
+
+    /// The repository a signature of the pack at `reference` must name
+    /// (`REGISTRY/REPOSITORY`): where it is pulled from, or what the mirror
+    /// it is pulled from copies.
+    pub fn signed_repository(&self, reference: &PackReference) -> String {
+        let pulled = format!("{}/{}", reference.registry(), reference.repository());
+        for (mirror, original) in &self.0 {
+            if let Some(rest) = pulled.strip_prefix(mirror.as_str())
+                && (rest.is_empty() || rest.starts_with('/'))
+            {
+                return format!("{original}{rest}");
+            }
+        }
+        pulled
     }
 }
 
@@ -195,6 +250,13 @@ pub enum DistributionError {
     NotAPack { reference: String, why: String },
     #[error("cannot read the CA certificate: {0}")]
     Certificate(String),
+    #[error("{registry} names the token service {realm:?}, which is refused: {why}")]
+    Realm { registry: String, realm: String, why: String },
+    #[error(
+        "the token service {realm:?} of {registry} refused access, and the credentials for {registry} are never sent \
+         to it: they go only over HTTPS, or to the registry's own host on this machine"
+    )]
+    CredentialsWithheld { registry: String, realm: String },
 }
 
 /// A pack pulled from a registry: its manifest, its component, and the
@@ -210,6 +272,8 @@ pub struct PulledPack {
     /// The component.
     pub wasm: Vec<u8>,
     pub signatures: Vec<CosignSignature>,
+    /// What was found beside it and skipped as not a signature, each with why.
+    pub skipped: Vec<String>,
 }
 
 /// One cosign signature: the signed payload and the base64 signature of it,
@@ -239,29 +303,39 @@ pub type Progress<'a> = &'a (dyn Fn(u64, u64) + Send + Sync);
 
 /// A client for the registries a host pulls packs from.
 pub struct RegistryClient {
-    oci: oci_client::Client,
     http: reqwest::Client,
+    /// For token services: follows no redirect, so a token service is
+    /// asked only at the address the guard looked at.
+    token_http: reqwest::Client,
     settings: RegistrySettings,
 }
 
 impl RegistryClient {
     pub fn new(settings: RegistrySettings) -> Result<RegistryClient, DistributionError> {
-        let mut http = reqwest::Client::builder().connect_timeout(CONNECT_TIMEOUT).read_timeout(STALL_TIMEOUT);
-        let mut extra_root_certificates = Vec::new();
-        for pem in &settings.ca_certificates {
-            let certificate = reqwest::Certificate::from_pem(pem).map_err(|error| DistributionError::Certificate(error.to_string()))?;
-            http = http.add_root_certificate(certificate);
-            extra_root_certificates.push(Certificate { encoding: CertificateEncoding::Pem, data: pem.clone() });
-        }
-        let http = http.build().map_err(|error| DistributionError::Certificate(error.to_string()))?;
-        let oci = oci_client::Client::new(ClientConfig {
-            protocol: ClientProtocol::HttpsExcept(settings.plain_http.clone()),
-            extra_root_certificates,
-            connect_timeout: Some(CONNECT_TIMEOUT),
-            read_timeout: Some(STALL_TIMEOUT),
-            ..ClientConfig::default()
+        let client = |redirects: reqwest::redirect::Policy| {
+            let mut http = reqwest::Client::builder().connect_timeout(CONNECT_TIMEOUT).read_timeout(STALL_TIMEOUT).redirect(redirects);
+            for pem in &settings.ca_certificates {
+                let certificate = reqwest::Certificate::from_pem(pem).map_err(|error| DistributionError::Certificate(error.to_string()))?;
+                http = http.add_root_certificate(certificate);
+            }
+            http.build().map_err(|error| DistributionError::Certificate(error.to_string()))
+        };
+        // Registries send blobs from elsewhere (a CDN) by redirect; never to a
+        // link-local or metadata address (reqwest drops the authorization
+        // when a redirect leaves the registry's host).
+        let redirects = reqwest::redirect::Policy::custom(|attempt| {
+            if attempt.previous().len() >= 10 {
+                attempt.error("more than 10 redirects")
+            } else if let Some(why) = refused_address(attempt.url()) {
+                let to = attempt.url().to_string();
+                attempt.error(format!("a redirect to {to}, which is refused: {why}"))
+            } else {
+                attempt.follow()
+            }
         });
-        Ok(RegistryClient { oci, http, settings })
+        let http = client(redirects)?;
+        let token_http = client(reqwest::redirect::Policy::none())?;
+        Ok(RegistryClient { http, token_http, settings })
     }
 
     /// The digest `reference` names now: its own digest, or the SHA-256 of
@@ -272,7 +346,7 @@ impl RegistryClient {
             return Ok(digest.to_string());
         }
         self.within_deadline("resolving the tag", reference, async {
-            let token = self.sign_in(&reference.0).await?;
+            let token = self.sign_in(&reference.0, Access::Pull).await?;
             let manifest = self.fetch_manifest(&reference.0, &token, MANIFEST_ACCEPT).await?.ok_or_else(|| {
                 DistributionError::Status { what: "the manifest", reference: reference.to_string(), status: 404 }
             })?;
@@ -294,7 +368,7 @@ impl RegistryClient {
 
     async fn pull_at(&self, reference: &PackReference, digest: &str, progress: Progress<'_>) -> Result<PulledPack, DistributionError> {
         let at_digest = reference.at_digest(digest);
-        let token = self.sign_in(&at_digest.0).await?;
+        let token = self.sign_in(&at_digest.0, Access::Pull).await?;
         let manifest = self.fetch_manifest(&at_digest.0, &token, MANIFEST_ACCEPT).await?.ok_or_else(|| {
             DistributionError::Status { what: "the manifest", reference: at_digest.to_string(), status: 404 }
         })?;
@@ -309,51 +383,80 @@ impl RegistryClient {
             });
         }
         let wasm = self.fetch_blob(&at_digest.0, &token, &layer.digest, size, "the pack's component", progress).await?;
-        let signatures = self.signatures(reference, digest, &token).await?;
-        Ok(PulledPack { reference: at_digest, manifest_digest: digest.to_string(), manifest, wasm, signatures })
+        let (signatures, skipped) = self.signatures(reference, digest, &token).await;
+        Ok(PulledPack { reference: at_digest, manifest_digest: digest.to_string(), manifest, wasm, signatures, skipped })
     }
 
     /// The cosign signatures stored for `digest`, under cosign's tag
-    /// `sha256-<hex>.sig` in the same repository; none if there is no such tag.
-    async fn signatures(
-        &self,
-        reference: &PackReference,
-        digest: &str,
-        token: &Token,
-    ) -> Result<Vec<CosignSignature>, DistributionError> {
+    /// `sha256-<hex>.sig` in the same repository; none if there is no such
+    /// tag. Whatever there is not a signature (a manifest too large or not an
+    /// image manifest, a layer of another type, without a signature, too
+    /// large, or whose payload is missing or not its digest) is skipped, and
+    /// said in the second list: a registry cannot make a pull fail, nor hide
+    /// a valid signature among the first [`MAX_SIGNATURE_LAYERS`] layers.
+    async fn signatures(&self, reference: &PackReference, digest: &str, token: &Token) -> (Vec<CosignSignature>, Vec<String>) {
         let tag = format!("{}.sig", digest.replace(':', "-"));
         let signature_ref = reference.at_tag(&tag);
         let shown = PackReference(signature_ref.clone());
-        let Some(manifest) = self.fetch_manifest(&signature_ref, token, MANIFEST_ACCEPT).await? else {
-            return Ok(Vec::new());
-        };
-        let manifest: OciImageManifest = serde_json::from_slice(&manifest).map_err(|error| DistributionError::NotAPack {
-            reference: shown.to_string(),
-            why: format!("the signature manifest is not an OCI image manifest: {error}"),
-        })?;
-        let mut signatures = Vec::new();
-        for layer in manifest.layers.iter().filter(|layer| layer.media_type == SIMPLE_SIGNING_MEDIA_TYPE).take(MAX_SIGNATURES) {
-            let Some(annotations) = layer.annotations.as_ref() else { continue };
-            let Some(signature) = annotations.get(COSIGN_SIGNATURE_ANNOTATION) else { continue };
-            let size = u64::try_from(layer.size).unwrap_or(u64::MAX);
-            if size > MAX_SIGNATURE_PAYLOAD_BYTES as u64 || signature.len() > MAX_SIGNATURE_PAYLOAD_BYTES {
-                return Err(DistributionError::TooLarge {
-                    what: "a signature",
-                    reference: shown.to_string(),
-                    limit: MAX_SIGNATURE_PAYLOAD_BYTES as u64,
-                });
+        let mut skipped = Vec::new();
+        let manifest = match self.fetch_manifest(&signature_ref, token, MANIFEST_ACCEPT).await {
+            Ok(Some(manifest)) => manifest,
+            Ok(None) => return (Vec::new(), skipped),
+            Err(error) => {
+                skipped.push(format!("the signature manifest {shown}: {error}"));
+                return (Vec::new(), skipped);
             }
-            let payload = self.fetch_blob(&signature_ref, token, &layer.digest, size, "a signed payload", &|_, _| {}).await?;
-            use base64::Engine as _;
-            signatures.push(CosignSignature {
-                payload: base64::engine::general_purpose::STANDARD.encode(payload),
-                signature: signature.clone(),
-                certificate: annotations.get(COSIGN_CERTIFICATE_ANNOTATION).cloned(),
-                chain: annotations.get(COSIGN_CHAIN_ANNOTATION).cloned().filter(|chain| !chain.trim().is_empty()),
-                bundle: annotations.get(COSIGN_BUNDLE_ANNOTATION).cloned(),
-            });
+        };
+        let manifest: OciImageManifest = match serde_json::from_slice(&manifest) {
+            Ok(manifest) => manifest,
+            Err(error) => {
+                skipped.push(format!("the signature manifest {shown}: it is not an OCI image manifest: {error}"));
+                return (Vec::new(), skipped);
+            }
+        };
+        if manifest.layers.len() > MAX_SIGNATURE_LAYERS {
+            skipped.push(format!(
+                "layers {} to {} of the signature manifest {shown}: at most {MAX_SIGNATURE_LAYERS} are looked at",
+                MAX_SIGNATURE_LAYERS + 1,
+                manifest.layers.len()
+            ));
         }
-        Ok(signatures)
+        let mut signatures = Vec::new();
+        for (index, layer) in manifest.layers.iter().enumerate().take(MAX_SIGNATURE_LAYERS) {
+            if signatures.len() == MAX_SIGNATURES {
+                skipped.push(format!("layers {} on of the signature manifest {shown}: {MAX_SIGNATURES} signatures were read", index + 1));
+                break;
+            }
+            match self.signature_layer(&signature_ref, token, layer).await {
+                Ok(signature) => signatures.push(signature),
+                Err(why) => skipped.push(format!("layer {} of the signature manifest {shown}: {why}", index + 1)),
+            }
+        }
+        (signatures, skipped)
+    }
+
+    /// The signature one layer of a signature manifest holds, or why it holds none.
+    async fn signature_layer(&self, signature_ref: &Reference, token: &Token, layer: &OciDescriptor) -> Result<CosignSignature, String> {
+        if layer.media_type != SIMPLE_SIGNING_MEDIA_TYPE {
+            return Err(format!("its media type is {:?}, not {SIMPLE_SIGNING_MEDIA_TYPE}", layer.media_type));
+        }
+        let no_signature = || format!("it has no {COSIGN_SIGNATURE_ANNOTATION} annotation");
+        let annotations = layer.annotations.as_ref().ok_or_else(no_signature)?;
+        let signature = annotations.get(COSIGN_SIGNATURE_ANNOTATION).ok_or_else(no_signature)?;
+        let size = u64::try_from(layer.size).unwrap_or(u64::MAX);
+        if size > MAX_SIGNATURE_PAYLOAD_BYTES as u64 || signature.len() > MAX_SIGNATURE_PAYLOAD_BYTES {
+            return Err(format!("it is larger than the {MAX_SIGNATURE_PAYLOAD_BYTES} bytes a signature may have"));
+        }
+        let payload =
+            self.fetch_blob(signature_ref, token, &layer.digest, size, "a signed payload", &|_, _| {}).await.map_err(|error| error.to_string())?;
+        use base64::Engine as _;
+        Ok(CosignSignature {
+            payload: base64::engine::general_purpose::STANDARD.encode(payload),
+            signature: signature.clone(),
+            certificate: annotations.get(COSIGN_CERTIFICATE_ANNOTATION).cloned(),
+            chain: annotations.get(COSIGN_CHAIN_ANNOTATION).cloned().filter(|chain| !chain.trim().is_empty()),
+            bundle: annotations.get(COSIGN_BUNDLE_ANNOTATION).cloned(),
+        })
     }
 
     /// Pushes `wasm` as a CNCF wasm artifact to `reference` (its tag), and
@@ -363,10 +466,8 @@ impl RegistryClient {
     }
 
     async fn push_pack(&self, wasm: &[u8], reference: &PackReference) -> Result<String, DistributionError> {
-        let auth = self.registry_auth(reference.registry());
         let target = &reference.0;
-        let map = |error| self.failure("publishing", reference, error);
-        self.oci.auth(target, &auth, RegistryOperation::Push).await.map_err(map)?;
+        let token = self.sign_in(target, Access::Push).await?;
         let layer_digest = sha256_digest(wasm);
         let config = serde_json::to_vec(&serde_json::json!({
             "architecture": "wasm",
@@ -375,8 +476,8 @@ impl RegistryClient {
         }))
         .expect("a JSON value serializes");
         let config_digest = sha256_digest(&config);
-        self.oci.push_blob(target, config.clone(), &config_digest).await.map_err(map)?;
-        self.oci.push_blob(target, wasm.to_vec(), &layer_digest).await.map_err(map)?;
+        self.push_blob(target, &token, &config, &config_digest).await?;
+        self.push_blob(target, &token, wasm, &layer_digest).await?;
         let manifest = OciImageManifest {
             schema_version: 2,
             media_type: Some(OCI_MANIFEST_MEDIA_TYPE.to_string()),
@@ -397,8 +498,7 @@ impl RegistryClient {
         };
         let manifest = serde_json::to_vec(&manifest).expect("a manifest serializes");
         let digest = sha256_digest(&manifest);
-        let content_type = OCI_MANIFEST_MEDIA_TYPE.parse().expect("a valid header value");
-        self.oci.push_manifest_raw(target, manifest, content_type).await.map_err(map)?;
+        self.push_manifest(target, &token, manifest).await?;
         Ok(digest)
     }
 
@@ -419,11 +519,7 @@ impl RegistryClient {
     }
 
     async fn push_signature_at(&self, target: &Reference, payload: &[u8], signature: &str) -> Result<(), DistributionError> {
-        let shown = PackReference(target.clone());
-        let auth = self.registry_auth(target.registry());
-        let map = |error| self.failure("signing", &shown, error);
-        self.oci.auth(target, &auth, RegistryOperation::Push).await.map_err(map)?;
-        let token = self.sign_in(target).await?;
+        let token = self.sign_in(target, Access::Push).await?;
         let mut layers = match self.fetch_manifest(target, &token, MANIFEST_ACCEPT).await? {
             Some(existing) => serde_json::from_slice::<OciImageManifest>(&existing)
                 .map(|manifest| manifest.layers)
@@ -433,7 +529,7 @@ impl RegistryClient {
         let payload_digest = sha256_digest(payload);
         layers.retain(|layer| layer.digest != payload_digest);
         layers.truncate(MAX_SIGNATURES - 1);
-        self.oci.push_blob(target, payload.to_vec(), &payload_digest).await.map_err(map)?;
+        self.push_blob(target, &token, payload, &payload_digest).await?;
         layers.push(OciDescriptor {
             media_type: SIMPLE_SIGNING_MEDIA_TYPE.to_string(),
             digest: payload_digest,
@@ -453,7 +549,7 @@ impl RegistryClient {
         }))
         .expect("a JSON value serializes");
         let config_digest = sha256_digest(&config);
-        self.oci.push_blob(target, config.clone(), &config_digest).await.map_err(map)?;
+        self.push_blob(target, &token, &config, &config_digest).await?;
         let manifest = OciImageManifest {
             schema_version: 2,
             media_type: Some(OCI_MANIFEST_MEDIA_TYPE.to_string()),
@@ -467,9 +563,53 @@ impl RegistryClient {
             ..OciImageManifest::default()
         };
         let manifest = serde_json::to_vec(&manifest).expect("a manifest serializes");
-        let content_type = OCI_MANIFEST_MEDIA_TYPE.parse().expect("a valid header value");
-        self.oci.push_manifest_raw(target, manifest, content_type).await.map_err(map)?;
-        Ok(())
+        self.push_manifest(target, &token, manifest).await
+    }
+
+    /// Uploads `bytes` as the blob `digest` to `target`'s repository, in one
+    /// request (unless the registry has it already). The token goes only to
+    /// the registry: an upload location elsewhere gets none.
+    async fn push_blob(&self, target: &Reference, token: &Token, bytes: &[u8], digest: &str) -> Result<(), DistributionError> {
+        let shown = PackReference(target.clone());
+        let base = self.registry_url(target);
+        let exists = token.apply(self.http.head(format!("{base}/v2/{}/blobs/{digest}", target.repository()))).send().await;
+        if exists.is_ok_and(|response| response.status().is_success()) {
+            return Ok(());
+        }
+        let started = token.apply(self.http.post(format!("{base}/v2/{}/blobs/uploads/", target.repository()))).send().await;
+        let started = self.pushed(started, &shown)?;
+        let location = started.headers().get(reqwest::header::LOCATION).and_then(|value| value.to_str().ok()).ok_or_else(|| {
+            DistributionError::Unreachable { registry: shown.registry().to_string(), why: "it started an upload without a Location".into() }
+        })?;
+        let registry = url::Url::parse(&format!("{base}/")).expect("a registry URL parses");
+        let mut upload = registry.join(location).map_err(|_| DistributionError::Unreachable {
+            registry: shown.registry().to_string(),
+            why: format!("it started an upload at {location:?}, which is not a URL"),
+        })?;
+        upload.query_pairs_mut().append_pair("digest", digest);
+        let same_origin = upload.origin() == registry.origin();
+        let request = self.http.put(upload).header(reqwest::header::CONTENT_TYPE, "application/octet-stream").body(bytes.to_vec());
+        let request = if same_origin { token.apply(request) } else { request };
+        self.pushed(request.send().await, &shown).map(drop)
+    }
+
+    /// Puts `manifest` (an OCI image manifest) at `target`'s tag.
+    async fn push_manifest(&self, target: &Reference, token: &Token, manifest: Vec<u8>) -> Result<(), DistributionError> {
+        let shown = PackReference(target.clone());
+        let name = target.digest().or(target.tag()).unwrap_or("latest");
+        let url = format!("{}/v2/{}/manifests/{name}", self.registry_url(target), target.repository());
+        let request = self.http.put(url).header(reqwest::header::CONTENT_TYPE, OCI_MANIFEST_MEDIA_TYPE).body(manifest);
+        self.pushed(token.apply(request).send().await, &shown).map(drop)
+    }
+
+    /// The answer to a push request, if it succeeded.
+    fn pushed(&self, sent: reqwest::Result<reqwest::Response>, reference: &PackReference) -> Result<reqwest::Response, DistributionError> {
+        let response = sent.map_err(|error| self.unreachable(reference, &error))?;
+        match response.status() {
+            status if status.is_success() => Ok(response),
+            reqwest::StatusCode::UNAUTHORIZED | reqwest::StatusCode::FORBIDDEN => Err(self.unauthorized(reference)),
+            status => Err(DistributionError::Status { what: "pushing", reference: reference.to_string(), status: status.as_u16() }),
+        }
     }
 
     /// Runs `operation` within the configured deadline.
@@ -484,14 +624,15 @@ impl RegistryClient {
         })
     }
 
-    /// Signs in to read `reference`'s repository, as the distribution
-    /// specification has it: the registry's `/v2/` answers with a challenge;
-    /// for `Basic`, the credentials are the authorization; for `Bearer`, its
-    /// token service (the realm) is asked for a pull token, with the
-    /// credentials if any. The answer is read up to
-    /// [`MAX_TOKEN_ANSWER_BYTES`]. Credentials go to a realm only over HTTPS
-    /// or on this machine.
-    async fn sign_in(&self, reference: &Reference) -> Result<Token, DistributionError> {
+    /// Signs in to `reference`'s repository, to read it or to push to it,
+    /// as the distribution specification has it: the registry's `/v2/`
+    /// answers with a challenge; for `Basic`, the credentials are the
+    /// authorization; for `Bearer`, its token service (the realm) is asked
+    /// for a token, with the credentials if any. The answer is read up to
+    /// [`MAX_TOKEN_ANSWER_BYTES`]. Every path to a registry signs in here:
+    /// the one guard on where credentials go ([`credentials_may_go_to`]) and
+    /// which token services are asked ([`refused_realm`]).
+    async fn sign_in(&self, reference: &Reference, access: Access) -> Result<Token, DistributionError> {
         let shown = PackReference(reference.clone());
         let credentials = self.credentials(reference.registry());
         if let Some(Credentials::IdentityToken(token)) = &credentials {
@@ -509,20 +650,29 @@ impl RegistryClient {
         let Some((realm, service)) = bearer_challenge(&challenge) else {
             return Ok(basic.map_or(Token::None, |(user, password)| Token::Basic(user, password)));
         };
-        let mut realm = url::Url::parse(&realm).map_err(|_| DistributionError::Unreachable {
-            registry: shown.registry().to_string(),
-            why: format!("its sign-in challenge names the token service {realm:?}, which is not a URL"),
-        })?;
-        realm.query_pairs_mut().append_pair("scope", &format!("repository:{}:pull", reference.repository()));
-        if let Some(service) = &service {
-            realm.query_pairs_mut().append_pair("service", service);
+        let refused = |why: String| DistributionError::Realm { registry: shown.registry().to_string(), realm: realm.clone(), why };
+        let mut realm_url = url::Url::parse(&realm).map_err(|_| refused("it is not a URL".to_string()))?;
+        if let Some(why) = refused_realm(&realm_url) {
+            return Err(refused(why));
         }
-        let may_send_credentials = realm.scheme() == "https" || realm.host_str().is_some_and(is_loopback_host);
-        let mut request = self.http.get(realm);
+        realm_url.query_pairs_mut().append_pair("scope", &format!("repository:{}:{}", reference.repository(), access.scope()));
+        if let Some(service) = &service {
+            realm_url.query_pairs_mut().append_pair("service", service);
+        }
+        let may_send_credentials = credentials_may_go_to(&realm_url, reference.resolve_registry());
+        let withheld = basic.is_some() && !may_send_credentials;
+        // No redirect: the guard has looked at this URL, and only at it.
+        let mut request = self.token_http.get(realm_url);
         if let Some((user, password)) = basic.filter(|_| may_send_credentials) {
             request = request.basic_auth(user, Some(password));
         }
         let response = request.send().await.map_err(|error| self.unreachable(&shown, &error))?;
+        if withheld && matches!(response.status(), reqwest::StatusCode::UNAUTHORIZED | reqwest::StatusCode::FORBIDDEN) {
+            return Err(DistributionError::CredentialsWithheld { registry: shown.registry().to_string(), realm });
+        }
+        if response.status().is_redirection() {
+            return Err(refused(format!("it redirects (HTTP {}), and a token service is asked at the address the registry names", response.status().as_u16())));
+        }
         let answer = self.read_bounded(response, &shown, "the token service's answer", MAX_TOKEN_ANSWER_BYTES as u64, &|_, _| {}).await?;
         #[derive(Deserialize)]
         struct TokenAnswer {
@@ -547,15 +697,6 @@ impl RegistryClient {
             return None;
         }
         credentials(registry)
-    }
-
-    /// The credentials for `registry` as oci-client takes them (to push).
-    fn registry_auth(&self, registry: &str) -> RegistryAuth {
-        match self.credentials(registry) {
-            Some(Credentials::Basic(user, password)) => RegistryAuth::Basic(user, password),
-            Some(Credentials::IdentityToken(token)) => RegistryAuth::Bearer(token),
-            None => RegistryAuth::Anonymous,
-        }
     }
 
     /// A manifest, at most [`MAX_MANIFEST_BYTES`]; `None` if there is none.
@@ -644,21 +785,85 @@ impl RegistryClient {
     fn unreachable(&self, reference: &PackReference, error: &reqwest::Error) -> DistributionError {
         DistributionError::Unreachable { registry: reference.registry().to_string(), why: error_chain(error) }
     }
+}
 
-    fn failure(&self, what: &'static str, reference: &PackReference, error: oci_client::errors::OciDistributionError) -> DistributionError {
-        use oci_client::errors::OciDistributionError as Oci;
-        match error {
-            Oci::ServerError { code, .. } => DistributionError::Status { what, reference: reference.to_string(), status: code },
-            Oci::ImageManifestNotFoundError(_) => {
-                DistributionError::Status { what, reference: reference.to_string(), status: 404 }
-            }
-            Oci::UnauthorizedError { .. } | Oci::AuthenticationFailure(_) => self.unauthorized(reference),
-            other => DistributionError::Unreachable { registry: reference.registry().to_string(), why: error_chain(&other) },
+const MANIFEST_ACCEPT: &str = "application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json";
+
+/// What a token is asked for.
+#[derive(Debug, Clone, Copy)]
+enum Access {
+    Pull,
+    Push,
+}
+
+impl Access {
+    fn scope(self) -> &'static str {
+        match self {
+            Access::Pull => "pull",
+            Access::Push => "pull,push",
         }
     }
 }
 
-const MANIFEST_ACCEPT: &str = "application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json";
+/// Why the token service at `realm` is not asked at all, if it is not: a
+/// link-local, unspecified or cloud metadata address (a registry could make
+/// the host probe them), a scheme other than HTTPS, or plain HTTP off this
+/// machine.
+fn refused_realm(realm: &url::Url) -> Option<String> {
+    if let Some(why) = refused_address(realm) {
+        return Some(why);
+    }
+    let host = realm.host_str().unwrap_or_default().trim_matches(['[', ']']).to_ascii_lowercase();
+    match realm.scheme() {
+        "https" => None,
+        "http" if is_loopback_host(&host) => None,
+        "http" => Some("it is plain HTTP on another machine: a token service is reached over HTTPS".into()),
+        other => Some(format!("its scheme is {other:?}: a token service is reached over HTTPS")),
+    }
+}
+
+/// Why the host of `url` is never asked anything, if it is not: a
+/// link-local, unspecified or cloud metadata address or name.
+fn refused_address(url: &url::Url) -> Option<String> {
+    let host = url.host_str().unwrap_or_default().trim_matches(['[', ']']).to_ascii_lowercase();
+    if let Ok(ip) = host.parse::<std::net::IpAddr>() {
+        let ip = match ip {
+            std::net::IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, std::net::IpAddr::V4),
+            v4 => v4,
+        };
+        if ip.is_unspecified() {
+            return Some("it is an unspecified address".into());
+        }
+        let link_local = match ip {
+            std::net::IpAddr::V4(v4) => v4.is_link_local(),
+            std::net::IpAddr::V6(v6) => v6.segments()[0] & 0xffc0 == 0xfe80,
+        };
+        if link_local {
+            return Some("it is a link-local address, where cloud metadata services answer".into());
+        }
+        if METADATA_ADDRESSES.iter().any(|metadata| metadata.parse::<std::net::IpAddr>().is_ok_and(|metadata| metadata == ip)) {
+            return Some("it is a cloud metadata service's address".into());
+        }
+    } else if METADATA_HOSTS.contains(&host.trim_end_matches('.')) {
+        return Some("it is a cloud metadata service's name".into());
+    }
+    None
+}
+
+/// Cloud metadata services outside the link-local ranges (AWS's IPv6 one,
+/// Alibaba Cloud's).
+const METADATA_ADDRESSES: &[&str] = &["fd00:ec2::254", "100.100.100.200"];
+/// Names of cloud metadata services.
+const METADATA_HOSTS: &[&str] = &["metadata.google.internal", "metadata", "metadata.azure.com", "instance-data", "instance-data.ec2.internal"];
+
+/// Whether credentials for the registry `registry_host` (`host[:port]`) may
+/// go to the token service at `realm`: over HTTPS, or to the registry's own
+/// host on this machine.
+fn credentials_may_go_to(realm: &url::Url, registry_host: &str) -> bool {
+    let registry = url::Url::parse(&format!("http://{registry_host}")).ok();
+    let same_host = registry.as_ref().and_then(|url| url.host_str()) == realm.host_str();
+    realm.scheme() == "https" || (same_host && realm.host_str().is_some_and(is_loopback_host))
+}
 
 /// How requests to one repository are authorized.
 enum Token {
@@ -795,6 +1000,51 @@ mod tests {
         let sha512 = format!("oci://ghcr.io/acme/pack@sha512:{}", "a".repeat(128));
         assert_eq!(why(&sha512), format!("invalid pack reference {sha512:?}: its digest must be sha256: and 64 hex digits"));
         assert!(why("oci://ghcr.io/acme/pack@sha256:00").contains("invalid reference format"));
+    }
+
+    #[test]
+    fn a_mirror_is_signed_as_the_repository_it_copies_by_the_longest_prefix_at_a_slash() {
+        let mirrors = Mirrors::new([
+            ("mirror.local:5000".to_string(), "registry.example".to_string()),
+            ("mirror.local:5000/acme".to_string(), "ghcr.io/acme-corp".to_string()),
+        ])
+        .unwrap();
+        let signed = |text: &str| mirrors.signed_repository(&PackReference::parse(text).unwrap());
+        assert_eq!(signed("oci://mirror.local:5000/acme/pack:1"), "ghcr.io/acme-corp/pack");
+        assert_eq!(signed("oci://mirror.local:5000/acmeish/pack:1"), "registry.example/acmeish/pack");
+        assert_eq!(signed("oci://other.example/acme/pack:1"), "other.example/acme/pack");
+        let refused = Mirrors::new([("https://mirror.local/acme".to_string(), "registry.example/acme".to_string())]).unwrap_err();
+        assert_eq!(
+            refused,
+            "registry.mirrors: \"https://mirror.local/acme\" is not a registry and repository prefix, as in \"mirror.local:5000/acme\""
+        );
+    }
+
+    #[test]
+    fn token_services_on_link_local_unspecified_or_metadata_addresses_or_plain_http_elsewhere_are_refused() {
+        let why = |realm: &str| refused_realm(&url::Url::parse(realm).unwrap());
+        let link_local = Some("it is a link-local address, where cloud metadata services answer".to_string());
+        assert_eq!(why("http://169.254.169.254/latest/meta-data/"), link_local);
+        assert_eq!(why("https://[fe80::1]/token"), link_local);
+        assert_eq!(why("https://[::ffff:169.254.169.254]/token"), link_local);
+        assert_eq!(why("https://0.0.0.0/token"), Some("it is an unspecified address".to_string()));
+        assert_eq!(why("https://[::]/token"), Some("it is an unspecified address".to_string()));
+        assert_eq!(why("https://[fd00:ec2::254]/"), Some("it is a cloud metadata service's address".to_string()));
+        assert_eq!(why("http://metadata.google.internal./"), Some("it is a cloud metadata service's name".to_string()));
+        assert_eq!(why("http://auth.example/token"), Some("it is plain HTTP on another machine: a token service is reached over HTTPS".to_string()));
+        assert_eq!(why("ftp://auth.example/token"), Some("its scheme is \"ftp\": a token service is reached over HTTPS".to_string()));
+        assert_eq!(why("https://auth.example/token"), None);
+        assert_eq!(why("http://127.0.0.1:5000/token"), None);
+        assert_eq!(why("http://[::1]:5000/token"), None);
+    }
+
+    #[test]
+    fn credentials_go_over_https_or_to_the_registrys_own_host_on_this_machine() {
+        let may = |realm: &str, registry: &str| credentials_may_go_to(&url::Url::parse(realm).unwrap(), registry);
+        assert!(may("https://auth.example/token", "registry.example"));
+        assert!(may("http://127.0.0.1:6000/token", "127.0.0.1:5000"));
+        assert!(!may("http://localhost:6000/token", "127.0.0.1:5000"));
+        assert!(!may("http://127.0.0.1:6000/token", "registry.example"));
     }
 
     #[test]

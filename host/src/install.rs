@@ -42,10 +42,20 @@ pub enum InstallError {
     NoStore,
     #[error(transparent)]
     Registry(#[from] DistributionError),
-    #[error("{reference}: signature refused: {error}")]
-    Signature { reference: String, error: SignatureError },
+    #[error("{reference}: signature refused: {error}{}", skipped_note(.skipped))]
+    Signature { reference: String, error: SignatureError, skipped: Vec<String> },
     #[error(transparent)]
     Lockfile(#[from] LockfileError),
+    #[error(
+        "{reference} now names {digest}, which {name} was updated past (it has {installed}): a registry may be \
+         rolling it back; `prompt-host update {name} --allow-downgrade` installs it"
+    )]
+    MovedPast { name: String, reference: String, digest: String, installed: String },
+    #[error(
+        "{reference} now names {digest}, version {version:?}, older than the installed version {installed:?}: \
+         a registry may be rolling it back; `prompt-host update {name} --allow-downgrade` installs it"
+    )]
+    OlderVersion { name: String, reference: String, digest: String, version: String, installed: String },
     #[error("{name:?} is not a valid plugin name: use lowercase letters, digits, '-' and '_' (choose one with --name)")]
     InvalidName { name: String },
     #[error("a plugin named {name:?} is already installed ({path}): `prompt-host update {name}` replaces it")]
@@ -58,6 +68,12 @@ pub enum InstallError {
     Read { path: String, error: String },
     #[error("{key}: {error}")]
     Signing { key: String, error: String },
+    #[error(
+        "{reference} names a tag, and a tag may have moved since it was published: sign the digest \
+         `prompt-host publish` printed (oci://REGISTRY/REPOSITORY@sha256:...), or pass --allow-tag to sign \
+         whatever the tag names now"
+    )]
+    SignTag { reference: String },
     #[error(
         "{name}: the pack store's copy {path} is damaged (sha256 {actual}, prompt-host.lock records {locked}): \
          not served; `prompt-host update {name}` fetches it again"
@@ -139,7 +155,7 @@ impl<'a> Installation<'a> {
     ) -> Result<LockedPack, InstallError> {
         let client = self.client()?;
         let digest = client.resolve(reference).await?;
-        let pack = self.fetch_verified(&client, name, reference, &digest, progress).await?;
+        let pack = self.fetch_verified(&client, name, reference, &digest, None, progress).await?;
         self.record_and_place(&pack, placing)?;
         Ok(pack)
     }
@@ -166,7 +182,16 @@ impl<'a> Installation<'a> {
     /// `prompt-host update`: resolves each installed pack's reference again
     /// (or only `name`'s) and installs what changed. Each pack's outcome is
     /// its own: one that fails keeps what is installed.
-    pub async fn update(&self, name: Option<&str>, progress: Progress<'_>) -> Result<Vec<(String, Result<Updated, InstallError>)>, InstallError> {
+    /// Never to an older pack unless `allow_downgrade`: not to a digest this
+    /// install had before, nor to a pack whose version (`describe-pack`) is
+    /// lower than the installed one's. Then the store keeps only what the
+    /// lockfile names.
+    pub async fn update(
+        &self,
+        name: Option<&str>,
+        allow_downgrade: bool,
+        progress: Progress<'_>,
+    ) -> Result<Vec<(String, Result<Updated, InstallError>)>, InstallError> {
         let _held = self.hold().await?;
         let lockfile = Lockfile::read(&self.lockfile)?;
         let packs: Vec<LockedPack> = match name {
@@ -176,26 +201,53 @@ impl<'a> Installation<'a> {
         let client = self.client()?;
         let mut outcomes = Vec::new();
         for locked in packs {
-            let outcome = self.update_one(&client, &locked, progress).await;
+            let outcome = self.update_one(&client, &locked, allow_downgrade, progress).await;
             outcomes.push((locked.name.clone(), outcome));
         }
+        self.collect_garbage();
         Ok(outcomes)
     }
 
-    async fn update_one(&self, client: &RegistryClient, locked: &LockedPack, progress: Progress<'_>) -> Result<Updated, InstallError> {
+    async fn update_one(
+        &self,
+        client: &RegistryClient,
+        locked: &LockedPack,
+        allow_downgrade: bool,
+        progress: Progress<'_>,
+    ) -> Result<Updated, InstallError> {
         let reference = PackReference::parse(&locked.reference)?;
         let digest = client.resolve(&reference).await?;
         let on_disk = self.file_state(locked);
         if digest == locked.digest && on_disk == FileState::Agrees {
             return Ok(Updated::UpToDate(locked.clone()));
         }
-        let pack = self.fetch_verified(client, &locked.name, &reference, &digest, progress).await?;
+        if digest == locked.digest {
+            let pack = self.fetch_verified(client, &locked.name, &reference, &digest, None, progress).await?;
+            let pack = LockedPack { previous_digests: locked.previous_digests.clone(), ..pack };
+            self.record_and_place(&pack, Placing::Replace)?;
+            return Ok(Updated::Restored(pack));
+        }
+        if !allow_downgrade && locked.previous_digests.contains(&digest) {
+            return Err(InstallError::MovedPast { name: locked.name.clone(), reference: reference.to_string(), digest, installed: locked.digest.clone() });
+        }
+        let replacing = Replacing { installed: locked, allow_downgrade };
+        let pack = self.fetch_verified(client, &locked.name, &reference, &digest, Some(replacing), progress).await?.replacing(locked);
         self.record_and_place(&pack, Placing::Replace)?;
-        Ok(if digest == locked.digest {
-            Updated::Restored(pack)
-        } else {
-            Updated::Replaced { pack, previous: locked.digest.clone() }
-        })
+        Ok(Updated::Replaced { pack, previous: locked.digest.clone() })
+    }
+
+    /// Removes from the pack store what the lockfile no longer names (an
+    /// earlier version of a pack, a removed pack), so that nothing but an
+    /// install carries provenance. A failure is only logged: the command's
+    /// work is done.
+    fn collect_garbage(&self) {
+        let kept = match Lockfile::read(&self.lockfile) {
+            Ok(lockfile) => lockfile.packs.into_iter().map(|pack| pack.sha256).collect(),
+            Err(error) => return tracing::warn!("the pack store was not cleaned: {error}"),
+        };
+        if let Err(error) = self.store.retain(&kept) {
+            tracing::warn!("the pack store {} was not cleaned: {error}", self.store.dir().display());
+        }
     }
 
     /// For `serve`: installs each pack the config names by source
@@ -249,7 +301,19 @@ impl<'a> Installation<'a> {
                 Ok(Sourced::Restored(locked.clone()))
             }
             // A new source, or none installed yet: the one installed (if any) stays until the new one is in.
-            _ => Ok(Sourced::Installed(self.install(name, &PackReference::parse(source)?, Placing::Replace, &|_, _| {}).await?)),
+            earlier => {
+                let earlier = earlier.cloned();
+                let reference = PackReference::parse(source)?;
+                let client = self.client()?;
+                let digest = client.resolve(&reference).await?;
+                let mut pack = self.fetch_verified(&client, name, &reference, &digest, None, &|_, _| {}).await?;
+                if let Some(earlier) = &earlier {
+                    pack = pack.replacing(earlier);
+                }
+                self.record_and_place(&pack, Placing::Replace)?;
+                self.collect_garbage();
+                Ok(Sourced::Installed(pack))
+            }
         }
     }
 
@@ -267,6 +331,7 @@ impl<'a> Installation<'a> {
         }
         lockfile.remove(name);
         lockfile.write(&self.lockfile)?;
+        self.collect_garbage();
         Ok(locked)
     }
 
@@ -313,20 +378,45 @@ impl<'a> Installation<'a> {
     }
 
     /// Pulls the pack at `digest`, checks its signatures against the policy
-    /// for plugin `name`, and keeps it in the store.
+    /// for plugin `name` and, when it replaces an installed pack, that it is
+    /// not an older version (unless a downgrade is allowed); then keeps it in
+    /// the store.
     async fn fetch_verified(
         &self,
         client: &RegistryClient,
         name: &str,
         reference: &PackReference,
         digest: &str,
+        replacing: Option<Replacing<'_>>,
         progress: Progress<'_>,
     ) -> Result<LockedPack, InstallError> {
         let pulled: PulledPack = client.pull(reference, digest, progress).await?;
         let policy = self.config.plugin_settings(name).signatures;
-        let verified = signature::verify(&pulled.manifest_digest, &pulled.signatures, &policy)
-            .map_err(|error| InstallError::Signature { reference: pulled.reference.to_string(), error })?;
+        let repository = self.config.registry.mirrors.signed_repository(reference);
+        for skipped in &pulled.skipped {
+            // What a registry sent: a Debug field, escaped.
+            tracing::warn!(plugin = name.escape_debug().to_string(), skipped = ?skipped, "not a signature, skipped");
+        }
+        let verified = signature::verify(&pulled.manifest_digest, &repository, &pulled.signatures, &policy).map_err(|error| {
+            InstallError::Signature { reference: pulled.reference.to_string(), error, skipped: pulled.skipped.clone() }
+        })?;
         let sha256 = loader::digest(&pulled.wasm);
+        let mut version = None;
+        if let Some(Replacing { installed, allow_downgrade }) = replacing {
+            version = self.pack_version(name, &pulled.wasm).await;
+            if !allow_downgrade
+                && let (Some(new), Some(old)) = (&version, self.installed_version(installed).await)
+                && is_older(new, &old)
+            {
+                return Err(InstallError::OlderVersion {
+                    name: name.to_string(),
+                    reference: reference.to_string(),
+                    digest: digest.to_string(),
+                    version: new.clone(),
+                    installed: old,
+                });
+            }
+        }
         use base64::Engine as _;
         let provenance = Provenance {
             reference: pulled.reference.to_string(),
@@ -345,7 +435,41 @@ impl<'a> Installation<'a> {
             sha256,
             size: pulled.wasm.len() as u64,
             signer: verified.map_or_else(|| "unsigned".to_string(), |verified| verified.signer),
+            version,
+            previous_digests: Vec::new(),
         })
+    }
+
+    /// The version of the installed pack: as the lockfile records it, else
+    /// as its copy in the store says.
+    async fn installed_version(&self, installed: &LockedPack) -> Option<String> {
+        if let Some(version) = &installed.version {
+            return Some(version.clone());
+        }
+        let bytes = std::fs::read(self.store.wasm_path(&installed.sha256)).ok()?;
+        if loader::digest(&bytes) != installed.sha256 {
+            return None;
+        }
+        self.pack_version(&installed.name, &bytes).await
+    }
+
+    /// The version the pack in `bytes` says it is (`describe-pack`, WIT
+    /// 0.2), loaded as plugin `name` under its limits; `None` for a 0.1 pack
+    /// or one that does not load (the server refuses that one anyway). The
+    /// bytes were verified already, so no signature is checked again here.
+    async fn pack_version(&self, name: &str, bytes: &[u8]) -> Option<String> {
+        let source = PluginSource { id: name.to_string(), origin: format!("the pack pulled for {name}"), bytes: bytes.to_vec(), bundle: None };
+        let settings = loader::PluginSettings {
+            signatures: signature::SignaturePolicy::default(),
+            pinned_sha256: None,
+            require_pinned: false,
+            pack_store: None,
+            lockfile: None,
+            ..self.config.plugin_settings(name)
+        };
+        let loader = startup::loader_for_one(&source, &settings, self.config).ok()?;
+        let plugin = loader.load(source, settings).await.ok()?;
+        plugin.info().map(|info| info.version.clone())
     }
 
     /// Puts the stored component in the plugin directory, whole.
@@ -391,19 +515,38 @@ pub async fn publish(config: &ServeConfig, file: &Path, reference: &str) -> Resu
     Ok(client.publish(&wasm, &reference).await?)
 }
 
-/// `prompt-host sign`: signs the pack `reference` names (resolved to its
-/// digest, if it names a tag) with the private key in `key_file`, as cosign
-/// does, and stores the signature beside it. Returns the digest signed.
-pub async fn sign(config: &ServeConfig, reference: &str, key_file: &Path, password: &[u8]) -> Result<String, InstallError> {
+/// `prompt-host sign`: signs the pack at the digest `reference` names with
+/// the private key in `key_file`, as cosign does (the payload names the
+/// digest and the repository), and stores the signature beside it. A tag is
+/// signed only with `allow_tag`: it is resolved to the digest it names now,
+/// which may not be what was published. Returns what was signed.
+pub async fn sign(
+    config: &ServeConfig,
+    reference: &str,
+    key_file: &Path,
+    password: &[u8],
+    allow_tag: bool,
+) -> Result<Signed, InstallError> {
     let reference = PackReference::parse(reference)?;
+    if reference.digest().is_none() && !allow_tag {
+        return Err(InstallError::SignTag { reference: reference.to_string() });
+    }
     let key = std::fs::read(key_file).map_err(|error| InstallError::Read { path: key_file.display().to_string(), error: error.to_string() })?;
     let client = RegistryClient::new(config.registry.clone())?;
     let digest = client.resolve(&reference).await?;
-    let docker_reference = format!("{}/{}", reference.registry(), reference.repository());
-    let (payload, signature) = signature::sign(&docker_reference, &digest, &key, password)
+    let repository = format!("{}/{}", reference.registry(), reference.repository());
+    let (payload, signature) = signature::sign(&repository, &digest, &key, password)
         .map_err(|error| InstallError::Signing { key: key_file.display().to_string(), error })?;
     client.push_signature(&reference, &digest, &payload, &signature).await?;
-    Ok(digest)
+    Ok(Signed { digest, repository })
+}
+
+/// What `prompt-host sign` signed: a manifest digest in a repository.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Signed {
+    pub digest: String,
+    /// `REGISTRY/REPOSITORY`, as the signature names it.
+    pub repository: String,
 }
 
 /// One line of `prompt-host list`.
@@ -450,6 +593,14 @@ impl std::fmt::Display for FileState {
     }
 }
 
+/// The installed pack an update replaces, and whether it may be replaced by
+/// an older version.
+#[derive(Clone, Copy)]
+struct Replacing<'a> {
+    installed: &'a LockedPack,
+    allow_downgrade: bool,
+}
+
 /// Whether placing a pack may replace a plugin file already there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Placing {
@@ -457,6 +608,21 @@ enum Placing {
     New,
     /// `update`, and `serve`'s sources: the installed file is replaced.
     Replace,
+}
+
+/// Whether version `new` is lower than `installed`, when both are semantic
+/// versions; other versions are not ordered (the digest history still
+/// applies).
+fn is_older(new: &str, installed: &str) -> bool {
+    match (semver::Version::parse(new), semver::Version::parse(installed)) {
+        (Ok(new), Ok(installed)) => new < installed,
+        _ => false,
+    }
+}
+
+/// What was skipped beside a pack as not a signature, to follow a refusal.
+fn skipped_note(skipped: &[String]) -> String {
+    if skipped.is_empty() { String::new() } else { format!(" (skipped as not signatures: {})", skipped.join("; ")) }
 }
 
 fn check_name(name: &str) -> Result<(), InstallError> {

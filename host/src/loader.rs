@@ -103,6 +103,8 @@ pub struct PluginSettings {
     /// `prompt-host.lock`: a pack installed from a registry must be the
     /// bytes it records.
     pub lockfile: Option<PathBuf>,
+    /// Which repository a pack pulled from a mirror is signed as.
+    pub mirrors: crate::distribution::Mirrors,
 }
 
 /// Why a plugin could not be loaded. Each says what is wrong; [`LoadError::hint`]
@@ -340,8 +342,8 @@ impl Loader {
     ) -> Result<Plugin, LoadError> {
         let digest = digest(&source.bytes);
         check_pin(&digest, &settings)?;
-        check_installed(&source.id, &digest, &settings)?;
-        trace.signature = check_signature(&digest, &source, &settings)?;
+        let installed = check_installed(&source.id, &digest, &settings)?;
+        trace.signature = check_signature(&digest, &source, &settings, installed)?;
         let started = Instant::now();
         let (component, origin) = self.compile(&source.id, &source.bytes, &digest).await?;
         trace.compiled = Some(Compiled { component: component.clone(), took: started.elapsed(), origin });
@@ -444,8 +446,10 @@ impl Loader {
 /// Refuses bytes other than those `prompt-host.lock` records for the plugin,
 /// when it was installed from a registry: the lockfile is read at each load,
 /// so `add`, `update` and `remove` take effect without a restart.
-fn check_installed(id: &str, digest: &str, settings: &PluginSettings) -> Result<(), LoadError> {
-    let Some(path) = &settings.lockfile else { return Ok(()) };
+/// Returns whether the lockfile records exactly these bytes for the plugin:
+/// only then does the pack store's provenance count for it.
+fn check_installed(id: &str, digest: &str, settings: &PluginSettings) -> Result<bool, LoadError> {
+    let Some(path) = &settings.lockfile else { return Ok(false) };
     let lockfile = Lockfile::read(path).map_err(|error| LoadError::Provenance(error.to_string()))?;
     match lockfile.get(id) {
         Some(locked) if locked.sha256 != digest => Err(LoadError::NotInstalledBytes {
@@ -453,22 +457,25 @@ fn check_installed(id: &str, digest: &str, settings: &PluginSettings) -> Result<
             locked: locked.sha256.clone(),
             actual: digest.to_string(),
         }),
-        _ => Ok(()),
+        Some(_) => Ok(true),
+        None => Ok(false),
     }
 }
 
 /// Checks the signature of `source`'s bytes (SHA-256 `digest`) against the
 /// plugin's policy: from the provenance the pack store keeps for exactly
-/// those bytes (a pack from a registry), else from the Sigstore bundle beside
-/// its file. Returns who signed them, if a trusted signer did.
-fn check_signature(digest: &str, source: &PluginSource, settings: &PluginSettings) -> Result<Option<Verified>, LoadError> {
+/// those bytes when the lockfile records them for this plugin (`installed`:
+/// a pack from a registry; a file dropped in beside it inherits nothing),
+/// else from the Sigstore bundle beside its file. Returns who signed them,
+/// if a trusted signer did.
+fn check_signature(digest: &str, source: &PluginSource, settings: &PluginSettings, installed: bool) -> Result<Option<Verified>, LoadError> {
     let provenance = match &settings.pack_store {
-        Some(dir) => PackStore::new(dir.clone()).provenance(digest).map_err(LoadError::Provenance)?,
-        None => None,
+        Some(dir) if installed => PackStore::new(dir.clone()).provenance(digest).map_err(LoadError::Provenance)?,
+        _ => None,
     };
     let checked = match (&provenance, &source.bundle) {
         (None, Some(bundle)) => signature::check_bundle(&source.bytes, bundle, &settings.signatures),
-        (provenance, _) => signature::check_at_load(digest, provenance.as_ref(), &settings.signatures),
+        (provenance, _) => signature::check_at_load(digest, provenance.as_ref(), &settings.signatures, &settings.mirrors),
     };
     checked.map_err(LoadError::Signature)
 }

@@ -11,6 +11,8 @@
 //! sha256 = "…"                 # the component's, as the plugin file must be
 //! size = 123456
 //! signer = "keys/acme.pub"     # or "unsigned"
+//! version = "1.2.0"            # what the pack says it is (describe-pack), if it says
+//! previous_digests = ["sha256:…"]  # digests this install moved past: no going back
 //! ```
 //!
 //! It is written whole, through a temporary file and a rename, so a reader
@@ -51,6 +53,31 @@ pub struct LockedPack {
     pub size: u64,
     /// The trusted key that signed it, or "unsigned".
     pub signer: String,
+    /// The version the pack says it is (`describe-pack`, WIT 0.2), if it says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// The manifest digests this install had before, newest first, at most
+    /// [`MAX_PREVIOUS_DIGESTS`]: `update` never goes back to one of them
+    /// unless told to (`--allow-downgrade`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub previous_digests: Vec<String>,
+}
+
+/// The most earlier digests kept for one install.
+pub const MAX_PREVIOUS_DIGESTS: usize = 64;
+
+impl LockedPack {
+    /// Records that this pack replaces `earlier` (the same install): the
+    /// earlier digest joins the ones it has moved past.
+    pub fn replacing(mut self, earlier: &LockedPack) -> LockedPack {
+        let mut previous = vec![earlier.digest.clone()];
+        previous.extend(earlier.previous_digests.iter().cloned());
+        let mut seen = std::collections::HashSet::new();
+        previous.retain(|digest| *digest != self.digest && seen.insert(digest.clone()));
+        previous.truncate(MAX_PREVIOUS_DIGESTS);
+        self.previous_digests = previous;
+        self
+    }
 }
 
 /// Held while a command changes the lockfile: an OS lock on a file beside
@@ -106,6 +133,7 @@ impl Lockfile {
             }
             if !crate::distribution::is_sha256_digest(&format!("sha256:{}", pack.sha256))
                 || !crate::distribution::is_sha256_digest(&pack.digest)
+                || !pack.previous_digests.iter().all(|digest| crate::distribution::is_sha256_digest(digest))
             {
                 return Err(error(format!("{}: its digest and sha256 must be SHA-256 digests", pack.name)));
             }
@@ -170,6 +198,8 @@ mod tests {
             sha256: "b".repeat(64),
             size: 10,
             signer: "unsigned".into(),
+            version: None,
+            previous_digests: Vec::new(),
         }
     }
 

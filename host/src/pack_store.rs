@@ -57,6 +57,28 @@ impl PackStore {
         let Some(text) = read_bounded(&path)? else { return Ok(None) };
         serde_json::from_slice(&text).map(Some).map_err(|error| format!("{} is not a provenance record: {error}", path.display()))
     }
+
+    /// Removes every component and provenance record whose SHA-256 is not
+    /// in `kept` (what the lockfile names). Returns how many were removed.
+    pub fn retain(&self, kept: &std::collections::HashSet<String>) -> std::io::Result<usize> {
+        let entries = match std::fs::read_dir(self.dir.join("sha256")) {
+            Ok(entries) => entries,
+            Err(missing) if missing.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+            Err(error) => return Err(error),
+        };
+        let mut removed = 0;
+        for entry in entries {
+            let entry = entry?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let Some(sha256) = name.strip_suffix(".wasm").or_else(|| name.strip_suffix(".provenance.json")) else { continue };
+            let is_digest = sha256.len() == 64 && sha256.bytes().all(|b| b.is_ascii_hexdigit());
+            if is_digest && !kept.contains(sha256) {
+                std::fs::remove_file(entry.path())?;
+                removed += 1;
+            }
+        }
+        Ok(removed)
+    }
 }
 
 /// Writes `bytes` to `path` whole: into a temporary file beside it, then

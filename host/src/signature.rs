@@ -14,7 +14,7 @@
 //! [`SigStoreKeyPair`] for `prompt-host sign`).
 
 use serde::{Deserialize, Serialize};
-use sigstore::cosign::payload::simple_signing::SimpleSigning;
+use sigstore::cosign::payload::simple_signing::{CRITICAL_TYPE_NAME, SimpleSigning};
 use sigstore::crypto::signing_key::SigStoreKeyPair;
 use sigstore::crypto::{CosignVerificationKey, Signature, SigningScheme};
 
@@ -155,12 +155,15 @@ pub enum SignatureError {
     Untrusted { manifest_digest: String, signers: Vec<String>, problems: Vec<String> },
 }
 
-/// Checks the signatures of the manifest with `manifest_digest` against the
-/// keys of `policy`: the first signature by a trusted key that names this
-/// digest wins. Without keys there is nothing to check (`Ok(None)`) unless
-/// signatures are required.
+/// Checks the signatures of the manifest with `manifest_digest`, pulled
+/// for the repository `repository` (`REGISTRY/REPOSITORY`, see
+/// [`distribution::Mirrors::signed_repository`]), against the keys of
+/// `policy`: the first signature by a trusted key whose payload is cosign's
+/// type and names this digest and this repository wins. Without keys there
+/// is nothing to check (`Ok(None)`) unless signatures are required.
 pub fn verify(
     manifest_digest: &str,
+    repository: &str,
     signatures: &[CosignSignature],
     policy: &SignaturePolicy,
 ) -> Result<Option<Verified>, SignatureError> {
@@ -173,7 +176,7 @@ pub fn verify(
     let mut problems = Vec::new();
     for (index, signature) in signatures.iter().enumerate() {
         let number = index + 1;
-        match signer(signature, policy, manifest_digest) {
+        match signer(signature, policy, manifest_digest, repository) {
             Ok(signer) => return Ok(Some(Verified { signer, digest: manifest_digest.to_string(), from_bundle: false })),
             Err(problem) => problems.push(format!("signature {number} {problem}")),
         }
@@ -182,8 +185,9 @@ pub fn verify(
 }
 
 /// Who made `signature`, if a signer the policy trusts did and it signs
-/// `manifest_digest`; else what is wrong with it, to follow "signature N".
-fn signer(signature: &CosignSignature, policy: &SignaturePolicy, manifest_digest: &str) -> Result<String, String> {
+/// `manifest_digest` in `repository`; else what is wrong with it, to follow
+/// "signature N".
+fn signer(signature: &CosignSignature, policy: &SignaturePolicy, manifest_digest: &str, repository: &str) -> Result<String, String> {
     let payload = decode(&signature.payload).ok_or("has a payload that is not base64")?;
     let signer = match &signature.certificate {
         Some(certificate) => {
@@ -216,9 +220,20 @@ fn signer(signature: &CosignSignature, policy: &SignaturePolicy, manifest_digest
     };
     let signed: SimpleSigning =
         serde_json::from_slice(&payload).map_err(|error| format!("has a payload that is not cosign's simple signing: {error}"))?;
-    let named = &signed.critical.image.docker_manifest_digest;
+    let critical = &signed.critical;
+    if critical.type_name != CRITICAL_TYPE_NAME {
+        return Err(format!("(by {signer}) is of the type {:?}, not cosign's {CRITICAL_TYPE_NAME:?}", critical.type_name));
+    }
+    let named = &critical.image.docker_manifest_digest;
     if named != manifest_digest {
         return Err(format!("(by {signer}) signs {named:?}, another manifest"));
+    }
+    let named = &critical.identity.docker_reference;
+    if named != repository {
+        return Err(format!(
+            "(by {signer}) signs it in the repository {named:?}, and it is installed from {repository:?} \
+             (a pack pulled from a mirror is signed as the repository [registry] mirrors maps it to)"
+        ));
     }
     Ok(signer)
 }
@@ -231,6 +246,7 @@ pub fn check_at_load(
     digest: &str,
     provenance: Option<&Provenance>,
     policy: &SignaturePolicy,
+    mirrors: &distribution::Mirrors,
 ) -> Result<Option<Verified>, SignatureError> {
     let Some(provenance) = provenance else {
         return if policy.required { Err(SignatureError::Unsigned) } else { Ok(None) };
@@ -250,7 +266,7 @@ pub fn check_at_load(
     if layer.digest != actual {
         return Err(SignatureError::NotTheSignedBytes { expected: layer.digest, actual });
     }
-    verify(&provenance.manifest_digest, &provenance.signatures, policy)
+    verify(&provenance.manifest_digest, &mirrors.signed_repository(&reference), &provenance.signatures, policy)
 }
 
 /// A signature made as cosign makes one: of the simple-signing payload that
@@ -269,7 +285,7 @@ pub fn sign(docker_reference: &str, manifest_digest: &str, key_pem: &[u8], passw
         "critical": {
             "identity": {"docker-reference": docker_reference},
             "image": {"docker-manifest-digest": manifest_digest},
-            "type": "cosign container image signature"
+            "type": CRITICAL_TYPE_NAME
         },
         "optional": null
     }))
@@ -447,6 +463,8 @@ mod tests {
     use sigstore::crypto::signing_key::SigStoreSigner;
 
     const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD;
+    const REPOSITORY: &str = "r.example/acme/pack";
+    use crate::distribution::Mirrors;
 
     fn signer() -> (SigStoreSigner, TrustedKey) {
         let signer = SigningScheme::ECDSA_P256_SHA256_ASN1.create_signer().unwrap();
@@ -482,7 +500,7 @@ mod tests {
     fn a_signature_by_a_trusted_key_of_this_digest_is_accepted_and_names_the_key() {
         let (signer, key) = signer();
         let signature = sign(&signer, &payload(&digest('a')));
-        let verified = verify(&digest('a'), &[signature], &policy(vec![key])).unwrap();
+        let verified = verify(&digest('a'), REPOSITORY, &[signature], &policy(vec![key])).unwrap();
         assert_eq!(verified, Some(Verified { signer: "acme.pub".into(), digest: digest('a'), from_bundle: false }));
     }
 
@@ -494,7 +512,7 @@ mod tests {
         let by_stranger = sign(&stranger, &payload(&digest('a')));
         let mut altered = sign(&signer, &payload(&digest('a')));
         altered.payload = B64.encode(payload(&digest('c')));
-        let error = verify(&digest('a'), &[of_other_digest, by_stranger, altered], &policy(vec![key])).unwrap_err();
+        let error = verify(&digest('a'), REPOSITORY, &[of_other_digest, by_stranger, altered], &policy(vec![key])).unwrap_err();
         assert_eq!(
             error.to_string(),
             format!(
@@ -509,12 +527,12 @@ mod tests {
     #[test]
     fn without_a_signature_or_a_key_a_required_signature_is_refused_and_an_optional_one_is_not_checked() {
         let (_, key) = signer();
-        assert_eq!(verify(&digest('a'), &[], &policy(vec![key.clone()])), Err(SignatureError::Unsigned));
-        assert_eq!(verify(&digest('a'), &[], &policy(vec![])), Err(SignatureError::NoKeys));
+        assert_eq!(verify(&digest('a'), REPOSITORY, &[], &policy(vec![key.clone()])), Err(SignatureError::Unsigned));
+        assert_eq!(verify(&digest('a'), REPOSITORY, &[], &policy(vec![])), Err(SignatureError::NoKeys));
         let optional = SignaturePolicy { required: false, keys: vec![key], keyless: None };
-        assert_eq!(verify(&digest('a'), &[], &optional), Ok(None));
-        assert_eq!(check_at_load("00", None, &optional), Ok(None));
-        assert_eq!(check_at_load("00", None, &policy(vec![])), Err(SignatureError::Unsigned));
+        assert_eq!(verify(&digest('a'), REPOSITORY, &[], &optional), Ok(None));
+        assert_eq!(check_at_load("00", None, &optional, &Mirrors::default()), Ok(None));
+        assert_eq!(check_at_load("00", None, &policy(vec![]), &Mirrors::default()), Err(SignatureError::Unsigned));
     }
 
     #[test]
@@ -536,14 +554,14 @@ mod tests {
             signatures: vec![sign(&signer, &payload(&manifest_digest))],
         };
         let policy = policy(vec![key]);
-        let verified = check_at_load(&component, Some(&provenance), &policy).unwrap();
+        let verified = check_at_load(&component, Some(&provenance), &policy, &Mirrors::default()).unwrap();
         assert_eq!(verified.map(|verified| verified.signer), Some("acme.pub".to_string()));
         assert_eq!(
-            check_at_load(&"2".repeat(64), Some(&provenance), &policy),
+            check_at_load(&"2".repeat(64), Some(&provenance), &policy, &Mirrors::default()),
             Err(SignatureError::NotTheSignedBytes { expected: format!("sha256:{component}"), actual: format!("sha256:{}", "2".repeat(64)) })
         );
         let swapped = Provenance { manifest: B64.encode(b"{}"), ..provenance };
-        let error = check_at_load(&component, Some(&swapped), &policy).unwrap_err();
+        let error = check_at_load(&component, Some(&swapped), &policy, &Mirrors::default()).unwrap_err();
         assert!(matches!(&error, SignatureError::Damaged(why) if why.starts_with("the manifest's digest is sha256:44136fa")), "{error}");
     }
 }

@@ -611,19 +611,33 @@ fn a_pack_signed_by_prompt_host_sign_with_a_cosign_key_verifies_here_and_with_op
     std::fs::copy(made["public"].as_str().unwrap(), site.path("cosign.pub")).unwrap();
     let cosign_key = made["cosign_key"].as_str().unwrap();
 
-    let wrong_password = prompt_host_with(&["sign", &reference, "--key", cosign_key, "--config", &site.config()], &[("COSIGN_PASSWORD", "wrong")]);
+    let at_digest = format!("{}@{digest}", signed.registry.reference("acme/signed-here"));
+    let wrong_password = prompt_host_with(&["sign", &at_digest, "--key", cosign_key, "--config", &site.config()], &[("COSIGN_PASSWORD", "wrong")]);
     assert_eq!(wrong_password.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&wrong_password.stderr).contains(&format!("error: {cosign_key}: cannot read the signing key")));
 
-    let signing = prompt_host_with(&["sign", &reference, "--key", cosign_key, "--config", &site.config()], &[("COSIGN_PASSWORD", "correct horse")]);
+    // A tag may have moved since it was published: signed only when asked for.
+    let by_tag = prompt_host_with(&["sign", &reference, "--key", cosign_key, "--config", &site.config()], &[("COSIGN_PASSWORD", "correct horse")]);
+    assert_eq!(by_tag.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&by_tag.stderr).trim(),
+        format!(
+            "error: {reference} names a tag, and a tag may have moved since it was published: sign the digest `prompt-host publish` printed (oci://REGISTRY/REPOSITORY@sha256:...), or pass --allow-tag to sign whatever the tag names now"
+        )
+    );
+    let address = &signed.registry.address;
+    let signing = prompt_host_with(&["sign", &at_digest, "--key", cosign_key, "--config", &site.config()], &[("COSIGN_PASSWORD", "correct horse")]);
     assert!(signing.status.success(), "{}", String::from_utf8_lossy(&signing.stderr));
-    assert_eq!(String::from_utf8(signing.stdout).unwrap().trim(), digest, "sign resolves the tag and prints the digest it signed");
+    assert_eq!(String::from_utf8(signing.stdout).unwrap().trim(), digest, "sign prints the digest it signed");
+    assert_eq!(String::from_utf8_lossy(&signing.stderr).trim(), format!("signed {digest} in the repository {address}/acme/signed-here with {cosign_key}"));
+    let by_tag = prompt_host_with(&["sign", &reference, "--allow-tag", "--key", cosign_key, "--config", &site.config()], &[("COSIGN_PASSWORD", "correct horse")]);
+    assert!(by_tag.status.success(), "{}", String::from_utf8_lossy(&by_tag.stderr));
+    assert_eq!(String::from_utf8(by_tag.stdout).unwrap().trim(), digest, "--allow-tag resolves the tag and prints the digest it signed");
     let said = site.ok("add", &[&reference]);
     assert!(said.contains("signed by cosign.pub"), "{said}");
 
     // The signature as stored, checked by openssl: the payload names the digest.
     let sig_tag = format!("{}.sig", digest.replace(':', "-"));
-    let address = &signed.registry.address;
     let manifest: Value = serde_json::from_slice(
         &Command::new("curl")
             .args(["-sf", "-H", "Accept: application/vnd.oci.image.manifest.v1+json"])
@@ -852,4 +866,344 @@ fn an_installed_pack_changed_on_disk_is_refused_at_load_even_without_a_signature
     assert!(said.starts_with("restored pack from"), "{said}");
     server.notification("notifications/prompts/list_changed");
     assert_eq!(server.list_all_names(), vec!["code_review"]);
+}
+
+/// `registry_tool sign` for `repository` at `digest` with `key`, and `extra` flags.
+fn tool_sign(registry: &Registry, repository: &str, digest: &str, key: &Path, extra: &[&str]) -> Value {
+    let mut args = vec!["sign", "--registry", &registry.address, "--repo", repository, "--digest", digest, "--key", key.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    tool(&args)
+}
+
+#[test]
+fn a_signature_binds_the_repository_and_cosigns_type_and_a_mirror_is_signed_as_what_it_copies() {
+    let signed = Signed::new();
+    let site = &signed.site;
+    let address = signed.registry.address.clone();
+    let (_, digest) = signed.publish_signed("code_review", "acme/real", "1", Some(&signed.key), &[]);
+
+    // The same manifest under another repository, with the signature made for
+    // the first one: the registry serves it, and it is refused, naming both.
+    let elsewhere = format!("{}:1", signed.registry.reference("acme/elsewhere"));
+    assert_eq!(publish(site, "code_review", &elsewhere), digest, "publish is deterministic: the same manifest");
+    tool_sign(&signed.registry, "acme/elsewhere", &digest, &signed.key, &["--identity-ref", &format!("{address}/acme/real")]);
+    let refused = site.refused("add", &[&elsewhere]);
+    assert_eq!(
+        refused.trim(),
+        format!(
+            "error: {}@{digest}: signature refused: no signature of {digest} is by a trusted signer (cosign.pub): signature 1 (by cosign.pub) \
+             signs it in the repository \"{address}/acme/real\", and it is installed from \"{address}/acme/elsewhere\" (a pack pulled from a \
+             mirror is signed as the repository [registry] mirrors maps it to)",
+            signed.registry.reference("acme/elsewhere")
+        )
+    );
+
+    // A payload of another type is no cosign image signature.
+    let (typed, typed_digest) = signed.publish_signed("dev_assistant", "acme/typed", "1", Some(&signed.key), &["--type", "atomic container signature"]);
+    let refused = site.refused("add", &[&typed]);
+    assert_eq!(
+        refused.trim(),
+        format!(
+            "error: {}@{typed_digest}: signature refused: no signature of {typed_digest} is by a trusted signer (cosign.pub): signature 1 (by \
+             cosign.pub) is of the type \"atomic container signature\", not cosign's \"cosign container image signature\"",
+            signed.registry.reference("acme/typed")
+        )
+    );
+    assert_eq!(site.lockfile(), "");
+
+    // A mirror: packs pulled from ADDRESS/mirror are signed as registry.example/acme.
+    let mirrored = Site::new(&format!(
+        "{}mirrors = {{ \"{address}/mirror\" = \"registry.example/acme\" }}\n[signatures]\nrequire = true\npublic_keys = [\"cosign.pub\"]\n",
+        plain(&signed.registry)
+    ));
+    std::fs::copy(site.path("cosign.pub"), mirrored.path("cosign.pub")).unwrap();
+    let reference = format!("{}:1", signed.registry.reference("mirror/pack"));
+    let digest = publish(&mirrored, "code_review", &reference);
+    tool_sign(&signed.registry, "mirror/pack", &digest, &signed.key, &["--identity-ref", "registry.example/acme/pack"]);
+    let said = mirrored.ok("add", &[&reference]);
+    assert!(said.contains(&format!("({digest}, ")) && said.contains("signed by cosign.pub)"), "{said}");
+    let inspected = prompt_host(&["inspect", mirrored.path("packs/pack.wasm").to_str().unwrap(), "--config", &mirrored.config()]);
+    let report = String::from_utf8_lossy(&inspected.stdout);
+    assert!(report.contains(&format!("  signed    by cosign.pub, manifest {digest}\n")), "{report}");
+    // Signed as the mirror's own name, it is not what the mirror copies.
+    let own_name = format!("{}:1", signed.registry.reference("mirror/own"));
+    let own_digest = publish(&mirrored, "dev_assistant", &own_name);
+    tool_sign(&signed.registry, "mirror/own", &own_digest, &signed.key, &[]);
+    let refused = mirrored.refused("add", &[&own_name]);
+    assert!(
+        refused.contains(&format!(
+            "signature 1 (by cosign.pub) signs it in the repository \"{address}/mirror/own\", and it is installed from \"registry.example/acme/own\""
+        )),
+        "{refused}"
+    );
+}
+
+/// `bytes` with a custom section added: the same component, another digest.
+fn with_custom_section(bytes: &[u8], name: &str) -> Vec<u8> {
+    let mut section = vec![name.len() as u8];
+    section.extend_from_slice(name.as_bytes());
+    section.extend_from_slice(b"another build");
+    let mut out = bytes.to_vec();
+    out.push(0);
+    out.push(section.len() as u8);
+    out.extend_from_slice(&section);
+    out
+}
+
+#[test]
+fn update_never_goes_back_to_an_earlier_digest_or_version_unless_told_and_the_store_keeps_only_what_is_installed() {
+    let signed = Signed::new();
+    let site = &signed.site;
+    let reference = format!("{}:stable", signed.registry.reference("acme/pack"));
+    // conformance says it is 0.1.0, writing_assistant 0.2.0 (describe-pack).
+    let (_, first) = signed.publish_signed("conformance", "acme/pack", "stable", Some(&signed.key), &[]);
+    site.ok("add", &[&reference]);
+    assert!(site.lockfile().contains(&format!("digest = \"{first}\"")), "{}", site.lockfile());
+    let (_, second) = signed.publish_signed("writing_assistant", "acme/pack", "stable", Some(&signed.key), &[]);
+    let said = site.ok("update", &[]);
+    assert!(said.trim().ends_with(&format!("(was {first})")), "{said}");
+    let lockfile = site.lockfile();
+    assert!(lockfile.contains("version = \"0.2.0\"") && lockfile.contains(&format!("previous_digests = [\"{first}\"]")), "{lockfile}");
+
+    // The tag moved back to the first, signed, digest: refused.
+    assert_eq!(publish(site, "conformance", &reference), first);
+    let refused = site.refused("update", &[]);
+    assert_eq!(
+        refused.trim(),
+        format!(
+            "pack: not updated, the installed pack stays: {reference} now names {first}, which pack was updated past (it has {second}): a \
+             registry may be rolling it back; `prompt-host update pack --allow-downgrade` installs it\nerror: 1 of 1 packs not updated"
+        )
+    );
+    // A new digest of an older version, signed: refused too, and nothing is stored for it.
+    let older = with_custom_section(&std::fs::read(built_plugin("conformance")).unwrap(), "rebuild");
+    let older_file = site.path("older.wasm");
+    std::fs::write(&older_file, &older).unwrap();
+    let output = site.run("publish", &[older_file.to_str().unwrap(), &reference]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let third = String::from_utf8(output.stdout).unwrap().trim().to_string();
+    tool_sign(&signed.registry, "acme/pack", &third, &signed.key, &[]);
+    let refused = site.refused("update", &["pack"]);
+    // The last two lines: loading the pulled pack to read its version may log its compile first.
+    let last_lines: Vec<&str> = refused.trim().lines().collect();
+    assert_eq!(
+        last_lines[last_lines.len().saturating_sub(2)..].join("\n"),
+        format!(
+            "pack: not updated, the installed pack stays: {reference} now names {third}, version \"0.1.0\", older than the installed version \
+             \"0.2.0\": a registry may be rolling it back; `prompt-host update pack --allow-downgrade` installs it\nerror: 1 of 1 packs not updated"
+        )
+    );
+    let store = |site: &Site| {
+        let mut names: Vec<String> = std::fs::read_dir(site.path("prompt-host-store/sha256"))
+            .map(|entries| entries.map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned()).collect())
+            .unwrap_or_default();
+        names.sort();
+        names
+    };
+    let sha256 = |bytes: &[u8]| {
+        use sha2::Digest;
+        sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect::<String>()
+    };
+    let installed = sha256_of("writing_assistant");
+    assert_eq!(store(site), vec![format!("{installed}.provenance.json"), format!("{installed}.wasm")], "update removed the first pack's store entry");
+
+    // Told to, it goes back; the store then holds only that pack.
+    let said = site.ok("update", &["pack", "--allow-downgrade"]);
+    assert!(said.trim().ends_with(&format!("(was {second})")), "{said}");
+    let lockfile = site.lockfile();
+    assert!(lockfile.contains(&format!("previous_digests = [\"{second}\", \"{first}\"]")), "{lockfile}");
+    let now = sha256(&older);
+    assert_eq!(store(site), vec![format!("{now}.provenance.json"), format!("{now}.wasm")]);
+
+    // A copy of the installed pack dropped in under another name inherits no provenance.
+    support::install_bytes(&site.path("packs"), &older, "dropped.wasm");
+    let mut server = Server::start(&["--config", &site.config()]);
+    let log = server.wait_for_stderr("(1 refused)");
+    assert!(log.contains("dropped") && log.contains("signature refused: it has no signature, and the configuration requires one"), "{log}");
+    server.close_stdin();
+    site.ok("remove", &["pack"]);
+    assert_eq!(store(site), Vec::<String>::new());
+}
+
+#[test]
+fn a_hostile_signature_manifest_is_skipped_and_said_and_junk_layers_hide_no_valid_signature() {
+    let signed = Signed::new();
+    let site = &signed.site;
+    // Twenty layers whose payloads are missing, then the real signature.
+    let (junk, junk_digest) = signed.publish_signed("code_review", "acme/junk", "1", Some(&signed.key), &["--junk-layers", "20"]);
+    let said = site.ok("add", &[&junk]);
+    assert!(said.contains(&format!("({junk_digest}, ")) && said.contains("signed by cosign.pub)"), "{said}");
+    let sig = format!("{}:{}.sig", signed.registry.reference("acme/junk"), junk_digest.replace(':', "-"));
+    for layer in [1, 20] {
+        assert!(
+            said.contains(&format!("layer {layer} of the signature manifest {sig}: a signed payload of {sig}: the registry answered 404")),
+            "{said}"
+        );
+    }
+
+    // A signature manifest larger than its bound: skipped, said, and the pull goes on.
+    let (oversized, oversized_digest) = signed.publish_signed("dev_assistant", "acme/oversized", "1", Some(&signed.key), &["--pad-manifest", "70000"]);
+    let refused = site.refused("add", &[&oversized]);
+    let sig = format!("{}:{}.sig", signed.registry.reference("acme/oversized"), oversized_digest.replace(':', "-"));
+    assert!(
+        refused.trim().ends_with(&format!(
+            "{}@{oversized_digest}: signature refused: it has no signature, and the configuration requires one (skipped as not signatures: the \
+             signature manifest {sig}: the manifest of {sig} is larger than the 65536 bytes allowed)",
+            signed.registry.reference("acme/oversized")
+        )),
+        "{refused}"
+    );
+    let unchecked = Site::new(&plain(&signed.registry));
+    let said = unchecked.ok("add", &[&oversized]);
+    assert!(said.contains(&format!("({oversized_digest}, ")) && said.contains(", unsigned) as "), "{said}");
+
+    // A signature manifest that is no manifest.
+    let garbage = Registry::spawn(&["serve-blob-liar", "--upstream", &signed.registry.address, "--garbage-signatures"]);
+    let lied_to = Site::new(&format!("{}[signatures]\nrequire = true\npublic_keys = [\"cosign.pub\"]\n", plain(&garbage)));
+    std::fs::copy(site.path("cosign.pub"), lied_to.path("cosign.pub")).unwrap();
+    let refused = lied_to.refused("add", &[&format!("{}:1", garbage.reference("acme/junk"))]);
+    let sig = format!("{}:{}.sig", garbage.reference("acme/junk"), junk_digest.replace(':', "-"));
+    assert!(
+        refused.contains(&format!(
+            "signature refused: it has no signature, and the configuration requires one (skipped as not signatures: the signature manifest {sig}: it is not an OCI image manifest: missing field"
+        )),
+        "{refused}"
+    );
+}
+
+#[test]
+fn credentials_go_only_over_https_or_to_the_registrys_own_host_on_every_path_and_metadata_realms_are_never_asked() {
+    let storage = tempfile::tempdir().unwrap();
+    let registry = Registry::start(storage.path(), &[]);
+    let keys = tool(&["keygen", "--out", storage.path().join("keys").to_str().unwrap()]);
+    let record = storage.path().join("token-requests.jsonl");
+    let guarded = Registry::spawn(&["serve-blob-liar", "--upstream", &registry.address, "--bearer", "alice:s3cret-Pa55", "--record", record.to_str().unwrap()]);
+    let site = Site::new(&plain(&guarded));
+    let credentials = |registry: &Registry| {
+        vec![("PROMPT_HOST_REGISTRY_USERNAME", "alice"), ("PROMPT_HOST_REGISTRY_PASSWORD", "s3cret-Pa55"), ("PROMPT_HOST_REGISTRY", registry.address.as_str())]
+            .into_iter()
+            .map(|(name, value)| (name, value.to_string()))
+            .collect::<Vec<_>>()
+    };
+    let run = |args: &[&str], registry: &Registry| {
+        let env = credentials(registry);
+        let env: Vec<(&str, &str)> = env.iter().map(|(name, value)| (*name, value.as_str())).collect();
+        prompt_host_with(args, &env)
+    };
+    let file = built_plugin("code_review");
+
+    // publish and sign sign in through the registry's token service, as pulls do.
+    let reference = format!("{}:1", guarded.reference("acme/pack"));
+    let published = run(&["publish", file.to_str().unwrap(), &reference, "--config", &site.config()], &guarded);
+    assert!(published.status.success(), "{}", String::from_utf8_lossy(&published.stderr));
+    let digest = String::from_utf8(published.stdout).unwrap().trim().to_string();
+    let at_digest = format!("{}@{digest}", guarded.reference("acme/pack"));
+    let signing = run(&["sign", &at_digest, "--key", keys["private"].as_str().unwrap(), "--config", &site.config()], &guarded);
+    assert!(signing.status.success(), "{}", String::from_utf8_lossy(&signing.stderr));
+    let requests: Vec<Value> = std::fs::read_to_string(&record).unwrap().lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+    assert_eq!(
+        requests,
+        vec![
+            json!({"scope": "repository:acme/pack:pull,push", "authorization": "basic"}),
+            json!({"scope": "repository:acme/pack:pull,push", "authorization": "basic"}),
+        ]
+    );
+
+    // A token service on this machine but not the registry's host gets no credentials, on any path.
+    let record = storage.path().join("other-host.jsonl");
+    let other_host = Registry::spawn(&[
+        "serve-blob-liar", "--upstream", &registry.address, "--bearer", "alice:s3cret-Pa55", "--realm", "http://localhost:PORT/token",
+        "--record", record.to_str().unwrap(),
+    ]);
+    let elsewhere = Site::new(&plain(&other_host));
+    let realm = format!("http://localhost:{}/token", other_host.address.rsplit(':').next().unwrap());
+    let withheld = format!(
+        "error: the token service {realm:?} of {0} refused access, and the credentials for {0} are never sent to it: they go only over HTTPS, or to the registry's own host on this machine",
+        other_host.address
+    );
+    let reference = format!("{}:1", other_host.reference("acme/pack"));
+    let at_digest = format!("{}@{digest}", other_host.reference("acme/pack"));
+    for args in [
+        vec!["publish", file.to_str().unwrap(), &reference, "--config", &elsewhere.config()],
+        vec!["sign", &at_digest, "--key", keys["private"].as_str().unwrap(), "--config", &elsewhere.config()],
+        vec!["add", &reference, "--config", &elsewhere.config()],
+    ] {
+        let output = run(&args, &other_host);
+        assert_eq!(String::from_utf8_lossy(&output.stderr).trim(), withheld, "{args:?}");
+    }
+    let requests = std::fs::read_to_string(&record).unwrap();
+    assert_eq!(requests.lines().count(), 3, "{requests}");
+    assert!(requests.lines().all(|line| line.contains("\"authorization\": \"none\"")), "{requests}");
+
+    // Token services on link-local, unspecified or metadata addresses, or on
+    // plain HTTP off this machine, are never asked, with or without credentials.
+    for (realm, why) in [
+        ("http://169.254.169.254/latest/meta-data/iam/security-credentials/", "it is a link-local address, where cloud metadata services answer"),
+        ("https://[fe80::1]/token", "it is a link-local address, where cloud metadata services answer"),
+        ("http://0.0.0.0:PORT/token", "it is an unspecified address"),
+        ("https://metadata.google.internal/computeMetadata/v1/", "it is a cloud metadata service's name"),
+        ("http://token.example/token", "it is plain HTTP on another machine: a token service is reached over HTTPS"),
+    ] {
+        let liar = Registry::spawn(&["serve-blob-liar", "--upstream", &registry.address, "--bearer", "alice:s3cret-Pa55", "--realm", realm]);
+        let site = Site::new(&plain(&liar));
+        let realm = realm.replace("PORT", liar.address.rsplit(':').next().unwrap());
+        let refusal = format!("error: {} names the token service {realm:?}, which is refused: {why}", liar.address);
+        let reference = format!("{}:1", liar.reference("acme/pack"));
+        let anonymous = prompt_host(&["add", &reference, "--config", &site.config()]);
+        assert_eq!(String::from_utf8_lossy(&anonymous.stderr).trim(), refusal);
+        let publishing = run(&["publish", file.to_str().unwrap(), &reference, "--config", &site.config()], &liar);
+        assert_eq!(String::from_utf8_lossy(&publishing.stderr).trim(), refusal);
+    }
+}
+
+/// wkg (wasm-pkg-tools), which tests/setup installs: on PATH, or in cargo's
+/// bin folder. Missing, the test fails: it is not skipped.
+fn wkg() -> Command {
+    let on_path = std::env::var_os("PATH").and_then(|paths| std::env::split_paths(&paths).map(|dir| dir.join("wkg")).find(|file| file.is_file()));
+    let cargo_home = std::env::var_os("CARGO_HOME").map(PathBuf::from).or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cargo")));
+    let in_cargo_bin = cargo_home.map(|home| home.join("bin/wkg")).filter(|file| file.is_file());
+    let wkg = on_path.or(in_cargo_bin).expect("wkg is missing: tests/setup installs it (cargo install wkg --version 0.16.1 --locked)");
+    let mut command = Command::new(wkg);
+    command
+        .env("DOCKER_CONFIG", Path::new(env!("CARGO_TARGET_TMPDIR")).join("no-docker-config"))
+        .env("XDG_CONFIG_HOME", Path::new(env!("CARGO_TARGET_TMPDIR")).join("no-wkg-config"))
+        .env_remove("WKG_OCI_USERNAME")
+        .env_remove("WKG_OCI_PASSWORD");
+    command
+}
+
+#[test]
+fn a_pack_pushed_by_wkg_installs_byte_for_byte_and_one_published_here_is_pulled_by_wkg_byte_for_byte() {
+    let version = wkg().arg("--version").output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&version.stdout).trim(), "wkg 0.16.1", "the version tests/setup pins");
+    let storage = tempfile::tempdir().unwrap();
+    let registry = Registry::start(storage.path(), &[]);
+    let site = Site::new(&plain(&registry));
+
+    // wkg pushes, prompt-host installs.
+    let pushed = wkg()
+        .args(["oci", "push", "--insecure", &registry.address, &format!("{}/by/wkg:1", registry.address)])
+        .arg(built_plugin("dev_assistant"))
+        .output()
+        .unwrap();
+    assert!(pushed.status.success(), "wkg oci push failed: {}", String::from_utf8_lossy(&pushed.stderr));
+    let printed = String::from_utf8(pushed.stdout).unwrap();
+    let digest = printed.lines().find_map(|line| line.strip_prefix("digest: ")).unwrap_or_else(|| panic!("wkg printed {printed:?}")).to_string();
+    let reference = format!("{}:1", registry.reference("by/wkg"));
+    let said = site.ok("add", &[&reference]);
+    assert!(said.contains(&format!("installed wkg from {reference} ({digest}, ")), "{said}");
+    assert_eq!(std::fs::read(site.path("packs/wkg.wasm")).unwrap(), std::fs::read(built_plugin("dev_assistant")).unwrap());
+    assert_eq!(site.list()[0]["prompts"], 3);
+
+    // prompt-host publishes, wkg pulls.
+    let reference = format!("{}:1", registry.reference("by/prompt-host"));
+    publish(&site, "code_review", &reference);
+    let pulled = site.path("pulled.wasm");
+    let output = wkg()
+        .args(["oci", "pull", "--insecure", &registry.address, &format!("{}/by/prompt-host:1", registry.address), "-o"])
+        .arg(&pulled)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "wkg oci pull failed: {}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(std::fs::read(&pulled).unwrap(), std::fs::read(built_plugin("code_review")).unwrap());
 }

@@ -394,6 +394,9 @@ class Registry:
                 return None
             raise
 
+    def delete_blob(self, repo, digest):
+        self.request("DELETE", f"/v2/{repo}/blobs/{digest}")
+
 
 # ---------------------------------------------------------------- keys
 
@@ -510,14 +513,17 @@ def cmd_keygen(args):
 # ---------------------------------------------------------------- signatures
 
 
-def simple_signing_payload(reference, digest):
+COSIGN_TYPE = "cosign container image signature"
+
+
+def simple_signing_payload(reference, digest, type_name=COSIGN_TYPE):
     """cosign's payload, byte for byte as Go's json.Marshal writes it."""
     return json.dumps(
         {
             "critical": {
                 "identity": {"docker-reference": reference},
                 "image": {"docker-manifest-digest": digest},
-                "type": "cosign container image signature",
+                "type": type_name,
             },
             "optional": None,
         },
@@ -584,7 +590,7 @@ def cmd_sign(args):
     key = load_private_key(args.key)
     reference = args.identity_ref or f"{args.registry}/{args.repo}"
     signed_digest = sha256_digest(b"not the signed manifest") if args.wrong_digest else args.digest
-    payload = simple_signing_payload(reference, signed_digest)
+    payload = simple_signing_payload(reference, signed_digest, args.type)
     signature = bytearray(key.sign(payload, ec.ECDSA(hashes.SHA256())))
     if args.corrupt:
         signature[-1] ^= 0x01  # still DER, no longer a signature of the payload
@@ -610,20 +616,30 @@ def cmd_sign(args):
         existing = registry.get_manifest(args.repo, tag)
         if existing:
             layers = json.loads(existing)["layers"]
+    # Junk before the signature: layers a verifier must skip without giving up.
+    missing = []
+    for number in range(args.junk_layers):
+        junk = simple_signing_payload(reference, sha256_digest(b"junk %d" % number))
+        registry.push_blob(args.repo, junk)  # deleted once the manifest is in: a missing layer
+        missing.append(sha256_digest(junk))
+        layers.append({"mediaType": SIMPLESIGNING, "digest": sha256_digest(junk), "size": len(junk),
+                       "annotations": {COSIGN_SIGNATURE: signature_b64}})
     layers.append(layer)
     config = cosign_config([entry["digest"] for entry in layers])
     registry.push_blob(args.repo, payload)
     registry.push_blob(args.repo, config)
-    manifest = json.dumps(
-        {
-            "schemaVersion": 2,
-            "mediaType": OCI_MANIFEST,
-            "config": {"mediaType": OCI_IMAGE_CONFIG, "size": len(config), "digest": sha256_digest(config)},
-            "layers": layers,
-        },
-        separators=(",", ":"),
-    ).encode()
+    manifest = {
+        "schemaVersion": 2,
+        "mediaType": OCI_MANIFEST,
+        "config": {"mediaType": OCI_IMAGE_CONFIG, "size": len(config), "digest": sha256_digest(config)},
+        "layers": layers,
+    }
+    if args.pad_manifest:
+        manifest["annotations"] = {"padding": "x" * args.pad_manifest}
+    manifest = json.dumps(manifest, separators=(",", ":")).encode()
     manifest_digest = registry.push_manifest(args.repo, tag, manifest)
+    for digest in missing:
+        registry.delete_blob(args.repo, digest)
     emit(
         {
             "tag": tag,
@@ -795,18 +811,30 @@ def cmd_serve_blob_liar(args):
         def do_GET(self):
             self.relay(send_body=True)
 
-        def relay(self, send_body):
+        def do_POST(self):
+            self.relay(send_body=True, method="POST")
+
+        def do_PUT(self):
+            self.relay(send_body=True, method="PUT")
+
+        def do_PATCH(self):
+            self.relay(send_body=True, method="PATCH")
+
+        def relay(self, send_body, method="GET"):
             if args.stall:
                 time.sleep(3600)  # accept, read the request, and never answer
                 return
             if bearer_basic and self.path.startswith("/token"):
                 return self.hand_out_token()
             if bearer_basic and self.headers["Authorization"] != "Bearer " + token:
-                realm = f'Bearer realm="http://{listening["address"]}/token",service="liar"'
+                realm_url = args.realm or f"http://{listening['address']}/token"
+                realm_url = realm_url.replace("ADDRESS", listening["address"]).replace("PORT", listening["address"].rsplit(":", 1)[1])
+                realm = f'Bearer realm="{realm_url}",service="liar"'
                 return self.answer(401, {"WWW-Authenticate": realm, "Content-Type": "application/json"}, b'{"errors":[]}', send_body)
-            headers = {name: self.headers[name] for name in ("Accept", "Range") if self.headers[name]}
+            headers = {name: self.headers[name] for name in ("Accept", "Range", "Content-Type") if self.headers[name]}
+            sent = self.rfile.read(int(self.headers["Content-Length"] or 0)) if method != "GET" else None
             try:
-                status, upstream_headers, body = upstream.request("GET", self.path, headers=headers)
+                status, upstream_headers, body = upstream.request(method, self.path, body=sent, headers=headers)
             except urllib.error.HTTPError as error:
                 status, upstream_headers, body = error.code, dict(error.headers), error.read()
             digest = self.path.rsplit("/", 1)[-1]
@@ -814,12 +842,19 @@ def cmd_serve_blob_liar(args):
                 body = bytes([body[0] ^ 0xFF]) + body[1:]  # same size, wrong bytes
             if "/manifests/" in self.path and args.pad_manifest and status == 200:
                 body = body + b" " * args.pad_manifest
-            names = ("Content-Type", "Docker-Content-Digest", "Docker-Distribution-Api-Version", "WWW-Authenticate")
+            if "/manifests/" in self.path and self.path.endswith(".sig") and args.garbage_signatures:
+                status, body = 200, b'{"schemaVersion":2,"not":"a manifest"}'
+                upstream_headers = {"Content-Type": OCI_MANIFEST}
+            names = ("Content-Type", "Docker-Content-Digest", "Docker-Distribution-Api-Version", "WWW-Authenticate", "Location")
             self.answer(status, {name: upstream_headers[name] for name in names if name in upstream_headers}, body, send_body)
 
         def hand_out_token(self):
             query = urllib.parse.parse_qs(urllib.parse.urlparse(self.path).query)
-            pulls = all(scope.startswith("repository:") and scope.endswith(":pull") for scope in query.get("scope", [""]))
+            if args.record:
+                with open(args.record, "a") as record:
+                    sent = "basic" if (self.headers["Authorization"] or "").startswith("Basic ") else "none"
+                    record.write(json.dumps({"scope": query.get("scope", [""])[0], "authorization": sent}) + "\n")
+            pulls = all(scope.startswith("repository:") and scope.endswith((":pull", ":pull,push")) for scope in query.get("scope", [""]))
             if self.headers["Authorization"] != bearer_basic or not pulls or query.get("service") != ["liar"]:
                 return self.answer(401, {"Content-Type": "application/json"}, b'{"details":"wrong credentials"}', True)
             answer = json.dumps({"token": token, "padding": "x" * args.token_bytes}).encode()
@@ -940,6 +975,11 @@ Prints
     sub.add_argument("--digest", required=True, help="the signed manifest's digest, sha256:HEX")
     sub.add_argument("--key", required=True, help="private key: PKCS#8 PEM, or cosign.key (password from COSIGN_PASSWORD)")
     sub.add_argument("--identity-ref", help="the payload's docker-reference (default: ADDRESS/REPO)")
+    sub.add_argument("--type", default=COSIGN_TYPE, help=f"the payload's critical.type (default: {COSIGN_TYPE!r})")
+    sub.add_argument("--junk-layers", type=int, default=0, metavar="N",
+                     help="put N layers before the signature whose payload blobs are missing (pushed, then deleted)")
+    sub.add_argument("--pad-manifest", type=int, default=0, metavar="N",
+                     help="an N-byte annotation in the signature manifest (an oversized manifest)")
     sub.add_argument("--wrong-digest", action="store_true", help="the payload names another digest (a refusal test)")
     sub.add_argument("--corrupt", action="store_true", help="alter the signature's last byte (a refusal test)")
     sub.add_argument("--append", action="store_true", help="add a layer to an existing .sig manifest instead of replacing it")
@@ -991,7 +1031,8 @@ the Rekor key as a tlog, and a test CT log key). Prints
 
     sub = command("serve-blob-liar", cmd_serve_blob_liar, """Serve pulls from a real registry, lying as told (plain HTTP on 127.0.0.1).
 
-Relays GET and HEAD to UPSTREAM. With --corrupt-blob DIGEST, that blob's first
+Relays GET, HEAD, POST, PUT and PATCH to UPSTREAM (an upload's Location is
+the upstream's own). With --corrupt-blob DIGEST, that blob's first
 byte is flipped (same size, so only a digest check catches it); with
 --pad-manifest N, every manifest gets N spaces appended (an oversized manifest
 whose digest no longer matches). Prints one JSON line, then serves until killed:
@@ -1003,7 +1044,13 @@ whose digest no longer matches). Prints one JSON line, then serves until killed:
     sub.add_argument("--pad-manifest", type=int, default=0, metavar="N", help="append N bytes to every manifest")
     sub.add_argument("--bearer", metavar="USER:PASSWORD", help="require a Bearer token from the liar's own token service, "
                      "which gives one for these Basic credentials")
+    sub.add_argument("--garbage-signatures", action="store_true",
+                     help="answer every signature manifest (a tag ending in .sig) with JSON that is no manifest")
     sub.add_argument("--token-bytes", type=int, default=0, metavar="N", help="pad the token service's answer with N bytes")
+    sub.add_argument("--realm", metavar="URL", help="with --bearer: the realm the challenge names (ADDRESS in it is the liar's "
+                     "address, PORT its port; default http://ADDRESS/token)")
+    sub.add_argument("--record", metavar="FILE", help="with --bearer: append a JSON line per token request to FILE: "
+                     "{\"scope\": SCOPE, \"authorization\": \"basic\" or \"none\"}")
     sub.add_argument("--stall", action="store_true", help="accept every request and never answer it")
     sub.add_argument("--port", type=int, default=0, help="port (default: a free one)")
 

@@ -178,10 +178,17 @@ enum Command {
         install: InstallArgs,
     },
     /// Resolve the tags of installed packs again (or of NAME's) and install
-    /// what changed, verified. A pack that fails keeps what is installed,
-    /// and the reason is printed; exits with status 1 if any failed.
+    /// what changed, verified, never an older pack: not a digest the install
+    /// had before, nor a lower version (describe-pack). A pack that fails
+    /// keeps what is installed, and the reason is printed; exits with status
+    /// 1 if any failed. The pack store then keeps only what prompt-host.lock
+    /// names.
     Update {
         name: Option<String>,
+        /// Install what the reference names even if it is older than the
+        /// installed pack (a rollback you mean).
+        #[arg(long)]
+        allow_downgrade: bool,
         #[command(flatten)]
         install: InstallArgs,
     },
@@ -203,16 +210,21 @@ enum Command {
         install: InstallArgs,
     },
     /// Sign a pack in a registry as cosign does (the signature names its
-    /// manifest digest, never a tag), and store the signature beside it.
+    /// manifest digest and its repository, never a tag), store the signature
+    /// beside it, and say what was signed.
     /// The key is cosign's (`cosign generate-key-pair` writes cosign.key;
     /// its password is read from COSIGN_PASSWORD) or a PKCS#8 PEM ECDSA
     /// P-256 key.
     Sign {
-        /// oci://REGISTRY/REPOSITORY@sha256:HEX (a tag is resolved to its digest first)
+        /// oci://REGISTRY/REPOSITORY@sha256:HEX, the digest `publish` printed
         reference: String,
         /// The private key.
         #[arg(long, value_name = "FILE")]
         key: PathBuf,
+        /// Accept a tag (oci://REGISTRY/REPOSITORY:TAG): it is resolved to the
+        /// digest it names now, which may not be what was published.
+        #[arg(long)]
+        allow_tag: bool,
         /// A config file whose [registry] section says how to reach the registry.
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
@@ -496,11 +508,11 @@ fn main() -> ExitCode {
                 complete(file, prompt, argument, typed, context, plugin).await
             }
             Command::Add { reference, name, install } => packs::add(&install.config, &reference, name.as_deref()).await,
-            Command::Update { name, install } => packs::update(&install.config, name.as_deref()).await,
+            Command::Update { name, allow_downgrade, install } => packs::update(&install.config, name.as_deref(), allow_downgrade).await,
             Command::Remove { name, install } => packs::remove(&install.config, &name).await,
             Command::List { json, install } => packs::list(&install.config, json).await,
             Command::Publish { file, reference, config } => packs::publish(&file, &reference, config.as_deref()).await,
-            Command::Sign { reference, key, config } => packs::sign(&reference, &key, config.as_deref()).await,
+            Command::Sign { reference, key, allow_tag, config } => packs::sign(&reference, &key, allow_tag, config.as_deref()).await,
         }
     });
     // Everything to be written has been: do not wait for what is left, such

@@ -43,10 +43,10 @@ pub async fn add(config_path: &Path, reference: &str, name: Option<&str>) -> any
     Ok(())
 }
 
-pub async fn update(config_path: &Path, name: Option<&str>) -> anyhow::Result<()> {
+pub async fn update(config_path: &Path, name: Option<&str>, allow_downgrade: bool) -> anyhow::Result<()> {
     let config = config(config_path)?;
     let installation = Installation::new(&config)?;
-    let outcomes = installation.update(name, &|_, _| {}).await?;
+    let outcomes = installation.update(name, allow_downgrade, &|_, _| {}).await?;
     let mut failed = 0;
     for (name, outcome) in &outcomes {
         match outcome {
@@ -99,12 +99,13 @@ fn optional_config(path: Option<&Path>) -> anyhow::Result<ServeConfig> {
     })
 }
 
-pub async fn sign(reference: &str, key: &Path, config_path: Option<&Path>) -> anyhow::Result<()> {
+pub async fn sign(reference: &str, key: &Path, allow_tag: bool, config_path: Option<&Path>) -> anyhow::Result<()> {
     let config = optional_config(config_path)?;
     let password = std::env::var("COSIGN_PASSWORD").unwrap_or_default();
-    let digest = install::sign(&config, reference, key, password.as_bytes()).await?;
-    eprintln!("signed {digest} with {}", key.display());
-    println!("{digest}");
+    let signed = install::sign(&config, reference, key, password.as_bytes(), allow_tag).await?;
+    eprintln!("signed {} in the repository {} with {}", signed.digest, signed.repository, key.display());
+    // The digest alone on stdout, for scripts.
+    println!("{}", signed.digest);
     Ok(())
 }
 
