@@ -222,6 +222,22 @@ mod tests {
     }
 
     #[test]
+    fn a_replacing_pack_keeps_the_digests_moved_past_newest_first_without_itself_and_bounded() {
+        let digest = |n: usize| format!("sha256:{n:064x}");
+        let mut installed = LockedPack { digest: digest(0), ..pack("acme") };
+        for n in 1..=MAX_PREVIOUS_DIGESTS + 5 {
+            installed = LockedPack { digest: digest(n), ..pack("acme") }.replacing(&installed);
+        }
+        assert_eq!(installed.previous_digests.len(), MAX_PREVIOUS_DIGESTS);
+        assert_eq!(installed.previous_digests[0], digest(MAX_PREVIOUS_DIGESTS + 4));
+        // Back to an earlier digest (allowed): it leaves the list, the one replaced joins it.
+        let back = LockedPack { digest: digest(MAX_PREVIOUS_DIGESTS), ..pack("acme") }.replacing(&installed);
+        assert_eq!(back.previous_digests[0], digest(MAX_PREVIOUS_DIGESTS + 5));
+        assert!(!back.previous_digests.contains(&back.digest));
+        assert_eq!(back.previous_digests.len(), MAX_PREVIOUS_DIGESTS);
+    }
+
+    #[test]
     fn an_unknown_version_or_key_is_refused_naming_the_file() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(LOCKFILE_NAME);

@@ -2,8 +2,9 @@
 //!
 //! A pack from a registry is signed by its publisher with cosign: the
 //! signature covers a small JSON payload ("simple signing") that names the
-//! pack's manifest digest, and the manifest names the component's digest.
-//! So a signature is bound to exact bytes, never to a tag. The host keeps
+//! pack's manifest digest, its repository and cosign's type, and the
+//! manifest names the component's digest. So a signature is bound to exact
+//! bytes in one repository, never to a tag. The host keeps
 //! what it pulled (the manifest and the signatures: a [`Provenance`]) and
 //! checks the whole chain again at every load, from the component's bytes
 //! up to a key the configuration trusts: a file changed on disk, in the
