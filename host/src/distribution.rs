@@ -312,14 +312,6 @@ pub struct RegistryClient {
 
 impl RegistryClient {
     pub fn new(settings: RegistrySettings) -> Result<RegistryClient, DistributionError> {
-        let client = |redirects: reqwest::redirect::Policy| {
-            let mut http = reqwest::Client::builder().connect_timeout(CONNECT_TIMEOUT).read_timeout(STALL_TIMEOUT).redirect(redirects);
-            for pem in &settings.ca_certificates {
-                let certificate = reqwest::Certificate::from_pem(pem).map_err(|error| DistributionError::Certificate(error.to_string()))?;
-                http = http.add_root_certificate(certificate);
-            }
-            http.build().map_err(|error| DistributionError::Certificate(error.to_string()))
-        };
         // Registries send blobs from elsewhere (a CDN) by redirect; never to a
         // link-local or metadata address (reqwest drops the authorization
         // when a redirect leaves the registry's host).
@@ -333,9 +325,13 @@ impl RegistryClient {
                 attempt.follow()
             }
         });
-        let http = client(redirects)?;
-        let token_http = client(reqwest::redirect::Policy::none())?;
+        let http = http_client(&settings, redirects, None)?;
+        let token_http = http_client(&settings, reqwest::redirect::Policy::none(), None)?;
         Ok(RegistryClient { http, token_http, settings })
+    }
+
+    fn client(&self, redirects: reqwest::redirect::Policy, pinned: Option<(&str, &[std::net::SocketAddr])>) -> Result<reqwest::Client, DistributionError> {
+        http_client(&self.settings, redirects, pinned)
     }
 
     /// The digest `reference` names now: its own digest, or the SHA-256 of
@@ -662,7 +658,11 @@ impl RegistryClient {
         let may_send_credentials = credentials_may_go_to(&realm_url, reference.resolve_registry());
         let withheld = basic.is_some() && !may_send_credentials;
         // No redirect: the guard has looked at this URL, and only at it.
-        let mut request = self.token_http.get(realm_url);
+        let token_http = match checked_realm_addresses(&realm_url).await.map_err(refused)? {
+            Some((name, addresses)) => self.client(reqwest::redirect::Policy::none(), Some((&name, &addresses)))?,
+            None => self.token_http.clone(),
+        };
+        let mut request = token_http.get(realm_url);
         if let Some((user, password)) = basic.filter(|_| may_send_credentials) {
             request = request.basic_auth(user, Some(password));
         }
@@ -789,6 +789,24 @@ impl RegistryClient {
 
 const MANIFEST_ACCEPT: &str = "application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json";
 
+/// An HTTP client trusting the configured CAs, following `redirects`, and
+/// with `pinned`, reaching that name only at those addresses.
+fn http_client(
+    settings: &RegistrySettings,
+    redirects: reqwest::redirect::Policy,
+    pinned: Option<(&str, &[std::net::SocketAddr])>,
+) -> Result<reqwest::Client, DistributionError> {
+    let mut http = reqwest::Client::builder().connect_timeout(CONNECT_TIMEOUT).read_timeout(STALL_TIMEOUT).redirect(redirects);
+    for pem in &settings.ca_certificates {
+        let certificate = reqwest::Certificate::from_pem(pem).map_err(|error| DistributionError::Certificate(error.to_string()))?;
+        http = http.add_root_certificate(certificate);
+    }
+    if let Some((name, addresses)) = pinned {
+        http = http.resolve_to_addrs(name, addresses);
+    }
+    http.build().map_err(|error| DistributionError::Certificate(error.to_string()))
+}
+
 /// What a token is asked for.
 #[derive(Debug, Clone, Copy)]
 enum Access {
@@ -826,28 +844,56 @@ fn refused_realm(realm: &url::Url) -> Option<String> {
 /// link-local, unspecified or cloud metadata address or name.
 fn refused_address(url: &url::Url) -> Option<String> {
     let host = url.host_str().unwrap_or_default().trim_matches(['[', ']']).to_ascii_lowercase();
-    if let Ok(ip) = host.parse::<std::net::IpAddr>() {
-        let ip = match ip {
-            std::net::IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, std::net::IpAddr::V4),
-            v4 => v4,
-        };
-        if ip.is_unspecified() {
-            return Some("it is an unspecified address".into());
-        }
-        let link_local = match ip {
-            std::net::IpAddr::V4(v4) => v4.is_link_local(),
-            std::net::IpAddr::V6(v6) => v6.segments()[0] & 0xffc0 == 0xfe80,
-        };
-        if link_local {
-            return Some("it is a link-local address, where cloud metadata services answer".into());
-        }
-        if METADATA_ADDRESSES.iter().any(|metadata| metadata.parse::<std::net::IpAddr>().is_ok_and(|metadata| metadata == ip)) {
-            return Some("it is a cloud metadata service's address".into());
-        }
-    } else if METADATA_HOSTS.contains(&host.trim_end_matches('.')) {
-        return Some("it is a cloud metadata service's name".into());
+    match host.parse::<std::net::IpAddr>() {
+        Ok(ip) => refused_ip(ip),
+        Err(_) if METADATA_HOSTS.contains(&host.trim_end_matches('.')) => Some("it is a cloud metadata service's name".into()),
+        Err(_) => None,
+    }
+}
+
+/// Why `ip` is never asked anything, if it is not: link-local, unspecified
+/// or a cloud metadata service's.
+fn refused_ip(ip: std::net::IpAddr) -> Option<String> {
+    let ip = match ip {
+        std::net::IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, std::net::IpAddr::V4),
+        v4 => v4,
+    };
+    if ip.is_unspecified() {
+        return Some("it is an unspecified address".into());
+    }
+    let link_local = match ip {
+        std::net::IpAddr::V4(v4) => v4.is_link_local(),
+        std::net::IpAddr::V6(v6) => v6.segments()[0] & 0xffc0 == 0xfe80,
+    };
+    if link_local {
+        return Some("it is a link-local address, where cloud metadata services answer".into());
+    }
+    if METADATA_ADDRESSES.iter().any(|metadata| metadata.parse::<std::net::IpAddr>().is_ok_and(|metadata| metadata == ip)) {
+        return Some("it is a cloud metadata service's address".into());
     }
     None
+}
+
+/// The addresses the token service at `realm` is asked at: a name is
+/// resolved once here, each address checked as [`refused_realm`] checks a
+/// literal one (a name resolving to a metadata address is refused, and a
+/// plain-HTTP one must resolve to this machine), and the request is pinned
+/// to them, so no second lookup can answer otherwise. `None` for a literal
+/// address, checked already.
+async fn checked_realm_addresses(realm: &url::Url) -> Result<Option<(String, Vec<std::net::SocketAddr>)>, String> {
+    let Some(url::Host::Domain(name)) = realm.host() else { return Ok(None) };
+    let port = realm.port_or_known_default().unwrap_or(443);
+    let addresses: Vec<std::net::SocketAddr> =
+        tokio::net::lookup_host((name, port)).await.map_err(|error| format!("its name does not resolve: {error}"))?.collect();
+    for address in &addresses {
+        if let Some(why) = refused_ip(address.ip()) {
+            return Err(format!("{name} resolves to {}: {why}", address.ip()));
+        }
+        if realm.scheme() == "http" && !address.ip().is_loopback() {
+            return Err(format!("{name} resolves to {}: plain HTTP on another machine: a token service is reached over HTTPS", address.ip()));
+        }
+    }
+    Ok(Some((name.to_string(), addresses)))
 }
 
 /// Cloud metadata services outside the link-local ranges (AWS's IPv6 one,
@@ -1036,6 +1082,17 @@ mod tests {
         assert_eq!(why("https://auth.example/token"), None);
         assert_eq!(why("http://127.0.0.1:5000/token"), None);
         assert_eq!(why("http://[::1]:5000/token"), None);
+    }
+
+    #[tokio::test]
+    async fn a_token_service_named_by_a_name_is_pinned_to_the_addresses_checked() {
+        let realm = url::Url::parse("http://localhost:5000/token").unwrap();
+        let (name, addresses) = checked_realm_addresses(&realm).await.unwrap().expect("a name is resolved");
+        assert_eq!(name, "localhost");
+        assert!(!addresses.is_empty() && addresses.iter().all(|address| address.ip().is_loopback() && address.port() == 5000), "{addresses:?}");
+        assert_eq!(checked_realm_addresses(&url::Url::parse("http://127.0.0.1:5000/token").unwrap()).await, Ok(None));
+        assert_eq!(refused_ip("169.254.169.254".parse().unwrap()), Some("it is a link-local address, where cloud metadata services answer".into()));
+        assert_eq!(refused_ip("127.0.0.1".parse().unwrap()), None);
     }
 
     #[test]
