@@ -48,8 +48,9 @@
 //! issuer = "https://idp.example"  # the authorization server whose tokens count
 //! jwks_uri = "https://idp.example/jwks"     # default: from the issuer's metadata
 //! scope = "prompts"               # the scope needed to list, get and complete prompts
-//! leeway_secs = 30                # on exp and nbf
+//! leeway_secs = 30                # on exp and nbf, at most 300
 //! jwks_min_refresh_secs = 10      # how often an unknown key id may refetch the keys
+//! jwks_max_age_secs = 3600        # keys this old are fetched again in the background (at most 86400)
 //! ca_file = "idp-ca.pem"          # a CA trusted for the issuer besides the system's
 //! tenant_claim = "tenant"         # the claim naming the tenant (a string, or an array such as groups)
 //! default_tenant = "public"       # for tokens naming no tenant; default: no prompts
@@ -75,7 +76,7 @@ use crate::distribution::RegistrySettings;
 use crate::loader::PluginSettings;
 use crate::sandbox::{MAX_WASM_STACK, SandboxConfig};
 use crate::signature::{Identity, Keyless, SignaturePolicy, TrustedKey, TrustedRoot};
-use crate::transport::authorization::{AuthorizationSettings, DEFAULT_KEYS_MIN_REFRESH, DEFAULT_LEEWAY, Introspection};
+use crate::transport::authorization::{AuthorizationSettings, DEFAULT_KEYS_MAX_AGE, DEFAULT_KEYS_MIN_REFRESH, DEFAULT_LEEWAY, Introspection};
 
 /// Everything `prompt-host serve` needs to know.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -459,6 +460,7 @@ struct AuthorizationSection {
     scope: Option<String>,
     leeway_secs: Option<u64>,
     jwks_min_refresh_secs: Option<u64>,
+    jwks_max_age_secs: Option<u64>,
     ca_file: Option<PathBuf>,
     tenant_claim: Option<String>,
     default_tenant: Option<String>,
@@ -507,6 +509,7 @@ impl AuthorizationSection {
             scope: self.scope.clone().unwrap_or_else(|| DEFAULT_SCOPE.to_string()),
             leeway: self.leeway_secs.map_or(DEFAULT_LEEWAY, Duration::from_secs),
             keys_min_refresh: self.jwks_min_refresh_secs.map_or(DEFAULT_KEYS_MIN_REFRESH, Duration::from_secs),
+            keys_max_age: self.jwks_max_age_secs.map_or(DEFAULT_KEYS_MAX_AGE, Duration::from_secs),
             tenant_claim: self.tenant_claim.clone(),
             ca_certificates,
             introspection: self.introspection(folder)?,
@@ -681,6 +684,22 @@ mod tests {
             ServeConfig::from_toml("[authorization]\nresource = \"https://p.example/mcp\"\nissuer = \"http://idp.example\"\n").unwrap_err(),
             "authorization.issuer must be an https:// URL (plain http only on loopback): http://idp.example/"
         );
+    }
+
+    #[test]
+    fn the_leeway_and_the_keys_age_are_bounded() {
+        let authorization = "[authorization]\nresource = \"https://p.example/mcp\"\nissuer = \"https://idp.example\"\n";
+        assert_eq!(
+            ServeConfig::from_toml(&format!("{authorization}leeway_secs = 301\n")).unwrap_err(),
+            "authorization.leeway_secs must be at most 300"
+        );
+        assert_eq!(
+            ServeConfig::from_toml(&format!("{authorization}jwks_max_age_secs = 0\n")).unwrap_err(),
+            "authorization.jwks_max_age_secs must be between 1 and 86400"
+        );
+        let config = ServeConfig::from_toml(&format!("{authorization}leeway_secs = 300\njwks_max_age_secs = 60\n")).unwrap();
+        let authorization = config.authorization.unwrap();
+        assert_eq!((authorization.leeway, authorization.keys_max_age), (Duration::from_secs(300), Duration::from_secs(60)));
     }
 
     #[test]

@@ -91,9 +91,10 @@ class Provider:
 
 
 @contextmanager
-def site(extra: str = "", server_extra: str = ""):
+def site(extra: str = "", server_extra: str = "", authorization_extra: str = "", introspection_endpoint: str | None = None):
     """A provider, and prompt-host serving two tenants behind it: acme
-    (code_review) and globex (dev_assistant), one prompt per page."""
+    (code_review) and globex (dev_assistant), one prompt per page. Opaque
+    tokens are introspected by the provider, or at `introspection_endpoint`."""
     with tempfile.TemporaryDirectory() as work:
         work = Path(work)
         port = free_port()
@@ -107,8 +108,9 @@ def site(extra: str = "", server_extra: str = ""):
         (work / "prompt-host.toml").write_text(
             f'[server]\npage_size = 1\n{server_extra}'
             f'[authorization]\nresource = "{url}"\nissuer = "{provider.issuer}"\ntenant_claim = "tenant"\n'
-            f'jwks_min_refresh_secs = 1\n'
-            f'introspection_endpoint = "{provider.issuer}/token/introspection"\nclient_id = "prompt-host"\n'
+            f'jwks_min_refresh_secs = 1\n{authorization_extra}'
+            f'introspection_endpoint = "{introspection_endpoint or provider.issuer + "/token/introspection"}"\n'
+            f'client_id = "prompt-host"\n'
             f'client_secret_file = "introspection-secret"\n'
             f'[tenants.acme]\nplugins = "acme"\n[tenants.globex]\nplugins = "globex"\n{extra}'
         )
@@ -222,6 +224,10 @@ def test_the_resource_metadata_names_the_provider_and_tokens_that_do_not_count_g
             "it is signed by a key the issuer does not publish": provider.forge("valid", stranger_key),
             "its type is \\\"JWT\\\", not at+jwt": provider.forge("untyped"),
             "its algorithm RS256 is not the one its key is for": provider.forge("rs256-on-ec-key"),
+            "it is bound to a proof of possession (cnf: DPoP, RFC 9449, or mTLS, RFC 8705), which this server does not verify":
+                provider.forge("cnf"),
+            "its header names critical extensions (crit), which this server does not understand (RFC 7515 §4.1.11)":
+                provider.forge("crit"),
         }
         for reason, token in refused.items():
             answer = post(url, token)

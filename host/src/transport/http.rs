@@ -594,7 +594,7 @@ impl Gate {
                 None => Vec::new(),
             },
             Access::OAuth(server) => {
-                match server.authorize(request.headers().get(hyper::header::AUTHORIZATION).map(|value| value.as_bytes())).await {
+                match server.authorize(request.headers().get(hyper::header::AUTHORIZATION).map(|value| value.as_bytes()), peer.ip()).await {
                     Ok(grant) => grant.tenants,
                     Err(denial) => return Refusal::Denied { challenge: server.challenge(&denial), denial }.answer(peer, &self.refusals),
                 }
@@ -711,7 +711,7 @@ impl Refusal {
                     Denial::NoToken => (StatusCode::UNAUTHORIZED, "unauthorized: an OAuth access token is required"),
                     Denial::InvalidToken(_) => (StatusCode::UNAUTHORIZED, "unauthorized: the access token is not valid"),
                     Denial::InsufficientScope => (StatusCode::FORBIDDEN, "forbidden: the access token lacks the scope"),
-                    Denial::IssuerUnavailable(_) => {
+                    Denial::IssuerUnavailable(_) | Denial::Busy(_) => {
                         (StatusCode::SERVICE_UNAVAILABLE, "service unavailable: access tokens cannot be checked now")
                     }
                 };
