@@ -58,6 +58,7 @@
 //! introspection_endpoint = "https://idp.example/token/introspection"  # opaque tokens (RFC 7662)
 //! client_id = "prompt-host"       # this server's client at the issuer, to introspect
 //! client_secret_file = "idp-client-secret"
+//! introspections_per_client = 2   # under way or waiting per client address (1 to 16; raise it behind a proxy)
 //!
 //! [tenants.acme]                  # the prompts of tokens whose tenant claim says "acme"
 //! plugins = "packs/acme"
@@ -76,7 +77,7 @@ use crate::distribution::RegistrySettings;
 use crate::loader::PluginSettings;
 use crate::sandbox::{MAX_WASM_STACK, SandboxConfig};
 use crate::signature::{Identity, Keyless, SignaturePolicy, TrustedKey, TrustedRoot};
-use crate::transport::authorization::{AuthorizationSettings, DEFAULT_KEYS_MAX_AGE, DEFAULT_KEYS_MIN_REFRESH, DEFAULT_LEEWAY, Introspection};
+use crate::transport::authorization::{AuthorizationSettings, DEFAULT_INTROSPECTIONS_PER_CLIENT, DEFAULT_KEYS_MAX_AGE, DEFAULT_KEYS_MIN_REFRESH, DEFAULT_LEEWAY, Introspection};
 
 /// Everything `prompt-host serve` needs to know.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -468,6 +469,7 @@ struct AuthorizationSection {
     accept_untyped_jwt: Option<bool>,
     client_id: Option<String>,
     client_secret_file: Option<PathBuf>,
+    introspections_per_client: Option<u64>,
 }
 
 impl AuthorizationSection {
@@ -508,6 +510,9 @@ impl AuthorizationSection {
             jwks_uri: self.jwks_uri.as_deref().map(|uri| url("jwks_uri", uri)).transpose()?,
             scope: self.scope.clone().unwrap_or_else(|| DEFAULT_SCOPE.to_string()),
             leeway: self.leeway_secs.map_or(DEFAULT_LEEWAY, Duration::from_secs),
+            introspections_per_client: self
+                .introspections_per_client
+                .map_or(DEFAULT_INTROSPECTIONS_PER_CLIENT, |count| usize::try_from(count).unwrap_or(usize::MAX)),
             keys_min_refresh: self.jwks_min_refresh_secs.map_or(DEFAULT_KEYS_MIN_REFRESH, Duration::from_secs),
             keys_max_age: self.jwks_max_age_secs.map_or(DEFAULT_KEYS_MAX_AGE, Duration::from_secs),
             tenant_claim: self.tenant_claim.clone(),
@@ -696,6 +701,10 @@ mod tests {
         assert_eq!(
             ServeConfig::from_toml(&format!("{authorization}jwks_max_age_secs = 0\n")).unwrap_err(),
             "authorization.jwks_max_age_secs must be between 1 and 86400"
+        );
+        assert_eq!(
+            ServeConfig::from_toml(&format!("{authorization}introspections_per_client = 17\n")).unwrap_err(),
+            "authorization.introspections_per_client must be between 1 and 16"
         );
         let config = ServeConfig::from_toml(&format!("{authorization}leeway_secs = 300\njwks_max_age_secs = 60\n")).unwrap();
         let authorization = config.authorization.unwrap();

@@ -143,27 +143,30 @@ def test_introspection_answers_are_checked_claim_by_claim():
         introspector.close()
 
 
-def test_one_client_has_at_most_two_introspections_under_way():
-    introspector = Introspector(delay=1.0)
-    try:
-        with site(introspection_endpoint=f"{introspector.url}/introspect") as (provider, url, _, log_path):
-            answers = []
-            threads = [threading.Thread(target=lambda: answers.append(request_from("127.0.0.7", url, f"junk{uuid.uuid4().hex}")))
-                       for _ in range(2)]
-            for thread in threads:
-                thread.start()
-            time.sleep(0.3)
-            third = request_from("127.0.0.7", url, f"junk{uuid.uuid4().hex}")
-            # Another address is not held up by that client's two.
-            valid = request_from("127.0.0.8", url, introspector.issue(provider.issuer, url))
-            for thread in threads:
-                thread.join()
-            assert third == (503, b"service unavailable: access tokens cannot be checked now\n")
-            assert valid[0] == 200
-            assert sorted(status for status, _ in answers) == [401, 401]
-            assert "the token cannot be checked now: 2 introspections from this client are under way" in log_path.read_text()
-    finally:
-        introspector.close()
+def test_one_client_has_at_most_two_introspections_under_way_unless_configured():
+    for per_client, authorization_extra in ((2, ""), (3, "introspections_per_client = 3\n")):
+        introspector = Introspector(delay=1.0)
+        try:
+            with site(authorization_extra=authorization_extra, introspection_endpoint=f"{introspector.url}/introspect") \
+                    as (provider, url, _, log_path):
+                answers = []
+                threads = [threading.Thread(target=lambda: answers.append(request_from("127.0.0.7", url, f"junk{uuid.uuid4().hex}")))
+                           for _ in range(per_client)]
+                for thread in threads:
+                    thread.start()
+                time.sleep(0.3)
+                over = request_from("127.0.0.7", url, f"junk{uuid.uuid4().hex}")
+                # Another address is not held up by that client's turns.
+                valid = request_from("127.0.0.8", url, introspector.issue(provider.issuer, url))
+                for thread in threads:
+                    thread.join()
+                assert over == (503, b"service unavailable: access tokens cannot be checked now\n")
+                assert valid[0] == 200
+                assert sorted(status for status, _ in answers) == [401] * per_client
+                assert f"the token cannot be checked now: {per_client} introspections from this client are under way" \
+                    in log_path.read_text()
+        finally:
+            introspector.close()
 
 
 def flood(delay: float, valid_tokens: int) -> tuple[float, Counter]:

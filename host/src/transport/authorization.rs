@@ -63,9 +63,11 @@ pub const INTROSPECTION_CACHE_MAX: Duration = Duration::from_secs(300);
 pub const INTROSPECTION_REFUSAL_TTL: Duration = Duration::from_secs(10);
 /// Introspections under way at once.
 pub const MAX_INTROSPECTIONS_IN_FLIGHT: usize = 16;
-/// Introspections under way or waiting for a turn, per client address (an
-/// IPv6 /64); past it, that client's request gets 503 at once.
-pub const MAX_INTROSPECTIONS_PER_PEER: usize = 2;
+/// The default of `introspections_per_client`: introspections under way or
+/// waiting for a turn, per client address (an IPv6 /64); past it, that
+/// client's request gets 503 at once. (Behind a proxy every client has the
+/// proxy's address: raise it there.)
+pub const DEFAULT_INTROSPECTIONS_PER_CLIENT: usize = 2;
 /// How long an introspection waits for one of the
 /// [`MAX_INTROSPECTIONS_IN_FLIGHT`] turns before its request gets 503.
 pub const INTROSPECTION_TURN_WAIT: Duration = Duration::from_secs(5);
@@ -107,6 +109,9 @@ pub struct AuthorizationSettings {
     pub scope: String,
     /// At most [`MAX_LEEWAY`].
     pub leeway: Duration,
+    /// Introspections under way or waiting per client address, at most
+    /// [`MAX_INTROSPECTIONS_IN_FLIGHT`].
+    pub introspections_per_client: usize,
     pub keys_min_refresh: Duration,
     /// How old the keys held may get before they are fetched again (in the
     /// background), at most [`MAX_KEYS_MAX_AGE`].
@@ -159,6 +164,9 @@ impl AuthorizationSettings {
         }
         if self.leeway > MAX_LEEWAY {
             return Err(format!("authorization.leeway_secs must be at most {}", MAX_LEEWAY.as_secs()));
+        }
+        if !(1..=MAX_INTROSPECTIONS_IN_FLIGHT).contains(&self.introspections_per_client) {
+            return Err(format!("authorization.introspections_per_client must be between 1 and {MAX_INTROSPECTIONS_IN_FLIGHT}"));
         }
         if self.keys_max_age.is_zero() || self.keys_max_age > MAX_KEYS_MAX_AGE {
             return Err(format!("authorization.jwks_max_age_secs must be between 1 and {}", MAX_KEYS_MAX_AGE.as_secs()));
@@ -289,11 +297,11 @@ struct PeerTurn<'a> {
 }
 
 impl<'a> PeerTurn<'a> {
-    /// A turn for `network`, unless it holds [`MAX_INTROSPECTIONS_PER_PEER`].
-    fn take(turns: &'a std::sync::Mutex<HashMap<IpAddr, usize>>, network: IpAddr) -> Option<PeerTurn<'a>> {
+    /// A turn for `network`, unless it holds `max`.
+    fn take(turns: &'a std::sync::Mutex<HashMap<IpAddr, usize>>, network: IpAddr, max: usize) -> Option<PeerTurn<'a>> {
         let mut held = turns.lock().expect("never poisoned");
         let count = held.entry(network).or_default();
-        if *count >= MAX_INTROSPECTIONS_PER_PEER {
+        if *count >= max {
             return None;
         }
         *count += 1;
@@ -451,7 +459,7 @@ impl ResourceServer {
 
     /// Asks the introspection endpoint about an opaque token from `peer`
     /// (or the cache): a token that cannot be one is refused without asking;
-    /// each client network has at most [`MAX_INTROSPECTIONS_PER_PEER`] under
+    /// each client network has at most `introspections_per_client` under
     /// way or waiting, and waits at most [`INTROSPECTION_TURN_WAIT`] for one
     /// of the [`MAX_INTROSPECTIONS_IN_FLIGHT`] turns.
     async fn introspect(&self, token: &str, introspection: &Introspection, peer: IpAddr) -> Result<Grant, Denial> {
@@ -466,8 +474,9 @@ impl ResourceServer {
         if let Some(answer) = remembered() {
             return answer;
         }
-        let Some(_peer_turn) = PeerTurn::take(&self.introspecting_per_peer, client_network(peer)) else {
-            return Err(Denial::Busy(format!("{MAX_INTROSPECTIONS_PER_PEER} introspections from this client are under way")));
+        let per_client = self.settings.introspections_per_client;
+        let Some(_peer_turn) = PeerTurn::take(&self.introspecting_per_peer, client_network(peer), per_client) else {
+            return Err(Denial::Busy(format!("{per_client} introspections from this client are under way")));
         };
         let Ok(Ok(_turn)) = tokio::time::timeout(INTROSPECTION_TURN_WAIT, self.introspecting.acquire()).await else {
             return Err(Denial::Busy(format!(
@@ -831,6 +840,7 @@ mod tests {
             jwks_uri: None,
             scope: "prompts".to_string(),
             leeway: DEFAULT_LEEWAY,
+            introspections_per_client: DEFAULT_INTROSPECTIONS_PER_CLIENT,
             keys_min_refresh: DEFAULT_KEYS_MIN_REFRESH,
             keys_max_age: DEFAULT_KEYS_MAX_AGE,
             tenant_claim: None,
@@ -908,10 +918,10 @@ mod tests {
         assert_eq!(client_network("::ffff:10.0.0.1".parse().unwrap()), "10.0.0.1".parse::<IpAddr>().unwrap());
         let turns = std::sync::Mutex::new(HashMap::new());
         let network: IpAddr = "10.0.0.1".parse().unwrap();
-        let first = PeerTurn::take(&turns, network).unwrap();
-        let second = PeerTurn::take(&turns, network).unwrap();
-        assert!(PeerTurn::take(&turns, network).is_none());
-        assert!(PeerTurn::take(&turns, "10.0.0.2".parse().unwrap()).is_some());
+        let first = PeerTurn::take(&turns, network, 2).unwrap();
+        let second = PeerTurn::take(&turns, network, 2).unwrap();
+        assert!(PeerTurn::take(&turns, network, 2).is_none());
+        assert!(PeerTurn::take(&turns, "10.0.0.2".parse().unwrap(), 2).is_some());
         drop((first, second));
         assert!(turns.lock().unwrap().is_empty());
     }
