@@ -5,6 +5,7 @@ bound. The real OpenID provider (tests/oauth/provider.mjs) issues the JWTs;
 beside it, an introspection endpoint and a key set endpoint of the test's own
 on loopback, whose delays and answers the test chooses."""
 
+import base64
 import http.client
 import json
 import subprocess
@@ -267,3 +268,16 @@ def test_the_leeway_has_an_upper_bound(tmp_path):
     assert run.returncode != 0
     assert run.stdout == ""
     assert "authorization.leeway_secs must be at most 300" in run.stderr, run.stderr
+
+
+def test_a_refused_algorithm_is_logged_cut_and_escaped():
+    def b64(value) -> str:
+        return base64.urlsafe_b64encode(json.dumps(value).encode()).decode().rstrip("=")
+
+    with site() as (_, url, _, log_path):
+        token = f"{b64({'alg': 'A' * 3000 + chr(27) + chr(0x202E), 'typ': 'at+jwt'})}.{b64({})}.c2ln"
+        answer = post(url, token)
+        assert (answer.status_code, answer.text) == (401, "unauthorized: the access token is not valid\n")
+        log = log_path.read_text()
+        assert 'reason="invalid token: its algorithm \\"' + "A" * 256 + '\\" is not accepted' in log, log
+        assert "A" * 257 not in log and chr(27) not in log and chr(0x202E) not in log
