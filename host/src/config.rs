@@ -41,7 +41,8 @@
 //! limits = { deadline_ms = 3000 }
 //! source = "oci://registry.example/acme/prompts:1.2"  # installed at start (see prompt-host.lock)
 //! require_signature = true        # over signatures.require, for this plugin
-//! public_keys = ["keys/acme.pub"] # in place of signatures.public_keys
+//! public_keys = ["keys/acme.pub"] # this plugin's own signers: with identities = [...], or either
+//!                                 # alone, they replace signatures.public_keys AND signatures.identities
 //!
 //! [authorization]                 # --http as an OAuth 2.1 resource server
 //! resource = "https://prompts.example/mcp"  # this server's URI: the tokens' audience
@@ -233,22 +234,33 @@ impl ServeConfig {
     /// What applies to the plugin named `plugin`.
     pub fn plugin_settings(&self, plugin: &str) -> PluginSettings {
         let configured = self.plugins.get(plugin).cloned().unwrap_or_default();
+        let signatures = self.signature_policy(&configured);
         PluginSettings {
             prefix: configured.prefix,
             limits: configured.limits.apply(&self.limits),
             pinned_sha256: configured.sha256,
             require_pinned: self.require_pinned,
-            signatures: SignaturePolicy {
-                required: configured.require_signature.unwrap_or(self.signatures.required),
-                keys: configured.trusted_keys.unwrap_or_else(|| self.signatures.keys.clone()),
-                keyless: match (&configured.identities, &self.signatures.keyless) {
-                    (Some(identities), Some(keyless)) => Some(Keyless { root: keyless.root.clone(), identities: identities.clone() }),
-                    (_, keyless) => keyless.clone(),
-                },
-            },
+            signatures,
             pack_store: self.pack_store.clone(),
             lockfile: self.lockfile.clone(),
         }
+    }
+
+    /// The signature policy of a plugin configured as `configured`. A
+    /// plugin that names its own signers (`public_keys`, `identities`, or
+    /// both) is checked against those alone: they replace the global keys
+    /// and identities, both kinds, so trusting `acme.pub` for acme does not
+    /// also trust every identity trusted for the other plugins.
+    fn signature_policy(&self, configured: &PluginConfig) -> SignaturePolicy {
+        let required = configured.require_signature.unwrap_or(self.signatures.required);
+        if configured.trusted_keys.is_none() && configured.identities.is_none() {
+            return SignaturePolicy { required, ..self.signatures.clone() };
+        }
+        let keyless = match (&configured.identities, &self.signatures.keyless) {
+            (Some(identities), Some(keyless)) => Some(Keyless { root: keyless.root.clone(), identities: identities.clone() }),
+            _ => None,
+        };
+        SignaturePolicy { required, keys: configured.trusted_keys.clone().unwrap_or_default(), keyless }
     }
 
     /// Serves plugin `plugin` under `prefix`, as `--prefix PLUGIN=PREFIX`
@@ -297,7 +309,7 @@ impl ServeConfig {
     pub fn from_file(path: &Path) -> Result<ServeConfig, ConfigError> {
         let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
         let invalid = |problem| ConfigError { path: path.display().to_string(), problem };
-        let text = std::fs::read_to_string(&path).map_err(|error| invalid(error.to_string()))?;
+        let text = crate::files::read_text(&path).map_err(|error| invalid(error.to_string()))?;
         let folder = path.parent().unwrap_or(Path::new(""));
         ServeConfig::from_toml_in(&text, folder).map_err(invalid)
     }
@@ -476,7 +488,7 @@ impl AuthorizationSection {
             (None, None, None) => Ok(None),
             (Some(endpoint), Some(client_id), Some(secret_file)) => {
                 let path = folder.join(secret_file);
-                let secret = std::fs::read_to_string(&path)
+                let secret = crate::files::read_text(&path)
                     .map_err(|error| format!("authorization.client_secret_file: cannot read {}: {error}", path.display()))?;
                 Ok(Some(Introspection {
                     endpoint: url::Url::parse(endpoint).map_err(|error| format!("authorization.introspection_endpoint is not a URL: {error}"))?,
@@ -498,7 +510,7 @@ impl AuthorizationSection {
         let mut ca_certificates = Vec::new();
         if let Some(file) = &self.ca_file {
             let path = folder.join(file);
-            ca_certificates.push(std::fs::read(&path).map_err(|error| format!("authorization.ca_file: cannot read {}: {error}", path.display()))?);
+            ca_certificates.push(crate::files::read(&path, crate::files::MAX_SMALL_FILE_BYTES).map_err(|error| format!("authorization.ca_file: cannot read {}: {error}", path.display()))?);
         }
         let settings = AuthorizationSettings {
             resource: url("resource", &self.resource)?,
@@ -549,7 +561,7 @@ impl SignaturesSection {
             ),
             (Some(file), false) => {
                 let path = folder.join(file);
-                let text = std::fs::read_to_string(&path)
+                let text = crate::files::read_text(&path)
                     .map_err(|error| format!("signatures.trusted_root: cannot read {}: {error}", path.display()))?;
                 let root = TrustedRoot::from_json(&text).map_err(|error| format!("signatures.trusted_root: {}: {error}", path.display()))?;
                 Ok(Some(Keyless { root: std::sync::Arc::new(root), identities: self.identities.clone() }))
@@ -573,7 +585,7 @@ impl RegistrySection {
         let mut settings = RegistrySettings { plain_http: self.plain_http.clone(), ..RegistrySettings::default() };
         if let Some(file) = &self.ca_file {
             let path = folder.join(file);
-            let pem = std::fs::read(&path).map_err(|error| format!("registry.ca_file: cannot read {}: {error}", path.display()))?;
+            let pem = crate::files::read(&path, crate::files::MAX_SMALL_FILE_BYTES).map_err(|error| format!("registry.ca_file: cannot read {}: {error}", path.display()))?;
             settings.ca_certificates.push(pem);
         }
         if let Some(mib) = self.max_pack_mib {
@@ -594,7 +606,7 @@ fn read_keys(key: &str, files: &[PathBuf], folder: &Path) -> Result<Vec<TrustedK
         .iter()
         .map(|file| {
             let path = folder.join(file);
-            let pem = std::fs::read_to_string(&path).map_err(|error| format!("{key}: cannot read {}: {error}", path.display()))?;
+            let pem = crate::files::read_text(&path).map_err(|error| format!("{key}: cannot read {}: {error}", path.display()))?;
             TrustedKey::new(file.display().to_string(), pem).map_err(|error| format!("{key}: {error}"))
         })
         .collect()
