@@ -591,6 +591,12 @@ impl RegistrySection {
         if let Some(mib) = self.max_pack_mib {
             positive("registry.max_pack_mib", mib)?;
             settings.max_pack_bytes = mib.checked_mul(1 << 20).ok_or("registry.max_pack_mib is too large")?;
+            if settings.max_pack_bytes > crate::files::MAX_PACK_FILE_BYTES {
+                return Err(format!(
+                    "registry.max_pack_mib is {mib}, more than the {} MiB a pack file may have",
+                    crate::files::MAX_PACK_FILE_BYTES >> 20
+                ));
+            }
         }
         if let Some(seconds) = self.timeout_secs {
             positive("registry.timeout_secs", seconds)?;
@@ -692,6 +698,15 @@ mod tests {
         assert_eq!(
             ServeConfig::from_toml("[authorization]\nresource = \"https://p.example/mcp\"\nissuer = \"http://idp.example\"\n").unwrap_err(),
             "authorization.issuer must be an https:// URL (plain http only on loopback): http://idp.example/"
+        );
+    }
+
+    #[test]
+    fn a_pack_pulled_may_be_no_larger_than_a_pack_file_the_host_reads() {
+        assert!(ServeConfig::from_toml("[registry]\nmax_pack_mib = 1024\n").is_ok());
+        assert_eq!(
+            ServeConfig::from_toml("[registry]\nmax_pack_mib = 1025\n").unwrap_err(),
+            "registry.max_pack_mib is 1025, more than the 1024 MiB a pack file may have"
         );
     }
 
