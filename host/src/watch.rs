@@ -171,7 +171,8 @@ impl PluginDirectory {
             let read = files.into_iter().map(|file| {
                 let source = PluginSource::read(&file);
                 // Vanished mid-scan: the next rescan, which its removal triggers, unloads it.
-                let vanished = source.is_err() && !file.exists();
+                // (A dangling symlink has not vanished: it is reported.)
+                let vanished = source.is_err() && std::fs::symlink_metadata(&file).is_err();
                 (source, vanished, file)
             });
             Ok::<_, std::io::Error>(read.collect::<Vec<_>>())
