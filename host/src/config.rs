@@ -19,6 +19,7 @@
 //! public_keys = ["keys/acme.pub"] # cosign public keys (PEM) whose signatures count
 //! trusted_root = "trusted_root.json"  # keyless: Sigstore's trusted root (offline)
 //! identities = [{ identity = "release@acme.example", issuer = "https://accounts.google.com" }]
+//!                                 # each may pin source_repository, source_ref, workflow (Fulcio's extensions)
 //!
 //! [registry]                      # how `add`, `update` and `publish` reach registries
 //! plain_http = ["127.0.0.1:5000"] # registries spoken to over HTTP, not HTTPS

@@ -1245,3 +1245,64 @@ fn a_fifo_as_the_lockfile_a_store_record_or_a_key_file_is_refused_by_name() {
         stderr(&served)
     );
 }
+
+#[test]
+fn an_identity_may_pin_the_source_repository_ref_and_workflow_a_ci_certificate_names() {
+    let storage = tempfile::tempdir().unwrap();
+    let registry = Registry::start(storage.path(), &[]);
+    // A reusable release workflow's identity, called from two repositories.
+    let workflow_identity = "https://github.com/acme/workflows/.github/workflows/release.yml@refs/heads/main";
+    let issuer = "https://token.actions.githubusercontent.com";
+    let build = |dir: &str, repository: &str| {
+        tool(&[
+            "keyless-ca", "--out", storage.path().join(dir).to_str().unwrap(), "--identity", workflow_identity, "--issuer", issuer,
+            "--source-repository", repository, "--source-ref", "refs/tags/v1",
+            "--workflow", &format!("{repository}/.github/workflows/release.yml@refs/tags/v1"),
+        ])
+    };
+    let ours = build("ours", "https://github.com/acme/prompts");
+    let fork = build("fork", "https://github.com/mallory/prompts");
+    let trusting = |ca: &Value, pins: &str| {
+        Site::new(&format!(
+            "{}[signatures]\nrequire = true\ntrusted_root = \"{}\"\nidentities = [{{ identity = \"{workflow_identity}\", issuer = \"{issuer}\"{pins} }}]\n",
+            plain(&registry),
+            ca["trusted_root"].as_str().unwrap()
+        ))
+    };
+    let publish_signed = |site: &Site, repository: &str, ca: &Value| {
+        let reference = format!("{}:1", registry.reference(repository));
+        let digest = publish(site, "code_review", &reference);
+        tool(&[
+            "sign", "--registry", &registry.address, "--repo", repository, "--digest", &digest,
+            "--key", ca["key"].as_str().unwrap(), "--cert", ca["cert"].as_str().unwrap(), "--rekor-key", ca["rekor_key"].as_str().unwrap(),
+        ]);
+        (reference, digest)
+    };
+    let pins = ", source_repository = \"https://github.com/acme/prompts\", source_ref = \"refs/tags/v1\"";
+
+    let site = trusting(&ours, pins);
+    let (reference, _) = publish_signed(&site, "ci/ours", &ours);
+    let said = site.ok("add", &[&reference]);
+    assert!(
+        said.contains(&format!(
+            "signed by {workflow_identity} (issuer {issuer}, source repository https://github.com/acme/prompts, ref refs/tags/v1, \
+             workflow https://github.com/acme/prompts/.github/workflows/release.yml@refs/tags/v1))"
+        )),
+        "{said}"
+    );
+
+    // The same workflow run from a fork: refused when the repository is pinned, accepted when it is not.
+    let site = trusting(&fork, pins);
+    let (reference, _) = publish_signed(&site, "ci/fork", &fork);
+    let refused = site.refused("add", &[&reference]);
+    assert!(
+        refused.contains(&format!(
+            "signature 1 is keyless, and it is signed by {workflow_identity} (issuer {issuer}, source repository https://github.com/mallory/prompts, \
+             ref refs/tags/v1, workflow https://github.com/mallory/prompts/.github/workflows/release.yml@refs/tags/v1), not by an identity \
+             the configuration allows ({workflow_identity} (issuer {issuer}, source repository https://github.com/acme/prompts, ref refs/tags/v1))"
+        )),
+        "{refused}"
+    );
+    let unpinned = trusting(&fork, "");
+    unpinned.ok("add", &[&reference]);
+}

@@ -56,6 +56,9 @@ COSIGN_BUNDLE = "dev.sigstore.cosign/bundle"
 # Fulcio's certificate extensions: the issuer as raw bytes (v1) and as a DER UTF8String (v2).
 FULCIO_ISSUER_V1 = x509.ObjectIdentifier("1.3.6.1.4.1.57264.1.1")
 FULCIO_ISSUER_V2 = x509.ObjectIdentifier("1.3.6.1.4.1.57264.1.8")
+FULCIO_SOURCE_REPOSITORY = x509.ObjectIdentifier("1.3.6.1.4.1.57264.1.12")
+FULCIO_SOURCE_REF = x509.ObjectIdentifier("1.3.6.1.4.1.57264.1.14")
+FULCIO_BUILD_CONFIG = x509.ObjectIdentifier("1.3.6.1.4.1.57264.1.18")
 
 # The prompt-pack world's export, written into the wasm config by default.
 DEFAULT_EXPORT = "prompt-host:prompts/prompt-provider@0.1.0"
@@ -748,11 +751,18 @@ def cmd_keyless_ca(args):
     extensions = [
         (x509.KeyUsage(True, False, False, False, False, False, False, False, False), True),
         (x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CODE_SIGNING]), False),
-        (x509.SubjectAlternativeName([x509.RFC822Name(identity) for identity in args.identity]), True),
+        (x509.SubjectAlternativeName([
+            x509.UniformResourceIdentifier(identity) if "://" in identity else x509.RFC822Name(identity)
+            for identity in args.identity
+        ]), True),
         (x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), False),
         (x509.UnrecognizedExtension(FULCIO_ISSUER_V1, issuer), False),
         (x509.UnrecognizedExtension(FULCIO_ISSUER_V2, b"\x0c" + der_length(len(issuer)) + issuer), False),
     ]
+    for oid, value in ((FULCIO_SOURCE_REPOSITORY, args.source_repository), (FULCIO_SOURCE_REF, args.source_ref),
+                       (FULCIO_BUILD_CONFIG, args.workflow)):
+        if value:
+            extensions.append((x509.UnrecognizedExtension(oid, b"\x0c" + der_length(len(value.encode())) + value.encode()), False))
     serial = x509.random_serial_number()
     validity = (now - datetime.timedelta(seconds=30), now + datetime.timedelta(minutes=args.minutes))
     rekor_key = ec.generate_private_key(ec.SECP256R1())
@@ -1048,7 +1058,7 @@ Prints
     sub = command("keyless-ca", cmd_keyless_ca, """Make a test Fulcio-like CA, a short-lived signing certificate, and a trusted root.
 
 Writes DIR/ca.pem (root CA), DIR/leaf.pem and DIR/leaf.key (a fresh P-256 key;
-the certificate has the email SAN IDENTITY, digitalSignature, code-signing EKU,
+the certificate has the SAN IDENTITY (email, or URI), digitalSignature, code-signing EKU,
 and the Fulcio issuer extensions 1.3.6.1.4.1.57264.1.1 (raw) and .1.8 (DER
 UTF8String) set to URL, valid for MINUTES), DIR/rekor.key and rekor.pub (a test
 Rekor key), and DIR/trusted_root.json (Sigstore TrustedRoot JSON naming the CA,
@@ -1061,12 +1071,16 @@ annotation). Prints
   {"ca", "chain", "cert", "key", "rekor_key", "rekor_pub", "trusted_root": PATHS,
    "identity", "issuer", "rekor_log_id": HEX, "not_after": TIME}""")
     sub.add_argument("--out", required=True, help="directory (created)")
-    sub.add_argument("--identity", required=True, action="append", help="the certificate's email SAN (repeat for more)")
+    sub.add_argument("--identity", required=True, action="append",
+                     help="the certificate's SAN: an email address, or a URI if it has :// (repeat for more)")
     sub.add_argument("--issuer", required=True, help="the OIDC issuer URL in the certificate")
     sub.add_argument("--minutes", type=int, default=10, help="certificate lifetime (default 10)")
     sub.add_argument("--sct", choices=["valid", "none", "unknown-log", "forged"], default="valid",
                      help="the leaf's embedded SCT: by the trusted root's CT log (default), none, by a log the root "
                           "does not name, or naming the root's log but signed with another key")
+    sub.add_argument("--source-repository", help="Fulcio's source repository URI extension (.1.12), as a CI build's")
+    sub.add_argument("--source-ref", help="Fulcio's source repository ref extension (.1.14)")
+    sub.add_argument("--workflow", help="Fulcio's build config URI extension (.1.18): the workflow that ran")
     sub.add_argument("--intermediate", choices=["retired", "current"],
                      help="issue the leaf from an intermediate: the retired CA entry's or the current one's")
 

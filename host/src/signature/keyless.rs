@@ -79,19 +79,52 @@ impl Validity {
     }
 }
 
-/// An identity a keyless signature may be made by.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+/// An identity a keyless signature may be made by: in the configuration,
+/// what a certificate must name; read from a certificate, what it names.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Identity {
     /// The certificate's subject alternative name: an email address or a URI.
     pub identity: String,
     /// The OpenID issuer that vouched for it.
     pub issuer: String,
+    /// Fulcio's source repository extension (a CI build's repository,
+    /// 1.3.6.1.4.1.57264.1.12), when pinned. Trusting a reusable workflow's
+    /// identity trusts every repository that calls it, unless this is pinned.
+    #[serde(default)]
+    pub source_repository: Option<String>,
+    /// Fulcio's source repository ref extension (1.3.6.1.4.1.57264.1.14),
+    /// when pinned: `refs/tags/v1`, `refs/heads/main`.
+    #[serde(default)]
+    pub source_ref: Option<String>,
+    /// Fulcio's build config extension (1.3.6.1.4.1.57264.1.18): the
+    /// workflow that ran, with its ref, when pinned.
+    #[serde(default)]
+    pub workflow: Option<String>,
+}
+
+impl Identity {
+    /// Whether `named` (what a certificate names) is this identity: the same
+    /// identity and issuer, and each pinned extension the same.
+    fn allows(&self, named: &Identity) -> bool {
+        let pinned = |pin: &Option<String>, value: &Option<String>| pin.is_none() || pin == value;
+        self.identity == named.identity
+            && self.issuer == named.issuer
+            && pinned(&self.source_repository, &named.source_repository)
+            && pinned(&self.source_ref, &named.source_ref)
+            && pinned(&self.workflow, &named.workflow)
+    }
 }
 
 impl std::fmt::Display for Identity {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} (issuer {})", self.identity, self.issuer)
+        write!(f, "{} (issuer {}", self.identity, self.issuer)?;
+        for (what, value) in [("source repository", &self.source_repository), ("ref", &self.source_ref), ("workflow", &self.workflow)] {
+            if let Some(value) = value {
+                write!(f, ", {what} {value}")?;
+            }
+        }
+        write!(f, ")")
     }
 }
 
@@ -239,6 +272,11 @@ struct RawCertificate {
 /// (1.3.6.1.4.1.57264.1.1).
 const ISSUER_V2: &str = "1.3.6.1.4.1.57264.1.8";
 const ISSUER_V1: &str = "1.3.6.1.4.1.57264.1.1";
+/// Fulcio's source repository, source repository ref and build config
+/// extensions, each a DER UTF8String.
+const SOURCE_REPOSITORY: &str = "1.3.6.1.4.1.57264.1.12";
+const SOURCE_REF: &str = "1.3.6.1.4.1.57264.1.14";
+const BUILD_CONFIG: &str = "1.3.6.1.4.1.57264.1.18";
 /// The code signing extended key usage, 1.3.6.1.5.5.7.3.3, as DER content.
 const CODE_SIGNING: &[u8] = &[0x2b, 0x06, 0x01, 0x05, 0x05, 0x07, 0x03, 0x03];
 
@@ -300,7 +338,7 @@ pub fn verify(root: &TrustedRoot, identities: &[Identity], signature: &KeylessSi
     check_timestamps(root, &signature.certificate, &issuer_key)?;
 
     let named = certificate_identities(&signature.certificate)?;
-    let Some(named) = named.iter().find(|identity| identities.contains(identity)).cloned() else {
+    let Some(named) = named.iter().find(|named| identities.iter().any(|allowed| allowed.allows(named))).cloned() else {
         let allowed: Vec<String> = identities.iter().map(Identity::to_string).collect();
         let named: Vec<String> = named.iter().map(Identity::to_string).collect();
         return Err(format!("it is signed by {}, not by an identity the configuration allows ({})", named.join(" and "), allowed.join(", ")));
@@ -520,7 +558,25 @@ fn certificate_identities(der: &[u8]) -> Result<Vec<Identity>, String> {
                 .and_then(|extension| String::from_utf8(extension.extn_value.as_bytes().to_vec()).ok())
         })
         .ok_or("its certificate names no issuer (Fulcio's issuer extension)")?;
-    Ok(named.into_iter().map(|identity| Identity { identity, issuer: issuer.clone() }).collect())
+    let text_extension = |oid: &str| {
+        extensions
+            .iter()
+            .find(|extension| extension.extn_id.to_string() == oid)
+            .and_then(|extension| x509_cert::der::asn1::Utf8StringRef::from_der(extension.extn_value.as_bytes()).ok())
+            .map(|text| text.to_string())
+    };
+    let (source_repository, source_ref, workflow) =
+        (text_extension(SOURCE_REPOSITORY), text_extension(SOURCE_REF), text_extension(BUILD_CONFIG));
+    Ok(named
+        .into_iter()
+        .map(|identity| Identity {
+            identity,
+            issuer: issuer.clone(),
+            source_repository: source_repository.clone(),
+            source_ref: source_ref.clone(),
+            workflow: workflow.clone(),
+        })
+        .collect())
 }
 
 /// The DER certificates in `pem` (one or more).
