@@ -19,6 +19,7 @@
 //! public_keys = ["keys/acme.pub"] # cosign public keys (PEM) whose signatures count
 //! trusted_root = "trusted_root.json"  # keyless: Sigstore's trusted root (offline)
 //! identities = [{ identity = "release@acme.example", issuer = "https://accounts.google.com" }]
+//!                                 # each may pin source_repository, source_ref, workflow (Fulcio's extensions)
 //!
 //! [registry]                      # how `add`, `update` and `publish` reach registries
 //! plain_http = ["127.0.0.1:5000"] # registries spoken to over HTTP, not HTTPS
@@ -41,7 +42,8 @@
 //! limits = { deadline_ms = 3000 }
 //! source = "oci://registry.example/acme/prompts:1.2"  # installed at start (see prompt-host.lock)
 //! require_signature = true        # over signatures.require, for this plugin
-//! public_keys = ["keys/acme.pub"] # in place of signatures.public_keys
+//! public_keys = ["keys/acme.pub"] # this plugin's own signers: with identities = [...], or either
+//!                                 # alone, they replace signatures.public_keys AND signatures.identities
 //!
 //! [authorization]                 # --http as an OAuth 2.1 resource server
 //! resource = "https://prompts.example/mcp"  # this server's URI: the tokens' audience
@@ -235,22 +237,33 @@ impl ServeConfig {
     /// What applies to the plugin named `plugin`.
     pub fn plugin_settings(&self, plugin: &str) -> PluginSettings {
         let configured = self.plugins.get(plugin).cloned().unwrap_or_default();
+        let signatures = self.signature_policy(&configured);
         PluginSettings {
             prefix: configured.prefix,
             limits: configured.limits.apply(&self.limits),
             pinned_sha256: configured.sha256,
             require_pinned: self.require_pinned,
-            signatures: SignaturePolicy {
-                required: configured.require_signature.unwrap_or(self.signatures.required),
-                keys: configured.trusted_keys.unwrap_or_else(|| self.signatures.keys.clone()),
-                keyless: match (&configured.identities, &self.signatures.keyless) {
-                    (Some(identities), Some(keyless)) => Some(Keyless { root: keyless.root.clone(), identities: identities.clone() }),
-                    (_, keyless) => keyless.clone(),
-                },
-            },
+            signatures,
             pack_store: self.pack_store.clone(),
             lockfile: self.lockfile.clone(),
         }
+    }
+
+    /// The signature policy of a plugin configured as `configured`. A
+    /// plugin that names its own signers (`public_keys`, `identities`, or
+    /// both) is checked against those alone: they replace the global keys
+    /// and identities, both kinds, so trusting `acme.pub` for acme does not
+    /// also trust every identity trusted for the other plugins.
+    fn signature_policy(&self, configured: &PluginConfig) -> SignaturePolicy {
+        let required = configured.require_signature.unwrap_or(self.signatures.required);
+        if configured.trusted_keys.is_none() && configured.identities.is_none() {
+            return SignaturePolicy { required, ..self.signatures.clone() };
+        }
+        let keyless = match (&configured.identities, &self.signatures.keyless) {
+            (Some(identities), Some(keyless)) => Some(Keyless { root: keyless.root.clone(), identities: identities.clone() }),
+            _ => None,
+        };
+        SignaturePolicy { required, keys: configured.trusted_keys.clone().unwrap_or_default(), keyless }
     }
 
     /// Serves plugin `plugin` under `prefix`, as `--prefix PLUGIN=PREFIX`
@@ -299,7 +312,7 @@ impl ServeConfig {
     pub fn from_file(path: &Path) -> Result<ServeConfig, ConfigError> {
         let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
         let invalid = |problem| ConfigError { path: path.display().to_string(), problem };
-        let text = std::fs::read_to_string(&path).map_err(|error| invalid(error.to_string()))?;
+        let text = crate::files::read_text(&path).map_err(|error| invalid(error.to_string()))?;
         let folder = path.parent().unwrap_or(Path::new(""));
         ServeConfig::from_toml_in(&text, folder).map_err(invalid)
     }
@@ -480,7 +493,7 @@ impl AuthorizationSection {
             (None, None, None) => Ok(None),
             (Some(endpoint), Some(client_id), Some(secret_file)) => {
                 let path = folder.join(secret_file);
-                let secret = std::fs::read_to_string(&path)
+                let secret = crate::files::read_text(&path)
                     .map_err(|error| format!("authorization.client_secret_file: cannot read {}: {error}", path.display()))?;
                 Ok(Some(Introspection {
                     endpoint: url::Url::parse(endpoint).map_err(|error| format!("authorization.introspection_endpoint is not a URL: {error}"))?,
@@ -502,7 +515,7 @@ impl AuthorizationSection {
         let mut ca_certificates = Vec::new();
         if let Some(file) = &self.ca_file {
             let path = folder.join(file);
-            ca_certificates.push(std::fs::read(&path).map_err(|error| format!("authorization.ca_file: cannot read {}: {error}", path.display()))?);
+            ca_certificates.push(crate::files::read(&path, crate::files::MAX_SMALL_FILE_BYTES).map_err(|error| format!("authorization.ca_file: cannot read {}: {error}", path.display()))?);
         }
         let settings = AuthorizationSettings {
             resource: url("resource", &self.resource)?,
@@ -557,7 +570,7 @@ impl SignaturesSection {
             ),
             (Some(file), false) => {
                 let path = folder.join(file);
-                let text = std::fs::read_to_string(&path)
+                let text = crate::files::read_text(&path)
                     .map_err(|error| format!("signatures.trusted_root: cannot read {}: {error}", path.display()))?;
                 let root = TrustedRoot::from_json(&text).map_err(|error| format!("signatures.trusted_root: {}: {error}", path.display()))?;
                 Ok(Some(Keyless { root: std::sync::Arc::new(root), identities: self.identities.clone() }))
@@ -581,12 +594,18 @@ impl RegistrySection {
         let mut settings = RegistrySettings { plain_http: self.plain_http.clone(), ..RegistrySettings::default() };
         if let Some(file) = &self.ca_file {
             let path = folder.join(file);
-            let pem = std::fs::read(&path).map_err(|error| format!("registry.ca_file: cannot read {}: {error}", path.display()))?;
+            let pem = crate::files::read(&path, crate::files::MAX_SMALL_FILE_BYTES).map_err(|error| format!("registry.ca_file: cannot read {}: {error}", path.display()))?;
             settings.ca_certificates.push(pem);
         }
         if let Some(mib) = self.max_pack_mib {
             positive("registry.max_pack_mib", mib)?;
             settings.max_pack_bytes = mib.checked_mul(1 << 20).ok_or("registry.max_pack_mib is too large")?;
+            if settings.max_pack_bytes > crate::files::MAX_PACK_FILE_BYTES {
+                return Err(format!(
+                    "registry.max_pack_mib is {mib}, more than the {} MiB a pack file may have",
+                    crate::files::MAX_PACK_FILE_BYTES >> 20
+                ));
+            }
         }
         if let Some(seconds) = self.timeout_secs {
             positive("registry.timeout_secs", seconds)?;
@@ -602,7 +621,7 @@ fn read_keys(key: &str, files: &[PathBuf], folder: &Path) -> Result<Vec<TrustedK
         .iter()
         .map(|file| {
             let path = folder.join(file);
-            let pem = std::fs::read_to_string(&path).map_err(|error| format!("{key}: cannot read {}: {error}", path.display()))?;
+            let pem = crate::files::read_text(&path).map_err(|error| format!("{key}: cannot read {}: {error}", path.display()))?;
             TrustedKey::new(file.display().to_string(), pem).map_err(|error| format!("{key}: {error}"))
         })
         .collect()
@@ -709,6 +728,15 @@ mod tests {
         let config = ServeConfig::from_toml(&format!("{authorization}leeway_secs = 300\njwks_max_age_secs = 60\n")).unwrap();
         let authorization = config.authorization.unwrap();
         assert_eq!((authorization.leeway, authorization.keys_max_age), (Duration::from_secs(300), Duration::from_secs(60)));
+    }
+
+    #[test]
+    fn a_pack_pulled_may_be_no_larger_than_a_pack_file_the_host_reads() {
+        assert!(ServeConfig::from_toml("[registry]\nmax_pack_mib = 1024\n").is_ok());
+        assert_eq!(
+            ServeConfig::from_toml("[registry]\nmax_pack_mib = 1025\n").unwrap_err(),
+            "registry.max_pack_mib is 1025, more than the 1024 MiB a pack file may have"
+        );
     }
 
     #[test]

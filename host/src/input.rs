@@ -71,7 +71,7 @@ impl RequestStateSeal {
     /// The key in the file at `path`: its bytes, without the whitespace
     /// around them (so a key written by `openssl rand -hex 32 > file` works).
     pub fn from_key_file(path: &Path) -> Result<RequestStateSeal, KeyError> {
-        let bytes = std::fs::read(path).map_err(|error| KeyError::Read { path: path.to_path_buf(), error })?;
+        let bytes = crate::files::read(path, crate::files::MAX_SMALL_FILE_BYTES).map_err(|error| KeyError::Read { path: path.to_path_buf(), error })?;
         let key = bytes.trim_ascii();
         let codec = RequestStateCodec::try_new(key.to_vec())
             .map_err(|_| KeyError::TooShort { path: path.to_path_buf(), bytes: key.len() })?;

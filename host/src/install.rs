@@ -17,6 +17,7 @@ use serde::Serialize;
 
 use crate::config::ServeConfig;
 use crate::distribution::{DistributionError, PackReference, Progress, PulledPack, RegistryClient};
+use crate::files;
 use crate::lockfile::{LockedPack, Lockfile, LockfileError, LockfileGuard, is_plugin_name};
 use crate::loader::{self, PluginSource};
 use crate::pack_store::{self, PackStore};
@@ -139,15 +140,30 @@ impl<'a> Installation<'a> {
     ) -> Result<LockedPack, InstallError> {
         let client = self.client()?;
         let digest = client.resolve(reference).await?;
-        let pack = self.fetch_verified(&client, name, reference, &digest, progress).await?;
-        self.record_and_place(&pack, placing)?;
-        Ok(pack)
+        let fetched = self.fetch_verified(&client, name, reference, &digest, progress).await?;
+        self.record_and_place(&fetched, placing)?;
+        Ok(fetched.pack)
     }
 
-    /// Records `pack` in the lockfile, then puts its component in the plugin
-    /// directory: a server that loads it finds it recorded. If it cannot be
-    /// placed, the lockfile's entry is put back as it was.
-    fn record_and_place(&self, pack: &LockedPack, placing: Placing) -> Result<(), InstallError> {
+    /// Keeps the fetched pack and its provenance in the store, records it in
+    /// the lockfile, then puts its component in the plugin directory: a
+    /// server that loads it finds it recorded. If it cannot be placed, the
+    /// lockfile's entry is put back as it was, and the store's: a failed
+    /// install leaves nothing behind.
+    fn record_and_place(&self, fetched: &Fetched, placing: Placing) -> Result<(), InstallError> {
+        let pack = &fetched.pack;
+        let store_error = |error: std::io::Error| InstallError::Write { path: self.store.dir().display().to_string(), error: error.to_string() };
+        let put = self.store.put(&pack.name, &pack.sha256, &fetched.wasm, &fetched.provenance).map_err(store_error)?;
+        let Err(error) = self.lock_and_place(pack, placing) else { return Ok(()) };
+        match self.store.undo(put) {
+            Ok(()) => Err(error),
+            Err(also) => Err(InstallError::Write { path: self.store.dir().display().to_string(), error: format!("{error}; and {also}") }),
+        }
+    }
+
+    /// Records `pack` in the lockfile, then places it; if it cannot be
+    /// placed, puts the lockfile's entry back as it was.
+    fn lock_and_place(&self, pack: &LockedPack, placing: Placing) -> Result<(), InstallError> {
         let mut lockfile = Lockfile::read(&self.lockfile)?;
         let previous = lockfile.get(&pack.name).cloned();
         lockfile.insert(pack.clone());
@@ -189,8 +205,9 @@ impl<'a> Installation<'a> {
         if digest == locked.digest && on_disk == FileState::Agrees {
             return Ok(Updated::UpToDate(locked.clone()));
         }
-        let pack = self.fetch_verified(client, &locked.name, &reference, &digest, progress).await?;
-        self.record_and_place(&pack, Placing::Replace)?;
+        let fetched = self.fetch_verified(client, &locked.name, &reference, &digest, progress).await?;
+        self.record_and_place(&fetched, Placing::Replace)?;
+        let pack = fetched.pack;
         Ok(if digest == locked.digest {
             Updated::Restored(pack)
         } else {
@@ -234,8 +251,7 @@ impl<'a> Installation<'a> {
                     return Ok(Sourced::Served(locked.clone()));
                 }
                 let stored = self.store.wasm_path(&locked.sha256);
-                let bytes = std::fs::read(&stored)
-                    .map_err(|error| InstallError::Read { path: stored.display().to_string(), error: error.to_string() })?;
+                let bytes = read_file(&stored, files::MAX_PACK_FILE_BYTES)?;
                 let actual = loader::digest(&bytes);
                 if actual != locked.sha256 {
                     return Err(InstallError::StoreDamaged {
@@ -303,7 +319,7 @@ impl<'a> Installation<'a> {
                 source: file.display().to_string(),
                 tag: None,
                 digest: None,
-                sha256: std::fs::read(&file).ok().map(|bytes| loader::digest(&bytes)),
+                sha256: files::read(&file, files::MAX_PACK_FILE_BYTES).ok().map(|bytes| loader::digest(&bytes)),
                 signer: None,
                 prompts: self.prompt_count(&file).await,
                 state: FileState::NotLocked,
@@ -312,8 +328,9 @@ impl<'a> Installation<'a> {
         Ok(listed)
     }
 
-    /// Pulls the pack at `digest`, checks its signatures against the policy
-    /// for plugin `name`, and keeps it in the store.
+    /// Pulls the pack at `digest` and checks its signatures against the
+    /// policy for plugin `name` (the rule of [`signature::accept`]). Nothing
+    /// is written yet.
     async fn fetch_verified(
         &self,
         client: &RegistryClient,
@@ -321,11 +338,17 @@ impl<'a> Installation<'a> {
         reference: &PackReference,
         digest: &str,
         progress: Progress<'_>,
-    ) -> Result<LockedPack, InstallError> {
+    ) -> Result<Fetched, InstallError> {
         let pulled: PulledPack = client.pull(reference, digest, progress).await?;
         let policy = self.config.plugin_settings(name).signatures;
-        let verified = signature::verify(&pulled.manifest_digest, &pulled.signatures, &policy)
+        let accepted = signature::accept(&policy, [signature::verify(&pulled.manifest_digest, &pulled.signatures, &policy)])
             .map_err(|error| InstallError::Signature { reference: pulled.reference.to_string(), error })?;
+        for ignored in &accepted.ignored {
+            tracing::warn!(
+                "{}: a signature that does not verify counts as none (signatures are not required), installed as unsigned: {ignored}",
+                pulled.reference
+            );
+        }
         let sha256 = loader::digest(&pulled.wasm);
         use base64::Engine as _;
         let provenance = Provenance {
@@ -334,25 +357,21 @@ impl<'a> Installation<'a> {
             manifest: base64::engine::general_purpose::STANDARD.encode(&pulled.manifest),
             signatures: pulled.signatures.clone(),
         };
-        self.store.put(&sha256, &pulled.wasm, &provenance).map_err(|error| InstallError::Write {
-            path: self.store.dir().display().to_string(),
-            error: error.to_string(),
-        })?;
-        Ok(LockedPack {
+        let pack = LockedPack {
             name: name.to_string(),
             reference: reference.to_string(),
             digest: pulled.manifest_digest,
             sha256,
             size: pulled.wasm.len() as u64,
-            signer: verified.map_or_else(|| "unsigned".to_string(), |verified| verified.signer),
-        })
+            signer: accepted.verified.map_or_else(|| "unsigned".to_string(), |verified| verified.signer),
+        };
+        Ok(Fetched { pack, wasm: pulled.wasm, provenance })
     }
 
     /// Puts the stored component in the plugin directory, whole.
     fn place(&self, pack: &LockedPack, placing: Placing) -> Result<(), InstallError> {
         let stored = self.store.wasm_path(&pack.sha256);
-        let bytes = std::fs::read(&stored)
-            .map_err(|error| InstallError::Read { path: stored.display().to_string(), error: error.to_string() })?;
+        let bytes = read_file(&stored, files::MAX_PACK_FILE_BYTES)?;
         let file = self.plugin_file(&pack.name);
         let placed = match placing {
             Placing::Replace => pack_store::write_atomically(&file, &bytes),
@@ -365,7 +384,7 @@ impl<'a> Installation<'a> {
     }
 
     fn file_state(&self, locked: &LockedPack) -> FileState {
-        match std::fs::read(self.plugin_file(&locked.name)) {
+        match files::read(&self.plugin_file(&locked.name), files::MAX_PACK_FILE_BYTES) {
             Ok(bytes) if loader::digest(&bytes) == locked.sha256 => FileState::Agrees,
             Ok(_) => FileState::Differs,
             Err(_) => FileState::Missing,
@@ -386,7 +405,7 @@ impl<'a> Installation<'a> {
 /// CNCF wasm artifact; returns the manifest digest (what to sign).
 pub async fn publish(config: &ServeConfig, file: &Path, reference: &str) -> Result<String, InstallError> {
     let reference = PackReference::parse(reference)?;
-    let wasm = std::fs::read(file).map_err(|error| InstallError::Read { path: file.display().to_string(), error: error.to_string() })?;
+    let wasm = read_file(file, files::MAX_PACK_FILE_BYTES)?;
     let client = RegistryClient::new(config.registry.clone())?;
     Ok(client.publish(&wasm, &reference).await?)
 }
@@ -396,7 +415,7 @@ pub async fn publish(config: &ServeConfig, file: &Path, reference: &str) -> Resu
 /// does, and stores the signature beside it. Returns the digest signed.
 pub async fn sign(config: &ServeConfig, reference: &str, key_file: &Path, password: &[u8]) -> Result<String, InstallError> {
     let reference = PackReference::parse(reference)?;
-    let key = std::fs::read(key_file).map_err(|error| InstallError::Read { path: key_file.display().to_string(), error: error.to_string() })?;
+    let key = read_file(key_file, files::MAX_SMALL_FILE_BYTES)?;
     let client = RegistryClient::new(config.registry.clone())?;
     let digest = client.resolve(&reference).await?;
     let docker_reference = format!("{}/{}", reference.registry(), reference.repository());
@@ -450,6 +469,13 @@ impl std::fmt::Display for FileState {
     }
 }
 
+/// A pack pulled and verified, not yet installed.
+struct Fetched {
+    pack: LockedPack,
+    wasm: Vec<u8>,
+    provenance: Provenance,
+}
+
 /// Whether placing a pack may replace a plugin file already there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Placing {
@@ -457,6 +483,12 @@ enum Placing {
     New,
     /// `update`, and `serve`'s sources: the installed file is replaced.
     Replace,
+}
+
+/// Reads a file the way every file the host is given is read
+/// ([`crate::files`]), saying which one could not be.
+fn read_file(path: &Path, max_bytes: u64) -> Result<Vec<u8>, InstallError> {
+    files::read(path, max_bytes).map_err(|error| InstallError::Read { path: path.display().to_string(), error: error.to_string() })
 }
 
 fn check_name(name: &str) -> Result<(), InstallError> {

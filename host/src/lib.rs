@@ -26,7 +26,9 @@
 //!   packs, exported over OTLP when asked for (it depends on none of them
 //!   either);
 //! - [`bindings`]: generated from the WIT packages (0.1 and 0.2, side by
-//!   side), and the one adapter from 0.2's types into the host's.
+//!   side), and the one adapter from 0.2's types into the host's;
+//! - [`files`]: reading a file the host is given: opened without blocking,
+//!   a regular file only, bounded (it depends on no other module).
 //!
 //! Beside the request path, each depending only on what is listed after it
 //! and on the request path's modules: [`report`] (the `inspect` command's
@@ -36,7 +38,7 @@
 //! the `get` command), [`watch`] (the live plugin directory), [`config`], [`bundled`]
 //! (the example packs built in), [`loader`] (from bytes to plugin, their
 //! signature checked), [`lockfile`] (`prompt-host.lock`), [`pack_store`]
-//! (pulled packs by digest, with their provenance), [`signature`] (which
+//! (pulled packs by digest, each install with its provenance), [`signature`] (which
 //! signatures count, and checking them), [`distribution`] (OCI registries,
 //! every byte bounded), [`cache`] (compiled plugins on disk) and
 //! [`scaffold`] (the `new` command: a new pack from templates).
@@ -49,6 +51,7 @@ pub mod config;
 pub mod convert;
 pub mod distribution;
 pub mod error;
+pub mod files;
 pub mod handler;
 pub mod input;
 pub mod inspect;

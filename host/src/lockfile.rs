@@ -89,11 +89,9 @@ impl Lockfile {
     /// Reads the lockfile; a missing one is empty.
     pub fn read(path: &Path) -> Result<Lockfile, LockfileError> {
         let error = |problem: String| LockfileError { path: path.display().to_string(), problem };
-        let text = match std::fs::read_to_string(path) {
-            Ok(text) => text,
-            Err(missing) if missing.kind() == std::io::ErrorKind::NotFound => {
-                return Ok(Lockfile { version: VERSION, packs: Vec::new() });
-            }
+        let text = match crate::files::read_if_exists(path, crate::files::MAX_SMALL_FILE_BYTES) {
+            Ok(Some(bytes)) => String::from_utf8(bytes).map_err(|_| error("it is not UTF-8 text".into()))?,
+            Ok(None) => return Ok(Lockfile { version: VERSION, packs: Vec::new() }),
             Err(other) => return Err(error(other.to_string())),
         };
         let lockfile: Lockfile = toml::from_str(&text).map_err(|problem| error(problem.to_string().trim_end().to_string()))?;
@@ -121,7 +119,15 @@ impl Lockfile {
         if let Some(folder) = guard_path.parent().filter(|folder| !folder.as_os_str().is_empty()) {
             std::fs::create_dir_all(folder).map_err(error)?;
         }
-        let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&guard_path).map_err(error)?;
+        // Opened without blocking: a FIFO there would otherwise hang the open.
+        let mut options = std::fs::OpenOptions::new();
+        options.create(true).truncate(false).write(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, rustix::fs::OFlags::NONBLOCK.bits() as i32);
+        let file = options.open(&guard_path).map_err(error)?;
+        if !file.metadata().map_err(error)?.is_file() {
+            return Err(LockfileError { path: guard_path.display().to_string(), problem: "it is not a regular file".into() });
+        }
         let file = tokio::task::spawn_blocking(move || file.lock().map(|()| file))
             .await
             .expect("taking a file lock does not panic")

@@ -87,35 +87,9 @@ pub struct Provenance {
     pub signatures: Vec<CosignSignature>,
 }
 
-/// The most bytes a provenance record, or a Sigstore bundle beside a pack,
-/// may have on disk.
-pub const MAX_PROVENANCE_BYTES: u64 = 1 << 20;
-
 /// What a Sigstore bundle beside a pack file is named after it:
 /// `acme.wasm.sigstore.json`.
 pub const BUNDLE_SUFFIX: &str = ".sigstore.json";
-
-/// Reads the file at `path`, at most [`MAX_PROVENANCE_BYTES`]; `None` if
-/// there is none.
-pub fn read_bounded(path: &std::path::Path) -> Result<Option<Vec<u8>>, String> {
-    use std::io::Read;
-    let file = match std::fs::File::open(path) {
-        Ok(file) => file,
-        Err(missing) if missing.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(error) => return Err(format!("cannot read {}: {error}", path.display())),
-    };
-    let mut bytes = Vec::new();
-    file.take(MAX_PROVENANCE_BYTES + 1).read_to_end(&mut bytes).map_err(|error| format!("cannot read {}: {error}", path.display()))?;
-    if bytes.len() as u64 > MAX_PROVENANCE_BYTES {
-        return Err(format!("{} is larger than the {MAX_PROVENANCE_BYTES} bytes it may have", path.display()));
-    }
-    Ok(Some(bytes))
-}
-
-/// The Sigstore bundle beside a pack file, if there is one.
-pub fn read_bundle(path: &std::path::Path) -> Result<Option<Vec<u8>>, String> {
-    read_bounded(path)
-}
 
 /// A signature that was checked, and whose it is.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -155,6 +129,62 @@ pub enum SignatureError {
     Untrusted { manifest_digest: String, signers: Vec<String>, problems: Vec<String> },
 }
 
+/// What a pack's signatures came to under its policy.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Accepted {
+    /// Who signed it, when a trusted signer did.
+    pub verified: Option<Verified>,
+    /// The signatures that did not verify, under a policy that does not
+    /// require one: the pack is accepted as unsigned, and these are logged.
+    pub ignored: Vec<SignatureError>,
+}
+
+/// The one rule of a signature policy, over every source of provenance a
+/// pack has (`checks`: each one's outcome, from [`verify`],
+/// [`check_at_load`] or [`check_bundle`]). A pack is signed when one source
+/// verifies. Otherwise, with `require = true` it is refused (saying why the
+/// most telling source failed); with `require = false` a signature that
+/// does not verify counts as no signature and the pack is accepted as
+/// unsigned: refusing it would protect nothing, as anyone can remove a
+/// signature (a `.sig` is a separate artifact, a bundle a separate file).
+pub fn accept(
+    policy: &SignaturePolicy,
+    checks: impl IntoIterator<Item = Result<Option<Verified>, SignatureError>>,
+) -> Result<Accepted, SignatureError> {
+    let mut problems = Vec::new();
+    for check in checks {
+        match check {
+            Ok(Some(verified)) => return Ok(Accepted { verified: Some(verified), ignored: Vec::new() }),
+            Ok(None) => {}
+            Err(SignatureError::Unsigned) => {}
+            Err(problem) => problems.push(problem),
+        }
+    }
+    if !policy.required {
+        return Ok(Accepted { verified: None, ignored: problems });
+    }
+    if !policy.has_signers() {
+        return Err(SignatureError::NoKeys);
+    }
+    Err(problems.into_iter().next().unwrap_or(SignatureError::Unsigned))
+}
+
+/// Checks a pack file at load against its policy, from every source of
+/// provenance it has: the record the pack store keeps for this plugin's
+/// install of exactly these bytes (SHA-256 `digest`, hex), and the Sigstore
+/// bundle beside the file.
+pub fn check_pack(
+    digest: &str,
+    bytes: &[u8],
+    record: Option<&Provenance>,
+    bundle: Option<&[u8]>,
+    policy: &SignaturePolicy,
+) -> Result<Accepted, SignatureError> {
+    let from_record = record.map(|record| check_at_load(digest, Some(record), policy));
+    let from_bundle = bundle.map(|bundle| check_bundle(bytes, bundle, policy));
+    accept(policy, from_record.into_iter().chain(from_bundle))
+}
+
 /// Checks the signatures of the manifest with `manifest_digest` against the
 /// keys of `policy`: the first signature by a trusted key that names this
 /// digest wins. Without keys there is nothing to check (`Ok(None)`) unless
@@ -181,18 +211,19 @@ pub fn verify(
     Err(SignatureError::Untrusted { manifest_digest: manifest_digest.to_string(), signers: policy.signers(), problems })
 }
 
+/// Why a keyless signature cannot count for a plugin whose policy has no
+/// keyless identities: none configured, or the plugin names its own signers.
+const NO_KEYLESS_IDENTITY: &str = "is keyless, and the configuration trusts no keyless identity for this plugin \
+     (signatures.trusted_root and signatures.identities, or plugins.NAME.identities)";
+
 /// Who made `signature`, if a signer the policy trusts did and it signs
 /// `manifest_digest`; else what is wrong with it, to follow "signature N".
 fn signer(signature: &CosignSignature, policy: &SignaturePolicy, manifest_digest: &str) -> Result<String, String> {
     let payload = decode(&signature.payload).ok_or("has a payload that is not base64")?;
     let signer = match &signature.certificate {
         Some(certificate) => {
-            let keyless = policy.keyless.as_ref().ok_or("is keyless, and the configuration names no trusted root (signatures.trusted_root)")?;
+            let keyless = policy.keyless.as_ref().ok_or(NO_KEYLESS_IDENTITY)?;
             let bundle = signature.bundle.as_deref().ok_or("is keyless but has no transparency log bundle")?;
-            let chain = match &signature.chain {
-                Some(chain) => keyless::certificates_from_pem(chain).map_err(|error| format!("is keyless, and {error}"))?,
-                None => Vec::new(),
-            };
             let certificate = keyless::certificates_from_pem(certificate)
                 .map_err(|error| format!("is keyless, and {error}"))?
                 .into_iter()
@@ -200,7 +231,6 @@ fn signer(signature: &CosignSignature, policy: &SignaturePolicy, manifest_digest
                 .ok_or("is keyless but its certificate is empty")?;
             let evidence = keyless::KeylessSignature {
                 certificate,
-                chain,
                 signed: &payload,
                 signature: &signature.signature,
                 log_entry: keyless::LogEntry::from_cosign_bundle(bundle).map_err(|error| format!("is keyless, and {error}"))?,
@@ -373,7 +403,7 @@ pub fn check_bundle(bytes: &[u8], bundle: &[u8], policy: &SignaturePolicy) -> Re
             let keyless = policy
                 .keyless
                 .as_ref()
-                .ok_or_else(|| untrusted(&digest, policy, "is keyless, and the configuration names no trusted root (signatures.trusted_root)"))?;
+                .ok_or_else(|| untrusted(&digest, policy, NO_KEYLESS_IDENTITY))?;
             let entry = material.tlog_entries.first().ok_or_else(|| untrusted(&digest, policy, "is keyless but has no transparency log entry"))?;
             let log_entry = keyless::LogEntry {
                 body: entry.canonicalized_body.clone(),
@@ -386,15 +416,8 @@ pub fn check_bundle(bytes: &[u8], bundle: &[u8], policy: &SignaturePolicy) -> Re
                     .map(|promise| promise.signed_entry_timestamp.clone())
                     .ok_or_else(|| untrusted(&digest, policy, "is keyless but its log entry has no signed timestamp (inclusionPromise)"))?,
             };
-            let chain = material
-                .x509_certificate_chain
-                .iter()
-                .flat_map(|chain| chain.certificates.iter().skip(1))
-                .map(|certificate| decode(&certificate.raw_bytes).ok_or_else(|| damaged("has a certificate that is not base64".into())))
-                .collect::<Result<Vec<_>, _>>()?;
             let evidence = keyless::KeylessSignature {
                 certificate: decode(&certificate.raw_bytes).ok_or_else(|| damaged("has a certificate that is not base64".into()))?,
-                chain,
                 signed: bytes,
                 signature: &message.signature,
                 log_entry,

@@ -185,7 +185,7 @@ impl HttpConfig {
 /// Reads a bearer token from a file: its content, trimmed of surrounding
 /// whitespace. The token itself never appears in a message.
 pub fn read_token_file(path: &std::path::Path) -> Result<String, TransportError> {
-    let text = std::fs::read_to_string(path)
+    let text = crate::files::read_text(path)
         .map_err(|error| TransportError::Start(format!("cannot read the token file {}: {error}", path.display())))?;
     let token = text.trim();
     if token.is_empty() {
