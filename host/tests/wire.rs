@@ -197,6 +197,16 @@ fn every_unparsable_line_gets_one_answer_with_its_id_over_stdio() {
 }
 
 #[test]
+fn an_unknown_method_is_quoted_back_escaped_and_bounded() {
+    let mut server = Server::start(&[]);
+    let method = format!("x\u{1b}{}", "y".repeat(100_000));
+    let error = server.error(&method, json!({}));
+    // 4 KiB of the escaped name: "x", "\u{1b}" and 4,089 of the 100,000 "y"s.
+    let shown = format!("x\\u{{1b}}{}... [cut by prompt-host: 95911 more bytes]", "y".repeat(4089));
+    assert_eq!(error, json!({ "code": -32601, "message": format!("method not found: {shown}"), "data": { "method": shown } }));
+}
+
+#[test]
 fn an_unparsable_line_is_logged_once_escaped_even_at_debug() {
     let mut server = Server::start_with_env(&[], &[("RUST_LOG", "debug")]);
     server.send_bytes(b"{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"ping\",\"params\":{\"m\":\"FORGED\x1b[2K\rWARN\"}}\n");
