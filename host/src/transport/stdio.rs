@@ -449,16 +449,17 @@ impl Decoder for LineCodec {
             // drops a line it cannot parse: copy the line first, so that it is
             // answered with its id.
             let window = unread.min(self.limit + 1);
-            let newline = buffer[self.searched.min(window)..window].iter().position(|&byte| byte == b'\n');
-            let line = newline.map(|at| Bytes::copy_from_slice(&buffer[..self.searched.min(window) + at]));
-            self.searched = if line.is_some() { 0 } else { window };
+            let from = self.searched.min(window);
+            let newline = buffer[from..window].iter().position(|&byte| byte == b'\n').map(|at| from + at);
+            let line = newline.map(|end| Bytes::copy_from_slice(&buffer[..end]));
+            self.searched = if newline.is_some() { 0 } else { window };
             match self.rmcp.decode(buffer) {
                 Ok(Some(message)) => return Ok(Some(Incoming::Message(message))),
                 // rmcp skips a notification it does not know with no item: the
                 // line is gone from the buffer, and the next may be whole already.
-                // It skips so a message with an id (a request) whose method
-                // starts `notifications/` and that it cannot read: that one is
-                // answered.
+                // It skips a request too (a message with an id) whose method
+                // starts with `notifications/`, when it cannot read it: that
+                // one is answered.
                 Ok(None) if buffer.len() < unread => {
                     if let Some(line) = line.filter(|line| malformed::find_id(line).is_request())
                         && let Err(error) = serde_json::from_slice::<RxJsonRpcMessage<RoleServer>>(&line)
