@@ -135,10 +135,11 @@ fn push_printable(shown: &mut String, c: char) {
     }
 }
 
-/// An error or panic message from a pack, as a client and the log may be
+/// An error or panic message from a pack (or any text from outside quoted
+/// in an error: a client's method name), as a client and the log may be
 /// shown it: made [`printable`], and cut to [`MAX_ERROR_MESSAGE_BYTES`]
 /// (escapes included) with a visible marker saying how many bytes of the
-/// pack's message were left out. Only what is kept is escaped.
+/// text were left out. Only what is kept is escaped.
 pub fn error_message(message: String) -> String {
     let mut shown = String::with_capacity(message.len().min(MAX_ERROR_MESSAGE_BYTES));
     for (at, c) in message.char_indices() {
