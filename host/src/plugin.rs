@@ -148,7 +148,8 @@ impl Plugin {
     }
 
     fn invalid_reply(&self, prompt: &str, problem: String) -> PluginError {
-        PluginError::InvalidReply { plugin: self.id.clone(), prompt: prompt.to_string(), problem }
+        // The problem quotes what the pack returned: bounded and escaped as its own messages are.
+        PluginError::InvalidReply { plugin: self.id.clone(), prompt: prompt.to_string(), problem: validate::error_message(problem) }
     }
 
     fn prompt_error(&self, prompt: &str, error: provider::PromptError) -> PluginError {

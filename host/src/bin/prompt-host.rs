@@ -34,6 +34,12 @@ const RMCP_RESPONSE_ERRORS_OFF: &str = "rmcp::service=error";
 /// address, so this is off unless RUST_LOG names rmcp itself.
 const RMCP_REFUSALS_OFF: &str = "rmcp::transport::streamable_http_server::tower=error";
 
+/// rmcp's stdio codec logs each line it cannot parse at debug, whole and
+/// unescaped, in the line's message. The transport answers and logs such a
+/// line itself, once, bounded and escaped (`transport::malformed`), so this
+/// is off unless RUST_LOG names rmcp itself.
+const RMCP_UNPARSED_LINES_OFF: &str = "rmcp::transport::async_rw=info";
+
 /// oci-client (which pushes for `publish` and `sign`) logs a registry's
 /// sign-in refusal, the registry's own text, unescaped at debug: a registry
 /// is not trusted with the log, so this is off unless RUST_LOG names
@@ -57,6 +63,7 @@ fn log_filter() -> tracing_subscriber::EnvFilter {
     filter
         .add_directive(RMCP_RESPONSE_ERRORS_OFF.parse().expect("a valid directive"))
         .add_directive(RMCP_REFUSALS_OFF.parse().expect("a valid directive"))
+        .add_directive(RMCP_UNPARSED_LINES_OFF.parse().expect("a valid directive"))
 }
 
 /// Serve prompts from sandboxed WebAssembly prompt packs over MCP.

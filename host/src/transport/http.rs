@@ -632,7 +632,10 @@ impl Gate {
         };
         let ends_session = parts.method == hyper::Method::DELETE;
         let (host, origin) = (header_text(&parts.headers, hyper::header::HOST), header_text(&parts.headers, hyper::header::ORIGIN));
-        let mut response = service.handle(Request::from_parts(parts, Full::new(body))).await;
+        let mut response = service.handle(Request::from_parts(parts, Full::new(body.clone()))).await;
+        if response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE {
+            response = answer_unparsed(response, &body).await;
+        }
         // rmcp refuses a Host or an Origin not allowed (DNS rebinding
         // protection) with 403: say which, and how to allow it.
         if response.status() == StatusCode::FORBIDDEN {
@@ -865,6 +868,26 @@ fn resource_metadata(request: &Request<Incoming>, server: &ResourceServer) -> Op
     let mut response = Response::new(Full::new(Bytes::from(server.metadata().to_string())).boxed());
     response.headers_mut().insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static("application/json"));
     Some(response)
+}
+
+/// rmcp answers a body it cannot parse as a message with 415 and a line of
+/// text, no JSON-RPC answer, and the client waits for one: such a body gets
+/// one, 400 with a JSON-RPC error carrying the message's id when it can be
+/// read ([`super::malformed`]). rmcp's other 415 (a wrong Content-Type) is
+/// passed on.
+async fn answer_unparsed(response: Response<Body>, body: &Bytes) -> Response<Body> {
+    let (parts, said) = response.into_parts();
+    let said = said.collect().await.map_or_else(|never| match never {}, |said| said.to_bytes());
+    if said.starts_with(b"fail to deserialize request body")
+        && let Err(answer) = super::malformed::http_body(body)
+    {
+        let json = serde_json::to_vec(&answer).expect("a JSON-RPC error serializes");
+        let mut response = Response::new(Full::new(Bytes::from(json)).boxed());
+        *response.status_mut() = StatusCode::BAD_REQUEST;
+        response.headers_mut().insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static("application/json"));
+        return response;
+    }
+    Response::from_parts(parts, Full::new(said).boxed())
 }
 
 /// A plain-text answer: `text` and a newline.

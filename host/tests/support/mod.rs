@@ -172,6 +172,19 @@ impl Server {
         self.stdin.flush().unwrap();
     }
 
+    /// Writes raw bytes, which need not be UTF-8 (nor end a line).
+    pub fn send_bytes(&mut self, bytes: &[u8]) {
+        self.stdin.write_all(bytes).unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// The next line the server writes to stdout, as it came.
+    pub fn next_line(&mut self) -> String {
+        self.lines
+            .recv_timeout(RESPONSE_TIMEOUT)
+            .unwrap_or_else(|error| panic!("no line on stdout ({error:?}); stderr:\n{}", self.stderr()))
+    }
+
     /// Sends a request and returns its id.
     pub fn send_request(&mut self, method: &str, params: Value) -> u64 {
         let id = self.next_id;
