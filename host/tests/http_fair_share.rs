@@ -102,14 +102,15 @@ fn healthz(addr: SocketAddr) -> String {
 
 #[test]
 fn a_client_holding_its_stream_cap_and_idle_sockets_leaves_room_for_others_and_healthz() {
-    // Four connections: three may stream, one is kept for the rest.
-    let host = HttpHost::start(&["--max-connections", "4", "--max-streams-per-user", "2"]);
+    // Four connections: three may stream, one is kept for the rest. Without
+    // tokens there are no users: the (default) tenant's cap holds.
+    let host = HttpHost::start(&["--max-connections", "4", "--max-streams-per-tenant", "2"]);
     let streams: Vec<TcpStream> = (0..2).map(|_| host.listen()).collect();
     let (status, refused) = host.exchange(&post_2026(host.addr, &listen_body(), true));
     assert_eq!(status, 429, "{refused}");
     assert!(
         refused.ends_with(
-            "\r\n\r\ntoo many requests: this user holds its maximum of 2 open streams (--max-streams-per-user); \
+            "\r\n\r\ntoo many requests: this tenant holds its maximum of 2 open streams (--max-streams-per-tenant); \
              close one first\n"
         ),
         "{refused}"

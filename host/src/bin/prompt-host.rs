@@ -416,9 +416,9 @@ struct HttpArgs {
     #[arg(long, value_name = "N", default_value_t = http::DEFAULT_MAX_SESSIONS as u32, requires = "http",
           value_parser = clap::value_parser!(u32).range(1..))]
     max_sessions: u32,
-    /// Long-lived streams (GET streams, subscriptions/listen) one user (a
-    /// token's subject) may hold open at once; past it, 429. Streams in all
-    /// leave a quarter of --max-connections to other requests.
+    /// Long-lived streams (GET streams, subscriptions/listen) one user (an
+    /// OAuth token's subject) may hold open at once; past it, 429. Streams in
+    /// all leave a quarter of --max-connections to other requests.
     #[arg(long, value_name = "N", default_value_t = http::DEFAULT_MAX_STREAMS_PER_USER as u32, requires = "http",
           value_parser = clap::value_parser!(u32).range(1..))]
     max_streams_per_user: u32,

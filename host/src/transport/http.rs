@@ -123,7 +123,7 @@ pub struct HttpConfig {
     /// Sessions open at once, per tenant; past it a new session gets 503.
     pub max_sessions: usize,
     /// Long-lived streams (a session's GET stream, `subscriptions/listen`)
-    /// open at once for one user (a token's subject), and for one tenant.
+    /// open at once for one user (an OAuth token's subject), and for one tenant.
     /// In all, streams leave a quarter of `max_connections` (see
     /// [`stream_connections`]) to other requests.
     pub max_streams_per_user: usize,
@@ -628,16 +628,18 @@ impl Gate {
         if request.uri().path() != MCP_PATH {
             return plain(StatusCode::NOT_FOUND, &format!("not found: MCP is served at {MCP_PATH}"));
         }
-        // Who asks: the user whose streams are counted together.
+        // Who asks: with OAuth, the user (the token's subject; tokens
+        // without one count as one user) whose streams are counted together.
+        // A static token or open access names no user: the tenant's cap holds.
         let (tenants, user) = match &self.access {
-            Access::Open => (Vec::new(), format!("address {}", peer.ip())),
+            Access::Open => (Vec::new(), None),
             Access::Token(expected) => match bearer_refusal(&request, expected) {
                 Some(refusal) => return refusal.answer(peer, &self.refusals),
-                None => (Vec::new(), "the bearer token".to_string()),
+                None => (Vec::new(), None),
             },
             Access::OAuth(server) => {
                 match server.authorize(request.headers().get(hyper::header::AUTHORIZATION).map(|value| value.as_bytes())).await {
-                    Ok(grant) => (grant.tenants, format!("subject {:?}", grant.subject.unwrap_or_default())),
+                    Ok(grant) => (grant.tenants, Some(grant.subject.unwrap_or_default())),
                     Err(denial) => return Refusal::Denied { challenge: server.challenge(&denial), denial }.answer(peer, &self.refusals),
                 }
             }
@@ -673,7 +675,7 @@ impl Gate {
         let opens_stream = parts.method == hyper::Method::GET
             || (parts.method == hyper::Method::POST && method.as_deref() == Some("subscriptions/listen"));
         let stream = match opens_stream {
-            true => match self.streams.admit(tenant, &user) {
+            true => match self.streams.admit(tenant, user.as_deref()) {
                 Ok(held) => Some(held),
                 Err(refused) => return refused,
             },
@@ -773,16 +775,18 @@ impl Streams {
 
     /// A place for one more stream of `user` in `tenant`, held until the
     /// [`StreamHeld`] is dropped; or the refusal saying which cap is reached.
-    fn admit(self: &Arc<Self>, tenant: &str, user: &str) -> Result<StreamHeld, Response<Body>> {
+    fn admit(self: &Arc<Self>, tenant: &str, user: Option<&str>) -> Result<StreamHeld, Response<Body>> {
         let mut open = self.open.lock().expect("never poisoned");
-        let user_key = format!("{tenant}\u{0}{user}");
+        let user_key = user.map(|user| format!("{tenant}\u{0}{user}"));
         let too_many = |who: &str, limit: usize, option: &str| {
             plain(
                 StatusCode::TOO_MANY_REQUESTS,
                 &format!("too many requests: this {who} holds its maximum of {limit} open streams ({option}); close one first"),
             )
         };
-        if open.by_user.get(&user_key).copied().unwrap_or(0) >= self.per_user {
+        if let Some(user_key) = &user_key
+            && open.by_user.get(user_key).copied().unwrap_or(0) >= self.per_user
+        {
             return Err(too_many("user", self.per_user, "--max-streams-per-user"));
         }
         if open.by_tenant.get(tenant).copied().unwrap_or(0) >= self.per_tenant {
@@ -800,7 +804,9 @@ impl Streams {
         }
         open.in_all += 1;
         *open.by_tenant.entry(tenant.to_string()).or_default() += 1;
-        *open.by_user.entry(user_key.clone()).or_default() += 1;
+        if let Some(user_key) = &user_key {
+            *open.by_user.entry(user_key.clone()).or_default() += 1;
+        }
         Ok(StreamHeld { streams: self.clone(), tenant: tenant.to_string(), user: user_key })
     }
 }
@@ -809,7 +815,7 @@ impl Streams {
 struct StreamHeld {
     streams: Arc<Streams>,
     tenant: String,
-    user: String,
+    user: Option<String>,
 }
 
 impl Drop for StreamHeld {
@@ -817,7 +823,8 @@ impl Drop for StreamHeld {
         let mut guard = self.streams.open.lock().expect("never poisoned");
         let open = &mut *guard;
         open.in_all -= 1;
-        for (counts, key) in [(&mut open.by_tenant, &self.tenant), (&mut open.by_user, &self.user)] {
+        for (counts, key) in [(&mut open.by_tenant, Some(&self.tenant)), (&mut open.by_user, self.user.as_ref())] {
+            let Some(key) = key else { continue };
             if let Some(count) = counts.get_mut(key) {
                 *count -= 1;
                 if *count == 0 {
