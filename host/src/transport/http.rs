@@ -58,7 +58,7 @@ const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 pub const DEFAULT_MAX_REQUEST_KIB: usize = 4096;
 pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 pub const DEFAULT_MAX_SESSIONS: usize = 1000;
-pub const DEFAULT_MAX_STREAMS_PER_USER: usize = 8;
+pub const DEFAULT_MAX_STREAMS_PER_USER: usize = 32;
 pub const DEFAULT_MAX_STREAMS_PER_TENANT: usize = 256;
 pub const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(10);
 
