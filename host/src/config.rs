@@ -36,6 +36,12 @@
 //! [sandbox]                       # shared by all plugins
 //! max_concurrent_calls = 64
 //!
+//! [elicitation]                   # elicitation/create asked of clients before 2026-07-28
+//! timeout_ms = 120000             # how long the host waits for one answer
+//! max_pending_per_session = 16    # elicitations waiting at once in one session
+//! max_pending_per_tenant = 256    # ... in one tenant
+//! max_pending = 1024              # ... in the whole server
+//!
 //! [plugins.acme]                  # the plugin in acme.wasm
 //! prefix = "acme-"
 //! sha256 = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
@@ -74,6 +80,7 @@ use serde::Deserialize;
 
 use crate::catalog::DEFAULT_PAGE_SIZE;
 use crate::handler::DEFAULT_LIST_TTL_MS;
+use crate::input::{ElicitationLimits, MAX_ELICITATION_TIMEOUT_MS};
 use crate::limits::{LimitOverrides, Limits, MAX_CONCURRENT_CALLS};
 use crate::distribution::RegistrySettings;
 use crate::loader::PluginSettings;
@@ -95,6 +102,8 @@ pub struct ServeConfig {
     pub limits: Limits,
     /// Settings of the sandbox shared by all plugins.
     pub sandbox: SandboxConfig,
+    /// The bounds on elicitations waiting for clients' answers.
+    pub elicitation: ElicitationLimits,
     /// What is configured for particular plugins, by plugin name.
     pub plugins: BTreeMap<String, PluginConfig>,
     /// Whether a plugin without a pinned SHA-256 is refused.
@@ -189,6 +198,7 @@ impl Default for ServeConfig {
             list_ttl_ms: DEFAULT_LIST_TTL_MS,
             limits: Limits::default(),
             sandbox: SandboxConfig::default(),
+            elicitation: ElicitationLimits::default(),
             plugins: BTreeMap::new(),
             require_pinned: false,
             watch: true,
@@ -371,6 +381,7 @@ impl ServeConfig {
         config.list_ttl_ms = file.server.list_ttl_ms.unwrap_or(config.list_ttl_ms);
         config.limits = file.limits.apply(&config.limits);
         config.sandbox = file.sandbox.apply(&config.sandbox)?;
+        config.elicitation = file.elicitation.apply(config.elicitation)?;
         config.plugins = file.plugins;
         for (name, plugin) in config.plugins.iter_mut() {
             if let Some(source) = &plugin.source {
@@ -454,6 +465,8 @@ struct ConfigFile {
     limits: LimitOverrides,
     #[serde(default)]
     sandbox: SandboxSection,
+    #[serde(default)]
+    elicitation: ElicitationSection,
     #[serde(default)]
     plugins: BTreeMap<String, PluginConfig>,
     #[serde(default)]
@@ -640,6 +653,44 @@ struct ServerSection {
     cache_max_mib: Option<u64>,
     request_state_key_file: Option<PathBuf>,
     store: Option<PathBuf>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ElicitationSection {
+    timeout_ms: Option<u64>,
+    max_pending_per_session: Option<u64>,
+    max_pending_per_tenant: Option<u64>,
+    max_pending: Option<u64>,
+}
+
+impl ElicitationSection {
+    fn apply(&self, base: ElicitationLimits) -> Result<ElicitationLimits, String> {
+        // A semaphore holds at most this many permits.
+        let count = |key: &str, value: Option<u64>, base: usize| -> Result<usize, String> {
+            let Some(value) = value else { return Ok(base) };
+            positive(key, value)?;
+            let max = tokio::sync::Semaphore::MAX_PERMITS.min(1 << 20) as u64;
+            if value > max {
+                return Err(format!("{key} must be at most {max}"));
+            }
+            Ok(value as usize)
+        };
+        let mut limits = base;
+        if let Some(ms) = self.timeout_ms {
+            positive("elicitation.timeout_ms", ms)?;
+            if ms > MAX_ELICITATION_TIMEOUT_MS {
+                return Err(format!(
+                    "elicitation.timeout_ms must be at most {MAX_ELICITATION_TIMEOUT_MS} (an hour, the life of a requestState)"
+                ));
+            }
+            limits.timeout = Duration::from_millis(ms);
+        }
+        limits.per_session = count("elicitation.max_pending_per_session", self.max_pending_per_session, base.per_session)?;
+        limits.per_tenant = count("elicitation.max_pending_per_tenant", self.max_pending_per_tenant, base.per_tenant)?;
+        limits.in_all = count("elicitation.max_pending", self.max_pending, base.in_all)?;
+        Ok(limits)
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -24,7 +24,7 @@ use tracing::Instrument;
 
 use crate::bindings::{PromptAnswer, provider};
 use crate::convert;
-use crate::input::{self, Answers, Binding, Forms, InputError, RequestStateSeal};
+use crate::input::{self, Answers, Binding, ElicitationLimits, Forms, InputError, PendingElicitations, RequestStateSeal};
 use crate::limits::Limits;
 use crate::error::{self, RequestError};
 use crate::metrics;
@@ -40,7 +40,15 @@ pub struct PromptServer {
     list_caching: ListCaching,
     session: SessionEnd,
     seal: RequestStateSeal,
+    elicitations: PendingElicitations,
 }
+
+/// Cancelled when the client of a request can no longer receive its answer:
+/// the HTTP transport puts one in each request's extensions and cancels it
+/// when the response (its event stream) is dropped, the client gone. An
+/// elicitation the request waits for is then cancelled.
+#[derive(Clone, Debug)]
+pub struct ClientGone(pub CancellationToken);
 
 /// How the host can ask the client of a request for the input a prompt
 /// needs.
@@ -50,20 +58,31 @@ pub enum Asking {
     /// client that declared the elicitation capability).
     InputRequired,
     /// With `elicitation/create` requests on the session, then the call
-    /// continues (an earlier revision's client that declared elicitation).
-    Elicitation(Peer<RoleServer>),
+    /// continues (an earlier revision's client that declared elicitation),
+    /// until any of the tokens is cancelled: the request is cancelled, its
+    /// client gone, or its session ended.
+    Elicitation(Peer<RoleServer>, Vec<CancellationToken>),
     /// It cannot: the reason, which completes "it needs input (...), and".
     Cannot(&'static str),
 }
 
 impl Asking {
-    /// How the client of `context` can be asked.
-    fn of(context: &RequestContext<RoleServer>) -> Asking {
+    /// How the client of `context`, in the session that ends with
+    /// `session_ended`, can be asked.
+    fn of(context: &RequestContext<RoleServer>, session_ended: &CancellationToken) -> Asking {
         let elicitation = context.client_capabilities().is_some_and(|capabilities| capabilities.elicitation.is_some());
         match (is_2026_07_28_or_later(context), elicitation) {
             (true, true) => Asking::InputRequired,
             (true, false) => Asking::Cannot("the client did not declare the elicitation capability"),
-            (false, true) => Asking::Elicitation(context.peer.clone()),
+            (false, true) => {
+                let client_gone = context
+                    .extensions
+                    .get::<hyper::http::request::Parts>()
+                    .and_then(|http| http.extensions.get::<ClientGone>())
+                    .map(|gone| gone.0.clone());
+                let ends = [Some(context.ct.clone()), Some(session_ended.clone()), client_gone];
+                Asking::Elicitation(context.peer.clone(), ends.into_iter().flatten().collect())
+            }
             (false, false) => Asking::Cannot(
                 "the client declared no elicitation capability, and its protocol revision has no input-required \
                  results (they came with 2026-07-28)",
@@ -117,7 +136,22 @@ impl PromptServer {
             list_caching: ListCaching::default(),
             session: SessionEnd::new(),
             seal: RequestStateSeal::random(),
+            elicitations: PendingElicitations::new(ElicitationLimits::default()),
         }
+    }
+
+    /// The server, counting the elicitations waiting for answers in
+    /// `elicitations` (by default, its own counts under the default limits;
+    /// a tenant's server takes `another_tenant()` of the first's).
+    pub fn with_pending_elicitations(self, elicitations: PendingElicitations) -> PromptServer {
+        PromptServer { elicitations, ..self }
+    }
+
+    /// Cancelled when this server's session ends; a transport that sees its
+    /// client go (stdio at the end of its input) cancels it at once, which
+    /// cancels the elicitations waiting in the session.
+    pub fn session_ended(&self) -> CancellationToken {
+        self.session.ended.clone()
     }
 
     /// The server, sealing the `requestState` of input-required prompts
@@ -221,18 +255,22 @@ impl PromptServer {
                     }
                 }
             };
-            let peer = match &asking {
+            let (peer, ends) = match &asking {
                 Asking::InputRequired => return Ok(GetPromptResponse::InputRequired(self.seal.ask(&asked, &binding))),
                 Asking::Cannot(why) => {
                     return Err(input_error(InputError::CannotAsk { needed: asked.describe(), why }));
                 }
-                Asking::Elicitation(peer) => peer,
+                Asking::Elicitation(peer, ends) => (peer, ends),
             };
             rounds += 1;
             if rounds > input::MAX_ELICITATION_ROUNDS {
                 return Err(input_error(InputError::TooManyRounds));
             }
-            let responses = input::elicit(peer, &asked).await.map_err(input_error)?;
+            let _pending = self.elicitations.admit().map_err(input_error)?;
+            let abandoned = futures::future::select_all(ends.iter().map(|end| Box::pin(end.cancelled())));
+            let timeout = self.elicitations.limits().timeout;
+            let responses =
+                input::elicit(peer, &asked, timeout, async { abandoned.await; }).await.map_err(input_error)?;
             let Answers::Complete(answers) = asked.answers(Some(&responses)).map_err(input_error)? else {
                 unreachable!("elicit answers every form");
             };
@@ -302,7 +340,7 @@ impl ServerHandler for PromptServer {
         let name = request.name.clone();
         let span = request_span(&context);
         let trace = trace_request(&context, "prompts/get", Some(&name));
-        let answer = self.get_prompt_response(request, Asking::of(&context)).instrument(span.clone());
+        let answer = self.get_prompt_response(request, Asking::of(&context, &self.session.ended)).instrument(span.clone());
         let result = trace.within(answer).await;
         answered(trace, span.in_scope(|| result.map_err(|error| log_failure("prompts/get", &name, error))))
     }

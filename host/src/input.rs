@@ -11,18 +11,21 @@
 //! config's `server.request_state_key_file`) accepts the retry.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use rmcp::model::{
-    ElicitRequestParams, ElicitResult, ElicitationAction, InputRequest, InputRequests, InputRequiredResult,
-    InputResponses, RequestStateCodec, SealOptions,
+    CancelledNotificationParam, ClientResult, ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction,
+    InputRequest, InputRequests, InputRequiredResult, InputResponses, RequestStateCodec, SealOptions, ServerRequest,
 };
+use rmcp::service::PeerRequestOptions;
 use rmcp::{Peer, RoleServer};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::bindings::{provider, provider_v0_2 as v2};
 use crate::convert::json_kind;
@@ -33,9 +36,116 @@ use crate::validate::{MAX_FORM_FIELDS, MAX_FORMS};
 /// this is refused, and the request must start again.
 pub const REQUEST_STATE_TTL: Duration = Duration::from_secs(60 * 60);
 
-/// How long the host waits for a client to answer one `elicitation/create`
-/// (a client of a revision before 2026-07-28, asked over its session).
-pub const ELICITATION_TIMEOUT: Duration = Duration::from_secs(10 * 60);
+/// The bounds on `elicitation/create` requests waiting for a client of a
+/// revision before 2026-07-28 to answer (asked over its session, while its
+/// `prompts/get` stays open): how long one waits, and how many may wait at
+/// once in one session, in one tenant and in all. Each waiting request holds
+/// a task and its pack's answer so far, so a client that asks and goes away
+/// must not be able to pile them up. The `[elicitation]` section of the
+/// config sets them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ElicitationLimits {
+    /// How long the host waits for the answer to one `elicitation/create`.
+    pub timeout: Duration,
+    /// Elicitations waiting at once in one session (one stdio connection,
+    /// one HTTP session).
+    pub per_session: usize,
+    /// Elicitations waiting at once in one tenant's sessions together.
+    pub per_tenant: usize,
+    /// Elicitations waiting at once in the whole server.
+    pub in_all: usize,
+}
+
+impl Default for ElicitationLimits {
+    /// Two minutes for a person to fill a form in; a client asks one form
+    /// of one `prompts/get` at a time, so 16 at once in a session, 256 in a
+    /// tenant and 1,024 in all are more than real clients reach.
+    fn default() -> Self {
+        ElicitationLimits {
+            timeout: Duration::from_secs(120),
+            per_session: 16,
+            per_tenant: 256,
+            in_all: 1024,
+        }
+    }
+}
+
+/// The longest `[elicitation] timeout_ms`: one hour, the life of a
+/// `requestState`.
+pub const MAX_ELICITATION_TIMEOUT_MS: u64 = REQUEST_STATE_TTL.as_millis() as u64;
+
+/// The elicitations waiting for answers, counted against [`ElicitationLimits`]:
+/// the count in all is shared by every tenant's server, the tenant's by
+/// every session of the tenant, and each session (each clone, see
+/// [`Clone`]) has its own.
+#[derive(Debug)]
+pub struct PendingElicitations {
+    limits: ElicitationLimits,
+    in_all: Arc<Semaphore>,
+    tenant: Arc<Semaphore>,
+    session: Arc<Semaphore>,
+}
+
+impl PendingElicitations {
+    /// The counts of a server with one tenant.
+    pub fn new(limits: ElicitationLimits) -> PendingElicitations {
+        PendingElicitations::in_server(limits, Arc::new(Semaphore::new(limits.in_all)))
+    }
+
+    /// The counts of one more tenant of the server whose count in all is `in_all`.
+    fn in_server(limits: ElicitationLimits, in_all: Arc<Semaphore>) -> PendingElicitations {
+        PendingElicitations {
+            limits,
+            in_all,
+            tenant: Arc::new(Semaphore::new(limits.per_tenant)),
+            session: Arc::new(Semaphore::new(limits.per_session)),
+        }
+    }
+
+    /// The counts of another tenant of the same server: its own count per
+    /// tenant, the same count in all.
+    pub fn another_tenant(&self) -> PendingElicitations {
+        PendingElicitations::in_server(self.limits, self.in_all.clone())
+    }
+
+    pub fn limits(&self) -> ElicitationLimits {
+        self.limits
+    }
+
+    /// Room for one more elicitation, held until the permit is dropped; or
+    /// which bound is reached.
+    pub fn admit(&self) -> Result<PendingPermit, InputError> {
+        let full = |scope: &'static str, limit: usize, key: &'static str| InputError::TooManyPending { scope, limit, key };
+        let session = self.session.clone().try_acquire_owned().map_err(|_| {
+            full("this session", self.limits.per_session, "max_pending_per_session")
+        })?;
+        let tenant = self.tenant.clone().try_acquire_owned().map_err(|_| {
+            full("this tenant", self.limits.per_tenant, "max_pending_per_tenant")
+        })?;
+        let in_all = self.in_all.clone().try_acquire_owned().map_err(|_| {
+            full("the server", self.limits.in_all, "max_pending")
+        })?;
+        Ok(PendingPermit { _held: [session, tenant, in_all] })
+    }
+}
+
+impl Clone for PendingElicitations {
+    /// The counts of a new session of the same tenant: rmcp's HTTP transport
+    /// clones the handler once per session.
+    fn clone(&self) -> PendingElicitations {
+        PendingElicitations {
+            limits: self.limits,
+            in_all: self.in_all.clone(),
+            tenant: self.tenant.clone(),
+            session: Arc::new(Semaphore::new(self.limits.per_session)),
+        }
+    }
+}
+
+/// One elicitation's place in the counts, given back when dropped.
+pub struct PendingPermit {
+    _held: [OwnedSemaphorePermit; 3],
+}
 
 /// The most times one `prompts/get` asks a client over its session before
 /// it gives up: a pack that asks again after every answer cannot hold a
@@ -243,15 +353,42 @@ impl Forms {
 }
 
 /// Asks a client of a revision before 2026-07-28 to fill in `forms`, one
-/// `elicitation/create` request on its session for each, and returns its
-/// answers as a 2026-07-28 client would send them.
-pub async fn elicit(peer: &Peer<RoleServer>, forms: &Forms) -> Result<InputResponses, InputError> {
+/// `elicitation/create` request on its session for each, waiting up to
+/// `timeout` for each answer, and returns its answers as a 2026-07-28 client
+/// would send them. When `abandoned` completes first (the client went away,
+/// or cancelled its request), the elicitation waiting is cancelled (the
+/// client is told, if it is still there) and nothing more is waited for.
+pub async fn elicit(
+    peer: &Peer<RoleServer>,
+    forms: &Forms,
+    timeout: Duration,
+    abandoned: impl Future<Output = ()>,
+) -> Result<InputResponses, InputError> {
+    tokio::pin!(abandoned);
     let mut responses = InputResponses::new();
     for form in &forms.forms {
-        let result = peer
-            .create_elicitation_with_timeout(form.elicitation_params(), Some(ELICITATION_TIMEOUT))
-            .await
-            .map_err(|error| InputError::Elicitation { form: form.key.clone(), reason: error.to_string() })?;
+        let failed = |reason: String| InputError::Elicitation { form: form.key.clone(), reason };
+        let request = ServerRequest::ElicitRequest(ElicitRequest::new(form.elicitation_params()));
+        let options = PeerRequestOptions::with_timeout(timeout);
+        let handle = peer.send_request_with_option(request, options).await.map_err(|error| failed(error.to_string()))?;
+        let id = handle.id.clone();
+        let result = tokio::select! {
+            result = handle.await_response() => result.map_err(|error| failed(error.to_string()))?,
+            () = &mut abandoned => {
+                // rmcp forgets the request it waits for when it sends this.
+                // Not awaited here: once the session is over, rmcp answers
+                // the send only when its task ends.
+                let reason = "the request that asked for this input ended".to_string();
+                let peer = peer.clone();
+                tokio::spawn(async move {
+                    let _ = peer.notify_cancelled(CancelledNotificationParam::new(Some(id), Some(reason))).await;
+                });
+                return Err(InputError::Abandoned { form: form.key.clone() });
+            }
+        };
+        let ClientResult::ElicitResult(result) = result else {
+            return Err(failed("the client answered with something other than an elicitation result".into()));
+        };
         responses.insert(form.key.clone(), serde_json::to_value(result).expect("an elicitation result serializes"));
     }
     Ok(responses)
@@ -418,6 +555,13 @@ pub enum InputError {
     CannotAsk { needed: String, why: &'static str },
     #[error("the client did not answer the elicitation of form {form:?}: {reason}")]
     Elicitation { form: String, reason: String },
+    #[error("the client went away or cancelled the request while the elicitation of form {form:?} waited")]
+    Abandoned { form: String },
+    #[error(
+        "it needs input, and {scope} already has {limit} elicitations waiting for answers, the most the server \
+         keeps ([elicitation] {key}): answer or cancel one first"
+    )]
+    TooManyPending { scope: &'static str, limit: usize, key: &'static str },
     #[error("it asked for input {MAX_ELICITATION_ROUNDS} times in one request, the most the host asks")]
     TooManyRounds,
 }

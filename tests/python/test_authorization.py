@@ -91,10 +91,11 @@ class Provider:
 
 
 @contextmanager
-def site(extra: str = "", server_extra: str = "", authorization_extra: str = "", introspection_endpoint: str | None = None):
+def site(extra: str = "", server_extra: str = "", authorization_extra: str = "", introspection_endpoint: str | None = None, args: tuple[str, ...] = ()):
     """A provider, and prompt-host serving two tenants behind it: acme
     (code_review) and globex (dev_assistant), one prompt per page. Opaque
-    tokens are introspected by the provider, or at `introspection_endpoint`."""
+    tokens are introspected by the provider, or at `introspection_endpoint`;
+    `args` are more options of `serve`."""
     with tempfile.TemporaryDirectory() as work:
         work = Path(work)
         port = free_port()
@@ -118,7 +119,7 @@ def site(extra: str = "", server_extra: str = "", authorization_extra: str = "",
         log = open(log_path, "w+")
         server = subprocess.Popen(
             [BINARY, "serve", "--config", str(work / "prompt-host.toml"), "--cache-dir", str(work / "cache"),
-             "--http", f"127.0.0.1:{port}"],
+             "--http", f"127.0.0.1:{port}", *args],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
         )
         try:

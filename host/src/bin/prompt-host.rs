@@ -423,6 +423,16 @@ struct HttpArgs {
     #[arg(long, value_name = "N", default_value_t = http::DEFAULT_MAX_SESSIONS as u32, requires = "http",
           value_parser = clap::value_parser!(u32).range(1..))]
     max_sessions: u32,
+    /// Long-lived streams (GET streams, subscriptions/listen) one user (an
+    /// OAuth token's subject) may hold open at once; past it, 429. Streams in
+    /// all leave a quarter of --max-connections to other requests.
+    #[arg(long, value_name = "N", default_value_t = http::DEFAULT_MAX_STREAMS_PER_USER as u32, requires = "http",
+          value_parser = clap::value_parser!(u32).range(1..))]
+    max_streams_per_user: u32,
+    /// Long-lived streams one tenant's users may hold open at once; past it, 429.
+    #[arg(long, value_name = "N", default_value_t = http::DEFAULT_MAX_STREAMS_PER_TENANT as u32, requires = "http",
+          value_parser = clap::value_parser!(u32).range(1..))]
+    max_streams_per_tenant: u32,
     /// Milliseconds a client may take to send a request's body; slower ones get 408.
     #[arg(long, value_name = "MS", default_value_t = http::DEFAULT_BODY_READ_TIMEOUT.as_millis() as u64, requires = "http",
           value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
@@ -619,8 +629,12 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         Some(key_file) => Some(prompt_host::input::RequestStateSeal::from_key_file(key_file)?),
         None => None,
     };
+    // One count of pending elicitations in all; each tenant's server its own count per tenant.
+    let elicitations = prompt_host::input::PendingElicitations::new(config.elicitation);
     let server_for = |registry| {
-        let server = PromptServer::new(registry, config.page_size).with_list_caching(list_caching.clone());
+        let server = PromptServer::new(registry, config.page_size)
+            .with_list_caching(list_caching.clone())
+            .with_pending_elicitations(elicitations.another_tenant());
         match &seal {
             Some(seal) => server.with_request_state_seal(seal.clone()),
             None => server,
@@ -667,6 +681,8 @@ async fn http_config(address: &str, args: &HttpArgs, authorization: Option<Autho
     http.max_request_bytes = (args.max_request_kib as usize) << 10;
     http.max_connections = args.max_connections as usize;
     http.max_sessions = args.max_sessions as usize;
+    http.max_streams_per_user = args.max_streams_per_user as usize;
+    http.max_streams_per_tenant = args.max_streams_per_tenant as usize;
     http.body_read_timeout = std::time::Duration::from_millis(args.body_read_timeout_ms);
     Ok(http)
 }

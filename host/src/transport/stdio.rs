@@ -81,7 +81,7 @@ pub async fn serve_stdio(
 /// Serves MCP over `transport`, as [`serve_stdio`] says.
 async fn serve<R, W>(
     server: PromptServer,
-    transport: StdioTransport<R, W>,
+    mut transport: StdioTransport<R, W>,
     stop: impl Future<Output = ()>,
     grace: std::time::Duration,
 ) -> Result<(), TransportError>
@@ -90,6 +90,7 @@ where
     W: AsyncWrite + Send + Unpin + 'static,
 {
     let (stopping, calls) = (transport.stopping.clone(), transport.calls.clone());
+    transport.input_ended = server.session_ended();
     let mut stop = std::pin::pin!(stop);
     let running = tokio::select! {
         running = rmcp::ServiceExt::serve(server, transport) => running.map_err(|error| TransportError::Start(error.to_string()))?,
@@ -202,6 +203,10 @@ pub struct StdioTransport<R, W> {
     stopping: CancellationToken,
     /// The requests read and not yet answered.
     calls: Arc<Calls>,
+    /// Cancelled at the end of the input: the client is gone, and the
+    /// elicitations waiting for its answers with it (the server's session
+    /// end, see `serve`).
+    input_ended: CancellationToken,
 }
 
 /// Request ids in a log line: the ids are the client's, so at most
@@ -283,6 +288,7 @@ impl<R: AsyncRead, W: AsyncWrite> StdioTransport<R, W> {
             answer: None,
             stopping: CancellationToken::new(),
             calls: Arc::default(),
+            input_ended: CancellationToken::new(),
         }
     }
 }
@@ -356,7 +362,12 @@ where
             // Not the end of the input: rmcp goes on writing the answers of
             // the calls in flight until the session is closed.
             () = stopping.cancelled() => std::future::pending().await,
-            message = self.next_message() => message,
+            message = self.next_message() => {
+                if message.is_none() {
+                    self.input_ended.cancel();
+                }
+                message
+            }
         }
     }
 

@@ -411,6 +411,17 @@ pub fn http_exchange(addr: std::net::SocketAddr, request: &str) -> (u16, String)
     http_status(&String::from_utf8_lossy(&bytes))
 }
 
+/// Reads from `stream` until what it has read contains `text`; returns it all.
+pub fn read_until_text(stream: &mut std::net::TcpStream, text: &str) -> String {
+    let (mut seen, mut buffer) = (Vec::new(), [0u8; 4096]);
+    while !String::from_utf8_lossy(&seen).contains(text) {
+        let n = stream.read(&mut buffer).unwrap();
+        assert!(n > 0, "closed before {text:?}: {}", String::from_utf8_lossy(&seen));
+        seen.extend_from_slice(&buffer[..n]);
+    }
+    String::from_utf8_lossy(&seen).into_owned()
+}
+
 /// The status of an HTTP response and the rest of it.
 pub fn http_status(response: &str) -> (u16, String) {
     let status = response.split(' ').nth(1).and_then(|code| code.parse().ok());
