@@ -442,10 +442,11 @@ pub enum FileState {
 impl std::fmt::Display for FileState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
-            FileState::Agrees => "ok",
-            FileState::Differs => "CHANGED on disk",
-            FileState::Missing => "MISSING on disk",
-            FileState::NotLocked => "not from a registry",
+            // The words of `list --json`'s "state", so that both say the same.
+            FileState::Agrees => "agrees",
+            FileState::Differs => "differs (changed on disk)",
+            FileState::Missing => "missing (gone from disk)",
+            FileState::NotLocked => "not-locked (not from a registry)",
         })
     }
 }
