@@ -236,9 +236,10 @@ enum Command {
     },
     /// Sign a pack in a registry as cosign does (the signature names its
     /// manifest digest, never a tag), and store the signature beside it.
-    /// The key is cosign's (`cosign generate-key-pair` writes cosign.key;
-    /// its password is read from COSIGN_PASSWORD) or a PKCS#8 PEM ECDSA
-    /// P-256 key.
+    /// The key is cosign's (`prompt-host keygen` and `cosign
+    /// generate-key-pair` write cosign.key), or an ECDSA P-256 key in PEM as
+    /// openssl writes it: SEC1, PKCS#8 or encrypted PKCS#8. The password of
+    /// an encrypted key is read from COSIGN_PASSWORD.
     Sign {
         /// oci://REGISTRY/REPOSITORY@sha256:HEX (a tag is resolved to its digest first)
         reference: String,
@@ -248,6 +249,15 @@ enum Command {
         /// A config file whose [registry] section says how to reach the registry.
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
+    },
+    /// Write a new signing key pair as `cosign generate-key-pair` does:
+    /// PREFIX.key, ECDSA P-256 in cosign's encrypted format (its password
+    /// from COSIGN_PASSWORD, or asked for on a terminal), and PREFIX.pub, the
+    /// public key to trust ([signatures] public_keys). Neither file may exist.
+    Keygen {
+        /// Where to write the keys: PREFIX.key and PREFIX.pub.
+        #[arg(long, value_name = "PREFIX", default_value = "cosign")]
+        output_key_prefix: String,
     },
     /// Push a pack to an OCI registry as a CNCF wasm artifact (the layout
     /// wkg and oras push), and print its manifest digest: what cosign signs.
@@ -548,6 +558,7 @@ fn main() -> ExitCode {
             Command::Publish { file, reference, config } => {
                 packs::publish(&file, &reference, config_file(config).as_deref()).await
             }
+            Command::Keygen { output_key_prefix } => packs::keygen(&output_key_prefix),
             Command::Sign { reference, key, config } => packs::sign(&reference, &key, config_file(config).as_deref()).await,
         }
     });
