@@ -46,7 +46,7 @@ pub enum InstallError {
     Signature { reference: String, error: SignatureError },
     #[error(transparent)]
     Lockfile(#[from] LockfileError),
-    #[error("{name:?} is not a valid plugin name: use lowercase letters, digits, '-' and '_' (choose one with --name)")]
+    #[error("{name:?} is not a valid plugin name: use {} (choose one with --name)", crate::plugin::PLUGIN_NAME_RULE)]
     InvalidName { name: String },
     #[error("a plugin named {name:?} is already installed ({path}): `prompt-host update {name}` replaces it")]
     AlreadyInstalled { name: String, path: String },

@@ -190,3 +190,25 @@ fn get_shows_the_question_of_an_input_required_prompt_and_answers_it_with_answer
         "error: prompt 'draft_email': inputResponses[\"email\"]: field \"words\" must be a whole number, not a string"
     );
 }
+
+#[test]
+fn new_takes_the_plugin_names_add_takes_and_says_why_a_rust_crate_cannot() {
+    let folder = tempfile::tempdir().unwrap();
+    let rust = run_in(folder.path(), &["new", "my-pack"]);
+    assert_eq!(rust.status.code(), Some(1));
+    assert_eq!(
+        stderr_of(&rust),
+        "error: 'my-pack' cannot name a Rust pack: its .wasm file is named after its crate, and a crate's file name \
+         turns '-' into '_' and cannot start with a digit or '_': name it 'my_pack', or write it in JavaScript or Python\n"
+    );
+    let js = run_in(folder.path(), &["new", "my-pack", "--lang", "js"]);
+    assert_eq!(js.status.code(), Some(0), "{}", stderr_of(&js));
+    let package: serde_json::Value = serde_json::from_slice(&std::fs::read(folder.path().join("my-pack/package.json")).unwrap()).unwrap();
+    assert!(package["scripts"]["build"].as_str().unwrap().ends_with(" -o my-pack.wasm"), "{package}");
+    let bad = run_in(folder.path(), &["new", "My Pack", "--lang", "python"]);
+    assert_eq!(
+        stderr_of(&bad),
+        "error: 'My Pack' cannot name a pack: it names the plugin and its .wasm file, so use lowercase letters, \
+         digits, '-' and '_', at most 64, not starting with '-'\n"
+    );
+}

@@ -121,8 +121,9 @@ enum Command {
     /// Create a new prompt pack, ready to build: a starter prompt, the WIT
     /// contract, and (for Rust) the SDK.
     New {
-        /// The pack's name: lowercase letters, digits and underscores. It names
-        /// the directory, the plugin and its .wasm file.
+        /// The pack's name: it names the directory, the plugin and its .wasm
+        /// file, so a plugin name (lowercase letters, digits, '-' and '_');
+        /// in Rust, its crate's too (no '-', starting with a letter).
         name: String,
         /// The language to write the pack in.
         #[arg(long, value_enum, default_value_t = Lang::Rust)]
