@@ -47,22 +47,25 @@ fn serve_reads_prompt_host_toml_in_the_working_directory_and_says_which_config_i
     // (stdin is closed before any handshake: serve stops once started.)
     let output = run_in(folder.path(), &["serve"]);
     let lines = log_lines(&output);
-    assert_eq!(
-        lines[0],
-        format!("INFO prompt_host: configuration read from {}", folder.path().join("prompt-host.toml").display())
-    );
+    // The start-up summary: what is served, and from which config.
     let summary = format!("INFO prompt_host::watch: serving 1 prompt from 1 plugin dir={}", folder.path().join("packs").display());
-    assert!(lines.contains(&summary), "{lines:#?}");
+    let at = lines.iter().position(|line| *line == summary).unwrap_or_else(|| panic!("{lines:#?}"));
+    assert_eq!(
+        lines[at + 2],
+        format!("INFO prompt_host: configuration read from {}", folder.path().join("prompt-host.toml").display()),
+        "{lines:#?}"
+    );
 
     // `--config` names another; without either, the bundled packs, said so.
     let elsewhere = tempfile::tempdir().unwrap();
     let output = run_in(elsewhere.path(), &["serve"]);
     let lines = log_lines(&output);
-    assert_eq!(lines[0], "INFO prompt_host: no configuration file (no --config, no ./prompt-host.toml): the defaults and the options");
-    assert!(lines.contains(&"INFO prompt_host::watch: serving 7 prompts from 4 plugins".to_string()), "{lines:#?}");
+    let at = lines.iter().position(|line| line == "INFO prompt_host::watch: serving 7 prompts from 4 plugins").unwrap();
+    assert_eq!(lines[at + 1], "INFO prompt_host: no configuration file (no --config, no ./prompt-host.toml): the defaults and the options");
     let named = folder.path().join("prompt-host.toml");
     let output = run_in(elsewhere.path(), &["serve", "--config", named.to_str().unwrap()]);
-    assert_eq!(log_lines(&output)[0], format!("INFO prompt_host: configuration read from {}", named.display()));
+    let said = format!("INFO prompt_host: configuration read from {}", named.display());
+    assert!(log_lines(&output).contains(&said), "{}", stderr_of(&output));
 }
 
 #[test]
@@ -76,12 +79,12 @@ fn over_stdio_authorization_and_tenants_are_warned_of_and_tenants_need_an_author
     let output = run_in(folder.path(), &["serve"]);
     let lines = log_lines(&output);
     assert_eq!(
-        lines[1],
+        lines[0],
         "WARN prompt_host: the [authorization] section applies only with --http: over stdio no token is asked for, \
          and every prompt is served to the process that started the server"
     );
     assert_eq!(
-        lines[2],
+        lines[1],
         format!(
             "WARN prompt_host: the [tenants] sections apply only with --http: over stdio server.plugins ({}) is served",
             folder.path().join("packs").display()

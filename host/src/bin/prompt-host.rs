@@ -615,10 +615,6 @@ async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
     // config, the token file and the address (bound here, so that one in
     // use is reported before plugins compile).
     let config = serve_config(&args)?;
-    match &args.config {
-        Some(path) => tracing::info!("configuration read from {}", std::path::absolute(path).unwrap_or_else(|_| path.clone()).display()),
-        None => tracing::info!("no configuration file (no --config, no ./{DEFAULT_CONFIG_FILE}): the defaults and the options"),
-    }
     if args.http.http.is_none() {
         warn_of_sections_for_http(&config);
     }
@@ -681,6 +677,11 @@ async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
             return Ok(());
         }
     };
+    // With the line on what is served: the start-up summary.
+    match &args.config {
+        Some(path) => tracing::info!("configuration read from {}", std::path::absolute(path).unwrap_or_else(|_| path.clone()).display()),
+        None => tracing::info!("no configuration file (no --config, no ./{DEFAULT_CONFIG_FILE}): the defaults and the options"),
+    }
     let requires_token = args.http.auth_token_file.is_some() || config.authorization.is_some();
     let list_caching = ListCaching::new(config.list_ttl_ms, requires_token);
     let seal = match &config.request_state_key_file {
