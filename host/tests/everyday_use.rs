@@ -215,3 +215,38 @@ fn new_takes_the_plugin_names_add_takes_and_says_why_a_rust_crate_cannot() {
          digits, '-' and '_', at most 64, not starting with '-'\n"
     );
 }
+
+/// On a terminal (a pty from util-linux's `script`), `get` asks for each
+/// field of the form, showing its message and the field's label.
+#[test]
+fn get_on_a_terminal_asks_the_form_s_questions() {
+    use std::io::Write;
+    let pack = built_plugin("writing_assistant");
+    let command = format!("{} get {} translate", env!("CARGO_BIN_EXE_prompt-host"), pack.display());
+    let mut child = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .env("XDG_CACHE_HOME", Path::new(env!("CARGO_TARGET_TMPDIR")).join("cache"))
+        .env("RUST_LOG", "off")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("util-linux's script runs the command on a pty");
+    let mut stdin = child.stdin.take().unwrap();
+    for answer in ["Hello there\n", "French\n"] {
+        // Typed once the question is asked (a pty drops nothing, but keep the order a person has).
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        stdin.write_all(answer.as_bytes()).unwrap();
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    drop(stdin);
+    let output = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&output.stdout).replace("\r\n", "\n");
+    assert!(
+        text.contains(
+            "What text should be translated?\n  text (The text to translate): Hello there\n\
+             Into which language?\n  language (The language to translate into): French\n"
+        ),
+        "{text}"
+    );
+    assert!(text.contains(r#""text": "Translate this text into French:\n\nHello there""#), "{text}");
+}
