@@ -907,6 +907,42 @@ fn keygen_writes_a_cosign_key_pair_that_signs_here_and_in_the_independent_tool_a
         assert!(said.contains(&format!("signed by {public}")), "{said}");
     }
 
+    // Without COSIGN_PASSWORD, on a terminal (a pty from util-linux's script), the password is asked
+    // for twice and not echoed; the key it encrypts signs as the others do.
+    let typed = {
+        use std::io::Write;
+        let command = format!("{} keygen --output-key-prefix typed", env!("CARGO_BIN_EXE_prompt-host"));
+        let mut child = Command::new("script")
+            .args(["-qec", &command, "/dev/null"])
+            .current_dir(keys.path())
+            .env_remove("COSIGN_PASSWORD")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        for _ in 0..2 {
+            std::thread::sleep(std::time::Duration::from_millis(700));
+            stdin.write_all(b"typed secret\n").unwrap();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(700));
+        drop(stdin);
+        String::from_utf8_lossy(&child.wait_with_output().unwrap().stdout).replace("\r\n", "\n")
+    };
+    assert_eq!(
+        typed,
+        "Enter password for private key: \nEnter password for private key again: \n\
+         Private key written to typed.key\nPublic key written to typed.pub\n"
+    );
+    std::fs::copy(keys.path().join("typed.pub"), site.path("cosign.pub")).unwrap();
+    let reference = format!("{}:1", registry.reference("acme/typed"));
+    publish(&site, "code_review", &reference);
+    let typed_key = keys.path().join("typed.key");
+    let signing = prompt_host_in(keys.path(), &["sign", &reference, "--key", typed_key.to_str().unwrap(), "--config", &config], "typed secret");
+    assert!(signing.status.success(), "{}", String::from_utf8_lossy(&signing.stderr));
+    assert!(site.ok("add", &[&reference, "--name", "typed"]).contains("signed by cosign.pub"));
+    std::fs::copy(keys.path().join("cosign.pub"), site.path("cosign.pub")).unwrap();
+
     // The independent tool reads keygen's cosign.key (cosign's format) and signs; the host verifies it.
     let reference = format!("{}:1", registry.reference("acme/by-tool"));
     let digest = publish(&site, "dev_assistant", &reference);
