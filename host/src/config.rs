@@ -60,7 +60,7 @@
 //! jwks_min_refresh_secs = 10      # how often an unknown key id may refetch the keys
 //! jwks_max_age_secs = 3600        # keys this old are fetched again in the background (at most 86400)
 //! ca_file = "idp-ca.pem"          # a CA trusted for the issuer besides the system's
-//! tenant_claim = "tenant"         # the claim naming the tenant (a string, or an array such as groups)
+//! tenant_claim = "tenant"         # required with [tenants]: the claim naming the tenant (a string, or an array such as groups)
 //! default_tenant = "public"       # for tokens naming no tenant; default: no prompts
 //! accept_untyped_jwt = false      # true: JWTs without typ at+jwt count too (issuers not following RFC 9068)
 //! introspection_endpoint = "https://idp.example/token/introspection"  # opaque tokens (RFC 7662)
@@ -406,8 +406,18 @@ impl ServeConfig {
         for (name, tenant) in file.tenants {
             config.tenants.insert(name, folder.join(tenant.plugins));
         }
-        if !config.tenants.is_empty() && config.authorization.as_ref().is_none_or(|authorization| authorization.tenant_claim.is_none()) {
-            return Err("tenants need authorization.tenant_claim: the claim of a token that names its tenant".into());
+        if !config.tenants.is_empty() {
+            match &config.authorization {
+                None => {
+                    return Err("[tenants] need an [authorization] section (resource, issuer and tenant_claim): \
+                                a tenant is picked by a claim of the client's access token"
+                        .into());
+                }
+                Some(authorization) if authorization.tenant_claim.is_none() => {
+                    return Err("tenants need authorization.tenant_claim: the claim of a token that names its tenant".into());
+                }
+                Some(_) => {}
+            }
         }
         if let Some(default) = &config.default_tenant
             && !config.tenants.contains_key(default)
@@ -750,6 +760,11 @@ mod tests {
         assert_eq!(
             ServeConfig::from_toml(&format!("{authorization}tenant_claim = \"tenant\"\ndefault_tenant = \"public\"\n{tenants}")).unwrap_err(),
             "authorization.default_tenant \"public\" is not a [tenants.NAME] section"
+        );
+        assert_eq!(
+            ServeConfig::from_toml(tenants).unwrap_err(),
+            "[tenants] need an [authorization] section (resource, issuer and tenant_claim): \
+             a tenant is picked by a claim of the client's access token"
         );
         let config = ServeConfig::from_toml(&format!("{authorization}tenant_claim = \"groups\"\n{tenants}")).unwrap();
         assert_eq!(config.tenants, BTreeMap::from([("acme".to_string(), PathBuf::from("acme"))]));

@@ -64,7 +64,17 @@ pub enum Asking {
     Elicitation(Peer<RoleServer>, Vec<CancellationToken>),
     /// It cannot: the reason, which completes "it needs input (...), and".
     Cannot(&'static str),
+    /// Without a client (the `get` command): the answers `Answerer` gives.
+    Locally(Answerer),
 }
+
+/// Answers forms without a client: `None` when a required field has no
+/// answer (the `get` command was given none and cannot ask).
+pub type Answerer = Arc<dyn Fn(&Forms) -> Option<rmcp::model::InputResponses> + Send + Sync>;
+
+/// Why the `get` command could not answer a form.
+const GET_CANNOT_ASK: &str =
+    "the get command has no answer for it: give --answer FIELD=VALUE for each required field, or run it on a terminal to be asked";
 
 impl Asking {
     /// How the client of `context`, in the session that ends with
@@ -186,11 +196,16 @@ impl PromptServer {
         Some(entry.prompt.arguments.iter().flatten().map(|argument| argument.name.clone()).collect())
     }
 
-    /// Answers a `prompts/get` without a client that could be asked for
-    /// input (the `get` command): a prompt that asks is refused.
+    /// Answers a `prompts/get` without a client and without answers: a
+    /// prompt that asks for input is refused.
     pub async fn get_prompt_result(&self, request: GetPromptRequestParams) -> Result<GetPromptResult, RequestError> {
-        let asking = Asking::Cannot("the get command cannot ask for it");
-        match self.get_prompt_response(request, asking).await? {
+        self.get_prompt_answering(request, Arc::new(|_: &Forms| None)).await
+    }
+
+    /// Answers a `prompts/get` without a client (the `get` command): a
+    /// form the prompt asks for is answered by `answer`.
+    pub async fn get_prompt_answering(&self, request: GetPromptRequestParams, answer: Answerer) -> Result<GetPromptResult, RequestError> {
+        match self.get_prompt_response(request, Asking::Locally(answer)).await? {
             GetPromptResponse::Complete(result) => Ok(result),
             _ => unreachable!("a request that cannot ask for input gets no InputRequiredResult"),
         }
@@ -255,22 +270,42 @@ impl PromptServer {
                     }
                 }
             };
-            let (peer, ends) = match &asking {
-                Asking::InputRequired => return Ok(GetPromptResponse::InputRequired(self.seal.ask(&asked, &binding))),
-                Asking::Cannot(why) => {
-                    return Err(input_error(InputError::CannotAsk { needed: asked.describe(), why }));
-                }
-                Asking::Elicitation(peer, ends) => (peer, ends),
+            let cannot_ask = |why| {
+                // Fields the prompt also takes as arguments: given those, it need not ask.
+                let declared: Vec<&str> = entry.prompt.arguments.iter().flatten().map(|argument| argument.name.as_str()).collect();
+                let arguments: Vec<String> =
+                    asked.field_names().filter(|field| declared.contains(field)).map(|field| format!("{field}=...")).collect();
+                let skip = match arguments.len() {
+                    0 => String::new(),
+                    1 => format!("; or give the argument {} instead, which skips the form", arguments[0]),
+                    _ => format!("; or give the arguments {} instead, which skips the forms", arguments.join(" ")),
+                };
+                input_error(InputError::CannotAsk { needed: asked.describe(), why, skip })
             };
+            if let Asking::InputRequired = &asking {
+                return Ok(GetPromptResponse::InputRequired(self.seal.ask(&asked, &binding)));
+            }
+            if let Asking::Cannot(why) = &asking {
+                return Err(cannot_ask(why));
+            }
             rounds += 1;
             if rounds > input::MAX_ELICITATION_ROUNDS {
                 return Err(input_error(InputError::TooManyRounds));
             }
-            let _pending = self.elicitations.admit().map_err(input_error)?;
-            let abandoned = futures::future::select_all(ends.iter().map(|end| Box::pin(end.cancelled())));
-            let timeout = self.elicitations.limits().timeout;
-            let responses =
-                input::elicit(peer, &asked, timeout, async { abandoned.await; }).await.map_err(input_error)?;
+            let responses = match &asking {
+                Asking::Elicitation(peer, ends) => {
+                    let _pending = self.elicitations.admit().map_err(input_error)?;
+                    let abandoned = futures::future::select_all(ends.iter().map(|end| Box::pin(end.cancelled())));
+                    let timeout = self.elicitations.limits().timeout;
+                    input::elicit(peer, &asked, timeout, async {
+                        abandoned.await;
+                    })
+                    .await
+                    .map_err(input_error)?
+                }
+                Asking::Locally(answer) => answer(&asked).ok_or_else(|| cannot_ask(GET_CANNOT_ASK))?,
+                Asking::InputRequired | Asking::Cannot(_) => unreachable!("answered above"),
+            };
             let Answers::Complete(answers) = asked.answers(Some(&responses)).map_err(input_error)? else {
                 unreachable!("elicit answers every form");
             };

@@ -320,19 +320,77 @@ impl From<&v2::FormField> for Field {
     }
 }
 
+/// One field of a form, as a person is asked to fill it in.
+pub struct FieldQuestion<'a> {
+    /// The form's message, the pack's words (unescaped).
+    pub message: &'a str,
+    /// Whether this is the form's first field (its message not yet shown).
+    pub first_of_form: bool,
+    pub name: &'a str,
+    /// Its title, else its description, if the pack gave one (unescaped).
+    pub label: Option<&'a str>,
+    pub required: bool,
+}
+
 impl Forms {
-    /// The forms' keys and fields, for an error that says what was asked:
-    /// `form 'user_context' (fields: context)`.
+    /// The forms' keys, messages and fields (each with its title, else its
+    /// description), for an error that says what was asked; the pack's
+    /// words quoted and escaped: `form 'user_context': "What context?"
+    /// (fields: context "Context")`.
     pub fn describe(&self) -> String {
         let forms: Vec<String> = self
             .forms
             .iter()
             .map(|form| {
-                let fields: Vec<&str> = form.fields.iter().map(|field| field.name.as_str()).collect();
-                format!("form '{}' (fields: {})", form.key, fields.join(", "))
+                let fields: Vec<String> = form
+                    .fields
+                    .iter()
+                    .map(|field| match field.label() {
+                        Some(label) => format!("{} {label:?}", field.name.escape_debug()),
+                        None => field.name.escape_debug().to_string(),
+                    })
+                    .collect();
+                format!("form '{}': {:?} (fields: {})", form.key.escape_debug(), form.message, fields.join(", "))
             })
             .collect();
-        forms.join(", ")
+        forms.join("; ")
+    }
+
+    /// The names of the forms' fields, in order.
+    pub fn field_names(&self) -> impl Iterator<Item = &str> {
+        self.forms.iter().flat_map(|form| form.fields.iter().map(|field| field.name.as_str()))
+    }
+
+    /// Answers to these forms as a client would send them, each field's
+    /// value from `answer` (as typed: converted to the field's kind, a value
+    /// that is not of it left for the checks to refuse), or left out when
+    /// it gives none. `None` when a required field gets none.
+    pub fn answer_each(&self, mut answer: impl FnMut(&FieldQuestion<'_>) -> Option<String>) -> Option<InputResponses> {
+        let mut responses = InputResponses::new();
+        for form in &self.forms {
+            let mut content = Map::new();
+            for (index, field) in form.fields.iter().enumerate() {
+                let question = FieldQuestion {
+                    message: &form.message,
+                    first_of_form: index == 0,
+                    name: &field.name,
+                    label: field.label(),
+                    required: field.required,
+                };
+                match answer(&question) {
+                    Some(typed) => {
+                        content.insert(field.name.clone(), field.typed_value(typed));
+                    }
+                    // A required field with a default takes it, as a client's form would show it.
+                    None if field.required => {
+                        content.insert(field.name.clone(), field.default_value()?);
+                    }
+                    None => {}
+                }
+            }
+            responses.insert(form.key.clone(), json!({ "action": "accept", "content": content }));
+        }
+        Some(responses)
     }
 
     /// The client's answers to these forms, checked against them, as the
@@ -484,6 +542,33 @@ impl Form {
 }
 
 impl Field {
+    /// What names the field for a person: its title, else its description.
+    fn label(&self) -> Option<&str> {
+        self.title.as_deref().or(self.description.as_deref())
+    }
+
+    /// The field's default, if it has one.
+    fn default_value(&self) -> Option<Value> {
+        match &self.kind {
+            Kind::String { default } | Kind::Enum { default, .. } => default.clone().map(Value::String),
+            Kind::Number { default } => default.and_then(serde_json::Number::from_f64).map(Value::Number),
+            Kind::Integer { default } => default.map(Value::from),
+            Kind::Boolean { default } => default.map(Value::Bool),
+        }
+    }
+
+    /// A value typed for this field (`get --answer`, a terminal), as JSON of
+    /// the field's kind when it reads as one, else as the string typed.
+    fn typed_value(&self, typed: String) -> Value {
+        let parsed = match &self.kind {
+            Kind::String { .. } | Kind::Enum { .. } => None,
+            Kind::Number { .. } => typed.trim().parse::<f64>().ok().and_then(|number| serde_json::Number::from_f64(number).map(Value::Number)),
+            Kind::Integer { .. } => typed.trim().parse::<i64>().ok().map(Value::from),
+            Kind::Boolean { .. } => typed.trim().parse::<bool>().ok().map(Value::Bool),
+        };
+        parsed.unwrap_or(Value::String(typed))
+    }
+
     /// The field's schema in an elicitation request.
     fn schema(&self) -> Value {
         let mut schema = match &self.kind {
@@ -551,8 +636,14 @@ pub enum InputError {
     Response { form: String, problem: String },
     #[error("inputResponses[{form:?}]: field {field:?} {problem}")]
     Field { form: String, field: String, problem: String },
-    #[error("it needs input ({needed}), and {why}")]
-    CannotAsk { needed: String, why: &'static str },
+    #[error("it needs input ({needed}), and {why}{skip}")]
+    CannotAsk {
+        needed: String,
+        why: &'static str,
+        /// How to do without the form, if arguments of the prompt name its
+        /// fields: "; or give the argument ... instead, which skips the form".
+        skip: String,
+    },
     #[error("the client did not answer the elicitation of form {form:?}: {reason}")]
     Elicitation { form: String, reason: String },
     #[error("the client went away or cancelled the request while the elicitation of form {form:?} waited")]

@@ -47,7 +47,7 @@ pub enum InstallError {
     Signature { reference: String, error: SignatureError },
     #[error(transparent)]
     Lockfile(#[from] LockfileError),
-    #[error("{name:?} is not a valid plugin name: use lowercase letters, digits, '-' and '_' (choose one with --name)")]
+    #[error("{name:?} is not a valid plugin name: use {} (choose one with --name)", crate::plugin::PLUGIN_NAME_RULE)]
     InvalidName { name: String },
     #[error("a plugin named {name:?} is already installed ({path}): `prompt-host update {name}` replaces it")]
     AlreadyInstalled { name: String, path: String },
@@ -461,10 +461,11 @@ pub enum FileState {
 impl std::fmt::Display for FileState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
-            FileState::Agrees => "ok",
-            FileState::Differs => "CHANGED on disk",
-            FileState::Missing => "MISSING on disk",
-            FileState::NotLocked => "not from a registry",
+            // The words of `list --json`'s "state", so that both say the same.
+            FileState::Agrees => "agrees",
+            FileState::Differs => "differs (changed on disk)",
+            FileState::Missing => "missing (gone from disk)",
+            FileState::NotLocked => "not-locked (not from a registry)",
         })
     }
 }

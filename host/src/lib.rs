@@ -13,7 +13,8 @@
 //! - [`input`]: input-required prompts: forms as elicitation requests, the
 //!   sealed request state, the answers checked;
 //! - [`convert`]: WIT types to MCP types and back;
-//! - [`plugin`]: a loaded plugin and calls into it;
+//! - [`plugin`]: a loaded plugin and calls into it, and the one rule for
+//!   plugin names;
 //! - [`validate`]: checks on everything a plugin returns;
 //! - [`sandbox`]: the engine and one fresh store per call, in each plugin's
 //!   share of the slots;

@@ -68,14 +68,7 @@ fn guard_path(lockfile: &Path) -> PathBuf {
     lockfile.with_file_name(name)
 }
 
-/// Whether `name` may name an installed plugin (and so its file):
-/// lowercase letters, digits, `-` and `_`, at most 64, not starting with `-`.
-pub fn is_plugin_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 64
-        && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
-        && !name.starts_with('-')
-}
+pub use crate::plugin::{PLUGIN_NAME_RULE, is_plugin_name};
 
 /// Why the lockfile cannot be read or written.
 #[derive(Debug, thiserror::Error)]
@@ -100,7 +93,7 @@ impl Lockfile {
         }
         for pack in &lockfile.packs {
             if !is_plugin_name(&pack.name) {
-                return Err(error(format!("{:?} is not a plugin name (lowercase letters, digits, '-' and '_')", pack.name)));
+                return Err(error(format!("{:?} is not a plugin name ({PLUGIN_NAME_RULE})", pack.name)));
             }
             if !crate::distribution::is_sha256_digest(&format!("sha256:{}", pack.sha256))
                 || !crate::distribution::is_sha256_digest(&pack.digest)
@@ -216,7 +209,7 @@ mod tests {
         write(LockedPack { name: "../../etc/cron.d/x".into(), ..pack("acme") });
         assert_eq!(
             Lockfile::read(&path).unwrap_err().to_string(),
-            format!("{}: \"../../etc/cron.d/x\" is not a plugin name (lowercase letters, digits, '-' and '_')", path.display())
+            format!("{}: \"../../etc/cron.d/x\" is not a plugin name ({PLUGIN_NAME_RULE})", path.display())
         );
         write(LockedPack { sha256: "../../../../tmp/evil".into(), ..pack("acme") });
         assert_eq!(

@@ -285,13 +285,10 @@ pub fn check_at_load(
 
 /// A signature made as cosign makes one: of the simple-signing payload that
 /// names `manifest_digest` in the repository `docker_reference`
-/// (`registry/repository`), with the private key `key_pem` (a cosign key,
-/// `cosign.key`, decrypted with `password`; or an unencrypted PKCS#8 key).
-/// Returns the payload and the base64 signature.
+/// (`registry/repository`), with the private key `key_pem` (as
+/// [`signing_key`] reads it). Returns the payload and the base64 signature.
 pub fn sign(docker_reference: &str, manifest_digest: &str, key_pem: &[u8], password: &[u8]) -> Result<(Vec<u8>, String), String> {
-    let encrypted = String::from_utf8_lossy(key_pem).contains("ENCRYPTED");
-    let keys = if encrypted { SigStoreKeyPair::from_encrypted_pem(key_pem, password) } else { SigStoreKeyPair::from_pem(key_pem) }
-        .map_err(|error| format!("cannot read the signing key: {error}"))?;
+    let keys = signing_key(key_pem, password)?;
     let signer = keys
         .to_sigstore_signer(&SigningScheme::ECDSA_P256_SHA256_ASN1)
         .map_err(|error| format!("the signing key is not an ECDSA P-256 key: {error}"))?;
@@ -307,6 +304,66 @@ pub fn sign(docker_reference: &str, manifest_digest: &str, key_pem: &[u8], passw
     let signature = signer.sign(&payload).map_err(|error| format!("cannot sign: {error}"))?;
     use base64::Engine as _;
     Ok((payload, base64::engine::general_purpose::STANDARD.encode(signature)))
+}
+
+/// The PEM labels of the private keys [`signing_key`] reads.
+const COSIGN_KEY_LABELS: [&str; 2] = ["ENCRYPTED SIGSTORE PRIVATE KEY", "ENCRYPTED COSIGN PRIVATE KEY"];
+const PKCS8_ENCRYPTED_LABEL: &str = "ENCRYPTED PRIVATE KEY";
+const PKCS8_LABEL: &str = "PRIVATE KEY";
+const SEC1_LABEL: &str = "EC PRIVATE KEY";
+
+/// A private key to sign with, from its PEM: cosign's `cosign.key` (as
+/// `cosign generate-key-pair` and `prompt-host keygen` write it), an
+/// encrypted PKCS#8 key (`openssl pkcs8 -topk8`), both decrypted with
+/// `password`; an unencrypted PKCS#8 key; or a SEC1 key (`openssl ecparam
+/// -genkey`, its EC PARAMETERS block before it or not).
+pub fn signing_key(key_pem: &[u8], password: &[u8]) -> Result<SigStoreKeyPair, String> {
+    use p256::pkcs8::{DecodePrivateKey, EncodePrivateKey};
+    let text = std::str::from_utf8(key_pem).map_err(|_| "the signing key is not a PEM file".to_string())?;
+    let unreadable = |error: &dyn std::fmt::Display| format!("cannot read the signing key: {error}");
+    let label = |label: &str| text.contains(&format!("-----BEGIN {label}-----"));
+    // openssl's P-256 keys are read here, and given to sigstore as PKCS#8.
+    let from_p256 = |key: Result<p256::SecretKey, String>| {
+        let der = key?.to_pkcs8_der().map_err(|error| unreadable(&error))?;
+        SigStoreKeyPair::from_der(der.as_bytes()).map_err(|error| unreadable(&error))
+    };
+    if COSIGN_KEY_LABELS.iter().any(|cosign| label(cosign)) {
+        SigStoreKeyPair::from_encrypted_pem(key_pem, password).map_err(|error| unreadable(&error))
+    } else if label(PKCS8_ENCRYPTED_LABEL) {
+        let key = p256::SecretKey::from_pkcs8_encrypted_pem(text, password).map_err(|error| {
+            unreadable(&format!("{error} (an encrypted PKCS#8 key of ECDSA P-256, with its password in COSIGN_PASSWORD)"))
+        });
+        from_p256(key)
+    } else if label(SEC1_LABEL) {
+        // Only the key's block: openssl writes an EC PARAMETERS block before it unless -noout.
+        let start = text.find(&format!("-----BEGIN {SEC1_LABEL}-----")).expect("the label was found");
+        let end_marker = format!("-----END {SEC1_LABEL}-----");
+        let end = text[start..].find(&end_marker).map_or(text.len(), |end| start + end + end_marker.len());
+        let key = p256::SecretKey::from_sec1_pem(&text[start..end])
+            .map_err(|error| unreadable(&format!("{error} (a SEC1 key of ECDSA P-256, openssl's prime256v1)")));
+        from_p256(key)
+    } else if label(PKCS8_LABEL) {
+        SigStoreKeyPair::from_pem(key_pem).map_err(|error| unreadable(&error))
+    } else {
+        Err("cannot read the signing key: it is none of cosign.key (prompt-host keygen, cosign generate-key-pair), \
+             a PKCS#8 PEM key (encrypted or not) or a SEC1 PEM key (openssl ecparam -genkey)"
+            .to_string())
+    }
+}
+
+/// A new ECDSA P-256 key pair, as `cosign generate-key-pair` writes it: the
+/// private key in cosign's encrypted format (scrypt and NaCl secretbox,
+/// `ENCRYPTED SIGSTORE PRIVATE KEY`) under `password`, and the public key
+/// (`PUBLIC KEY`, SubjectPublicKeyInfo). Returns both PEMs.
+pub fn generate_key_pair(password: &[u8]) -> Result<(String, String), String> {
+    let keys = SigningScheme::ECDSA_P256_SHA256_ASN1
+        .create_signer()
+        .and_then(|signer| signer.to_sigstore_keypair())
+        .map_err(|error| format!("cannot generate a key pair: {error}"))?;
+    let private = keys.private_key_to_encrypted_pem(password).map_err(|error| format!("cannot encrypt the private key: {error}"))?;
+    let public = keys.public_key_to_pem().map_err(|error| format!("cannot write the public key: {error}"))?;
+    // sigstore's PEMs end their lines with CRLF; cosign's with LF.
+    Ok((private.replace("\r\n", "\n"), public.replace("\r\n", "\n")))
 }
 
 /// A Sigstore bundle (v0.3, as `cosign sign-blob --new-bundle-format`

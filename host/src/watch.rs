@@ -229,7 +229,8 @@ impl PluginDirectory {
                 sha256 = &plugin.digest()[..12],
                 wit = plugin.wit_version().as_str(),
                 // What the pack says it is: its own words, escaped.
-                pack = ?plugin.info().map(|info| format!("{} {}", info.name, info.version)),
+                // (Left out when the pack says nothing, not logged as an Option.)
+                pack = plugin.info().map(|info| tracing::field::debug(format!("{} {}", info.name, info.version))),
                 "plugin {}",
                 if loaded.plugins.contains_key(&id) { "replaced" } else { "loaded" }
             );
@@ -494,12 +495,15 @@ impl LiveWatch {
         }
         // The old watch may already be gone with its directory.
         let _ = self.watcher.unwatch(&self.dir);
-        self.armed = None;
+        let previous = self.armed.take();
         if now.is_some() {
             match self.watcher.watch(&self.dir, RecursiveMode::NonRecursive) {
                 Ok(()) => {
+                    // A SIGHUP re-arms the watch on the same directory: only another one is news.
+                    if now != previous {
+                        tracing::info!(dir = %self.dir.display(), "the plugin directory was replaced: watching the new one");
+                    }
                     self.armed = now;
-                    tracing::info!(dir = %self.dir.display(), "the plugin directory was replaced: watching the new one");
                 }
                 Err(error) => tracing::warn!(dir = %self.dir.display(), "cannot watch the plugin directory: {error}"),
             }

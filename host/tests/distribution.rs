@@ -1306,3 +1306,140 @@ fn an_identity_may_pin_the_source_repository_ref_and_workflow_a_ci_certificate_n
     let unpinned = trusting(&fork, "");
     unpinned.ok("add", &[&reference]);
 }
+
+/// `prompt-host ARGS` in `cwd` with COSIGN_PASSWORD set to `password`.
+fn prompt_host_in(cwd: &Path, args: &[&str], password: &str) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_prompt-host"));
+    command.args(args).current_dir(cwd).env("COSIGN_PASSWORD", password).env("DOCKER_CONFIG", Path::new(env!("CARGO_TARGET_TMPDIR")).join("no-docker-config"));
+    command.output().unwrap()
+}
+
+fn openssl(cwd: &Path, args: &[&str]) {
+    let output = Command::new("openssl").args(args).current_dir(cwd).output().unwrap();
+    assert!(output.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+}
+
+#[test]
+fn keygen_writes_a_cosign_key_pair_that_signs_here_and_in_the_independent_tool_and_openssl_keys_sign_too() {
+    let storage = tempfile::tempdir().unwrap();
+    let registry = Registry::start(storage.path(), &[]);
+    let keys = tempfile::tempdir().unwrap();
+    let made = prompt_host_in(keys.path(), &["keygen"], "correct horse");
+    assert_eq!(made.status.code(), Some(0), "{}", String::from_utf8_lossy(&made.stderr));
+    assert_eq!(String::from_utf8_lossy(&made.stderr), "Private key written to cosign.key\nPublic key written to cosign.pub\n");
+    let private = std::fs::read_to_string(keys.path().join("cosign.key")).unwrap();
+    assert!(private.starts_with("-----BEGIN ENCRYPTED SIGSTORE PRIVATE KEY-----\n"), "{private}");
+    assert!(std::fs::read_to_string(keys.path().join("cosign.pub")).unwrap().starts_with("-----BEGIN PUBLIC KEY-----\n"));
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::metadata(keys.path().join("cosign.key")).unwrap().permissions().mode() & 0o777, 0o600);
+    // Never over a key.
+    let again = prompt_host_in(keys.path(), &["keygen"], "x");
+    assert_eq!(
+        String::from_utf8_lossy(&again.stderr),
+        "error: cosign.key exists: keygen does not replace a key (remove it, or choose another --output-key-prefix)\n"
+    );
+
+    // The keys openssl writes, as the README says: SEC1 (with its EC PARAMETERS block) and encrypted PKCS#8.
+    openssl(keys.path(), &["ecparam", "-name", "prime256v1", "-genkey", "-out", "sec1.pem"]);
+    openssl(keys.path(), &["ec", "-in", "sec1.pem", "-pubout", "-out", "sec1.pub"]);
+    openssl(keys.path(), &["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-aes-256-cbc", "-pass", "pass:correct horse", "-out", "pkcs8.pem"]);
+    openssl(keys.path(), &["pkey", "-in", "pkcs8.pem", "-passin", "pass:correct horse", "-pubout", "-out", "pkcs8.pub"]);
+
+    let site = Site::new(&format!("{}[signatures]\nrequire = true\npublic_keys = [\"cosign.pub\", \"sec1.pub\", \"pkcs8.pub\"]\n", plain(&registry)));
+    for public in ["cosign.pub", "sec1.pub", "pkcs8.pub"] {
+        std::fs::copy(keys.path().join(public), site.path(public)).unwrap();
+    }
+    let config = site.config();
+    for (key, public, repository) in [("cosign.key", "cosign.pub", "acme/keygen"), ("sec1.pem", "sec1.pub", "acme/sec1"), ("pkcs8.pem", "pkcs8.pub", "acme/pkcs8")] {
+        let reference = format!("{}:1", registry.reference(repository));
+        publish(&site, "code_review", &reference);
+        let key = keys.path().join(key);
+        let signing = prompt_host_in(keys.path(), &["sign", &reference, "--key", key.to_str().unwrap(), "--config", &config], "correct horse");
+        assert!(signing.status.success(), "{key:?}: {}", String::from_utf8_lossy(&signing.stderr));
+        let said = site.ok("add", &[&reference, "--name", &repository.replace("acme/", "")]);
+        assert!(said.contains(&format!("signed by {public}")), "{said}");
+    }
+
+    // Without COSIGN_PASSWORD, on a terminal (a pty from util-linux's script), the password is asked
+    // for twice and not echoed; the key it encrypts signs as the others do.
+    let typed = {
+        use std::io::Write;
+        let command = format!("{} keygen --output-key-prefix typed", env!("CARGO_BIN_EXE_prompt-host"));
+        let mut child = Command::new("script")
+            .args(["-qec", &command, "/dev/null"])
+            .current_dir(keys.path())
+            .env_remove("COSIGN_PASSWORD")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        for _ in 0..2 {
+            std::thread::sleep(std::time::Duration::from_millis(700));
+            stdin.write_all(b"typed secret\n").unwrap();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(700));
+        drop(stdin);
+        String::from_utf8_lossy(&child.wait_with_output().unwrap().stdout).replace("\r\n", "\n")
+    };
+    assert_eq!(
+        typed,
+        "Enter password for private key: \nEnter password for private key again: \n\
+         Private key written to typed.key\nPublic key written to typed.pub\n"
+    );
+    std::fs::copy(keys.path().join("typed.pub"), site.path("cosign.pub")).unwrap();
+    let reference = format!("{}:1", registry.reference("acme/typed"));
+    publish(&site, "code_review", &reference);
+    let typed_key = keys.path().join("typed.key");
+    let signing = prompt_host_in(keys.path(), &["sign", &reference, "--key", typed_key.to_str().unwrap(), "--config", &config], "typed secret");
+    assert!(signing.status.success(), "{}", String::from_utf8_lossy(&signing.stderr));
+    assert!(site.ok("add", &[&reference, "--name", "typed"]).contains("signed by cosign.pub"));
+    std::fs::copy(keys.path().join("cosign.pub"), site.path("cosign.pub")).unwrap();
+
+    // The independent tool reads keygen's cosign.key (cosign's format) and signs; the host verifies it.
+    let reference = format!("{}:1", registry.reference("acme/by-tool"));
+    let digest = publish(&site, "dev_assistant", &reference);
+    let cosign_key = keys.path().join("cosign.key");
+    let signed = tool_command(&["sign", "--registry", &registry.address, "--repo", "acme/by-tool", "--digest", &digest, "--key", cosign_key.to_str().unwrap()])
+        .env("COSIGN_PASSWORD", "correct horse")
+        .output()
+        .unwrap();
+    assert!(signed.status.success(), "{}", String::from_utf8_lossy(&signed.stderr));
+    let said = site.ok("add", &[&reference, "--name", "by_tool"]);
+    assert!(said.contains("signed by cosign.pub"), "{said}");
+
+    // A key that is not a private key is refused, saying which keys are read.
+    let refused = prompt_host_in(keys.path(), &["sign", &reference, "--key", "sec1.pub", "--config", &config], "");
+    assert_eq!(
+        String::from_utf8_lossy(&refused.stderr).trim(),
+        "error: sec1.pub: cannot read the signing key: it is none of cosign.key (prompt-host keygen, cosign \
+         generate-key-pair), a PKCS#8 PEM key (encrypted or not) or a SEC1 PEM key (openssl ecparam -genkey)"
+    );
+}
+
+#[test]
+fn a_source_added_to_the_config_of_a_running_server_is_installed_at_sighup() {
+    let storage = tempfile::tempdir().unwrap();
+    let registry = Registry::start(storage.path(), &[]);
+    let site = Site::new(&plain(&registry));
+    let reference = format!("{}:1", registry.reference("acme/team"));
+    publish(&site, "code_review", &reference);
+    let mut server = Server::start(&["--config", &site.config()]);
+    assert_eq!(server.list_all_names(), Vec::<String>::new());
+
+    let config = std::fs::read_to_string(site.path("prompt-host.toml")).unwrap();
+    std::fs::write(site.path("prompt-host.toml"), format!("{config}[plugins.team]\nsource = \"{reference}\"\n")).unwrap();
+    server.hang_up();
+    server.wait_for_stderr("pulled from its source and installed");
+    server.notification("notifications/prompts/list_changed");
+    assert_eq!(server.list_all_names(), vec!["code_review"]);
+    let log = server.stderr();
+    assert!(log.contains("configuration reloaded"), "{log}");
+    assert!(!log.contains("the plugin directory was replaced"), "{log}");
+    assert!(!log.contains("matches no plugin file"), "{log}");
+    assert_eq!(site.list()[0]["state"], "agrees");
+    // `list` says the same word as `list --json`.
+    let listed = site.run("list", &[]);
+    let text = String::from_utf8(listed.stdout).unwrap();
+    assert!(text.starts_with(&format!("team\t{reference}\t1\t")) && text.ends_with("\tunsigned\t1 prompt\tagrees\n"), "{text}");
+}

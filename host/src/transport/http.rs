@@ -286,7 +286,7 @@ impl HttpListener {
             }
             let listener = tokio::net::TcpListener::bind(addr)
                 .await
-                .map_err(|error| TransportError::Start(format!("cannot listen on {addr}: {error}")))?;
+                .map_err(|error| TransportError::Start(cannot_listen(addr, &error)))?;
             local_addrs.push(listener.local_addr().map_err(|error| TransportError::Start(error.to_string()))?);
             listeners.push(listener);
         }
@@ -1169,6 +1169,18 @@ impl AcceptFailures {
             self.unreported += 1;
         }
         pause
+    }
+}
+
+/// Why `addr` cannot be listened on, in words: a port in use says so.
+fn cannot_listen(addr: SocketAddr, error: &std::io::Error) -> String {
+    match error.kind() {
+        std::io::ErrorKind::AddrInUse => format!(
+            "cannot listen on {addr}: port {} is already in use (another process listens on it): \
+             choose another port, or stop that process",
+            addr.port()
+        ),
+        _ => format!("cannot listen on {addr}: {error}"),
     }
 }
 
