@@ -215,7 +215,9 @@ fn requests_and_pack_calls_are_spans_of_the_clients_trace_flushed_when_stdin_end
     assert!(call_attributes["prompt_host.plugin.peak_memory_bytes"].parse::<u64>().unwrap() >= 65536, "{call_attributes:?}");
     assert_eq!(call_attributes.get("error.type"), None);
 
-    let unknown = receiver.span("prompts/get no_such_prompt");
+    // No prompt is served under that name: the span is named after the method.
+    let unknown = receiver.span("prompts/get");
+    assert_eq!(attribute(&unknown, "gen_ai.prompt.name").as_deref(), Some("no_such_prompt"));
     assert_eq!(attribute(&unknown, "error.type").as_deref(), Some("-32602"));
     assert_eq!(attribute(&unknown, "rpc.response.status_code").as_deref(), Some("-32602"));
     assert_eq!(unknown.status.as_ref().unwrap().code, StatusCode::Error as i32);
@@ -295,7 +297,9 @@ fn only_a_served_prompt_names_a_span_and_what_a_client_wrote_is_escaped_as_in_th
     assert_eq!(named("prompts/get"), [escaped]);
     assert_eq!(named("completion/complete"), [escaped]);
     let exported: Vec<u8> = receiver.exports.lock().unwrap().iter().flat_map(|export| export.body.to_vec()).collect();
-    for raw in ["\u{1b}", "\n", "\u{202e}"] {
+    // The raw characters never: (a single byte alone could be part of an id
+    // or a length in the protobuf, so each is looked for with its neighbours).
+    for raw in ["evil\u{1b}", "[31m\nforged", "forged\u{202e}txt"] {
         assert!(!exported.windows(raw.len()).any(|window| window == raw.as_bytes()), "{raw:?} was exported");
     }
 }
