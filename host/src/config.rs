@@ -12,6 +12,7 @@
 //! cache_max_mib = 512             # the most the compiled cache keeps
 //! require_pinned = false          # refuse plugins without a sha256 below
 //! request_state_key_file = "state.key"  # seals input-required state (32+ bytes); shared by replicas; default: random per process
+//! request_state_previous_key_files = ["state.key.old"]  # still open state sealed before a rotation
 //! store = "prompt-host-store"     # packs pulled from registries (the default)
 //!
 //! [signatures]                    # what every plugin's signature must be
@@ -121,6 +122,9 @@ pub struct ServeConfig {
     /// prompts; `None` seals with a random key of the process (fine for one
     /// replica, see `input::RequestStateSeal`).
     pub request_state_key_file: Option<PathBuf>,
+    /// Files of keys that sealed `requestState` before the current one: a
+    /// state they sealed still opens (a key rotation in progress).
+    pub request_state_previous_key_files: Vec<PathBuf>,
     /// Where packs pulled from registries are kept, with their provenance;
     /// `None` (no config file) looks for no provenance.
     pub pack_store: Option<PathBuf>,
@@ -206,6 +210,7 @@ impl Default for ServeConfig {
             cache_dir: default_cache_dir(),
             cache_max_bytes: DEFAULT_CACHE_MAX_MIB << 20,
             request_state_key_file: None,
+            request_state_previous_key_files: Vec::new(),
             pack_store: None,
             lockfile: None,
             signatures: SignaturePolicy::default(),
@@ -363,6 +368,11 @@ impl ServeConfig {
             config.cache_dir = Some(folder.join(dir));
         }
         config.request_state_key_file = file.server.request_state_key_file.map(|key| folder.join(key));
+        config.request_state_previous_key_files =
+            file.server.request_state_previous_key_files.iter().map(|key| folder.join(key)).collect();
+        if config.request_state_key_file.is_none() && !config.request_state_previous_key_files.is_empty() {
+            return Err("server.request_state_previous_key_files needs server.request_state_key_file: the key that seals now".into());
+        }
         if let Some(mib) = file.server.cache_max_mib {
             positive("server.cache_max_mib", mib)?;
             config.cache_max_bytes = mib.checked_mul(1 << 20).ok_or("server.cache_max_mib is too large")?;
@@ -662,6 +672,8 @@ struct ServerSection {
     cache_dir: Option<PathBuf>,
     cache_max_mib: Option<u64>,
     request_state_key_file: Option<PathBuf>,
+    #[serde(default)]
+    request_state_previous_key_files: Vec<PathBuf>,
     store: Option<PathBuf>,
 }
 
@@ -939,11 +951,22 @@ mod tests {
 
     #[test]
     fn relative_paths_in_a_config_file_are_relative_to_its_folder() {
-        let text = "[server]\nplugins = \"packs\"\ncache_dir = \"../cache\"\nrequest_state_key_file = \"state.key\"\n";
+        let text = "[server]\nplugins = \"packs\"\ncache_dir = \"../cache\"\nrequest_state_key_file = \"state.key\"\n\
+                    request_state_previous_key_files = [\"old.key\", \"/keys/older.key\"]\n";
         let config = ServeConfig::from_toml_in(text, Path::new("/etc/prompt-host")).unwrap();
         assert_eq!(config.plugins_dir, Some(PathBuf::from("/etc/prompt-host/packs")));
         assert_eq!(config.cache_dir, Some(PathBuf::from("/etc/prompt-host/../cache")));
         assert_eq!(config.request_state_key_file, Some(PathBuf::from("/etc/prompt-host/state.key")));
+        assert_eq!(
+            config.request_state_previous_key_files,
+            [PathBuf::from("/etc/prompt-host/old.key"), PathBuf::from("/keys/older.key")]
+        );
+        assert_eq!(
+            ServeConfig::from_toml_in("[server]\nrequest_state_previous_key_files = [\"old.key\"]\n", Path::new("/etc"))
+                .unwrap_err()
+                .to_string(),
+            "server.request_state_previous_key_files needs server.request_state_key_file: the key that seals now"
+        );
         let absolute = ServeConfig::from_toml_in("[server]\nplugins = \"/srv/packs\"\n", Path::new("/etc")).unwrap();
         assert_eq!(absolute.plugins_dir, Some(PathBuf::from("/srv/packs")));
 

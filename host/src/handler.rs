@@ -27,6 +27,7 @@ use crate::convert;
 use crate::input::{self, Answers, Binding, ElicitationLimits, Forms, InputError, PendingElicitations, RequestStateSeal};
 use crate::limits::Limits;
 use crate::error::{self, RequestError};
+use crate::identity::{self, Principal};
 use crate::metrics;
 use crate::plugin::{Plugin, PluginError};
 use crate::registry::{Registry, Snapshot};
@@ -189,6 +190,11 @@ impl PromptServer {
         self.registry.snapshot().catalog().entries().iter().map(|entry| entry.prompt.name.clone()).collect()
     }
 
+    /// Whether a prompt is served under `name`.
+    fn serves(&self, name: &str) -> bool {
+        self.registry.snapshot().catalog().resolve(name).is_some()
+    }
+
     /// The names of the arguments the prompt served under `name` declares.
     pub fn declared_arguments(&self, name: &str) -> Option<Vec<String>> {
         let snapshot = self.registry.snapshot();
@@ -205,7 +211,7 @@ impl PromptServer {
     /// Answers a `prompts/get` without a client (the `get` command): a
     /// form the prompt asks for is answered by `answer`.
     pub async fn get_prompt_answering(&self, request: GetPromptRequestParams, answer: Answerer) -> Result<GetPromptResult, RequestError> {
-        match self.get_prompt_response(request, Asking::Locally(answer)).await? {
+        match self.get_prompt_response(request, Asking::Locally(answer), &Principal::stdio()).await? {
             GetPromptResponse::Complete(result) => Ok(result),
             _ => unreachable!("a request that cannot ask for input gets no InputRequiredResult"),
         }
@@ -214,11 +220,13 @@ impl PromptServer {
     /// Answers a `prompts/get`: resolves the name, checks the arguments, and
     /// any answers to forms against the forms sealed in `requestState`, and
     /// runs the owning plugin; if it asks for input, asks the client as
-    /// `asking` allows.
+    /// `asking` allows. A `requestState` is sealed for, and opens only for,
+    /// `principal`.
     pub async fn get_prompt_response(
         &self,
         request: GetPromptRequestParams,
         asking: Asking,
+        principal: &Principal,
     ) -> Result<GetPromptResponse, RequestError> {
         let snapshot = self.registry.snapshot();
         let (entry, plugin) = snapshot
@@ -237,7 +245,7 @@ impl PromptServer {
             return Err(RequestError::MissingArguments { prompt: request.name, missing });
         }
         let input_error = |problem: InputError| RequestError::Input { prompt: request.name.clone(), problem };
-        let binding = Binding::new(plugin.digest(), &request.name, &arguments);
+        let binding = Binding::new(principal, plugin.digest(), &request.name, &arguments);
         // A retry: the answers, checked against the forms sealed in the
         // state; a form left unanswered is asked for again. Answers without
         // a state answer nothing asked: ignored.
@@ -354,7 +362,7 @@ impl ServerHandler for PromptServer {
     ) -> Result<ListPromptsResult, ErrorData> {
         let _in_flight = metrics::request_started();
         let span = request_span(&context);
-        let trace = trace_request(&context, "prompts/list", None);
+        let trace = trace_request(&context, "prompts/list", None, false);
         let mut result = span.in_scope(|| self.list(request)).map_err(ErrorData::from);
         // Caching hints are fields of 2026-07-28; earlier clients get none.
         if let Ok(result) = &mut result
@@ -374,8 +382,9 @@ impl ServerHandler for PromptServer {
         let _in_flight = metrics::request_started();
         let name = request.name.clone();
         let span = request_span(&context);
-        let trace = trace_request(&context, "prompts/get", Some(&name));
-        let answer = self.get_prompt_response(request, Asking::of(&context, &self.session.ended)).instrument(span.clone());
+        let trace = trace_request(&context, "prompts/get", Some(&name), self.serves(&name));
+        let principal = principal(&context);
+        let answer = self.get_prompt_response(request, Asking::of(&context, &self.session.ended), &principal).instrument(span.clone());
         let result = trace.within(answer).await;
         answered(trace, span.in_scope(|| result.map_err(|error| log_failure("prompts/get", &name, error))))
     }
@@ -388,7 +397,8 @@ impl ServerHandler for PromptServer {
         let _in_flight = metrics::request_started();
         let name = request.r#ref.as_prompt_name().unwrap_or_default().to_string();
         let span = request_span(&context);
-        let trace = trace_request(&context, "completion/complete", Some(name.as_str()).filter(|name| !name.is_empty()));
+        let prompt = Some(name.as_str()).filter(|name| !name.is_empty());
+        let trace = trace_request(&context, "completion/complete", prompt, self.serves(&name));
         let result = trace.within(self.complete_result(request).instrument(span.clone())).await;
         answered(trace, span.in_scope(|| result.map_err(|error| log_failure("completion/complete", &name, error))))
     }
@@ -550,19 +560,35 @@ fn request_span(context: &RequestContext<RoleServer>) -> tracing::Span {
     }
 }
 
-/// The trace span of one request (`method`, naming `prompt`), if traces
-/// are enabled: a child of the client's trace when its `_meta` carries a
-/// valid `traceparent`.
-fn trace_request(context: &RequestContext<RoleServer>, method: &'static str, prompt: Option<&str>) -> traces::RequestSpan {
+/// Who the request comes from: over HTTP, whom the front found (see
+/// `transport::http`); over stdio, its one client.
+fn principal(context: &RequestContext<RoleServer>) -> Principal {
+    match context.extensions.get::<hyper::http::request::Parts>() {
+        Some(http) => http.extensions.get::<Principal>().cloned().unwrap_or_else(Principal::http_without_oauth),
+        None => Principal::stdio(),
+    }
+}
+
+/// The trace span of one request (`method`, naming `prompt`, which the span
+/// is named after only if `served`), if traces are enabled: a child of the
+/// client's trace when its `_meta` carries a valid `traceparent`. The
+/// session is named by its label, never its id.
+fn trace_request(
+    context: &RequestContext<RoleServer>,
+    method: &'static str,
+    prompt: Option<&str>,
+    served: bool,
+) -> traces::RequestSpan {
     traces::request_started(|| {
         let http = context.extensions.get::<hyper::http::request::Parts>();
-        let session_id = http.and_then(|http| http.headers.get("mcp-session-id")?.to_str().ok());
+        let session_id = http.and_then(|http| http.headers.get("mcp-session-id"));
         traces::RequestAttributes {
             method,
             prompt,
+            prompt_served: served,
             protocol_version: context.protocol_version().map(|version| version.to_string()),
             request_id: context.id.to_string(),
-            session_id: session_id.map(str::to_string),
+            session: session_id.map(|id| identity::session_label(&String::from_utf8_lossy(id.as_bytes()))),
             transport: if http.is_some() { "tcp" } else { "pipe" },
             traceparent: context.meta.get_traceparent().filter(|value| valid_traceparent(value)),
             tracestate: context.meta.get_tracestate(),

@@ -8,7 +8,10 @@
 //!
 //! The host keeps nothing between the rounds: everything the retry needs
 //! travels in the sealed state, so any replica holding the same key (the
-//! config's `server.request_state_key_file`) accepts the retry.
+//! config's `server.request_state_key_file`) accepts the retry. The state
+//! is bound to the user it was issued to (their tenant, issuer and subject),
+//! and the keys of `server.request_state_previous_key_files` still open it,
+//! so that rotating the key breaks no state in flight.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -29,6 +32,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::bindings::{provider, provider_v0_2 as v2};
 use crate::convert::json_kind;
+use crate::identity::Principal;
 use crate::limits::Limits;
 use crate::validate::{MAX_FORM_FIELDS, MAX_FORMS};
 
@@ -156,9 +160,11 @@ pub const MAX_ELICITATION_ROUNDS: usize = rmcp::model::DEFAULT_MRTR_MAX_ROUNDS;
 pub const MIN_KEY_BYTES: usize = RequestStateCodec::MIN_KEY_LENGTH;
 
 /// Seals and opens `requestState`: HMAC-SHA256 over the forms and the pack's
-/// state, bound to the prompt, its arguments and the pack's digest, with an
-/// expiry of [`REQUEST_STATE_TTL`] (rmcp's `RequestStateCodec`). Sealed, not
-/// encrypted: a client can read what a pack puts in its state.
+/// state, bound to the user, the prompt, its arguments and the pack's
+/// digest, with an expiry of [`REQUEST_STATE_TTL`] (rmcp's
+/// `RequestStateCodec`, with a key ring: it seals with the current key, and
+/// opens with it or a previous one). Sealed, not encrypted: a client can
+/// read what a pack puts in its state.
 #[derive(Clone, Debug)]
 pub struct RequestStateSeal {
     codec: RequestStateCodec,
@@ -178,14 +184,22 @@ pub enum KeyError {
 }
 
 impl RequestStateSeal {
-    /// The key in the file at `path`: its bytes, without the whitespace
-    /// around them (so a key written by `openssl rand -hex 32 > file` works).
-    pub fn from_key_file(path: &Path) -> Result<RequestStateSeal, KeyError> {
-        let bytes = crate::files::read(path, crate::files::MAX_SMALL_FILE_BYTES).map_err(|error| KeyError::Read { path: path.to_path_buf(), error })?;
-        let key = bytes.trim_ascii();
-        let codec = RequestStateCodec::try_new(key.to_vec())
-            .map_err(|_| KeyError::TooShort { path: path.to_path_buf(), bytes: key.len() })?;
-        Ok(RequestStateSeal { codec })
+    /// Seals with the key in the file at `current`, and opens with it or
+    /// with the key in any of the files at `previous` (each file's bytes,
+    /// without the whitespace around them, so a key written by `openssl rand
+    /// -hex 32 > file` works).
+    pub fn from_key_files(current: &Path, previous: &[PathBuf]) -> Result<RequestStateSeal, KeyError> {
+        let read = |path: &Path| {
+            let bytes = crate::files::read(path, crate::files::MAX_SMALL_FILE_BYTES)
+                .map_err(|error| KeyError::Read { path: path.to_path_buf(), error })?;
+            let key = bytes.trim_ascii().to_vec();
+            if key.len() < MIN_KEY_BYTES {
+                return Err(KeyError::TooShort { path: path.to_path_buf(), bytes: key.len() });
+            }
+            Ok(key)
+        };
+        let previous = previous.iter().map(|path| read(path)).collect::<Result<Vec<_>, _>>()?;
+        Ok(RequestStateSeal::with_keys(read(current)?, previous))
     }
 
     /// A random key of this process: fine for one replica; replicas behind
@@ -194,7 +208,29 @@ impl RequestStateSeal {
     pub fn random() -> RequestStateSeal {
         let mut key = [0u8; 32];
         getrandom::fill(&mut key).expect("the operating system provides random bytes");
-        RequestStateSeal { codec: RequestStateCodec::try_new(key.to_vec()).expect("32 bytes are enough") }
+        RequestStateSeal::with_keys(key.to_vec(), Vec::new())
+    }
+
+    /// Seals with `current`, opens with it or any of `previous` (keys of at
+    /// least [`MIN_KEY_BYTES`]). Each key is named in the state by a hash of
+    /// it, so the name stays the same when the key moves from current to
+    /// previous.
+    fn with_keys(current: Vec<u8>, previous: Vec<Vec<u8>>) -> RequestStateSeal {
+        let key_id = |key: &[u8]| {
+            let hash = Sha256::digest([b"prompt-host request state key id ".as_slice(), key].concat());
+            BASE64.encode(&hash[..9])
+        };
+        let active = key_id(&current);
+        let mut ring: Vec<(String, Vec<u8>)> = vec![(active.clone(), current)];
+        for key in previous {
+            let id = key_id(&key);
+            // The same key listed twice (a rotation half done) is one key.
+            if !ring.iter().any(|(known, _)| *known == id) {
+                ring.push((id, key));
+            }
+        }
+        let codec = RequestStateCodec::new_with_keyring(active, ring).expect("keys of at least 32 bytes, ids unique");
+        RequestStateSeal { codec }
     }
 
     /// An `InputRequiredResult` asking the client for `forms`, with them and
@@ -209,15 +245,19 @@ impl RequestStateSeal {
     /// The forms sealed in a `requestState` the client sent back for
     /// `request`, if this host sealed it for that request and it has not
     /// expired. Its length is checked first, against the longest state the
-    /// host seals under `limits`.
+    /// host seals under `limits`. Every way this fails is the one
+    /// [`InputError::BadState`] to the client (so a client learns nothing of
+    /// what a forgery got wrong); the reason is logged at debug, escaped.
     pub fn open(&self, state: &str, request: &Binding, limits: &Limits) -> Result<Forms, InputError> {
         let limit = sealed_state_bound(limits);
         if state.len() > limit {
-            return Err(InputError::StateTooLarge { bytes: state.len(), limit });
+            tracing::debug!(bytes = state.len(), limit, "refused a requestState longer than any this server issues");
+            return Err(InputError::BadState);
         }
-        self.codec
-            .open_json_with(state, &request.0)
-            .map_err(|error| InputError::BadState { reason: error.to_string() })
+        self.codec.open_json_with(state, &request.0).map_err(|error| {
+            tracing::debug!(reason = ?error.to_string(), "refused a requestState");
+            InputError::BadState
+        })
     }
 }
 
@@ -233,15 +273,16 @@ pub fn sealed_state_bound(limits: &Limits) -> usize {
     payload.div_ceil(3).saturating_mul(4).saturating_add(256)
 }
 
-/// What a sealed state is bound to: the pack (by digest), the prompt as the
-/// client named it, and the arguments. A state issued for one of these
-/// cannot be replayed against another.
+/// What a sealed state is bound to: the user (tenant, issuer, subject), the
+/// pack (by digest), the prompt as the client named it, and the arguments.
+/// A state issued for one of these cannot be replayed against another.
 pub struct Binding(Vec<u8>);
 
 impl Binding {
-    pub fn new(plugin_digest: &str, prompt: &str, arguments: &[provider::Argument]) -> Binding {
+    pub fn new(principal: &Principal, plugin_digest: &str, prompt: &str, arguments: &[provider::Argument]) -> Binding {
         let arguments: Vec<[&str; 2]> = arguments.iter().map(|a| [a.name.as_str(), a.value.as_str()]).collect();
-        let bound = json!(["prompt-host input-required", plugin_digest, prompt, arguments]);
+        let user = [principal.tenant.as_str(), principal.issuer.as_str(), principal.subject.as_str()];
+        let bound = json!(["prompt-host input-required", user, plugin_digest, prompt, arguments]);
         Binding(Sha256::digest(bound.to_string().as_bytes()).to_vec())
     }
 }
@@ -405,7 +446,8 @@ impl Forms {
             };
             answers.push(v2::FormAnswer { key: form.key.clone(), response: form.response(response)? });
         }
-        let state = BASE64.decode(&self.state).map_err(|error| InputError::BadState { reason: error.to_string() })?;
+        // Sealed by this host from the pack's bytes: it decodes.
+        let state = BASE64.decode(&self.state).map_err(|_| InputError::BadState)?;
         Ok(Answers::Complete(v2::Input { answers, state }))
     }
 }
@@ -625,13 +667,11 @@ impl Field {
 /// Why the input a prompt asked for could not be asked for or taken.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum InputError {
-    #[error("the requestState is {bytes} bytes, more than the {limit} of any this server issues")]
-    StateTooLarge { bytes: usize, limit: usize },
     #[error(
-        "the requestState was not issued by this server for this prompt and these arguments, or has expired \
-         ({reason}): send the request again without requestState and inputResponses"
+        "the requestState was not issued by this server to this user for this prompt and these arguments, or has \
+         expired: send the request again without requestState and inputResponses"
     )]
-    BadState { reason: String },
+    BadState,
     #[error("inputResponses[{form:?}] {problem}")]
     Response { form: String, problem: String },
     #[error("inputResponses[{form:?}]: field {field:?} {problem}")]
@@ -673,11 +713,19 @@ mod tests {
     }
 
     fn seal() -> RequestStateSeal {
-        RequestStateSeal { codec: RequestStateCodec::try_new(vec![7; 32]).unwrap() }
+        RequestStateSeal::with_keys(vec![7; 32], Vec::new())
+    }
+
+    fn alice() -> Principal {
+        Principal { tenant: "acme".into(), issuer: "https://issuer".into(), subject: "alice".into() }
     }
 
     fn binding() -> Binding {
-        Binding::new("digest", "prompt", &[provider::Argument { name: "a".into(), value: "1".into() }])
+        binding_for(&alice())
+    }
+
+    fn binding_for(principal: &Principal) -> Binding {
+        Binding::new(principal, "digest", "prompt", &[provider::Argument { name: "a".into(), value: "1".into() }])
     }
 
     #[test]
@@ -720,14 +768,44 @@ mod tests {
         let state = seal().ask(&forms, &binding()).request_state.unwrap();
         let limits = Limits::default();
         assert_eq!(seal().open(&state, &binding(), &limits), Ok(forms));
+        // Every way of failing is the one error, whatever the codec says.
         let tampered = format!("{state}-TAMPERED");
-        assert!(matches!(seal().open(&tampered, &binding(), &limits), Err(InputError::BadState { .. })));
-        let other = Binding::new("digest", "prompt", &[provider::Argument { name: "a".into(), value: "2".into() }]);
-        assert!(matches!(seal().open(&state, &other, &limits), Err(InputError::BadState { .. })));
+        assert_eq!(seal().open(&tampered, &binding(), &limits), Err(InputError::BadState));
+        let alice = alice();
+        let other = Binding::new(&alice, "digest", "prompt", &[provider::Argument { name: "a".into(), value: "2".into() }]);
+        assert_eq!(seal().open(&state, &other, &limits), Err(InputError::BadState));
+        for user in [
+            Principal { subject: "mallory".into(), ..alice.clone() },
+            Principal { tenant: "globex".into(), ..alice.clone() },
+            Principal { issuer: "https://elsewhere".into(), ..alice.clone() },
+            Principal::stdio(),
+        ] {
+            assert_eq!(seal().open(&state, &binding_for(&user), &limits), Err(InputError::BadState), "{user:?}");
+        }
         let other_key = RequestStateSeal::random();
-        assert!(matches!(other_key.open(&state, &binding(), &limits), Err(InputError::BadState { .. })));
+        assert_eq!(other_key.open(&state, &binding(), &limits), Err(InputError::BadState));
         let long = "x".repeat(sealed_state_bound(&limits) + 1);
-        assert!(matches!(seal().open(&long, &binding(), &limits), Err(InputError::StateTooLarge { .. })));
+        assert_eq!(seal().open(&long, &binding(), &limits), Err(InputError::BadState));
+        assert_eq!(seal().open("", &binding(), &limits), Err(InputError::BadState));
+    }
+
+    #[test]
+    fn a_state_sealed_before_a_key_rotation_opens_after_it_until_the_key_is_retired() {
+        let forms = Forms::from(&asked(vec![field("context", v2::FieldKind::String(None), true)]));
+        let limits = Limits::default();
+        let (old, new) = (vec![1; 32], vec![2; 40]);
+        let before = RequestStateSeal::with_keys(old.clone(), Vec::new());
+        let state = before.ask(&forms, &binding()).request_state.unwrap();
+        let rotated = RequestStateSeal::with_keys(new.clone(), vec![old.clone(), new.clone()]);
+        assert_eq!(rotated.open(&state, &binding(), &limits), Ok(forms.clone()));
+        // What the rotated ring seals, a replica not yet rotated that already
+        // lists the new key as a previous one opens too.
+        let sealed_after = rotated.ask(&forms, &binding()).request_state.unwrap();
+        let half_rotated = RequestStateSeal::with_keys(old, vec![new.clone()]);
+        assert_eq!(half_rotated.open(&sealed_after, &binding(), &limits), Ok(forms.clone()));
+        let retired = RequestStateSeal::with_keys(new, Vec::new());
+        assert_eq!(retired.open(&state, &binding(), &limits), Err(InputError::BadState));
+        assert_eq!(retired.open(&sealed_after, &binding(), &limits), Ok(forms));
     }
 
     #[test]

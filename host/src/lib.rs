@@ -26,6 +26,9 @@
 //! - [`traces`]: the OpenTelemetry spans of requests and of calls into
 //!   packs, exported over OTLP when asked for (it depends on none of them
 //!   either);
+//! - [`identity`]: who a request comes from (tenant, issuer, subject), the
+//!   session ids bound to it, and the keyed labels naming sessions in logs
+//!   and traces (it depends on none of them either);
 //! - [`bindings`]: generated from the WIT packages (0.1 and 0.2, side by
 //!   side), and the one adapter from 0.2's types into the host's;
 //! - [`files`]: reading a file the host is given: opened without blocking,
@@ -54,6 +57,7 @@ pub mod distribution;
 pub mod error;
 pub mod files;
 pub mod handler;
+pub mod identity;
 pub mod input;
 pub mod inspect;
 pub mod install;

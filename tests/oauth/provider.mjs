@@ -15,6 +15,8 @@
 //
 // The clients (secret = id + "-secret"):
 //   acme-client      tenant "acme",     may ask for scope "prompts"
+//   acme-bob-client  tenant "acme",     scope "prompts": another user (subject) of the same tenant
+//   notenant-client  no tenant claim,   scope "prompts"
 //   globex-client    tenant "globex",   may ask for scope "prompts"
 //   initech-client   tenant "initech" (no such tenant on the server), scope "prompts"
 //   noscope-client   tenant "acme",     may ask only for scope "profile-only"
@@ -29,6 +31,7 @@ import Provider from 'oidc-provider';
 
 const TENANTS = {
   'acme-client': 'acme',
+  'acme-bob-client': 'acme',
   'globex-client': 'globex',
   'initech-client': 'initech',
   'noscope-client': 'acme',
@@ -70,6 +73,8 @@ async function serve({ keys: files, resource, port }) {
   const provider = new Provider(issuer, {
     clients: [
       client('acme-client', 'prompts'),
+      client('acme-bob-client', 'prompts'),
+      client('notenant-client', 'prompts'),
       client('globex-client', 'prompts'),
       client('initech-client', 'prompts'),
       client('noscope-client', 'profile-only'),
@@ -97,7 +102,7 @@ async function serve({ keys: files, resource, port }) {
         }),
       },
     },
-    extraTokenClaims: (_ctx, token) => ({ tenant: TENANTS[token.clientId] }),
+    extraTokenClaims: (_ctx, token) => (token.clientId in TENANTS ? { tenant: TENANTS[token.clientId] } : {}),
   });
   server.on('request', provider.callback());
   console.log(JSON.stringify({ issuer, address }));

@@ -39,6 +39,10 @@ const RMCP_REFUSALS_OFF: &str = "rmcp::transport::streamable_http_server::tower=
 /// line itself, once, bounded and escaped (`transport::malformed`), so this
 /// is off unless RUST_LOG names rmcp itself.
 const RMCP_UNPARSED_LINES_OFF: &str = "rmcp::transport::async_rw=info";
+/// rmcp's session manager logs each new session's id at info. The host
+/// names a session only by its label (`identity::session_label`), so this
+/// is off unless RUST_LOG names rmcp itself.
+const RMCP_SESSION_IDS_OFF: &str = "rmcp::transport::streamable_http_server::session=warn";
 
 /// oci-client (which pushes for `publish` and `sign`) logs a registry's
 /// sign-in refusal, the registry's own text, unescaped at debug: a registry
@@ -64,6 +68,7 @@ fn log_filter() -> tracing_subscriber::EnvFilter {
         .add_directive(RMCP_RESPONSE_ERRORS_OFF.parse().expect("a valid directive"))
         .add_directive(RMCP_REFUSALS_OFF.parse().expect("a valid directive"))
         .add_directive(RMCP_UNPARSED_LINES_OFF.parse().expect("a valid directive"))
+        .add_directive(RMCP_SESSION_IDS_OFF.parse().expect("a valid directive"))
 }
 
 /// What rmcp's service loop logs at error when a response cannot be sent
@@ -702,7 +707,10 @@ async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
     let requires_token = args.http.auth_token_file.is_some() || config.authorization.is_some();
     let list_caching = ListCaching::new(config.list_ttl_ms, requires_token);
     let seal = match &config.request_state_key_file {
-        Some(key_file) => Some(prompt_host::input::RequestStateSeal::from_key_file(key_file)?),
+        Some(key_file) => Some(prompt_host::input::RequestStateSeal::from_key_files(
+            key_file,
+            &config.request_state_previous_key_files,
+        )?),
         None => None,
     };
     // One count of pending elicitations in all; each tenant's server its own count per tenant.
@@ -718,12 +726,15 @@ async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
     };
     let mut by_name: std::collections::BTreeMap<String, PromptServer> =
         tenants.into_iter().map(|(name, host)| (name, server_for(host.registry))).collect();
-    let server = match config.default_tenant.as_ref().and_then(|name| by_name.get(name)) {
-        Some(default) if tenanted => default.clone(),
-        _ => server_for(host.registry),
+    // The default tenant is served by that tenant's one service (one
+    // session table), not by a second one.
+    let default = match &config.default_tenant {
+        Some(name) if tenanted && by_name.contains_key(name) => http::DefaultTenant::Tenant(name.clone()),
+        _ => http::DefaultTenant::Own(server_for(host.registry)),
     };
     let grace = std::time::Duration::from_millis(args.shutdown_grace_ms);
     let Some(listener) = listener else {
+        let http::DefaultTenant::Own(server) = default else { unreachable!("tenants are served over HTTP only") };
         let stop = async move {
             let signal = signals.next().await;
             prompt_host::metrics::stopping();
@@ -733,7 +744,7 @@ async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
         tracing::info!("stopped");
         return Ok(());
     };
-    let running = listener.serve_tenants(http::Tenants { by_name: std::mem::take(&mut by_name), default: server });
+    let running = listener.serve_tenants(http::Tenants { by_name: std::mem::take(&mut by_name), default });
     let signal = signals.next().await;
     prompt_host::metrics::stopping();
     tracing::info!(

@@ -16,7 +16,13 @@
 //! tokens (see [`super::authorization`]). With OAuth, a token may name a
 //! tenant: each tenant is served by its own handler (its own plugins and
 //! catalog) behind its own rmcp service, so a session, a cursor or a list
-//! change of one tenant never reaches another.
+//! change of one tenant never reaches another. A token naming only tenants
+//! not served is refused (403); the default serves only tokens naming none.
+//!
+//! Each request carries its [`Principal`] (tenant, issuer, subject) to the
+//! handler, and a session id is bound to the principal that opened it: the
+//! client is given rmcp's id with a tag (`identity::bind_session`), and the
+//! id presented by anyone else is answered as an unknown session (404).
 //!
 //! Stopping is in stages: no new connection or request, the requests being
 //! served finish within a grace, sessions end, connections close.
@@ -44,6 +50,7 @@ use rmcp::ServerHandler;
 
 use super::TransportError;
 use super::authorization::{AuthorizationSettings, Denial, ResourceServer};
+use crate::identity::{self, Principal};
 use crate::log_budget::{Admission, LogBudget, LogWindow};
 use sessions::CappedSessions;
 
@@ -213,11 +220,20 @@ pub struct HttpListener {
     resource_server: Option<Arc<ResourceServer>>,
 }
 
-/// The handlers behind the front: one per tenant, and the one for requests
-/// that name no tenant (the only one, without tenants).
+/// The handlers behind the front: one per tenant, and what serves requests
+/// that name no tenant (every request, without tenants).
 pub struct Tenants<S> {
     pub by_name: std::collections::BTreeMap<String, S>,
-    pub default: S,
+    pub default: DefaultTenant<S>,
+}
+
+/// What serves requests that name no tenant.
+pub enum DefaultTenant<S> {
+    /// A handler of its own.
+    Own(S),
+    /// The tenant of this name (one of `Tenants::by_name`), by its one
+    /// service and session table.
+    Tenant(String),
 }
 
 /// One handler's rmcp service, and its sessions.
@@ -229,18 +245,21 @@ struct Served<S: ServerHandler + Clone + Send + Sync + 'static> {
 /// Every handler's service, by tenant.
 struct Front<S: ServerHandler + Clone + Send + Sync + 'static> {
     by_tenant: std::collections::BTreeMap<String, Served<S>>,
-    default: Served<S>,
+    default: DefaultTenant<Served<S>>,
 }
 
 impl<S: ServerHandler + Clone + Send + Sync + 'static> Front<S> {
-    /// The service for the first of `tenants` that is one, or the default.
-    fn for_tenants(&self, tenants: &[String]) -> &Served<S> {
-        tenants.iter().find_map(|tenant| self.by_tenant.get(tenant)).unwrap_or(&self.default)
-    }
-
-    /// The name of the tenant [`Front::for_tenants`] serves, "" for the default.
-    fn tenant_name<'a>(&self, tenants: &'a [String]) -> &'a str {
-        tenants.iter().find(|tenant| self.by_tenant.contains_key(*tenant)).map_or("", String::as_str)
+    /// The tenant serving a token that names `tenants` ("" for a default of
+    /// its own), and its service: the first of them that is a tenant; the
+    /// default if it names none; none if it names only tenants not served.
+    fn serving(&self, tenants: &[String]) -> Option<(&str, &Served<S>)> {
+        if tenants.is_empty() {
+            return Some(match &self.default {
+                DefaultTenant::Own(served) => ("", served),
+                DefaultTenant::Tenant(name) => (name.as_str(), &self.by_tenant[name]),
+            });
+        }
+        tenants.iter().find_map(|tenant| self.by_tenant.get_key_value(tenant)).map(|(name, served)| (name.as_str(), served))
     }
 }
 
@@ -310,7 +329,7 @@ impl HttpListener {
     where
         S: ServerHandler + Clone + Send + Sync + 'static,
     {
-        self.serve_tenants(Tenants { by_name: Default::default(), default: server })
+        self.serve_tenants(Tenants { by_name: Default::default(), default: DefaultTenant::Own(server) })
     }
 
     /// Starts serving, each tenant by its own handler (see [`Tenants`]).
@@ -331,9 +350,16 @@ impl HttpListener {
             let service = StreamableHttpService::new(move || Ok(server.clone()), sessions.clone(), rmcp_config.clone());
             Served { service, sessions }
         };
+        let default = match tenants.default {
+            DefaultTenant::Own(server) => DefaultTenant::Own(served(server)),
+            DefaultTenant::Tenant(name) => {
+                assert!(tenants.by_name.contains_key(&name), "the default tenant {name:?} is one of the tenants");
+                DefaultTenant::Tenant(name)
+            }
+        };
         let front = Arc::new(Front {
             by_tenant: tenants.by_name.into_iter().map(|(name, server)| (name, served(server))).collect(),
-            default: served(tenants.default),
+            default,
         });
         let access = match (&config.auth_token, resource_server) {
             (_, Some(server)) => Access::OAuth(server),
@@ -628,24 +654,41 @@ impl Gate {
         if request.uri().path() != MCP_PATH {
             return plain(StatusCode::NOT_FOUND, &format!("not found: MCP is served at {MCP_PATH}"));
         }
-        // Who asks: with OAuth, the user (the token's subject; tokens
-        // without one count as one user) whose streams are counted together.
-        // A static token or open access names no user: the tenant's cap holds.
-        let (tenants, user) = match &self.access {
-            Access::Open => (Vec::new(), None),
+        let grant = match &self.access {
+            Access::Open => None,
             Access::Token(expected) => match bearer_refusal(&request, expected) {
                 Some(refusal) => return refusal.answer(peer, &self.refusals),
-                None => (Vec::new(), None),
+                None => None,
             },
             Access::OAuth(server) => {
                 match server.authorize(request.headers().get(hyper::header::AUTHORIZATION).map(|value| value.as_bytes()), peer.ip()).await {
-                    Ok(grant) => (grant.tenants, Some(grant.subject.unwrap_or_default())),
+                    Ok(grant) => Some((server, grant)),
                     Err(denial) => return Refusal::Denied { challenge: server.challenge(&denial), denial }.answer(peer, &self.refusals),
                 }
             }
         };
-        let Served { service, sessions } = front.for_tenants(&tenants);
-        let tenant = front.tenant_name(&tenants);
+        let named = grant.as_ref().map_or(&[][..], |(_, grant)| grant.tenants.as_slice());
+        let Some((tenant, Served { service, sessions })) = front.serving(named) else {
+            let claim = grant.as_ref().and_then(|(server, _)| server.settings().tenant_claim.clone()).unwrap_or_default();
+            return Refusal::UnservedTenant { claim, named: named.to_vec() }.answer(peer, &self.refusals);
+        };
+        let principal = match &grant {
+            Some((server, grant)) => Principal {
+                tenant: tenant.to_string(),
+                issuer: server.settings().issuer.clone(),
+                subject: grant.subject.clone().unwrap_or_default(),
+            },
+            None => Principal::http_without_oauth(),
+        };
+        let mut request = request;
+        if let Some(refusal) = unbind_session_id(&mut request, &principal) {
+            return refusal.answer(peer, &self.refusals);
+        }
+        request.extensions_mut().insert(principal.clone());
+        // Whose streams are counted together: with OAuth, the user (the
+        // token's subject; tokens without one count as one user). A static
+        // token or open access names no user: the tenant's cap holds.
+        let user = grant.as_ref().map(|(_, grant)| grant.subject.clone().unwrap_or_default());
         // A POST carries a call (or opens or ends a session): stopping waits
         // until its response is sent, unless it opens a stream.
         let mut call = (request.method() == hyper::Method::POST).then(|| self.calls.token());
@@ -716,6 +759,12 @@ impl Gate {
         // close): answer what clients expect.
         if ends_session && response.status() == StatusCode::ACCEPTED {
             *response.status_mut() = StatusCode::OK;
+        }
+        // A new session's id, as its client gets it: bound to the principal.
+        if let Some(id) = response.headers().get(SESSION_ID_HEADER).and_then(|id| id.to_str().ok()) {
+            let bound = identity::bind_session(id, &principal);
+            let value = hyper::header::HeaderValue::from_str(&bound).expect("a session id and a hex tag are a header value");
+            response.headers_mut().insert(SESSION_ID_HEADER, value);
         }
         // Two initializes raced for the last place, and this one lost: rmcp
         // answers the cap's refusal with 500; the client gets the 503 above.
@@ -1021,6 +1070,13 @@ enum Refusal {
     Denied { denial: Denial, challenge: String },
     Host(String),
     Origin(String),
+    /// A valid token whose tenant claim (`claim`) names only tenants not
+    /// served (`named`).
+    UnservedTenant { claim: String, named: Vec<String> },
+    /// A session id not given to this request's principal (another user's,
+    /// or made up), answered as rmcp answers an unknown session; the label
+    /// of the id it carries.
+    SessionNotBound { label: String },
     /// A 403 of rmcp's this host does not know: passed on as it is.
     Other(Response<Body>),
 }
@@ -1086,6 +1142,26 @@ impl Refusal {
                     &format!("forbidden: Origin {origin:?} is not allowed; start the server with --allow-origin {origin} to accept it"),
                 )
             }
+            Refusal::UnservedTenant { claim, named } => {
+                // What the token names is the client's: a few values, cut, escaped.
+                let named: Vec<&str> =
+                    named.iter().take(MAX_TENANTS_LOGGED).map(|tenant| &tenant[..tenant.floor_char_boundary(MAX_TENANT_LOGGED_BYTES)]).collect();
+                log.then(|| {
+                    tracing::warn!(%peer, claim = ?claim, tenants = ?named, "refused an HTTP request (403): the token names no tenant served here")
+                });
+                plain(
+                    StatusCode::FORBIDDEN,
+                    &format!("forbidden: the access token's {claim:?} claim names no tenant this server serves"),
+                )
+            }
+            Refusal::SessionNotBound { label } => {
+                log.then(|| {
+                    tracing::warn!(%peer, session = %label, "refused a session id not given to this token's holder: answered as an unknown session (404)")
+                });
+                let mut response = Response::new(Full::new(Bytes::from_static(UNKNOWN_SESSION.as_bytes())).boxed());
+                *response.status_mut() = StatusCode::NOT_FOUND;
+                response
+            }
             Refusal::Other(response) => {
                 log.then(|| tracing::warn!(%peer, "refused an HTTP request (403)"));
                 response
@@ -1131,6 +1207,31 @@ fn header_text(headers: &hyper::HeaderMap, name: hyper::header::HeaderName) -> S
 
 /// The header carrying a session's id.
 const SESSION_ID_HEADER: &str = "mcp-session-id";
+
+/// rmcp's answer to an unknown session (404), word for word: a session id
+/// given to someone else gets the same.
+const UNKNOWN_SESSION: &str = "Not Found: Session not found";
+
+/// How many of the tenants a refused token names are logged, and how much
+/// of each.
+const MAX_TENANTS_LOGGED: usize = 4;
+const MAX_TENANT_LOGGED_BYTES: usize = 64;
+
+/// Replaces the session id `request` carries, if any, by rmcp's id when it
+/// was given to `principal` (see `identity::bind_session`); otherwise the
+/// refusal, naming the id by its label.
+fn unbind_session_id(request: &mut Request<Incoming>, principal: &Principal) -> Option<Refusal> {
+    let presented = request.headers().get(SESSION_ID_HEADER)?;
+    let presented = String::from_utf8_lossy(presented.as_bytes()).into_owned();
+    let Some(id) = identity::bound_session(&presented, principal) else {
+        // The label of the id itself, as the log names the session elsewhere.
+        let id = presented.rsplit_once('.').map_or(presented.as_str(), |(id, _)| id);
+        return Some(Refusal::SessionNotBound { label: identity::session_label(id) });
+    };
+    let id = hyper::header::HeaderValue::from_str(id).expect("part of a header value is one");
+    request.headers_mut().insert(SESSION_ID_HEADER, id);
+    None
+}
 
 /// Asks hyper to close the connection after this response: the rest of the
 /// request is not coming, or not wanted.

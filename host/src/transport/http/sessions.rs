@@ -111,9 +111,11 @@ impl CappedSessions {
         };
         last_used.remove(&oldest);
         self.closed(&oldest);
-        tracing::info!(session = %oldest, "closing the longest-idle HTTP session to make room for a new one");
+        // Named by its label: whoever reads the log cannot use the session.
+        let session = crate::identity::session_label(&oldest);
+        tracing::info!(%session, "closing the longest-idle HTTP session to make room for a new one");
         if let Err(error) = self.inner.close_session(&oldest).await {
-            tracing::warn!(session = %oldest, "closing an idle session failed: {error}");
+            tracing::warn!(%session, "closing an idle session failed: {error}");
         }
         true
     }
