@@ -88,7 +88,14 @@ impl CompiledCache {
     /// sound entry for exactly those bytes exists.
     pub fn load(&self, engine: &Engine, plugin_digest: &str) -> Option<Component> {
         let path = self.entry(plugin_digest);
-        let mut file = File::open(&path).ok()?;
+        let (mut file, _) = match crate::files::open_regular(&path) {
+            Ok(opened) => opened,
+            Err(missing) if missing.kind() == std::io::ErrorKind::NotFound => return None,
+            Err(error) => {
+                tracing::warn!(entry = %path.display(), "compiled cache entry not used, compiling instead: {error}");
+                return None;
+            }
+        };
         if let Err(error) = trusted(&file, &path) {
             tracing::warn!("compiled cache entry not used, compiling instead: {error}");
             return None;

@@ -12,6 +12,7 @@
 //! cache_max_mib = 512             # the most the compiled cache keeps
 //! require_pinned = false          # refuse plugins without a sha256 below
 //! request_state_key_file = "state.key"  # seals input-required state (32+ bytes); shared by replicas; default: random per process
+//! request_state_previous_key_files = ["state.key.old"]  # still open state sealed before a rotation
 //! store = "prompt-host-store"     # packs pulled from registries (the default)
 //!
 //! [signatures]                    # what every plugin's signature must be
@@ -19,6 +20,7 @@
 //! public_keys = ["keys/acme.pub"] # cosign public keys (PEM) whose signatures count
 //! trusted_root = "trusted_root.json"  # keyless: Sigstore's trusted root (offline)
 //! identities = [{ identity = "release@acme.example", issuer = "https://accounts.google.com" }]
+//!                                 # each may pin source_repository, source_ref, workflow (Fulcio's extensions)
 //!
 //! [registry]                      # how `add`, `update` and `publish` reach registries
 //! plain_http = ["127.0.0.1:5000"] # registries spoken to over HTTP, not HTTPS
@@ -36,28 +38,37 @@
 //! [sandbox]                       # shared by all plugins
 //! max_concurrent_calls = 64
 //!
+//! [elicitation]                   # elicitation/create asked of clients before 2026-07-28
+//! timeout_ms = 120000             # how long the host waits for one answer
+//! max_pending_per_session = 16    # elicitations waiting at once in one session
+//! max_pending_per_tenant = 256    # ... in one tenant
+//! max_pending = 1024              # ... in the whole server
+//!
 //! [plugins.acme]                  # the plugin in acme.wasm
 //! prefix = "acme-"
 //! sha256 = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
 //! limits = { deadline_ms = 3000 }
 //! source = "oci://registry.example/acme/prompts:1.2"  # installed at start (see prompt-host.lock)
 //! require_signature = true        # over signatures.require, for this plugin
-//! public_keys = ["keys/acme.pub"] # in place of signatures.public_keys
+//! public_keys = ["keys/acme.pub"] # this plugin's own signers: with identities = [...], or either
+//!                                 # alone, they replace signatures.public_keys AND signatures.identities
 //!
 //! [authorization]                 # --http as an OAuth 2.1 resource server
 //! resource = "https://prompts.example/mcp"  # this server's URI: the tokens' audience
 //! issuer = "https://idp.example"  # the authorization server whose tokens count
 //! jwks_uri = "https://idp.example/jwks"     # default: from the issuer's metadata
 //! scope = "prompts"               # the scope needed to list, get and complete prompts
-//! leeway_secs = 30                # on exp and nbf
+//! leeway_secs = 30                # on exp and nbf, at most 300
 //! jwks_min_refresh_secs = 10      # how often an unknown key id may refetch the keys
+//! jwks_max_age_secs = 3600        # keys this old are fetched again in the background (at most 86400)
 //! ca_file = "idp-ca.pem"          # a CA trusted for the issuer besides the system's
-//! tenant_claim = "tenant"         # the claim naming the tenant (a string, or an array such as groups)
+//! tenant_claim = "tenant"         # required with [tenants]: the claim naming the tenant (a string, or an array such as groups)
 //! default_tenant = "public"       # for tokens naming no tenant; default: no prompts
 //! accept_untyped_jwt = false      # true: JWTs without typ at+jwt count too (issuers not following RFC 9068)
 //! introspection_endpoint = "https://idp.example/token/introspection"  # opaque tokens (RFC 7662)
 //! client_id = "prompt-host"       # this server's client at the issuer, to introspect
 //! client_secret_file = "idp-client-secret"
+//! introspections_per_client = 2   # under way or waiting per client address (1 to 16; raise it behind a proxy)
 //!
 //! [tenants.acme]                  # the prompts of tokens whose tenant claim says "acme"
 //! plugins = "packs/acme"
@@ -71,12 +82,13 @@ use serde::Deserialize;
 
 use crate::catalog::DEFAULT_PAGE_SIZE;
 use crate::handler::DEFAULT_LIST_TTL_MS;
+use crate::input::{ElicitationLimits, MAX_ELICITATION_TIMEOUT_MS};
 use crate::limits::{LimitOverrides, Limits, MAX_CONCURRENT_CALLS};
 use crate::distribution::{Mirrors, RegistrySettings};
 use crate::loader::PluginSettings;
 use crate::sandbox::{MAX_WASM_STACK, SandboxConfig};
 use crate::signature::{Identity, Keyless, SignaturePolicy, TrustedKey, TrustedRoot};
-use crate::transport::authorization::{AuthorizationSettings, DEFAULT_KEYS_MIN_REFRESH, DEFAULT_LEEWAY, Introspection};
+use crate::transport::authorization::{AuthorizationSettings, DEFAULT_INTROSPECTIONS_PER_CLIENT, DEFAULT_KEYS_MAX_AGE, DEFAULT_KEYS_MIN_REFRESH, DEFAULT_LEEWAY, Introspection};
 
 /// Everything `prompt-host serve` needs to know.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,6 +104,8 @@ pub struct ServeConfig {
     pub limits: Limits,
     /// Settings of the sandbox shared by all plugins.
     pub sandbox: SandboxConfig,
+    /// The bounds on elicitations waiting for clients' answers.
+    pub elicitation: ElicitationLimits,
     /// What is configured for particular plugins, by plugin name.
     pub plugins: BTreeMap<String, PluginConfig>,
     /// Whether a plugin without a pinned SHA-256 is refused.
@@ -109,6 +123,9 @@ pub struct ServeConfig {
     /// prompts; `None` seals with a random key of the process (fine for one
     /// replica, see `input::RequestStateSeal`).
     pub request_state_key_file: Option<PathBuf>,
+    /// Files of keys that sealed `requestState` before the current one: a
+    /// state they sealed still opens (a key rotation in progress).
+    pub request_state_previous_key_files: Vec<PathBuf>,
     /// Where packs pulled from registries are kept, with their provenance;
     /// `None` (no config file) looks for no provenance.
     pub pack_store: Option<PathBuf>,
@@ -186,6 +203,7 @@ impl Default for ServeConfig {
             list_ttl_ms: DEFAULT_LIST_TTL_MS,
             limits: Limits::default(),
             sandbox: SandboxConfig::default(),
+            elicitation: ElicitationLimits::default(),
             plugins: BTreeMap::new(),
             require_pinned: false,
             watch: true,
@@ -193,6 +211,7 @@ impl Default for ServeConfig {
             cache_dir: default_cache_dir(),
             cache_max_bytes: DEFAULT_CACHE_MAX_MIB << 20,
             request_state_key_file: None,
+            request_state_previous_key_files: Vec::new(),
             pack_store: None,
             lockfile: None,
             signatures: SignaturePolicy::default(),
@@ -234,23 +253,34 @@ impl ServeConfig {
     /// What applies to the plugin named `plugin`.
     pub fn plugin_settings(&self, plugin: &str) -> PluginSettings {
         let configured = self.plugins.get(plugin).cloned().unwrap_or_default();
+        let signatures = self.signature_policy(&configured);
         PluginSettings {
             prefix: configured.prefix,
             limits: configured.limits.apply(&self.limits),
             pinned_sha256: configured.sha256,
             require_pinned: self.require_pinned,
-            signatures: SignaturePolicy {
-                required: configured.require_signature.unwrap_or(self.signatures.required),
-                keys: configured.trusted_keys.unwrap_or_else(|| self.signatures.keys.clone()),
-                keyless: match (&configured.identities, &self.signatures.keyless) {
-                    (Some(identities), Some(keyless)) => Some(Keyless { root: keyless.root.clone(), identities: identities.clone() }),
-                    (_, keyless) => keyless.clone(),
-                },
-            },
+            signatures,
             pack_store: self.pack_store.clone(),
             lockfile: self.lockfile.clone(),
             mirrors: self.registry.mirrors.clone(),
         }
+    }
+
+    /// The signature policy of a plugin configured as `configured`. A
+    /// plugin that names its own signers (`public_keys`, `identities`, or
+    /// both) is checked against those alone: they replace the global keys
+    /// and identities, both kinds, so trusting `acme.pub` for acme does not
+    /// also trust every identity trusted for the other plugins.
+    fn signature_policy(&self, configured: &PluginConfig) -> SignaturePolicy {
+        let required = configured.require_signature.unwrap_or(self.signatures.required);
+        if configured.trusted_keys.is_none() && configured.identities.is_none() {
+            return SignaturePolicy { required, ..self.signatures.clone() };
+        }
+        let keyless = match (&configured.identities, &self.signatures.keyless) {
+            (Some(identities), Some(keyless)) => Some(Keyless { root: keyless.root.clone(), identities: identities.clone() }),
+            _ => None,
+        };
+        SignaturePolicy { required, keys: configured.trusted_keys.clone().unwrap_or_default(), keyless }
     }
 
     /// Serves plugin `plugin` under `prefix`, as `--prefix PLUGIN=PREFIX`
@@ -299,7 +329,7 @@ impl ServeConfig {
     pub fn from_file(path: &Path) -> Result<ServeConfig, ConfigError> {
         let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
         let invalid = |problem| ConfigError { path: path.display().to_string(), problem };
-        let text = std::fs::read_to_string(&path).map_err(|error| invalid(error.to_string()))?;
+        let text = crate::files::read_text(&path).map_err(|error| invalid(error.to_string()))?;
         let folder = path.parent().unwrap_or(Path::new(""));
         ServeConfig::from_toml_in(&text, folder).map_err(invalid)
     }
@@ -340,6 +370,11 @@ impl ServeConfig {
             config.cache_dir = Some(folder.join(dir));
         }
         config.request_state_key_file = file.server.request_state_key_file.map(|key| folder.join(key));
+        config.request_state_previous_key_files =
+            file.server.request_state_previous_key_files.iter().map(|key| folder.join(key)).collect();
+        if config.request_state_key_file.is_none() && !config.request_state_previous_key_files.is_empty() {
+            return Err("server.request_state_previous_key_files needs server.request_state_key_file: the key that seals now".into());
+        }
         if let Some(mib) = file.server.cache_max_mib {
             positive("server.cache_max_mib", mib)?;
             config.cache_max_bytes = mib.checked_mul(1 << 20).ok_or("server.cache_max_mib is too large")?;
@@ -358,6 +393,7 @@ impl ServeConfig {
         config.list_ttl_ms = file.server.list_ttl_ms.unwrap_or(config.list_ttl_ms);
         config.limits = file.limits.apply(&config.limits);
         config.sandbox = file.sandbox.apply(&config.sandbox)?;
+        config.elicitation = file.elicitation.apply(config.elicitation)?;
         config.plugins = file.plugins;
         for (name, plugin) in config.plugins.iter_mut() {
             if let Some(source) = &plugin.source {
@@ -382,8 +418,18 @@ impl ServeConfig {
         for (name, tenant) in file.tenants {
             config.tenants.insert(name, folder.join(tenant.plugins));
         }
-        if !config.tenants.is_empty() && config.authorization.as_ref().is_none_or(|authorization| authorization.tenant_claim.is_none()) {
-            return Err("tenants need authorization.tenant_claim: the claim of a token that names its tenant".into());
+        if !config.tenants.is_empty() {
+            match &config.authorization {
+                None => {
+                    return Err("[tenants] need an [authorization] section (resource, issuer and tenant_claim): \
+                                a tenant is picked by a claim of the client's access token"
+                        .into());
+                }
+                Some(authorization) if authorization.tenant_claim.is_none() => {
+                    return Err("tenants need authorization.tenant_claim: the claim of a token that names its tenant".into());
+                }
+                Some(_) => {}
+            }
         }
         if let Some(default) = &config.default_tenant
             && !config.tenants.contains_key(default)
@@ -442,6 +488,8 @@ struct ConfigFile {
     #[serde(default)]
     sandbox: SandboxSection,
     #[serde(default)]
+    elicitation: ElicitationSection,
+    #[serde(default)]
     plugins: BTreeMap<String, PluginConfig>,
     #[serde(default)]
     signatures: SignaturesSection,
@@ -461,6 +509,7 @@ struct AuthorizationSection {
     scope: Option<String>,
     leeway_secs: Option<u64>,
     jwks_min_refresh_secs: Option<u64>,
+    jwks_max_age_secs: Option<u64>,
     ca_file: Option<PathBuf>,
     tenant_claim: Option<String>,
     default_tenant: Option<String>,
@@ -468,6 +517,7 @@ struct AuthorizationSection {
     accept_untyped_jwt: Option<bool>,
     client_id: Option<String>,
     client_secret_file: Option<PathBuf>,
+    introspections_per_client: Option<u64>,
 }
 
 impl AuthorizationSection {
@@ -478,7 +528,7 @@ impl AuthorizationSection {
             (None, None, None) => Ok(None),
             (Some(endpoint), Some(client_id), Some(secret_file)) => {
                 let path = folder.join(secret_file);
-                let secret = std::fs::read_to_string(&path)
+                let secret = crate::files::read_text(&path)
                     .map_err(|error| format!("authorization.client_secret_file: cannot read {}: {error}", path.display()))?;
                 Ok(Some(Introspection {
                     endpoint: url::Url::parse(endpoint).map_err(|error| format!("authorization.introspection_endpoint is not a URL: {error}"))?,
@@ -500,7 +550,7 @@ impl AuthorizationSection {
         let mut ca_certificates = Vec::new();
         if let Some(file) = &self.ca_file {
             let path = folder.join(file);
-            ca_certificates.push(std::fs::read(&path).map_err(|error| format!("authorization.ca_file: cannot read {}: {error}", path.display()))?);
+            ca_certificates.push(crate::files::read(&path, crate::files::MAX_SMALL_FILE_BYTES).map_err(|error| format!("authorization.ca_file: cannot read {}: {error}", path.display()))?);
         }
         let settings = AuthorizationSettings {
             resource: url("resource", &self.resource)?,
@@ -508,7 +558,11 @@ impl AuthorizationSection {
             jwks_uri: self.jwks_uri.as_deref().map(|uri| url("jwks_uri", uri)).transpose()?,
             scope: self.scope.clone().unwrap_or_else(|| DEFAULT_SCOPE.to_string()),
             leeway: self.leeway_secs.map_or(DEFAULT_LEEWAY, Duration::from_secs),
+            introspections_per_client: self
+                .introspections_per_client
+                .map_or(DEFAULT_INTROSPECTIONS_PER_CLIENT, |count| usize::try_from(count).unwrap_or(usize::MAX)),
             keys_min_refresh: self.jwks_min_refresh_secs.map_or(DEFAULT_KEYS_MIN_REFRESH, Duration::from_secs),
+            keys_max_age: self.jwks_max_age_secs.map_or(DEFAULT_KEYS_MAX_AGE, Duration::from_secs),
             tenant_claim: self.tenant_claim.clone(),
             ca_certificates,
             introspection: self.introspection(folder)?,
@@ -551,7 +605,7 @@ impl SignaturesSection {
             ),
             (Some(file), false) => {
                 let path = folder.join(file);
-                let text = std::fs::read_to_string(&path)
+                let text = crate::files::read_text(&path)
                     .map_err(|error| format!("signatures.trusted_root: cannot read {}: {error}", path.display()))?;
                 let root = TrustedRoot::from_json(&text).map_err(|error| format!("signatures.trusted_root: {}: {error}", path.display()))?;
                 Ok(Some(Keyless { root: std::sync::Arc::new(root), identities: self.identities.clone() }))
@@ -581,12 +635,18 @@ impl RegistrySection {
         };
         if let Some(file) = &self.ca_file {
             let path = folder.join(file);
-            let pem = std::fs::read(&path).map_err(|error| format!("registry.ca_file: cannot read {}: {error}", path.display()))?;
+            let pem = crate::files::read(&path, crate::files::MAX_SMALL_FILE_BYTES).map_err(|error| format!("registry.ca_file: cannot read {}: {error}", path.display()))?;
             settings.ca_certificates.push(pem);
         }
         if let Some(mib) = self.max_pack_mib {
             positive("registry.max_pack_mib", mib)?;
             settings.max_pack_bytes = mib.checked_mul(1 << 20).ok_or("registry.max_pack_mib is too large")?;
+            if settings.max_pack_bytes > crate::files::MAX_PACK_FILE_BYTES {
+                return Err(format!(
+                    "registry.max_pack_mib is {mib}, more than the {} MiB a pack file may have",
+                    crate::files::MAX_PACK_FILE_BYTES >> 20
+                ));
+            }
         }
         if let Some(seconds) = self.timeout_secs {
             positive("registry.timeout_secs", seconds)?;
@@ -602,7 +662,7 @@ fn read_keys(key: &str, files: &[PathBuf], folder: &Path) -> Result<Vec<TrustedK
         .iter()
         .map(|file| {
             let path = folder.join(file);
-            let pem = std::fs::read_to_string(&path).map_err(|error| format!("{key}: cannot read {}: {error}", path.display()))?;
+            let pem = crate::files::read_text(&path).map_err(|error| format!("{key}: cannot read {}: {error}", path.display()))?;
             TrustedKey::new(file.display().to_string(), pem).map_err(|error| format!("{key}: {error}"))
         })
         .collect()
@@ -620,7 +680,47 @@ struct ServerSection {
     cache_dir: Option<PathBuf>,
     cache_max_mib: Option<u64>,
     request_state_key_file: Option<PathBuf>,
+    #[serde(default)]
+    request_state_previous_key_files: Vec<PathBuf>,
     store: Option<PathBuf>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ElicitationSection {
+    timeout_ms: Option<u64>,
+    max_pending_per_session: Option<u64>,
+    max_pending_per_tenant: Option<u64>,
+    max_pending: Option<u64>,
+}
+
+impl ElicitationSection {
+    fn apply(&self, base: ElicitationLimits) -> Result<ElicitationLimits, String> {
+        // A semaphore holds at most this many permits.
+        let count = |key: &str, value: Option<u64>, base: usize| -> Result<usize, String> {
+            let Some(value) = value else { return Ok(base) };
+            positive(key, value)?;
+            let max = tokio::sync::Semaphore::MAX_PERMITS.min(1 << 20) as u64;
+            if value > max {
+                return Err(format!("{key} must be at most {max}"));
+            }
+            Ok(value as usize)
+        };
+        let mut limits = base;
+        if let Some(ms) = self.timeout_ms {
+            positive("elicitation.timeout_ms", ms)?;
+            if ms > MAX_ELICITATION_TIMEOUT_MS {
+                return Err(format!(
+                    "elicitation.timeout_ms must be at most {MAX_ELICITATION_TIMEOUT_MS} (an hour, the life of a requestState)"
+                ));
+            }
+            limits.timeout = Duration::from_millis(ms);
+        }
+        limits.per_session = count("elicitation.max_pending_per_session", self.max_pending_per_session, base.per_session)?;
+        limits.per_tenant = count("elicitation.max_pending_per_tenant", self.max_pending_per_tenant, base.per_tenant)?;
+        limits.in_all = count("elicitation.max_pending", self.max_pending, base.in_all)?;
+        Ok(limits)
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -681,6 +781,11 @@ mod tests {
             ServeConfig::from_toml(&format!("{authorization}tenant_claim = \"tenant\"\ndefault_tenant = \"public\"\n{tenants}")).unwrap_err(),
             "authorization.default_tenant \"public\" is not a [tenants.NAME] section"
         );
+        assert_eq!(
+            ServeConfig::from_toml(tenants).unwrap_err(),
+            "[tenants] need an [authorization] section (resource, issuer and tenant_claim): \
+             a tenant is picked by a claim of the client's access token"
+        );
         let config = ServeConfig::from_toml(&format!("{authorization}tenant_claim = \"groups\"\n{tenants}")).unwrap();
         assert_eq!(config.tenants, BTreeMap::from([("acme".to_string(), PathBuf::from("acme"))]));
         let authorization = config.authorization.unwrap();
@@ -688,6 +793,35 @@ mod tests {
         assert_eq!(
             ServeConfig::from_toml("[authorization]\nresource = \"https://p.example/mcp\"\nissuer = \"http://idp.example\"\n").unwrap_err(),
             "authorization.issuer must be an https:// URL (plain http only on loopback): http://idp.example/"
+        );
+    }
+
+    #[test]
+    fn the_leeway_and_the_keys_age_are_bounded() {
+        let authorization = "[authorization]\nresource = \"https://p.example/mcp\"\nissuer = \"https://idp.example\"\n";
+        assert_eq!(
+            ServeConfig::from_toml(&format!("{authorization}leeway_secs = 301\n")).unwrap_err(),
+            "authorization.leeway_secs must be at most 300"
+        );
+        assert_eq!(
+            ServeConfig::from_toml(&format!("{authorization}jwks_max_age_secs = 0\n")).unwrap_err(),
+            "authorization.jwks_max_age_secs must be between 1 and 86400"
+        );
+        assert_eq!(
+            ServeConfig::from_toml(&format!("{authorization}introspections_per_client = 17\n")).unwrap_err(),
+            "authorization.introspections_per_client must be between 1 and 16"
+        );
+        let config = ServeConfig::from_toml(&format!("{authorization}leeway_secs = 300\njwks_max_age_secs = 60\n")).unwrap();
+        let authorization = config.authorization.unwrap();
+        assert_eq!((authorization.leeway, authorization.keys_max_age), (Duration::from_secs(300), Duration::from_secs(60)));
+    }
+
+    #[test]
+    fn a_pack_pulled_may_be_no_larger_than_a_pack_file_the_host_reads() {
+        assert!(ServeConfig::from_toml("[registry]\nmax_pack_mib = 1024\n").is_ok());
+        assert_eq!(
+            ServeConfig::from_toml("[registry]\nmax_pack_mib = 1025\n").unwrap_err(),
+            "registry.max_pack_mib is 1025, more than the 1024 MiB a pack file may have"
         );
     }
 
@@ -825,11 +959,22 @@ mod tests {
 
     #[test]
     fn relative_paths_in_a_config_file_are_relative_to_its_folder() {
-        let text = "[server]\nplugins = \"packs\"\ncache_dir = \"../cache\"\nrequest_state_key_file = \"state.key\"\n";
+        let text = "[server]\nplugins = \"packs\"\ncache_dir = \"../cache\"\nrequest_state_key_file = \"state.key\"\n\
+                    request_state_previous_key_files = [\"old.key\", \"/keys/older.key\"]\n";
         let config = ServeConfig::from_toml_in(text, Path::new("/etc/prompt-host")).unwrap();
         assert_eq!(config.plugins_dir, Some(PathBuf::from("/etc/prompt-host/packs")));
         assert_eq!(config.cache_dir, Some(PathBuf::from("/etc/prompt-host/../cache")));
         assert_eq!(config.request_state_key_file, Some(PathBuf::from("/etc/prompt-host/state.key")));
+        assert_eq!(
+            config.request_state_previous_key_files,
+            [PathBuf::from("/etc/prompt-host/old.key"), PathBuf::from("/keys/older.key")]
+        );
+        assert_eq!(
+            ServeConfig::from_toml_in("[server]\nrequest_state_previous_key_files = [\"old.key\"]\n", Path::new("/etc"))
+                .unwrap_err()
+                .to_string(),
+            "server.request_state_previous_key_files needs server.request_state_key_file: the key that seals now"
+        );
         let absolute = ServeConfig::from_toml_in("[server]\nplugins = \"/srv/packs\"\n", Path::new("/etc")).unwrap();
         assert_eq!(absolute.plugins_dir, Some(PathBuf::from("/srv/packs")));
 

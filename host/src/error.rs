@@ -132,15 +132,19 @@ impl From<RequestError> for ErrorData {
 /// The error for a request rmcp could not parse: a method this server does
 /// not offer, or one of its methods with parameters of the wrong shape, which
 /// gets the reason the parameters were refused.
+///
+/// The method's name and the reason quote the client: escaped and bounded as
+/// a pack's text is (`validate::error_message`), so that the answer is
+/// bounded whatever the client sent.
 pub fn unparsed_request(method: &str, params: Option<Value>) -> RequestError {
     use rmcp::model::{CompleteRequestParams, GetPromptRequestParams, PaginatedRequestParams};
     let problem = match method {
         "prompts/get" => params_problem::<GetPromptRequestParams>(params),
         "prompts/list" => params_problem::<PaginatedRequestParams>(params),
         "completion/complete" => params_problem::<CompleteRequestParams>(params),
-        _ => return RequestError::UnknownMethod(method.to_string()),
+        _ => return RequestError::UnknownMethod(crate::validate::error_message(method.to_string())),
     };
-    RequestError::InvalidParams { method: method.to_string(), problem }
+    RequestError::InvalidParams { method: method.to_string(), problem: crate::validate::error_message(problem) }
 }
 
 fn params_problem<T: serde::de::DeserializeOwned>(params: Option<Value>) -> String {

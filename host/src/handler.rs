@@ -24,9 +24,10 @@ use tracing::Instrument;
 
 use crate::bindings::{PromptAnswer, provider};
 use crate::convert;
-use crate::input::{self, Answers, Binding, Forms, InputError, RequestStateSeal};
+use crate::input::{self, Answers, Binding, ElicitationLimits, Forms, InputError, PendingElicitations, RequestStateSeal};
 use crate::limits::Limits;
 use crate::error::{self, RequestError};
+use crate::identity::{self, Principal};
 use crate::metrics;
 use crate::plugin::{Plugin, PluginError};
 use crate::registry::{Registry, Snapshot};
@@ -40,7 +41,15 @@ pub struct PromptServer {
     list_caching: ListCaching,
     session: SessionEnd,
     seal: RequestStateSeal,
+    elicitations: PendingElicitations,
 }
+
+/// Cancelled when the client of a request can no longer receive its answer:
+/// the HTTP transport puts one in each request's extensions and cancels it
+/// when the response (its event stream) is dropped, the client gone. An
+/// elicitation the request waits for is then cancelled.
+#[derive(Clone, Debug)]
+pub struct ClientGone(pub CancellationToken);
 
 /// How the host can ask the client of a request for the input a prompt
 /// needs.
@@ -50,20 +59,41 @@ pub enum Asking {
     /// client that declared the elicitation capability).
     InputRequired,
     /// With `elicitation/create` requests on the session, then the call
-    /// continues (an earlier revision's client that declared elicitation).
-    Elicitation(Peer<RoleServer>),
+    /// continues (an earlier revision's client that declared elicitation),
+    /// until any of the tokens is cancelled: the request is cancelled, its
+    /// client gone, or its session ended.
+    Elicitation(Peer<RoleServer>, Vec<CancellationToken>),
     /// It cannot: the reason, which completes "it needs input (...), and".
     Cannot(&'static str),
+    /// Without a client (the `get` command): the answers `Answerer` gives.
+    Locally(Answerer),
 }
 
+/// Answers forms without a client: `None` when a required field has no
+/// answer (the `get` command was given none and cannot ask).
+pub type Answerer = Arc<dyn Fn(&Forms) -> Option<rmcp::model::InputResponses> + Send + Sync>;
+
+/// Why the `get` command could not answer a form.
+const GET_CANNOT_ASK: &str =
+    "the get command has no answer for it: give --answer FIELD=VALUE for each required field, or run it on a terminal to be asked";
+
 impl Asking {
-    /// How the client of `context` can be asked.
-    fn of(context: &RequestContext<RoleServer>) -> Asking {
+    /// How the client of `context`, in the session that ends with
+    /// `session_ended`, can be asked.
+    fn of(context: &RequestContext<RoleServer>, session_ended: &CancellationToken) -> Asking {
         let elicitation = context.client_capabilities().is_some_and(|capabilities| capabilities.elicitation.is_some());
         match (is_2026_07_28_or_later(context), elicitation) {
             (true, true) => Asking::InputRequired,
             (true, false) => Asking::Cannot("the client did not declare the elicitation capability"),
-            (false, true) => Asking::Elicitation(context.peer.clone()),
+            (false, true) => {
+                let client_gone = context
+                    .extensions
+                    .get::<hyper::http::request::Parts>()
+                    .and_then(|http| http.extensions.get::<ClientGone>())
+                    .map(|gone| gone.0.clone());
+                let ends = [Some(context.ct.clone()), Some(session_ended.clone()), client_gone];
+                Asking::Elicitation(context.peer.clone(), ends.into_iter().flatten().collect())
+            }
             (false, false) => Asking::Cannot(
                 "the client declared no elicitation capability, and its protocol revision has no input-required \
                  results (they came with 2026-07-28)",
@@ -117,7 +147,22 @@ impl PromptServer {
             list_caching: ListCaching::default(),
             session: SessionEnd::new(),
             seal: RequestStateSeal::random(),
+            elicitations: PendingElicitations::new(ElicitationLimits::default()),
         }
+    }
+
+    /// The server, counting the elicitations waiting for answers in
+    /// `elicitations` (by default, its own counts under the default limits;
+    /// a tenant's server takes `another_tenant()` of the first's).
+    pub fn with_pending_elicitations(self, elicitations: PendingElicitations) -> PromptServer {
+        PromptServer { elicitations, ..self }
+    }
+
+    /// Cancelled when this server's session ends; a transport that sees its
+    /// client go (stdio at the end of its input) cancels it at once, which
+    /// cancels the elicitations waiting in the session.
+    pub fn session_ended(&self) -> CancellationToken {
+        self.session.ended.clone()
     }
 
     /// The server, sealing the `requestState` of input-required prompts
@@ -145,6 +190,11 @@ impl PromptServer {
         self.registry.snapshot().catalog().entries().iter().map(|entry| entry.prompt.name.clone()).collect()
     }
 
+    /// Whether a prompt is served under `name`.
+    fn serves(&self, name: &str) -> bool {
+        self.registry.snapshot().catalog().resolve(name).is_some()
+    }
+
     /// The names of the arguments the prompt served under `name` declares.
     pub fn declared_arguments(&self, name: &str) -> Option<Vec<String>> {
         let snapshot = self.registry.snapshot();
@@ -152,11 +202,16 @@ impl PromptServer {
         Some(entry.prompt.arguments.iter().flatten().map(|argument| argument.name.clone()).collect())
     }
 
-    /// Answers a `prompts/get` without a client that could be asked for
-    /// input (the `get` command): a prompt that asks is refused.
+    /// Answers a `prompts/get` without a client and without answers: a
+    /// prompt that asks for input is refused.
     pub async fn get_prompt_result(&self, request: GetPromptRequestParams) -> Result<GetPromptResult, RequestError> {
-        let asking = Asking::Cannot("the get command cannot ask for it");
-        match self.get_prompt_response(request, asking).await? {
+        self.get_prompt_answering(request, Arc::new(|_: &Forms| None)).await
+    }
+
+    /// Answers a `prompts/get` without a client (the `get` command): a
+    /// form the prompt asks for is answered by `answer`.
+    pub async fn get_prompt_answering(&self, request: GetPromptRequestParams, answer: Answerer) -> Result<GetPromptResult, RequestError> {
+        match self.get_prompt_response(request, Asking::Locally(answer), &Principal::stdio()).await? {
             GetPromptResponse::Complete(result) => Ok(result),
             _ => unreachable!("a request that cannot ask for input gets no InputRequiredResult"),
         }
@@ -165,11 +220,13 @@ impl PromptServer {
     /// Answers a `prompts/get`: resolves the name, checks the arguments, and
     /// any answers to forms against the forms sealed in `requestState`, and
     /// runs the owning plugin; if it asks for input, asks the client as
-    /// `asking` allows.
+    /// `asking` allows. A `requestState` is sealed for, and opens only for,
+    /// `principal`.
     pub async fn get_prompt_response(
         &self,
         request: GetPromptRequestParams,
         asking: Asking,
+        principal: &Principal,
     ) -> Result<GetPromptResponse, RequestError> {
         let snapshot = self.registry.snapshot();
         let (entry, plugin) = snapshot
@@ -188,7 +245,7 @@ impl PromptServer {
             return Err(RequestError::MissingArguments { prompt: request.name, missing });
         }
         let input_error = |problem: InputError| RequestError::Input { prompt: request.name.clone(), problem };
-        let binding = Binding::new(plugin.digest(), &request.name, &arguments);
+        let binding = Binding::new(principal, plugin.digest(), &request.name, &arguments);
         // A retry: the answers, checked against the forms sealed in the
         // state; a form left unanswered is asked for again. Answers without
         // a state answer nothing asked: ignored.
@@ -221,18 +278,42 @@ impl PromptServer {
                     }
                 }
             };
-            let peer = match &asking {
-                Asking::InputRequired => return Ok(GetPromptResponse::InputRequired(self.seal.ask(&asked, &binding))),
-                Asking::Cannot(why) => {
-                    return Err(input_error(InputError::CannotAsk { needed: asked.describe(), why }));
-                }
-                Asking::Elicitation(peer) => peer,
+            let cannot_ask = |why| {
+                // Fields the prompt also takes as arguments: given those, it need not ask.
+                let declared: Vec<&str> = entry.prompt.arguments.iter().flatten().map(|argument| argument.name.as_str()).collect();
+                let arguments: Vec<String> =
+                    asked.field_names().filter(|field| declared.contains(field)).map(|field| format!("{field}=...")).collect();
+                let skip = match arguments.len() {
+                    0 => String::new(),
+                    1 => format!("; or give the argument {} instead, which skips the form", arguments[0]),
+                    _ => format!("; or give the arguments {} instead, which skips the forms", arguments.join(" ")),
+                };
+                input_error(InputError::CannotAsk { needed: asked.describe(), why, skip })
             };
+            if let Asking::InputRequired = &asking {
+                return Ok(GetPromptResponse::InputRequired(self.seal.ask(&asked, &binding)));
+            }
+            if let Asking::Cannot(why) = &asking {
+                return Err(cannot_ask(why));
+            }
             rounds += 1;
             if rounds > input::MAX_ELICITATION_ROUNDS {
                 return Err(input_error(InputError::TooManyRounds));
             }
-            let responses = input::elicit(peer, &asked).await.map_err(input_error)?;
+            let responses = match &asking {
+                Asking::Elicitation(peer, ends) => {
+                    let _pending = self.elicitations.admit().map_err(input_error)?;
+                    let abandoned = futures::future::select_all(ends.iter().map(|end| Box::pin(end.cancelled())));
+                    let timeout = self.elicitations.limits().timeout;
+                    input::elicit(peer, &asked, timeout, async {
+                        abandoned.await;
+                    })
+                    .await
+                    .map_err(input_error)?
+                }
+                Asking::Locally(answer) => answer(&asked).ok_or_else(|| cannot_ask(GET_CANNOT_ASK))?,
+                Asking::InputRequired | Asking::Cannot(_) => unreachable!("answered above"),
+            };
             let Answers::Complete(answers) = asked.answers(Some(&responses)).map_err(input_error)? else {
                 unreachable!("elicit answers every form");
             };
@@ -281,7 +362,7 @@ impl ServerHandler for PromptServer {
     ) -> Result<ListPromptsResult, ErrorData> {
         let _in_flight = metrics::request_started();
         let span = request_span(&context);
-        let trace = trace_request(&context, "prompts/list", None);
+        let trace = trace_request(&context, "prompts/list", None, false);
         let mut result = span.in_scope(|| self.list(request)).map_err(ErrorData::from);
         // Caching hints are fields of 2026-07-28; earlier clients get none.
         if let Ok(result) = &mut result
@@ -301,8 +382,9 @@ impl ServerHandler for PromptServer {
         let _in_flight = metrics::request_started();
         let name = request.name.clone();
         let span = request_span(&context);
-        let trace = trace_request(&context, "prompts/get", Some(&name));
-        let answer = self.get_prompt_response(request, Asking::of(&context)).instrument(span.clone());
+        let trace = trace_request(&context, "prompts/get", Some(&name), self.serves(&name));
+        let principal = principal(&context);
+        let answer = self.get_prompt_response(request, Asking::of(&context, &self.session.ended), &principal).instrument(span.clone());
         let result = trace.within(answer).await;
         answered(trace, span.in_scope(|| result.map_err(|error| log_failure("prompts/get", &name, error))))
     }
@@ -315,7 +397,8 @@ impl ServerHandler for PromptServer {
         let _in_flight = metrics::request_started();
         let name = request.r#ref.as_prompt_name().unwrap_or_default().to_string();
         let span = request_span(&context);
-        let trace = trace_request(&context, "completion/complete", Some(name.as_str()).filter(|name| !name.is_empty()));
+        let prompt = Some(name.as_str()).filter(|name| !name.is_empty());
+        let trace = trace_request(&context, "completion/complete", prompt, self.serves(&name));
         let result = trace.within(self.complete_result(request).instrument(span.clone())).await;
         answered(trace, span.in_scope(|| result.map_err(|error| log_failure("completion/complete", &name, error))))
     }
@@ -477,19 +560,35 @@ fn request_span(context: &RequestContext<RoleServer>) -> tracing::Span {
     }
 }
 
-/// The trace span of one request (`method`, naming `prompt`), if traces
-/// are enabled: a child of the client's trace when its `_meta` carries a
-/// valid `traceparent`.
-fn trace_request(context: &RequestContext<RoleServer>, method: &'static str, prompt: Option<&str>) -> traces::RequestSpan {
+/// Who the request comes from: over HTTP, whom the front found (see
+/// `transport::http`); over stdio, its one client.
+fn principal(context: &RequestContext<RoleServer>) -> Principal {
+    match context.extensions.get::<hyper::http::request::Parts>() {
+        Some(http) => http.extensions.get::<Principal>().cloned().unwrap_or_else(Principal::http_without_oauth),
+        None => Principal::stdio(),
+    }
+}
+
+/// The trace span of one request (`method`, naming `prompt`, which the span
+/// is named after only if `served`), if traces are enabled: a child of the
+/// client's trace when its `_meta` carries a valid `traceparent`. The
+/// session is named by its label, never its id.
+fn trace_request(
+    context: &RequestContext<RoleServer>,
+    method: &'static str,
+    prompt: Option<&str>,
+    served: bool,
+) -> traces::RequestSpan {
     traces::request_started(|| {
         let http = context.extensions.get::<hyper::http::request::Parts>();
-        let session_id = http.and_then(|http| http.headers.get("mcp-session-id")?.to_str().ok());
+        let session_id = http.and_then(|http| http.headers.get("mcp-session-id"));
         traces::RequestAttributes {
             method,
             prompt,
+            prompt_served: served,
             protocol_version: context.protocol_version().map(|version| version.to_string()),
             request_id: context.id.to_string(),
-            session_id: session_id.map(str::to_string),
+            session: session_id.map(|id| identity::session_label(&String::from_utf8_lossy(id.as_bytes()))),
             transport: if http.is_some() { "tcp" } else { "pipe" },
             traceparent: context.meta.get_traceparent().filter(|value| valid_traceparent(value)),
             tracestate: context.meta.get_tracestate(),

@@ -8,24 +8,31 @@
 //!
 //! The host keeps nothing between the rounds: everything the retry needs
 //! travels in the sealed state, so any replica holding the same key (the
-//! config's `server.request_state_key_file`) accepts the retry.
+//! config's `server.request_state_key_file`) accepts the retry. The state
+//! is bound to the user it was issued to (their tenant, issuer and subject),
+//! and the keys of `server.request_state_previous_key_files` still open it,
+//! so that rotating the key breaks no state in flight.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use rmcp::model::{
-    ElicitRequestParams, ElicitResult, ElicitationAction, InputRequest, InputRequests, InputRequiredResult,
-    InputResponses, RequestStateCodec, SealOptions,
+    CancelledNotificationParam, ClientResult, ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction,
+    InputRequest, InputRequests, InputRequiredResult, InputResponses, RequestStateCodec, SealOptions, ServerRequest,
 };
+use rmcp::service::PeerRequestOptions;
 use rmcp::{Peer, RoleServer};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::bindings::{provider, provider_v0_2 as v2};
 use crate::convert::json_kind;
+use crate::identity::Principal;
 use crate::limits::Limits;
 use crate::validate::{MAX_FORM_FIELDS, MAX_FORMS};
 
@@ -33,9 +40,116 @@ use crate::validate::{MAX_FORM_FIELDS, MAX_FORMS};
 /// this is refused, and the request must start again.
 pub const REQUEST_STATE_TTL: Duration = Duration::from_secs(60 * 60);
 
-/// How long the host waits for a client to answer one `elicitation/create`
-/// (a client of a revision before 2026-07-28, asked over its session).
-pub const ELICITATION_TIMEOUT: Duration = Duration::from_secs(10 * 60);
+/// The bounds on `elicitation/create` requests waiting for a client of a
+/// revision before 2026-07-28 to answer (asked over its session, while its
+/// `prompts/get` stays open): how long one waits, and how many may wait at
+/// once in one session, in one tenant and in all. Each waiting request holds
+/// a task and its pack's answer so far, so a client that asks and goes away
+/// must not be able to pile them up. The `[elicitation]` section of the
+/// config sets them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ElicitationLimits {
+    /// How long the host waits for the answer to one `elicitation/create`.
+    pub timeout: Duration,
+    /// Elicitations waiting at once in one session (one stdio connection,
+    /// one HTTP session).
+    pub per_session: usize,
+    /// Elicitations waiting at once in one tenant's sessions together.
+    pub per_tenant: usize,
+    /// Elicitations waiting at once in the whole server.
+    pub in_all: usize,
+}
+
+impl Default for ElicitationLimits {
+    /// Two minutes for a person to fill a form in; a client asks one form
+    /// of one `prompts/get` at a time, so 16 at once in a session, 256 in a
+    /// tenant and 1,024 in all are more than real clients reach.
+    fn default() -> Self {
+        ElicitationLimits {
+            timeout: Duration::from_secs(120),
+            per_session: 16,
+            per_tenant: 256,
+            in_all: 1024,
+        }
+    }
+}
+
+/// The longest `[elicitation] timeout_ms`: one hour, the life of a
+/// `requestState`.
+pub const MAX_ELICITATION_TIMEOUT_MS: u64 = REQUEST_STATE_TTL.as_millis() as u64;
+
+/// The elicitations waiting for answers, counted against [`ElicitationLimits`]:
+/// the count in all is shared by every tenant's server, the tenant's by
+/// every session of the tenant, and each session (each clone, see
+/// [`Clone`]) has its own.
+#[derive(Debug)]
+pub struct PendingElicitations {
+    limits: ElicitationLimits,
+    in_all: Arc<Semaphore>,
+    tenant: Arc<Semaphore>,
+    session: Arc<Semaphore>,
+}
+
+impl PendingElicitations {
+    /// The counts of a server with one tenant.
+    pub fn new(limits: ElicitationLimits) -> PendingElicitations {
+        PendingElicitations::in_server(limits, Arc::new(Semaphore::new(limits.in_all)))
+    }
+
+    /// The counts of one more tenant of the server whose count in all is `in_all`.
+    fn in_server(limits: ElicitationLimits, in_all: Arc<Semaphore>) -> PendingElicitations {
+        PendingElicitations {
+            limits,
+            in_all,
+            tenant: Arc::new(Semaphore::new(limits.per_tenant)),
+            session: Arc::new(Semaphore::new(limits.per_session)),
+        }
+    }
+
+    /// The counts of another tenant of the same server: its own count per
+    /// tenant, the same count in all.
+    pub fn another_tenant(&self) -> PendingElicitations {
+        PendingElicitations::in_server(self.limits, self.in_all.clone())
+    }
+
+    pub fn limits(&self) -> ElicitationLimits {
+        self.limits
+    }
+
+    /// Room for one more elicitation, held until the permit is dropped; or
+    /// which bound is reached.
+    pub fn admit(&self) -> Result<PendingPermit, InputError> {
+        let full = |scope: &'static str, limit: usize, key: &'static str| InputError::TooManyPending { scope, limit, key };
+        let session = self.session.clone().try_acquire_owned().map_err(|_| {
+            full("this session", self.limits.per_session, "max_pending_per_session")
+        })?;
+        let tenant = self.tenant.clone().try_acquire_owned().map_err(|_| {
+            full("this tenant", self.limits.per_tenant, "max_pending_per_tenant")
+        })?;
+        let in_all = self.in_all.clone().try_acquire_owned().map_err(|_| {
+            full("the server", self.limits.in_all, "max_pending")
+        })?;
+        Ok(PendingPermit { _held: [session, tenant, in_all] })
+    }
+}
+
+impl Clone for PendingElicitations {
+    /// The counts of a new session of the same tenant: rmcp's HTTP transport
+    /// clones the handler once per session.
+    fn clone(&self) -> PendingElicitations {
+        PendingElicitations {
+            limits: self.limits,
+            in_all: self.in_all.clone(),
+            tenant: self.tenant.clone(),
+            session: Arc::new(Semaphore::new(self.limits.per_session)),
+        }
+    }
+}
+
+/// One elicitation's place in the counts, given back when dropped.
+pub struct PendingPermit {
+    _held: [OwnedSemaphorePermit; 3],
+}
 
 /// The most times one `prompts/get` asks a client over its session before
 /// it gives up: a pack that asks again after every answer cannot hold a
@@ -46,9 +160,11 @@ pub const MAX_ELICITATION_ROUNDS: usize = rmcp::model::DEFAULT_MRTR_MAX_ROUNDS;
 pub const MIN_KEY_BYTES: usize = RequestStateCodec::MIN_KEY_LENGTH;
 
 /// Seals and opens `requestState`: HMAC-SHA256 over the forms and the pack's
-/// state, bound to the prompt, its arguments and the pack's digest, with an
-/// expiry of [`REQUEST_STATE_TTL`] (rmcp's `RequestStateCodec`). Sealed, not
-/// encrypted: a client can read what a pack puts in its state.
+/// state, bound to the user, the prompt, its arguments and the pack's
+/// digest, with an expiry of [`REQUEST_STATE_TTL`] (rmcp's
+/// `RequestStateCodec`, with a key ring: it seals with the current key, and
+/// opens with it or a previous one). Sealed, not encrypted: a client can
+/// read what a pack puts in its state.
 #[derive(Clone, Debug)]
 pub struct RequestStateSeal {
     codec: RequestStateCodec,
@@ -68,14 +184,22 @@ pub enum KeyError {
 }
 
 impl RequestStateSeal {
-    /// The key in the file at `path`: its bytes, without the whitespace
-    /// around them (so a key written by `openssl rand -hex 32 > file` works).
-    pub fn from_key_file(path: &Path) -> Result<RequestStateSeal, KeyError> {
-        let bytes = std::fs::read(path).map_err(|error| KeyError::Read { path: path.to_path_buf(), error })?;
-        let key = bytes.trim_ascii();
-        let codec = RequestStateCodec::try_new(key.to_vec())
-            .map_err(|_| KeyError::TooShort { path: path.to_path_buf(), bytes: key.len() })?;
-        Ok(RequestStateSeal { codec })
+    /// Seals with the key in the file at `current`, and opens with it or
+    /// with the key in any of the files at `previous` (each file's bytes,
+    /// without the whitespace around them, so a key written by `openssl rand
+    /// -hex 32 > file` works).
+    pub fn from_key_files(current: &Path, previous: &[PathBuf]) -> Result<RequestStateSeal, KeyError> {
+        let read = |path: &Path| {
+            let bytes = crate::files::read(path, crate::files::MAX_SMALL_FILE_BYTES)
+                .map_err(|error| KeyError::Read { path: path.to_path_buf(), error })?;
+            let key = bytes.trim_ascii().to_vec();
+            if key.len() < MIN_KEY_BYTES {
+                return Err(KeyError::TooShort { path: path.to_path_buf(), bytes: key.len() });
+            }
+            Ok(key)
+        };
+        let previous = previous.iter().map(|path| read(path)).collect::<Result<Vec<_>, _>>()?;
+        Ok(RequestStateSeal::with_keys(read(current)?, previous))
     }
 
     /// A random key of this process: fine for one replica; replicas behind
@@ -84,7 +208,29 @@ impl RequestStateSeal {
     pub fn random() -> RequestStateSeal {
         let mut key = [0u8; 32];
         getrandom::fill(&mut key).expect("the operating system provides random bytes");
-        RequestStateSeal { codec: RequestStateCodec::try_new(key.to_vec()).expect("32 bytes are enough") }
+        RequestStateSeal::with_keys(key.to_vec(), Vec::new())
+    }
+
+    /// Seals with `current`, opens with it or any of `previous` (keys of at
+    /// least [`MIN_KEY_BYTES`]). Each key is named in the state by a hash of
+    /// it, so the name stays the same when the key moves from current to
+    /// previous.
+    fn with_keys(current: Vec<u8>, previous: Vec<Vec<u8>>) -> RequestStateSeal {
+        let key_id = |key: &[u8]| {
+            let hash = Sha256::digest([b"prompt-host request state key id ".as_slice(), key].concat());
+            BASE64.encode(&hash[..9])
+        };
+        let active = key_id(&current);
+        let mut ring: Vec<(String, Vec<u8>)> = vec![(active.clone(), current)];
+        for key in previous {
+            let id = key_id(&key);
+            // The same key listed twice (a rotation half done) is one key.
+            if !ring.iter().any(|(known, _)| *known == id) {
+                ring.push((id, key));
+            }
+        }
+        let codec = RequestStateCodec::new_with_keyring(active, ring).expect("keys of at least 32 bytes, ids unique");
+        RequestStateSeal { codec }
     }
 
     /// An `InputRequiredResult` asking the client for `forms`, with them and
@@ -99,15 +245,19 @@ impl RequestStateSeal {
     /// The forms sealed in a `requestState` the client sent back for
     /// `request`, if this host sealed it for that request and it has not
     /// expired. Its length is checked first, against the longest state the
-    /// host seals under `limits`.
+    /// host seals under `limits`. Every way this fails is the one
+    /// [`InputError::BadState`] to the client (so a client learns nothing of
+    /// what a forgery got wrong); the reason is logged at debug, escaped.
     pub fn open(&self, state: &str, request: &Binding, limits: &Limits) -> Result<Forms, InputError> {
         let limit = sealed_state_bound(limits);
         if state.len() > limit {
-            return Err(InputError::StateTooLarge { bytes: state.len(), limit });
+            tracing::debug!(bytes = state.len(), limit, "refused a requestState longer than any this server issues");
+            return Err(InputError::BadState);
         }
-        self.codec
-            .open_json_with(state, &request.0)
-            .map_err(|error| InputError::BadState { reason: error.to_string() })
+        self.codec.open_json_with(state, &request.0).map_err(|error| {
+            tracing::debug!(reason = ?error.to_string(), "refused a requestState");
+            InputError::BadState
+        })
     }
 }
 
@@ -123,15 +273,16 @@ pub fn sealed_state_bound(limits: &Limits) -> usize {
     payload.div_ceil(3).saturating_mul(4).saturating_add(256)
 }
 
-/// What a sealed state is bound to: the pack (by digest), the prompt as the
-/// client named it, and the arguments. A state issued for one of these
-/// cannot be replayed against another.
+/// What a sealed state is bound to: the user (tenant, issuer, subject), the
+/// pack (by digest), the prompt as the client named it, and the arguments.
+/// A state issued for one of these cannot be replayed against another.
 pub struct Binding(Vec<u8>);
 
 impl Binding {
-    pub fn new(plugin_digest: &str, prompt: &str, arguments: &[provider::Argument]) -> Binding {
+    pub fn new(principal: &Principal, plugin_digest: &str, prompt: &str, arguments: &[provider::Argument]) -> Binding {
         let arguments: Vec<[&str; 2]> = arguments.iter().map(|a| [a.name.as_str(), a.value.as_str()]).collect();
-        let bound = json!(["prompt-host input-required", plugin_digest, prompt, arguments]);
+        let user = [principal.tenant.as_str(), principal.issuer.as_str(), principal.subject.as_str()];
+        let bound = json!(["prompt-host input-required", user, plugin_digest, prompt, arguments]);
         Binding(Sha256::digest(bound.to_string().as_bytes()).to_vec())
     }
 }
@@ -210,19 +361,77 @@ impl From<&v2::FormField> for Field {
     }
 }
 
+/// One field of a form, as a person is asked to fill it in.
+pub struct FieldQuestion<'a> {
+    /// The form's message, the pack's words (unescaped).
+    pub message: &'a str,
+    /// Whether this is the form's first field (its message not yet shown).
+    pub first_of_form: bool,
+    pub name: &'a str,
+    /// Its title, else its description, if the pack gave one (unescaped).
+    pub label: Option<&'a str>,
+    pub required: bool,
+}
+
 impl Forms {
-    /// The forms' keys and fields, for an error that says what was asked:
-    /// `form 'user_context' (fields: context)`.
+    /// The forms' keys, messages and fields (each with its title, else its
+    /// description), for an error that says what was asked; the pack's
+    /// words quoted and escaped: `form 'user_context': "What context?"
+    /// (fields: context "Context")`.
     pub fn describe(&self) -> String {
         let forms: Vec<String> = self
             .forms
             .iter()
             .map(|form| {
-                let fields: Vec<&str> = form.fields.iter().map(|field| field.name.as_str()).collect();
-                format!("form '{}' (fields: {})", form.key, fields.join(", "))
+                let fields: Vec<String> = form
+                    .fields
+                    .iter()
+                    .map(|field| match field.label() {
+                        Some(label) => format!("{} {label:?}", field.name.escape_debug()),
+                        None => field.name.escape_debug().to_string(),
+                    })
+                    .collect();
+                format!("form '{}': {:?} (fields: {})", form.key.escape_debug(), form.message, fields.join(", "))
             })
             .collect();
-        forms.join(", ")
+        forms.join("; ")
+    }
+
+    /// The names of the forms' fields, in order.
+    pub fn field_names(&self) -> impl Iterator<Item = &str> {
+        self.forms.iter().flat_map(|form| form.fields.iter().map(|field| field.name.as_str()))
+    }
+
+    /// Answers to these forms as a client would send them, each field's
+    /// value from `answer` (as typed: converted to the field's kind, a value
+    /// that is not of it left for the checks to refuse), or left out when
+    /// it gives none. `None` when a required field gets none.
+    pub fn answer_each(&self, mut answer: impl FnMut(&FieldQuestion<'_>) -> Option<String>) -> Option<InputResponses> {
+        let mut responses = InputResponses::new();
+        for form in &self.forms {
+            let mut content = Map::new();
+            for (index, field) in form.fields.iter().enumerate() {
+                let question = FieldQuestion {
+                    message: &form.message,
+                    first_of_form: index == 0,
+                    name: &field.name,
+                    label: field.label(),
+                    required: field.required,
+                };
+                match answer(&question) {
+                    Some(typed) => {
+                        content.insert(field.name.clone(), field.typed_value(typed));
+                    }
+                    // A required field with a default takes it, as a client's form would show it.
+                    None if field.required => {
+                        content.insert(field.name.clone(), field.default_value()?);
+                    }
+                    None => {}
+                }
+            }
+            responses.insert(form.key.clone(), json!({ "action": "accept", "content": content }));
+        }
+        Some(responses)
     }
 
     /// The client's answers to these forms, checked against them, as the
@@ -237,21 +446,49 @@ impl Forms {
             };
             answers.push(v2::FormAnswer { key: form.key.clone(), response: form.response(response)? });
         }
-        let state = BASE64.decode(&self.state).map_err(|error| InputError::BadState { reason: error.to_string() })?;
+        // Sealed by this host from the pack's bytes: it decodes.
+        let state = BASE64.decode(&self.state).map_err(|_| InputError::BadState)?;
         Ok(Answers::Complete(v2::Input { answers, state }))
     }
 }
 
 /// Asks a client of a revision before 2026-07-28 to fill in `forms`, one
-/// `elicitation/create` request on its session for each, and returns its
-/// answers as a 2026-07-28 client would send them.
-pub async fn elicit(peer: &Peer<RoleServer>, forms: &Forms) -> Result<InputResponses, InputError> {
+/// `elicitation/create` request on its session for each, waiting up to
+/// `timeout` for each answer, and returns its answers as a 2026-07-28 client
+/// would send them. When `abandoned` completes first (the client went away,
+/// or cancelled its request), the elicitation waiting is cancelled (the
+/// client is told, if it is still there) and nothing more is waited for.
+pub async fn elicit(
+    peer: &Peer<RoleServer>,
+    forms: &Forms,
+    timeout: Duration,
+    abandoned: impl Future<Output = ()>,
+) -> Result<InputResponses, InputError> {
+    tokio::pin!(abandoned);
     let mut responses = InputResponses::new();
     for form in &forms.forms {
-        let result = peer
-            .create_elicitation_with_timeout(form.elicitation_params(), Some(ELICITATION_TIMEOUT))
-            .await
-            .map_err(|error| InputError::Elicitation { form: form.key.clone(), reason: error.to_string() })?;
+        let failed = |reason: String| InputError::Elicitation { form: form.key.clone(), reason };
+        let request = ServerRequest::ElicitRequest(ElicitRequest::new(form.elicitation_params()));
+        let options = PeerRequestOptions::with_timeout(timeout);
+        let handle = peer.send_request_with_option(request, options).await.map_err(|error| failed(error.to_string()))?;
+        let id = handle.id.clone();
+        let result = tokio::select! {
+            result = handle.await_response() => result.map_err(|error| failed(error.to_string()))?,
+            () = &mut abandoned => {
+                // rmcp forgets the request it waits for when it sends this.
+                // Not awaited here: once the session is over, rmcp answers
+                // the send only when its task ends.
+                let reason = "the request that asked for this input ended".to_string();
+                let peer = peer.clone();
+                tokio::spawn(async move {
+                    let _ = peer.notify_cancelled(CancelledNotificationParam::new(Some(id), Some(reason))).await;
+                });
+                return Err(InputError::Abandoned { form: form.key.clone() });
+            }
+        };
+        let ClientResult::ElicitResult(result) = result else {
+            return Err(failed("the client answered with something other than an elicitation result".into()));
+        };
         responses.insert(form.key.clone(), serde_json::to_value(result).expect("an elicitation result serializes"));
     }
     Ok(responses)
@@ -347,6 +584,33 @@ impl Form {
 }
 
 impl Field {
+    /// What names the field for a person: its title, else its description.
+    fn label(&self) -> Option<&str> {
+        self.title.as_deref().or(self.description.as_deref())
+    }
+
+    /// The field's default, if it has one.
+    fn default_value(&self) -> Option<Value> {
+        match &self.kind {
+            Kind::String { default } | Kind::Enum { default, .. } => default.clone().map(Value::String),
+            Kind::Number { default } => default.and_then(serde_json::Number::from_f64).map(Value::Number),
+            Kind::Integer { default } => default.map(Value::from),
+            Kind::Boolean { default } => default.map(Value::Bool),
+        }
+    }
+
+    /// A value typed for this field (`get --answer`, a terminal), as JSON of
+    /// the field's kind when it reads as one, else as the string typed.
+    fn typed_value(&self, typed: String) -> Value {
+        let parsed = match &self.kind {
+            Kind::String { .. } | Kind::Enum { .. } => None,
+            Kind::Number { .. } => typed.trim().parse::<f64>().ok().and_then(|number| serde_json::Number::from_f64(number).map(Value::Number)),
+            Kind::Integer { .. } => typed.trim().parse::<i64>().ok().map(Value::from),
+            Kind::Boolean { .. } => typed.trim().parse::<bool>().ok().map(Value::Bool),
+        };
+        parsed.unwrap_or(Value::String(typed))
+    }
+
     /// The field's schema in an elicitation request.
     fn schema(&self) -> Value {
         let mut schema = match &self.kind {
@@ -403,21 +667,32 @@ impl Field {
 /// Why the input a prompt asked for could not be asked for or taken.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum InputError {
-    #[error("the requestState is {bytes} bytes, more than the {limit} of any this server issues")]
-    StateTooLarge { bytes: usize, limit: usize },
     #[error(
-        "the requestState was not issued by this server for this prompt and these arguments, or has expired \
-         ({reason}): send the request again without requestState and inputResponses"
+        "the requestState was not issued by this server to this user for this prompt and these arguments, or has \
+         expired: send the request again without requestState and inputResponses"
     )]
-    BadState { reason: String },
+    BadState,
     #[error("inputResponses[{form:?}] {problem}")]
     Response { form: String, problem: String },
     #[error("inputResponses[{form:?}]: field {field:?} {problem}")]
     Field { form: String, field: String, problem: String },
-    #[error("it needs input ({needed}), and {why}")]
-    CannotAsk { needed: String, why: &'static str },
+    #[error("it needs input ({needed}), and {why}{skip}")]
+    CannotAsk {
+        needed: String,
+        why: &'static str,
+        /// How to do without the form, if arguments of the prompt name its
+        /// fields: "; or give the argument ... instead, which skips the form".
+        skip: String,
+    },
     #[error("the client did not answer the elicitation of form {form:?}: {reason}")]
     Elicitation { form: String, reason: String },
+    #[error("the client went away or cancelled the request while the elicitation of form {form:?} waited")]
+    Abandoned { form: String },
+    #[error(
+        "it needs input, and {scope} already has {limit} elicitations waiting for answers, the most the server \
+         keeps ([elicitation] {key}): answer or cancel one first"
+    )]
+    TooManyPending { scope: &'static str, limit: usize, key: &'static str },
     #[error("it asked for input {MAX_ELICITATION_ROUNDS} times in one request, the most the host asks")]
     TooManyRounds,
 }
@@ -438,11 +713,19 @@ mod tests {
     }
 
     fn seal() -> RequestStateSeal {
-        RequestStateSeal { codec: RequestStateCodec::try_new(vec![7; 32]).unwrap() }
+        RequestStateSeal::with_keys(vec![7; 32], Vec::new())
+    }
+
+    fn alice() -> Principal {
+        Principal { tenant: "acme".into(), issuer: "https://issuer".into(), subject: "alice".into() }
     }
 
     fn binding() -> Binding {
-        Binding::new("digest", "prompt", &[provider::Argument { name: "a".into(), value: "1".into() }])
+        binding_for(&alice())
+    }
+
+    fn binding_for(principal: &Principal) -> Binding {
+        Binding::new(principal, "digest", "prompt", &[provider::Argument { name: "a".into(), value: "1".into() }])
     }
 
     #[test]
@@ -485,14 +768,44 @@ mod tests {
         let state = seal().ask(&forms, &binding()).request_state.unwrap();
         let limits = Limits::default();
         assert_eq!(seal().open(&state, &binding(), &limits), Ok(forms));
+        // Every way of failing is the one error, whatever the codec says.
         let tampered = format!("{state}-TAMPERED");
-        assert!(matches!(seal().open(&tampered, &binding(), &limits), Err(InputError::BadState { .. })));
-        let other = Binding::new("digest", "prompt", &[provider::Argument { name: "a".into(), value: "2".into() }]);
-        assert!(matches!(seal().open(&state, &other, &limits), Err(InputError::BadState { .. })));
+        assert_eq!(seal().open(&tampered, &binding(), &limits), Err(InputError::BadState));
+        let alice = alice();
+        let other = Binding::new(&alice, "digest", "prompt", &[provider::Argument { name: "a".into(), value: "2".into() }]);
+        assert_eq!(seal().open(&state, &other, &limits), Err(InputError::BadState));
+        for user in [
+            Principal { subject: "mallory".into(), ..alice.clone() },
+            Principal { tenant: "globex".into(), ..alice.clone() },
+            Principal { issuer: "https://elsewhere".into(), ..alice.clone() },
+            Principal::stdio(),
+        ] {
+            assert_eq!(seal().open(&state, &binding_for(&user), &limits), Err(InputError::BadState), "{user:?}");
+        }
         let other_key = RequestStateSeal::random();
-        assert!(matches!(other_key.open(&state, &binding(), &limits), Err(InputError::BadState { .. })));
+        assert_eq!(other_key.open(&state, &binding(), &limits), Err(InputError::BadState));
         let long = "x".repeat(sealed_state_bound(&limits) + 1);
-        assert!(matches!(seal().open(&long, &binding(), &limits), Err(InputError::StateTooLarge { .. })));
+        assert_eq!(seal().open(&long, &binding(), &limits), Err(InputError::BadState));
+        assert_eq!(seal().open("", &binding(), &limits), Err(InputError::BadState));
+    }
+
+    #[test]
+    fn a_state_sealed_before_a_key_rotation_opens_after_it_until_the_key_is_retired() {
+        let forms = Forms::from(&asked(vec![field("context", v2::FieldKind::String(None), true)]));
+        let limits = Limits::default();
+        let (old, new) = (vec![1; 32], vec![2; 40]);
+        let before = RequestStateSeal::with_keys(old.clone(), Vec::new());
+        let state = before.ask(&forms, &binding()).request_state.unwrap();
+        let rotated = RequestStateSeal::with_keys(new.clone(), vec![old.clone(), new.clone()]);
+        assert_eq!(rotated.open(&state, &binding(), &limits), Ok(forms.clone()));
+        // What the rotated ring seals, a replica not yet rotated that already
+        // lists the new key as a previous one opens too.
+        let sealed_after = rotated.ask(&forms, &binding()).request_state.unwrap();
+        let half_rotated = RequestStateSeal::with_keys(old, vec![new.clone()]);
+        assert_eq!(half_rotated.open(&sealed_after, &binding(), &limits), Ok(forms.clone()));
+        let retired = RequestStateSeal::with_keys(new, Vec::new());
+        assert_eq!(retired.open(&state, &binding(), &limits), Err(InputError::BadState));
+        assert_eq!(retired.open(&sealed_after, &binding(), &limits), Ok(forms));
     }
 
     #[test]
@@ -506,7 +819,8 @@ mod tests {
                 fields: (0..MAX_FORM_FIELDS)
                     .map(|index| {
                         let mut field = field(&format!("n{index}"), v2::FieldKind::Number(Some(-1.0e300)), true);
-                        field.description = Some("\u{1}".repeat(per_field.saturating_sub(4)));
+                        // U+0001 is six bytes on the wire, as validate counts it.
+                        field.description = Some("\u{1}".repeat(per_field.saturating_sub(4) / 6));
                         field.title = Some(String::new());
                         field
                     })

@@ -17,6 +17,7 @@ use serde::Serialize;
 
 use crate::config::ServeConfig;
 use crate::distribution::{DistributionError, PackReference, Progress, PulledPack, RegistryClient};
+use crate::files;
 use crate::lockfile::{LockedPack, Lockfile, LockfileError, LockfileGuard, is_plugin_name};
 use crate::loader::{self, PluginSource};
 use crate::pack_store::{self, PackStore};
@@ -56,7 +57,7 @@ pub enum InstallError {
          a registry may be rolling it back; `prompt-host update {name} --allow-downgrade` installs it"
     )]
     OlderVersion { name: String, reference: String, digest: String, version: String, installed: String },
-    #[error("{name:?} is not a valid plugin name: use lowercase letters, digits, '-' and '_' (choose one with --name)")]
+    #[error("{name:?} is not a valid plugin name: use {} (choose one with --name)", crate::plugin::PLUGIN_NAME_RULE)]
     InvalidName { name: String },
     #[error("a plugin named {name:?} is already installed ({path}): `prompt-host update {name}` replaces it")]
     AlreadyInstalled { name: String, path: String },
@@ -155,15 +156,30 @@ impl<'a> Installation<'a> {
     ) -> Result<LockedPack, InstallError> {
         let client = self.client()?;
         let digest = client.resolve(reference).await?;
-        let pack = self.fetch_verified(&client, name, reference, &digest, None, progress).await?;
-        self.record_and_place(&pack, placing)?;
-        Ok(pack)
+        let fetched = self.fetch_verified(&client, name, reference, &digest, None, progress).await?;
+        self.record_and_place(&fetched, placing)?;
+        Ok(fetched.pack)
     }
 
-    /// Records `pack` in the lockfile, then puts its component in the plugin
-    /// directory: a server that loads it finds it recorded. If it cannot be
-    /// placed, the lockfile's entry is put back as it was.
-    fn record_and_place(&self, pack: &LockedPack, placing: Placing) -> Result<(), InstallError> {
+    /// Keeps the fetched pack and its provenance in the store, records it in
+    /// the lockfile, then puts its component in the plugin directory: a
+    /// server that loads it finds it recorded. If it cannot be placed, the
+    /// lockfile's entry is put back as it was, and the store's: a failed
+    /// install leaves nothing behind.
+    fn record_and_place(&self, fetched: &Fetched, placing: Placing) -> Result<(), InstallError> {
+        let pack = &fetched.pack;
+        let store_error = |error: std::io::Error| InstallError::Write { path: self.store.dir().display().to_string(), error: error.to_string() };
+        let put = self.store.put(&pack.name, &pack.sha256, &fetched.wasm, &fetched.provenance).map_err(store_error)?;
+        let Err(error) = self.lock_and_place(pack, placing) else { return Ok(()) };
+        match self.store.undo(put) {
+            Ok(()) => Err(error),
+            Err(also) => Err(InstallError::Write { path: self.store.dir().display().to_string(), error: format!("{error}; and {also}") }),
+        }
+    }
+
+    /// Records `pack` in the lockfile, then places it; if it cannot be
+    /// placed, puts the lockfile's entry back as it was.
+    fn lock_and_place(&self, pack: &LockedPack, placing: Placing) -> Result<(), InstallError> {
         let mut lockfile = Lockfile::read(&self.lockfile)?;
         let previous = lockfile.get(&pack.name).cloned();
         lockfile.insert(pack.clone());
@@ -222,30 +238,32 @@ impl<'a> Installation<'a> {
             return Ok(Updated::UpToDate(locked.clone()));
         }
         if digest == locked.digest {
-            let pack = self.fetch_verified(client, &locked.name, &reference, &digest, None, progress).await?;
-            let pack = LockedPack { previous_digests: locked.previous_digests.clone(), ..pack };
-            self.record_and_place(&pack, Placing::Replace)?;
-            return Ok(Updated::Restored(pack));
+            let mut fetched = self.fetch_verified(client, &locked.name, &reference, &digest, None, progress).await?;
+            fetched.pack.previous_digests = locked.previous_digests.clone();
+            fetched.pack.version = locked.version.clone();
+            self.record_and_place(&fetched, Placing::Replace)?;
+            return Ok(Updated::Restored(fetched.pack));
         }
         if !allow_downgrade && locked.previous_digests.contains(&digest) {
             return Err(InstallError::MovedPast { name: locked.name.clone(), reference: reference.to_string(), digest, installed: locked.digest.clone() });
         }
         let replacing = Replacing { installed: locked, allow_downgrade };
-        let pack = self.fetch_verified(client, &locked.name, &reference, &digest, Some(replacing), progress).await?.replacing(locked);
-        self.record_and_place(&pack, Placing::Replace)?;
-        Ok(Updated::Replaced { pack, previous: locked.digest.clone() })
+        let mut fetched = self.fetch_verified(client, &locked.name, &reference, &digest, Some(replacing), progress).await?;
+        fetched.pack = fetched.pack.replacing(locked);
+        self.record_and_place(&fetched, Placing::Replace)?;
+        Ok(Updated::Replaced { pack: fetched.pack, previous: locked.digest.clone() })
     }
 
     /// Removes from the pack store what the lockfile no longer names (an
-    /// earlier version of a pack, a removed pack), so that nothing but an
-    /// install carries provenance. A failure is only logged: the command's
-    /// work is done.
+    /// earlier version of a pack, a removed pack, another plugin's record),
+    /// so that nothing but an install carries provenance. A failure is only
+    /// logged: the command's work is done.
     fn collect_garbage(&self) {
-        let kept = match Lockfile::read(&self.lockfile) {
-            Ok(lockfile) => lockfile.packs.into_iter().map(|pack| pack.sha256).collect(),
+        let installs = match Lockfile::read(&self.lockfile) {
+            Ok(lockfile) => lockfile.packs.into_iter().map(|pack| (pack.name, pack.sha256)).collect(),
             Err(error) => return tracing::warn!("the pack store was not cleaned: {error}"),
         };
-        if let Err(error) = self.store.retain(&kept) {
+        if let Err(error) = self.store.retain(&installs) {
             tracing::warn!("the pack store {} was not cleaned: {error}", self.store.dir().display());
         }
     }
@@ -286,8 +304,7 @@ impl<'a> Installation<'a> {
                     return Ok(Sourced::Served(locked.clone()));
                 }
                 let stored = self.store.wasm_path(&locked.sha256);
-                let bytes = std::fs::read(&stored)
-                    .map_err(|error| InstallError::Read { path: stored.display().to_string(), error: error.to_string() })?;
+                let bytes = read_file(&stored, files::MAX_PACK_FILE_BYTES)?;
                 let actual = loader::digest(&bytes);
                 if actual != locked.sha256 {
                     return Err(InstallError::StoreDamaged {
@@ -306,13 +323,13 @@ impl<'a> Installation<'a> {
                 let reference = PackReference::parse(source)?;
                 let client = self.client()?;
                 let digest = client.resolve(&reference).await?;
-                let mut pack = self.fetch_verified(&client, name, &reference, &digest, None, &|_, _| {}).await?;
+                let mut fetched = self.fetch_verified(&client, name, &reference, &digest, None, &|_, _| {}).await?;
                 if let Some(earlier) = &earlier {
-                    pack = pack.replacing(earlier);
+                    fetched.pack = fetched.pack.replacing(earlier);
                 }
-                self.record_and_place(&pack, Placing::Replace)?;
+                self.record_and_place(&fetched, Placing::Replace)?;
                 self.collect_garbage();
-                Ok(Sourced::Installed(pack))
+                Ok(Sourced::Installed(fetched.pack))
             }
         }
     }
@@ -368,7 +385,7 @@ impl<'a> Installation<'a> {
                 source: file.display().to_string(),
                 tag: None,
                 digest: None,
-                sha256: std::fs::read(&file).ok().map(|bytes| loader::digest(&bytes)),
+                sha256: files::read(&file, files::MAX_PACK_FILE_BYTES).ok().map(|bytes| loader::digest(&bytes)),
                 signer: None,
                 prompts: self.prompt_count(&file).await,
                 state: FileState::NotLocked,
@@ -377,10 +394,10 @@ impl<'a> Installation<'a> {
         Ok(listed)
     }
 
-    /// Pulls the pack at `digest`, checks its signatures against the policy
-    /// for plugin `name` and, when it replaces an installed pack, that it is
-    /// not an older version (unless a downgrade is allowed); then keeps it in
-    /// the store.
+    /// Pulls the pack at `digest` and checks its signatures against the
+    /// policy for plugin `name` (the rule of [`signature::accept`]) and, when
+    /// it replaces an installed pack, that it is not an older version (unless
+    /// a downgrade is allowed). Nothing is written yet.
     async fn fetch_verified(
         &self,
         client: &RegistryClient,
@@ -389,7 +406,7 @@ impl<'a> Installation<'a> {
         digest: &str,
         replacing: Option<Replacing<'_>>,
         progress: Progress<'_>,
-    ) -> Result<LockedPack, InstallError> {
+    ) -> Result<Fetched, InstallError> {
         let pulled: PulledPack = client.pull(reference, digest, progress).await?;
         let policy = self.config.plugin_settings(name).signatures;
         let repository = self.config.registry.mirrors.signed_repository(reference);
@@ -397,9 +414,14 @@ impl<'a> Installation<'a> {
             // What a registry sent: a Debug field, escaped.
             tracing::warn!(plugin = name.escape_debug().to_string(), skipped = ?skipped, "not a signature, skipped");
         }
-        let verified = signature::verify(&pulled.manifest_digest, &repository, &pulled.signatures, &policy).map_err(|error| {
-            InstallError::Signature { reference: pulled.reference.to_string(), error, skipped: pulled.skipped.clone() }
-        })?;
+        let accepted = signature::accept(&policy, [signature::verify(&pulled.manifest_digest, &repository, &pulled.signatures, &policy)])
+            .map_err(|error| InstallError::Signature { reference: pulled.reference.to_string(), error, skipped: pulled.skipped.clone() })?;
+        for ignored in &accepted.ignored {
+            tracing::warn!(
+                "{}: a signature that does not verify counts as none (signatures are not required), installed as unsigned: {ignored}",
+                pulled.reference
+            );
+        }
         let sha256 = loader::digest(&pulled.wasm);
         let mut version = None;
         if let Some(Replacing { installed, allow_downgrade }) = replacing {
@@ -424,20 +446,17 @@ impl<'a> Installation<'a> {
             manifest: base64::engine::general_purpose::STANDARD.encode(&pulled.manifest),
             signatures: pulled.signatures.clone(),
         };
-        self.store.put(&sha256, &pulled.wasm, &provenance).map_err(|error| InstallError::Write {
-            path: self.store.dir().display().to_string(),
-            error: error.to_string(),
-        })?;
-        Ok(LockedPack {
+        let pack = LockedPack {
             name: name.to_string(),
             reference: reference.to_string(),
             digest: pulled.manifest_digest,
             sha256,
             size: pulled.wasm.len() as u64,
-            signer: verified.map_or_else(|| "unsigned".to_string(), |verified| verified.signer),
+            signer: accepted.verified.map_or_else(|| "unsigned".to_string(), |verified| verified.signer),
             version,
             previous_digests: Vec::new(),
-        })
+        };
+        Ok(Fetched { pack, wasm: pulled.wasm, provenance })
     }
 
     /// The version of the installed pack: as the lockfile records it, else
@@ -475,8 +494,7 @@ impl<'a> Installation<'a> {
     /// Puts the stored component in the plugin directory, whole.
     fn place(&self, pack: &LockedPack, placing: Placing) -> Result<(), InstallError> {
         let stored = self.store.wasm_path(&pack.sha256);
-        let bytes = std::fs::read(&stored)
-            .map_err(|error| InstallError::Read { path: stored.display().to_string(), error: error.to_string() })?;
+        let bytes = read_file(&stored, files::MAX_PACK_FILE_BYTES)?;
         let file = self.plugin_file(&pack.name);
         let placed = match placing {
             Placing::Replace => pack_store::write_atomically(&file, &bytes),
@@ -489,7 +507,7 @@ impl<'a> Installation<'a> {
     }
 
     fn file_state(&self, locked: &LockedPack) -> FileState {
-        match std::fs::read(self.plugin_file(&locked.name)) {
+        match files::read(&self.plugin_file(&locked.name), files::MAX_PACK_FILE_BYTES) {
             Ok(bytes) if loader::digest(&bytes) == locked.sha256 => FileState::Agrees,
             Ok(_) => FileState::Differs,
             Err(_) => FileState::Missing,
@@ -510,7 +528,7 @@ impl<'a> Installation<'a> {
 /// CNCF wasm artifact; returns the manifest digest (what to sign).
 pub async fn publish(config: &ServeConfig, file: &Path, reference: &str) -> Result<String, InstallError> {
     let reference = PackReference::parse(reference)?;
-    let wasm = std::fs::read(file).map_err(|error| InstallError::Read { path: file.display().to_string(), error: error.to_string() })?;
+    let wasm = read_file(file, files::MAX_PACK_FILE_BYTES)?;
     let client = RegistryClient::new(config.registry.clone())?;
     Ok(client.publish(&wasm, &reference).await?)
 }
@@ -531,7 +549,7 @@ pub async fn sign(
     if reference.digest().is_none() && !allow_tag {
         return Err(InstallError::SignTag { reference: reference.to_string() });
     }
-    let key = std::fs::read(key_file).map_err(|error| InstallError::Read { path: key_file.display().to_string(), error: error.to_string() })?;
+    let key = read_file(key_file, files::MAX_SMALL_FILE_BYTES)?;
     let client = RegistryClient::new(config.registry.clone())?;
     let digest = client.resolve(&reference).await?;
     let repository = format!("{}/{}", reference.registry(), reference.repository());
@@ -585,12 +603,20 @@ pub enum FileState {
 impl std::fmt::Display for FileState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
-            FileState::Agrees => "ok",
-            FileState::Differs => "CHANGED on disk",
-            FileState::Missing => "MISSING on disk",
-            FileState::NotLocked => "not from a registry",
+            // The words of `list --json`'s "state", so that both say the same.
+            FileState::Agrees => "agrees",
+            FileState::Differs => "differs (changed on disk)",
+            FileState::Missing => "missing (gone from disk)",
+            FileState::NotLocked => "not-locked (not from a registry)",
         })
     }
+}
+
+/// A pack pulled and verified, not yet installed.
+struct Fetched {
+    pack: LockedPack,
+    wasm: Vec<u8>,
+    provenance: Provenance,
 }
 
 /// The installed pack an update replaces, and whether it may be replaced by
@@ -623,6 +649,12 @@ fn is_older(new: &str, installed: &str) -> bool {
 /// What was skipped beside a pack as not a signature, to follow a refusal.
 fn skipped_note(skipped: &[String]) -> String {
     if skipped.is_empty() { String::new() } else { format!(" (skipped as not signatures: {})", skipped.join("; ")) }
+}
+
+/// Reads a file the way every file the host is given is read
+/// ([`crate::files`]), saying which one could not be.
+fn read_file(path: &Path, max_bytes: u64) -> Result<Vec<u8>, InstallError> {
+    files::read(path, max_bytes).map_err(|error| InstallError::Read { path: path.display().to_string(), error: error.to_string() })
 }
 
 fn check_name(name: &str) -> Result<(), InstallError> {

@@ -13,7 +13,8 @@
 //! - [`input`]: input-required prompts: forms as elicitation requests, the
 //!   sealed request state, the answers checked;
 //! - [`convert`]: WIT types to MCP types and back;
-//! - [`plugin`]: a loaded plugin and calls into it;
+//! - [`plugin`]: a loaded plugin and calls into it, and the one rule for
+//!   plugin names;
 //! - [`validate`]: checks on everything a plugin returns;
 //! - [`sandbox`]: the engine and one fresh store per call, in each plugin's
 //!   share of the slots;
@@ -25,8 +26,13 @@
 //! - [`traces`]: the OpenTelemetry spans of requests and of calls into
 //!   packs, exported over OTLP when asked for (it depends on none of them
 //!   either);
+//! - [`identity`]: who a request comes from (tenant, issuer, subject), the
+//!   session ids bound to it, and the keyed labels naming sessions in logs
+//!   and traces (it depends on none of them either);
 //! - [`bindings`]: generated from the WIT packages (0.1 and 0.2, side by
-//!   side), and the one adapter from 0.2's types into the host's.
+//!   side), and the one adapter from 0.2's types into the host's;
+//! - [`files`]: reading a file the host is given: opened without blocking,
+//!   a regular file only, bounded (it depends on no other module).
 //!
 //! Beside the request path, each depending only on what is listed after it
 //! and on the request path's modules: [`report`] (the `inspect` command's
@@ -36,7 +42,7 @@
 //! the `get` command), [`watch`] (the live plugin directory), [`config`], [`bundled`]
 //! (the example packs built in), [`loader`] (from bytes to plugin, their
 //! signature checked), [`lockfile`] (`prompt-host.lock`), [`pack_store`]
-//! (pulled packs by digest, with their provenance), [`signature`] (which
+//! (pulled packs by digest, each install with its provenance), [`signature`] (which
 //! signatures count, and checking them), [`distribution`] (OCI registries,
 //! every byte bounded), [`cache`] (compiled plugins on disk) and
 //! [`scaffold`] (the `new` command: a new pack from templates).
@@ -49,7 +55,9 @@ pub mod config;
 pub mod convert;
 pub mod distribution;
 pub mod error;
+pub mod files;
 pub mod handler;
+pub mod identity;
 pub mod input;
 pub mod inspect;
 pub mod install;

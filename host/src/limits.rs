@@ -175,7 +175,7 @@ declare_limits! {
     /// Bytes of all of one plugin's prompt definitions' strings together
     /// (names, titles, descriptions, arguments, icons).
     max_catalog_bytes: usize = 1024 KiB as max_catalog_kib, 1..=MAX_MIB << 10;
-    table: "bytes of all of one pack's prompt definitions together"
+    table: "bytes of all of one pack's prompt definitions together, **on the wire**"
         => "the pack is not loaded";
 
     /// Messages in one reply.
@@ -183,14 +183,16 @@ declare_limits! {
     table: "messages in one reply"
         => "-32603 `... returned an invalid reply ...: it holds 1000 messages, more than the limit of 100`";
 
-    /// Bytes of one string (or one image, clip or blob) in a reply.
+    /// Bytes of one string (or one image, clip or blob) in a reply, as the
+    /// client receives it (`validate::json_escaped_len`, `validate::base64_len`).
     max_string_bytes: usize = 4096 KiB as max_string_kib, 1..=MAX_MIB << 10;
-    table: "bytes of one string, image, clip or blob in a reply"
+    table: "bytes of one string, image, clip or blob in a reply, or one completion value, **on the wire**"
         => "-32603, naming the message and field";
 
-    /// Bytes of one whole reply: every text, URI, name and binary together.
+    /// Bytes of one whole reply: every text, URI, name and binary together,
+    /// as the client receives them.
     max_reply_bytes: usize = 8192 KiB as max_reply_kib, 1..=MAX_MIB << 10;
-    table: "bytes of one whole reply"
+    table: "bytes of one whole reply, or of all of one completion's values, **on the wire**"
         => "-32603";
 
     /// Bytes of the arguments of one request, names and values together.
@@ -201,7 +203,7 @@ declare_limits! {
     /// Bytes of all the forms of one input-required answer together (keys,
     /// messages, field names, titles, descriptions, choices, defaults).
     max_form_bytes: usize = 64 KiB as max_form_kib, 1..=MAX_MIB << 10;
-    table: "bytes of the forms of one input-required answer (0.2 packs)"
+    table: "bytes of the forms of one input-required answer (0.2 packs), **on the wire**"
         => "-32603 `... returned an invalid reply ...: its forms are 70000 bytes, more than the limit of 65536`";
 
     /// Bytes of the state a pack hands back with its forms, which the

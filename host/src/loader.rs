@@ -17,6 +17,7 @@ use wasmtime::component::Component;
 
 use crate::bindings::{PROVIDER_INTERFACE, PackPre, WitVersion, provider, provider_v0_2};
 use crate::cache::{CompiledCache, Origin};
+use crate::files;
 use crate::lockfile::Lockfile;
 use crate::pack_store::PackStore;
 use crate::plugin::Plugin;
@@ -53,16 +54,17 @@ pub struct PluginSource {
 }
 
 impl PluginSource {
-    /// Reads a `.wasm` file; the plugin is named after the file.
+    /// Reads a `.wasm` file, and the Sigstore bundle beside it if there is
+    /// one (each a regular file, opened without blocking, bounded: see
+    /// [`crate::files`]); the plugin is named after the file. This blocks:
+    /// on the async runtime, call it in `spawn_blocking`.
     pub fn read(path: &Path) -> Result<PluginSource, LoadFailure> {
         let origin = path.display().to_string();
-        let bytes = std::fs::read(path).map_err(|error| LoadFailure {
-            origin: origin.clone(),
-            error: LoadError::Read(error.to_string()),
-        })?;
+        let failure = |error| LoadFailure { origin: origin.clone(), error };
+        let bytes = files::read(path, files::MAX_PACK_FILE_BYTES).map_err(|error| failure(LoadError::Read(error.to_string())))?;
         let bundle_path = PathBuf::from(format!("{}{}", path.display(), signature::BUNDLE_SUFFIX));
-        let bundle = signature::read_bundle(&bundle_path)
-            .map_err(|error| LoadFailure { origin: origin.clone(), error: LoadError::Provenance(error) })?;
+        let bundle = files::read_if_exists(&bundle_path, files::MAX_SMALL_FILE_BYTES)
+            .map_err(|error| failure(LoadError::Bundle { path: bundle_path.display().to_string(), error: error.to_string() }))?;
         Ok(PluginSource { id: plugin_id(path), origin, bytes, bundle })
     }
 }
@@ -72,12 +74,14 @@ pub fn plugin_id(path: &Path) -> String {
     path.file_stem().map(|stem| stem.to_string_lossy().into_owned()).unwrap_or_default()
 }
 
-/// The `.wasm` files in a plugin directory, sorted by name.
+/// The `.wasm` entries of a plugin directory that are not directories,
+/// sorted by name: one that is not a regular file (a FIFO) is listed, so
+/// that reading it refuses it by name rather than passing over it.
 pub fn plugin_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     let mut files = Vec::new();
     for entry in std::fs::read_dir(dir)? {
         let path = entry?.path();
-        if path.extension().is_some_and(|ext| ext == "wasm") && path.is_file() {
+        if path.extension().is_some_and(|ext| ext == "wasm") && !path.is_dir() {
             files.push(path);
         }
     }
@@ -113,6 +117,8 @@ pub struct PluginSettings {
 pub enum LoadError {
     #[error("cannot read it: {0}")]
     Read(String),
+    #[error("its Sigstore bundle {path} cannot be read: {error}")]
+    Bundle { path: String, error: String },
     #[error("not a WebAssembly file: it does not start with the \\0asm magic bytes")]
     NotWasm,
     #[error("a core WebAssembly module, not a component")]
@@ -149,6 +155,9 @@ impl LoadError {
     pub fn hint(&self) -> Option<&'static str> {
         Some(match self {
             LoadError::Read(_) | LoadError::Link(_) => return None,
+            LoadError::Bundle { .. } => {
+                "a Sigstore bundle beside a pack is the file `cosign sign-blob --bundle` writes: replace it, or remove it"
+            }
             LoadError::NotWasm => "a pack is the .wasm file a build for wasm32-wasip2 (or jco, or componentize-py) produces",
             LoadError::CoreModule => {
                 "build the pack for the wasm32-wasip2 target, or wrap the module with `wasm-tools component new`"
@@ -342,8 +351,21 @@ impl Loader {
     ) -> Result<Plugin, LoadError> {
         let digest = digest(&source.bytes);
         check_pin(&digest, &settings)?;
-        let installed = check_installed(&source.id, &digest, &settings)?;
-        trace.signature = check_signature(&digest, &source, &settings, installed)?;
+        // The lockfile and the pack store are read off the async runtime.
+        let (source, settings, checked) = tokio::task::spawn_blocking(move || {
+            let checked = check_installed(&source.id, &digest, &settings).and_then(|()| check_signature(&digest, &source, &settings));
+            (source, settings, checked.map(|accepted| (digest, accepted)))
+        })
+        .await
+        .expect("checking a pack's provenance does not panic");
+        let (digest, accepted) = checked?;
+        for ignored in &accepted.ignored {
+            tracing::warn!(
+                plugin = %source.id.escape_debug(),
+                "a signature that does not verify counts as none (signatures are not required), served as unsigned: {ignored}"
+            );
+        }
+        trace.signature = accepted.verified;
         let started = Instant::now();
         let (component, origin) = self.compile(&source.id, &source.bytes, &digest).await?;
         trace.compiled = Some(Compiled { component: component.clone(), took: started.elapsed(), origin });
@@ -446,10 +468,8 @@ impl Loader {
 /// Refuses bytes other than those `prompt-host.lock` records for the plugin,
 /// when it was installed from a registry: the lockfile is read at each load,
 /// so `add`, `update` and `remove` take effect without a restart.
-/// Returns whether the lockfile records exactly these bytes for the plugin:
-/// only then does the pack store's provenance count for it.
-fn check_installed(id: &str, digest: &str, settings: &PluginSettings) -> Result<bool, LoadError> {
-    let Some(path) = &settings.lockfile else { return Ok(false) };
+fn check_installed(id: &str, digest: &str, settings: &PluginSettings) -> Result<(), LoadError> {
+    let Some(path) = &settings.lockfile else { return Ok(()) };
     let lockfile = Lockfile::read(path).map_err(|error| LoadError::Provenance(error.to_string()))?;
     match lockfile.get(id) {
         Some(locked) if locked.sha256 != digest => Err(LoadError::NotInstalledBytes {
@@ -457,27 +477,21 @@ fn check_installed(id: &str, digest: &str, settings: &PluginSettings) -> Result<
             locked: locked.sha256.clone(),
             actual: digest.to_string(),
         }),
-        Some(_) => Ok(true),
-        None => Ok(false),
+        _ => Ok(()),
     }
 }
 
 /// Checks the signature of `source`'s bytes (SHA-256 `digest`) against the
-/// plugin's policy: from the provenance the pack store keeps for exactly
-/// those bytes when the lockfile records them for this plugin (`installed`:
-/// a pack from a registry; a file dropped in beside it inherits nothing),
-/// else from the Sigstore bundle beside its file. Returns who signed them,
-/// if a trusted signer did.
-fn check_signature(digest: &str, source: &PluginSource, settings: &PluginSettings, installed: bool) -> Result<Option<Verified>, LoadError> {
-    let provenance = match &settings.pack_store {
-        Some(dir) if installed => PackStore::new(dir.clone()).provenance(digest).map_err(LoadError::Provenance)?,
-        _ => None,
+/// plugin's policy, from every source of provenance they have: the record
+/// the pack store keeps for this plugin's install of exactly those bytes (a
+/// pack from a registry), and the Sigstore bundle beside its file.
+fn check_signature(digest: &str, source: &PluginSource, settings: &PluginSettings) -> Result<signature::Accepted, LoadError> {
+    let record = match &settings.pack_store {
+        Some(dir) => PackStore::new(dir.clone()).provenance(&source.id, digest).map_err(LoadError::Provenance)?,
+        None => None,
     };
-    let checked = match (&provenance, &source.bundle) {
-        (None, Some(bundle)) => signature::check_bundle(&source.bytes, bundle, &settings.signatures),
-        (provenance, _) => signature::check_at_load(digest, provenance.as_ref(), &settings.signatures, &settings.mirrors),
-    };
-    checked.map_err(LoadError::Signature)
+    signature::check_pack(digest, &source.bytes, record.as_ref(), source.bundle.as_deref(), &settings.signatures, &settings.mirrors)
+        .map_err(LoadError::Signature)
 }
 
 /// Refuses bytes that do not match the plugin's pinned digest, and unpinned

@@ -95,14 +95,7 @@ fn guard_path(lockfile: &Path) -> PathBuf {
     lockfile.with_file_name(name)
 }
 
-/// Whether `name` may name an installed plugin (and so its file):
-/// lowercase letters, digits, `-` and `_`, at most 64, not starting with `-`.
-pub fn is_plugin_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 64
-        && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
-        && !name.starts_with('-')
-}
+pub use crate::plugin::{PLUGIN_NAME_RULE, is_plugin_name};
 
 /// Why the lockfile cannot be read or written.
 #[derive(Debug, thiserror::Error)]
@@ -116,11 +109,9 @@ impl Lockfile {
     /// Reads the lockfile; a missing one is empty.
     pub fn read(path: &Path) -> Result<Lockfile, LockfileError> {
         let error = |problem: String| LockfileError { path: path.display().to_string(), problem };
-        let text = match std::fs::read_to_string(path) {
-            Ok(text) => text,
-            Err(missing) if missing.kind() == std::io::ErrorKind::NotFound => {
-                return Ok(Lockfile { version: VERSION, packs: Vec::new() });
-            }
+        let text = match crate::files::read_if_exists(path, crate::files::MAX_SMALL_FILE_BYTES) {
+            Ok(Some(bytes)) => String::from_utf8(bytes).map_err(|_| error("it is not UTF-8 text".into()))?,
+            Ok(None) => return Ok(Lockfile { version: VERSION, packs: Vec::new() }),
             Err(other) => return Err(error(other.to_string())),
         };
         let lockfile: Lockfile = toml::from_str(&text).map_err(|problem| error(problem.to_string().trim_end().to_string()))?;
@@ -129,7 +120,7 @@ impl Lockfile {
         }
         for pack in &lockfile.packs {
             if !is_plugin_name(&pack.name) {
-                return Err(error(format!("{:?} is not a plugin name (lowercase letters, digits, '-' and '_')", pack.name)));
+                return Err(error(format!("{:?} is not a plugin name ({PLUGIN_NAME_RULE})", pack.name)));
             }
             if !crate::distribution::is_sha256_digest(&format!("sha256:{}", pack.sha256))
                 || !crate::distribution::is_sha256_digest(&pack.digest)
@@ -149,7 +140,15 @@ impl Lockfile {
         if let Some(folder) = guard_path.parent().filter(|folder| !folder.as_os_str().is_empty()) {
             std::fs::create_dir_all(folder).map_err(error)?;
         }
-        let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&guard_path).map_err(error)?;
+        // Opened without blocking: a FIFO there would otherwise hang the open.
+        let mut options = std::fs::OpenOptions::new();
+        options.create(true).truncate(false).write(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, rustix::fs::OFlags::NONBLOCK.bits() as i32);
+        let file = options.open(&guard_path).map_err(error)?;
+        if !file.metadata().map_err(error)?.is_file() {
+            return Err(LockfileError { path: guard_path.display().to_string(), problem: "it is not a regular file".into() });
+        }
         let file = tokio::task::spawn_blocking(move || file.lock().map(|()| file))
             .await
             .expect("taking a file lock does not panic")
@@ -256,7 +255,7 @@ mod tests {
         write(LockedPack { name: "../../etc/cron.d/x".into(), ..pack("acme") });
         assert_eq!(
             Lockfile::read(&path).unwrap_err().to_string(),
-            format!("{}: \"../../etc/cron.d/x\" is not a plugin name (lowercase letters, digits, '-' and '_')", path.display())
+            format!("{}: \"../../etc/cron.d/x\" is not a plugin name ({PLUGIN_NAME_RULE})", path.display())
         );
         write(LockedPack { sha256: "../../../../tmp/evil".into(), ..pack("acme") });
         assert_eq!(

@@ -1,21 +1,28 @@
 //! The pack store: the packs pulled from registries, addressed by the
-//! SHA-256 of their component, each with its [`Provenance`] (the manifest
-//! and signatures it came with).
+//! SHA-256 of their component, each install with its [`Provenance`] (the
+//! manifest and signatures it came with).
 //!
 //! ```text
-//! STORE/sha256/<hex>.wasm              the component
-//! STORE/sha256/<hex>.provenance.json   where it came from, and its signatures
+//! STORE/sha256/<hex>.wasm                     the component
+//! STORE/sha256/<hex>.<name>.provenance.json   plugin <name>'s install of it:
+//!                                             where it came from, its signatures
 //! ```
 //!
+//! Provenance is kept per install, not per component: the same bytes
+//! installed for another plugin (unsigned, from a mirror without
+//! signatures) never replace what a signed install recorded.
+//!
 //! Nothing in it is trusted for being there: at each load the component's
-//! bytes are hashed, the record found by that hash, and the record checked
-//! from the bytes up to a trusted key ([`crate::signature::check_at_load`]).
-//! A changed file is no longer found, or no longer matches.
+//! bytes are hashed, the plugin's record found by that hash, and the record
+//! checked from the bytes up to a trusted key
+//! ([`crate::signature::check_at_load`]). A changed file is no longer
+//! found, or no longer matches.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::signature::{Provenance, read_bounded};
+use crate::files;
+use crate::signature::Provenance;
 
 /// A pack store in a directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,47 +44,97 @@ impl PackStore {
         self.dir.join("sha256").join(format!("{sha256}.wasm"))
     }
 
-    fn provenance_path(&self, sha256: &str) -> PathBuf {
-        self.dir.join("sha256").join(format!("{sha256}.provenance.json"))
+    /// Plugin `name`'s record of its install of the component with SHA-256
+    /// `sha256` (a plugin name has no dot: the two never run together).
+    fn provenance_path(&self, name: &str, sha256: &str) -> PathBuf {
+        self.dir.join("sha256").join(format!("{sha256}.{name}.provenance.json"))
     }
 
-    /// Keeps a pulled component and its provenance: the record first, so a
-    /// component in the store always has one.
-    pub fn put(&self, sha256: &str, wasm: &[u8], provenance: &Provenance) -> std::io::Result<()> {
+    /// Keeps a pulled component and plugin `name`'s provenance for it: the
+    /// record first, so a component in the store always has one. Returns
+    /// what [`PackStore::undo`] needs to take the install back out.
+    pub fn put(&self, name: &str, sha256: &str, wasm: &[u8], provenance: &Provenance) -> std::io::Result<Put> {
+        let record_path = self.provenance_path(name, sha256);
+        let wasm_path = self.wasm_path(sha256);
+        let put = Put {
+            record: record_path.clone(),
+            previous_record: files::read_if_exists(&record_path, files::MAX_SMALL_FILE_BYTES)?,
+            wasm: (!wasm_path.exists()).then(|| wasm_path.clone()),
+        };
         let record = serde_json::to_vec_pretty(provenance).expect("a provenance record serializes");
-        write_atomically(&self.provenance_path(sha256), &record)?;
-        write_atomically(&self.wasm_path(sha256), wasm)
+        write_atomically(&record_path, &record)?;
+        write_atomically(&wasm_path, wasm)?;
+        Ok(put)
     }
 
-    /// The provenance of the component with SHA-256 `sha256`, if the store
-    /// has one; an error if it is there but unreadable, too large or not a
-    /// record.
-    pub fn provenance(&self, sha256: &str) -> Result<Option<Provenance>, String> {
-        let path = self.provenance_path(sha256);
-        let Some(text) = read_bounded(&path)? else { return Ok(None) };
+    /// Takes back what [`PackStore::put`] wrote for an install that then
+    /// failed: the record as it was before (or none), and the component if
+    /// it was new. A failed install leaves nothing in the store.
+    pub fn undo(&self, put: Put) -> std::io::Result<()> {
+        match &put.previous_record {
+            Some(previous) => write_atomically(&put.record, previous)?,
+            None => remove_if_exists(&put.record)?,
+        }
+        match &put.wasm {
+            Some(wasm) => remove_if_exists(wasm),
+            None => Ok(()),
+        }
+    }
+
+    /// Plugin `name`'s provenance for the component with SHA-256 `sha256`,
+    /// if the store has one; an error if it is there but unreadable, too
+    /// large or not a record.
+    pub fn provenance(&self, name: &str, sha256: &str) -> Result<Option<Provenance>, String> {
+        let path = self.provenance_path(name, sha256);
+        let read = files::read_if_exists(&path, files::MAX_SMALL_FILE_BYTES);
+        let Some(text) = read.map_err(|error| format!("cannot read {}: {error}", path.display()))? else { return Ok(None) };
         serde_json::from_slice(&text).map(Some).map_err(|error| format!("{} is not a provenance record: {error}", path.display()))
     }
 
-    /// Removes every component and provenance record whose SHA-256 is not
-    /// in `kept` (what the lockfile names). Returns how many were removed.
-    pub fn retain(&self, kept: &std::collections::HashSet<String>) -> std::io::Result<usize> {
+    /// Removes every component no install in `installs` (plugin name and
+    /// SHA-256, what the lockfile names) has, and every provenance record
+    /// that is not one of those installs'. Returns how many files were removed.
+    pub fn retain(&self, installs: &std::collections::HashSet<(String, String)>) -> std::io::Result<usize> {
         let entries = match std::fs::read_dir(self.dir.join("sha256")) {
             Ok(entries) => entries,
             Err(missing) if missing.kind() == std::io::ErrorKind::NotFound => return Ok(0),
             Err(error) => return Err(error),
         };
+        let is_digest = |hex: &str| hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit());
         let mut removed = 0;
         for entry in entries {
             let entry = entry?;
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let Some(sha256) = name.strip_suffix(".wasm").or_else(|| name.strip_suffix(".provenance.json")) else { continue };
-            let is_digest = sha256.len() == 64 && sha256.bytes().all(|b| b.is_ascii_hexdigit());
-            if is_digest && !kept.contains(sha256) {
+            let file = entry.file_name().to_string_lossy().into_owned();
+            let kept = if let Some(sha256) = file.strip_suffix(".wasm").filter(|hex| is_digest(hex)) {
+                installs.iter().any(|(_, installed)| installed == sha256)
+            } else if let Some((sha256, name)) = file.strip_suffix(".provenance.json").and_then(|rest| rest.split_once('.')).filter(|(hex, _)| is_digest(hex)) {
+                installs.contains(&(name.to_string(), sha256.to_string()))
+            } else {
+                continue;
+            };
+            if !kept {
                 std::fs::remove_file(entry.path())?;
                 removed += 1;
             }
         }
         Ok(removed)
+    }
+}
+
+/// What one [`PackStore::put`] changed.
+#[derive(Debug)]
+#[must_use = "an install that fails must undo what it put in the store"]
+pub struct Put {
+    record: PathBuf,
+    previous_record: Option<Vec<u8>>,
+    /// The component's file, if the put created it.
+    wasm: Option<PathBuf>,
+}
+
+fn remove_if_exists(path: &Path) -> std::io::Result<()> {
+    match std::fs::remove_file(path) {
+        Err(missing) if missing.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        other => other,
     }
 }
 
@@ -106,7 +163,7 @@ fn write_whole(path: &Path, bytes: &[u8], replace: bool) -> std::io::Result<()> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::signature::MAX_PROVENANCE_BYTES;
+    use crate::files::MAX_SMALL_FILE_BYTES;
 
     #[test]
     fn a_record_is_found_by_the_components_digest_and_bounded() {
@@ -118,12 +175,22 @@ mod tests {
             manifest: "e30=".into(),
             signatures: vec![],
         };
-        assert_eq!(store.provenance("ab"), Ok(None));
-        store.put("ab", b"\0asm", &record).unwrap();
-        assert_eq!(store.provenance("ab"), Ok(Some(record)));
+        assert_eq!(store.provenance("acme", "ab"), Ok(None));
+        let put = store.put("acme", "ab", b"\0asm", &record).unwrap();
+        assert_eq!(store.provenance("acme", "ab"), Ok(Some(record.clone())));
+        assert_eq!(store.provenance("other", "ab"), Ok(None));
         assert_eq!(std::fs::read(store.wasm_path("ab")).unwrap(), b"\0asm");
-        std::fs::write(dir.path().join("sha256/ab.provenance.json"), vec![b' '; MAX_PROVENANCE_BYTES as usize + 1]).unwrap();
-        let error = store.provenance("ab").unwrap_err();
-        assert!(error.ends_with("is larger than the 1048576 bytes it may have"), "{error}");
+        // Another install of the same bytes keeps its own record; undone, it leaves the first as it was.
+        let unsigned = Provenance { signatures: vec![], reference: "oci://mirror.example/p@sha256:00".into(), ..record.clone() };
+        let other = store.put("other", "ab", b"\0asm", &unsigned).unwrap();
+        assert_eq!(store.provenance("acme", "ab"), Ok(Some(record.clone())));
+        store.undo(other).unwrap();
+        assert_eq!(store.provenance("other", "ab"), Ok(None));
+        assert!(store.wasm_path("ab").exists());
+        store.undo(put).unwrap();
+        assert_eq!((store.provenance("acme", "ab"), store.wasm_path("ab").exists()), (Ok(None), false));
+        std::fs::write(dir.path().join("sha256/ab.acme.provenance.json"), vec![b' '; MAX_SMALL_FILE_BYTES as usize + 1]).unwrap();
+        let error = store.provenance("acme", "ab").unwrap_err();
+        assert!(error.ends_with(".provenance.json: it is larger than the 1048576 bytes it may have"), "{error}");
     }
 }

@@ -8,6 +8,18 @@ use crate::limits::Limits;
 use crate::sandbox::{CallFailure, CallQuota, CallState, Sandbox};
 use crate::validate::{self, Answer};
 
+/// What may name a plugin, in words: the one rule for a plugin file's name
+/// (`NAME.wasm`), `add --name` (or the repository's last segment) and `new`.
+pub const PLUGIN_NAME_RULE: &str = "lowercase letters, digits, '-' and '_', at most 64, not starting with '-'";
+
+/// Whether `name` may name a plugin, by [`PLUGIN_NAME_RULE`].
+pub fn is_plugin_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
+        && !name.starts_with('-')
+}
+
 /// A prompt pack, loaded, validated and ready to call.
 pub struct Plugin {
     id: String,
@@ -148,7 +160,8 @@ impl Plugin {
     }
 
     fn invalid_reply(&self, prompt: &str, problem: String) -> PluginError {
-        PluginError::InvalidReply { plugin: self.id.clone(), prompt: prompt.to_string(), problem }
+        // The problem quotes what the pack returned: bounded and escaped as its own messages are.
+        PluginError::InvalidReply { plugin: self.id.clone(), prompt: prompt.to_string(), problem: validate::error_message(problem) }
     }
 
     fn prompt_error(&self, prompt: &str, error: provider::PromptError) -> PluginError {

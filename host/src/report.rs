@@ -5,6 +5,7 @@ use std::fmt;
 
 use crate::inspect::{ArgumentCompletions, MAX_COMPLETIONS_TRIED, Report};
 use crate::limits::grouped;
+use crate::validate::printable;
 
 /// The report as a person reads it.
 impl fmt::Display for Report {
@@ -136,29 +137,4 @@ fn wrapped(names: &[String], break_with: &str) -> String {
 /// Bytes as MiB, to one decimal.
 fn mebibytes(bytes: usize) -> String {
     format!("{:.1} MiB", bytes as f64 / (1 << 20) as f64)
-}
-
-/// Text a pack wrote, as a terminal shows it without taking any of it for a
-/// command: control and format characters (an escape sequence, a carriage
-/// return, a bidirectional override) are written escaped, `\u{1b}`; the
-/// rest, newlines and tabs included, as is.
-fn printable(text: &str) -> String {
-    text.chars()
-        .map(|c| match c {
-            '\n' | '\t' => c.to_string(),
-            c if c.is_control() || crate::validate::is_format(c) => c.escape_unicode().to_string(),
-            c => c.to_string(),
-        })
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::printable;
-
-    #[test]
-    fn control_and_format_characters_are_shown_escaped_and_the_rest_as_is() {
-        assert_eq!(printable("a\u{1b}[2Jb\rc\u{202e}d"), "a\\u{1b}[2Jb\\u{d}c\\u{202e}d");
-        assert_eq!(printable("line one\n\tdon't \"quote\" é"), "line one\n\tdon't \"quote\" é");
-    }
 }

@@ -515,7 +515,7 @@ impl Instance {
             Err(_) => Err(CallFailure::DeadlineExceeded { deadline: self.limits.deadline }),
         };
         if last || outcome.is_err() {
-            self.report();
+            self.report(matches!(outcome, Err(CallFailure::Panic { .. })));
         }
         outcome
     }
@@ -530,10 +530,18 @@ impl Instance {
     }
 
     /// Logs what the plugin printed, and what the call cost (also recorded
-    /// in the metrics and on the call's trace span).
-    fn report(&self) {
-        self.output_log.log(&self.plugin, "stderr", &self.stderr);
-        self.output_log.log(&self.plugin, "stdout", &self.stdout);
+    /// in the metrics and on the call's trace span). When the call
+    /// `panicked`, its panic output is left out: the panic's message is
+    /// logged once, with the failure it ends in.
+    fn report(&self, panicked: bool) {
+        let (stderr, dropped) = self.stderr.contents();
+        let stderr = match panic_message_start(&stderr) {
+            Some(start) if panicked => &stderr[..start],
+            _ => &stderr,
+        };
+        self.output_log.log(&self.plugin, "stderr", stderr, dropped);
+        let (stdout, dropped) = self.stdout.contents();
+        self.output_log.log(&self.plugin, "stdout", &stdout, dropped);
         let usage = self.usage();
         crate::metrics::call_usage(&self.plugin, usage.fuel, usage.peak_memory_bytes);
         crate::traces::call_usage(usage.fuel, usage.peak_memory_bytes);
@@ -778,11 +786,19 @@ impl Drop for RunningCall {
 /// "thread '<unnamed>' panicked at src/lib.rs:9:5:\nboom\nnote: ..." gives
 /// "boom (at src/lib.rs:9:5)".
 fn panic_message(stderr: &str) -> Option<String> {
-    let start = stderr.find("panicked at ")? + "panicked at ".len();
+    let start = stderr.find(PANICKED_AT)? + PANICKED_AT.len();
     let rest = &stderr[start..];
     let (location, message) = rest.split_once(":\n")?;
     let message: Vec<&str> = message.lines().take_while(|line| !line.starts_with("note: ")).collect();
     Some(format!("{} (at {location})", message.join("\n").trim()))
+}
+
+const PANICKED_AT: &str = "panicked at ";
+
+/// Where the line of a Rust panic starts in what a guest wrote to stderr.
+fn panic_message_start(stderr: &str) -> Option<usize> {
+    let at = stderr.find(PANICKED_AT)?;
+    Some(stderr[..at].rfind('\n').map_or(0, |newline| newline + 1))
 }
 
 /// Lines of one plugin's output logged every 10 s; past that they are
@@ -808,8 +824,7 @@ impl OutputLog {
     /// within the plugin's rate limit. Each line is a field, escaped (`?`),
     /// so that a pack cannot forge a line of the host's log with a newline,
     /// a carriage return or an escape sequence.
-    fn log(&self, plugin: &str, stream: &str, output: &CapturedOutput) {
-        let (text, dropped_bytes) = output.contents();
+    fn log(&self, plugin: &str, stream: &str, text: &str, dropped_bytes: usize) {
         let lines = text.split('\n').filter(|line| !line.trim().is_empty());
         if dropped_bytes == 0 && text.trim().is_empty() {
             return;

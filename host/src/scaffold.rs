@@ -116,11 +116,13 @@ fn files(language: Language) -> &'static [TemplateFile] {
 /// Why a pack could not be created.
 #[derive(Debug, thiserror::Error)]
 pub enum ScaffoldError {
-    #[error(
-        "'{0}' cannot name a pack: use lowercase letters, digits and underscores, starting with a letter \
-         (it names the plugin, its .wasm file and, in Rust, its crate)"
-    )]
+    #[error("'{0}' cannot name a pack: it names the plugin and its .wasm file, so use {rule}", rule = crate::plugin::PLUGIN_NAME_RULE)]
     BadName(String),
+    #[error(
+        "'{name}' cannot name a Rust pack: its .wasm file is named after its crate, and a crate's file name turns \
+         '-' into '_' and cannot start with a digit or '_': name it '{suggestion}', or write it in JavaScript or Python"
+    )]
+    BadCrateName { name: String, suggestion: String },
     #[error("{0} already exists and is not empty: choose another name or --dir")]
     NotEmpty(PathBuf),
     #[error("{0} already exists and is not a directory: choose another name or --dir")]
@@ -129,19 +131,25 @@ pub enum ScaffoldError {
     Write { path: PathBuf, error: std::io::Error },
 }
 
-/// Checks that `name` can name a pack in every language.
-pub fn check_name(name: &str) -> Result<(), ScaffoldError> {
-    let mut chars = name.chars();
-    let valid = chars.next().is_some_and(|c| c.is_ascii_lowercase())
-        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
-        && name.len() <= 64;
-    if valid { Ok(()) } else { Err(ScaffoldError::BadName(name.to_string())) }
+/// Checks that `name` can name a pack in `language`: a plugin name, and,
+/// in Rust, one its crate's .wasm file keeps.
+pub fn check_name(name: &str, language: Language) -> Result<(), ScaffoldError> {
+    if !crate::plugin::is_plugin_name(name) {
+        return Err(ScaffoldError::BadName(name.to_string()));
+    }
+    let kept_by_a_crate = name.starts_with(|c: char| c.is_ascii_lowercase()) && !name.contains('-');
+    if language == Language::Rust && !kept_by_a_crate {
+        let trimmed = name.trim_start_matches(|c: char| c.is_ascii_digit() || c == '_' || c == '-');
+        let suggestion = if trimmed.is_empty() { "my_pack".to_string() } else { trimmed.replace('-', "_") };
+        return Err(ScaffoldError::BadCrateName { name: name.to_string(), suggestion });
+    }
+    Ok(())
 }
 
 /// Writes a new pack named `name` into `dir` (which must not exist, or be
 /// empty). Returns the files written, relative to `dir`.
 pub fn create(dir: &Path, name: &str, language: Language) -> Result<Vec<&'static str>, ScaffoldError> {
-    check_name(name)?;
+    check_name(name, language)?;
     if dir.exists() && !dir.is_dir() {
         return Err(ScaffoldError::NotADirectory(dir.to_path_buf()));
     }
@@ -189,11 +197,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn names_must_suit_every_language() {
-        assert!(check_name("acme_prompts2").is_ok());
-        for bad in ["", "Acme", "2fast", "my-pack", "a b", "../x"] {
-            assert!(matches!(check_name(bad), Err(ScaffoldError::BadName(_))), "{bad:?}");
+    fn names_follow_the_plugin_name_rule_and_in_rust_what_a_crate_keeps() {
+        assert!(check_name("acme_prompts2", Language::Rust).is_ok());
+        for bad in ["", "Acme", "a b", "../x", "-x"] {
+            assert!(matches!(check_name(bad, Language::JavaScript), Err(ScaffoldError::BadName(_))), "{bad:?}");
         }
+        for good in ["my-pack", "2fast"] {
+            assert!(check_name(good, Language::JavaScript).is_ok() && check_name(good, Language::Python).is_ok(), "{good:?}");
+        }
+        assert_eq!(
+            check_name("my-pack", Language::Rust).unwrap_err().to_string(),
+            "'my-pack' cannot name a Rust pack: its .wasm file is named after its crate, and a crate's file name turns \
+             '-' into '_' and cannot start with a digit or '_': name it 'my_pack', or write it in JavaScript or Python"
+        );
+        assert_eq!(
+            check_name("Acme", Language::Rust).unwrap_err().to_string(),
+            "'Acme' cannot name a pack: it names the plugin and its .wasm file, so use lowercase letters, digits, '-' \
+             and '_', at most 64, not starting with '-'"
+        );
     }
 
     #[test]

@@ -88,35 +88,9 @@ pub struct Provenance {
     pub signatures: Vec<CosignSignature>,
 }
 
-/// The most bytes a provenance record, or a Sigstore bundle beside a pack,
-/// may have on disk.
-pub const MAX_PROVENANCE_BYTES: u64 = 1 << 20;
-
 /// What a Sigstore bundle beside a pack file is named after it:
 /// `acme.wasm.sigstore.json`.
 pub const BUNDLE_SUFFIX: &str = ".sigstore.json";
-
-/// Reads the file at `path`, at most [`MAX_PROVENANCE_BYTES`]; `None` if
-/// there is none.
-pub fn read_bounded(path: &std::path::Path) -> Result<Option<Vec<u8>>, String> {
-    use std::io::Read;
-    let file = match std::fs::File::open(path) {
-        Ok(file) => file,
-        Err(missing) if missing.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(error) => return Err(format!("cannot read {}: {error}", path.display())),
-    };
-    let mut bytes = Vec::new();
-    file.take(MAX_PROVENANCE_BYTES + 1).read_to_end(&mut bytes).map_err(|error| format!("cannot read {}: {error}", path.display()))?;
-    if bytes.len() as u64 > MAX_PROVENANCE_BYTES {
-        return Err(format!("{} is larger than the {MAX_PROVENANCE_BYTES} bytes it may have", path.display()));
-    }
-    Ok(Some(bytes))
-}
-
-/// The Sigstore bundle beside a pack file, if there is one.
-pub fn read_bundle(path: &std::path::Path) -> Result<Option<Vec<u8>>, String> {
-    read_bounded(path)
-}
 
 /// A signature that was checked, and whose it is.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -156,6 +130,63 @@ pub enum SignatureError {
     Untrusted { manifest_digest: String, signers: Vec<String>, problems: Vec<String> },
 }
 
+/// What a pack's signatures came to under its policy.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Accepted {
+    /// Who signed it, when a trusted signer did.
+    pub verified: Option<Verified>,
+    /// The signatures that did not verify, under a policy that does not
+    /// require one: the pack is accepted as unsigned, and these are logged.
+    pub ignored: Vec<SignatureError>,
+}
+
+/// The one rule of a signature policy, over every source of provenance a
+/// pack has (`checks`: each one's outcome, from [`verify`],
+/// [`check_at_load`] or [`check_bundle`]). A pack is signed when one source
+/// verifies. Otherwise, with `require = true` it is refused (saying why the
+/// most telling source failed); with `require = false` a signature that
+/// does not verify counts as no signature and the pack is accepted as
+/// unsigned: refusing it would protect nothing, as anyone can remove a
+/// signature (a `.sig` is a separate artifact, a bundle a separate file).
+pub fn accept(
+    policy: &SignaturePolicy,
+    checks: impl IntoIterator<Item = Result<Option<Verified>, SignatureError>>,
+) -> Result<Accepted, SignatureError> {
+    let mut problems = Vec::new();
+    for check in checks {
+        match check {
+            Ok(Some(verified)) => return Ok(Accepted { verified: Some(verified), ignored: Vec::new() }),
+            Ok(None) => {}
+            Err(SignatureError::Unsigned) => {}
+            Err(problem) => problems.push(problem),
+        }
+    }
+    if !policy.required {
+        return Ok(Accepted { verified: None, ignored: problems });
+    }
+    if !policy.has_signers() {
+        return Err(SignatureError::NoKeys);
+    }
+    Err(problems.into_iter().next().unwrap_or(SignatureError::Unsigned))
+}
+
+/// Checks a pack file at load against its policy, from every source of
+/// provenance it has: the record the pack store keeps for this plugin's
+/// install of exactly these bytes (SHA-256 `digest`, hex), and the Sigstore
+/// bundle beside the file.
+pub fn check_pack(
+    digest: &str,
+    bytes: &[u8],
+    record: Option<&Provenance>,
+    bundle: Option<&[u8]>,
+    policy: &SignaturePolicy,
+    mirrors: &distribution::Mirrors,
+) -> Result<Accepted, SignatureError> {
+    let from_record = record.map(|record| check_at_load(digest, Some(record), policy, mirrors));
+    let from_bundle = bundle.map(|bundle| check_bundle(bytes, bundle, policy));
+    accept(policy, from_record.into_iter().chain(from_bundle))
+}
+
 /// Checks the signatures of the manifest with `manifest_digest`, pulled
 /// for the repository `repository` (`REGISTRY/REPOSITORY`, see
 /// [`distribution::Mirrors::signed_repository`]), against the keys of
@@ -185,6 +216,11 @@ pub fn verify(
     Err(SignatureError::Untrusted { manifest_digest: manifest_digest.to_string(), signers: policy.signers(), problems })
 }
 
+/// Why a keyless signature cannot count for a plugin whose policy has no
+/// keyless identities: none configured, or the plugin names its own signers.
+const NO_KEYLESS_IDENTITY: &str = "is keyless, and the configuration trusts no keyless identity for this plugin \
+     (signatures.trusted_root and signatures.identities, or plugins.NAME.identities)";
+
 /// Who made `signature`, if a signer the policy trusts did and it signs
 /// `manifest_digest` in `repository`; else what is wrong with it, to follow
 /// "signature N".
@@ -192,12 +228,8 @@ fn signer(signature: &CosignSignature, policy: &SignaturePolicy, manifest_digest
     let payload = decode(&signature.payload).ok_or("has a payload that is not base64")?;
     let signer = match &signature.certificate {
         Some(certificate) => {
-            let keyless = policy.keyless.as_ref().ok_or("is keyless, and the configuration names no trusted root (signatures.trusted_root)")?;
+            let keyless = policy.keyless.as_ref().ok_or(NO_KEYLESS_IDENTITY)?;
             let bundle = signature.bundle.as_deref().ok_or("is keyless but has no transparency log bundle")?;
-            let chain = match &signature.chain {
-                Some(chain) => keyless::certificates_from_pem(chain).map_err(|error| format!("is keyless, and {error}"))?,
-                None => Vec::new(),
-            };
             let certificate = keyless::certificates_from_pem(certificate)
                 .map_err(|error| format!("is keyless, and {error}"))?
                 .into_iter()
@@ -205,7 +237,6 @@ fn signer(signature: &CosignSignature, policy: &SignaturePolicy, manifest_digest
                 .ok_or("is keyless but its certificate is empty")?;
             let evidence = keyless::KeylessSignature {
                 certificate,
-                chain,
                 signed: &payload,
                 signature: &signature.signature,
                 log_entry: keyless::LogEntry::from_cosign_bundle(bundle).map_err(|error| format!("is keyless, and {error}"))?,
@@ -272,13 +303,10 @@ pub fn check_at_load(
 
 /// A signature made as cosign makes one: of the simple-signing payload that
 /// names `manifest_digest` in the repository `docker_reference`
-/// (`registry/repository`), with the private key `key_pem` (a cosign key,
-/// `cosign.key`, decrypted with `password`; or an unencrypted PKCS#8 key).
-/// Returns the payload and the base64 signature.
+/// (`registry/repository`), with the private key `key_pem` (as
+/// [`signing_key`] reads it). Returns the payload and the base64 signature.
 pub fn sign(docker_reference: &str, manifest_digest: &str, key_pem: &[u8], password: &[u8]) -> Result<(Vec<u8>, String), String> {
-    let encrypted = String::from_utf8_lossy(key_pem).contains("ENCRYPTED");
-    let keys = if encrypted { SigStoreKeyPair::from_encrypted_pem(key_pem, password) } else { SigStoreKeyPair::from_pem(key_pem) }
-        .map_err(|error| format!("cannot read the signing key: {error}"))?;
+    let keys = signing_key(key_pem, password)?;
     let signer = keys
         .to_sigstore_signer(&SigningScheme::ECDSA_P256_SHA256_ASN1)
         .map_err(|error| format!("the signing key is not an ECDSA P-256 key: {error}"))?;
@@ -294,6 +322,66 @@ pub fn sign(docker_reference: &str, manifest_digest: &str, key_pem: &[u8], passw
     let signature = signer.sign(&payload).map_err(|error| format!("cannot sign: {error}"))?;
     use base64::Engine as _;
     Ok((payload, base64::engine::general_purpose::STANDARD.encode(signature)))
+}
+
+/// The PEM labels of the private keys [`signing_key`] reads.
+const COSIGN_KEY_LABELS: [&str; 2] = ["ENCRYPTED SIGSTORE PRIVATE KEY", "ENCRYPTED COSIGN PRIVATE KEY"];
+const PKCS8_ENCRYPTED_LABEL: &str = "ENCRYPTED PRIVATE KEY";
+const PKCS8_LABEL: &str = "PRIVATE KEY";
+const SEC1_LABEL: &str = "EC PRIVATE KEY";
+
+/// A private key to sign with, from its PEM: cosign's `cosign.key` (as
+/// `cosign generate-key-pair` and `prompt-host keygen` write it), an
+/// encrypted PKCS#8 key (`openssl pkcs8 -topk8`), both decrypted with
+/// `password`; an unencrypted PKCS#8 key; or a SEC1 key (`openssl ecparam
+/// -genkey`, its EC PARAMETERS block before it or not).
+pub fn signing_key(key_pem: &[u8], password: &[u8]) -> Result<SigStoreKeyPair, String> {
+    use p256::pkcs8::{DecodePrivateKey, EncodePrivateKey};
+    let text = std::str::from_utf8(key_pem).map_err(|_| "the signing key is not a PEM file".to_string())?;
+    let unreadable = |error: &dyn std::fmt::Display| format!("cannot read the signing key: {error}");
+    let label = |label: &str| text.contains(&format!("-----BEGIN {label}-----"));
+    // openssl's P-256 keys are read here, and given to sigstore as PKCS#8.
+    let from_p256 = |key: Result<p256::SecretKey, String>| {
+        let der = key?.to_pkcs8_der().map_err(|error| unreadable(&error))?;
+        SigStoreKeyPair::from_der(der.as_bytes()).map_err(|error| unreadable(&error))
+    };
+    if COSIGN_KEY_LABELS.iter().any(|cosign| label(cosign)) {
+        SigStoreKeyPair::from_encrypted_pem(key_pem, password).map_err(|error| unreadable(&error))
+    } else if label(PKCS8_ENCRYPTED_LABEL) {
+        let key = p256::SecretKey::from_pkcs8_encrypted_pem(text, password).map_err(|error| {
+            unreadable(&format!("{error} (an encrypted PKCS#8 key of ECDSA P-256, with its password in COSIGN_PASSWORD)"))
+        });
+        from_p256(key)
+    } else if label(SEC1_LABEL) {
+        // Only the key's block: openssl writes an EC PARAMETERS block before it unless -noout.
+        let start = text.find(&format!("-----BEGIN {SEC1_LABEL}-----")).expect("the label was found");
+        let end_marker = format!("-----END {SEC1_LABEL}-----");
+        let end = text[start..].find(&end_marker).map_or(text.len(), |end| start + end + end_marker.len());
+        let key = p256::SecretKey::from_sec1_pem(&text[start..end])
+            .map_err(|error| unreadable(&format!("{error} (a SEC1 key of ECDSA P-256, openssl's prime256v1)")));
+        from_p256(key)
+    } else if label(PKCS8_LABEL) {
+        SigStoreKeyPair::from_pem(key_pem).map_err(|error| unreadable(&error))
+    } else {
+        Err("cannot read the signing key: it is none of cosign.key (prompt-host keygen, cosign generate-key-pair), \
+             a PKCS#8 PEM key (encrypted or not) or a SEC1 PEM key (openssl ecparam -genkey)"
+            .to_string())
+    }
+}
+
+/// A new ECDSA P-256 key pair, as `cosign generate-key-pair` writes it: the
+/// private key in cosign's encrypted format (scrypt and NaCl secretbox,
+/// `ENCRYPTED SIGSTORE PRIVATE KEY`) under `password`, and the public key
+/// (`PUBLIC KEY`, SubjectPublicKeyInfo). Returns both PEMs.
+pub fn generate_key_pair(password: &[u8]) -> Result<(String, String), String> {
+    let keys = SigningScheme::ECDSA_P256_SHA256_ASN1
+        .create_signer()
+        .and_then(|signer| signer.to_sigstore_keypair())
+        .map_err(|error| format!("cannot generate a key pair: {error}"))?;
+    let private = keys.private_key_to_encrypted_pem(password).map_err(|error| format!("cannot encrypt the private key: {error}"))?;
+    let public = keys.public_key_to_pem().map_err(|error| format!("cannot write the public key: {error}"))?;
+    // sigstore's PEMs end their lines with CRLF; cosign's with LF.
+    Ok((private.replace("\r\n", "\n"), public.replace("\r\n", "\n")))
 }
 
 /// A Sigstore bundle (v0.3, as `cosign sign-blob --new-bundle-format`
@@ -390,7 +478,7 @@ pub fn check_bundle(bytes: &[u8], bundle: &[u8], policy: &SignaturePolicy) -> Re
             let keyless = policy
                 .keyless
                 .as_ref()
-                .ok_or_else(|| untrusted(&digest, policy, "is keyless, and the configuration names no trusted root (signatures.trusted_root)"))?;
+                .ok_or_else(|| untrusted(&digest, policy, NO_KEYLESS_IDENTITY))?;
             let entry = material.tlog_entries.first().ok_or_else(|| untrusted(&digest, policy, "is keyless but has no transparency log entry"))?;
             let log_entry = keyless::LogEntry {
                 body: entry.canonicalized_body.clone(),
@@ -403,15 +491,8 @@ pub fn check_bundle(bytes: &[u8], bundle: &[u8], policy: &SignaturePolicy) -> Re
                     .map(|promise| promise.signed_entry_timestamp.clone())
                     .ok_or_else(|| untrusted(&digest, policy, "is keyless but its log entry has no signed timestamp (inclusionPromise)"))?,
             };
-            let chain = material
-                .x509_certificate_chain
-                .iter()
-                .flat_map(|chain| chain.certificates.iter().skip(1))
-                .map(|certificate| decode(&certificate.raw_bytes).ok_or_else(|| damaged("has a certificate that is not base64".into())))
-                .collect::<Result<Vec<_>, _>>()?;
             let evidence = keyless::KeylessSignature {
                 certificate: decode(&certificate.raw_bytes).ok_or_else(|| damaged("has a certificate that is not base64".into()))?,
-                chain,
                 signed: bytes,
                 signature: &message.signature,
                 log_entry,

@@ -18,10 +18,15 @@
 //! `OTEL_RESOURCE_ATTRIBUTES`. Spans are exported in batches, from a thread
 //! of the batch processor's own; [`Traces`] flushes them when dropped.
 //!
-//! What a client or a pack controls reaches a span only bounded: every
-//! string attribute is cut to [`MAX_ATTRIBUTE_BYTES`], a `tracestate` longer
-//! than [`MAX_TRACESTATE_BYTES`] is dropped, and the `traceparent` is the
-//! one the caller has checked.
+//! What a client or a pack controls reaches a span only bounded and
+//! escaped: every string attribute is escaped as the log escapes it
+//! (control characters, bidirectional overrides) and cut to
+//! [`MAX_ATTRIBUTE_BYTES`], a span is named after a prompt only if one is
+//! served under that name (else after the method alone, so clients cannot
+//! make span names without bound), a session is named by its keyed label
+//! (`identity::session_label`), never its id, a `tracestate` longer than
+//! [`MAX_TRACESTATE_BYTES`] is dropped, and the `traceparent` is the one the
+//! caller has checked.
 //!
 //! Like [`crate::metrics`], this module depends on nothing else in the
 //! crate, so that every module on the request path may record into it.
@@ -102,19 +107,23 @@ pub fn enabled() -> bool {
 }
 
 /// What the server span of one request says: the MCP semantic conventions'
-/// attributes. Each string the client sent is cut to
+/// attributes. Each string the client sent is escaped and cut to
 /// [`MAX_ATTRIBUTE_BYTES`] here.
 pub struct RequestAttributes<'a> {
     /// `mcp.method.name`, such as `prompts/get`.
     pub method: &'static str,
     /// `gen_ai.prompt.name`: the prompt the request names, if any.
     pub prompt: Option<&'a str>,
+    /// Whether a prompt is served under that name: only then is the span
+    /// named after it.
+    pub prompt_served: bool,
     /// `mcp.protocol.version`.
     pub protocol_version: Option<String>,
     /// `jsonrpc.request.id`.
     pub request_id: String,
-    /// `mcp.session.id` (Streamable HTTP's `Mcp-Session-Id`).
-    pub session_id: Option<String>,
+    /// `mcp.session.id`: the label of the session (Streamable HTTP's
+    /// `Mcp-Session-Id`, by `identity::session_label`), never its id.
+    pub session: Option<String>,
     /// `network.transport`: `pipe` (stdio) or `tcp` (HTTP).
     pub transport: &'static str,
     /// The client's W3C `traceparent`, already checked, and `tracestate`.
@@ -135,8 +144,8 @@ pub fn request_started<'a>(attributes: impl FnOnce() -> RequestAttributes<'a>) -
     let request = attributes();
     let prompt = request.prompt.map(bounded);
     let name = match &prompt {
-        Some(prompt) => format!("{} {prompt}", request.method),
-        None => request.method.to_string(),
+        Some(prompt) if request.prompt_served => format!("{} {prompt}", request.method),
+        _ => request.method.to_string(),
     };
     let mut attributes = vec![
         KeyValue::new("mcp.method.name", request.method),
@@ -146,7 +155,7 @@ pub fn request_started<'a>(attributes: impl FnOnce() -> RequestAttributes<'a>) -
     let optional = [
         ("gen_ai.prompt.name", prompt),
         ("mcp.protocol.version", request.protocol_version.as_deref().map(bounded)),
-        ("mcp.session.id", request.session_id.as_deref().map(bounded)),
+        ("mcp.session.id", request.session.as_deref().map(bounded)),
     ];
     attributes.extend(optional.into_iter().filter_map(|(key, value)| Some(KeyValue::new(key, value?.into_owned()))));
     let parent = client_context(request.traceparent, request.tracestate);
@@ -272,13 +281,22 @@ pub fn call_usage(fuel: u64, peak_memory_bytes: usize) {
     });
 }
 
-/// `text`, cut to at most [`MAX_ATTRIBUTE_BYTES`] at a character boundary.
+/// `text` escaped as the log escapes a field (Rust's `escape_debug`:
+/// control characters such as ESC and newline, bidirectional overrides such
+/// as U+202E, quotes and backslashes), cut to at most
+/// [`MAX_ATTRIBUTE_BYTES`] at a character boundary.
 pub fn bounded(text: &str) -> Cow<'_, str> {
-    if text.len() <= MAX_ATTRIBUTE_BYTES {
-        return Cow::Borrowed(text);
+    let mut escaped = String::new();
+    for piece in text.chars().map(char::escape_debug) {
+        let piece = piece.to_string();
+        // Stops at the bound: a huge value costs no more, and an escape is
+        // never cut in half.
+        if escaped.len() + piece.len() > MAX_ATTRIBUTE_BYTES {
+            break;
+        }
+        escaped.push_str(&piece);
     }
-    let end = text.floor_char_boundary(MAX_ATTRIBUTE_BYTES);
-    Cow::Owned(text[..end].to_string())
+    if escaped == text { Cow::Borrowed(text) } else { Cow::Owned(escaped) }
 }
 
 #[cfg(test)]
@@ -287,8 +305,12 @@ mod tests {
     use opentelemetry::trace::TraceContextExt;
 
     #[test]
-    fn a_long_attribute_is_cut_at_a_character_boundary() {
+    fn an_attribute_is_escaped_as_in_the_log_and_cut_whole_characters_at_the_bound() {
         assert_eq!(bounded("code-review"), "code-review");
+        assert_eq!(bounded("a\u{1b}[31m\nb\u{202e}c\"d\\"), "a\\u{1b}[31m\\nb\\u{202e}c\\\"d\\\\");
+        // An escape is never cut in half.
+        let escapes = "\u{202e}".repeat(100);
+        assert_eq!(bounded(&escapes), "\\u{202e}".repeat(MAX_ATTRIBUTE_BYTES / 8));
         let long = format!("{}é", "n".repeat(MAX_ATTRIBUTE_BYTES - 1));
         assert_eq!(bounded(&long), "n".repeat(MAX_ATTRIBUTE_BYTES - 1));
         assert_eq!(bounded(&"n".repeat(MAX_ATTRIBUTE_BYTES)).len(), MAX_ATTRIBUTE_BYTES);

@@ -8,6 +8,11 @@
 //!
 //! A plugin is untrusted: a violation is reported with the field that is
 //! wrong, so that the plugin's author can fix it.
+//!
+//! Sizes are measured as the client receives them: every string a pack
+//! returns is counted by its length in JSON ([`json_escaped_len`]: a control
+//! character is six bytes there, `\u0001`), and binary data by its base64
+//! ([`base64_len`]), so that a byte budget is a budget of bytes on the wire.
 
 use std::collections::HashSet;
 
@@ -85,17 +90,67 @@ pub fn copy_budget(answer: Answer, limits: &Limits) -> usize {
     content.saturating_add(structure).saturating_add(COPY_ALLOWANCE)
 }
 
-/// An error or panic message from a pack, cut to [`MAX_ERROR_MESSAGE_BYTES`]
-/// with a visible marker saying how much was left out.
+/// The bytes `text` takes in JSON between its quotes, as serde_json writes
+/// it (and so as a client receives it): `"` and `\\` and the control
+/// characters with a short escape (`\n`, `\t`, `\r`, `\b`, `\f`) take two
+/// bytes, every other character below U+0020 six (`\u0001`), the rest their
+/// UTF-8 bytes.
+pub fn json_escaped_len(text: &str) -> usize {
+    let escapes: usize = text
+        .bytes()
+        .map(|byte| match byte {
+            b'"' | b'\\' | b'\n' | b'\t' | b'\r' | 0x08 | 0x0c => 1,
+            0x00..=0x1f => 5,
+            _ => 0,
+        })
+        .sum();
+    text.len() + escapes
+}
+
+/// The bytes `bytes` bytes of binary data take on the wire: base64 with
+/// padding, as `convert` encodes them.
+pub fn base64_len(bytes: usize) -> usize {
+    bytes.div_ceil(3).saturating_mul(4)
+}
+
+/// Text a pack wrote, as it may be shown (in an error message, a report, a
+/// log): control and format characters (an escape sequence, a carriage
+/// return, NUL, a bidirectional override) are written escaped, `\u{1b}`;
+/// the rest, newlines and tabs included, as is. A client that prints an
+/// error to a terminal is not open to escape injection.
+pub fn printable(text: &str) -> String {
+    let mut shown = String::with_capacity(text.len());
+    for c in text.chars() {
+        push_printable(&mut shown, c);
+    }
+    shown
+}
+
+fn push_printable(shown: &mut String, c: char) {
+    use std::fmt::Write as _;
+    match c {
+        '\n' | '\t' => shown.push(c),
+        c if c.is_control() || is_format(c) => write!(shown, "{}", c.escape_unicode()).expect("writing to a String"),
+        c => shown.push(c),
+    }
+}
+
+/// An error or panic message from a pack (or any text from outside quoted
+/// in an error: a client's method name), as a client and the log may be
+/// shown it: made [`printable`], and cut to [`MAX_ERROR_MESSAGE_BYTES`]
+/// (escapes included) with a visible marker saying how many bytes of the
+/// text were left out. Only what is kept is escaped.
 pub fn error_message(message: String) -> String {
-    if message.len() <= MAX_ERROR_MESSAGE_BYTES {
-        return message;
+    let mut shown = String::with_capacity(message.len().min(MAX_ERROR_MESSAGE_BYTES));
+    for (at, c) in message.char_indices() {
+        let before = shown.len();
+        push_printable(&mut shown, c);
+        if shown.len() > MAX_ERROR_MESSAGE_BYTES {
+            shown.truncate(before);
+            return format!("{shown}{TRUNCATION_MARKER} {} more bytes]", message.len() - at);
+        }
     }
-    let mut end = MAX_ERROR_MESSAGE_BYTES;
-    while !message.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}{TRUNCATION_MARKER} {} more bytes]", &message[..end], message.len() - end)
+    shown
 }
 
 /// A call failure with any message the pack wrote cut as [`error_message`] cuts it.
@@ -179,7 +234,7 @@ pub fn reply(reply: &provider::PromptReply, limits: &Limits) -> Result<(), Strin
             limits.max_messages
         ));
     }
-    let mut total = reply.description.as_ref().map_or(0, String::len);
+    let mut total = reply.description.as_deref().map_or(0, json_escaped_len);
     if total > limits.max_string_bytes {
         return Err(format!("description is {total} bytes, more than the limit of {}", limits.max_string_bytes));
     }
@@ -202,14 +257,11 @@ pub fn reply(reply: &provider::PromptReply, limits: &Limits) -> Result<(), Strin
 /// Checks a plugin's completion: no suggestion longer than a string may be,
 /// and all of them together no larger than a reply may be.
 pub fn completion(completion: &provider::Completion, limits: &Limits) -> Result<(), String> {
-    if let Some(index) = completion.values.iter().position(|value| value.len() > limits.max_string_bytes) {
-        return Err(format!(
-            "value {index} is {} bytes, more than the limit of {}",
-            completion.values[index].len(),
-            limits.max_string_bytes
-        ));
+    let sizes: Vec<usize> = completion.values.iter().map(|value| json_escaped_len(value)).collect();
+    if let Some(index) = sizes.iter().position(|&size| size > limits.max_string_bytes) {
+        return Err(format!("value {index} is {} bytes, more than the limit of {}", sizes[index], limits.max_string_bytes));
     }
-    let total: usize = completion.values.iter().map(String::len).sum();
+    let total: usize = sizes.iter().sum();
     if total > limits.max_reply_bytes {
         return Err(format!("its values are {total} bytes in all, more than the limit of {}", limits.max_reply_bytes));
     }
@@ -235,7 +287,7 @@ pub fn input_required(input: &provider_v0_2::InputRequired, limits: &Limits) -> 
             limits.max_input_state_bytes
         ));
     }
-    let optional = |text: &Option<String>| text.as_ref().map_or(0, String::len);
+    let optional = |text: &Option<String>| text.as_deref().map_or(0, json_escaped_len);
     let mut bytes = 0;
     let mut keys = HashSet::new();
     for form in &input.forms {
@@ -245,7 +297,7 @@ pub fn input_required(input: &provider_v0_2::InputRequired, limits: &Limits) -> 
             return Err(format!("{at}: asked for more than once"));
         }
         count(&format!("{at}: fields"), form.fields.len(), MAX_FORM_FIELDS)?;
-        bytes += form.key.len() + form.message.len();
+        bytes += json_escaped_len(&form.key) + json_escaped_len(&form.message);
         let mut names = HashSet::new();
         for field in &form.fields {
             let at = format!("{at}, field {:?}", field.name);
@@ -253,7 +305,7 @@ pub fn input_required(input: &provider_v0_2::InputRequired, limits: &Limits) -> 
             if !names.insert(field.name.as_str()) {
                 return Err(format!("{at}: declared more than once"));
             }
-            bytes += field.name.len() + optional(&field.title) + optional(&field.description);
+            bytes += json_escaped_len(&field.name) + optional(&field.title) + optional(&field.description);
             match &field.kind {
                 FieldKind::String(default) => bytes += optional(default),
                 FieldKind::Number(Some(default)) if !default.is_finite() => {
@@ -271,7 +323,8 @@ pub fn input_required(input: &provider_v0_2::InputRequired, limits: &Limits) -> 
                     {
                         return Err(format!("{at}: default {default:?} is not one of its choices"));
                     }
-                    bytes += choices.choices.iter().map(String::len).sum::<usize>() + optional(&choices.default);
+                    bytes += choices.choices.iter().map(|choice| json_escaped_len(choice)).sum::<usize>()
+                        + optional(&choices.default);
                 }
             }
         }
@@ -328,41 +381,52 @@ pub fn pack_info(info: &provider_v0_2::PackInfo) -> Vec<Problem> {
     problems
 }
 
-/// The bytes of every string in one prompt definition.
+/// The bytes of every string in one prompt definition, on the wire.
 fn definition_bytes(prompt: &provider::Prompt) -> usize {
-    let optional = |text: &Option<String>| text.as_ref().map_or(0, String::len);
+    let optional = |text: &Option<String>| text.as_deref().map_or(0, json_escaped_len);
     let arguments: usize = prompt
         .arguments
         .iter()
-        .map(|argument| argument.name.len() + optional(&argument.title) + optional(&argument.description))
+        .map(|argument| json_escaped_len(&argument.name) + optional(&argument.title) + optional(&argument.description))
         .sum();
     let icons: usize = prompt
         .icons
         .iter()
         .map(|icon| {
-            icon.src.len() + optional(&icon.mime_type) + icon.sizes.iter().map(String::len).sum::<usize>()
+            json_escaped_len(&icon.src)
+                + optional(&icon.mime_type)
+                + icon.sizes.iter().map(|size| json_escaped_len(size)).sum::<usize>()
         })
         .sum();
-    prompt.name.len() + optional(&prompt.title) + optional(&prompt.description) + arguments + icons
+    json_escaped_len(&prompt.name) + optional(&prompt.title) + optional(&prompt.description) + arguments + icons
 }
 
-/// The size of each string or byte string in one piece of content, by field.
+/// The size on the wire of each string or byte string in one piece of
+/// content, by field: strings JSON-escaped, binary data in base64.
 fn content_sizes(content: &provider::Content) -> Vec<(&'static str, usize)> {
-    let optional = |text: &Option<String>| text.as_ref().map_or(0, String::len);
+    let optional = |text: &Option<String>| text.as_deref().map_or(0, json_escaped_len);
     match content {
-        provider::Content::Text(text) => vec![("text", text.text.len())],
-        provider::Content::Image(media) => vec![("image data", media.data.len()), ("mime type", media.mime_type.len())],
-        provider::Content::Audio(media) => vec![("audio data", media.data.len()), ("mime type", media.mime_type.len())],
+        provider::Content::Text(text) => vec![("text", json_escaped_len(&text.text))],
+        provider::Content::Image(media) => {
+            vec![("image data", base64_len(media.data.len())), ("mime type", json_escaped_len(&media.mime_type))]
+        }
+        provider::Content::Audio(media) => {
+            vec![("audio data", base64_len(media.data.len())), ("mime type", json_escaped_len(&media.mime_type))]
+        }
         provider::Content::Resource(resource) => {
             let body = match &resource.body {
-                provider::ResourceBody::Text(text) => text.len(),
-                provider::ResourceBody::Blob(blob) => blob.len(),
+                provider::ResourceBody::Text(text) => json_escaped_len(text),
+                provider::ResourceBody::Blob(blob) => base64_len(blob.len()),
             };
-            vec![("resource uri", resource.uri.len()), ("resource mime type", optional(&resource.mime_type)), ("resource contents", body)]
+            vec![
+                ("resource uri", json_escaped_len(&resource.uri)),
+                ("resource mime type", optional(&resource.mime_type)),
+                ("resource contents", body),
+            ]
         }
         provider::Content::ResourceLink(link) => vec![
-            ("resource link uri", link.uri.len()),
-            ("resource link name", link.name.len()),
+            ("resource link uri", json_escaped_len(&link.uri)),
+            ("resource link name", json_escaped_len(&link.name)),
             ("resource link title", optional(&link.title)),
             ("resource link description", optional(&link.description)),
             ("resource link mime type", optional(&link.mime_type)),
@@ -591,6 +655,85 @@ mod tests {
         // Never inside a character: 'é' is two bytes.
         let cut = error_message(format!("{}é{}", "e".repeat(MAX_ERROR_MESSAGE_BYTES - 1), "e".repeat(5)));
         assert_eq!(cut, format!("{}... [cut by prompt-host: 7 more bytes]", "e".repeat(MAX_ERROR_MESSAGE_BYTES - 1)));
+    }
+
+    #[test]
+    fn control_and_format_characters_are_shown_escaped_and_the_rest_as_is() {
+        assert_eq!(printable("a\u{1b}[2Jb\rc\u{202e}d"), "a\\u{1b}[2Jb\\u{d}c\\u{202e}d");
+        assert_eq!(printable("line one\n\tdon't \"quote\" é"), "line one\n\tdon't \"quote\" é");
+    }
+
+    #[test]
+    fn error_messages_are_escaped_before_they_are_cut() {
+        assert_eq!(error_message("a\0b\x07c\x1b[31m\nWARN d\te".into()), "a\\u{0}b\\u{7}c\\u{1b}[31m\nWARN d\te");
+        // An escape that would pass the bound is left out whole, and counted as one byte of the pack's.
+        let message = format!("{}\x1b{}", "e".repeat(MAX_ERROR_MESSAGE_BYTES - 3), "e".repeat(9));
+        assert_eq!(
+            error_message(message),
+            format!("{}... [cut by prompt-host: 10 more bytes]", "e".repeat(MAX_ERROR_MESSAGE_BYTES - 3))
+        );
+        // Only what is kept is escaped: a message of a million controls is cut after 4 KiB of escapes.
+        let cut = error_message("\x01".repeat(1_000_000));
+        assert_eq!(cut, format!("{}... [cut by prompt-host: {} more bytes]", "\\u{1}".repeat(819), 1_000_000 - 819));
+    }
+
+    #[test]
+    fn json_lengths_of_known_strings() {
+        assert_eq!(json_escaped_len(""), 0);
+        assert_eq!(json_escaped_len("abc"), 3);
+        assert_eq!(json_escaped_len("\u{1}"), 6);
+        assert_eq!(json_escaped_len("\"\\\n\t\r\u{8}\u{c}"), 14);
+        assert_eq!(json_escaped_len("\u{7f}é\u{1b}"), 1 + 2 + 6);
+        assert_eq!(base64_len(0), 0);
+        assert_eq!(base64_len(1), 4);
+        assert_eq!(base64_len(3), 4);
+        assert_eq!(base64_len(4), 8);
+    }
+
+    proptest::proptest! {
+        /// The length counted is the length serde_json writes, quotes aside,
+        /// for any text: ASCII controls and quotes above all.
+        #[test]
+        fn json_lengths_are_serde_json_lengths(text in "(?s:[\\x00-\\x7f]|.){0,64}") {
+            proptest::prop_assert_eq!(json_escaped_len(&text) + 2, serde_json::to_string(&text).unwrap().len());
+        }
+
+        #[test]
+        fn base64_lengths_are_the_encoded_lengths(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..64)) {
+            use base64::Engine as _;
+            proptest::prop_assert_eq!(base64_len(bytes.len()), base64::engine::general_purpose::STANDARD.encode(&bytes).len());
+        }
+    }
+
+    #[test]
+    fn replies_are_counted_as_the_client_receives_them() {
+        let limits = Limits { max_string_bytes: 60, max_reply_bytes: 100, ..Limits::default() };
+        // Ten controls are 60 bytes in JSON: at the string limit, not past it.
+        assert_eq!(reply(&text_reply(&[&"\u{1}".repeat(10)]), &limits), Ok(()));
+        assert_eq!(
+            reply(&text_reply(&[&"\u{1}".repeat(11)]), &limits),
+            Err("message 0: text is 66 bytes, more than the limit of 60".into())
+        );
+        assert_eq!(
+            reply(&text_reply(&[&"\"".repeat(30), &"\\".repeat(30)]), &limits),
+            Err("it is 120 bytes, more than the limit of 100".into())
+        );
+        let values = provider::Completion { values: vec!["\u{1}".repeat(10); 2], total: None, has_more: false };
+        assert_eq!(completion(&values, &limits), Err("its values are 120 bytes in all, more than the limit of 100".into()));
+        // 45 bytes of image are 60 in base64.
+        let image = |bytes: usize| provider::PromptReply {
+            description: None,
+            messages: vec![provider::Message {
+                role: provider::Role::User,
+                content: provider::Content::Image(provider::MediaContent {
+                    data: vec![0; bytes],
+                    mime_type: "image/png".into(),
+                    annotations: None,
+                }),
+            }],
+        };
+        assert_eq!(reply(&image(45), &limits), Ok(()));
+        assert_eq!(reply(&image(46), &limits), Err("message 0: image data is 64 bytes, more than the limit of 60".into()));
     }
 
     #[test]

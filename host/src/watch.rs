@@ -163,17 +163,36 @@ impl PluginDirectory {
         if retry_failed {
             loaded.failed.clear();
         }
-        let files = loader::plugin_files(&self.dir)?;
+        // Read off the async runtime: every file is opened without blocking
+        // and bounded (a FIFO is refused), but a read still waits on the disk.
+        let dir = self.dir.clone();
+        let read = tokio::task::spawn_blocking(move || {
+            let files = loader::plugin_files(&dir)?;
+            let read = files.into_iter().map(|file| {
+                let source = PluginSource::read(&file);
+                // Vanished mid-scan: the next rescan, which its removal triggers, unloads it.
+                // (A dangling symlink has not vanished: it is reported.)
+                let vanished = source.is_err() && std::fs::symlink_metadata(&file).is_err();
+                (source, vanished, file)
+            });
+            Ok::<_, std::io::Error>(read.collect::<Vec<_>>())
+        });
+        let read = read.await.expect("reading the plugin directory does not panic")?;
         let mut rescan = Rescan::default();
         let mut present = Vec::new();
         let mut to_load = Vec::new();
-        for file in files {
-            let source = match PluginSource::read(&file) {
+        let mut unreadable = Vec::new();
+        for (source, vanished, file) in read {
+            let source = match source {
                 Ok(source) => source,
-                Err(failure) => {
-                    // Vanished or unreadable mid-scan: keep what is serving.
-                    tracing::warn!(file = %file.display(), "{failure}");
+                Err(failure) if vanished => {
+                    tracing::debug!(file = %file.display(), "{failure}");
                     present.push(loader::plugin_id(&file));
+                    continue;
+                }
+                Err(failure) => {
+                    present.push(loader::plugin_id(&file));
+                    unreadable.push(failure);
                     continue;
                 }
             };
@@ -196,7 +215,8 @@ impl PluginDirectory {
         let (sources, digests): (Vec<PluginSource>, Vec<String>) = to_load.into_iter().unzip();
         let ids_and_digests: HashMap<String, String> =
             sources.iter().map(|source| source.id.clone()).zip(digests).collect();
-        let (plugins, failures) = self.loader.load_all(sources, |id| config.plugin_settings(id)).await;
+        let (plugins, mut failures) = self.loader.load_all(sources, |id| config.plugin_settings(id)).await;
+        failures.extend(unreadable);
         for plugin in plugins {
             let id = plugin.id().to_string();
             loaded.failed.remove(&id);
@@ -209,7 +229,8 @@ impl PluginDirectory {
                 sha256 = &plugin.digest()[..12],
                 wit = plugin.wit_version().as_str(),
                 // What the pack says it is: its own words, escaped.
-                pack = ?plugin.info().map(|info| format!("{} {}", info.name, info.version)),
+                // (Left out when the pack says nothing, not logged as an Option.)
+                pack = plugin.info().map(|info| tracing::field::debug(format!("{} {}", info.name, info.version))),
                 "plugin {}",
                 if loaded.plugins.contains_key(&id) { "replaced" } else { "loaded" }
             );
@@ -275,6 +296,7 @@ impl PluginDirectory {
         let config = self.config.load();
         let mut watch = config.watch.then(|| LiveWatch::start(&self.dir, config.watch_poll, events.clone()));
         let directory = self.clone();
+        let config_source = config_source.map(Arc::new);
         tokio::spawn(async move {
             // The watcher sends into the channel as long as the task lives.
             let _events = events;
@@ -296,7 +318,10 @@ impl PluginDirectory {
                     }
                     _ = next_hangup(&mut hangups) => {
                         tracing::info!(dir = %directory.dir.display(), "SIGHUP: rescanning the plugin directory");
-                        directory.reload_config(config_source.as_ref());
+                        // The config and the files it names are read off the async runtime.
+                        let (reloading, source) = (directory.clone(), config_source.clone());
+                        let reloaded = tokio::task::spawn_blocking(move || reloading.reload_config(source.as_deref()));
+                        reloaded.await.expect("reloading the configuration does not panic");
                         if let Some(watch) = watch.as_mut() {
                             watch.rearm_if_moved(true);
                         }
@@ -470,12 +495,15 @@ impl LiveWatch {
         }
         // The old watch may already be gone with its directory.
         let _ = self.watcher.unwatch(&self.dir);
-        self.armed = None;
+        let previous = self.armed.take();
         if now.is_some() {
             match self.watcher.watch(&self.dir, RecursiveMode::NonRecursive) {
                 Ok(()) => {
+                    // A SIGHUP re-arms the watch on the same directory: only another one is news.
+                    if now != previous {
+                        tracing::info!(dir = %self.dir.display(), "the plugin directory was replaced: watching the new one");
+                    }
                     self.armed = now;
-                    tracing::info!(dir = %self.dir.display(), "the plugin directory was replaced: watching the new one");
                 }
                 Err(error) => tracing::warn!(dir = %self.dir.display(), "cannot watch the plugin directory: {error}"),
             }

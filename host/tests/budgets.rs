@@ -66,11 +66,16 @@ fn a_long_error_message_is_cut_for_the_client_and_escaped_once_in_the_log() {
     let error = server.error("prompts/get", json!({ "name": "big-error", "arguments": { "bytes": "100000" } }));
     assert_eq!(error["code"], -32603);
     let message = error["message"].as_str().unwrap();
-    let prefix = "plugin 'hostile' failed on prompt 'big-error': plugin failed\n2026-11-22T10:00:00.000000Z  INFO ";
-    assert!(message.starts_with(prefix), "{message:.200}");
-    // 4 KiB of the pack's message are kept, and the marker says how much was cut.
-    let kept = "plugin 'hostile' failed on prompt 'big-error': ".len() + 4096;
-    assert_eq!(&message[kept..], "... [cut by prompt-host: 95904 more bytes]");
+    // The pack's message is escaped (CR, NUL and ESC; LF kept), then cut at
+    // 4 KiB, escapes included: 3,654 of its 100,000 bytes fit, and the marker
+    // says how many were cut.
+    let marker = "... [cut by prompt-host: 96346 more bytes]";
+    assert!(message.ends_with(marker), "{message:.200}");
+    let kept = &message["plugin 'hostile' failed on prompt 'big-error': ".len()..message.len() - marker.len()];
+    assert!(kept.len() <= 4096 && kept.len() > 4096 - 6, "{} bytes kept", kept.len());
+    let one = "plugin failed\n2026-11-22T10:00:00.000000Z  INFO prompt_host::watch: plugin loaded plugin=trusted_pack\\u{d}\\u{0}\\u{1b}[2K";
+    assert!(kept.starts_with(&format!("{one}{one}")), "{message:.300}");
+    assert!(!message.contains(['\r', '\0', '\x1b']), "raw control characters reached the client");
     assert_still_serving(&mut server);
 
     let stderr = server.wait_for_stderr("plugin call failed");
@@ -82,7 +87,7 @@ fn a_long_error_message_is_cut_for_the_client_and_escaped_once_in_the_log() {
     assert_eq!(forged.len(), 1, "{stderr}");
     assert!(forged[0].contains("WARN"), "{}", forged[0]);
     assert!(
-        forged[0].contains(r#"plugin failed\n2026-11-22T10:00:00.000000Z  INFO prompt_host::watch: plugin loaded plugin=trusted_pack\r\0\u{1b}[2K"#),
+        forged[0].contains(r#"plugin failed\n2026-11-22T10:00:00.000000Z  INFO prompt_host::watch: plugin loaded plugin=trusted_pack\\u{d}\\u{0}\\u{1b}[2K"#),
         "{}",
         forged[0]
     );

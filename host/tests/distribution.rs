@@ -459,6 +459,9 @@ fn an_update_that_cannot_place_its_file_leaves_the_lockfile_as_it_was() {
     assert!(refused.contains(&format!("pack: not updated, the installed pack stays: cannot write {}: ", site.path("packs/pack.wasm").display())), "{refused}");
     let lockfile = site.lockfile();
     assert!(lockfile.contains(&format!("digest = \"{first}\"")) && !lockfile.contains(&second), "{lockfile}");
+    // Nor is anything of the failed install left in the pack store.
+    assert_eq!(stored_files(&site, "dev_assistant"), Vec::<String>::new());
+    assert_eq!(stored_files(&site, "code_review"), vec!["HEX.pack.provenance.json", "HEX.wasm"]);
 }
 
 #[test]
@@ -868,6 +871,595 @@ fn an_installed_pack_changed_on_disk_is_refused_at_load_even_without_a_signature
     assert_eq!(server.list_all_names(), vec!["code_review"]);
 }
 
+/// The pack store's files for the component of `plugin` (as built), by name.
+fn stored_files(site: &Site, plugin: &str) -> Vec<String> {
+    let hex = sha256_of(plugin);
+    let Ok(entries) = std::fs::read_dir(site.path("prompt-host-store/sha256")) else { return Vec::new() };
+    let mut names: Vec<String> = entries
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with(&hex))
+        .map(|name| name.replacen(&hex, "HEX", 1))
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn provenance_is_per_install_so_the_same_bytes_installed_unsigned_elsewhere_leave_a_signed_plugin_signed() {
+    let signed = Signed::new();
+    let site = &signed.site;
+    let mut config = std::fs::read_to_string(site.path("prompt-host.toml")).unwrap();
+    config.push_str("[plugins.loose]\nprefix = \"loose-\"\nrequire_signature = false\n");
+    std::fs::write(site.path("prompt-host.toml"), config).unwrap();
+    let (good, good_digest) = signed.publish_signed("code_review", "acme/good", "1", Some(&signed.key), &[]);
+    site.ok("add", &[&good]);
+    // The same bytes, from a mirror without signatures, for a plugin that allows that.
+    let (mirror, _) = signed.publish_signed("code_review", "mirror/good", "1", None, &[]);
+    let said = site.ok("add", &[&mirror, "--name", "loose"]);
+    assert!(said.contains("unsigned"), "{said}");
+    // A refused install leaves nothing in the store.
+    let (unsigned, _) = signed.publish_signed("code_review", "acme/unsigned", "1", None, &[]);
+    site.refused("add", &[&unsigned, "--name", "strict"]);
+    assert_eq!(stored_files(site, "code_review"), vec!["HEX.good.provenance.json", "HEX.loose.provenance.json", "HEX.wasm"]);
+
+    // The signed plugin is still signed at its next load, and both serve.
+    let inspected = prompt_host(&["inspect", site.path("packs/good.wasm").to_str().unwrap(), "--config", &site.config()]);
+    let report = String::from_utf8_lossy(&inspected.stdout);
+    assert!(report.contains(&format!("  signed    by cosign.pub, manifest {good_digest}\n")), "{report}");
+    let mut server = Server::start(&["--config", &site.config()]);
+    assert_eq!(server.list_all_names(), vec!["code_review", "loose-code_review"]);
+
+    // Every source of provenance counts: the unsigned install's record does
+    // not hide a valid Sigstore bundle beside its file.
+    let loose = site.path("packs/loose.wasm");
+    tool(&["bundle", "--wasm", loose.to_str().unwrap(), "--key", signed.key.to_str().unwrap()]);
+    let inspected = prompt_host(&["inspect", loose.to_str().unwrap(), "--config", &site.config()]);
+    let report = String::from_utf8_lossy(&inspected.stdout);
+    assert!(
+        report.contains(&format!("  signed    by cosign.pub, the file, by its Sigstore bundle sha256:{}\n", sha256_of("code_review"))),
+        "{report}"
+    );
+}
+
+#[test]
+fn a_plugins_own_keys_or_identities_replace_the_global_ones_of_both_kinds() {
+    let storage = tempfile::tempdir().unwrap();
+    let registry = Registry::start(storage.path(), &[]);
+    let global_key = tool(&["keygen", "--out", storage.path().join("global").to_str().unwrap()]);
+    let acme_key = tool(&["keygen", "--out", storage.path().join("acme").to_str().unwrap()]);
+    let ca = tool(&["keyless-ca", "--out", storage.path().join("ca").to_str().unwrap(), "--identity", "dev@acme.example", "--issuer", "https://issuer.example"]);
+    let site = Site::new(&format!(
+        "{}[signatures]\nrequire = true\npublic_keys = [\"global.pub\"]\ntrusted_root = \"{}\"\n\
+         identities = [{{ identity = \"dev@acme.example\", issuer = \"https://issuer.example\" }}]\n\
+         [plugins.acme]\npublic_keys = [\"acme.pub\"]\n\
+         [plugins.ci]\nidentities = [{{ identity = \"ci@acme.example\", issuer = \"https://issuer.example\" }}]\n",
+        plain(&registry),
+        ca["trusted_root"].as_str().unwrap()
+    ));
+    std::fs::copy(global_key["public"].as_str().unwrap(), site.path("global.pub")).unwrap();
+    std::fs::copy(acme_key["public"].as_str().unwrap(), site.path("acme.pub")).unwrap();
+    let publish_signed = |repository: &str, key: &str, keyless: bool| {
+        let reference = format!("{}:1", registry.reference(repository));
+        let digest = publish(&site, "code_review", &reference);
+        let mut args = vec!["sign", "--registry", &registry.address, "--repo", repository, "--digest", &digest, "--key", key];
+        if keyless {
+            args.extend_from_slice(&["--cert", ca["cert"].as_str().unwrap(), "--rekor-key", ca["rekor_key"].as_str().unwrap()]);
+        }
+        tool(&args);
+        (reference, digest)
+    };
+    let (by_identity, identity_digest) = publish_signed("signed/keyless", ca["key"].as_str().unwrap(), true);
+    let (by_global_key, global_digest) = publish_signed("signed/global", global_key["private"].as_str().unwrap(), false);
+    let (by_acme_key, _) = publish_signed("signed/acme", acme_key["private"].as_str().unwrap(), false);
+
+    // acme names its keys: the global identities no longer count for it.
+    let refused = site.refused("add", &[&by_identity, "--name", "acme"]);
+    assert_eq!(
+        refused.trim(),
+        format!(
+            "error: {}@{identity_digest}: signature refused: no signature of {identity_digest} is by a trusted signer (acme.pub): \
+             signature 1 is keyless, and the configuration trusts no keyless identity for this plugin \
+             (signatures.trusted_root and signatures.identities, or plugins.NAME.identities)",
+            registry.reference("signed/keyless")
+        )
+    );
+    // ci names its identities: the global keys no longer count for it.
+    let refused = site.refused("add", &[&by_global_key, "--name", "ci"]);
+    assert_eq!(
+        refused.trim(),
+        format!(
+            "error: {}@{global_digest}: signature refused: no signature of {global_digest} is by a trusted signer \
+             (ci@acme.example (issuer https://issuer.example)): signature 1 is not by a trusted key",
+            registry.reference("signed/global")
+        )
+    );
+    // Each plugin's own signer counts for it, and the global ones for the others.
+    let said = site.ok("add", &[&by_acme_key, "--name", "acme"]);
+    assert!(said.contains("signed by acme.pub)"), "{said}");
+    let said = site.ok("add", &[&by_identity, "--name", "other"]);
+    assert!(said.contains("signed by dev@acme.example (issuer https://issuer.example))"), "{said}");
+    let said = site.ok("add", &[&by_global_key, "--name", "third"]);
+    assert!(said.contains("signed by global.pub)"), "{said}");
+}
+
+#[test]
+fn without_require_a_signature_that_does_not_verify_counts_as_none_at_install_and_at_load() {
+    let signed = Signed::new();
+    let site = &signed.site;
+    let config = std::fs::read_to_string(site.path("prompt-host.toml")).unwrap().replace("require = true", "require = false");
+    std::fs::write(site.path("prompt-host.toml"), config).unwrap();
+    // Signed by an untrusted key, and the same pack with no signature: both install, as unsigned.
+    let (by_other, other_digest) = signed.publish_signed("code_review", "acme/other", "1", Some(&signed.other_key), &[]);
+    let said = site.ok("add", &[&by_other]);
+    assert!(
+        said.contains(&format!(
+            "a signature that does not verify counts as none (signatures are not required), installed as unsigned: \
+             no signature of {other_digest} is by a trusted signer (cosign.pub): signature 1 is not by a trusted key"
+        )),
+        "{said}"
+    );
+    let (unsigned, _) = signed.publish_signed("dev_assistant", "acme/unsigned", "1", None, &[]);
+    site.ok("add", &[&unsigned]);
+    let lockfile = site.lockfile();
+    assert_eq!(lockfile.matches("signer = \"unsigned\"").count(), 2, "{lockfile}");
+
+    // At load the same: both served, the unverified signature logged.
+    let bundled = site.path("packs/by_hand.wasm");
+    std::fs::copy(built_plugin("code_review"), &bundled).unwrap();
+    tool(&["bundle", "--wasm", bundled.to_str().unwrap(), "--key", signed.other_key.to_str().unwrap()]);
+    let mut config = std::fs::read_to_string(site.path("prompt-host.toml")).unwrap();
+    config.push_str("[plugins.by_hand]\nprefix = \"by-hand-\"\n");
+    std::fs::write(site.path("prompt-host.toml"), config).unwrap();
+    let mut server = Server::start(&["--config", &site.config()]);
+    assert_eq!(server.list_all_names(), vec!["by-hand-code_review", "code_review", "git-commit", "explain-code", "debug-error"]);
+    let log = server.wait_for_stderr("serving 5 prompts from 3 plugins");
+    assert!(
+        log.contains(&format!(
+            "a signature that does not verify counts as none (signatures are not required), served as unsigned: \
+             no signature of {other_digest} is by a trusted signer (cosign.pub): signature 1 is not by a trusted key"
+        )),
+        "{log}"
+    );
+    assert!(
+        log.contains(&format!(
+            "served as unsigned: no signature of sha256:{} is by a trusted signer (cosign.pub): the bundle's signature is not by a trusted key",
+            sha256_of("code_review")
+        )),
+        "{log}"
+    );
+
+    // With require = true, both are refused, with and without their signature.
+    let config = std::fs::read_to_string(site.path("prompt-host.toml")).unwrap().replace("require = false", "require = true");
+    std::fs::write(site.path("prompt-host.toml"), config).unwrap();
+    let inspected = prompt_host(&["inspect", site.path("packs/other.wasm").to_str().unwrap(), "--config", &site.config()]);
+    assert!(String::from_utf8_lossy(&inspected.stdout).contains("signature 1 is not by a trusted key"));
+    let inspected = prompt_host(&["inspect", site.path("packs/unsigned.wasm").to_str().unwrap(), "--config", &site.config()]);
+    assert!(String::from_utf8_lossy(&inspected.stdout).contains("it has no signature, and the configuration requires one"));
+}
+
+#[test]
+fn a_leaf_from_a_retired_intermediate_is_refused_though_a_current_ca_entry_shares_its_root() {
+    let storage = tempfile::tempdir().unwrap();
+    let registry = Registry::start(storage.path(), &[]);
+    let rotated = |intermediate: &str| {
+        tool(&[
+            "keyless-ca", "--out", storage.path().join(intermediate).to_str().unwrap(), "--identity", "dev@acme.example",
+            "--issuer", "https://issuer.example", "--intermediate", intermediate,
+        ])
+    };
+    let trusting = |ca: &Value| {
+        Site::new(&format!(
+            "{}[signatures]\nrequire = true\ntrusted_root = \"{}\"\nidentities = [{{ identity = \"dev@acme.example\", issuer = \"https://issuer.example\" }}]\n",
+            plain(&registry),
+            ca["trusted_root"].as_str().unwrap()
+        ))
+    };
+    // Signed now, with the chain annotation naming the issuer and the root (as cosign ships it), or none.
+    let publish_signed = |site: &Site, repository: &str, ca: &Value, chain: bool| {
+        let reference = format!("{}:1", registry.reference(repository));
+        let digest = publish(site, "code_review", &reference);
+        let mut args = vec![
+            "sign", "--registry", &registry.address, "--repo", repository, "--digest", &digest,
+            "--key", ca["key"].as_str().unwrap(), "--cert", ca["cert"].as_str().unwrap(), "--rekor-key", ca["rekor_key"].as_str().unwrap(),
+        ];
+        if chain {
+            args.extend_from_slice(&["--chain", ca["chain"].as_str().unwrap()]);
+        }
+        tool(&args);
+        reference
+    };
+
+    let current = rotated("current");
+    let site = trusting(&current);
+    let said = site.ok("add", &[&publish_signed(&site, "rotated/current", &current, true)]);
+    assert!(said.contains("signed by dev@acme.example (issuer https://issuer.example))"), "{said}");
+
+    let retired = rotated("retired");
+    let site = trusting(&retired);
+    for (repository, chain) in [("rotated/retired", false), ("rotated/retired-chain", true)] {
+        let refused = site.refused("add", &[&publish_signed(&site, repository, &retired, chain)]);
+        assert!(
+            refused.contains(
+                "signature 1 is keyless, and its certificate does not chain to a trusted CA for code signing at the time the log recorded: UnknownIssuer"
+            ),
+            "{refused}"
+        );
+    }
+}
+
+#[test]
+fn a_keyless_certificate_must_carry_an_sct_signed_by_a_ct_log_of_the_trusted_root_checked_offline() {
+    let storage = tempfile::tempdir().unwrap();
+    let registry = Registry::start(storage.path(), &[]);
+    for (sct, expected) in [
+        ("none", "its certificate carries no signed certificate timestamp (SCT): it was not logged to certificate transparency"),
+        ("unknown-log", "its certificate's signed certificate timestamps (SCTs) do not verify: one is by a CT log the trusted root does not name"),
+        ("forged", "its certificate's signed certificate timestamps (SCTs) do not verify: one is not signed by its CT log over this certificate"),
+    ] {
+        let ca = tool(&[
+            "keyless-ca", "--out", storage.path().join(sct).to_str().unwrap(), "--identity", "dev@acme.example",
+            "--issuer", "https://issuer.example", "--sct", sct,
+        ]);
+        let site = Site::new(&format!(
+            "{}[signatures]\nrequire = true\ntrusted_root = \"{}\"\nidentities = [{{ identity = \"dev@acme.example\", issuer = \"https://issuer.example\" }}]\n",
+            plain(&registry),
+            ca["trusted_root"].as_str().unwrap()
+        ));
+        let repository = format!("sct/{sct}");
+        let reference = format!("{}:1", registry.reference(&repository));
+        let digest = publish(&site, "code_review", &reference);
+        tool(&[
+            "sign", "--registry", &registry.address, "--repo", &repository, "--digest", &digest,
+            "--key", ca["key"].as_str().unwrap(), "--cert", ca["cert"].as_str().unwrap(), "--rekor-key", ca["rekor_key"].as_str().unwrap(),
+        ]);
+        let refused = site.refused("add", &[&reference]);
+        assert!(refused.contains(&format!("signature 1 is keyless, and {expected}")), "{sct}: {refused}");
+    }
+}
+
+/// Makes a FIFO at `path`, as `mkfifo` does.
+fn mkfifo(path: &Path) {
+    let status = Command::new("mkfifo").arg(path).status().expect("cannot run mkfifo");
+    assert!(status.success(), "mkfifo {} failed", path.display());
+}
+
+/// `prompt-host ARGS`, failing the test if it has not finished within 60
+/// seconds (it would hang on a FIFO opened for reading).
+fn prompt_host_within(args: &[&str]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_prompt-host"))
+        .args(args)
+        .env("XDG_CACHE_HOME", Path::new(env!("CARGO_TARGET_TMPDIR")).join("cache"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > std::time::Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("prompt-host {args:?} hung");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// Copies the built `plugin` into the site's plugin directory; its path.
+fn install(site: &Site, plugin: &str) -> String {
+    let file = site.path(&format!("packs/{plugin}.wasm"));
+    std::fs::copy(built_plugin(plugin), &file).unwrap();
+    file.display().to_string()
+}
+
+// Files that are not regular files where the host expects one: a FIFO as a
+// pack, beside a pack as its Sigstore bundle, as the lockfile, as a record in
+// the pack store, as a key file the config names. Each is refused by name,
+// and nothing waits on it: `inspect`, `list` and `serve` finish or start, a
+// running server keeps rescanning, and SIGTERM stops it.
+
+const NOT_REGULAR: &str = "it is a FIFO (named pipe), not a regular file";
+
+#[test]
+fn a_fifo_as_a_pack_or_beside_one_is_refused_by_name_and_the_server_starts_rescans_and_stops() {
+    let site = Site::new("");
+    let pack = install(&site, "code_review");
+    let bundle = format!("{pack}.sigstore.json");
+    mkfifo(Path::new(&bundle));
+    let fifo_pack = site.path("packs/fifo.wasm");
+    mkfifo(&fifo_pack);
+    install(&site, "dev_assistant");
+
+    // inspect: refused at once, naming the file.
+    let inspected = prompt_host_within(&["inspect", &pack, "--config", &site.config()]);
+    assert_eq!(inspected.status.code(), Some(1));
+    assert_eq!(
+        stderr(&inspected).trim(),
+        format!(
+            "error: {pack}: its Sigstore bundle {bundle} cannot be read: {NOT_REGULAR} \
+             (hint: a Sigstore bundle beside a pack is the file `cosign sign-blob --bundle` writes: replace it, or remove it)"
+        )
+    );
+    let inspected = prompt_host_within(&["inspect", fifo_pack.to_str().unwrap()]);
+    assert_eq!(stderr(&inspected).trim(), format!("error: {}: cannot read it: {NOT_REGULAR}", fifo_pack.display()));
+
+    // list: every plugin file, the FIFO as one that does not load.
+    let listed = prompt_host_within(&["list", "--config", &site.config()]);
+    assert!(listed.status.success(), "{}", stderr(&listed));
+    let packs = site.path("packs");
+    assert_eq!(
+        String::from_utf8_lossy(&listed.stdout),
+        format!(
+            "code_review\t{0}/code_review.wasm\t-\t-\t-\tdoes not load\tnot from a registry\n\
+             dev_assistant\t{0}/dev_assistant.wasm\t-\t-\t-\t3 prompts\tnot from a registry\n\
+             fifo\t{0}/fifo.wasm\t-\t-\t-\tdoes not load\tnot from a registry\n",
+            packs.display()
+        )
+    );
+
+    // serve: starts, serving the one plugin it can read, each refusal named.
+    let mut server = Server::start(&["--config", &site.config()]);
+    assert_eq!(server.list_all_names(), vec!["git-commit", "explain-code", "debug-error"]);
+    let log = server.wait_for_stderr("serving 3 prompts from 1 plugin (2 refused)");
+    assert!(log.contains(&format!("its Sigstore bundle {bundle} cannot be read: {NOT_REGULAR}")), "{log}");
+    assert!(log.contains(&format!("{}: cannot read it: {NOT_REGULAR}", fifo_pack.display())), "{log}");
+
+    // A running server rescans past the FIFOs: a removed pack is unloaded.
+    std::fs::remove_file(site.path("packs/dev_assistant.wasm")).unwrap();
+    server.notification("notifications/prompts/list_changed");
+    assert_eq!(server.list_all_names(), Vec::<String>::new());
+    server.wait_for_stderr("plugin removed");
+
+    // And SIGTERM stops it, well within its grace.
+    let asked = std::time::Instant::now();
+    assert_eq!(server.terminate(), Some(0));
+    assert!(asked.elapsed() < std::time::Duration::from_secs(10), "took {:?} to stop", asked.elapsed());
+}
+
+#[test]
+fn a_fifo_as_the_lockfile_a_store_record_or_a_key_file_is_refused_by_name() {
+    // The lockfile: list and serve's loads say which file it is.
+    let site = Site::new("");
+    install(&site, "dev_assistant");
+    let lockfile = site.path("prompt-host.lock");
+    mkfifo(&lockfile);
+    let listed = prompt_host_within(&["list", "--config", &site.config()]);
+    assert_eq!(listed.status.code(), Some(1));
+    assert_eq!(stderr(&listed).trim(), format!("error: {}: {NOT_REGULAR}", lockfile.display()));
+    let inspected = prompt_host_within(&["inspect", site.path("packs/dev_assistant.wasm").to_str().unwrap(), "--config", &site.config()]);
+    let report = String::from_utf8_lossy(&inspected.stdout);
+    assert!(report.contains(&format!("its provenance cannot be read: {}: {NOT_REGULAR}", lockfile.display())), "{report}");
+
+    // A record in the pack store, where the plugin's provenance would be.
+    let site = Site::new("");
+    let file = install(&site, "dev_assistant");
+    let digest = sha256_of("dev_assistant");
+    let store = site.path("prompt-host-store/sha256");
+    std::fs::create_dir_all(&store).unwrap();
+    let record = store.join(format!("{digest}.dev_assistant.provenance.json"));
+    mkfifo(&record);
+    let inspected = prompt_host_within(&["inspect", &file, "--config", &site.config()]);
+    let report = String::from_utf8_lossy(&inspected.stdout);
+    assert!(report.contains(&format!("its provenance cannot be read: cannot read {}: {NOT_REGULAR}", record.display())), "{report}");
+
+    // A key file the config names: serve refuses to start, at once.
+    let site = Site::new("[signatures]\nrequire = true\npublic_keys = [\"cosign.pub\"]\n");
+    install(&site, "dev_assistant");
+    let key = site.path("cosign.pub");
+    mkfifo(&key);
+    let served = prompt_host_within(&["serve", "--config", &site.config()]);
+    assert_eq!(served.status.code(), Some(1));
+    assert!(
+        stderr(&served).contains(&format!("signatures.public_keys: cannot read {}: {NOT_REGULAR}", key.display())),
+        "{}",
+        stderr(&served)
+    );
+}
+
+#[test]
+fn an_identity_may_pin_the_source_repository_ref_and_workflow_a_ci_certificate_names() {
+    let storage = tempfile::tempdir().unwrap();
+    let registry = Registry::start(storage.path(), &[]);
+    // A reusable release workflow's identity, called from two repositories.
+    let workflow_identity = "https://github.com/acme/workflows/.github/workflows/release.yml@refs/heads/main";
+    let issuer = "https://token.actions.githubusercontent.com";
+    let build = |dir: &str, repository: &str| {
+        tool(&[
+            "keyless-ca", "--out", storage.path().join(dir).to_str().unwrap(), "--identity", workflow_identity, "--issuer", issuer,
+            "--source-repository", repository, "--source-ref", "refs/tags/v1",
+            "--workflow", &format!("{repository}/.github/workflows/release.yml@refs/tags/v1"),
+        ])
+    };
+    let ours = build("ours", "https://github.com/acme/prompts");
+    let fork = build("fork", "https://github.com/mallory/prompts");
+    let trusting = |ca: &Value, pins: &str| {
+        Site::new(&format!(
+            "{}[signatures]\nrequire = true\ntrusted_root = \"{}\"\nidentities = [{{ identity = \"{workflow_identity}\", issuer = \"{issuer}\"{pins} }}]\n",
+            plain(&registry),
+            ca["trusted_root"].as_str().unwrap()
+        ))
+    };
+    let publish_signed = |site: &Site, repository: &str, ca: &Value| {
+        let reference = format!("{}:1", registry.reference(repository));
+        let digest = publish(site, "code_review", &reference);
+        tool(&[
+            "sign", "--registry", &registry.address, "--repo", repository, "--digest", &digest,
+            "--key", ca["key"].as_str().unwrap(), "--cert", ca["cert"].as_str().unwrap(), "--rekor-key", ca["rekor_key"].as_str().unwrap(),
+        ]);
+        (reference, digest)
+    };
+    let pins = ", source_repository = \"https://github.com/acme/prompts\", source_ref = \"refs/tags/v1\"";
+
+    let site = trusting(&ours, pins);
+    let (reference, _) = publish_signed(&site, "ci/ours", &ours);
+    let said = site.ok("add", &[&reference]);
+    assert!(
+        said.contains(&format!(
+            "signed by {workflow_identity} (issuer {issuer}, source repository https://github.com/acme/prompts, ref refs/tags/v1, \
+             workflow https://github.com/acme/prompts/.github/workflows/release.yml@refs/tags/v1))"
+        )),
+        "{said}"
+    );
+
+    // The same workflow run from a fork: refused when the repository is pinned, accepted when it is not.
+    let site = trusting(&fork, pins);
+    let (reference, _) = publish_signed(&site, "ci/fork", &fork);
+    let refused = site.refused("add", &[&reference]);
+    assert!(
+        refused.contains(&format!(
+            "signature 1 is keyless, and it is signed by {workflow_identity} (issuer {issuer}, source repository https://github.com/mallory/prompts, \
+             ref refs/tags/v1, workflow https://github.com/mallory/prompts/.github/workflows/release.yml@refs/tags/v1), not by an identity \
+             the configuration allows ({workflow_identity} (issuer {issuer}, source repository https://github.com/acme/prompts, ref refs/tags/v1))"
+        )),
+        "{refused}"
+    );
+    let unpinned = trusting(&fork, "");
+    unpinned.ok("add", &[&reference]);
+}
+
+/// `prompt-host ARGS` in `cwd` with COSIGN_PASSWORD set to `password`.
+fn prompt_host_in(cwd: &Path, args: &[&str], password: &str) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_prompt-host"));
+    command.args(args).current_dir(cwd).env("COSIGN_PASSWORD", password).env("DOCKER_CONFIG", Path::new(env!("CARGO_TARGET_TMPDIR")).join("no-docker-config"));
+    command.output().unwrap()
+}
+
+fn openssl(cwd: &Path, args: &[&str]) {
+    let output = Command::new("openssl").args(args).current_dir(cwd).output().unwrap();
+    assert!(output.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+}
+
+#[test]
+fn keygen_writes_a_cosign_key_pair_that_signs_here_and_in_the_independent_tool_and_openssl_keys_sign_too() {
+    let storage = tempfile::tempdir().unwrap();
+    let registry = Registry::start(storage.path(), &[]);
+    let keys = tempfile::tempdir().unwrap();
+    let made = prompt_host_in(keys.path(), &["keygen"], "correct horse");
+    assert_eq!(made.status.code(), Some(0), "{}", String::from_utf8_lossy(&made.stderr));
+    assert_eq!(String::from_utf8_lossy(&made.stderr), "Private key written to cosign.key\nPublic key written to cosign.pub\n");
+    let private = std::fs::read_to_string(keys.path().join("cosign.key")).unwrap();
+    assert!(private.starts_with("-----BEGIN ENCRYPTED SIGSTORE PRIVATE KEY-----\n"), "{private}");
+    assert!(std::fs::read_to_string(keys.path().join("cosign.pub")).unwrap().starts_with("-----BEGIN PUBLIC KEY-----\n"));
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::metadata(keys.path().join("cosign.key")).unwrap().permissions().mode() & 0o777, 0o600);
+    // Never over a key.
+    let again = prompt_host_in(keys.path(), &["keygen"], "x");
+    assert_eq!(
+        String::from_utf8_lossy(&again.stderr),
+        "error: cosign.key exists: keygen does not replace a key (remove it, or choose another --output-key-prefix)\n"
+    );
+
+    // The keys openssl writes, as the README says: SEC1 (with its EC PARAMETERS block) and encrypted PKCS#8.
+    openssl(keys.path(), &["ecparam", "-name", "prime256v1", "-genkey", "-out", "sec1.pem"]);
+    openssl(keys.path(), &["ec", "-in", "sec1.pem", "-pubout", "-out", "sec1.pub"]);
+    openssl(keys.path(), &["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-aes-256-cbc", "-pass", "pass:correct horse", "-out", "pkcs8.pem"]);
+    openssl(keys.path(), &["pkey", "-in", "pkcs8.pem", "-passin", "pass:correct horse", "-pubout", "-out", "pkcs8.pub"]);
+
+    let site = Site::new(&format!("{}[signatures]\nrequire = true\npublic_keys = [\"cosign.pub\", \"sec1.pub\", \"pkcs8.pub\"]\n", plain(&registry)));
+    for public in ["cosign.pub", "sec1.pub", "pkcs8.pub"] {
+        std::fs::copy(keys.path().join(public), site.path(public)).unwrap();
+    }
+    let config = site.config();
+    for (key, public, repository) in [("cosign.key", "cosign.pub", "acme/keygen"), ("sec1.pem", "sec1.pub", "acme/sec1"), ("pkcs8.pem", "pkcs8.pub", "acme/pkcs8")] {
+        let reference = format!("{}:1", registry.reference(repository));
+        let digest = publish(&site, "code_review", &reference);
+        let at_digest = format!("{}@{digest}", registry.reference(repository));
+        let key = keys.path().join(key);
+        let signing = prompt_host_in(keys.path(), &["sign", &at_digest, "--key", key.to_str().unwrap(), "--config", &config], "correct horse");
+        assert!(signing.status.success(), "{key:?}: {}", String::from_utf8_lossy(&signing.stderr));
+        let said = site.ok("add", &[&reference, "--name", &repository.replace("acme/", "")]);
+        assert!(said.contains(&format!("signed by {public}")), "{said}");
+    }
+
+    // Without COSIGN_PASSWORD, on a terminal (a pty from util-linux's script), the password is asked
+    // for twice and not echoed; the key it encrypts signs as the others do.
+    let typed = {
+        use std::io::Write;
+        let command = format!("{} keygen --output-key-prefix typed", env!("CARGO_BIN_EXE_prompt-host"));
+        let mut child = Command::new("script")
+            .args(["-qec", &command, "/dev/null"])
+            .current_dir(keys.path())
+            .env_remove("COSIGN_PASSWORD")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        for _ in 0..2 {
+            std::thread::sleep(std::time::Duration::from_millis(700));
+            stdin.write_all(b"typed secret\n").unwrap();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(700));
+        drop(stdin);
+        String::from_utf8_lossy(&child.wait_with_output().unwrap().stdout).replace("\r\n", "\n")
+    };
+    assert_eq!(
+        typed,
+        "Enter password for private key: \nEnter password for private key again: \n\
+         Private key written to typed.key\nPublic key written to typed.pub\n"
+    );
+    std::fs::copy(keys.path().join("typed.pub"), site.path("cosign.pub")).unwrap();
+    let reference = format!("{}:1", registry.reference("acme/typed"));
+    let digest = publish(&site, "code_review", &reference);
+    let at_digest = format!("{}@{digest}", registry.reference("acme/typed"));
+    let typed_key = keys.path().join("typed.key");
+    let signing = prompt_host_in(keys.path(), &["sign", &at_digest, "--key", typed_key.to_str().unwrap(), "--config", &config], "typed secret");
+    assert!(signing.status.success(), "{}", String::from_utf8_lossy(&signing.stderr));
+    assert!(site.ok("add", &[&reference, "--name", "typed"]).contains("signed by cosign.pub"));
+    std::fs::copy(keys.path().join("cosign.pub"), site.path("cosign.pub")).unwrap();
+
+    // The independent tool reads keygen's cosign.key (cosign's format) and signs; the host verifies it.
+    let reference = format!("{}:1", registry.reference("acme/by-tool"));
+    let digest = publish(&site, "dev_assistant", &reference);
+    let cosign_key = keys.path().join("cosign.key");
+    let signed = tool_command(&["sign", "--registry", &registry.address, "--repo", "acme/by-tool", "--digest", &digest, "--key", cosign_key.to_str().unwrap()])
+        .env("COSIGN_PASSWORD", "correct horse")
+        .output()
+        .unwrap();
+    assert!(signed.status.success(), "{}", String::from_utf8_lossy(&signed.stderr));
+    let said = site.ok("add", &[&reference, "--name", "by_tool"]);
+    assert!(said.contains("signed by cosign.pub"), "{said}");
+
+    // A key that is not a private key is refused, saying which keys are read.
+    let refused = prompt_host_in(keys.path(), &["sign", &at_digest, "--key", "sec1.pub", "--config", &config], "");
+    assert_eq!(
+        String::from_utf8_lossy(&refused.stderr).trim(),
+        "error: sec1.pub: cannot read the signing key: it is none of cosign.key (prompt-host keygen, cosign \
+         generate-key-pair), a PKCS#8 PEM key (encrypted or not) or a SEC1 PEM key (openssl ecparam -genkey)"
+    );
+}
+
+#[test]
+fn a_source_added_to_the_config_of_a_running_server_is_installed_at_sighup() {
+    let storage = tempfile::tempdir().unwrap();
+    let registry = Registry::start(storage.path(), &[]);
+    let site = Site::new(&plain(&registry));
+    let reference = format!("{}:1", registry.reference("acme/team"));
+    publish(&site, "code_review", &reference);
+    let mut server = Server::start(&["--config", &site.config()]);
+    assert_eq!(server.list_all_names(), Vec::<String>::new());
+
+    let config = std::fs::read_to_string(site.path("prompt-host.toml")).unwrap();
+    std::fs::write(site.path("prompt-host.toml"), format!("{config}[plugins.team]\nsource = \"{reference}\"\n")).unwrap();
+    server.hang_up();
+    server.wait_for_stderr("pulled from its source and installed");
+    server.notification("notifications/prompts/list_changed");
+    assert_eq!(server.list_all_names(), vec!["code_review"]);
+    let log = server.stderr();
+    assert!(log.contains("configuration reloaded"), "{log}");
+    assert!(!log.contains("the plugin directory was replaced"), "{log}");
+    assert!(!log.contains("matches no plugin file"), "{log}");
+    assert_eq!(site.list()[0]["state"], "agrees");
+    // `list` says the same word as `list --json`.
+    let listed = site.run("list", &[]);
+    let text = String::from_utf8(listed.stdout).unwrap();
+    assert!(text.starts_with(&format!("team\t{reference}\t1\t")) && text.ends_with("\tunsigned\t1 prompt\tagrees\n"), "{text}");
+}
+
 /// `registry_tool sign` for `repository` at `digest` with `key`, and `extra` flags.
 fn tool_sign(registry: &Registry, repository: &str, digest: &str, key: &Path, extra: &[&str]) -> Value {
     let mut args = vec!["sign", "--registry", &registry.address, "--repo", repository, "--digest", digest, "--key", key.to_str().unwrap()];
@@ -1005,7 +1597,7 @@ fn update_never_goes_back_to_an_earlier_digest_or_version_unless_told_and_the_st
         sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect::<String>()
     };
     let installed = sha256_of("writing_assistant");
-    assert_eq!(store(site), vec![format!("{installed}.provenance.json"), format!("{installed}.wasm")], "update removed the first pack's store entry");
+    assert_eq!(store(site), vec![format!("{installed}.pack.provenance.json"), format!("{installed}.wasm")], "update removed the first pack's store entry");
 
     // Told to, it goes back; the store then holds only that pack.
     let said = site.ok("update", &["pack", "--allow-downgrade"]);
@@ -1013,7 +1605,7 @@ fn update_never_goes_back_to_an_earlier_digest_or_version_unless_told_and_the_st
     let lockfile = site.lockfile();
     assert!(lockfile.contains(&format!("previous_digests = [\"{second}\", \"{first}\"]")), "{lockfile}");
     let now = sha256(&older);
-    assert_eq!(store(site), vec![format!("{now}.provenance.json"), format!("{now}.wasm")]);
+    assert_eq!(store(site), vec![format!("{now}.pack.provenance.json"), format!("{now}.wasm")]);
 
     // A copy of the installed pack dropped in under another name inherits no provenance.
     support::install_bytes(&site.path("packs"), &older, "dropped.wasm");

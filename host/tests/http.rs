@@ -151,17 +151,40 @@ fn running_out_of_descriptors_backs_off_with_few_warnings_and_recovers() {
 }
 
 #[test]
-fn connections_past_the_cap_wait_until_one_closes() {
-    let host = HttpHost::start(&["--max-connections", "2"]);
-    let held: Vec<TcpStream> = (0..2).map(|_| served_connection(&host)).collect();
+fn connections_past_the_cap_shed_the_oldest_idle_one_or_wait_while_all_are_busy() {
+    let host = HttpHost::start(&["--max-connections", "2", "--body-read-timeout-ms", "60000"]);
+    // Connections kept alive with nothing to do make room, the oldest first.
+    let mut oldest = served_connection(&host);
+    let mut newer = served_connection(&host);
+    assert_initialized(&host.initialize());
+    let mut byte = [0u8; 1];
+    assert_eq!(oldest.read(&mut byte).unwrap(), 0, "the oldest idle connection was not closed");
+    newer.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+    let error = newer.read(&mut byte).expect_err("the newer idle connection was closed too");
+    assert!(matches!(error.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut), "{error}");
+
+    // A connection busy with a request (here, a body still coming) is never
+    // cut: past the cap, the next waits until one closes.
+    let partial = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: 100\r\n\r\n{{",
+        host.addr
+    );
+    let busy: Vec<TcpStream> = (0..2)
+        .map(|_| {
+            let mut stream = host.connect();
+            stream.write_all(partial.as_bytes()).unwrap();
+            std::thread::sleep(Duration::from_millis(100));
+            stream
+        })
+        .collect();
     let mut waiting = host.connect();
     waiting.write_all(initialize_request(host.addr).as_bytes()).unwrap();
     waiting.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
-    let mut byte = [0u8; 1];
     let error = waiting.read(&mut byte).expect_err("a connection past the cap was served");
     assert!(matches!(error.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut), "{error}");
 
-    drop(held);
+    drop(busy);
     waiting.set_read_timeout(Some(PATIENCE)).unwrap();
     assert_initialized(&read_answer(&mut waiting));
 }

@@ -40,7 +40,8 @@ fn an_address_in_use_is_reported_before_any_plugin_loads() {
     let output = serve(&["--http", &addr, "--plugins", plugins.path().to_str().unwrap()]);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains(&format!("cannot listen on {addr}: Address already in use")), "{stderr}");
+    let port = taken.local_addr().unwrap().port();
+    assert!(stderr.contains(&format!("cannot listen on {addr}: port {port} is already in use")), "{stderr}");
     assert_nothing_loaded(&stderr);
 }
 

@@ -7,7 +7,10 @@
 //! `params._meta.traceparent`, and each call into a pack an INTERNAL child
 //! span with the plugin, its fuel, peak memory and outcome; the spans are
 //! flushed when stdin ends and on SIGTERM; over HTTP a span names its
-//! session. Without the flag nothing is sent, whatever the environment says.
+//! session by a keyed label, and no exported byte holds the session id. A
+//! span is named after a prompt only if one is served under that name, and
+//! what a client wrote is escaped as in the log. Without the flag nothing is
+//! sent, whatever the environment says.
 
 mod support;
 
@@ -35,6 +38,8 @@ struct Export {
     path: String,
     headers: hyper::HeaderMap,
     request: ExportTraceServiceRequest,
+    /// The export as it came, every byte.
+    body: Bytes,
 }
 
 /// An OTLP/HTTP receiver on loopback: it answers each export 200 (an empty
@@ -109,8 +114,8 @@ async fn receive(
 ) -> Result<Response<Full<Bytes>>, hyper::Error> {
     let (parts, body) = request.into_parts();
     let body = body.collect().await?.to_bytes();
-    let request = ExportTraceServiceRequest::decode(body).expect("an ExportTraceServiceRequest in protobuf");
-    exports.lock().unwrap().push(Export { path: parts.uri.path().to_string(), headers: parts.headers, request });
+    let request = ExportTraceServiceRequest::decode(body.clone()).expect("an ExportTraceServiceRequest in protobuf");
+    exports.lock().unwrap().push(Export { path: parts.uri.path().to_string(), headers: parts.headers, request, body });
     let response = Response::builder().header("content-type", "application/x-protobuf").body(Full::new(Bytes::new()));
     Ok(response.unwrap())
 }
@@ -210,7 +215,9 @@ fn requests_and_pack_calls_are_spans_of_the_clients_trace_flushed_when_stdin_end
     assert!(call_attributes["prompt_host.plugin.peak_memory_bytes"].parse::<u64>().unwrap() >= 65536, "{call_attributes:?}");
     assert_eq!(call_attributes.get("error.type"), None);
 
-    let unknown = receiver.span("prompts/get no_such_prompt");
+    // No prompt is served under that name: the span is named after the method.
+    let unknown = receiver.span("prompts/get");
+    assert_eq!(attribute(&unknown, "gen_ai.prompt.name").as_deref(), Some("no_such_prompt"));
     assert_eq!(attribute(&unknown, "error.type").as_deref(), Some("-32602"));
     assert_eq!(attribute(&unknown, "rpc.response.status_code").as_deref(), Some("-32602"));
     assert_eq!(unknown.status.as_ref().unwrap().code, StatusCode::Error as i32);
@@ -254,9 +261,47 @@ fn a_long_prompt_name_is_cut_in_the_span() {
     let name = format!("{}é", "n".repeat(255));
     server.error("prompts/get", json!({ "name": name }));
     server.close_stdin();
-    let cut = "n".repeat(255);
-    let span = receiver.span(&format!("prompts/get {cut}"));
-    assert_eq!(attribute(&span, "gen_ai.prompt.name"), Some(cut));
+    // No prompt has that name: the span is named after the method alone.
+    let span = receiver.span("prompts/get");
+    assert_eq!(attribute(&span, "gen_ai.prompt.name"), Some("n".repeat(255)));
+}
+
+#[test]
+fn only_a_served_prompt_names_a_span_and_what_a_client_wrote_is_escaped_as_in_the_log() {
+    let receiver = Receiver::start();
+    let plugins = plugin_dir(&["code_review"]);
+    let mut server = serve_traced(&receiver, &plugins, &["--otel-traces"], &[]);
+    server.result("prompts/get", json!({ "name": "code_review", "arguments": { "code": "x" } }));
+    for index in 0..200 {
+        server.error("prompts/get", json!({ "name": format!("made-up-{index}") }));
+    }
+    let hostile = "evil\u{1b}[31m\nforged\u{202e}txt";
+    server.error("prompts/get", json!({ "name": hostile }));
+    let completion = json!({ "ref": { "type": "ref/prompt", "name": hostile }, "argument": { "name": "a", "value": "b" } });
+    server.error("completion/complete", completion);
+    assert_eq!(server.close_stdin(), Some(0));
+
+    let spans = receiver.spans();
+    let mut names: Vec<&str> = spans.iter().filter(|span| span.kind == SpanKind::Server as i32).map(|span| span.name.as_str()).collect();
+    names.sort();
+    names.dedup();
+    assert_eq!(names, ["completion/complete", "prompts/get", "prompts/get code_review"]);
+    let escaped = "evil\\u{1b}[31m\\nforged\\u{202e}txt";
+    let named = |method: &str| {
+        spans
+            .iter()
+            .filter(|span| span.name == method && attribute(span, "gen_ai.prompt.name").is_some_and(|name| !name.starts_with("made-up-")))
+            .map(|span| attribute(span, "gen_ai.prompt.name").unwrap())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(named("prompts/get"), [escaped]);
+    assert_eq!(named("completion/complete"), [escaped]);
+    let exported: Vec<u8> = receiver.exports.lock().unwrap().iter().flat_map(|export| export.body.to_vec()).collect();
+    // The raw characters never: (a single byte alone could be part of an id
+    // or a length in the protobuf, so each is looked for with its neighbours).
+    for raw in ["evil\u{1b}", "[31m\nforged", "forged\u{202e}txt"] {
+        assert!(!exported.windows(raw.len()).any(|window| window == raw.as_bytes()), "{raw:?} was exported");
+    }
 }
 
 #[test]
@@ -280,12 +325,13 @@ fn over_http_a_span_names_its_session() {
     command
         .args(["serve", "--http", "127.0.0.1:0", "--otel-traces", "--plugins", plugins.path().to_str().unwrap()])
         .env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint());
-    let (mut child, _stderr, address) = support::start_http(command, "info");
+    let (mut child, stderr, address) = support::start_http(command, "info");
     let (status, response) = http_exchange(address, &http_post("localhost", "", support::HTTP_INITIALIZE));
     assert_eq!(status, 200, "{response}");
     let session = response
         .lines()
-        .find_map(|line| line.to_ascii_lowercase().strip_prefix("mcp-session-id:").map(|id| id.trim().to_string()))
+        .find(|line| line.to_ascii_lowercase().starts_with("mcp-session-id:"))
+        .map(|line| line["mcp-session-id:".len()..].trim().to_string())
         .expect("no session id");
     let headers = format!("Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-11-25\r\n");
     let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
@@ -297,7 +343,17 @@ fn over_http_a_span_names_its_session() {
     assert!(child.wait().unwrap().success());
 
     let span = receiver.span("prompts/list");
-    assert_eq!(attribute(&span, "mcp.session.id"), Some(session));
+    // Named by a keyed label (16 hex digits), not by its id, in whole or in part.
+    let label = attribute(&span, "mcp.session.id").expect("a session label");
+    assert_eq!(label.len(), 16, "{label}");
+    assert!(label.bytes().all(|byte| byte.is_ascii_hexdigit()), "{label}");
+    let (rmcp_id, tag) = session.rsplit_once('.').expect("an id bound to its user");
+    let exported: Vec<u8> = receiver.exports.lock().unwrap().iter().flat_map(|export| export.body.to_vec()).collect();
+    let log = stderr.lock().unwrap().clone();
+    for secret in [session.as_str(), rmcp_id, tag] {
+        assert!(!exported.windows(secret.len()).any(|window| window == secret.as_bytes()), "{secret} was exported");
+        assert!(!log.contains(secret), "{secret} was logged:\n{log}");
+    }
     assert_eq!(attribute(&span, "network.transport").as_deref(), Some("tcp"));
     assert_eq!(attribute(&span, "jsonrpc.request.id").as_deref(), Some("2"));
 }

@@ -10,10 +10,13 @@
 //        the others are still published (a rotation in progress)
 //   node provider.mjs forge --keys FILE --issuer URL --resource URI --kind KIND
 //        prints a token signed with the first key of FILE (valid), or one no provider
-//        would issue: expired, alg-none, hs256-with-public-key
+//        would issue: expired, alg-none, hs256-with-public-key, untyped, rs256-on-ec-key,
+//        cnf (bound to a DPoP key), crit (a critical header extension)
 //
 // The clients (secret = id + "-secret"):
 //   acme-client      tenant "acme",     may ask for scope "prompts"
+//   acme-bob-client  tenant "acme",     scope "prompts": another user (subject) of the same tenant
+//   notenant-client  no tenant claim,   scope "prompts"
 //   globex-client    tenant "globex",   may ask for scope "prompts"
 //   initech-client   tenant "initech" (no such tenant on the server), scope "prompts"
 //   noscope-client   tenant "acme",     may ask only for scope "profile-only"
@@ -28,6 +31,7 @@ import Provider from 'oidc-provider';
 
 const TENANTS = {
   'acme-client': 'acme',
+  'acme-bob-client': 'acme',
   'globex-client': 'globex',
   'initech-client': 'initech',
   'noscope-client': 'acme',
@@ -69,6 +73,8 @@ async function serve({ keys: files, resource, port }) {
   const provider = new Provider(issuer, {
     clients: [
       client('acme-client', 'prompts'),
+      client('acme-bob-client', 'prompts'),
+      client('notenant-client', 'prompts'),
       client('globex-client', 'prompts'),
       client('initech-client', 'prompts'),
       client('noscope-client', 'profile-only'),
@@ -96,7 +102,7 @@ async function serve({ keys: files, resource, port }) {
         }),
       },
     },
-    extraTokenClaims: (_ctx, token) => ({ tenant: TENANTS[token.clientId] }),
+    extraTokenClaims: (_ctx, token) => (token.clientId in TENANTS ? { tenant: TENANTS[token.clientId] } : {}),
   });
   server.on('request', provider.callback());
   console.log(JSON.stringify({ issuer, address }));
@@ -134,6 +140,22 @@ async function forge({ keys: file, issuer, resource, kind }) {
         .sign(privateKey);
       break;
     }
+    case 'cnf':
+      // Bound to a DPoP key (RFC 9449): the bearer alone must not count.
+      token = await new jose.SignJWT({ ...claims, cnf: { jkt: '0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I' } })
+        .setProtectedHeader({ alg: 'ES256', kid: jwk.kid, typ: 'at+jwt' })
+        .setIssuedAt(now)
+        .setExpirationTime(now + 300)
+        .sign(await jose.importJWK(jwk, 'ES256'));
+      break;
+    case 'crit':
+      // A critical header extension the resource server cannot know (RFC 7515 §4.1.11).
+      token = await new jose.SignJWT({ ...claims })
+        .setProtectedHeader({ alg: 'ES256', kid: jwk.kid, typ: 'at+jwt', crit: ['urn:example:bound'], 'urn:example:bound': true })
+        .setIssuedAt(now)
+        .setExpirationTime(now + 300)
+        .sign(await jose.importJWK(jwk, 'ES256'), { crit: { 'urn:example:bound': true } });
+      break;
     case 'expired':
       token = await new jose.SignJWT({ ...claims })
         .setProtectedHeader({ alg: 'ES256', kid: jwk.kid, typ: 'at+jwt' })

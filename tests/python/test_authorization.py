@@ -91,24 +91,29 @@ class Provider:
 
 
 @contextmanager
-def site(extra: str = "", server_extra: str = ""):
+def site(extra: str = "", server_extra: str = "", authorization_extra: str = "", introspection_endpoint: str | None = None,
+         args: tuple[str, ...] = (), packs: dict | None = None):
     """A provider, and prompt-host serving two tenants behind it: acme
-    (code_review) and globex (dev_assistant), one prompt per page."""
+    (code_review) and globex (dev_assistant) unless `packs` says otherwise,
+    one prompt per page. Opaque tokens are introspected by the provider, or
+    at `introspection_endpoint`; `args` are more options of `serve`."""
     with tempfile.TemporaryDirectory() as work:
         work = Path(work)
         port = free_port()
         url = f"http://127.0.0.1:{port}/mcp"
         provider = Provider(work, url)
         provider.start(provider.first_key)
-        for tenant, plugin in [("acme", "code_review"), ("globex", "dev_assistant")]:
+        for tenant, plugins in (packs or {"acme": ["code_review"], "globex": ["dev_assistant"]}).items():
             (work / tenant).mkdir()
-            shutil.copyfile(BUILT / f"{plugin}.wasm", work / tenant / f"{plugin}.wasm")
+            for plugin in plugins:
+                shutil.copyfile(BUILT / f"{plugin}.wasm", work / tenant / f"{plugin}.wasm")
         (work / "introspection-secret").write_text("prompt-host-secret\n")
         (work / "prompt-host.toml").write_text(
             f'[server]\npage_size = 1\n{server_extra}'
             f'[authorization]\nresource = "{url}"\nissuer = "{provider.issuer}"\ntenant_claim = "tenant"\n'
-            f'jwks_min_refresh_secs = 1\n'
-            f'introspection_endpoint = "{provider.issuer}/token/introspection"\nclient_id = "prompt-host"\n'
+            f'jwks_min_refresh_secs = 1\n{authorization_extra}'
+            f'introspection_endpoint = "{introspection_endpoint or provider.issuer + "/token/introspection"}"\n'
+            f'client_id = "prompt-host"\n'
             f'client_secret_file = "introspection-secret"\n'
             f'[tenants.acme]\nplugins = "acme"\n[tenants.globex]\nplugins = "globex"\n{extra}'
         )
@@ -116,7 +121,7 @@ def site(extra: str = "", server_extra: str = ""):
         log = open(log_path, "w+")
         server = subprocess.Popen(
             [BINARY, "serve", "--config", str(work / "prompt-host.toml"), "--cache-dir", str(work / "cache"),
-             "--http", f"127.0.0.1:{port}"],
+             "--http", f"127.0.0.1:{port}", *args],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
         )
         try:
@@ -135,9 +140,17 @@ def site(extra: str = "", server_extra: str = ""):
             provider.stop()
 
 
-def post(url, token=None, body=INITIALIZE):
-    headers = {**HEADERS, **({"Authorization": f"Bearer {token}"} if token else {})}
+def post(url, token=None, body=INITIALIZE, headers=None):
+    headers = {**HEADERS, **({"Authorization": f"Bearer {token}"} if token else {}), **(headers or {})}
     return httpx2.post(url, json=body, headers=headers, timeout=10)
+
+
+def answer_of(response) -> dict:
+    """The JSON-RPC message of a response, sent as JSON or as one SSE event."""
+    if response.headers.get("content-type", "").startswith("text/event-stream"):
+        events = [line[len("data:"):].strip() for line in response.text.splitlines() if line.startswith("data:")]
+        return json.loads([event for event in events if event][-1])
+    return response.json()
 
 
 async def all_names(session) -> list[str]:
@@ -153,21 +166,21 @@ async def all_names(session) -> list[str]:
 @pytest.mark.anyio
 async def test_each_tenant_sees_and_gets_only_its_own_prompts_through_the_sdk_client():
     with site() as (provider, url, _, _):
-        tokens = {client: provider.token(f"{client}-client") for client in ("acme", "globex", "initech")}
+        tokens = {client: provider.token(f"{client}-client") for client in ("acme", "globex", "notenant")}
         async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {tokens['acme']}"}) as acme_http, \
                 httpx2.AsyncClient(headers={"Authorization": f"Bearer {tokens['globex']}"}) as globex_http, \
-                httpx2.AsyncClient(headers={"Authorization": f"Bearer {tokens['initech']}"}) as initech_http, \
+                httpx2.AsyncClient(headers={"Authorization": f"Bearer {tokens['notenant']}"}) as notenant_http, \
                 streamable_http_client(url, http_client=acme_http) as (read_a, write_a), \
                 streamable_http_client(url, http_client=globex_http) as (read_g, write_g), \
-                streamable_http_client(url, http_client=initech_http) as (read_i, write_i), \
+                streamable_http_client(url, http_client=notenant_http) as (read_i, write_i), \
                 ClientSession(read_a, write_a) as acme, ClientSession(read_g, write_g) as globex, \
-                ClientSession(read_i, write_i) as initech:
-            for session in (acme, globex, initech):
+                ClientSession(read_i, write_i) as notenant:
+            for session in (acme, globex, notenant):
                 await session.initialize()
             assert await all_names(acme) == ["code_review"]
             assert await all_names(globex) == ["git-commit", "explain-code", "debug-error"]
-            # A tenant the server does not serve, and no default: no prompts.
-            assert await all_names(initech) == []
+            # A token naming no tenant, and no default tenant: no prompts.
+            assert await all_names(notenant) == []
 
             got = await acme.get_prompt("code_review", {"code": "x = 1"})
             assert got.messages[0].content.text == "Please review this Python code:\nx = 1"
@@ -222,6 +235,10 @@ def test_the_resource_metadata_names_the_provider_and_tokens_that_do_not_count_g
             "it is signed by a key the issuer does not publish": provider.forge("valid", stranger_key),
             "its type is \\\"JWT\\\", not at+jwt": provider.forge("untyped"),
             "its algorithm RS256 is not the one its key is for": provider.forge("rs256-on-ec-key"),
+            "it is bound to a proof of possession (cnf: DPoP, RFC 9449, or mTLS, RFC 8705), which this server does not verify":
+                provider.forge("cnf"),
+            "its header names critical extensions (crit), which this server does not understand (RFC 7515 §4.1.11)":
+                provider.forge("crit"),
         }
         for reason, token in refused.items():
             answer = post(url, token)
@@ -317,3 +334,119 @@ def test_pins_apply_across_tenants_and_readyz_names_no_tenants_packs():
         assert post(url, provider.token("acme-client")).status_code == 200
         ready = httpx2.get(url.replace("/mcp", "/readyz"), timeout=10)
         assert (ready.status_code, ready.json()) == (200, {"status": "ready", "plugins": {"loaded": 2, "failed": 0}})
+
+
+UNKNOWN_SESSION = (404, "Not Found: Session not found")
+LIST = {"jsonrpc": "2.0", "id": 2, "method": "prompts/list", "params": {}}
+INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+
+
+def with_session(session_id: str) -> dict:
+    return {"Mcp-Session-Id": session_id, "MCP-Protocol-Version": "2025-11-25"}
+
+
+def test_a_session_is_bound_to_the_user_who_opened_it_and_anyone_else_gets_404():
+    with site() as (provider, url, _, log_path):
+        alice, bob, globex = (provider.token(client) for client in ("acme-client", "acme-bob-client", "globex-client"))
+        opened = post(url, alice)
+        assert opened.status_code == 200, opened.text
+        session_id = opened.headers["mcp-session-id"]
+        rmcp_id, tag = session_id.rsplit(".", 1)
+        assert len(tag) == 32, session_id
+        assert post(url, alice, INITIALIZED, with_session(session_id)).status_code == 202
+        listed = post(url, alice, LIST, with_session(session_id))
+        assert answer_of(listed)["result"]["prompts"][0]["name"] == "code_review"
+
+        # Another user of the same tenant, and a user of another tenant, with
+        # the very id: an unknown session, whatever they ask.
+        for token in (bob, globex):
+            for method in ("POST", "GET", "DELETE"):
+                answer = httpx2.request(method, url, json=LIST if method == "POST" else None, timeout=10,
+                                        headers={**HEADERS, **with_session(session_id), "Authorization": f"Bearer {token}"})
+                assert (answer.status_code, answer.text) == UNKNOWN_SESSION, (method, answer.text)
+        # rmcp's own id without the tag, or with another tag, is no better.
+        for forged in (rmcp_id, f"{rmcp_id}.{'0' * 32}"):
+            answer = post(url, bob, LIST, with_session(forged))
+            assert (answer.status_code, answer.text) == UNKNOWN_SESSION
+        # Bob's DELETE closed nothing: the session is still Alice's.
+        listed = post(url, alice, LIST, with_session(session_id))
+        assert answer_of(listed)["result"]["prompts"][0]["name"] == "code_review"
+        # And once she ends it, her id gets rmcp's answer, the same one.
+        assert httpx2.delete(url, headers={**HEADERS, **with_session(session_id), "Authorization": f"Bearer {alice}"},
+                             timeout=10).status_code == 200
+        answer = post(url, alice, LIST, with_session(session_id))
+        assert (answer.status_code, answer.text) == UNKNOWN_SESSION
+
+        log = log_path.read_text()
+        refusals = [line for line in log.splitlines() if "refused a session id not given to this token's holder" in line]
+        assert len(refusals) == 8, log
+        assert all("answered as an unknown session (404)" in line and "peer=127.0.0.1:" in line for line in refusals), log
+        # Named by a label, never by the id.
+        assert rmcp_id not in log and tag not in log, log
+
+
+def test_a_token_naming_only_unserved_tenants_is_refused_and_the_default_tenant_is_one_service():
+    with site(authorization_extra='default_tenant = "acme"\n', args=("--max-sessions", "1")) as \
+            (provider, url, _, log_path):
+        refused = post(url, provider.token("initech-client"))
+        assert (refused.status_code, refused.text) == \
+            (403, 'forbidden: the access token\'s "tenant" claim names no tenant this server serves\n')
+        log = log_path.read_text()
+        assert 'claim="tenant" tenants=["initech"]' in log, log
+        assert "refused an HTTP request (403): the token names no tenant served here" in log, log
+
+        # A token naming no tenant gets the default tenant, acme ...
+        opened = post(url, provider.token("notenant-client"))
+        assert opened.status_code == 200, opened.text
+        session_id = opened.headers["mcp-session-id"]
+        notenant = provider.token("notenant-client")
+        assert post(url, notenant, INITIALIZED, with_session(session_id)).status_code == 202
+        listed = post(url, notenant, LIST, with_session(session_id))
+        assert answer_of(listed)["result"]["prompts"][0]["name"] == "code_review"
+        # ... by acme's one service: its one session table is full now.
+        full = post(url, provider.token("acme-client"))
+        assert full.status_code == 503, full.text
+        assert full.text.startswith("service unavailable: the server holds its maximum of 1 sessions"), full.text
+        # Another tenant has a table of its own.
+        assert post(url, provider.token("globex-client")).status_code == 200
+
+
+PROMPT = "test_input_required_result_prompt"
+BAD_STATE = (
+    f"prompt '{PROMPT}': the requestState was not issued by this server to this user for this prompt and these "
+    "arguments, or has expired: send the request again without requestState and inputResponses"
+)
+
+
+def get_2026(url: str, token: str, **extra) -> dict:
+    """A 2026-07-28 prompts/get of the input-required prompt, from a client that declared elicitation."""
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "oauth-tests", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+    }
+    body = {"jsonrpc": "2.0", "id": 3, "method": "prompts/get", "params": {"name": PROMPT, "_meta": meta, **extra}}
+    headers = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "prompts/get", "Mcp-Name": PROMPT}
+    answer = post(url, token, body, headers)
+    assert answer.status_code == 200, answer.text
+    return answer_of(answer)
+
+
+def test_a_request_state_opens_only_for_the_tenant_and_user_it_was_issued_to():
+    # One key file for the whole server, as replicas share one.
+    with tempfile.TemporaryDirectory() as keys:
+        key_file = Path(keys) / "state.key"
+        key_file.write_text("44" * 32)
+        with site(server_extra=f'request_state_key_file = "{key_file}"\n',
+                  packs={"acme": ["conformance"], "globex": ["conformance"]}) as (provider, url, _, _):
+            alice, bob, globex = (provider.token(client) for client in ("acme-client", "acme-bob-client", "globex-client"))
+            first = get_2026(url, alice)
+            state = first["result"]["requestState"]
+            answers = {"user_context": {"action": "accept", "content": {"context": "alice's"}}}
+            # Bob (same tenant), and globex (same pack file, same key): refused, with the one message.
+            for token in (bob, globex):
+                refused = get_2026(url, token, inputResponses=answers, requestState=state)
+                assert refused["error"] == {"code": -32602, "message": BAD_STATE,
+                                            "data": {"prompt": PROMPT, "reason": "input"}}, refused
+            done = get_2026(url, alice, inputResponses=answers, requestState=state)
+            assert done["result"]["messages"][0]["content"]["text"] == "Prompt with context: 'alice's'", done

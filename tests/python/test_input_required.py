@@ -61,8 +61,9 @@ async def test_a_tampered_request_state_is_refused():
                     allow_input_required=True,
                 )
     assert refused.value.error.code == -32602
-    assert refused.value.error.message.startswith(
-        f"prompt '{PROMPT}': the requestState was not issued by this server for this prompt and these arguments"
+    assert refused.value.error.message == (
+        f"prompt '{PROMPT}': the requestState was not issued by this server to this user for this prompt and these "
+        "arguments, or has expired: send the request again without requestState and inputResponses"
     )
 
 

@@ -269,6 +269,51 @@ def test_keyless_certificate_and_bundle(tmp_path, pack):
         registry.stop()
 
 
+def test_keyless_ca_embeds_an_sct_and_rotates_intermediates(tmp_path):
+    from cryptography import x509
+    from cryptography.hazmat.primitives import serialization
+
+    ca = tool("keyless-ca", "--out", str(tmp_path / "rotated"), "--identity", "dev@example.com",
+              "--issuer", "https://issuer.example.com", "--intermediate", "retired")
+    verify = subprocess.run(["openssl", "verify", "-CAfile", ca["ca"], "-untrusted", ca["chain"], ca["cert"]],
+                            capture_output=True, text=True)
+    assert verify.stdout.strip() == f"{ca['cert']}: OK"
+    root = json.loads(Path(ca["trusted_root"]).read_text())
+    retired, current = root["certificateAuthorities"]
+    assert retired["validFor"]["end"] == current["validFor"]["start"] and "end" not in current["validFor"]
+    # The leaf's issuer is the retired entry's intermediate; both entries end at the same root.
+    leaf = x509.load_pem_x509_certificate(Path(ca["cert"]).read_bytes())
+    first = lambda entry: x509.load_der_x509_certificate(base64.b64decode(entry["certChain"]["certificates"][0]["rawBytes"]))
+    assert first(retired).subject == leaf.issuer != first(current).subject
+    assert retired["certChain"]["certificates"][1] == current["certChain"]["certificates"][1]
+
+    # The SCT: by the trusted root's CT log, over the precertificate as cryptography
+    # (not the tool) rebuilds it, checked by openssl.
+    [sct] = leaf.extensions.get_extension_for_class(x509.PrecertificateSignedCertificateTimestamps).value
+    ctlog = root["ctlogs"][0]
+    assert sct.log_id == base64.b64decode(ctlog["logId"]["keyId"])
+    issuer = first(retired)
+    issuer_key_hash = hashlib.sha256(
+        issuer.public_key().public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+    ).digest()
+    tbs = leaf.tbs_precertificate_bytes
+    timestamp = int(sct.timestamp.replace(tzinfo=__import__("datetime").timezone.utc).timestamp() * 1000)
+    signed = (b"\x00\x00" + timestamp.to_bytes(8, "big") + b"\x00\x01" + issuer_key_hash
+              + len(tbs).to_bytes(3, "big") + tbs + b"\x00\x00")
+    (tmp_path / "ctlog.der").write_bytes(base64.b64decode(ctlog["publicKey"]["rawBytes"]))
+    subprocess.run(["openssl", "pkey", "-pubin", "-inform", "DER", "-in", str(tmp_path / "ctlog.der"),
+                    "-out", str(tmp_path / "ctlog.pem")], check=True)
+    signature = base64.b64encode(sct.signature).decode()
+    assert openssl_verifies(tmp_path / "ctlog.pem", signed, signature, tmp_path)
+    assert not openssl_verifies(tmp_path / "ctlog.pem", signed + b"x", signature, tmp_path)
+
+    none = tool("keyless-ca", "--out", str(tmp_path / "none"), "--identity", "dev@example.com",
+                "--issuer", "https://issuer.example.com", "--sct", "none")
+    leaf = x509.load_pem_x509_certificate(Path(none["cert"]).read_bytes())
+    with pytest.raises(x509.ExtensionNotFound):
+        leaf.extensions.get_extension_for_class(x509.PrecertificateSignedCertificateTimestamps)
+
+
 def sigstore_bundle(*args, env=None):
     """Runs `bundle` and returns (its JSON output, the bundle written)."""
     made = tool("bundle", *args, env=env)

@@ -1,5 +1,6 @@
 """docs/tutorial.md, run as written: each command, file and output in it."""
 
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -13,9 +14,21 @@ TUTORIAL = (ROOT / "docs/tutorial.md").read_text()
 
 def test_the_tutorial_runs_as_written():
     with tempfile.TemporaryDirectory() as work:
-        checks = run_document(TUTORIAL, Path(work), environment(BINARY))
-    # new, test, build, inspect and its three excerpts, get and its output.
-    assert checks == 9
+        env = environment(BINARY)
+        checks = run_document(TUTORIAL, Path(work), env)
+        # new, test, build, inspect and its three excerpts, get and its output.
+        assert checks == 9
+
+        # The tutorial's lib.rs keeps the starter's self-check: a typo in a
+        # placeholder fails `cargo test`, naming that test.
+        pack = Path(work) / "release_notes"
+        source = (pack / "src/lib.rs").read_text()
+        (pack / "src/lib.rs").write_text(source.replace("of version {version} for", "of version {versoin} for", 1))
+        test = subprocess.run(["bash", "-c", 'cargo test --target "$(rustc -vV | sed -n \'s/^host: //p\')"'],
+                              cwd=pack, env=env, capture_output=True, text=True)
+        assert test.returncode != 0, test.stdout
+        assert "test tests::the_templates_pass_the_checks_the_host_runs_at_load ... FAILED" in test.stdout, test.stdout
+        assert "versoin" in test.stdout, test.stdout
 
 
 def test_the_runner_reads_every_kind_of_block():

@@ -56,6 +56,9 @@ COSIGN_BUNDLE = "dev.sigstore.cosign/bundle"
 # Fulcio's certificate extensions: the issuer as raw bytes (v1) and as a DER UTF8String (v2).
 FULCIO_ISSUER_V1 = x509.ObjectIdentifier("1.3.6.1.4.1.57264.1.1")
 FULCIO_ISSUER_V2 = x509.ObjectIdentifier("1.3.6.1.4.1.57264.1.8")
+FULCIO_SOURCE_REPOSITORY = x509.ObjectIdentifier("1.3.6.1.4.1.57264.1.12")
+FULCIO_SOURCE_REF = x509.ObjectIdentifier("1.3.6.1.4.1.57264.1.14")
+FULCIO_BUILD_CONFIG = x509.ObjectIdentifier("1.3.6.1.4.1.57264.1.18")
 
 # The prompt-pack world's export, written into the wasm config by default.
 DEFAULT_EXPORT = "prompt-host:prompts/prompt-provider@0.1.0"
@@ -115,14 +118,14 @@ def pem_public(key):
     )
 
 
-def make_cert(subject_cn, key, issuer_cert, issuer_key, not_before, not_after, extensions):
+def make_cert(subject_cn, key, issuer_cert, issuer_key, not_before, not_after, extensions, serial=None):
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject_cn)]) if subject_cn else x509.Name([])
     builder = (
         x509.CertificateBuilder()
         .subject_name(name)
         .issuer_name(issuer_cert.subject if issuer_cert else name)
         .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
+        .serial_number(serial or x509.random_serial_number())
         .not_valid_before(not_before)
         .not_valid_after(not_after)
     )
@@ -706,25 +709,89 @@ def cmd_bundle(args):
     emit({"bundle": out, "digest": sha256_digest(blob), "log_id": log_id})
 
 
+def make_intermediate_ca(cn, root_key, root_cert):
+    """An intermediate CA under ROOT, valid a day either side of now (as Fulcio's
+    intermediates outlive the trusted root's validFor of their entry)."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    now = utc_now()
+    cert = make_cert(
+        cn, key, root_cert, root_key, now - datetime.timedelta(minutes=4), now + datetime.timedelta(days=1),
+        [
+            (x509.BasicConstraints(ca=True, path_length=0), True),
+            (x509.KeyUsage(False, False, False, False, False, True, True, False, False), True),
+            (x509.SubjectKeyIdentifier.from_public_key(key.public_key()), False),
+            (x509.AuthorityKeyIdentifier.from_issuer_public_key(root_key.public_key()), False),
+            (x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CODE_SIGNING]), False),
+        ],
+    )
+    return key, cert
+
+
+SCT_LIST = x509.ObjectIdentifier("1.3.6.1.4.1.11129.2.4.2")
+
+
+def embedded_sct_list(ctlog_key, log_id, issuer_cert, precert_tbs, timestamp_ms):
+    """An RFC 6962 SignedCertificateTimestampList of one SCT by CTLOG_KEY (as the
+    log LOG_ID) over the precertificate entry (the issuer's key hash and the
+    TBS), TLS-encoded."""
+    issuer_key_hash = hashlib.sha256(
+        issuer_cert.public_key().public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+    ).digest()
+    signed = (
+        b"\x00\x00" + timestamp_ms.to_bytes(8, "big") + b"\x00\x01" + issuer_key_hash
+        + len(precert_tbs).to_bytes(3, "big") + precert_tbs + b"\x00\x00"
+    )
+    signature = ctlog_key.sign(signed, ec.ECDSA(hashes.SHA256()))
+    sct = (
+        b"\x00" + log_id + timestamp_ms.to_bytes(8, "big") + b"\x00\x00"
+        + b"\x04\x03" + len(signature).to_bytes(2, "big") + signature
+    )
+    entries = len(sct).to_bytes(2, "big") + sct
+    return len(entries).to_bytes(2, "big") + entries
+
+
 def cmd_keyless_ca(args):
     os.makedirs(args.out, exist_ok=True)
-    ca_key, ca_cert = make_root_ca("prompt-host test Fulcio root")
+    root_key, root_cert = make_root_ca("prompt-host test Fulcio root")
+    ca_key, ca_cert = root_key, root_cert
+    intermediates = {}
+    if args.intermediate:
+        # Two CA entries sharing the root, as Fulcio's do across a rotation:
+        # one retired an hour ago, one current; the leaf is issued by the one asked for.
+        for name in ("retired", "current"):
+            intermediates[name] = make_intermediate_ca(f"prompt-host test Fulcio intermediate ({name})", root_key, root_cert)
+        ca_key, ca_cert = intermediates[args.intermediate]
     leaf_key = ec.generate_private_key(ec.SECP256R1())
     now = utc_now()
     issuer = args.issuer.encode()
-    leaf = make_cert(
-        None, leaf_key, ca_cert, ca_key, now - datetime.timedelta(seconds=30), now + datetime.timedelta(minutes=args.minutes),
-        [
-            (x509.KeyUsage(True, False, False, False, False, False, False, False, False), True),
-            (x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CODE_SIGNING]), False),
-            (x509.SubjectAlternativeName([x509.RFC822Name(identity) for identity in args.identity]), True),
-            (x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), False),
-            (x509.UnrecognizedExtension(FULCIO_ISSUER_V1, issuer), False),
-            (x509.UnrecognizedExtension(FULCIO_ISSUER_V2, b"\x0c" + der_length(len(issuer)) + issuer), False),
-        ],
-    )
+    extensions = [
+        (x509.KeyUsage(True, False, False, False, False, False, False, False, False), True),
+        (x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CODE_SIGNING]), False),
+        (x509.SubjectAlternativeName([
+            x509.UniformResourceIdentifier(identity) if "://" in identity else x509.RFC822Name(identity)
+            for identity in args.identity
+        ]), True),
+        (x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), False),
+        (x509.UnrecognizedExtension(FULCIO_ISSUER_V1, issuer), False),
+        (x509.UnrecognizedExtension(FULCIO_ISSUER_V2, b"\x0c" + der_length(len(issuer)) + issuer), False),
+    ]
+    for oid, value in ((FULCIO_SOURCE_REPOSITORY, args.source_repository), (FULCIO_SOURCE_REF, args.source_ref),
+                       (FULCIO_BUILD_CONFIG, args.workflow)):
+        if value:
+            extensions.append((x509.UnrecognizedExtension(oid, b"\x0c" + der_length(len(value.encode())) + value.encode()), False))
+    serial = x509.random_serial_number()
+    validity = (now - datetime.timedelta(seconds=30), now + datetime.timedelta(minutes=args.minutes))
     rekor_key = ec.generate_private_key(ec.SECP256R1())
     ctlog_key = ec.generate_private_key(ec.SECP256R1())
+    if args.sct != "none":
+        # The precertificate's TBS is the certificate's without the SCT list.
+        precert = make_cert(None, leaf_key, ca_cert, ca_key, *validity, extensions, serial=serial)
+        other_key = ec.generate_private_key(ec.SECP256R1())
+        sct_key = other_key if args.sct in ("unknown-log", "forged") else ctlog_key
+        log_id = key_id((other_key if args.sct == "unknown-log" else ctlog_key).public_key())
+        sct_list = embedded_sct_list(sct_key, log_id, ca_cert, precert.tbs_certificate_bytes, int(now.timestamp() * 1000))
+        extensions.append((x509.UnrecognizedExtension(SCT_LIST, b"\x04" + der_length(len(sct_list)) + sct_list), False))
+    leaf = make_cert(None, leaf_key, ca_cert, ca_key, *validity, extensions, serial=serial)
     start = (now - datetime.timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
     def log(url, key):
@@ -740,22 +807,35 @@ def cmd_keyless_ca(args):
             "logId": {"keyId": base64.b64encode(key_id(key.public_key())).decode()},
         }
 
+    def der_b64(cert):
+        return {"rawBytes": base64.b64encode(cert.public_bytes(serialization.Encoding.DER)).decode()}
+
+    def authority(chain, valid_for):
+        return {
+            "subject": {"organization": "prompt-host tests", "commonName": "prompt-host test Fulcio root"},
+            "uri": "https://fulcio.invalid",
+            "certChain": {"certificates": [der_b64(cert) for cert in chain]},
+            "validFor": valid_for,
+        }
+
+    if intermediates:
+        an_hour_ago = (now - datetime.timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        authorities = [
+            authority([intermediates["retired"][1], root_cert], {"start": start, "end": an_hour_ago}),
+            authority([intermediates["current"][1], root_cert], {"start": an_hour_ago}),
+        ]
+    else:
+        authorities = [authority([root_cert], {"start": start})]
     trusted_root = {
         "mediaType": "application/vnd.dev.sigstore.trustedroot+json;version=0.1",
         "tlogs": [log("https://rekor.invalid", rekor_key)],
-        "certificateAuthorities": [
-            {
-                "subject": {"organization": "prompt-host tests", "commonName": "prompt-host test Fulcio root"},
-                "uri": "https://fulcio.invalid",
-                "certChain": {"certificates": [{"rawBytes": base64.b64encode(ca_cert.public_bytes(serialization.Encoding.DER)).decode()}]},
-                "validFor": {"start": start},
-            }
-        ],
+        "certificateAuthorities": authorities,
         "ctlogs": [log("https://ctfe.invalid", ctlog_key)],
         "timestampAuthorities": [],
     }
     files = {
-        "ca.pem": pem_cert(ca_cert),
+        "ca.pem": pem_cert(root_cert),
+        "chain.pem": pem_cert(ca_cert) + (pem_cert(root_cert) if intermediates else b""),
         "leaf.pem": pem_cert(leaf),
         "leaf.key": pem_private(leaf_key),
         "rekor.key": pem_private(rekor_key),
@@ -769,6 +849,7 @@ def cmd_keyless_ca(args):
     emit(
         {
             "ca": paths["ca.pem"],
+            "chain": paths["chain.pem"],
             "cert": paths["leaf.pem"],
             "key": paths["leaf.key"],
             "rekor_key": paths["rekor.key"],
@@ -1017,17 +1098,31 @@ Prints
     sub = command("keyless-ca", cmd_keyless_ca, """Make a test Fulcio-like CA, a short-lived signing certificate, and a trusted root.
 
 Writes DIR/ca.pem (root CA), DIR/leaf.pem and DIR/leaf.key (a fresh P-256 key;
-the certificate has the email SAN IDENTITY, digitalSignature, code-signing EKU,
+the certificate has the SAN IDENTITY (email, or URI), digitalSignature, code-signing EKU,
 and the Fulcio issuer extensions 1.3.6.1.4.1.57264.1.1 (raw) and .1.8 (DER
 UTF8String) set to URL, valid for MINUTES), DIR/rekor.key and rekor.pub (a test
 Rekor key), and DIR/trusted_root.json (Sigstore TrustedRoot JSON naming the CA,
-the Rekor key as a tlog, and a test CT log key). Prints
-  {"ca", "cert", "key", "rekor_key", "rekor_pub", "trusted_root": PATHS,
+the Rekor key as a tlog, and a test CT log key whose SCT the leaf embeds, as
+Fulcio's do: RFC 6962, over the precertificate). With --intermediate, the root
+has two intermediates, each a CA entry of the trusted root with the root: one
+retired an hour ago (validFor end), one current since; the leaf is issued by the
+one named, and DIR/chain.pem is its issuer and the root (a cosign chain
+annotation). Prints
+  {"ca", "chain", "cert", "key", "rekor_key", "rekor_pub", "trusted_root": PATHS,
    "identity", "issuer", "rekor_log_id": HEX, "not_after": TIME}""")
     sub.add_argument("--out", required=True, help="directory (created)")
-    sub.add_argument("--identity", required=True, action="append", help="the certificate's email SAN (repeat for more)")
+    sub.add_argument("--identity", required=True, action="append",
+                     help="the certificate's SAN: an email address, or a URI if it has :// (repeat for more)")
     sub.add_argument("--issuer", required=True, help="the OIDC issuer URL in the certificate")
     sub.add_argument("--minutes", type=int, default=10, help="certificate lifetime (default 10)")
+    sub.add_argument("--sct", choices=["valid", "none", "unknown-log", "forged"], default="valid",
+                     help="the leaf's embedded SCT: by the trusted root's CT log (default), none, by a log the root "
+                          "does not name, or naming the root's log but signed with another key")
+    sub.add_argument("--source-repository", help="Fulcio's source repository URI extension (.1.12), as a CI build's")
+    sub.add_argument("--source-ref", help="Fulcio's source repository ref extension (.1.14)")
+    sub.add_argument("--workflow", help="Fulcio's build config URI extension (.1.18): the workflow that ran")
+    sub.add_argument("--intermediate", choices=["retired", "current"],
+                     help="issue the leaf from an intermediate: the retired CA entry's or the current one's")
 
     sub = command("serve-blob-liar", cmd_serve_blob_liar, """Serve pulls from a real registry, lying as told (plain HTTP on 127.0.0.1).
 

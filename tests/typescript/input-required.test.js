@@ -92,9 +92,10 @@ test("a client without elicitation gets -32602 naming what the prompt needs", as
     assert.equal(error.code, -32602);
     assert.equal(
       error.message,
-      "MCP error -32602: prompt 'translate': it needs input (form 'language' (fields: language)), and the client " +
-        "declared no elicitation capability, and its protocol revision has no input-required results (they came " +
-        "with 2026-07-28)",
+      "MCP error -32602: prompt 'translate': it needs input (form 'language': \"Into which language?\" (fields: " +
+        "language \"The language to translate into\")), and the client declared no elicitation capability, and its " +
+        "protocol revision has no input-required results (they came with 2026-07-28); or give the argument " +
+        "language=... instead, which skips the form",
     );
     return true;
   });

@@ -34,6 +34,16 @@ const RMCP_RESPONSE_ERRORS_OFF: &str = "rmcp::service=error";
 /// address, so this is off unless RUST_LOG names rmcp itself.
 const RMCP_REFUSALS_OFF: &str = "rmcp::transport::streamable_http_server::tower=error";
 
+/// rmcp's stdio codec logs each line it cannot parse at debug, whole and
+/// unescaped, in the line's message. The transport answers and logs such a
+/// line itself, once, bounded and escaped (`transport::malformed`), so this
+/// is off unless RUST_LOG names rmcp itself.
+const RMCP_UNPARSED_LINES_OFF: &str = "rmcp::transport::async_rw=info";
+/// rmcp's session manager logs each new session's id at info. The host
+/// names a session only by its label (`identity::session_label`), so this
+/// is off unless RUST_LOG names rmcp itself.
+const RMCP_SESSION_IDS_OFF: &str = "rmcp::transport::streamable_http_server::session=warn";
+
 /// oci-client (which pushes for `publish` and `sign`) logs a registry's
 /// sign-in refusal, the registry's own text, unescaped at debug: a registry
 /// is not trusted with the log, so this is off unless RUST_LOG names
@@ -57,6 +67,36 @@ fn log_filter() -> tracing_subscriber::EnvFilter {
     filter
         .add_directive(RMCP_RESPONSE_ERRORS_OFF.parse().expect("a valid directive"))
         .add_directive(RMCP_REFUSALS_OFF.parse().expect("a valid directive"))
+        .add_directive(RMCP_UNPARSED_LINES_OFF.parse().expect("a valid directive"))
+        .add_directive(RMCP_SESSION_IDS_OFF.parse().expect("a valid directive"))
+}
+
+/// What rmcp's service loop logs at error when a response cannot be sent
+/// because the client has gone: a client that closes its connection before
+/// (or right after) its answer is ordinary, so these lines are dropped. The
+/// handler has already logged how the call itself went.
+const CLIENT_GONE_MESSAGES: [&str; 2] = ["fail to response message", "failed to send pending response during drain"];
+
+/// Drops rmcp's [`CLIENT_GONE_MESSAGES`] events.
+struct ClientGoneFilter;
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for ClientGoneFilter {
+    fn event_enabled(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) -> bool {
+        if event.metadata().target() != "rmcp::service" {
+            return true;
+        }
+        struct Message(String);
+        impl tracing::field::Visit for Message {
+            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+                if field.name() == "message" {
+                    self.0 = format!("{value:?}");
+                }
+            }
+        }
+        let mut message = Message(String::new());
+        event.record(&mut message);
+        !CLIENT_GONE_MESSAGES.contains(&message.0.as_str())
+    }
 }
 
 /// Serve prompts from sandboxed WebAssembly prompt packs over MCP.
@@ -93,8 +133,9 @@ enum Command {
     /// Create a new prompt pack, ready to build: a starter prompt, the WIT
     /// contract, and (for Rust) the SDK.
     New {
-        /// The pack's name: lowercase letters, digits and underscores. It names
-        /// the directory, the plugin and its .wasm file.
+        /// The pack's name: it names the directory, the plugin and its .wasm
+        /// file, so a plugin name (lowercase letters, digits, '-' and '_');
+        /// in Rust, its crate's too (no '-', starting with a letter).
         name: String,
         /// The language to write the pack in.
         #[arg(long, value_enum, default_value_t = Lang::Rust)]
@@ -133,6 +174,10 @@ enum Command {
         /// Arguments, each NAME=VALUE.
         #[arg(value_name = "NAME=VALUE", value_parser = parse_argument)]
         arguments: Vec<(String, String)>,
+        /// An answer to a field of a form the prompt asks for (repeatable).
+        /// A required field without one is asked for on a terminal.
+        #[arg(long = "answer", value_name = "FIELD=VALUE", value_parser = parse_argument)]
+        answers: Vec<(String, String)>,
         #[command(flatten)]
         plugin: OnePluginArgs,
     },
@@ -212,9 +257,10 @@ enum Command {
     /// Sign a pack in a registry as cosign does (the signature names its
     /// manifest digest and its repository, never a tag), store the signature
     /// beside it, and say what was signed.
-    /// The key is cosign's (`cosign generate-key-pair` writes cosign.key;
-    /// its password is read from COSIGN_PASSWORD) or a PKCS#8 PEM ECDSA
-    /// P-256 key.
+    /// The key is cosign's (`prompt-host keygen` and `cosign
+    /// generate-key-pair` write cosign.key), or an ECDSA P-256 key in PEM as
+    /// openssl writes it: SEC1, PKCS#8 or encrypted PKCS#8. The password of
+    /// an encrypted key is read from COSIGN_PASSWORD.
     Sign {
         /// oci://REGISTRY/REPOSITORY@sha256:HEX, the digest `publish` printed
         reference: String,
@@ -229,6 +275,15 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
     },
+    /// Write a new signing key pair as `cosign generate-key-pair` does:
+    /// PREFIX.key, ECDSA P-256 in cosign's encrypted format (its password
+    /// from COSIGN_PASSWORD, or asked for on a terminal), and PREFIX.pub, the
+    /// public key to trust ([signatures] public_keys). Neither file may exist.
+    Keygen {
+        /// Where to write the keys: PREFIX.key and PREFIX.pub.
+        #[arg(long, value_name = "PREFIX", default_value = "cosign")]
+        output_key_prefix: String,
+    },
     /// Push a pack to an OCI registry as a CNCF wasm artifact (the layout
     /// wkg and oras push), and print its manifest digest: what cosign signs.
     Publish {
@@ -242,13 +297,24 @@ enum Command {
     },
 }
 
+/// The config file every command reads when `--config` names none, in the
+/// working directory: `add`, `update`, `remove` and `list` need it; `serve`,
+/// `inspect`, `get`, `complete`, `publish` and `sign` read it if it is there.
+const DEFAULT_CONFIG_FILE: &str = "prompt-host.toml";
+
+/// The config file a command reads: the one `--config` names, else
+/// [`DEFAULT_CONFIG_FILE`] if the working directory has one.
+fn config_file(given: Option<PathBuf>) -> Option<PathBuf> {
+    given.or_else(|| std::path::Path::new(DEFAULT_CONFIG_FILE).is_file().then(|| PathBuf::from(DEFAULT_CONFIG_FILE)))
+}
+
 /// Which installation `add`, `update`, `remove` and `list` work on.
 #[derive(Args)]
 struct InstallArgs {
     /// The config file `serve` uses: its plugin directory receives the packs,
     /// prompt-host.lock is beside it, and its [signatures] and [registry]
     /// sections apply.
-    #[arg(long, value_name = "FILE", default_value = "prompt-host.toml")]
+    #[arg(long, value_name = "FILE", default_value = DEFAULT_CONFIG_FILE)]
     config: PathBuf,
 }
 
@@ -258,7 +324,7 @@ struct InstallArgs {
 #[derive(Args)]
 struct OnePluginArgs {
     /// The config file `serve` uses: the plugin gets the limits, prefix and
-    /// pinned SHA-256 it configures for it.
+    /// pinned SHA-256 it configures for it [default: ./prompt-host.toml, if there is one].
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     #[command(flatten)]
@@ -270,8 +336,8 @@ struct OnePluginArgs {
 impl OnePluginArgs {
     /// The configuration the plugin loads under.
     fn config(&self) -> anyhow::Result<ServeConfig> {
-        let mut config = match &self.config {
-            Some(path) => ServeConfig::from_file(path)?,
+        let mut config = match config_file(self.config.clone()) {
+            Some(path) => ServeConfig::from_file(&path)?,
             None => ServeConfig::default(),
         };
         // As in serve: the options replace [limits], and the plugin's own
@@ -325,7 +391,8 @@ impl From<Lang> for Language {
 #[derive(Args, Clone)]
 struct ServeArgs {
     /// A TOML config file: plugin directory, page size, limits, per-plugin
-    /// prefixes and limits. Command-line options override it.
+    /// prefixes and limits. Command-line options override it
+    /// [default: ./prompt-host.toml, if there is one].
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     /// Directory of plugin files (`*.wasm`). Without it (here or in the config
@@ -428,6 +495,16 @@ struct HttpArgs {
     #[arg(long, value_name = "N", default_value_t = http::DEFAULT_MAX_SESSIONS as u32, requires = "http",
           value_parser = clap::value_parser!(u32).range(1..))]
     max_sessions: u32,
+    /// Long-lived streams (GET streams, subscriptions/listen) one user (an
+    /// OAuth token's subject) may hold open at once; past it, 429. Streams in
+    /// all leave a quarter of --max-connections to other requests.
+    #[arg(long, value_name = "N", default_value_t = http::DEFAULT_MAX_STREAMS_PER_USER as u32, requires = "http",
+          value_parser = clap::value_parser!(u32).range(1..))]
+    max_streams_per_user: u32,
+    /// Long-lived streams one tenant's users may hold open at once; past it, 429.
+    #[arg(long, value_name = "N", default_value_t = http::DEFAULT_MAX_STREAMS_PER_TENANT as u32, requires = "http",
+          value_parser = clap::value_parser!(u32).range(1..))]
+    max_streams_per_tenant: u32,
     /// Milliseconds a client may take to send a request's body; slower ones get 408.
     #[arg(long, value_name = "MS", default_value_t = http::DEFAULT_BODY_READ_TIMEOUT.as_millis() as u64, requires = "http",
           value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
@@ -479,12 +556,14 @@ fn parse_prefix(text: &str) -> Result<(String, String), String> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // stdout belongs to the protocol: every log line goes to stderr.
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
     let log = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(log_filter());
     match cli.log_format {
-        LogFormat::Text => log.with_ansi(std::io::stderr().is_terminal()).init(),
-        LogFormat::Json => log.json().with_current_span(false).init(),
+        LogFormat::Text => log.with_ansi(std::io::stderr().is_terminal()).finish().with(ClientGoneFilter).init(),
+        LogFormat::Json => log.json().with_current_span(false).finish().with(ClientGoneFilter).init(),
     }
     // A multi-threaded runtime, for stdio too: a pack that runs long keeps one
     // core (the sandbox's slow lane is one fewer than the cores), and the
@@ -498,7 +577,7 @@ fn main() -> ExitCode {
             Command::New { name, lang, dir } => new(name, lang.into(), dir),
             Command::Serve(args) => serve(args).await,
             Command::Inspect { file, json, plugin } => inspect(file, json, plugin).await,
-            Command::Get { file, prompt, arguments, plugin } => get(file, prompt, arguments, plugin).await,
+            Command::Get { file, prompt, arguments, answers, plugin } => get(file, prompt, arguments, answers, plugin).await,
             Command::Completions { shell } => {
                 clap_complete::generate(shell, &mut Cli::command(), "prompt-host", &mut std::io::stdout());
                 Ok(())
@@ -511,8 +590,13 @@ fn main() -> ExitCode {
             Command::Update { name, allow_downgrade, install } => packs::update(&install.config, name.as_deref(), allow_downgrade).await,
             Command::Remove { name, install } => packs::remove(&install.config, &name).await,
             Command::List { json, install } => packs::list(&install.config, json).await,
-            Command::Publish { file, reference, config } => packs::publish(&file, &reference, config.as_deref()).await,
-            Command::Sign { reference, key, allow_tag, config } => packs::sign(&reference, &key, allow_tag, config.as_deref()).await,
+            Command::Publish { file, reference, config } => {
+                packs::publish(&file, &reference, config_file(config).as_deref()).await
+            }
+            Command::Keygen { output_key_prefix } => packs::keygen(&output_key_prefix),
+            Command::Sign { reference, key, allow_tag, config } => {
+                packs::sign(&reference, &key, allow_tag, config_file(config).as_deref()).await
+            }
         }
     });
     // Everything to be written has been: do not wait for what is left, such
@@ -561,11 +645,15 @@ fn serve_config(args: &ServeArgs) -> Result<ServeConfig, ConfigError> {
     Ok(config)
 }
 
-async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
+    args.config = config_file(args.config.take());
     // What can be wrong without loading a plugin is checked first: the
     // config, the token file and the address (bound here, so that one in
     // use is reported before plugins compile).
     let config = serve_config(&args)?;
+    if args.http.http.is_none() {
+        warn_of_sections_for_http(&config);
+    }
     // Until serve returns, whichever way (a stop signal, the end of stdin, an
     // error): dropping it flushes the spans not yet exported.
     let _traces = args.otel_traces.then(prompt_host::traces::enable).transpose()?;
@@ -579,7 +667,14 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     }
     let config_source = args.config.is_some().then(|| {
         let args = args.clone();
-        Box::new(move || serve_config(&args)) as prompt_host::watch::ConfigSource
+        Box::new(move || {
+            let config = serve_config(&args)?;
+            // As at start: a `source` added since is installed before the
+            // rescan that loads it. (The runtime is multi-threaded: this
+            // blocks only the watcher's task.)
+            tokio::task::block_in_place(|| tokio::runtime::Handle::current().block_on(packs::install_sources(&config)));
+            Ok(config)
+        }) as prompt_host::watch::ConfigSource
     });
     // Listened for from here on, so that a stop while plugins load (a slow
     // compile, a pack that lists its prompts until its deadline) is logged
@@ -618,14 +713,26 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             return Ok(());
         }
     };
+    // With the line on what is served: the start-up summary.
+    match &args.config {
+        Some(path) => tracing::info!("configuration read from {}", std::path::absolute(path).unwrap_or_else(|_| path.clone()).display()),
+        None => tracing::info!("no configuration file (no --config, no ./{DEFAULT_CONFIG_FILE}): the defaults and the options"),
+    }
     let requires_token = args.http.auth_token_file.is_some() || config.authorization.is_some();
     let list_caching = ListCaching::new(config.list_ttl_ms, requires_token);
     let seal = match &config.request_state_key_file {
-        Some(key_file) => Some(prompt_host::input::RequestStateSeal::from_key_file(key_file)?),
+        Some(key_file) => Some(prompt_host::input::RequestStateSeal::from_key_files(
+            key_file,
+            &config.request_state_previous_key_files,
+        )?),
         None => None,
     };
+    // One count of pending elicitations in all; each tenant's server its own count per tenant.
+    let elicitations = prompt_host::input::PendingElicitations::new(config.elicitation);
     let server_for = |registry| {
-        let server = PromptServer::new(registry, config.page_size).with_list_caching(list_caching.clone());
+        let server = PromptServer::new(registry, config.page_size)
+            .with_list_caching(list_caching.clone())
+            .with_pending_elicitations(elicitations.another_tenant());
         match &seal {
             Some(seal) => server.with_request_state_seal(seal.clone()),
             None => server,
@@ -633,12 +740,15 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     };
     let mut by_name: std::collections::BTreeMap<String, PromptServer> =
         tenants.into_iter().map(|(name, host)| (name, server_for(host.registry))).collect();
-    let server = match config.default_tenant.as_ref().and_then(|name| by_name.get(name)) {
-        Some(default) if tenanted => default.clone(),
-        _ => server_for(host.registry),
+    // The default tenant is served by that tenant's one service (one
+    // session table), not by a second one.
+    let default = match &config.default_tenant {
+        Some(name) if tenanted && by_name.contains_key(name) => http::DefaultTenant::Tenant(name.clone()),
+        _ => http::DefaultTenant::Own(server_for(host.registry)),
     };
     let grace = std::time::Duration::from_millis(args.shutdown_grace_ms);
     let Some(listener) = listener else {
+        let http::DefaultTenant::Own(server) = default else { unreachable!("tenants are served over HTTP only") };
         let stop = async move {
             let signal = signals.next().await;
             prompt_host::metrics::stopping();
@@ -648,7 +758,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         tracing::info!("stopped");
         return Ok(());
     };
-    let running = listener.serve_tenants(http::Tenants { by_name: std::mem::take(&mut by_name), default: server });
+    let running = listener.serve_tenants(http::Tenants { by_name: std::mem::take(&mut by_name), default });
     let signal = signals.next().await;
     prompt_host::metrics::stopping();
     tracing::info!(
@@ -658,6 +768,25 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     running.shutdown(grace).await;
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Over stdio, the sections that apply only to `--http`, each with a
+/// warning: stdio has one client, the process that started the server, and
+/// no token to ask it for.
+fn warn_of_sections_for_http(config: &ServeConfig) {
+    if config.authorization.is_some() {
+        tracing::warn!(
+            "the [authorization] section applies only with --http: over stdio no token is asked for, \
+             and every prompt is served to the process that started the server"
+        );
+    }
+    if !config.tenants.is_empty() {
+        let served = match &config.plugins_dir {
+            Some(dir) => format!("server.plugins ({}) is served", dir.display()),
+            None => "the bundled example packs are served".to_string(),
+        };
+        tracing::warn!("the [tenants] sections apply only with --http: over stdio {served}");
+    }
 }
 
 /// The HTTP front's settings, from `--http ADDRESS` and the other HTTP
@@ -672,6 +801,8 @@ async fn http_config(address: &str, args: &HttpArgs, authorization: Option<Autho
     http.max_request_bytes = (args.max_request_kib as usize) << 10;
     http.max_connections = args.max_connections as usize;
     http.max_sessions = args.max_sessions as usize;
+    http.max_streams_per_user = args.max_streams_per_user as usize;
+    http.max_streams_per_tenant = args.max_streams_per_tenant as usize;
     http.body_read_timeout = std::time::Duration::from_millis(args.body_read_timeout_ms);
     Ok(http)
 }
@@ -751,7 +882,13 @@ async fn inspect(file: PathBuf, json: bool, plugin: OnePluginArgs) -> anyhow::Re
     Ok(())
 }
 
-async fn get(file: PathBuf, prompt: String, arguments: Vec<(String, String)>, plugin: OnePluginArgs) -> anyhow::Result<()> {
+async fn get(
+    file: PathBuf,
+    prompt: String,
+    arguments: Vec<(String, String)>,
+    answers: Vec<(String, String)>,
+    plugin: OnePluginArgs,
+) -> anyhow::Result<()> {
     let server = serve_one(&file, &plugin.config()?).await?;
     // An unknown prompt has no arguments to warn of: its error comes below.
     let declared = server.declared_arguments(&prompt);
@@ -766,7 +903,7 @@ async fn get(file: PathBuf, prompt: String, arguments: Vec<(String, String)>, pl
     }
     let arguments = arguments.into_iter().map(|(name, value)| (name, serde_json::Value::String(value))).collect();
     let request = rmcp::model::GetPromptRequestParams::new(prompt).with_arguments(arguments);
-    let mut result = server.get_prompt_result(request).await.map_err(|error| match error {
+    let mut result = server.get_prompt_answering(request, answer_forms(answers)).await.map_err(|error| match error {
         RequestError::UnknownPrompt { .. } => {
             anyhow::anyhow!("{error}; {} serves: {}", file.display(), list_or_none(&server.prompt_names()))
         }
@@ -776,6 +913,33 @@ async fn get(file: PathBuf, prompt: String, arguments: Vec<(String, String)>, pl
     result.result_type = None;
     println!("{}", serde_json::to_string_pretty(&result)?);
     Ok(())
+}
+
+/// How `get` answers a form: with the `--answer FIELD=VALUE` given for a
+/// field (the last one), else, on a terminal, by asking on it.
+fn answer_forms(answers: Vec<(String, String)>) -> prompt_host::handler::Answerer {
+    let terminal = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+    std::sync::Arc::new(move |forms: &prompt_host::input::Forms| {
+        forms.answer_each(|question| {
+            if let Some((_, value)) = answers.iter().rev().find(|(field, _)| field == question.name) {
+                return Some(value.clone());
+            }
+            if !terminal {
+                return None;
+            }
+            // The pack's words, escaped: a terminal obeys control characters.
+            if question.first_of_form {
+                eprintln!("{}", question.message.escape_debug());
+            }
+            let label = question.label.map(|label| format!(" ({})", label.escape_debug())).unwrap_or_default();
+            let optional = if question.required { "" } else { " [optional: Enter leaves it out]" };
+            eprint!("  {}{label}{optional}: ", question.name.escape_debug());
+            let mut line = String::new();
+            std::io::stdin().read_line(&mut line).ok()?;
+            let typed = line.trim_end_matches(['\r', '\n']);
+            (!typed.is_empty()).then(|| typed.to_string())
+        })
+    })
 }
 
 /// The plugin file `file`, loaded as the server would, behind a prompt

@@ -7,7 +7,10 @@
 //! - the log's timestamp is signed by a log the trusted root names, and
 //!   records this signature, this certificate and this payload;
 //! - the certificate chains to a CA the trusted root names, for code
-//!   signing, at the time the log recorded (the certificate has expired since);
+//!   signing, at the time the log recorded (the certificate has expired since),
+//!   within one CA entry of the root trusted at that time (its `validFor`),
+//!   through that entry's own certificates only: the intermediates a
+//!   signature ships are not used;
 //! - the certificate names an identity and issuer the configuration lists:
 //!   there is no match-anything default;
 //! - the certificate's key made the signature.
@@ -28,13 +31,26 @@ use x509_cert::der::{Decode, DecodePem, Encode};
 /// The CAs and transparency logs keyless signatures are checked against.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TrustedRoot {
-    /// CA certificates (DER): the last of each chain is a trust anchor, the
-    /// others intermediates; each anchor with the time the root trusts it for.
-    anchors: Vec<(Vec<u8>, Validity)>,
-    intermediates: Vec<Vec<u8>>,
+    /// The certificate authorities, each entry of the root on its own: a
+    /// certificate chains within one entry, at a time that entry is trusted
+    /// for, so a retired intermediate never borrows a current entry's root.
+    authorities: Vec<Authority>,
     /// Transparency log keys (DER SubjectPublicKeyInfo), by log id (hex
     /// SHA-256 of the key), each with the time the root trusts it for.
     logs: BTreeMap<String, (Vec<u8>, Validity)>,
+    /// Certificate transparency log keys, the same way: the logs whose
+    /// signed certificate timestamps (SCTs) a certificate must carry.
+    ct_logs: BTreeMap<String, (Vec<u8>, Validity)>,
+}
+
+/// One certificate authority of a trusted root: its chain (DER), the last
+/// a trust anchor and the others intermediates, and the time the root trusts
+/// the whole entry for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Authority {
+    anchor: Vec<u8>,
+    intermediates: Vec<Vec<u8>>,
+    validity: Validity,
 }
 
 /// The span of time a trusted root trusts a CA or a log key for (its
@@ -63,19 +79,52 @@ impl Validity {
     }
 }
 
-/// An identity a keyless signature may be made by.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+/// An identity a keyless signature may be made by: in the configuration,
+/// what a certificate must name; read from a certificate, what it names.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Identity {
     /// The certificate's subject alternative name: an email address or a URI.
     pub identity: String,
     /// The OpenID issuer that vouched for it.
     pub issuer: String,
+    /// Fulcio's source repository extension (a CI build's repository,
+    /// 1.3.6.1.4.1.57264.1.12), when pinned. Trusting a reusable workflow's
+    /// identity trusts every repository that calls it, unless this is pinned.
+    #[serde(default)]
+    pub source_repository: Option<String>,
+    /// Fulcio's source repository ref extension (1.3.6.1.4.1.57264.1.14),
+    /// when pinned: `refs/tags/v1`, `refs/heads/main`.
+    #[serde(default)]
+    pub source_ref: Option<String>,
+    /// Fulcio's build config extension (1.3.6.1.4.1.57264.1.18): the
+    /// workflow that ran, with its ref, when pinned.
+    #[serde(default)]
+    pub workflow: Option<String>,
+}
+
+impl Identity {
+    /// Whether `named` (what a certificate names) is this identity: the same
+    /// identity and issuer, and each pinned extension the same.
+    fn allows(&self, named: &Identity) -> bool {
+        let pinned = |pin: &Option<String>, value: &Option<String>| pin.is_none() || pin == value;
+        self.identity == named.identity
+            && self.issuer == named.issuer
+            && pinned(&self.source_repository, &named.source_repository)
+            && pinned(&self.source_ref, &named.source_ref)
+            && pinned(&self.workflow, &named.workflow)
+    }
 }
 
 impl std::fmt::Display for Identity {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} (issuer {})", self.identity, self.issuer)
+        write!(f, "{} (issuer {}", self.identity, self.issuer)?;
+        for (what, value) in [("source repository", &self.source_repository), ("ref", &self.source_ref), ("workflow", &self.workflow)] {
+            if let Some(value) = value {
+                write!(f, ", {what} {value}")?;
+            }
+        }
+        write!(f, ")")
     }
 }
 
@@ -84,8 +133,6 @@ impl std::fmt::Display for Identity {
 pub struct KeylessSignature<'a> {
     /// The signing certificate, DER.
     pub certificate: Vec<u8>,
-    /// Intermediate certificates that came with it, DER.
-    pub chain: Vec<Vec<u8>>,
     /// The signed bytes, and their signature (base64).
     pub signed: &'a [u8],
     pub signature: &'a str,
@@ -179,6 +226,8 @@ struct TrustedRootFile {
     tlogs: Vec<TransparencyLog>,
     #[serde(default)]
     certificate_authorities: Vec<CertificateAuthority>,
+    #[serde(default)]
+    ctlogs: Vec<TransparencyLog>,
 }
 
 #[derive(Deserialize)]
@@ -223,6 +272,11 @@ struct RawCertificate {
 /// (1.3.6.1.4.1.57264.1.1).
 const ISSUER_V2: &str = "1.3.6.1.4.1.57264.1.8";
 const ISSUER_V1: &str = "1.3.6.1.4.1.57264.1.1";
+/// Fulcio's source repository, source repository ref and build config
+/// extensions, each a DER UTF8String.
+const SOURCE_REPOSITORY: &str = "1.3.6.1.4.1.57264.1.12";
+const SOURCE_REF: &str = "1.3.6.1.4.1.57264.1.14";
+const BUILD_CONFIG: &str = "1.3.6.1.4.1.57264.1.18";
 /// The code signing extended key usage, 1.3.6.1.5.5.7.3.3, as DER content.
 const CODE_SIGNING: &[u8] = &[0x2b, 0x06, 0x01, 0x05, 0x05, 0x07, 0x03, 0x03];
 
@@ -231,27 +285,40 @@ impl TrustedRoot {
     /// transparency logs.
     pub fn from_json(text: &str) -> Result<TrustedRoot, String> {
         let file: TrustedRootFile = serde_json::from_str(text).map_err(|error| format!("not a Sigstore trusted root: {error}"))?;
-        let mut root = TrustedRoot { anchors: Vec::new(), intermediates: Vec::new(), logs: BTreeMap::new() };
+        let mut root = TrustedRoot { authorities: Vec::new(), logs: read_logs(&file.tlogs)?, ct_logs: read_logs(&file.ctlogs)? };
         for authority in &file.certificate_authorities {
             let chain: Vec<Vec<u8>> =
                 authority.cert_chain.certificates.iter().map(|certificate| decode(&certificate.raw_bytes)).collect::<Result<_, _>>()?;
             let Some((anchor, intermediates)) = chain.split_last() else { continue };
             webpki::anchor_from_trusted_cert(&CertificateDer::from(anchor.as_slice()))
                 .map_err(|error| format!("a certificate authority's root is not a usable CA certificate: {error}"))?;
-            root.anchors.push((anchor.clone(), Validity::from_file(authority.valid_for.as_ref())?));
-            root.intermediates.extend(intermediates.iter().cloned());
+            root.authorities.push(Authority {
+                anchor: anchor.clone(),
+                intermediates: intermediates.to_vec(),
+                validity: Validity::from_file(authority.valid_for.as_ref())?,
+            });
         }
-        for log in &file.tlogs {
-            let key = decode(&log.public_key.raw_bytes)?;
-            CosignVerificationKey::try_from_der(&key).map_err(|error| format!("a transparency log's key is not usable: {error}"))?;
-            let validity = Validity::from_file(log.public_key.valid_for.as_ref())?;
-            root.logs.insert(hex(&Sha256::digest(&key)), (key, validity));
-        }
-        if root.anchors.is_empty() || root.logs.is_empty() {
-            return Err("it names no certificate authority or no transparency log: keyless signatures need both".into());
+        if root.authorities.is_empty() || root.logs.is_empty() || root.ct_logs.is_empty() {
+            return Err(
+                "it names no certificate authority, no transparency log (tlogs) or no certificate transparency log (ctlogs): \
+                 keyless signatures need all three"
+                    .into(),
+            );
         }
         Ok(root)
     }
+}
+
+/// A trusted root's logs (its `tlogs` or its `ctlogs`), by log id.
+fn read_logs(logs: &[TransparencyLog]) -> Result<BTreeMap<String, (Vec<u8>, Validity)>, String> {
+    let mut read = BTreeMap::new();
+    for log in logs {
+        let key = decode(&log.public_key.raw_bytes)?;
+        CosignVerificationKey::try_from_der(&key).map_err(|error| format!("a transparency log's key is not usable: {error}"))?;
+        let validity = Validity::from_file(log.public_key.valid_for.as_ref())?;
+        read.insert(hex(&Sha256::digest(&key)), (key, validity));
+    }
+    Ok(read)
 }
 
 /// Checks a keyless signature against the trusted root and the identities
@@ -267,40 +334,11 @@ pub fn verify(root: &TrustedRoot, identities: &[Identity], signature: &KeylessSi
         .map_err(|_| "its transparency log timestamp is not signed by the log")?;
     check_log_records(entry, signature)?;
 
-    let intermediates: Vec<CertificateDer<'_>> =
-        root.intermediates.iter().chain(&signature.chain).map(|der| CertificateDer::from(der.as_slice())).collect();
-    let anchor_ders: Vec<CertificateDer<'_>> = root
-        .anchors
-        .iter()
-        .filter(|(_, validity)| validity.contains(entry.integrated_time))
-        .map(|(der, _)| CertificateDer::from(der.as_slice()))
-        .collect();
-    if anchor_ders.is_empty() {
-        return Err("no certificate authority of the trusted root was trusted at the time the log recorded (validFor)".into());
-    }
-    let anchors: Vec<_> = anchor_ders
-        .iter()
-        .map(|der| webpki::anchor_from_trusted_cert(der).expect("checked when the root was read"))
-        .collect();
-    let leaf = CertificateDer::from(signature.certificate.as_slice());
-    let time = u64::try_from(entry.integrated_time).map_err(|_| "its transparency log time is negative")?;
-    let certificate = webpki::EndEntityCert::try_from(&leaf).map_err(|error| format!("its certificate cannot be read: {error}"))?;
-    certificate
-        .verify_for_usage(
-            webpki::ALL_VERIFICATION_ALGS,
-            &anchors,
-            &intermediates,
-            UnixTime::since_unix_epoch(std::time::Duration::from_secs(time)),
-            webpki::KeyUsage::required(CODE_SIGNING),
-            None,
-            None,
-        )
-        .map_err(|error| {
-            format!("its certificate does not chain to a trusted CA for code signing at the time the log recorded: {error}")
-        })?;
+    let issuer_key = check_chain(root, &signature.certificate, entry.integrated_time)?;
+    check_timestamps(root, &signature.certificate, &issuer_key)?;
 
     let named = certificate_identities(&signature.certificate)?;
-    let Some(named) = named.iter().find(|identity| identities.contains(identity)).cloned() else {
+    let Some(named) = named.iter().find(|named| identities.iter().any(|allowed| allowed.allows(named))).cloned() else {
         let allowed: Vec<String> = identities.iter().map(Identity::to_string).collect();
         let named: Vec<String> = named.iter().map(Identity::to_string).collect();
         return Err(format!("it is signed by {}, not by an identity the configuration allows ({})", named.join(" and "), allowed.join(", ")));
@@ -312,6 +350,158 @@ pub fn verify(root: &TrustedRoot, identities: &[Identity], signature: &KeylessSi
         .and_then(|key| key.verify_signature(Signature::Base64Encoded(signature.signature.as_bytes()), signature.signed))
         .map_err(|_| "its signature was not made by its certificate's key")?;
     Ok(named)
+}
+
+/// Checks that the certificate `leaf` (DER) chains, for code signing at
+/// `time` (the log's), within one certificate authority of the trusted root
+/// that was trusted at that time: through that entry's own intermediates to
+/// its own anchor. Intermediates that came with the signature are not used:
+/// a retired intermediate shipped beside a leaf it issued would otherwise
+/// chain to the root a current entry shares with it. Returns the key
+/// (DER SubjectPublicKeyInfo) of the entry's certificate that issued it.
+fn check_chain(root: &TrustedRoot, leaf: &[u8], time: i64) -> Result<Vec<u8>, String> {
+    let current: Vec<&Authority> = root.authorities.iter().filter(|authority| authority.validity.contains(time)).collect();
+    if current.is_empty() {
+        return Err("no certificate authority of the trusted root was trusted at the time the log recorded (validFor)".into());
+    }
+    let leaf = CertificateDer::from(leaf);
+    let certificate = webpki::EndEntityCert::try_from(&leaf).map_err(|error| format!("its certificate cannot be read: {error}"))?;
+    let at = UnixTime::since_unix_epoch(std::time::Duration::from_secs(u64::try_from(time).map_err(|_| "its transparency log time is negative")?));
+    let mut last_error = None;
+    for authority in current {
+        let anchor_der = CertificateDer::from(authority.anchor.as_slice());
+        let anchor = webpki::anchor_from_trusted_cert(&anchor_der).expect("checked when the root was read");
+        let intermediates: Vec<CertificateDer<'_>> =
+            authority.intermediates.iter().map(|der| CertificateDer::from(der.as_slice())).collect();
+        match certificate.verify_for_usage(
+            webpki::ALL_VERIFICATION_ALGS,
+            &[anchor],
+            &intermediates,
+            at,
+            webpki::KeyUsage::required(CODE_SIGNING),
+            None,
+            None,
+        ) {
+            Ok(_) => return issuer_key(authority, leaf.as_ref()),
+            Err(error) => last_error = Some(error),
+        }
+    }
+    Err(format!(
+        "its certificate does not chain to a trusted CA for code signing at the time the log recorded: {}",
+        last_error.expect("at least one authority was tried")
+    ))
+}
+
+/// The key of the certificate of `authority` that issued `leaf` (DER): the
+/// one whose subject is the leaf's issuer.
+fn issuer_key(authority: &Authority, leaf: &[u8]) -> Result<Vec<u8>, String> {
+    let unreadable = |error: x509_cert::der::Error| format!("its certificate cannot be read: {error}");
+    let issuer = x509_cert::Certificate::from_der(leaf).and_then(|leaf| leaf.tbs_certificate().issuer().to_der()).map_err(unreadable)?;
+    for der in authority.intermediates.iter().chain([&authority.anchor]) {
+        let certificate = x509_cert::Certificate::from_der(der).map_err(unreadable)?;
+        if certificate.tbs_certificate().subject().to_der().map_err(unreadable)? == issuer {
+            return certificate.tbs_certificate().subject_public_key_info().to_der().map_err(unreadable);
+        }
+    }
+    Err("its certificate's issuer is not a certificate of the trusted root".into())
+}
+
+/// Fulcio's embedded SCT list extension (RFC 6962, section 3.3).
+const SCT_LIST: &str = "1.3.6.1.4.1.11129.2.4.2";
+
+/// Checks that the certificate `leaf` (DER) was logged to certificate
+/// transparency: one of its embedded signed certificate timestamps (SCTs)
+/// is signed by a CT log the trusted root names, at a time the root trusts
+/// that log for, over the precertificate (the certificate without its SCT
+/// list, and the key hash of `issuer_key`, its issuer's). Offline: the
+/// SCT carries the log's signature, the trusted root its key.
+fn check_timestamps(root: &TrustedRoot, leaf: &[u8], issuer_key: &[u8]) -> Result<(), String> {
+    use x509_cert::der::{Any, Tagged};
+    let unreadable = |error: x509_cert::der::Error| format!("its certificate cannot be read: {error}");
+    let certificate = x509_cert::Certificate::from_der(leaf).map_err(unreadable)?;
+    let extensions = certificate.tbs_certificate().extensions().map(|extensions| extensions.as_slice()).unwrap_or_default();
+    let list = extensions
+        .iter()
+        .find(|extension| extension.extn_id.to_string() == SCT_LIST)
+        .ok_or("its certificate carries no signed certificate timestamp (SCT): it was not logged to certificate transparency")?;
+    let list = x509_cert::der::asn1::OctetString::from_der(list.extn_value.as_bytes()).map_err(unreadable)?;
+    // The precertificate's TBS: the certificate's, without the SCT list.
+    let mut fields = Vec::<Any>::from_der(&certificate.tbs_certificate().to_der().map_err(unreadable)?).map_err(unreadable)?;
+    for field in &mut fields {
+        if field.tag().is_context_specific() && field.tag().number().value() == 3 {
+            let kept: Vec<x509_cert::ext::Extension> = Vec::<x509_cert::ext::Extension>::from_der(field.value())
+                .map_err(unreadable)?
+                .into_iter()
+                .filter(|extension| extension.extn_id.to_string() != SCT_LIST)
+                .collect();
+            *field = Any::new(field.tag(), kept.to_der().map_err(unreadable)?).map_err(unreadable)?;
+        }
+    }
+    let precertificate = fields.to_der().map_err(unreadable)?;
+    let issuer_key_hash = Sha256::digest(issuer_key);
+    let mut problems = Vec::new();
+    for sct in parse_sct_list(list.as_bytes()).ok_or("its certificate's SCT list cannot be read")? {
+        let Some((log_key, validity)) = root.ct_logs.get(&hex(sct.log_id)) else {
+            problems.push("one is by a CT log the trusted root does not name".to_string());
+            continue;
+        };
+        if !validity.contains((sct.timestamp_ms / 1000) as i64) {
+            problems.push("one is by a CT log the trusted root did not trust at its time (validFor)".to_string());
+            continue;
+        }
+        let mut signed = vec![0u8, 0u8];
+        signed.extend_from_slice(&sct.timestamp_ms.to_be_bytes());
+        signed.extend_from_slice(&[0, 1]);
+        signed.extend_from_slice(&issuer_key_hash);
+        signed.extend_from_slice(&(precertificate.len() as u32).to_be_bytes()[1..]);
+        signed.extend_from_slice(&precertificate);
+        signed.extend_from_slice(&(sct.extensions.len() as u16).to_be_bytes());
+        signed.extend_from_slice(sct.extensions);
+        let verified = CosignVerificationKey::try_from_der(log_key)
+            .and_then(|key| key.verify_signature(Signature::Raw(sct.signature), &signed));
+        match verified {
+            Ok(()) => return Ok(()),
+            Err(_) => problems.push("one is not signed by its CT log over this certificate".to_string()),
+        }
+    }
+    Err(format!("its certificate's signed certificate timestamps (SCTs) do not verify: {}", problems.join("; ")))
+}
+
+/// One SCT (RFC 6962, section 3.2), the parts checked.
+struct Sct<'a> {
+    log_id: &'a [u8],
+    timestamp_ms: u64,
+    extensions: &'a [u8],
+    signature: &'a [u8],
+}
+
+/// A TLS-encoded SignedCertificateTimestampList; `None` if malformed.
+fn parse_sct_list(bytes: &[u8]) -> Option<Vec<Sct<'_>>> {
+    fn take<'a>(bytes: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
+        let (taken, rest) = bytes.split_at_checked(n)?;
+        *bytes = rest;
+        Some(taken)
+    }
+    fn take_u16_prefixed<'a>(bytes: &mut &'a [u8]) -> Option<&'a [u8]> {
+        let length = u16::from_be_bytes(take(bytes, 2)?.try_into().ok()?);
+        take(bytes, length as usize)
+    }
+    let mut list = bytes;
+    let mut entries = take_u16_prefixed(&mut list)?;
+    let mut scts = Vec::new();
+    while !entries.is_empty() {
+        let mut sct = take_u16_prefixed(&mut entries)?;
+        if take(&mut sct, 1)? != [0] {
+            continue; // Only v1 SCTs exist.
+        }
+        let log_id = take(&mut sct, 32)?;
+        let timestamp_ms = u64::from_be_bytes(take(&mut sct, 8)?.try_into().ok()?);
+        let extensions = take_u16_prefixed(&mut sct)?;
+        let _algorithms = take(&mut sct, 2)?;
+        let signature = take_u16_prefixed(&mut sct)?;
+        scts.push(Sct { log_id, timestamp_ms, extensions, signature });
+    }
+    Some(scts)
 }
 
 /// Checks that the log entry records this signature: its hash of the signed
@@ -368,7 +558,25 @@ fn certificate_identities(der: &[u8]) -> Result<Vec<Identity>, String> {
                 .and_then(|extension| String::from_utf8(extension.extn_value.as_bytes().to_vec()).ok())
         })
         .ok_or("its certificate names no issuer (Fulcio's issuer extension)")?;
-    Ok(named.into_iter().map(|identity| Identity { identity, issuer: issuer.clone() }).collect())
+    let text_extension = |oid: &str| {
+        extensions
+            .iter()
+            .find(|extension| extension.extn_id.to_string() == oid)
+            .and_then(|extension| x509_cert::der::asn1::Utf8StringRef::from_der(extension.extn_value.as_bytes()).ok())
+            .map(|text| text.to_string())
+    };
+    let (source_repository, source_ref, workflow) =
+        (text_extension(SOURCE_REPOSITORY), text_extension(SOURCE_REF), text_extension(BUILD_CONFIG));
+    Ok(named
+        .into_iter()
+        .map(|identity| Identity {
+            identity,
+            issuer: issuer.clone(),
+            source_repository: source_repository.clone(),
+            source_ref: source_ref.clone(),
+            workflow: workflow.clone(),
+        })
+        .collect())
 }
 
 /// The DER certificates in `pem` (one or more).

@@ -7,21 +7,29 @@
 //! A token is checked with jsonwebtoken against the issuer's published keys
 //! (its JWKS), fetched over HTTPS (or on loopback), with a bound on size and
 //! time, cached, and fetched again when a token names a key not in the cache
-//! (a rotation), at most once per `jwks_min_refresh`, or when the cache is an
-//! hour old (a key withdrawn). Only asymmetric algorithms count, and a key
-//! counts only for the algorithm family of its type (and its own `alg`, when
-//! it names one): no `none`, no HMAC with a public key as the secret.
+//! (a rotation), at most once per `jwks_min_refresh`, or in the background
+//! when the keys held are `jwks_max_age` old (a key withdrawn): a request
+//! whose key is held never waits for a fetch. Only asymmetric algorithms
+//! count, and a key counts only for the algorithm family of its type (and its
+//! own `alg`, when it names one): no `none`, no HMAC with a public key as the
+//! secret. A token bound to a proof of possession (`cnf`) or whose header
+//! names critical extensions (`crit`) is refused: neither is verified here.
 //!
 //! An opaque token (not a JWT) counts only if an introspection endpoint (RFC
-//! 7662) is configured and says it is active, issued by the issuer, for this
-//! resource, unexpired; an active answer is cached until the token expires or
-//! for a minute at most, so a client cannot make the host ask the issuer at
-//! every request.
+//! 7662) is configured and says it is an active access token, issued by the
+//! issuer, for this resource, valid now; an active answer is cached until the
+//! token expires (within [`INTROSPECTION_CACHE_MAX`]), so a client cannot make
+//! the host ask the issuer at every request. Introspection is bounded per
+//! client address as well as in all, and a token that cannot be one (too
+//! long, characters RFC 6750 does not allow) is refused without asking, so a
+//! client sending junk tokens cannot take the turns of valid ones.
 //!
 //! What a token says of its holder (the tenant claim) is read only after all
 //! of that holds.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
+use std::net::IpAddr;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use jsonwebtoken::jwk::{AlgorithmParameters, Jwk, JwkSet};
@@ -36,21 +44,40 @@ pub const MAX_KEYS_BYTES: usize = 64 << 10;
 pub const MAX_KEYS: usize = 32;
 /// How long fetching the issuer's metadata or keys may take.
 pub const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
-/// How old the cached keys may get before they are fetched again.
-pub const KEYS_MAX_AGE: Duration = Duration::from_secs(3600);
+/// The default of `jwks_max_age_secs`: how old the keys held may get before
+/// they are fetched again (in the background).
+pub const DEFAULT_KEYS_MAX_AGE: Duration = Duration::from_secs(3600);
+/// The largest `jwks_max_age_secs`: a withdrawn key stops counting within a day.
+pub const MAX_KEYS_MAX_AGE: Duration = Duration::from_secs(86_400);
 /// The default of `jwks_min_refresh_secs`: how often a token naming an
 /// unknown key may make the host fetch the keys again.
 pub const DEFAULT_KEYS_MIN_REFRESH: Duration = Duration::from_secs(10);
 /// The default leeway on `exp` and `nbf`, for clocks that disagree a little.
 pub const DEFAULT_LEEWAY: Duration = Duration::from_secs(30);
-/// How long an introspection's "active" answer is trusted, at most.
-pub const INTROSPECTION_CACHE_TTL: Duration = Duration::from_secs(60);
+/// The largest `leeway_secs`: an expired token counts at most this long.
+pub const MAX_LEEWAY: Duration = Duration::from_secs(300);
+/// How long an introspection's "active" answer is trusted, at most (else
+/// until the token's `exp`): how long a revoked opaque token may still count.
+pub const INTROSPECTION_CACHE_MAX: Duration = Duration::from_secs(300);
 /// How long a token the issuer refused is refused without asking again.
 pub const INTROSPECTION_REFUSAL_TTL: Duration = Duration::from_secs(10);
-/// Introspections under way at once; past it, a request gets 503.
+/// Introspections under way at once.
 pub const MAX_INTROSPECTIONS_IN_FLIGHT: usize = 16;
-/// The most introspected tokens remembered.
+/// The default of `introspections_per_client`: introspections under way or
+/// waiting for a turn, per client address (an IPv6 /64); past it, that
+/// client's request gets 503 at once. (Behind a proxy every client has the
+/// proxy's address: raise it there.)
+pub const DEFAULT_INTROSPECTIONS_PER_CLIENT: usize = 2;
+/// How long an introspection waits for one of the
+/// [`MAX_INTROSPECTIONS_IN_FLIGHT`] turns before its request gets 503.
+pub const INTROSPECTION_TURN_WAIT: Duration = Duration::from_secs(5);
+/// The most active introspected tokens remembered.
 pub const MAX_INTROSPECTED: usize = 4096;
+/// The most refused introspected tokens remembered (apart, so that refusals
+/// never take the place of active tokens).
+pub const MAX_INTROSPECTION_REFUSALS: usize = 4096;
+/// The longest opaque token sent to introspection.
+pub const MAX_OPAQUE_TOKEN_BYTES: usize = 2048;
 /// The path of the protected resource metadata (RFC 9728), before the
 /// resource's own path.
 pub const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
@@ -80,8 +107,15 @@ pub struct AuthorizationSettings {
     pub jwks_uri: Option<url::Url>,
     /// The scope a token needs to list, get and complete prompts.
     pub scope: String,
+    /// At most [`MAX_LEEWAY`].
     pub leeway: Duration,
+    /// Introspections under way or waiting per client address, at most
+    /// [`MAX_INTROSPECTIONS_IN_FLIGHT`].
+    pub introspections_per_client: usize,
     pub keys_min_refresh: Duration,
+    /// How old the keys held may get before they are fetched again (in the
+    /// background), at most [`MAX_KEYS_MAX_AGE`].
+    pub keys_max_age: Duration,
     /// The claim that names the token holder's tenant (a string, or an array
     /// of them such as groups), if tenants are served.
     pub tenant_claim: Option<String>,
@@ -128,6 +162,15 @@ impl AuthorizationSettings {
         if self.scope.is_empty() || self.scope.contains(char::is_whitespace) {
             return Err("authorization.scope must be one scope, without spaces".to_string());
         }
+        if self.leeway > MAX_LEEWAY {
+            return Err(format!("authorization.leeway_secs must be at most {}", MAX_LEEWAY.as_secs()));
+        }
+        if !(1..=MAX_INTROSPECTIONS_IN_FLIGHT).contains(&self.introspections_per_client) {
+            return Err(format!("authorization.introspections_per_client must be between 1 and {MAX_INTROSPECTIONS_IN_FLIGHT}"));
+        }
+        if self.keys_max_age.is_zero() || self.keys_max_age > MAX_KEYS_MAX_AGE {
+            return Err(format!("authorization.jwks_max_age_secs must be between 1 and {}", MAX_KEYS_MAX_AGE.as_secs()));
+        }
         Ok(())
     }
 }
@@ -157,6 +200,9 @@ pub enum Denial {
     /// The issuer cannot be reached (its keys, its introspection), so the
     /// token cannot be checked (503).
     IssuerUnavailable(String),
+    /// Too many introspections are under way (in all, or from this client)
+    /// for the token to be checked now (503).
+    Busy(String),
 }
 
 impl std::fmt::Display for Denial {
@@ -166,6 +212,7 @@ impl std::fmt::Display for Denial {
             Denial::InvalidToken(why) => write!(f, "invalid token: {why}"),
             Denial::InsufficientScope => f.write_str("the token lacks the scope"),
             Denial::IssuerUnavailable(why) => write!(f, "the issuer cannot be reached: {why}"),
+            Denial::Busy(why) => write!(f, "the token cannot be checked now: {why}"),
         }
     }
 }
@@ -192,10 +239,98 @@ pub struct ResourceServer {
     /// Held by the one fetch under way, with the key set's URI once known
     /// (given, or read from the issuer's metadata).
     refreshing: tokio::sync::Mutex<Option<url::Url>>,
-    /// Introspection answers, by the token's SHA-256, until when.
-    introspected: std::sync::Mutex<std::collections::HashMap<[u8; 32], (Result<Grant, Denial>, Instant)>>,
+    /// Introspection answers, by the token's SHA-256.
+    introspected: std::sync::Mutex<Introspected>,
     /// Introspections under way at once.
     introspecting: tokio::sync::Semaphore,
+    /// Introspections under way or waiting for a turn, per client network.
+    introspecting_per_peer: std::sync::Mutex<HashMap<IpAddr, usize>>,
+}
+
+/// Introspection answers remembered, by the token's SHA-256, until when:
+/// active ones and refusals apart, each bounded, so that a client sending
+/// junk tokens cannot push valid ones out.
+#[derive(Default)]
+struct Introspected {
+    active: HashMap<[u8; 32], (Grant, Instant)>,
+    refused: HashMap<[u8; 32], (Denial, Instant)>,
+}
+
+impl Introspected {
+    fn get(&self, key: &[u8; 32]) -> Option<Result<Grant, Denial>> {
+        let now = Instant::now();
+        if let Some((grant, until)) = self.active.get(key)
+            && now < *until
+        {
+            return Some(Ok(grant.clone()));
+        }
+        match self.refused.get(key) {
+            Some((denial, until)) if now < *until => Some(Err(denial.clone())),
+            _ => None,
+        }
+    }
+
+    fn remember(&mut self, key: [u8; 32], answer: &Result<Grant, Denial>, until: Instant) {
+        match answer {
+            Ok(grant) => remember_bounded(&mut self.active, MAX_INTROSPECTED, key, grant.clone(), until),
+            Err(denial) => remember_bounded(&mut self.refused, MAX_INTROSPECTION_REFUSALS, key, denial.clone(), until),
+        }
+    }
+}
+
+/// Inserts into a map of at most `max` entries, dropping expired ones when
+/// full; when none has expired, the new entry is not remembered.
+fn remember_bounded<V>(map: &mut HashMap<[u8; 32], (V, Instant)>, max: usize, key: [u8; 32], value: V, until: Instant) {
+    if map.len() >= max {
+        let now = Instant::now();
+        map.retain(|_, (_, until)| now < *until);
+    }
+    if map.len() < max {
+        map.insert(key, (value, until));
+    }
+}
+
+/// One of a client's introspection turns, given back when dropped.
+struct PeerTurn<'a> {
+    turns: &'a std::sync::Mutex<HashMap<IpAddr, usize>>,
+    network: IpAddr,
+}
+
+impl<'a> PeerTurn<'a> {
+    /// A turn for `network`, unless it holds `max`.
+    fn take(turns: &'a std::sync::Mutex<HashMap<IpAddr, usize>>, network: IpAddr, max: usize) -> Option<PeerTurn<'a>> {
+        let mut held = turns.lock().expect("never poisoned");
+        let count = held.entry(network).or_default();
+        if *count >= max {
+            return None;
+        }
+        *count += 1;
+        Some(PeerTurn { turns, network })
+    }
+}
+
+impl Drop for PeerTurn<'_> {
+    fn drop(&mut self) {
+        let mut held = self.turns.lock().expect("never poisoned");
+        if let Some(count) = held.get_mut(&self.network) {
+            *count -= 1;
+            if *count == 0 {
+                held.remove(&self.network);
+            }
+        }
+    }
+}
+
+/// The network a client address stands for: an IPv4 address itself, an IPv6
+/// address its /64 (what one site is usually given).
+fn client_network(peer: IpAddr) -> IpAddr {
+    match peer {
+        IpAddr::V4(v4) => IpAddr::V4(v4),
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => IpAddr::V6(std::net::Ipv6Addr::from(u128::from(v6) & !((1u128 << 64) - 1))),
+        },
+    }
 }
 
 impl ResourceServer {
@@ -214,6 +349,7 @@ impl ResourceServer {
             keys: std::sync::Mutex::new(keys),
             introspected: Default::default(),
             introspecting: tokio::sync::Semaphore::new(MAX_INTROSPECTIONS_IN_FLIGHT),
+            introspecting_per_peer: Default::default(),
         })
     }
 
@@ -252,7 +388,7 @@ impl ResourceServer {
     pub fn challenge(&self, denial: &Denial) -> String {
         let metadata = self.metadata_url();
         match denial {
-            Denial::NoToken | Denial::IssuerUnavailable(_) => format!("Bearer resource_metadata=\"{metadata}\""),
+            Denial::NoToken | Denial::IssuerUnavailable(_) | Denial::Busy(_) => format!("Bearer resource_metadata=\"{metadata}\""),
             Denial::InvalidToken(_) => format!(
                 "Bearer error=\"invalid_token\", error_description=\"the access token is not valid\", resource_metadata=\"{metadata}\""
             ),
@@ -263,13 +399,13 @@ impl ResourceServer {
         }
     }
 
-    /// Checks the `Authorization` header of a request.
-    pub async fn authorize(&self, header: Option<&[u8]>) -> Result<Grant, Denial> {
+    /// Checks the `Authorization` header of a request from `peer`.
+    pub async fn authorize(self: &Arc<Self>, header: Option<&[u8]>, peer: IpAddr) -> Result<Grant, Denial> {
         let token = bearer_token(header.ok_or(Denial::NoToken)?)?;
         let invalid = |why: String| Denial::InvalidToken(why);
         if token.split('.').count() != 3 {
             return match &self.settings.introspection {
-                Some(introspection) => self.introspect(token, introspection).await,
+                Some(introspection) => self.introspect(token, introspection, peer).await,
                 None => Err(invalid("it is not a JWT, and no introspection endpoint is configured for opaque tokens".to_string())),
             };
         }
@@ -300,8 +436,17 @@ impl ResourceServer {
         self.grant(&claims)
     }
 
-    /// What checked claims grant, if they carry the scope.
+    /// What checked claims grant, if they carry the scope and the token is
+    /// a bearer token: one bound to a key its holder must prove (`cnf`: DPoP,
+    /// RFC 9449, or a client certificate, RFC 8705) is refused, since no
+    /// proof is verified here and the token alone must not be enough.
     fn grant(&self, claims: &Map<String, Value>) -> Result<Grant, Denial> {
+        if claims.contains_key("cnf") {
+            return Err(Denial::InvalidToken(
+                "it is bound to a proof of possession (cnf: DPoP, RFC 9449, or mTLS, RFC 8705), which this server does not verify"
+                    .to_string(),
+            ));
+        }
         if !scopes(claims).contains(self.settings.scope.as_str()) {
             return Err(Denial::InsufficientScope);
         }
@@ -312,33 +457,44 @@ impl ResourceServer {
         Ok(Grant { subject: claims.get("sub").and_then(Value::as_str).map(str::to_string), tenants })
     }
 
-    /// Asks the introspection endpoint about an opaque token (or the cache,
-    /// for one found active within [`INTROSPECTION_CACHE_TTL`]).
-    async fn introspect(&self, token: &str, introspection: &Introspection) -> Result<Grant, Denial> {
+    /// Asks the introspection endpoint about an opaque token from `peer`
+    /// (or the cache): a token that cannot be one is refused without asking;
+    /// each client network has at most `introspections_per_client` under
+    /// way or waiting, and waits at most [`INTROSPECTION_TURN_WAIT`] for one
+    /// of the [`MAX_INTROSPECTIONS_IN_FLIGHT`] turns.
+    async fn introspect(&self, token: &str, introspection: &Introspection, peer: IpAddr) -> Result<Grant, Denial> {
         use sha2::Digest as _;
-        let key: [u8; 32] = sha2::Sha256::digest(token.as_bytes()).into();
-        if let Some((answer, until)) = self.introspected.lock().expect("never poisoned").get(&key)
-            && Instant::now() < *until
-        {
-            return answer.clone();
+        if !could_be_opaque_token(token) {
+            return Err(Denial::InvalidToken(format!(
+                "it is neither a JWT nor an opaque token (at most {MAX_OPAQUE_TOKEN_BYTES} bytes of the characters RFC 6750 allows)"
+            )));
         }
-        let Ok(_turn) = self.introspecting.try_acquire() else {
-            return Err(Denial::IssuerUnavailable(format!("{MAX_INTROSPECTIONS_IN_FLIGHT} introspections are under way")));
+        let key: [u8; 32] = sha2::Sha256::digest(token.as_bytes()).into();
+        let remembered = || self.introspected.lock().expect("never poisoned").get(&key);
+        if let Some(answer) = remembered() {
+            return answer;
+        }
+        let per_client = self.settings.introspections_per_client;
+        let Some(_peer_turn) = PeerTurn::take(&self.introspecting_per_peer, client_network(peer), per_client) else {
+            return Err(Denial::Busy(format!("{per_client} introspections from this client are under way")));
         };
+        let Ok(Ok(_turn)) = tokio::time::timeout(INTROSPECTION_TURN_WAIT, self.introspecting.acquire()).await else {
+            return Err(Denial::Busy(format!(
+                "{MAX_INTROSPECTIONS_IN_FLIGHT} introspections stayed under way for {} s",
+                INTROSPECTION_TURN_WAIT.as_secs()
+            )));
+        };
+        // The same token may have been asked about while this one waited.
+        if let Some(answer) = remembered() {
+            return answer;
+        }
         let (answer, ttl) = match self.ask_introspection(token, introspection).await {
-            Ok((grant, left)) => (Ok(grant), left.min(INTROSPECTION_CACHE_TTL)),
+            Ok((grant, left)) => (Ok(grant), left.min(INTROSPECTION_CACHE_MAX)),
             // The issuer away is not the token's fault: not remembered.
             Err(denial @ Denial::IssuerUnavailable(_)) => return Err(denial),
             Err(denial) => (Err(denial), INTROSPECTION_REFUSAL_TTL),
         };
-        let mut introspected = self.introspected.lock().expect("never poisoned");
-        if introspected.len() >= MAX_INTROSPECTED {
-            let now = Instant::now();
-            introspected.retain(|_, (_, until)| now < *until);
-        }
-        if introspected.len() < MAX_INTROSPECTED {
-            introspected.insert(key, (answer.clone(), Instant::now() + ttl));
-        }
+        self.introspected.lock().expect("never poisoned").remember(key, &answer, Instant::now() + ttl);
         answer
     }
 
@@ -365,6 +521,15 @@ impl ResourceServer {
         if claims.get("active") != Some(&Value::Bool(true)) {
             return Err(invalid("the issuer says it is not active".to_string()));
         }
+        // RFC 7662 names the kind of token as RFC 6749 does ("Bearer"); some
+        // issuers say "access_token". A refresh token, or a DPoP-bound one,
+        // is not a bearer access token.
+        if let Some(kind) = claims.get("token_type") {
+            let kind = kind.as_str().unwrap_or_default();
+            if !(kind.eq_ignore_ascii_case("bearer") || kind == "access_token" || kind == "urn:ietf:params:oauth:token-type:access_token") {
+                return Err(invalid(format!("the issuer says it is a {:?} token, not a bearer access token", cut(kind))));
+            }
+        }
         if claims.get("iss").is_some_and(|issuer| issuer.as_str() != Some(self.settings.issuer.as_str())) {
             return Err(invalid(format!("its issuer is not {}", self.settings.issuer)));
         }
@@ -372,9 +537,16 @@ impl ResourceServer {
             return Err(invalid(format!("its audience is not this server ({})", self.settings.resource)));
         }
         let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        let leeway = self.settings.leeway.as_secs();
+        if let Some(not_before) = claims.get("nbf") {
+            let not_before = not_before.as_u64().ok_or_else(|| invalid("its nbf claim is not a time".to_string()))?;
+            if not_before > now.as_secs() + leeway {
+                return Err(invalid("it is not valid yet (nbf)".to_string()));
+            }
+        }
         let expires = claims.get("exp").and_then(Value::as_u64).ok_or_else(|| invalid("it has no exp claim".to_string()))?;
         let left = Duration::from_secs(expires).saturating_sub(now);
-        if expires + self.settings.leeway.as_secs() < now.as_secs() {
+        if expires.saturating_add(leeway) < now.as_secs() {
             return Err(invalid("it has expired".to_string()));
         }
         Ok((self.grant(&claims)?, left))
@@ -394,26 +566,33 @@ impl ResourceServer {
     }
 
     /// The issuer's key `kid` (or its only key, for a token naming none).
-    /// A key held is used at once. The keys are fetched again when the key is
-    /// not held or the keys are an hour old, by one request at a time and at
-    /// most once per `keys_min_refresh` (failed fetches included); meanwhile
-    /// the keys held serve. Only while no keys were ever fetched does a
-    /// request wait for the fetch under way.
-    async fn key_for(&self, kid: Option<&str>) -> Result<Jwk, Denial> {
-        let found = || find(&self.keys.lock().expect("never poisoned").set, kid).cloned();
+    /// A key held is used at once; when the keys are `keys_max_age` old, they
+    /// are fetched again in the background. When the key is not held, the
+    /// request fetches the keys again itself (a rotation), by one request at
+    /// a time and at most once per `keys_min_refresh` (failed fetches
+    /// included). Only while no keys were ever fetched does a request wait
+    /// for the fetch under way.
+    async fn key_for(self: &Arc<Self>, kid: Option<&str>) -> Result<Jwk, Denial> {
         let (held, stale, due, never) = {
             let keys = self.keys.lock().expect("never poisoned");
             (
                 find(&keys.set, kid).cloned(),
-                keys.fetched.is_none_or(|fetched| fetched.elapsed() >= KEYS_MAX_AGE),
+                keys.fetched.is_none_or(|fetched| fetched.elapsed() >= self.settings.keys_max_age),
                 keys.attempted.is_none_or(|attempted| attempted.elapsed() >= self.settings.keys_min_refresh),
                 keys.fetched.is_none(),
             )
         };
-        if (held.is_none() || stale) && (due || never) {
+        if let Some(key) = held {
+            if stale && due {
+                let server = Arc::clone(self);
+                tokio::spawn(async move { server.refresh(false).await });
+            }
+            return Ok(key);
+        }
+        if due || never {
             self.refresh(never).await;
         }
-        if let Some(key) = held.or_else(found) {
+        if let Some(key) = find(&self.keys.lock().expect("never poisoned").set, kid).cloned() {
             return Ok(key);
         }
         let keys = self.keys.lock().expect("never poisoned");
@@ -557,20 +736,35 @@ fn bearer_token(header: &[u8]) -> Result<&str, Denial> {
     Ok(token.trim())
 }
 
+/// Whether a token that is not a JWT could be an opaque access token: at
+/// most [`MAX_OPAQUE_TOKEN_BYTES`] of RFC 6750's `b64token` (letters,
+/// digits, `-._~+/`, then `=` padding only).
+fn could_be_opaque_token(token: &str) -> bool {
+    let body = token.trim_end_matches('=');
+    token.len() <= MAX_OPAQUE_TOKEN_BYTES
+        && !body.is_empty()
+        && body.bytes().all(|byte| byte.is_ascii_alphanumeric() || b"-._~+/".contains(&byte))
+}
+
 /// The algorithm a token's header names, if it is one accepted: read here
-/// rather than by jsonwebtoken, so that `none` or an HMAC is refused by name.
+/// rather than by jsonwebtoken, so that `none` or an HMAC is refused by name
+/// (cut, escaped in the log). A header naming critical extensions (`crit`)
+/// is refused: none is understood here (RFC 7515 §4.1.11).
 fn token_algorithm(token: &str) -> Result<Algorithm, Denial> {
     use base64::Engine as _;
     let invalid = |why: &str| Denial::InvalidToken(why.to_string());
     let header = token.split('.').next().ok_or_else(|| invalid("it is not a JWT"))?;
     let header = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(header).map_err(|_| invalid("it is not a JWT"))?;
     let header: Value = serde_json::from_slice(&header).map_err(|_| invalid("it is not a JWT"))?;
+    if header.get("crit").is_some() {
+        return Err(invalid("its header names critical extensions (crit), which this server does not understand (RFC 7515 §4.1.11)"));
+    }
     let named = header["alg"].as_str().ok_or_else(|| invalid("its header names no algorithm"))?;
     named
         .parse::<Algorithm>()
         .ok()
         .filter(|algorithm| ACCEPTED.contains(algorithm))
-        .ok_or_else(|| Denial::InvalidToken(format!("its algorithm {named:?} is not accepted (only asymmetric signatures are)")))
+        .ok_or_else(|| Denial::InvalidToken(format!("its algorithm {:?} is not accepted (only asymmetric signatures are)", cut(named))))
 }
 
 /// Refuses a key used for an algorithm other than its type's (and its own
@@ -646,7 +840,9 @@ mod tests {
             jwks_uri: None,
             scope: "prompts".to_string(),
             leeway: DEFAULT_LEEWAY,
+            introspections_per_client: DEFAULT_INTROSPECTIONS_PER_CLIENT,
             keys_min_refresh: DEFAULT_KEYS_MIN_REFRESH,
+            keys_max_age: DEFAULT_KEYS_MAX_AGE,
             tenant_claim: None,
             ca_certificates: Vec::new(),
             introspection: None,
@@ -691,6 +887,58 @@ mod tests {
             Err(Denial::InvalidToken("its algorithm \"HS256\" is not accepted (only asymmetric signatures are)".into()))
         );
         assert_eq!(token_algorithm(&token("ES256")), Ok(Algorithm::ES256));
+    }
+
+    #[test]
+    fn crit_is_refused_and_a_refused_algorithm_is_cut() {
+        use base64::Engine as _;
+        let encode = |header: &str| format!("{}.e30.", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(header));
+        assert_eq!(
+            token_algorithm(&encode(r#"{"alg":"ES256","crit":["exp"],"exp":1}"#)),
+            Err(Denial::InvalidToken(
+                "its header names critical extensions (crit), which this server does not understand (RFC 7515 §4.1.11)".into()
+            ))
+        );
+        let long = format!(r#"{{"alg":"{}\u001b"}}"#, "A".repeat(1000));
+        assert_eq!(
+            token_algorithm(&encode(&long)),
+            Err(Denial::InvalidToken(format!("its algorithm {:?} is not accepted (only asymmetric signatures are)", "A".repeat(256))))
+        );
+    }
+
+    #[test]
+    fn only_what_could_be_an_opaque_token_is_introspected_and_peers_are_counted_by_network() {
+        assert!(could_be_opaque_token("abc-DEF_123.~+/=="));
+        assert!(!could_be_opaque_token("a b"));
+        assert!(!could_be_opaque_token("abc=def"));
+        assert!(!could_be_opaque_token("===="));
+        assert!(!could_be_opaque_token(&"a".repeat(MAX_OPAQUE_TOKEN_BYTES + 1)));
+        assert!(could_be_opaque_token(&"a".repeat(MAX_OPAQUE_TOKEN_BYTES)));
+        assert_eq!(client_network("2001:db8:1:2:3:4:5:6".parse().unwrap()), "2001:db8:1:2::".parse::<IpAddr>().unwrap());
+        assert_eq!(client_network("::ffff:10.0.0.1".parse().unwrap()), "10.0.0.1".parse::<IpAddr>().unwrap());
+        let turns = std::sync::Mutex::new(HashMap::new());
+        let network: IpAddr = "10.0.0.1".parse().unwrap();
+        let first = PeerTurn::take(&turns, network, 2).unwrap();
+        let second = PeerTurn::take(&turns, network, 2).unwrap();
+        assert!(PeerTurn::take(&turns, network, 2).is_none());
+        assert!(PeerTurn::take(&turns, "10.0.0.2".parse().unwrap(), 2).is_some());
+        drop((first, second));
+        assert!(turns.lock().unwrap().is_empty());
+    }
+
+    #[test]
+    fn refusals_remembered_never_push_out_active_tokens() {
+        let mut introspected = Introspected::default();
+        let later = Instant::now() + Duration::from_secs(60);
+        let grant = Grant { subject: Some("alice".into()), tenants: vec!["acme".into()] };
+        for index in 0..MAX_INTROSPECTION_REFUSALS + 10 {
+            let mut key = [0u8; 32];
+            key[..8].copy_from_slice(&(index as u64).to_le_bytes());
+            introspected.remember(key, &Err(Denial::InvalidToken("no".into())), later);
+        }
+        introspected.remember([9; 32], &Ok(grant.clone()), later);
+        assert_eq!(introspected.refused.len(), MAX_INTROSPECTION_REFUSALS);
+        assert_eq!(introspected.get(&[9; 32]), Some(Ok(grant)));
     }
 
     #[test]

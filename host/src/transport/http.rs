@@ -16,7 +16,13 @@
 //! tokens (see [`super::authorization`]). With OAuth, a token may name a
 //! tenant: each tenant is served by its own handler (its own plugins and
 //! catalog) behind its own rmcp service, so a session, a cursor or a list
-//! change of one tenant never reaches another.
+//! change of one tenant never reaches another. A token naming only tenants
+//! not served is refused (403); the default serves only tokens naming none.
+//!
+//! Each request carries its [`Principal`] (tenant, issuer, subject) to the
+//! handler, and a session id is bound to the principal that opened it: the
+//! client is given rmcp's id with a tag (`identity::bind_session`), and the
+//! id presented by anyone else is answered as an unknown session (404).
 //!
 //! Stopping is in stages: no new connection or request, the requests being
 //! served finish within a grace, sessions end, connections close.
@@ -44,6 +50,7 @@ use rmcp::ServerHandler;
 
 use super::TransportError;
 use super::authorization::{AuthorizationSettings, Denial, ResourceServer};
+use crate::identity::{self, Principal};
 use crate::log_budget::{Admission, LogBudget, LogWindow};
 use sessions::CappedSessions;
 
@@ -58,6 +65,8 @@ const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 pub const DEFAULT_MAX_REQUEST_KIB: usize = 4096;
 pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 pub const DEFAULT_MAX_SESSIONS: usize = 1000;
+pub const DEFAULT_MAX_STREAMS_PER_USER: usize = 32;
+pub const DEFAULT_MAX_STREAMS_PER_TENANT: usize = 256;
 pub const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The first pause after a failed accept, and the longest: a failure such as
@@ -118,8 +127,14 @@ pub struct HttpConfig {
     pub max_request_bytes: usize,
     /// Connections served at once; further ones wait in the listen backlog.
     pub max_connections: usize,
-    /// Sessions open at once; past it a new session gets 503.
+    /// Sessions open at once, per tenant; past it a new session gets 503.
     pub max_sessions: usize,
+    /// Long-lived streams (a session's GET stream, `subscriptions/listen`)
+    /// open at once for one user (an OAuth token's subject), and for one tenant.
+    /// In all, streams leave a quarter of `max_connections` (see
+    /// [`stream_connections`]) to other requests.
+    pub max_streams_per_user: usize,
+    pub max_streams_per_tenant: usize,
     /// How long a client may take to send a request's body.
     pub body_read_timeout: Duration,
 }
@@ -138,6 +153,8 @@ impl HttpConfig {
             max_request_bytes: DEFAULT_MAX_REQUEST_KIB << 10,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             max_sessions: DEFAULT_MAX_SESSIONS,
+            max_streams_per_user: DEFAULT_MAX_STREAMS_PER_USER,
+            max_streams_per_tenant: DEFAULT_MAX_STREAMS_PER_TENANT,
             body_read_timeout: DEFAULT_BODY_READ_TIMEOUT,
         }
     }
@@ -185,7 +202,7 @@ impl HttpConfig {
 /// Reads a bearer token from a file: its content, trimmed of surrounding
 /// whitespace. The token itself never appears in a message.
 pub fn read_token_file(path: &std::path::Path) -> Result<String, TransportError> {
-    let text = std::fs::read_to_string(path)
+    let text = crate::files::read_text(path)
         .map_err(|error| TransportError::Start(format!("cannot read the token file {}: {error}", path.display())))?;
     let token = text.trim();
     if token.is_empty() {
@@ -203,11 +220,20 @@ pub struct HttpListener {
     resource_server: Option<Arc<ResourceServer>>,
 }
 
-/// The handlers behind the front: one per tenant, and the one for requests
-/// that name no tenant (the only one, without tenants).
+/// The handlers behind the front: one per tenant, and what serves requests
+/// that name no tenant (every request, without tenants).
 pub struct Tenants<S> {
     pub by_name: std::collections::BTreeMap<String, S>,
-    pub default: S,
+    pub default: DefaultTenant<S>,
+}
+
+/// What serves requests that name no tenant.
+pub enum DefaultTenant<S> {
+    /// A handler of its own.
+    Own(S),
+    /// The tenant of this name (one of `Tenants::by_name`), by its one
+    /// service and session table.
+    Tenant(String),
 }
 
 /// One handler's rmcp service, and its sessions.
@@ -219,13 +245,21 @@ struct Served<S: ServerHandler + Clone + Send + Sync + 'static> {
 /// Every handler's service, by tenant.
 struct Front<S: ServerHandler + Clone + Send + Sync + 'static> {
     by_tenant: std::collections::BTreeMap<String, Served<S>>,
-    default: Served<S>,
+    default: DefaultTenant<Served<S>>,
 }
 
 impl<S: ServerHandler + Clone + Send + Sync + 'static> Front<S> {
-    /// The service for the first of `tenants` that is one, or the default.
-    fn for_tenants(&self, tenants: &[String]) -> &Served<S> {
-        tenants.iter().find_map(|tenant| self.by_tenant.get(tenant)).unwrap_or(&self.default)
+    /// The tenant serving a token that names `tenants` ("" for a default of
+    /// its own), and its service: the first of them that is a tenant; the
+    /// default if it names none; none if it names only tenants not served.
+    fn serving(&self, tenants: &[String]) -> Option<(&str, &Served<S>)> {
+        if tenants.is_empty() {
+            return Some(match &self.default {
+                DefaultTenant::Own(served) => ("", served),
+                DefaultTenant::Tenant(name) => (name.as_str(), &self.by_tenant[name]),
+            });
+        }
+        tenants.iter().find_map(|tenant| self.by_tenant.get_key_value(tenant)).map(|(name, served)| (name.as_str(), served))
     }
 }
 
@@ -271,7 +305,7 @@ impl HttpListener {
             }
             let listener = tokio::net::TcpListener::bind(addr)
                 .await
-                .map_err(|error| TransportError::Start(format!("cannot listen on {addr}: {error}")))?;
+                .map_err(|error| TransportError::Start(cannot_listen(addr, &error)))?;
             local_addrs.push(listener.local_addr().map_err(|error| TransportError::Start(error.to_string()))?);
             listeners.push(listener);
         }
@@ -295,7 +329,7 @@ impl HttpListener {
     where
         S: ServerHandler + Clone + Send + Sync + 'static,
     {
-        self.serve_tenants(Tenants { by_name: Default::default(), default: server })
+        self.serve_tenants(Tenants { by_name: Default::default(), default: DefaultTenant::Own(server) })
     }
 
     /// Starts serving, each tenant by its own handler (see [`Tenants`]).
@@ -316,9 +350,16 @@ impl HttpListener {
             let service = StreamableHttpService::new(move || Ok(server.clone()), sessions.clone(), rmcp_config.clone());
             Served { service, sessions }
         };
+        let default = match tenants.default {
+            DefaultTenant::Own(server) => DefaultTenant::Own(served(server)),
+            DefaultTenant::Tenant(name) => {
+                assert!(tenants.by_name.contains_key(&name), "the default tenant {name:?} is one of the tenants");
+                DefaultTenant::Tenant(name)
+            }
+        };
         let front = Arc::new(Front {
             by_tenant: tenants.by_name.into_iter().map(|(name, server)| (name, served(server))).collect(),
-            default: served(tenants.default),
+            default,
         });
         let access = match (&config.auth_token, resource_server) {
             (_, Some(server)) => Access::OAuth(server),
@@ -332,11 +373,14 @@ impl HttpListener {
             calls: stopping.calls.clone(),
             refusals: Default::default(),
             allowed_hosts: config.allowed_hosts.clone(),
+            streams: Arc::new(Streams::new(&config)),
+            streams_end: stopping.streams.clone(),
         });
 
         tracing::info!(
             max_connections = config.max_connections,
             max_sessions = config.max_sessions,
+            max_streams = stream_connections(config.max_connections),
             "serving MCP over Streamable HTTP at {}{}",
             local_addrs.iter().map(|addr| format!("http://{addr}{MCP_PATH}")).collect::<Vec<_>>().join(" and "),
             match &gate.access {
@@ -345,7 +389,7 @@ impl HttpListener {
                 Access::OAuth(_) => " (OAuth access token required)",
             }
         );
-        let connections = Arc::new(Semaphore::new(config.max_connections));
+        let connections = Arc::new(Connections::new(config.max_connections));
         let accepting = TaskTracker::new();
         for listener in listeners {
             accepting.spawn(accept(listener, connections.clone(), front.clone(), gate.clone(), stopping.clone()));
@@ -369,6 +413,9 @@ struct Stopping {
     /// No new connection is accepted, and each open connection serves the
     /// request it is serving, if any, and closes.
     accepting: CancellationToken,
+    /// Every long-lived stream (GET, `subscriptions/listen`) ends, cleanly
+    /// and at once: a stream is not a call to wait for.
+    streams: CancellationToken,
     /// rmcp ends every session (and each event stream with it).
     sessions: CancellationToken,
     /// Connections still open are dropped.
@@ -396,6 +443,7 @@ impl HttpServer {
     pub async fn shutdown(self, grace: Duration) {
         let until = tokio::time::Instant::now() + grace;
         self.stopping.accepting.cancel();
+        self.stopping.streams.cancel();
         self.accepting.wait().await;
         super::drain(&self.stopping.calls, grace).await;
         self.stopping.sessions.cancel();
@@ -417,20 +465,16 @@ impl HttpServer {
 /// listen queue, and closes the listener.
 async fn accept<S: ServerHandler + Clone + Send + Sync + 'static>(
     listener: tokio::net::TcpListener,
-    connections: Arc<Semaphore>,
+    connections: Arc<Connections>,
     front: Arc<Front<S>>,
     gate: Arc<Gate>,
     stopping: Stopping,
 ) {
     let mut failures = AcceptFailures::default();
     loop {
-        // A connection is accepted only when it may be served: past the
-        // cap, clients wait in the kernel's listen backlog, holding none
-        // of the host's descriptors.
-        let permit = tokio::select! {
-            _ = stopping.accepting.cancelled() => break,
-            permit = connections.clone().acquire_owned() => permit.expect("the semaphore is never closed"),
-        };
+        // Past the cap, the connection that came waits for a place, and the
+        // clients after it in the kernel's listen backlog, holding none of
+        // the host's descriptors.
         let (stream, peer) = tokio::select! {
             _ = stopping.accepting.cancelled() => break,
             accepted = listener.accept() => match accepted {
@@ -447,7 +491,15 @@ async fn accept<S: ServerHandler + Clone + Send + Sync + 'static>(
                 }
             },
         };
-        serve_connection(stream, peer, Some(permit), &front, &gate, &stopping);
+        let place = tokio::select! {
+            place = connections.place() => Some(place),
+            // Served as the queued ones below are.
+            _ = stopping.accepting.cancelled() => None,
+        };
+        serve_connection(stream, peer, place, &front, &gate, &stopping);
+        if stopping.accepting.is_cancelled() {
+            break;
+        }
     }
     // The kernel completed the handshake of the connections in the listen
     // queue, and their clients may have sent a request already: closing the
@@ -481,7 +533,7 @@ fn queued(listener: tokio::net::TcpListener) -> Vec<(tokio::net::TcpStream, Sock
 fn serve_connection<S: ServerHandler + Clone + Send + Sync + 'static>(
     stream: tokio::net::TcpStream,
     peer: SocketAddr,
-    permit: Option<tokio::sync::OwnedSemaphorePermit>,
+    place: Option<Place>,
     front: &Arc<Front<S>>,
     gate: &Arc<Gate>,
     stopping: &Stopping,
@@ -495,17 +547,24 @@ fn serve_connection<S: ServerHandler + Clone + Send + Sync + 'static>(
     // Cancelled when the connection's first request arrives.
     let started = CancellationToken::new();
     let (front, gate, stopping) = (front.clone(), gate.clone(), stopping.clone());
+    let shed = place.as_ref().map_or_else(CancellationToken::new, |place| place.shed.clone());
+    let place = place.map(Arc::new);
     stopping.open.clone().spawn(async move {
-        let _permit = permit;
         let handle = hyper::service::service_fn({
-            let started = started.clone();
+            let (started, place) = (started.clone(), place.clone());
             move |request: Request<Incoming>| {
                 let (front, gate, arriving) = (front.clone(), gate.clone(), arriving.clone());
                 started.cancel();
+                // Busy from the request's headers until its response is
+                // sent or dropped: only an idle connection is shed.
+                let busy = place.as_ref().map(|place| place.busy());
                 async move {
                     let response = gate.route(request, peer, &front).await;
                     arriving.lock().expect("never poisoned").take();
-                    Ok::<_, Infallible>(response)
+                    Ok::<_, Infallible>(match busy {
+                        Some(busy) => response.map(|body| Holding::new(body, busy).boxed()),
+                        None => response,
+                    })
                 }
             }
         });
@@ -516,6 +575,10 @@ fn serve_connection<S: ServerHandler + Clone + Send + Sync + 'static>(
         let mut connection = std::pin::pin!(connection);
         let result = tokio::select! {
             result = connection.as_mut() => result,
+            _ = shed.cancelled() => {
+                tracing::debug!(%peer, "closing the connection idle longest to make room for a new one");
+                return;
+            }
             _ = stopping.accepting.cancelled() => {
                 // Serve the request under way, or the first, and no other.
                 // hyper's graceful shutdown closes a connection that has sent
@@ -565,6 +628,10 @@ struct Gate {
     /// The `Host` names accepted besides loopback ones, for the health
     /// endpoints (rmcp checks them for MCP).
     allowed_hosts: Vec<String>,
+    /// The long-lived streams open, and their caps.
+    streams: Arc<Streams>,
+    /// Cancelled when the server stops: every stream ends.
+    streams_end: CancellationToken,
 }
 
 impl Gate {
@@ -587,30 +654,45 @@ impl Gate {
         if request.uri().path() != MCP_PATH {
             return plain(StatusCode::NOT_FOUND, &format!("not found: MCP is served at {MCP_PATH}"));
         }
-        let tenants = match &self.access {
-            Access::Open => Vec::new(),
+        let grant = match &self.access {
+            Access::Open => None,
             Access::Token(expected) => match bearer_refusal(&request, expected) {
                 Some(refusal) => return refusal.answer(peer, &self.refusals),
-                None => Vec::new(),
+                None => None,
             },
             Access::OAuth(server) => {
-                match server.authorize(request.headers().get(hyper::header::AUTHORIZATION).map(|value| value.as_bytes())).await {
-                    Ok(grant) => grant.tenants,
+                match server.authorize(request.headers().get(hyper::header::AUTHORIZATION).map(|value| value.as_bytes()), peer.ip()).await {
+                    Ok(grant) => Some((server, grant)),
                     Err(denial) => return Refusal::Denied { challenge: server.challenge(&denial), denial }.answer(peer, &self.refusals),
                 }
             }
         };
-        let Served { service, sessions } = front.for_tenants(&tenants);
-        // A POST carries a call (or opens or ends a session): stopping waits
-        // until its response is sent. (A GET is an event stream, which
-        // stopping ends.)
-        let call = (request.method() == hyper::Method::POST).then(|| self.calls.token());
-        // A POST without a session id is how a client opens a session.
-        let opens_session = request.method() == hyper::Method::POST && !request.headers().contains_key(SESSION_ID_HEADER);
-        if opens_session && !sessions.has_room().await {
-            return plain(StatusCode::SERVICE_UNAVAILABLE, &sessions.full_message());
+        let named = grant.as_ref().map_or(&[][..], |(_, grant)| grant.tenants.as_slice());
+        let Some((tenant, Served { service, sessions })) = front.serving(named) else {
+            let claim = grant.as_ref().and_then(|(server, _)| server.settings().tenant_claim.clone()).unwrap_or_default();
+            return Refusal::UnservedTenant { claim, named: named.to_vec() }.answer(peer, &self.refusals);
+        };
+        let principal = match &grant {
+            Some((server, grant)) => Principal {
+                tenant: tenant.to_string(),
+                issuer: server.settings().issuer.clone(),
+                subject: grant.subject.clone().unwrap_or_default(),
+            },
+            None => Principal::http_without_oauth(),
+        };
+        let mut request = request;
+        if let Some(refusal) = unbind_session_id(&mut request, &principal) {
+            return refusal.answer(peer, &self.refusals);
         }
-        let (parts, body) = request.into_parts();
+        request.extensions_mut().insert(principal.clone());
+        // Whose streams are counted together: with OAuth, the user (the
+        // token's subject; tokens without one count as one user). A static
+        // token or open access names no user: the tenant's cap holds.
+        let user = grant.as_ref().map(|(_, grant)| grant.subject.clone().unwrap_or_default());
+        // A POST carries a call (or opens or ends a session): stopping waits
+        // until its response is sent, unless it opens a stream.
+        let mut call = (request.method() == hyper::Method::POST).then(|| self.calls.token());
+        let (mut parts, body) = request.into_parts();
         // hyper bounds the time to send headers; this bounds the body, read
         // whole (and bounded in size) before rmcp sees it.
         let body = match tokio::time::timeout(self.body_read_timeout, Limited::new(body, self.max_request_bytes).collect()).await {
@@ -630,9 +712,42 @@ impl Gate {
                 ));
             }
         };
+        let method = json_rpc_method(&body);
+        // A session's GET stream, or a 2026-07-28 `subscriptions/listen`:
+        // open until the client or the server ends it.
+        let opens_stream = parts.method == hyper::Method::GET
+            || (parts.method == hyper::Method::POST && method.as_deref() == Some("subscriptions/listen"));
+        let stream = match opens_stream {
+            true => match self.streams.admit(tenant, user.as_deref()) {
+                Ok(held) => Some(held),
+                Err(refused) => return refused,
+            },
+            false => None,
+        };
+        if opens_stream {
+            call = None;
+        }
+        // Only an `initialize` opens a session (the revisions before
+        // 2026-07-28; later ones have none): a stateless request is never
+        // refused for the session cap. One that names a session opens none
+        // (rmcp answers 404 if the session is unknown).
+        let opens_session = parts.method == hyper::Method::POST
+            && !parts.headers.contains_key(SESSION_ID_HEADER)
+            && method.as_deref() == Some("initialize");
+        if opens_session && !sessions.has_room().await {
+            return plain(StatusCode::SERVICE_UNAVAILABLE, &sessions.full_message());
+        }
+        // Cancelled when the response is dropped (sent, or the client
+        // gone), or the session it belongs to is closed.
+        let session = parts.headers.get(SESSION_ID_HEADER).and_then(|id| id.to_str().ok());
+        let client_gone = session.and_then(|id| sessions.closing(id)).map_or_else(CancellationToken::new, |closing| closing.child_token());
+        parts.extensions.insert(crate::handler::ClientGone(client_gone.clone()));
         let ends_session = parts.method == hyper::Method::DELETE;
         let (host, origin) = (header_text(&parts.headers, hyper::header::HOST), header_text(&parts.headers, hyper::header::ORIGIN));
-        let mut response = service.handle(Request::from_parts(parts, Full::new(body))).await;
+        let mut response = service.handle(Request::from_parts(parts, Full::new(body.clone()))).await;
+        if response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE {
+            response = answer_unparsed(response, &body).await;
+        }
         // rmcp refuses a Host or an Origin not allowed (DNS rebinding
         // protection) with 403: say which, and how to allow it.
         if response.status() == StatusCode::FORBIDDEN {
@@ -645,21 +760,302 @@ impl Gate {
         if ends_session && response.status() == StatusCode::ACCEPTED {
             *response.status_mut() = StatusCode::OK;
         }
+        // A new session's id, as its client gets it: bound to the principal.
+        if let Some(id) = response.headers().get(SESSION_ID_HEADER).and_then(|id| id.to_str().ok()) {
+            let bound = identity::bind_session(id, &principal);
+            let value = hyper::header::HeaderValue::from_str(&bound).expect("a session id and a hex tag are a header value");
+            response.headers_mut().insert(SESSION_ID_HEADER, value);
+        }
         // Two initializes raced for the last place, and this one lost: rmcp
         // answers the cap's refusal with 500; the client gets the 503 above.
         if opens_session && response.status() == StatusCode::INTERNAL_SERVER_ERROR && !sessions.has_room().await {
             return plain(StatusCode::SERVICE_UNAVAILABLE, &sessions.full_message());
         }
-        match call {
-            // The call is over when hyper drops the body: sent, or the client gone.
-            Some(call) => response.map(|body| {
-                body.map_frame(move |frame| {
-                    let _held_until_the_body_is_dropped = &call;
-                    frame
-                })
-                .boxed()
-            }),
-            None => response,
+        let is_stream = stream.is_some();
+        response.map(|body| {
+            // The call is over, the stream's place free and the client gone
+            // when hyper drops the body: sent, or the client gone.
+            let body = Holding::new(body, (call, stream, client_gone.drop_guard()));
+            match is_stream {
+                true => body.ending_with(self.streams_end.clone()).boxed(),
+                false => body.boxed(),
+            }
+        })
+    }
+}
+
+/// The `method` of a JSON-RPC request body, if it is one.
+fn json_rpc_method(body: &[u8]) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Request {
+        method: String,
+    }
+    serde_json::from_slice::<Request>(body).ok().map(|request| request.method)
+}
+
+/// How many connections long-lived streams may hold in all: a quarter of
+/// `max_connections` (at least one) is kept for other requests and for
+/// `/healthz` and `/readyz`.
+pub fn stream_connections(max_connections: usize) -> usize {
+    max_connections - max_connections.div_ceil(4)
+}
+
+/// The long-lived streams open, counted per user, per tenant and in all.
+struct Streams {
+    per_user: usize,
+    per_tenant: usize,
+    in_all: usize,
+    open: std::sync::Mutex<StreamCounts>,
+}
+
+#[derive(Default)]
+struct StreamCounts {
+    in_all: usize,
+    by_tenant: std::collections::HashMap<String, usize>,
+    by_user: std::collections::HashMap<String, usize>,
+}
+
+impl Streams {
+    fn new(config: &HttpConfig) -> Streams {
+        Streams {
+            per_user: config.max_streams_per_user,
+            per_tenant: config.max_streams_per_tenant,
+            in_all: stream_connections(config.max_connections),
+            open: Default::default(),
+        }
+    }
+
+    /// A place for one more stream of `user` in `tenant`, held until the
+    /// [`StreamHeld`] is dropped; or the refusal saying which cap is reached.
+    fn admit(self: &Arc<Self>, tenant: &str, user: Option<&str>) -> Result<StreamHeld, Response<Body>> {
+        let mut open = self.open.lock().expect("never poisoned");
+        let user_key = user.map(|user| format!("{tenant}\u{0}{user}"));
+        let too_many = |who: &str, limit: usize, option: &str| {
+            plain(
+                StatusCode::TOO_MANY_REQUESTS,
+                &format!("too many requests: this {who} holds its maximum of {limit} open streams ({option}); close one first"),
+            )
+        };
+        if let Some(user_key) = &user_key
+            && open.by_user.get(user_key).copied().unwrap_or(0) >= self.per_user
+        {
+            return Err(too_many("user", self.per_user, "--max-streams-per-user"));
+        }
+        if open.by_tenant.get(tenant).copied().unwrap_or(0) >= self.per_tenant {
+            return Err(too_many("tenant", self.per_tenant, "--max-streams-per-tenant"));
+        }
+        if open.in_all >= self.in_all {
+            return Err(plain(
+                StatusCode::SERVICE_UNAVAILABLE,
+                &format!(
+                    "service unavailable: the server holds its maximum of {} open streams (three quarters of \
+                     --max-connections); retry later",
+                    self.in_all
+                ),
+            ));
+        }
+        open.in_all += 1;
+        *open.by_tenant.entry(tenant.to_string()).or_default() += 1;
+        if let Some(user_key) = &user_key {
+            *open.by_user.entry(user_key.clone()).or_default() += 1;
+        }
+        Ok(StreamHeld { streams: self.clone(), tenant: tenant.to_string(), user: user_key })
+    }
+}
+
+/// One stream's place in [`Streams`], given back when dropped.
+struct StreamHeld {
+    streams: Arc<Streams>,
+    tenant: String,
+    user: Option<String>,
+}
+
+impl Drop for StreamHeld {
+    fn drop(&mut self) {
+        let mut guard = self.streams.open.lock().expect("never poisoned");
+        let open = &mut *guard;
+        open.in_all -= 1;
+        for (counts, key) in [(&mut open.by_tenant, Some(&self.tenant)), (&mut open.by_user, self.user.as_ref())] {
+            let Some(key) = key else { continue };
+            if let Some(count) = counts.get_mut(key) {
+                *count -= 1;
+                if *count == 0 {
+                    counts.remove(key);
+                }
+            }
+        }
+    }
+}
+
+/// A response body, and what is held until hyper drops it (the response
+/// sent, or its client gone); with `end`, it ends, cleanly (its last chunk
+/// sent), when `end` completes: how the streams end at once when the server
+/// stops.
+struct Holding<T> {
+    body: Body,
+    _held: T,
+    // In a mutex only to be `Sync`, as a boxed body must be; only ever
+    // reached through `get_mut`, which does not lock.
+    end: Option<std::sync::Mutex<std::pin::Pin<Box<tokio_util::sync::WaitForCancellationFutureOwned>>>>,
+}
+
+impl<T> Holding<T> {
+    fn new(body: Body, held: T) -> Holding<T> {
+        Holding { body, _held: held, end: None }
+    }
+
+    /// Ends the body when `end` is cancelled.
+    fn ending_with(self, end: CancellationToken) -> Holding<T> {
+        Holding { end: Some(std::sync::Mutex::new(Box::pin(end.cancelled_owned()))), ..self }
+    }
+}
+
+impl<T: Unpin> hyper::body::Body for Holding<T> {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        context: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, Infallible>>> {
+        if let Some(end) = &mut self.end
+            && end.get_mut().expect("never poisoned").as_mut().poll(context).is_ready()
+        {
+            return std::task::Poll::Ready(None);
+        }
+        std::pin::Pin::new(&mut self.body).poll_frame(context)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.body.size_hint()
+    }
+}
+
+/// The connections being served, at most `--max-connections`. When every
+/// place is taken, the connection idle longest (accepted, or kept alive,
+/// with no request under way) is closed to make room: idle sockets cannot
+/// hold every place, and a connection busy with a request is never cut.
+struct Connections {
+    places: Arc<Semaphore>,
+    states: Arc<std::sync::Mutex<ConnectionStates>>,
+    became_idle: Arc<tokio::sync::Notify>,
+}
+
+#[derive(Default)]
+struct ConnectionStates {
+    next_id: u64,
+    open: std::collections::HashMap<u64, ConnectionState>,
+}
+
+struct ConnectionState {
+    /// Requests under way (their responses not yet sent or dropped).
+    busy: usize,
+    /// Since when none has been, if none is.
+    idle_since: Option<Instant>,
+    shed: CancellationToken,
+}
+
+impl Connections {
+    fn new(max_connections: usize) -> Connections {
+        Connections {
+            places: Arc::new(Semaphore::new(max_connections)),
+            states: Default::default(),
+            became_idle: Default::default(),
+        }
+    }
+
+    /// A place for a new connection: a free one, or the one of the
+    /// connection idle longest, closed for it; or, while every connection
+    /// is busy, the first to be freed.
+    async fn place(&self) -> Place {
+        loop {
+            if let Ok(permit) = self.places.clone().try_acquire_owned() {
+                return self.register(permit);
+            }
+            let became_idle = self.became_idle.notified();
+            if self.shed_idle_longest() {
+                // Its place comes back as it closes.
+                let permit = self.places.clone().acquire_owned().await.expect("the semaphore is never closed");
+                return self.register(permit);
+            }
+            tokio::select! {
+                permit = self.places.clone().acquire_owned() => {
+                    return self.register(permit.expect("the semaphore is never closed"));
+                }
+                () = became_idle => {}
+            }
+        }
+    }
+
+    fn register(&self, permit: tokio::sync::OwnedSemaphorePermit) -> Place {
+        let mut states = self.states.lock().expect("never poisoned");
+        states.next_id += 1;
+        let id = states.next_id;
+        let shed = CancellationToken::new();
+        states.open.insert(id, ConnectionState { busy: 0, idle_since: Some(Instant::now()), shed: shed.clone() });
+        Place { id, shed, states: self.states.clone(), became_idle: self.became_idle.clone(), _permit: permit }
+    }
+
+    /// Closes the connection idle longest, if one is idle. Returns whether
+    /// one was.
+    fn shed_idle_longest(&self) -> bool {
+        let mut states = self.states.lock().expect("never poisoned");
+        let Some(state) = states
+            .open
+            .values_mut()
+            .filter(|state| state.idle_since.is_some() && !state.shed.is_cancelled())
+            .min_by_key(|state| state.idle_since)
+        else {
+            return false;
+        };
+        state.shed.cancel();
+        true
+    }
+}
+
+/// One connection's place, given back (and forgotten) when dropped.
+struct Place {
+    id: u64,
+    /// Cancelled when the connection is to close, to make room.
+    shed: CancellationToken,
+    states: Arc<std::sync::Mutex<ConnectionStates>>,
+    became_idle: Arc<tokio::sync::Notify>,
+    _permit: tokio::sync::OwnedSemaphorePermit,
+}
+
+impl Place {
+    /// Marks the connection busy until the [`Busy`] is dropped.
+    fn busy(self: &Arc<Self>) -> Busy {
+        if let Some(state) = self.states.lock().expect("never poisoned").open.get_mut(&self.id) {
+            state.busy += 1;
+            state.idle_since = None;
+        }
+        Busy(self.clone())
+    }
+}
+
+impl Drop for Place {
+    fn drop(&mut self) {
+        self.states.lock().expect("never poisoned").open.remove(&self.id);
+    }
+}
+
+/// A request under way on a connection: while one is, it is not shed.
+struct Busy(Arc<Place>);
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        let place = &self.0;
+        if let Some(state) = place.states.lock().expect("never poisoned").open.get_mut(&place.id) {
+            state.busy -= 1;
+            if state.busy == 0 {
+                state.idle_since = Some(Instant::now());
+                place.became_idle.notify_one();
+            }
         }
     }
 }
@@ -674,6 +1070,13 @@ enum Refusal {
     Denied { denial: Denial, challenge: String },
     Host(String),
     Origin(String),
+    /// A valid token whose tenant claim (`claim`) names only tenants not
+    /// served (`named`).
+    UnservedTenant { claim: String, named: Vec<String> },
+    /// A session id not given to this request's principal (another user's,
+    /// or made up), answered as rmcp answers an unknown session; the label
+    /// of the id it carries.
+    SessionNotBound { label: String },
     /// A 403 of rmcp's this host does not know: passed on as it is.
     Other(Response<Body>),
 }
@@ -711,7 +1114,7 @@ impl Refusal {
                     Denial::NoToken => (StatusCode::UNAUTHORIZED, "unauthorized: an OAuth access token is required"),
                     Denial::InvalidToken(_) => (StatusCode::UNAUTHORIZED, "unauthorized: the access token is not valid"),
                     Denial::InsufficientScope => (StatusCode::FORBIDDEN, "forbidden: the access token lacks the scope"),
-                    Denial::IssuerUnavailable(_) => {
+                    Denial::IssuerUnavailable(_) | Denial::Busy(_) => {
                         (StatusCode::SERVICE_UNAVAILABLE, "service unavailable: access tokens cannot be checked now")
                     }
                 };
@@ -738,6 +1141,26 @@ impl Refusal {
                     StatusCode::FORBIDDEN,
                     &format!("forbidden: Origin {origin:?} is not allowed; start the server with --allow-origin {origin} to accept it"),
                 )
+            }
+            Refusal::UnservedTenant { claim, named } => {
+                // What the token names is the client's: a few values, cut, escaped.
+                let named: Vec<&str> =
+                    named.iter().take(MAX_TENANTS_LOGGED).map(|tenant| &tenant[..tenant.floor_char_boundary(MAX_TENANT_LOGGED_BYTES)]).collect();
+                log.then(|| {
+                    tracing::warn!(%peer, claim = ?claim, tenants = ?named, "refused an HTTP request (403): the token names no tenant served here")
+                });
+                plain(
+                    StatusCode::FORBIDDEN,
+                    &format!("forbidden: the access token's {claim:?} claim names no tenant this server serves"),
+                )
+            }
+            Refusal::SessionNotBound { label } => {
+                log.then(|| {
+                    tracing::warn!(%peer, session = %label, "refused a session id not given to this token's holder: answered as an unknown session (404)")
+                });
+                let mut response = Response::new(Full::new(Bytes::from_static(UNKNOWN_SESSION.as_bytes())).boxed());
+                *response.status_mut() = StatusCode::NOT_FOUND;
+                response
             }
             Refusal::Other(response) => {
                 log.then(|| tracing::warn!(%peer, "refused an HTTP request (403)"));
@@ -785,6 +1208,31 @@ fn header_text(headers: &hyper::HeaderMap, name: hyper::header::HeaderName) -> S
 /// The header carrying a session's id.
 const SESSION_ID_HEADER: &str = "mcp-session-id";
 
+/// rmcp's answer to an unknown session (404), word for word: a session id
+/// given to someone else gets the same.
+const UNKNOWN_SESSION: &str = "Not Found: Session not found";
+
+/// How many of the tenants a refused token names are logged, and how much
+/// of each.
+const MAX_TENANTS_LOGGED: usize = 4;
+const MAX_TENANT_LOGGED_BYTES: usize = 64;
+
+/// Replaces the session id `request` carries, if any, by rmcp's id when it
+/// was given to `principal` (see `identity::bind_session`); otherwise the
+/// refusal, naming the id by its label.
+fn unbind_session_id(request: &mut Request<Incoming>, principal: &Principal) -> Option<Refusal> {
+    let presented = request.headers().get(SESSION_ID_HEADER)?;
+    let presented = String::from_utf8_lossy(presented.as_bytes()).into_owned();
+    let Some(id) = identity::bound_session(&presented, principal) else {
+        // The label of the id itself, as the log names the session elsewhere.
+        let id = presented.rsplit_once('.').map_or(presented.as_str(), |(id, _)| id);
+        return Some(Refusal::SessionNotBound { label: identity::session_label(id) });
+    };
+    let id = hyper::header::HeaderValue::from_str(id).expect("part of a header value is one");
+    request.headers_mut().insert(SESSION_ID_HEADER, id);
+    None
+}
+
 /// Asks hyper to close the connection after this response: the rest of the
 /// request is not coming, or not wanted.
 fn closing(mut response: Response<Body>) -> Response<Body> {
@@ -822,6 +1270,18 @@ impl AcceptFailures {
             self.unreported += 1;
         }
         pause
+    }
+}
+
+/// Why `addr` cannot be listened on, in words: a port in use says so.
+fn cannot_listen(addr: SocketAddr, error: &std::io::Error) -> String {
+    match error.kind() {
+        std::io::ErrorKind::AddrInUse => format!(
+            "cannot listen on {addr}: port {} is already in use (another process listens on it): \
+             choose another port, or stop that process",
+            addr.port()
+        ),
+        _ => format!("cannot listen on {addr}: {error}"),
     }
 }
 
@@ -865,6 +1325,26 @@ fn resource_metadata(request: &Request<Incoming>, server: &ResourceServer) -> Op
     let mut response = Response::new(Full::new(Bytes::from(server.metadata().to_string())).boxed());
     response.headers_mut().insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static("application/json"));
     Some(response)
+}
+
+/// rmcp answers a body it cannot parse as a message with 415 and a line of
+/// text, no JSON-RPC answer, and the client waits for one: such a body gets
+/// one, 400 with a JSON-RPC error carrying the message's id when it can be
+/// read ([`super::malformed`]). rmcp's other 415 (a wrong Content-Type) is
+/// passed on.
+async fn answer_unparsed(response: Response<Body>, body: &Bytes) -> Response<Body> {
+    let (parts, said) = response.into_parts();
+    let said = said.collect().await.map_or_else(|never| match never {}, |said| said.to_bytes());
+    if said.starts_with(b"fail to deserialize request body")
+        && let Err(answer) = super::malformed::http_body(body)
+    {
+        let json = serde_json::to_vec(&answer).expect("a JSON-RPC error serializes");
+        let mut response = Response::new(Full::new(Bytes::from(json)).boxed());
+        *response.status_mut() = StatusCode::BAD_REQUEST;
+        response.headers_mut().insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static("application/json"));
+        return response;
+    }
+    Response::from_parts(parts, Full::new(said).boxed())
 }
 
 /// A plain-text answer: `text` and a newline.

@@ -4,9 +4,11 @@
 //! rmcp's own stdio transport drops a line over its cap with only a log line,
 //! and the client that sent it waits forever. This transport frames lines the
 //! same way, with rmcp's codec, and answers an overlong line itself: a
-//! JSON-RPC error carrying the request's id where it can be read. rmcp still
-//! handles the protocol; this module owns only reading and framing lines, and
-//! writes through the same writer rmcp's transport uses.
+//! JSON-RPC error carrying the request's id where it can be read. So it does
+//! a line rmcp cannot parse (too deeply nested, not UTF-8, cut short), which
+//! rmcp drops: see [`super::malformed`]. rmcp still handles the protocol;
+//! this module owns only reading and framing lines, and writes through the
+//! same writer rmcp's transport uses.
 
 use std::collections::HashMap;
 use std::io;
@@ -15,14 +17,13 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use bytes::{Buf, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 use futures::{SinkExt, StreamExt};
 use rmcp::RoleServer;
 use rmcp::model::{ClientNotification, ErrorCode, ErrorData, JsonRpcMessage, RequestId, ServerJsonRpcMessage};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use rmcp::transport::async_rw::{JsonRpcMessageCodec, JsonRpcMessageCodecError, TransportWriter};
-use serde::de::{Deserializer as _, IgnoredAny, MapAccess, Visitor};
 use serde_json::json;
 use rustix::net::{RecvFlags, SendFlags};
 use tokio::io::unix::AsyncFd;
@@ -33,6 +34,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::{TaskTracker, task_tracker::TaskTrackerToken};
 
 use super::TransportError;
+use super::malformed::{self, FoundId};
 use crate::handler::PromptServer;
 
 /// The default for `--max-message-kib`: rmcp's own cap on a line, 16 MiB.
@@ -48,9 +50,6 @@ const HEAD_BYTES: usize = 4 << 10;
 /// How much of the end of an overlong line is kept for its id. The official
 /// TypeScript SDK writes the id last (`{"method":…,"params":…,"jsonrpc":"2.0","id":7}`).
 const TAIL_BYTES: usize = 128;
-
-/// A UTF-8 byte order mark, which rmcp's codec ignores at the start of a line.
-const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
 
 /// Serves MCP over this process's stdin and stdout until the client closes
 /// stdin, or `stop` completes. A line (one message) may hold at most
@@ -82,7 +81,7 @@ pub async fn serve_stdio(
 /// Serves MCP over `transport`, as [`serve_stdio`] says.
 async fn serve<R, W>(
     server: PromptServer,
-    transport: StdioTransport<R, W>,
+    mut transport: StdioTransport<R, W>,
     stop: impl Future<Output = ()>,
     grace: std::time::Duration,
 ) -> Result<(), TransportError>
@@ -91,6 +90,7 @@ where
     W: AsyncWrite + Send + Unpin + 'static,
 {
     let (stopping, calls) = (transport.stopping.clone(), transport.calls.clone());
+    transport.input_ended = server.session_ended();
     let mut stop = std::pin::pin!(stop);
     let running = tokio::select! {
         running = rmcp::ServiceExt::serve(server, transport) => running.map_err(|error| TransportError::Start(error.to_string()))?,
@@ -203,6 +203,10 @@ pub struct StdioTransport<R, W> {
     stopping: CancellationToken,
     /// The requests read and not yet answered.
     calls: Arc<Calls>,
+    /// Cancelled at the end of the input: the client is gone, and the
+    /// elicitations waiting for its answers with it (the server's session
+    /// end, see `serve`).
+    input_ended: CancellationToken,
 }
 
 /// Request ids in a log line: the ids are the client's, so at most
@@ -284,6 +288,7 @@ impl<R: AsyncRead, W: AsyncWrite> StdioTransport<R, W> {
             answer: None,
             stopping: CancellationToken::new(),
             calls: Arc::default(),
+            input_ended: CancellationToken::new(),
         }
     }
 }
@@ -357,7 +362,12 @@ where
             // Not the end of the input: rmcp goes on writing the answers of
             // the calls in flight until the session is closed.
             () = stopping.cancelled() => std::future::pending().await,
-            message = self.next_message() => message,
+            message = self.next_message() => {
+                if message.is_none() {
+                    self.input_ended.cancel();
+                }
+                message
+            }
         }
     }
 
@@ -378,27 +388,53 @@ fn answered_id(message: &TxJsonRpcMessage<RoleServer>) -> Option<RequestId> {
 
 /// What one line from the client comes to.
 #[derive(Debug)]
-enum Incoming {
+pub enum Incoming {
     /// A message for rmcp to handle.
     Message(RxJsonRpcMessage<RoleServer>),
     /// A line rmcp never sees, and the error that answers it.
     Refused(ServerJsonRpcMessage),
 }
 
+/// Decodes `input` as this transport decodes stdin, with lines of at most
+/// `limit` bytes, arriving in reads of `read` bytes and then the end of the
+/// input: each message for rmcp, or the answer the transport writes itself.
+/// Also returns the most bytes the decoder held at once. For tests and
+/// fuzzing: the same decoder as [`serve_stdio`]'s, without a process.
+pub fn decode_lines(limit: usize, input: &[u8], read: usize) -> io::Result<(Vec<Incoming>, usize)> {
+    let mut codec = LineCodec::new(limit);
+    let mut buffer = BytesMut::new();
+    let (mut items, mut held) = (Vec::new(), 0);
+    for piece in input.chunks(read.max(1)) {
+        buffer.extend_from_slice(piece);
+        held = held.max(buffer.len());
+        while let Some(item) = codec.decode(&mut buffer)? {
+            items.push(item);
+        }
+    }
+    while let Some(item) = codec.decode_eof(&mut buffer)? {
+        items.push(item);
+    }
+    Ok((items, held))
+}
+
 /// Frames lines of at most `limit` bytes with rmcp's codec, which parses them
 /// as rmcp's own transport would, and turns a longer line into an error for
 /// its sender. Of a longer line it keeps only what it has read when the limit
-/// is passed, until its id is read from that, and then [`TAIL_BYTES`].
+/// is passed, until its id is read from that, and then [`TAIL_BYTES`]. A
+/// line rmcp cannot parse is answered too ([`malformed::answer`]).
 struct LineCodec {
     limit: usize,
     rmcp: JsonRpcMessageCodec<RxJsonRpcMessage<RoleServer>>,
     /// The line over the limit being skipped, until its newline.
     overlong: Option<Overlong>,
+    /// How much of the buffer is known to hold no newline: a long line
+    /// arriving in many reads is searched once.
+    searched: usize,
 }
 
 impl LineCodec {
     fn new(limit: usize) -> LineCodec {
-        LineCodec { limit, rmcp: JsonRpcMessageCodec::new_with_max_length(limit), overlong: None }
+        LineCodec { limit, rmcp: JsonRpcMessageCodec::new_with_max_length(limit), overlong: None, searched: 0 }
     }
 }
 
@@ -420,57 +456,75 @@ impl Decoder for LineCodec {
                 return Ok(Some(Incoming::Refused(overlong.answer(self.limit))));
             }
             let unread = buffer.len();
-            // rmcp takes a line out of the buffer before it parses it: keep
-            // its start, so that a request it refuses is answered with its id.
-            let start = buffer[..unread.min(HEAD_BYTES)].to_vec();
+            // rmcp takes a line out of the buffer before it parses it, and
+            // drops a line it cannot parse: copy the line first, so that it is
+            // answered with its id.
+            let window = unread.min(self.limit + 1);
+            let from = self.searched.min(window);
+            let newline = buffer[from..window].iter().position(|&byte| byte == b'\n').map(|at| from + at);
+            let line = newline.map(|end| Bytes::copy_from_slice(&buffer[..end]));
+            self.searched = if newline.is_some() { 0 } else { window };
             match self.rmcp.decode(buffer) {
                 Ok(Some(message)) => return Ok(Some(Incoming::Message(message))),
                 // rmcp skips a notification it does not know with no item: the
                 // line is gone from the buffer, and the next may be whole already.
-                Ok(None) if buffer.len() < unread => continue,
+                // It skips a request too (a message with an id) whose method
+                // starts with `notifications/`, when it cannot read it: that
+                // one is answered.
+                Ok(None) if buffer.len() < unread => {
+                    if let Some(line) = line.filter(|line| malformed::find_id(line).is_request())
+                        && let Err(error) = serde_json::from_slice::<RxJsonRpcMessage<RoleServer>>(&line)
+                    {
+                        return Ok(Some(Incoming::Refused(malformed::answer("stdio", &line, &error))));
+                    }
+                    continue;
+                }
                 Ok(None) => return Ok(None),
                 Err(JsonRpcMessageCodecError::MaxLineLengthExceeded) => {
                     // No newline in the first `limit + 1` bytes. rmcp's codec
                     // would skip the rest of the line silently: skip it here instead.
                     self.rmcp = JsonRpcMessageCodec::new_with_max_length(self.limit);
+                    self.searched = 0;
                     self.overlong = Some(Overlong::starting(&buffer[..=self.limit]));
                 }
-                Err(JsonRpcMessageCodecError::Serde(error)) => match error.classify() {
-                    // As rmcp's transport: a line that is not JSON is ignored
-                    // (answering garbage can start an error storm between two
-                    // peers); JSON that is no JSON-RPC message is answered.
-                    serde_json::error::Category::Syntax | serde_json::error::Category::Eof => {
-                        tracing::debug!(%error, "ignoring a line that is not JSON");
+                Err(JsonRpcMessageCodecError::Serde(error)) => {
+                    let line = line.expect("rmcp parses a line only once its newline is in the buffer");
+                    let line = line.strip_suffix(b"\r").unwrap_or(&line);
+                    // A blank line carries no message: nothing to answer.
+                    if line.trim_ascii().is_empty() {
+                        continue;
                     }
-                    serde_json::error::Category::Data | serde_json::error::Category::Io => {
-                        tracing::debug!(%error, "answering a line that is no JSON-RPC message");
-                        let id = match Head::read(&start) {
-                            Head::Id(id) => Some(id),
-                            Head::NotJson | Head::NoId => None,
-                        };
-                        let error = ErrorData::invalid_request(format!("Invalid request: {error}"), None);
-                        return Ok(Some(Incoming::Refused(ServerJsonRpcMessage::error(error, id))));
-                    }
-                },
+                    // Every line that is not a message rmcp reads is answered,
+                    // with its id when it can be read: -32700 when it is not
+                    // JSON (answers are well-formed JSON, so two peers cannot
+                    // answer each other's answers), -32600 when it is no
+                    // JSON-RPC message.
+                    return Ok(Some(Incoming::Refused(malformed::answer("stdio", line, &error))));
+                }
                 Err(error) => return Err(error.into()),
             }
         }
     }
 
     fn decode_eof(&mut self, buffer: &mut BytesMut) -> io::Result<Option<Incoming>> {
-        let incoming = self.decode(buffer)?;
-        if incoming.is_none() && !buffer.is_empty() {
-            // As rmcp's transport: a last line with no newline is incomplete.
-            tracing::debug!(bytes = buffer.len(), "ignoring an unterminated last line");
-            buffer.clear();
+        if let Some(incoming) = self.decode(buffer)? {
+            return Ok(Some(incoming));
         }
-        Ok(incoming)
+        if buffer.is_empty() && self.overlong.is_none() {
+            return Ok(None);
+        }
+        // A last line with no newline is read as if it had one, as rmcp's
+        // transport reads it: a message cut short by the end of the input is
+        // answered too.
+        buffer.extend_from_slice(b"\n");
+        self.decode(buffer)
     }
 }
 
 /// A line over the limit, skipped as it arrives.
 struct Overlong {
-    head: Head,
+    /// The id read from the line's first [`HEAD_BYTES`].
+    head: FoundId,
     /// Bytes of the line so far, its newline not counted.
     bytes: usize,
     /// The last [`TAIL_BYTES`] bytes seen.
@@ -481,7 +535,11 @@ impl Overlong {
     /// Starts skipping a line, reading its id from its first bytes (`start`
     /// holds no newline).
     fn starting(start: &[u8]) -> Overlong {
-        Overlong { head: Head::read(&start[..start.len().min(HEAD_BYTES)]), bytes: 0, tail: Vec::with_capacity(TAIL_BYTES) }
+        Overlong {
+            head: malformed::find_id(&start[..start.len().min(HEAD_BYTES)]),
+            bytes: 0,
+            tail: Vec::with_capacity(TAIL_BYTES),
+        }
     }
 
     fn skip(&mut self, bytes: &[u8]) {
@@ -496,9 +554,9 @@ impl Overlong {
     /// JSON, else -32600 with the request's id when it could be read.
     fn answer(self, limit: usize) -> ServerJsonRpcMessage {
         let (code, id) = match self.head {
-            Head::NotJson => (ErrorCode::PARSE_ERROR, None),
-            Head::Id(id) => (ErrorCode::INVALID_REQUEST, Some(id)),
-            Head::NoId => (ErrorCode::INVALID_REQUEST, id_at_end(&self.tail)),
+            FoundId::NotJson => (ErrorCode::PARSE_ERROR, None),
+            FoundId::Id(id) => (ErrorCode::INVALID_REQUEST, Some(id)),
+            FoundId::UnusableId | FoundId::NoId => (ErrorCode::INVALID_REQUEST, id_at_end(&self.tail)),
         };
         let message = format!(
             "the message is {} bytes, more than the limit of {limit} bytes (set by --max-message-kib)",
@@ -507,54 +565,6 @@ impl Overlong {
         tracing::warn!(bytes = self.bytes, limit, ?id, "refused a message over the size limit");
         let data = json!({ "bytes": self.bytes, "limit": { "bytes": limit } });
         ServerJsonRpcMessage::error(ErrorData::new(code, message, Some(data)), id)
-    }
-}
-
-/// What the first bytes of an overlong line say, parsed as far as they go.
-#[derive(Debug, PartialEq)]
-enum Head {
-    /// They are not the start of a JSON value.
-    NotJson,
-    /// They start a JSON object whose `id` they hold.
-    Id(RequestId),
-    /// They start JSON, but hold no usable `id`.
-    NoId,
-}
-
-impl Head {
-    fn read(start: &[u8]) -> Head {
-        let start = start.strip_prefix(UTF8_BOM).unwrap_or(start);
-        let mut id = None;
-        let parsed = serde_json::Deserializer::from_slice(start).deserialize_map(IdVisitor(&mut id));
-        match (id, parsed) {
-            (Some(id), _) => Head::Id(id),
-            (None, Err(error)) if error.classify() == serde_json::error::Category::Syntax => Head::NotJson,
-            (None, _) => Head::NoId,
-        }
-    }
-}
-
-/// Walks the members of an object until `id`, and stores its value, if it is
-/// a usable request id. Parsing then stops with an error, which is expected:
-/// the bytes are only the start of the message.
-struct IdVisitor<'a>(&'a mut Option<RequestId>);
-
-impl<'de> Visitor<'de> for IdVisitor<'_> {
-    type Value = ();
-
-    fn expecting(&self, formatter: &mut std::fmt::Formatter) -> std::fmt::Result {
-        formatter.write_str("a JSON-RPC message")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut members: A) -> Result<(), A::Error> {
-        while let Some(key) = members.next_key::<String>()? {
-            if key == "id" {
-                *self.0 = Some(members.next_value()?);
-                return Ok(());
-            }
-            members.next_value::<IgnoredAny>()?;
-        }
-        Ok(())
     }
 }
 
@@ -659,16 +669,61 @@ mod tests {
     }
 
     #[test]
-    fn lines_rmcp_ignores_or_refuses_are_handled_as_rmcp_does() {
-        // rmcp skips the stderr notification (no "jsonrpc") with no item.
-        let input = format!("not json\n{{\"method\":\"notifications/stderr\",\"params\":{{}}}}\n{{\"foo\":1}}\n{PING}\n");
+    fn lines_rmcp_cannot_parse_are_answered_and_those_it_skips_are_skipped() {
+        // rmcp skips the stderr notification (no "jsonrpc") with no item; a
+        // blank line carries no message.
+        let input = format!("not json\n{{\"method\":\"notifications/stderr\",\"params\":{{}}}}\n\r\n \n{{\"foo\":1}}\n{PING}\n");
         let items = decode_all(1000, input.as_bytes(), input.len());
         assert_eq!(
             items,
             [
+                json!({ "answer": { "jsonrpc": "2.0", "error": { "code": -32700, "message": "Parse error: expected ident at line 1 column 2" } } }),
                 json!({ "answer": { "jsonrpc": "2.0", "error": { "code": -32600, "message": "Invalid request: unrecognized JSON-RPC message" } } }),
                 json!({ "message": serde_json::from_str::<Value>(PING).unwrap() }),
             ]
+        );
+    }
+
+    fn error_of(item: &Incoming) -> (i32, Option<RequestId>) {
+        match item {
+            Incoming::Refused(JsonRpcMessage::Error(error)) => (error.error.code.0, error.id.clone()),
+            other => panic!("not an answer: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_line_nested_past_serde_jsons_limit_is_answered_with_its_id() {
+        let nested = |depth: usize| format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+        let get = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{{"name":"a","arguments":{{"x":{}}}}}}}"#,
+            nested(200)
+        );
+        let unknown = format!(
+            r#"{{"jsonrpc":"2.0","id":"two","method":"x/y","params":{}{}}}"#,
+            "{\"a\":".repeat(100_000),
+            "}".repeat(100_000)
+        );
+        let context = format!(r#"{{"jsonrpc":"2.0","method":"completion/complete","params":{{"context":{}}},"id":3}}"#, nested(1_000_000));
+        let input = format!("{get}\n{unknown}\n{context}\n");
+        for read in [4096, input.len()] {
+            let (items, held) = decode_lines(4 << 20, input.as_bytes(), read).unwrap();
+            let answers: Vec<_> = items.iter().map(error_of).collect();
+            assert_eq!(
+                answers,
+                [(-32700, Some(RequestId::Number(1))), (-32700, Some(RequestId::String("two".into()))), (-32700, Some(RequestId::Number(3)))]
+            );
+            assert!(held <= input.len());
+        }
+    }
+
+    #[test]
+    fn invalid_utf8_and_lines_cut_short_are_answered_with_their_id() {
+        let input = b"{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"ping\",\"params\":{\"x\":\"\xff\xfe\"}}\n{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"pi\n{\"id\":6,\"method\"";
+        let (items, _) = decode_lines(1000, input, 7).unwrap();
+        let answers: Vec<_> = items.iter().map(error_of).collect();
+        assert_eq!(
+            answers,
+            [(-32700, Some(RequestId::Number(4))), (-32700, Some(RequestId::Number(5))), (-32700, Some(RequestId::Number(6)))]
         );
     }
 

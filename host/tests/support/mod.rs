@@ -172,6 +172,19 @@ impl Server {
         self.stdin.flush().unwrap();
     }
 
+    /// Writes raw bytes, which need not be UTF-8 (nor end a line).
+    pub fn send_bytes(&mut self, bytes: &[u8]) {
+        self.stdin.write_all(bytes).unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// The next line the server writes to stdout, as it came.
+    pub fn next_line(&mut self) -> String {
+        self.lines
+            .recv_timeout(RESPONSE_TIMEOUT)
+            .unwrap_or_else(|error| panic!("no line on stdout ({error:?}); stderr:\n{}", self.stderr()))
+    }
+
     /// Sends a request and returns its id.
     pub fn send_request(&mut self, method: &str, params: Value) -> u64 {
         let id = self.next_id;
@@ -396,6 +409,17 @@ pub fn http_exchange(addr: std::net::SocketAddr, request: &str) -> (u16, String)
     let mut bytes = Vec::new();
     stream.read_to_end(&mut bytes).expect("the server neither answered nor closed");
     http_status(&String::from_utf8_lossy(&bytes))
+}
+
+/// Reads from `stream` until what it has read contains `text`; returns it all.
+pub fn read_until_text(stream: &mut std::net::TcpStream, text: &str) -> String {
+    let (mut seen, mut buffer) = (Vec::new(), [0u8; 4096]);
+    while !String::from_utf8_lossy(&seen).contains(text) {
+        let n = stream.read(&mut buffer).unwrap();
+        assert!(n > 0, "closed before {text:?}: {}", String::from_utf8_lossy(&seen));
+        seen.extend_from_slice(&buffer[..n]);
+    }
+    String::from_utf8_lossy(&seen).into_owned()
 }
 
 /// The status of an HTTP response and the rest of it.

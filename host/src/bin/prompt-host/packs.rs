@@ -109,6 +109,63 @@ pub async fn sign(reference: &str, key: &Path, allow_tag: bool, config_path: Opt
     Ok(())
 }
 
+/// `prompt-host keygen`: PREFIX.key and PREFIX.pub, as cosign writes them.
+pub fn keygen(prefix: &str) -> anyhow::Result<()> {
+    let (key_path, pub_path) = (format!("{prefix}.key"), format!("{prefix}.pub"));
+    for path in [&key_path, &pub_path] {
+        if Path::new(path).exists() {
+            bail!("{path} exists: keygen does not replace a key (remove it, or choose another --output-key-prefix)");
+        }
+    }
+    let password = keygen_password()?;
+    let (private, public) = prompt_host::signature::generate_key_pair(password.as_bytes()).map_err(anyhow::Error::msg)?;
+    write_new(&key_path, private.as_bytes(), 0o600)?;
+    write_new(&pub_path, public.as_bytes(), 0o644)?;
+    eprintln!("Private key written to {key_path}\nPublic key written to {pub_path}");
+    Ok(())
+}
+
+/// The password of a new key: COSIGN_PASSWORD if set (empty included, as
+/// cosign takes it), else asked for twice on the terminal, unechoed.
+fn keygen_password() -> anyhow::Result<String> {
+    if let Ok(password) = std::env::var("COSIGN_PASSWORD") {
+        return Ok(password);
+    }
+    if !std::io::stdin().is_terminal() {
+        bail!("no password for the private key: set COSIGN_PASSWORD, or run keygen on a terminal to be asked");
+    }
+    let ask = |prompt: &str| -> anyhow::Result<String> {
+        eprint!("{prompt}");
+        // stty turns the terminal's echo off and back on: the password is not shown.
+        let stty = |setting: &str| std::process::Command::new("stty").arg(setting).stdin(std::process::Stdio::inherit()).status();
+        let _ = stty("-echo");
+        let mut line = String::new();
+        let read = std::io::stdin().read_line(&mut line);
+        let _ = stty("echo");
+        eprintln!();
+        read.context("reading the password")?;
+        Ok(line.trim_end_matches(['\r', '\n']).to_string())
+    };
+    let password = ask("Enter password for private key: ")?;
+    if ask("Enter password for private key again: ")? != password {
+        bail!("the passwords differ: no key written");
+    }
+    Ok(password)
+}
+
+/// Writes `bytes` to a new file at `path` (never over one) with `mode`.
+fn write_new(path: &str, bytes: &[u8], mode: u32) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, mode);
+    #[cfg(not(unix))]
+    let _ = mode;
+    let mut file = options.open(path).with_context(|| format!("cannot create {path}"))?;
+    file.write_all(bytes).with_context(|| format!("cannot write {path}"))
+}
+
 pub async fn publish(file: &Path, reference: &str, config_path: Option<&Path>) -> anyhow::Result<()> {
     let config = optional_config(config_path)?;
     let digest = install::publish(&config, file, reference).await?;

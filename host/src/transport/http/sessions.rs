@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use futures_core::Stream;
+use tokio_util::sync::CancellationToken;
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::transport::WorkerTransport;
 use rmcp::transport::streamable_http_server::session::local::{
@@ -34,6 +35,10 @@ pub struct CappedSessions {
     /// Each open session and when a client last used it.
     /// (An async lock: creating a session awaits under it.)
     last_used: tokio::sync::Mutex<HashMap<SessionId, Instant>>,
+    /// Each open session's token, cancelled when it is closed (deleted,
+    /// evicted, or found ended): what is waiting on the session's client
+    /// (an elicitation) ends with it.
+    closing: std::sync::Mutex<HashMap<SessionId, CancellationToken>>,
 }
 
 impl CappedSessions {
@@ -45,6 +50,19 @@ impl CappedSessions {
             max,
             evictable_after,
             last_used: tokio::sync::Mutex::new(HashMap::new()),
+            closing: Default::default(),
+        }
+    }
+
+    /// The token cancelled when the session `id` is closed, if it is open.
+    pub fn closing(&self, id: &str) -> Option<CancellationToken> {
+        self.closing.lock().expect("never poisoned").get(id).cloned()
+    }
+
+    /// Cancels the token of the session `id`, closed.
+    fn closed(&self, id: &SessionId) {
+        if let Some(token) = self.closing.lock().expect("never poisoned").remove(id) {
+            token.cancel();
         }
     }
 
@@ -76,6 +94,7 @@ impl CappedSessions {
         }
         for id in ended {
             last_used.remove(&id);
+            self.closed(&id);
         }
     }
 
@@ -91,9 +110,12 @@ impl CappedSessions {
             return false;
         };
         last_used.remove(&oldest);
-        tracing::info!(session = %oldest, "closing the longest-idle HTTP session to make room for a new one");
+        self.closed(&oldest);
+        // Named by its label: whoever reads the log cannot use the session.
+        let session = crate::identity::session_label(&oldest);
+        tracing::info!(%session, "closing the longest-idle HTTP session to make room for a new one");
         if let Err(error) = self.inner.close_session(&oldest).await {
-            tracing::warn!(session = %oldest, "closing an idle session failed: {error}");
+            tracing::warn!(%session, "closing an idle session failed: {error}");
         }
         true
     }
@@ -122,6 +144,7 @@ impl SessionManager for CappedSessions {
         }
         let (id, transport) = self.inner.create_session().await?;
         last_used.insert(id.clone(), Instant::now());
+        self.closing.lock().expect("never poisoned").insert(id.clone(), CancellationToken::new());
         crate::metrics::sessions_open(last_used.len());
         Ok((id, transport))
     }
@@ -138,6 +161,7 @@ impl SessionManager for CappedSessions {
     async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
         let mut last_used = self.last_used.lock().await;
         last_used.remove(id);
+        self.closed(id);
         crate::metrics::sessions_open(last_used.len());
         drop(last_used);
         Ok(self.inner.close_session(id).await?)

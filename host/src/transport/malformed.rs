@@ -1,0 +1,300 @@
+//! A message from a client that rmcp cannot parse, answered: every message
+//! that carries an id gets one answer, over stdio and over HTTP.
+//!
+//! serde_json refuses a message nested deeper than 128 levels, one that is
+//! not UTF-8, one cut short; rmcp then drops it (stdio) or answers it with a
+//! bare HTTP status, and the client waits for an answer that never comes.
+//! Here such a message is answered with a JSON-RPC error: -32700 (parse
+//! error) when it is not JSON, -32600 (invalid request) when it is JSON but
+//! no JSON-RPC message, each with the message's id when [`find_id`] can read
+//! it, with a null id otherwise. The message is logged once, its start
+//! escaped and its length bounded, within a log budget.
+
+use std::sync::{LazyLock, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{ClientJsonRpcMessage, ErrorCode, ErrorData, RequestId, ServerJsonRpcMessage};
+use serde_json::error::Category;
+
+use crate::log_budget::{Admission, LogBudget, LogWindow};
+
+/// What the top-level `id` member of a message says, found without parsing
+/// the message.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FoundId {
+    /// The bytes do not start a JSON value, or break JSON's structure at the
+    /// top level before an `id` member.
+    NotJson,
+    /// A top-level `id` member whose value is a request id.
+    Id(RequestId),
+    /// A top-level `id` member whose value is no request id (null, a
+    /// fraction, an object): the message is a request all the same.
+    UnusableId,
+    /// JSON, but no top-level `id`, or bytes that end before it.
+    NoId,
+}
+
+impl FoundId {
+    /// Whether the message carries an `id` member, usable or not: it is a
+    /// request, and must be answered.
+    pub fn is_request(&self) -> bool {
+        matches!(self, FoundId::Id(_) | FoundId::UnusableId)
+    }
+
+    /// The id an answer carries.
+    pub fn into_id(self) -> Option<RequestId> {
+        match self {
+            FoundId::Id(id) => Some(id),
+            FoundId::NotJson | FoundId::UnusableId | FoundId::NoId => None,
+        }
+    }
+}
+
+/// The top-level `id` member of the JSON object `bytes` starts (the last,
+/// if there are several, as serde_json reads duplicate keys), read in one
+/// pass without recursion: nested values are skipped by counting brackets
+/// outside strings, so a message nested a million levels deep costs one
+/// pass over its bytes and no stack. `bytes` may be only the start of a
+/// message: an id read before the bytes end, or break, counts. A UTF-8 byte
+/// order mark is allowed, as rmcp allows it.
+pub fn find_id(bytes: &[u8]) -> FoundId {
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    let mut scan = Scan { bytes, at: 0 };
+    match scan.next_non_space() {
+        None => return FoundId::NoId,
+        Some(b'{') => scan.at += 1,
+        Some(b'[' | b'"' | b'-' | b'0'..=b'9') => return FoundId::NoId,
+        Some(_) if starts_literal(&bytes[scan.at..]) => return FoundId::NoId,
+        Some(_) => return FoundId::NotJson,
+    }
+    let mut found = FoundId::NoId;
+    // What the bytes come to where they break JSON's structure.
+    let broken = |found: FoundId| if found.is_request() { found } else { FoundId::NotJson };
+    loop {
+        match scan.next_non_space() {
+            None | Some(b'}') => return found,
+            Some(b'"') => {}
+            Some(_) => return broken(found),
+        }
+        let key_start = scan.at;
+        let Some(key_end) = scan.skip_value() else { return found };
+        let is_id = is_id_key(&bytes[key_start..key_end]);
+        match scan.next_non_space() {
+            None => return found,
+            Some(b':') => scan.at += 1,
+            Some(_) => return broken(found),
+        }
+        if scan.next_non_space().is_none() {
+            return found;
+        }
+        let value_start = scan.at;
+        let Some(value_end) = scan.skip_value() else { return found };
+        if is_id {
+            found = match serde_json::from_slice::<RequestId>(&bytes[value_start..value_end]) {
+                Ok(id) => FoundId::Id(id),
+                Err(_) => FoundId::UnusableId,
+            };
+        }
+        match scan.next_non_space() {
+            None | Some(b'}') => return found,
+            Some(b',') => scan.at += 1,
+            Some(_) => return broken(found),
+        }
+    }
+}
+
+/// Whether `bytes` start with `true`, `false` or `null`, or with the start
+/// of one of them that the bytes cut short.
+fn starts_literal(bytes: &[u8]) -> bool {
+    [b"true".as_slice(), b"false", b"null"]
+        .iter()
+        .any(|literal| bytes.starts_with(literal) || literal.starts_with(bytes))
+}
+
+/// Whether a key, quotes included, is `"id"`, however it is escaped
+/// (`"\u0069d"` is `"id"` too).
+fn is_id_key(key: &[u8]) -> bool {
+    match key {
+        b"\"id\"" => true,
+        // The longest way to write "id": two \uXXXX escapes and the quotes.
+        key if key.contains(&b'\\') && key.len() <= 14 => serde_json::from_slice::<String>(key).is_ok_and(|key| key == "id"),
+        _ => false,
+    }
+}
+
+/// A position in bytes being scanned.
+struct Scan<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl Scan<'_> {
+    /// The next byte that is not JSON whitespace, left unread.
+    fn next_non_space(&mut self) -> Option<u8> {
+        while let Some(&byte) = self.bytes.get(self.at) {
+            if !matches!(byte, b' ' | b'\t' | b'\n' | b'\r') {
+                return Some(byte);
+            }
+            self.at += 1;
+        }
+        None
+    }
+
+    /// Skips the value that starts here (a string, an array or object with
+    /// everything in it, or a scalar), and returns where it ends; `None`
+    /// when the bytes end first. Brackets inside strings are not counted.
+    fn skip_value(&mut self) -> Option<usize> {
+        let mut depth: usize = 0;
+        let mut in_string = false;
+        while let Some(&byte) = self.bytes.get(self.at) {
+            self.at += 1;
+            if in_string {
+                match byte {
+                    b'\\' => self.at += 1,
+                    b'"' => {
+                        in_string = false;
+                        if depth == 0 {
+                            return Some(self.at);
+                        }
+                    }
+                    _ => {}
+                }
+                continue;
+            }
+            match byte {
+                b'"' => in_string = true,
+                b'{' | b'[' => depth += 1,
+                b'}' | b']' if depth > 0 => {
+                    depth -= 1;
+                    if depth == 0 {
+                        return Some(self.at);
+                    }
+                }
+                // The end of a scalar: the byte that ends it is not its own.
+                b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r' if depth == 0 => {
+                    self.at -= 1;
+                    return Some(self.at);
+                }
+                _ => {}
+            }
+        }
+        // A scalar may end with the bytes; anything else is cut short.
+        (depth == 0 && !in_string).then_some(self.at)
+    }
+}
+
+/// The answer to `message`, which rmcp could not parse for `error`: -32700
+/// when it is not JSON (serde_json's syntax errors, an early end, too deep a
+/// nesting, bytes that are not UTF-8), -32600 when it is JSON but no JSON-RPC
+/// message; with the message's id when it can be read. Logs the message
+/// once, as [`log_skipped`] does.
+pub fn answer(transport: &str, message: &[u8], error: &serde_json::Error) -> ServerJsonRpcMessage {
+    let id = find_id(message).into_id();
+    // serde_json's message names what it expected, and may quote the
+    // client's text: escaped and bounded like any text from outside.
+    let reason = crate::validate::error_message(error.to_string());
+    let (code, what) = match error.classify() {
+        Category::Data => (ErrorCode::INVALID_REQUEST, "Invalid request"),
+        Category::Syntax | Category::Eof | Category::Io => (ErrorCode::PARSE_ERROR, "Parse error"),
+    };
+    log_skipped(transport, message, id.as_ref(), &reason);
+    ServerJsonRpcMessage::error(ErrorData::new(code, format!("{what}: {reason}"), None), id)
+}
+
+/// What the HTTP transport makes of a request body: the message, as rmcp
+/// reads it, or the answer to a body rmcp cannot read.
+pub fn http_body(body: &[u8]) -> Result<ClientJsonRpcMessage, ServerJsonRpcMessage> {
+    serde_json::from_slice::<ClientJsonRpcMessage>(body).map_err(|error| answer("http", body, &error))
+}
+
+/// How much of a skipped message's start the log shows.
+const LOGGED_START_BYTES: usize = 128;
+
+/// Skipped messages logged every 10 s; past that they are counted, and the
+/// count is logged when the next window opens.
+const SKIPPED_LOG: LogBudget = LogBudget { lines: 20, window: Duration::from_secs(10) };
+
+static SKIPPED: LazyLock<Mutex<LogWindow>> = LazyLock::new(Mutex::default);
+
+/// Logs a skipped message once: its length, its id, the reason (already
+/// bounded) and its first [`LOGGED_START_BYTES`] bytes, escaped (a Debug
+/// field); within [`SKIPPED_LOG`], so that a client cannot flood the log.
+pub fn log_skipped(transport: &str, message: &[u8], id: Option<&RequestId>, reason: &str) {
+    let mut window = SKIPPED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(dropped) = window.roll(SKIPPED_LOG) {
+        tracing::warn!(dropped, "{dropped} unparsable messages were not logged in the last {} s", SKIPPED_LOG.window.as_secs());
+    }
+    match window.admit(SKIPPED_LOG) {
+        Admission::Log => {
+            let start = String::from_utf8_lossy(&message[..message.len().min(LOGGED_START_BYTES)]);
+            let id = id.map(|id| crate::validate::error_message(id.to_string()));
+            tracing::warn!(transport, bytes = message.len(), id = ?id, reason = ?reason, start = ?start, "answered a message that could not be parsed");
+        }
+        Admission::FirstDropped => tracing::warn!(
+            "unparsable message log rate limit reached: at most {} every {} s are logged; the rest are counted",
+            SKIPPED_LOG.lines,
+            SKIPPED_LOG.window.as_secs()
+        ),
+        Admission::Dropped => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(text: &str) -> FoundId {
+        find_id(text.as_bytes())
+    }
+
+    #[test]
+    fn the_top_level_id_is_found_wherever_it_is() {
+        assert_eq!(id(r#"{"jsonrpc":"2.0","id":7,"method":"x"}"#), FoundId::Id(RequestId::Number(7)));
+        assert_eq!(id(r#" { "method" : "x" , "params":{"id":1,"a":[{"id":2}]}, "id" : "s" } "#), FoundId::Id(RequestId::String("s".into())));
+        assert_eq!(id(r#"{"x":"}\"]{[","id":3}"#), FoundId::Id(RequestId::Number(3)));
+        assert_eq!(id(r#"{"\u0069d":4}"#), FoundId::Id(RequestId::Number(4)));
+        assert_eq!(id("\u{feff}{\"id\":5}"), FoundId::Id(RequestId::Number(5)));
+        // The last id counts, as serde_json reads duplicate keys.
+        assert_eq!(id(r#"{"id":1,"id":2}"#), FoundId::Id(RequestId::Number(2)));
+        assert_eq!(id(r#"{"id":1,"id":null}"#), FoundId::UnusableId);
+        assert_eq!(id(r#"{"id":1,"x":2 "y"#), FoundId::Id(RequestId::Number(1)));
+        assert_eq!(id(r#"{"id":1"#), FoundId::Id(RequestId::Number(1)));
+    }
+
+    #[test]
+    fn an_id_past_deep_nesting_is_found_in_one_pass() {
+        let deep = format!(r#"{{"params":{}{},"id":9}}"#, "[".repeat(1_000_000), "]".repeat(1_000_000));
+        assert_eq!(find_id(deep.as_bytes()), FoundId::Id(RequestId::Number(9)));
+        let open = format!(r#"{{"params":{},"id":9}}"#, "{\"a\":".repeat(100_000));
+        assert_eq!(find_id(open.as_bytes()), FoundId::NoId);
+    }
+
+    #[test]
+    fn no_usable_id() {
+        for text in [r#"{"id":null}"#, r#"{"id":1.5}"#, r#"{"id":{"a":1}}"#, r#"{"id":true}"#] {
+            assert_eq!(id(text), FoundId::UnusableId, "{text}");
+        }
+        for text in [r#"{"ids":1}"#, "{}", "[1]", "\"id\"", "", r#"{"id":"#, r#"{"id":"ab"#, "nu", "false"] {
+            assert_eq!(id(text), FoundId::NoId, "{text}");
+        }
+        for text in ["not json", "nul!", "{id:1}", r#"{"a" 1,"id":2}"#, r#"{"a":1;"id":2}"#, "\u{1}"] {
+            assert_eq!(id(text), FoundId::NotJson, "{text}");
+        }
+    }
+
+    #[test]
+    fn unparsable_messages_are_answered_with_their_id() {
+        let deep = format!(r#"{{"jsonrpc":"2.0","id":"d","method":"prompts/get","params":{{"name":"a","arguments":{{"x":{}{}}}}}}}"#, "[".repeat(200), "]".repeat(200));
+        let answer = serde_json::to_value(http_body(deep.as_bytes()).unwrap_err()).unwrap();
+        assert_eq!(answer["id"], "d");
+        assert_eq!(answer["error"]["code"], -32700);
+        assert_eq!(answer["error"]["message"], "Parse error: recursion limit exceeded at line 1 column 212");
+        let answer = serde_json::to_value(http_body(br#"{"id":3,"x":1}"#).unwrap_err()).unwrap();
+        assert_eq!(answer["id"], 3);
+        assert_eq!(answer["error"]["code"], -32600);
+        let answer = serde_json::to_value(http_body(b"{\"id\":4,\"method\":\"\xff\"}").unwrap_err()).unwrap();
+        assert_eq!((answer["id"].clone(), answer["error"]["code"].clone()), (serde_json::json!(4), serde_json::json!(-32700)));
+        let answer = serde_json::to_value(http_body(b"[[[").unwrap_err()).unwrap();
+        assert_eq!((answer["id"].clone(), answer["error"]["code"].clone()), (serde_json::Value::Null, serde_json::json!(-32700)));
+    }
+}
