@@ -49,7 +49,7 @@
 //! jwks_uri = "https://idp.example/jwks"     # default: from the issuer's metadata
 //! scope = "prompts"               # the scope needed to list, get and complete prompts
 //! leeway_secs = 30                # on exp and nbf, at most 300
-//! jwks_min_refresh_secs = 10      # how often an unknown key id may refetch the keys
+//! jwks_min_refresh_secs = 10      # how often an unknown key id may refetch the keys (at least 1)
 //! jwks_max_age_secs = 3600        # keys this old are fetched again in the background (at most 86400)
 //! ca_file = "idp-ca.pem"          # a CA trusted for the issuer besides the system's
 //! tenant_claim = "tenant"         # the claim naming the tenant (a string, or an array such as groups)

@@ -697,7 +697,8 @@ impl Refusal {
 
     /// Logs the refusal (within the refusal log's budget) and answers it.
     fn answer(self, peer: SocketAddr, refusals: &std::sync::Mutex<LogWindow>) -> Response<Body> {
-        let log = refusal_logged(refusals);
+        // Busy refusals are logged by the resource server, in a budget of their own.
+        let log = !matches!(self, Refusal::Denied { denial: Denial::Busy(_), .. }) && refusal_logged(refusals);
         match self {
             Refusal::NoToken | Refusal::WrongToken => {
                 let reason = if matches!(self, Refusal::NoToken) { "no bearer token" } else { "wrong bearer token" };
