@@ -123,12 +123,14 @@ def run_all(threads: list[threading.Thread]):
         thread.join()
 
 
-def request_from(source: str, url: str, token: str) -> tuple[int, bytes]:
-    """POSTs an initialize with `token` from the loopback address `source`."""
+def request_from(source: str, url: str, token: str, forwarded_for: str | None = None) -> tuple[int, bytes]:
+    """POSTs an initialize with `token` from the loopback address `source`
+    (saying it forwards a request from `forwarded_for`, if given)."""
     parts = urlsplit(url)
     connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30, source_address=(source, 0))
+    forwarded = {"X-Forwarded-For": forwarded_for} if forwarded_for else {}
     try:
-        connection.request("POST", parts.path, json.dumps(INITIALIZE), {**HEADERS, "Authorization": f"Bearer {token}"})
+        connection.request("POST", parts.path, json.dumps(INITIALIZE), {**HEADERS, **forwarded, "Authorization": f"Bearer {token}"})
         response = connection.getresponse()
         return response.status, response.read()
     finally:
@@ -307,6 +309,31 @@ def test_one_prefix_has_at_most_eight_introspections_under_way_and_busy_refusals
         log = log_path.read_text()
         assert 'reason="8 introspections from this client\'s /24 are under way or waiting"' in log, log
         assert "it is neither a JWT nor an opaque token" in log, log
+
+
+def test_behind_a_trusted_proxy_each_forwarded_client_has_its_own_turns():
+    with introspected_site(delay=1.0, authorization_extra='trusted_proxies = ["127.0.0.1"]\n') as (introspector, provider, url, log_path):
+        def junk(source: str, forwarded_for: str):
+            return request_from(source, url, f"junk{uuid.uuid4().hex}", forwarded_for)
+
+        answers = []
+        threads = [threading.Thread(target=lambda source=source, forwarded=forwarded: answers.append(junk(source, forwarded)))
+                   for source, forwarded in [("127.0.0.1", "192.0.2.1")] * 2 + [("127.0.0.5", "192.0.2.50"), ("127.0.0.5", "192.0.2.51")]]
+        for thread in threads:
+            thread.start()
+        time.sleep(0.4)
+        busy = (503, b"service unavailable: access tokens cannot be checked now\n")
+        # Through the proxy: the client is the rightmost address it did not write itself.
+        assert junk("127.0.0.1", "198.51.100.7, 192.0.2.1") == busy
+        # Not through a trusted proxy: the header is the client's, and not read.
+        assert junk("127.0.0.5", "192.0.2.52") == busy
+        assert request_from("127.0.0.1", url, introspector.issue(provider.issuer, url), "192.0.2.2")[0] == 200
+        for thread in threads:
+            thread.join()
+        assert sorted(status for status, _ in answers) == [401] * 4
+        log = log_path.read_text()
+        assert 'peer=192.0.2.1 reason="2 introspections from this client are under way or waiting"' in log, log
+        assert 'peer=127.0.0.5 reason="2 introspections from this client are under way or waiting"' in log, log
 
 
 def test_an_active_answer_is_cached_until_exp_and_longer_than_a_minute():

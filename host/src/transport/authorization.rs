@@ -77,8 +77,9 @@ pub const SUSPECT_FOR: Duration = Duration::from_secs(300);
 pub const MAX_SUSPECT_NETWORKS: usize = 4096;
 /// The default of `introspections_per_client`: introspections under way or
 /// waiting for a turn, per client network (an IPv4 address, an IPv6 /64);
-/// past it, that client's request gets 503 at once. (Behind a proxy every
-/// client has the proxy's address: raise it there.)
+/// past it, that client's request gets 503 at once. (Behind a proxy, the
+/// client is read from `X-Forwarded-For` if the proxy is in
+/// `trusted_proxies`.)
 pub const DEFAULT_INTROSPECTIONS_PER_CLIENT: usize = 2;
 /// Introspections under way or waiting for a turn from all the client
 /// networks of one prefix (an IPv4 /24, an IPv6 /48), whatever
@@ -138,6 +139,10 @@ pub struct AuthorizationSettings {
     /// Introspections under way or waiting per client address, at most
     /// [`MAX_INTROSPECTIONS_IN_FLIGHT`].
     pub introspections_per_client: usize,
+    /// The reverse proxies whose `X-Forwarded-For` names the client: a
+    /// request from one of them counts as from the rightmost address in it
+    /// that is not one of them.
+    pub trusted_proxies: Vec<ipnet::IpNet>,
     pub keys_min_refresh: Duration,
     /// How old the keys held may get before they are fetched again (in the
     /// background), at most [`MAX_KEYS_MAX_AGE`].
@@ -550,6 +555,31 @@ impl ResourceServer {
                 self.settings.scope
             ),
         }
+    }
+
+    /// The client a request from `peer` is from: `peer` itself, unless it is
+    /// a trusted proxy; then the rightmost address of `X-Forwarded-For`
+    /// (`forwarded_for`, the header's values in order) that is not a trusted
+    /// proxy (each proxy appends the address it got the request from, so the
+    /// addresses left of the first untrusted one are the client's to write).
+    /// A value that is not an address ends the walk at the proxy that wrote it.
+    pub fn client_address<'a>(&self, forwarded_for: impl Iterator<Item = &'a [u8]>, peer: IpAddr) -> IpAddr {
+        let trusted = |address: &IpAddr| self.settings.trusted_proxies.iter().any(|proxy| proxy.contains(address));
+        if !trusted(&peer) {
+            return peer;
+        }
+        let hops: Vec<&'a [u8]> = forwarded_for.flat_map(|value| value.split(|byte| *byte == b',')).collect();
+        let mut client = peer;
+        for hop in hops.into_iter().rev() {
+            let Some(address) = std::str::from_utf8(hop).ok().and_then(|hop| hop.trim().parse::<IpAddr>().ok()) else {
+                break;
+            };
+            client = address;
+            if !trusted(&address) {
+                break;
+            }
+        }
+        client
     }
 
     /// Checks the `Authorization` header of a request from `peer`.
@@ -1079,6 +1109,7 @@ mod tests {
             scope: "prompts".to_string(),
             leeway: DEFAULT_LEEWAY,
             introspections_per_client: DEFAULT_INTROSPECTIONS_PER_CLIENT,
+            trusted_proxies: Vec::new(),
             keys_min_refresh: DEFAULT_KEYS_MIN_REFRESH,
             keys_max_age: DEFAULT_KEYS_MAX_AGE,
             tenant_claim: None,
@@ -1213,6 +1244,25 @@ mod tests {
         introspected.remember([9; 32], &Ok(grant.clone()), later);
         assert_eq!(introspected.refused.len(), MAX_INTROSPECTION_REFUSALS);
         assert_eq!(introspected.get(&[9; 32]), Some(Ok(grant)));
+    }
+
+    #[test]
+    fn behind_trusted_proxies_the_client_is_the_rightmost_untrusted_forwarded_address() {
+        let mut proxied = settings();
+        proxied.trusted_proxies = vec!["10.0.0.0/8".parse().unwrap(), "::1/128".parse().unwrap()];
+        let server = ResourceServer::new(proxied).unwrap();
+        let client = |headers: &[&str], peer: &str| server.client_address(headers.iter().map(|value| value.as_bytes()), peer.parse().unwrap());
+        let address = |text: &str| text.parse::<IpAddr>().unwrap();
+        // Left of the first untrusted hop is the client's to write.
+        assert_eq!(client(&["6.6.6.6, 192.0.2.1, 10.1.1.1"], "10.0.0.1"), address("192.0.2.1"));
+        assert_eq!(client(&["6.6.6.6", "192.0.2.1"], "::1"), address("192.0.2.1"));
+        // Not from a trusted proxy: the header is not read.
+        assert_eq!(client(&["192.0.2.1"], "192.0.2.9"), address("192.0.2.9"));
+        // No header, or garbage: the proxy that wrote it.
+        assert_eq!(client(&[], "10.0.0.1"), address("10.0.0.1"));
+        assert_eq!(client(&["192.0.2.1, junk, 10.2.2.2"], "10.0.0.1"), address("10.2.2.2"));
+        // Every hop trusted: the leftmost.
+        assert_eq!(client(&["10.3.3.3, 10.2.2.2"], "10.0.0.1"), address("10.3.3.3"));
     }
 
     #[test]

@@ -594,7 +594,8 @@ impl Gate {
                 None => Vec::new(),
             },
             Access::OAuth(server) => {
-                match server.authorize(request.headers().get(hyper::header::AUTHORIZATION).map(|value| value.as_bytes()), peer.ip()).await {
+                let client = server.client_address(request.headers().get_all("x-forwarded-for").iter().map(|value| value.as_bytes()), peer.ip());
+                match server.authorize(request.headers().get(hyper::header::AUTHORIZATION).map(|value| value.as_bytes()), client).await {
                     Ok(grant) => grant.tenants,
                     Err(denial) => return Refusal::Denied { challenge: server.challenge(&denial), denial }.answer(peer, &self.refusals),
                 }
