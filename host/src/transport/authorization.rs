@@ -708,15 +708,15 @@ impl ResourceServer {
             return Some(Err(Denial::InvalidToken("no introspection endpoint is configured".to_string())));
         };
         let network = client_network(peer);
-        let turns = {
+        let (turns, turns_of_its_kind) = {
             let mut suspects = self.suspects.lock().expect("never poisoned");
             match suspects.get(&network).is_some() {
                 // A suspect network asking again stays suspect.
                 true => {
                     suspects.insert(network, (), Instant::now() + SUSPECT_FOR);
-                    &self.suspect_turns
+                    (&self.suspect_turns, SUSPECT_INTROSPECTIONS_IN_FLIGHT)
                 }
-                false => &self.clean_turns,
+                false => (&self.clean_turns, MAX_INTROSPECTIONS_IN_FLIGHT - SUSPECT_INTROSPECTIONS_IN_FLIGHT),
             }
         };
         let turn = tokio::select! {
@@ -726,7 +726,8 @@ impl ResourceServer {
         };
         let Ok(Ok(_turn)) = turn else {
             return Some(Err(Denial::Busy(format!(
-                "the introspections turns stayed taken for {} s",
+                "the {} introspection turns of its kind stayed taken for {} s",
+                turns_of_its_kind,
                 INTROSPECTION_TURN_WAIT.as_secs()
             ))));
         };
