@@ -59,7 +59,7 @@
 //! jwks_uri = "https://idp.example/jwks"     # default: from the issuer's metadata
 //! scope = "prompts"               # the scope needed to list, get and complete prompts
 //! leeway_secs = 30                # on exp and nbf, at most 300
-//! jwks_min_refresh_secs = 10      # how often an unknown key id may refetch the keys
+//! jwks_min_refresh_secs = 10      # how often an unknown key id may refetch the keys (at least 1)
 //! jwks_max_age_secs = 3600        # keys this old are fetched again in the background (at most 86400)
 //! ca_file = "idp-ca.pem"          # a CA trusted for the issuer besides the system's
 //! tenant_claim = "tenant"         # required with [tenants]: the claim naming the tenant (a string, or an array such as groups)
@@ -68,7 +68,8 @@
 //! introspection_endpoint = "https://idp.example/token/introspection"  # opaque tokens (RFC 7662)
 //! client_id = "prompt-host"       # this server's client at the issuer, to introspect
 //! client_secret_file = "idp-client-secret"
-//! introspections_per_client = 2   # under way or waiting per client address (1 to 16; raise it behind a proxy)
+//! introspections_per_client = 2   # under way or waiting per client address (1 to 16)
+//! trusted_proxies = ["10.0.0.0/8"] # reverse proxies whose X-Forwarded-For names the client
 //!
 //! [tenants.acme]                  # the prompts of tokens whose tenant claim says "acme"
 //! plugins = "packs/acme"
@@ -518,6 +519,7 @@ struct AuthorizationSection {
     client_id: Option<String>,
     client_secret_file: Option<PathBuf>,
     introspections_per_client: Option<u64>,
+    trusted_proxies: Option<Vec<String>>,
 }
 
 impl AuthorizationSection {
@@ -561,6 +563,17 @@ impl AuthorizationSection {
             introspections_per_client: self
                 .introspections_per_client
                 .map_or(DEFAULT_INTROSPECTIONS_PER_CLIENT, |count| usize::try_from(count).unwrap_or(usize::MAX)),
+            trusted_proxies: self
+                .trusted_proxies
+                .iter()
+                .flatten()
+                .map(|proxy| {
+                    proxy
+                        .parse::<ipnet::IpNet>()
+                        .or_else(|_| proxy.parse::<std::net::IpAddr>().map(ipnet::IpNet::from))
+                        .map_err(|_| format!("authorization.trusted_proxies: {proxy:?} is neither an address nor a CIDR block"))
+                })
+                .collect::<Result<_, _>>()?,
             keys_min_refresh: self.jwks_min_refresh_secs.map_or(DEFAULT_KEYS_MIN_REFRESH, Duration::from_secs),
             keys_max_age: self.jwks_max_age_secs.map_or(DEFAULT_KEYS_MAX_AGE, Duration::from_secs),
             tenant_claim: self.tenant_claim.clone(),

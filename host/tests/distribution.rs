@@ -1194,9 +1194,9 @@ fn a_fifo_as_a_pack_or_beside_one_is_refused_by_name_and_the_server_starts_resca
     assert_eq!(
         String::from_utf8_lossy(&listed.stdout),
         format!(
-            "code_review\t{0}/code_review.wasm\t-\t-\t-\tdoes not load\tnot from a registry\n\
-             dev_assistant\t{0}/dev_assistant.wasm\t-\t-\t-\t3 prompts\tnot from a registry\n\
-             fifo\t{0}/fifo.wasm\t-\t-\t-\tdoes not load\tnot from a registry\n",
+            "code_review\t{0}/code_review.wasm\t-\t-\t-\tdoes not load\tnot-locked (not from a registry)\n\
+             dev_assistant\t{0}/dev_assistant.wasm\t-\t-\t-\t3 prompts\tnot-locked (not from a registry)\n\
+             fifo\t{0}/fifo.wasm\t-\t-\t-\tdoes not load\tnot-locked (not from a registry)\n",
             packs.display()
         )
     );

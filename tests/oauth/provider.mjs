@@ -7,7 +7,8 @@
 //   node provider.mjs keys --out FILE                 an ES256 signing key (private JWK set)
 //   node provider.mjs serve --keys FILE[,FILE] --resource URI [--port N]
 //        prints {"issuer", "address"} and serves until killed; the first key signs,
-//        the others are still published (a rotation in progress)
+//        the others are still published (a rotation in progress); POST /test/refresh-token
+//        answers {"refresh_token"}, a real refresh token of opaque-client for the resource
 //   node provider.mjs forge --keys FILE --issuer URL --resource URI --kind KIND
 //        prints a token signed with the first key of FILE (valid), or one no provider
 //        would issue: expired, alg-none, hs256-with-public-key, untyped, rs256-on-ec-key,
@@ -82,7 +83,7 @@ async function serve({ keys: files, resource, port }) {
       client('prompt-host', 'prompts'),
     ],
     jwks: { keys: readKeys(files) },
-    scopes: ['prompts', 'profile-only'],
+    scopes: ['openid', 'offline_access', 'prompts', 'profile-only'],
     features: {
       devInteractions: { enabled: false },
       clientCredentials: { enabled: true },
@@ -104,7 +105,26 @@ async function serve({ keys: files, resource, port }) {
     },
     extraTokenClaims: (_ctx, token) => (token.clientId in TENANTS ? { tenant: TENANTS[token.clientId] } : {}),
   });
-  server.on('request', provider.callback());
+  const callback = provider.callback();
+  server.on('request', async (req, res) => {
+    // A real refresh token of the provider's own (its model, its storage, its
+    // introspection): client credentials issue none, and the flows that do
+    // need a browser.
+    if (req.method === 'POST' && req.url === '/test/refresh-token') {
+      const client = await provider.Client.find('opaque-client');
+      const grant = new provider.Grant({ accountId: 'alice', clientId: client.clientId });
+      grant.addOIDCScope('openid offline_access');
+      grant.addResourceScope(resource, 'prompts');
+      const grantId = await grant.save();
+      const token = new provider.RefreshToken({
+        accountId: 'alice', client, grantId, gty: 'authorization_code', scope: 'openid offline_access prompts', resource,
+      });
+      res.setHeader('Content-Type', 'application/json');
+      res.end(JSON.stringify({ refresh_token: await token.save() }));
+      return;
+    }
+    callback(req, res);
+  });
   console.log(JSON.stringify({ issuer, address }));
 }
 

@@ -322,6 +322,13 @@ async def test_an_opaque_token_counts_when_the_providers_introspection_says_it_i
         assert made_up.status_code == 401
         assert "invalid token: the issuer says it is not active" in log_path.read_text()
         assert opaque not in log_path.read_text()
+        # A real refresh token, which the provider reports active, without a
+        # token_type and without an audience: not an access token for this server.
+        refresh = httpx2.post(f"{provider.issuer}/test/refresh-token", timeout=10).json()["refresh_token"]
+        answer = post(url, refresh)
+        assert (answer.status_code, answer.text) == (401, "unauthorized: the access token is not valid\n")
+        assert f'reason="invalid token: its audience is not this server ({url})"' in log_path.read_text(), log_path.read_text()
+        assert refresh not in log_path.read_text()
 
 
 def test_pins_apply_across_tenants_and_readyz_names_no_tenants_packs():

@@ -8,12 +8,14 @@ on loopback, whose delays and answers the test chooses."""
 import base64
 import http.client
 import json
+import socket
 import subprocess
 import threading
 import time
 import uuid
 from base64 import b64encode
 from collections import Counter
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
@@ -31,6 +33,7 @@ class Endpoint:
 
     def __init__(self, answer, delay: float = 0.0):
         self.answer, self.delay, self.asked = answer, delay, Counter()
+        self.in_flight, self.most_in_flight, self.lock = 0, 0, threading.Lock()
         endpoint = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -54,8 +57,13 @@ class Endpoint:
 
     def serve(self, handler, form):
         key = form["token"][0] if form else handler.path
-        self.asked[key] += 1
+        with self.lock:
+            self.asked[key] += 1
+            self.in_flight += 1
+            self.most_in_flight = max(self.most_in_flight, self.in_flight)
         time.sleep(self.delay)
+        with self.lock:
+            self.in_flight -= 1
         status, body = self.answer(handler, form)
         data = json.dumps(body).encode()
         try:
@@ -94,12 +102,35 @@ class Introspector(Endpoint):
         return token
 
 
-def request_from(source: str, url: str, token: str) -> tuple[int, bytes]:
-    """POSTs an initialize with `token` from the loopback address `source`."""
+@contextmanager
+def introspected_site(delay: float = 0.0, authorization_extra: str = ""):
+    """An introspection endpoint of the test's own answering in `delay`
+    seconds, and the site introspecting there: (introspector, provider,
+    url, log_path)."""
+    introspector = Introspector(delay=delay)
+    try:
+        with site(authorization_extra=authorization_extra, introspection_endpoint=f"{introspector.url}/introspect") \
+                as (provider, url, _, log_path):
+            yield introspector, provider, url, log_path
+    finally:
+        introspector.close()
+
+
+def run_all(threads: list[threading.Thread]):
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+def request_from(source: str, url: str, token: str, forwarded_for: str | None = None) -> tuple[int, bytes]:
+    """POSTs an initialize with `token` from the loopback address `source`
+    (saying it forwards a request from `forwarded_for`, if given)."""
     parts = urlsplit(url)
     connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30, source_address=(source, 0))
+    forwarded = {"X-Forwarded-For": forwarded_for} if forwarded_for else {}
     try:
-        connection.request("POST", parts.path, json.dumps(INITIALIZE), {**HEADERS, "Authorization": f"Bearer {token}"})
+        connection.request("POST", parts.path, json.dumps(INITIALIZE), {**HEADERS, **forwarded, "Authorization": f"Bearer {token}"})
         response = connection.getresponse()
         return response.status, response.read()
     finally:
@@ -164,16 +195,16 @@ def test_one_client_has_at_most_two_introspections_under_way_unless_configured()
                 assert over == (503, b"service unavailable: access tokens cannot be checked now\n")
                 assert valid[0] == 200
                 assert sorted(status for status, _ in answers) == [401] * per_client
-                assert f"the token cannot be checked now: {per_client} introspections from this client are under way" \
-                    in log_path.read_text()
+                assert f'reason="{per_client} introspections from this client are under way or waiting"' in log_path.read_text()
         finally:
             introspector.close()
 
 
-def flood(delay: float, valid_tokens: int) -> tuple[float, Counter]:
-    """Fresh valid opaque tokens from 4 addresses while 8 other addresses send
-    junk opaque tokens, 3 at a time each, to an issuer answering in `delay`
-    seconds: the fraction of valid tokens served, and the junk's answers."""
+def flood(delay: float, valid_tokens: int, networks: int, threads: int) -> tuple[float, Counter]:
+    """Fresh valid opaque tokens from 4 addresses while `networks` other
+    addresses, each in its own /24, send junk opaque tokens, `threads` at a
+    time each, to an issuer answering in `delay` seconds: the fraction of
+    valid tokens served, and the junk's answers."""
     introspector = Introspector(delay=delay)
     try:
         with site(introspection_endpoint=f"{introspector.url}/introspect") as (provider, url, _, _):
@@ -192,7 +223,7 @@ def flood(delay: float, valid_tokens: int) -> tuple[float, Counter]:
                 for token in mine:
                     served[request_from(source, url, token)[0]] += 1
 
-            flooders = [threading.Thread(target=junk, args=(f"127.0.0.{10 + peer}",)) for peer in range(8) for _ in range(3)]
+            flooders = [threading.Thread(target=junk, args=(f"127.{10 + peer}.0.1",)) for peer in range(networks) for _ in range(threads)]
             for thread in flooders:
                 thread.start()
             time.sleep(2 * delay + 0.5)  # the junk holds every turn it can
@@ -206,21 +237,121 @@ def flood(delay: float, valid_tokens: int) -> tuple[float, Counter]:
             for thread in flooders:
                 thread.join(timeout=60)
             assert time.monotonic() - started < 120
-            print(f"issuer at {delay * 1000:.0f} ms: {served[200]} of {valid_tokens} fresh valid opaque tokens served "
-                  f"({served[200] / valid_tokens:.0%}; other answers {dict(served - Counter({200: served[200]}))}) "
-                  f"under {sum(junk_answers.values())} junk requests ({dict(junk_answers)})")
+            print(f"issuer at {delay * 1000:.0f} ms, {networks} junk networks x {threads}: {served[200]} of {valid_tokens} "
+                  f"fresh valid opaque tokens served ({served[200] / valid_tokens:.0%}; other answers "
+                  f"{dict(served - Counter({200: served[200]}))}) under {sum(junk_answers.values())} junk requests "
+                  f"({dict(junk_answers)}); the issuer was asked {sum(introspector.asked.values())} times")
             return served[200] / valid_tokens, junk_answers
     finally:
         introspector.close()
 
 
 def test_junk_tokens_do_not_starve_valid_opaque_tokens():
-    for delay, valid_tokens in ((0.05, 40), (1.0, 20)):
-        fraction, junk_answers = flood(delay, valid_tokens)
-        assert fraction >= 0.95, (delay, fraction)
-        # The junk was refused by the issuer, or held to its own two turns.
-        assert set(junk_answers) <= {401, 503}, junk_answers
-        assert junk_answers[401] > 0
+    # 16 threads per network: more than the 16 turns in all without the
+    # per-client bound; 64 networks: more than the 16 turns even with it.
+    for networks, threads in ((8, 16), (64, 3)):
+        for delay, valid_tokens in ((0.05, 40), (1.0, 20)):
+            fraction, junk_answers = flood(delay, valid_tokens, networks, threads)
+            assert fraction >= 0.95, (networks, delay, fraction)
+            # The junk was refused by the issuer, or held to its own turns.
+            assert set(junk_answers) <= {401, 503}, junk_answers
+            assert junk_answers[401] > 0
+
+
+def test_a_client_that_goes_away_keeps_its_turns_until_the_issuer_answers():
+    with introspected_site(delay=1.0) as (introspector, _, url, _):
+        parts = urlsplit(url)
+        body = json.dumps(INITIALIZE).encode()
+        sent, until = 0, time.monotonic() + 3
+        while time.monotonic() < until:
+            # Send a request with a made-up token, and hang up at once.
+            with socket.create_connection((parts.hostname, parts.port), source_address=("127.0.0.9", 0)) as connection:
+                connection.sendall(
+                    f"POST {parts.path} HTTP/1.1\r\nHost: {parts.netloc}\r\nAuthorization: Bearer junk{uuid.uuid4().hex}\r\n"
+                    f"Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+                    f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+                sent += 1
+            time.sleep(0.01)
+        time.sleep(1.5)
+        # At most its 2 turns at the issuer at once, each held for the issuer's whole second.
+        assert introspector.most_in_flight == 2, (introspector.most_in_flight, sent)
+        assert 2 <= sum(introspector.asked.values()) <= 8, (introspector.asked, sent)
+        assert sent > 50
+
+
+def test_requests_with_the_same_fresh_token_share_one_introspection():
+    with introspected_site(delay=1.0) as (introspector, provider, url, _):
+        token = introspector.issue(provider.issuer, url)
+        answers = []
+        run_all([threading.Thread(target=lambda: answers.append(request_from("127.0.0.7", url, token)[0])) for _ in range(6)])
+        assert answers == [200] * 6
+        assert introspector.asked[token] == 1
+
+
+def test_one_prefix_has_at_most_eight_introspections_under_way_and_busy_refusals_are_logged_apart():
+    with introspected_site(delay=1.5) as (introspector, provider, url, log_path):
+        answers = []
+        threads = [threading.Thread(target=lambda host=host: answers.append(request_from(f"127.0.0.{host}", url, f"junk{uuid.uuid4().hex}")))
+                   for host in range(20, 24) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        time.sleep(0.4)
+        # Another address of the same /24 is over the prefix's 8; one of another /24 is not.
+        over = [request_from("127.0.0.30", url, f"junk{uuid.uuid4().hex}") for _ in range(25)]
+        valid = request_from("127.0.1.30", url, introspector.issue(provider.issuer, url))
+        # 25 busy refusals do not use up the refusal log's 20 lines.
+        assert post(url, "not!a-token").status_code == 401
+        for thread in threads:
+            thread.join()
+        assert over == [(503, b"service unavailable: access tokens cannot be checked now\n")] * 25
+        assert valid[0] == 200
+        assert sorted(status for status, _ in answers) == [401] * 8
+        log = log_path.read_text()
+        assert 'reason="8 introspections from this client\'s /24 are under way or waiting"' in log, log
+        assert "it is neither a JWT nor an opaque token" in log, log
+
+
+def test_behind_a_trusted_proxy_each_forwarded_client_has_its_own_turns():
+    with introspected_site(delay=1.0, authorization_extra='trusted_proxies = ["127.0.0.1"]\n') as (introspector, provider, url, log_path):
+        def junk(source: str, forwarded_for: str):
+            return request_from(source, url, f"junk{uuid.uuid4().hex}", forwarded_for)
+
+        answers = []
+        threads = [threading.Thread(target=lambda source=source, forwarded=forwarded: answers.append(junk(source, forwarded)))
+                   for source, forwarded in [("127.0.0.1", "192.0.2.1")] * 2 + [("127.0.0.5", "192.0.2.50"), ("127.0.0.5", "192.0.2.51")]]
+        for thread in threads:
+            thread.start()
+        time.sleep(0.4)
+        busy = (503, b"service unavailable: access tokens cannot be checked now\n")
+        # Through the proxy: the client is the rightmost address it did not write itself.
+        assert junk("127.0.0.1", "198.51.100.7, 192.0.2.1") == busy
+        # Not through a trusted proxy: the header is the client's, and not read.
+        assert junk("127.0.0.5", "192.0.2.52") == busy
+        assert request_from("127.0.0.1", url, introspector.issue(provider.issuer, url), "192.0.2.2")[0] == 200
+        for thread in threads:
+            thread.join()
+        assert sorted(status for status, _ in answers) == [401] * 4
+        log = log_path.read_text()
+        assert 'peer=192.0.2.1 reason="2 introspections from this client are under way or waiting"' in log, log
+        assert 'peer=127.0.0.5 reason="2 introspections from this client are under way or waiting"' in log, log
+
+
+def test_an_active_answer_is_cached_until_exp_and_longer_than_a_minute():
+    with introspected_site(authorization_extra="leeway_secs = 0\n") as (introspector, provider, url, log_path):
+        started = time.time()
+        lasting = introspector.issue(provider.issuer, url)
+        short = introspector.issue(provider.issuer, url, exp=int(started) + 3)
+        assert [post(url, lasting).status_code, post(url, short).status_code, post(url, short).status_code] == [200, 200, 200]
+        assert (introspector.asked[lasting], introspector.asked[short]) == (1, 1)
+        time.sleep(max(0, int(started) + 4.2 - time.time()))  # exp is in whole seconds
+        answer = post(url, short)
+        assert (answer.status_code, answer.text) == (401, "unauthorized: the access token is not valid\n")
+        assert introspector.asked[short] == 2
+        assert 'reason="invalid token: it has expired"' in log_path.read_text()
+        # The active answer outlives the minute it was once held at most.
+        time.sleep(max(0, started + 62 - time.time()))
+        assert post(url, lasting).status_code == 200
+        assert introspector.asked[lasting] == 1
 
 
 def test_keys_held_serve_while_the_key_set_endpoint_is_slow_or_failing():
@@ -260,14 +391,56 @@ def test_keys_held_serve_while_the_key_set_endpoint_is_slow_or_failing():
         jwks.close()
 
 
-def test_the_leeway_has_an_upper_bound(tmp_path):
-    config = tmp_path / "prompt-host.toml"
-    config.write_text('[authorization]\nresource = "http://127.0.0.1:1/mcp"\nissuer = "http://127.0.0.1:2"\nleeway_secs = 301\n')
-    run = subprocess.run([BINARY, "serve", "--config", str(config), "--http", "127.0.0.1:0", "--cache-dir", str(tmp_path / "cache")],
-                         stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=30)
-    assert run.returncode != 0
-    assert run.stdout == ""
-    assert "authorization.leeway_secs must be at most 300" in run.stderr, run.stderr
+def test_a_rotated_key_waits_for_the_fetch_under_way_and_a_background_fetch_is_applied():
+    keys, delay = {}, {"now": 0.0}
+
+    def key_set(_handler, _form):
+        time.sleep(delay["now"])
+        return 200, keys["set"]
+
+    jwks = Endpoint(key_set)
+    try:
+        with site(authorization_extra=f'jwks_uri = "{jwks.url}/jwks"\njwks_max_age_secs = 1\n') as (provider, url, _, log_path):
+            first = httpx2.get(f"{provider.issuer}/jwks", timeout=10).json()["keys"]
+            second_file = provider.make_key("second")
+            second = [{name: value for name, value in key.items() if name != "d"} for key in json.loads(second_file.read_text())["keys"]]
+            keys["set"] = {"keys": first}
+            old, rotated = provider.token("acme-client"), provider.forge("valid", keys=second_file)
+            assert post(url, old).status_code == 200
+            assert jwks.asked["/jwks"] == 1
+            # The issuer rotates; its key set endpoint is slow.
+            keys["set"], delay["now"] = {"keys": first + second}, 3.0
+            time.sleep(1.2)  # the keys held are stale: the next request starts a background fetch
+            assert post(url, old).status_code == 200
+            time.sleep(0.2)
+            # The rotated key is not held: its request waits for the fetch under way.
+            started = time.monotonic()
+            assert post(url, rotated).status_code == 200
+            assert 2 < time.monotonic() - started < 5
+            assert jwks.asked["/jwks"] == 2
+            # The issuer withdraws the first key: the background fetch's result counts.
+            keys["set"], delay["now"] = {"keys": second}, 0.0
+            time.sleep(1.2)
+            assert post(url, old).status_code == 200  # held, stale: fetched again in the background
+            time.sleep(0.5)
+            answer = post(url, old)
+            assert (answer.status_code, answer.text) == (401, "unauthorized: the access token is not valid\n")
+            assert "it is signed by a key the issuer does not publish" in log_path.read_text()
+            assert post(url, rotated).status_code == 200
+    finally:
+        jwks.close()
+
+
+def test_the_leeway_and_the_refresh_interval_are_bounded(tmp_path):
+    for setting, error in (("leeway_secs = 301", "authorization.leeway_secs must be at most 300"),
+                           ("jwks_min_refresh_secs = 0", "authorization.jwks_min_refresh_secs must be at least 1")):
+        config = tmp_path / "prompt-host.toml"
+        config.write_text(f'[authorization]\nresource = "http://127.0.0.1:1/mcp"\nissuer = "http://127.0.0.1:2"\n{setting}\n')
+        run = subprocess.run([BINARY, "serve", "--config", str(config), "--http", "127.0.0.1:0", "--cache-dir", str(tmp_path / "cache")],
+                             stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=30)
+        assert run.returncode != 0
+        assert run.stdout == ""
+        assert error in run.stderr, run.stderr
 
 
 def test_a_refused_algorithm_is_logged_cut_and_escaped():
@@ -275,9 +448,12 @@ def test_a_refused_algorithm_is_logged_cut_and_escaped():
         return base64.urlsafe_b64encode(json.dumps(value).encode()).decode().rstrip("=")
 
     with site() as (_, url, _, log_path):
-        token = f"{b64({'alg': 'A' * 3000 + chr(27) + chr(0x202E), 'typ': 'at+jwt'})}.{b64({})}.c2ln"
+        # ESC and U+202E (right-to-left override) within the 256 bytes kept.
+        token = f"{b64({'alg': 'A' * 10 + chr(27) + chr(0x202E) + 'A' * 3000, 'typ': 'at+jwt'})}.{b64({})}.c2ln"
         answer = post(url, token)
         assert (answer.status_code, answer.text) == (401, "unauthorized: the access token is not valid\n")
         log = log_path.read_text()
-        assert 'reason="invalid token: its algorithm \\"' + "A" * 256 + '\\" is not accepted' in log, log
-        assert "A" * 257 not in log and chr(27) not in log and chr(0x202E) not in log
+        # 10 + 1 + 3 + 242 bytes, each control escaped (twice: in the reason, then in the log line).
+        kept = "A" * 10 + "\\\\u{1b}\\\\u{202e}" + "A" * 242
+        assert 'reason="invalid token: its algorithm \\"' + kept + '\\" is not accepted' in log, log
+        assert "A" * 243 not in log and chr(27) not in log and chr(0x202E) not in log

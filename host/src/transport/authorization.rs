@@ -63,16 +63,38 @@ pub const INTROSPECTION_CACHE_MAX: Duration = Duration::from_secs(300);
 pub const INTROSPECTION_REFUSAL_TTL: Duration = Duration::from_secs(10);
 /// Introspections under way at once.
 pub const MAX_INTROSPECTIONS_IN_FLIGHT: usize = 16;
+/// Of the [`MAX_INTROSPECTIONS_IN_FLIGHT`] turns, those that client networks
+/// the issuer refused a token from within [`SUSPECT_FOR`] share; the others
+/// are for every other network. So a client sending junk tokens from many
+/// networks waits behind its own junk, not in front of valid tokens.
+pub const SUSPECT_INTROSPECTIONS_IN_FLIGHT: usize = 4;
+/// How long a client network stays among those sharing the
+/// [`SUSPECT_INTROSPECTIONS_IN_FLIGHT`] turns after the issuer refused a
+/// token from it (or after it last asked for an introspection meanwhile).
+pub const SUSPECT_FOR: Duration = Duration::from_secs(300);
+/// The most client networks remembered as refused (the least recently
+/// refused forgotten first).
+pub const MAX_SUSPECT_NETWORKS: usize = 4096;
 /// The default of `introspections_per_client`: introspections under way or
-/// waiting for a turn, per client address (an IPv6 /64); past it, that
-/// client's request gets 503 at once. (Behind a proxy every client has the
-/// proxy's address: raise it there.)
+/// waiting for a turn, per client network (an IPv4 address, an IPv6 /64);
+/// past it, that client's request gets 503 at once. (Behind a proxy, the
+/// client is read from `X-Forwarded-For` if the proxy is in
+/// `trusted_proxies`.)
 pub const DEFAULT_INTROSPECTIONS_PER_CLIENT: usize = 2;
+/// Introspections under way or waiting for a turn from all the client
+/// networks of one prefix (an IPv4 /24, an IPv6 /48), whatever
+/// `introspections_per_client` says: one site's many addresses count as one.
+pub const INTROSPECTIONS_PER_PREFIX: usize = 8;
 /// How long an introspection waits for one of the
 /// [`MAX_INTROSPECTIONS_IN_FLIGHT`] turns before its request gets 503.
 pub const INTROSPECTION_TURN_WAIT: Duration = Duration::from_secs(5);
-/// The most active introspected tokens remembered.
+/// The most active introspected tokens remembered; when full, the one
+/// expiring soonest is forgotten.
 pub const MAX_INTROSPECTED: usize = 4096;
+/// The most active introspected tokens remembered per subject (`sub`; the
+/// tokens naming none count as one subject): a client minting tokens pushes
+/// out only its own.
+pub const MAX_INTROSPECTED_PER_SUBJECT: usize = 64;
 /// The most refused introspected tokens remembered (apart, so that refusals
 /// never take the place of active tokens).
 pub const MAX_INTROSPECTION_REFUSALS: usize = 4096;
@@ -81,6 +103,11 @@ pub const MAX_OPAQUE_TOKEN_BYTES: usize = 2048;
 /// The path of the protected resource metadata (RFC 9728), before the
 /// resource's own path.
 pub const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
+
+/// Why a token past its `exp` (and the leeway) is refused, JWT or opaque.
+const EXPIRED: &str = "it has expired";
+/// Why a token before its `nbf` (and the leeway) is refused, JWT or opaque.
+const NOT_VALID_YET: &str = "it is not valid yet (nbf)";
 
 /// The algorithms a token may be signed with: asymmetric ones only.
 const ACCEPTED: &[Algorithm] = &[
@@ -112,6 +139,10 @@ pub struct AuthorizationSettings {
     /// Introspections under way or waiting per client address, at most
     /// [`MAX_INTROSPECTIONS_IN_FLIGHT`].
     pub introspections_per_client: usize,
+    /// The reverse proxies whose `X-Forwarded-For` names the client: a
+    /// request from one of them counts as from the rightmost address in it
+    /// that is not one of them.
+    pub trusted_proxies: Vec<ipnet::IpNet>,
     pub keys_min_refresh: Duration,
     /// How old the keys held may get before they are fetched again (in the
     /// background), at most [`MAX_KEYS_MAX_AGE`].
@@ -167,6 +198,9 @@ impl AuthorizationSettings {
         }
         if !(1..=MAX_INTROSPECTIONS_IN_FLIGHT).contains(&self.introspections_per_client) {
             return Err(format!("authorization.introspections_per_client must be between 1 and {MAX_INTROSPECTIONS_IN_FLIGHT}"));
+        }
+        if self.keys_min_refresh.is_zero() {
+            return Err("authorization.jwks_min_refresh_secs must be at least 1".to_string());
         }
         if self.keys_max_age.is_zero() || self.keys_max_age > MAX_KEYS_MAX_AGE {
             return Err(format!("authorization.jwks_max_age_secs must be between 1 and {}", MAX_KEYS_MAX_AGE.as_secs()));
@@ -239,83 +273,190 @@ pub struct ResourceServer {
     /// Held by the one fetch under way, with the key set's URI once known
     /// (given, or read from the issuer's metadata).
     refreshing: tokio::sync::Mutex<Option<url::Url>>,
+    /// Whether a background fetch has been started and has not ended:
+    /// claimed at once, so one request starts it, not each in the window.
+    refreshing_in_background: std::sync::atomic::AtomicBool,
     /// Introspection answers, by the token's SHA-256.
     introspected: std::sync::Mutex<Introspected>,
-    /// Introspections under way at once.
-    introspecting: tokio::sync::Semaphore,
-    /// Introspections under way or waiting for a turn, per client network.
-    introspecting_per_peer: std::sync::Mutex<HashMap<IpAddr, usize>>,
+    /// The introspections asked or waiting for a turn, by the token's
+    /// SHA-256: a request with the same token awaits that answer instead of
+    /// asking again, and takes no turn.
+    introspecting: std::sync::Mutex<HashMap<[u8; 32], tokio::sync::watch::Sender<Option<Result<Grant, Denial>>>>>,
+    /// The turns of client networks the issuer has not refused a token from
+    /// lately ([`MAX_INTROSPECTIONS_IN_FLIGHT`] -
+    /// [`SUSPECT_INTROSPECTIONS_IN_FLIGHT`]).
+    clean_turns: Arc<tokio::sync::Semaphore>,
+    /// The turns of the networks it has ([`SUSPECT_INTROSPECTIONS_IN_FLIGHT`]).
+    suspect_turns: Arc<tokio::sync::Semaphore>,
+    /// Introspections under way or waiting, per client network and prefix.
+    client_turns: Arc<std::sync::Mutex<ClientTurns>>,
+    /// The client networks the issuer refused a token from, until when they
+    /// share the suspect turns.
+    suspects: std::sync::Mutex<ExpiringMap<IpAddr, ()>>,
+    /// Introspections refused as busy, logged apart from other refusals so
+    /// that a flood of them cannot silence the log of the rest.
+    busy_log: std::sync::Mutex<crate::log_budget::LogWindow>,
+}
+
+/// Busy refusals logged every 10 s; past that they are counted.
+const BUSY_LOG: crate::log_budget::LogBudget = crate::log_budget::LogBudget { lines: 10, window: Duration::from_secs(10) };
+
+/// A map of at most `max` entries, each until a time: expired entries are
+/// never answered and are dropped first; when full, the entry expiring
+/// soonest is dropped. Each insertion costs O(log n).
+struct ExpiringMap<K, V> {
+    entries: HashMap<K, (V, Instant)>,
+    /// The entries by when they expire.
+    order: BTreeSet<(Instant, K)>,
+    max: usize,
+}
+
+impl<K: std::hash::Hash + Ord + Copy, V> ExpiringMap<K, V> {
+    fn new(max: usize) -> Self {
+        ExpiringMap { entries: HashMap::new(), order: BTreeSet::new(), max }
+    }
+
+    fn get(&self, key: &K) -> Option<&V> {
+        self.entries.get(key).filter(|(_, until)| Instant::now() < *until).map(|(value, _)| value)
+    }
+
+    fn remove(&mut self, key: &K) -> Option<V> {
+        let (value, until) = self.entries.remove(key)?;
+        self.order.remove(&(until, *key));
+        Some(value)
+    }
+
+    /// Inserts (or replaces) `key`, and returns the entries dropped to make
+    /// room: expired ones, then the soonest to expire.
+    fn insert(&mut self, key: K, value: V, until: Instant) -> Vec<(K, V)> {
+        self.remove(&key);
+        let now = Instant::now();
+        let mut dropped = Vec::new();
+        while let Some(&(soonest, oldest)) = self.order.first()
+            && (soonest <= now || self.entries.len() >= self.max)
+        {
+            dropped.extend(self.remove(&oldest).map(|value| (oldest, value)));
+        }
+        self.entries.insert(key, (value, until));
+        self.order.insert((until, key));
+        dropped
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.entries.len()
+    }
 }
 
 /// Introspection answers remembered, by the token's SHA-256, until when:
 /// active ones and refusals apart, each bounded, so that a client sending
-/// junk tokens cannot push valid ones out.
-#[derive(Default)]
+/// junk tokens cannot push valid ones out; active ones at most
+/// [`MAX_INTROSPECTED_PER_SUBJECT`] per subject, so that a client minting
+/// tokens cannot either.
 struct Introspected {
-    active: HashMap<[u8; 32], (Grant, Instant)>,
-    refused: HashMap<[u8; 32], (Denial, Instant)>,
+    active: ExpiringMap<[u8; 32], Grant>,
+    /// The active tokens of each subject, by when they expire.
+    by_subject: HashMap<Option<String>, BTreeSet<(Instant, [u8; 32])>>,
+    refused: ExpiringMap<[u8; 32], Denial>,
+}
+
+impl Default for Introspected {
+    fn default() -> Self {
+        Introspected {
+            active: ExpiringMap::new(MAX_INTROSPECTED),
+            by_subject: HashMap::new(),
+            refused: ExpiringMap::new(MAX_INTROSPECTION_REFUSALS),
+        }
+    }
 }
 
 impl Introspected {
     fn get(&self, key: &[u8; 32]) -> Option<Result<Grant, Denial>> {
-        let now = Instant::now();
-        if let Some((grant, until)) = self.active.get(key)
-            && now < *until
-        {
+        if let Some(grant) = self.active.get(key) {
             return Some(Ok(grant.clone()));
         }
-        match self.refused.get(key) {
-            Some((denial, until)) if now < *until => Some(Err(denial.clone())),
-            _ => None,
-        }
+        self.refused.get(key).map(|denial| Err(denial.clone()))
     }
 
     fn remember(&mut self, key: [u8; 32], answer: &Result<Grant, Denial>, until: Instant) {
         match answer {
-            Ok(grant) => remember_bounded(&mut self.active, MAX_INTROSPECTED, key, grant.clone(), until),
-            Err(denial) => remember_bounded(&mut self.refused, MAX_INTROSPECTION_REFUSALS, key, denial.clone(), until),
+            Ok(grant) => {
+                let subject = grant.subject.clone();
+                let mut dropped: Vec<([u8; 32], Grant)> = self.active.remove(&key).map(|grant| (key, grant)).into_iter().collect();
+                self.forget(dropped.drain(..));
+                let held = self.by_subject.entry(subject.clone()).or_default();
+                while held.len() >= MAX_INTROSPECTED_PER_SUBJECT
+                    && let Some((_, soonest)) = held.pop_first()
+                {
+                    dropped.extend(self.active.remove(&soonest).map(|grant| (soonest, grant)));
+                }
+                dropped.extend(self.active.insert(key, grant.clone(), until));
+                self.forget(dropped.into_iter());
+                self.by_subject.entry(subject).or_default().insert((until, key));
+            }
+            Err(denial) => {
+                self.refused.insert(key, denial.clone(), until);
+            }
+        }
+    }
+
+    /// Drops active tokens no longer remembered from their subject's list.
+    fn forget(&mut self, dropped: impl Iterator<Item = ([u8; 32], Grant)>) {
+        for (key, grant) in dropped {
+            if let Some(held) = self.by_subject.get_mut(&grant.subject) {
+                held.retain(|(_, held)| *held != key);
+                if held.is_empty() {
+                    self.by_subject.remove(&grant.subject);
+                }
+            }
         }
     }
 }
 
-/// Inserts into a map of at most `max` entries, dropping expired ones when
-/// full; when none has expired, the new entry is not remembered.
-fn remember_bounded<V>(map: &mut HashMap<[u8; 32], (V, Instant)>, max: usize, key: [u8; 32], value: V, until: Instant) {
-    if map.len() >= max {
-        let now = Instant::now();
-        map.retain(|_, (_, until)| now < *until);
-    }
-    if map.len() < max {
-        map.insert(key, (value, until));
-    }
+/// Introspections under way or waiting, per client network and per prefix.
+#[derive(Default)]
+struct ClientTurns {
+    networks: HashMap<IpAddr, usize>,
+    prefixes: HashMap<IpAddr, usize>,
 }
 
-/// One of a client's introspection turns, given back when dropped.
-struct PeerTurn<'a> {
-    turns: &'a std::sync::Mutex<HashMap<IpAddr, usize>>,
+/// One of a client's introspection turns (of its network and of its
+/// prefix), given back when dropped.
+struct ClientTurn {
+    turns: Arc<std::sync::Mutex<ClientTurns>>,
     network: IpAddr,
+    prefix: IpAddr,
 }
 
-impl<'a> PeerTurn<'a> {
-    /// A turn for `network`, unless it holds `max`.
-    fn take(turns: &'a std::sync::Mutex<HashMap<IpAddr, usize>>, network: IpAddr, max: usize) -> Option<PeerTurn<'a>> {
+impl ClientTurn {
+    /// A turn for `peer`, unless its network holds `per_network` or its
+    /// prefix [`INTROSPECTIONS_PER_PREFIX`]; else why not.
+    fn take(turns: &Arc<std::sync::Mutex<ClientTurns>>, peer: IpAddr, per_network: usize) -> Result<ClientTurn, String> {
+        let (network, prefix) = (client_network(peer), client_prefix(peer));
         let mut held = turns.lock().expect("never poisoned");
-        let count = held.entry(network).or_default();
-        if *count >= max {
-            return None;
+        if held.networks.get(&network).is_some_and(|count| *count >= per_network) {
+            return Err(format!("{per_network} introspections from this client are under way or waiting"));
         }
-        *count += 1;
-        Some(PeerTurn { turns, network })
+        if held.prefixes.get(&prefix).is_some_and(|count| *count >= INTROSPECTIONS_PER_PREFIX) {
+            let bits = if prefix.is_ipv4() { 24 } else { 48 };
+            return Err(format!("{INTROSPECTIONS_PER_PREFIX} introspections from this client's /{bits} are under way or waiting"));
+        }
+        *held.networks.entry(network).or_default() += 1;
+        *held.prefixes.entry(prefix).or_default() += 1;
+        Ok(ClientTurn { turns: Arc::clone(turns), network, prefix })
     }
 }
 
-impl Drop for PeerTurn<'_> {
+impl Drop for ClientTurn {
     fn drop(&mut self) {
         let mut held = self.turns.lock().expect("never poisoned");
-        if let Some(count) = held.get_mut(&self.network) {
-            *count -= 1;
-            if *count == 0 {
-                held.remove(&self.network);
+        let ClientTurns { networks, prefixes } = &mut *held;
+        for (counts, key) in [(networks, self.network), (prefixes, self.prefix)] {
+            if let Some(count) = counts.get_mut(&key) {
+                *count -= 1;
+                if *count == 0 {
+                    counts.remove(&key);
+                }
             }
         }
     }
@@ -324,11 +465,23 @@ impl Drop for PeerTurn<'_> {
 /// The network a client address stands for: an IPv4 address itself, an IPv6
 /// address its /64 (what one site is usually given).
 fn client_network(peer: IpAddr) -> IpAddr {
+    masked(peer, 32, 64)
+}
+
+/// The prefix a client address is counted in with its neighbours: an IPv4
+/// /24, an IPv6 /48.
+fn client_prefix(peer: IpAddr) -> IpAddr {
+    masked(peer, 24, 48)
+}
+
+/// `peer`'s first `v4_bits` or `v6_bits` (an IPv4-mapped IPv6 address as IPv4).
+fn masked(peer: IpAddr, v4_bits: u32, v6_bits: u32) -> IpAddr {
+    let v4 = |v4: std::net::Ipv4Addr| IpAddr::V4((u32::from(v4) & (u32::MAX.checked_shl(32 - v4_bits).unwrap_or(0))).into());
     match peer {
-        IpAddr::V4(v4) => IpAddr::V4(v4),
+        IpAddr::V4(address) => v4(address),
         IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => IpAddr::V4(v4),
-            None => IpAddr::V6(std::net::Ipv6Addr::from(u128::from(v6) & !((1u128 << 64) - 1))),
+            Some(address) => v4(address),
+            None => IpAddr::V6((u128::from(v6) & (u128::MAX.checked_shl(128 - v6_bits).unwrap_or(0))).into()),
         },
     }
 }
@@ -344,12 +497,17 @@ impl ResourceServer {
         let keys = Keys { set: JwkSet { keys: Vec::new() }, fetched: None, attempted: None, failure: None };
         Ok(ResourceServer {
             refreshing: tokio::sync::Mutex::new(settings.jwks_uri.clone()),
+            refreshing_in_background: Default::default(),
             settings,
             http,
             keys: std::sync::Mutex::new(keys),
             introspected: Default::default(),
-            introspecting: tokio::sync::Semaphore::new(MAX_INTROSPECTIONS_IN_FLIGHT),
-            introspecting_per_peer: Default::default(),
+            introspecting: Default::default(),
+            clean_turns: Arc::new(tokio::sync::Semaphore::new(MAX_INTROSPECTIONS_IN_FLIGHT - SUSPECT_INTROSPECTIONS_IN_FLIGHT)),
+            suspect_turns: Arc::new(tokio::sync::Semaphore::new(SUSPECT_INTROSPECTIONS_IN_FLIGHT)),
+            client_turns: Default::default(),
+            suspects: std::sync::Mutex::new(ExpiringMap::new(MAX_SUSPECT_NETWORKS)),
+            busy_log: Default::default(),
         })
     }
 
@@ -399,13 +557,38 @@ impl ResourceServer {
         }
     }
 
+    /// The client a request from `peer` is from: `peer` itself, unless it is
+    /// a trusted proxy; then the rightmost address of `X-Forwarded-For`
+    /// (`forwarded_for`, the header's values in order) that is not a trusted
+    /// proxy (each proxy appends the address it got the request from, so the
+    /// addresses left of the first untrusted one are the client's to write).
+    /// A value that is not an address ends the walk at the proxy that wrote it.
+    pub fn client_address<'a>(&self, forwarded_for: impl Iterator<Item = &'a [u8]>, peer: IpAddr) -> IpAddr {
+        let trusted = |address: &IpAddr| self.settings.trusted_proxies.iter().any(|proxy| proxy.contains(address));
+        if !trusted(&peer) {
+            return peer;
+        }
+        let hops: Vec<&'a [u8]> = forwarded_for.flat_map(|value| value.split(|byte| *byte == b',')).collect();
+        let mut client = peer;
+        for hop in hops.into_iter().rev() {
+            let Some(address) = std::str::from_utf8(hop).ok().and_then(|hop| hop.trim().parse::<IpAddr>().ok()) else {
+                break;
+            };
+            client = address;
+            if !trusted(&address) {
+                break;
+            }
+        }
+        client
+    }
+
     /// Checks the `Authorization` header of a request from `peer`.
     pub async fn authorize(self: &Arc<Self>, header: Option<&[u8]>, peer: IpAddr) -> Result<Grant, Denial> {
         let token = bearer_token(header.ok_or(Denial::NoToken)?)?;
         let invalid = |why: String| Denial::InvalidToken(why);
         if token.split('.').count() != 3 {
             return match &self.settings.introspection {
-                Some(introspection) => self.introspect(token, introspection, peer).await,
+                Some(_) => self.introspect(token, peer).await,
                 None => Err(invalid("it is not a JWT, and no introspection endpoint is configured for opaque tokens".to_string())),
             };
         }
@@ -458,11 +641,18 @@ impl ResourceServer {
     }
 
     /// Asks the introspection endpoint about an opaque token from `peer`
-    /// (or the cache): a token that cannot be one is refused without asking;
-    /// each client network has at most `introspections_per_client` under
-    /// way or waiting, and waits at most [`INTROSPECTION_TURN_WAIT`] for one
-    /// of the [`MAX_INTROSPECTIONS_IN_FLIGHT`] turns.
-    async fn introspect(&self, token: &str, introspection: &Introspection, peer: IpAddr) -> Result<Grant, Denial> {
+    /// (or the cache, or awaits the same token's introspection under way): a
+    /// token that cannot be one is refused without asking; each client
+    /// network has at most `introspections_per_client` under way or waiting
+    /// (its prefix [`INTROSPECTIONS_PER_PREFIX`]), and waits at most
+    /// [`INTROSPECTION_TURN_WAIT`] for one of the turns of its kind: networks
+    /// the issuer refused a token from lately share
+    /// [`SUSPECT_INTROSPECTIONS_IN_FLIGHT`], the others the rest.
+    ///
+    /// The introspection runs in a task of its own, which holds the turns
+    /// until the issuer answers: a client that goes away does not give its
+    /// turns back before the issuer is done with its token.
+    async fn introspect(self: &Arc<Self>, token: &str, peer: IpAddr) -> Result<Grant, Denial> {
         use sha2::Digest as _;
         if !could_be_opaque_token(token) {
             return Err(Denial::InvalidToken(format!(
@@ -470,32 +660,105 @@ impl ResourceServer {
             )));
         }
         let key: [u8; 32] = sha2::Sha256::digest(token.as_bytes()).into();
-        let remembered = || self.introspected.lock().expect("never poisoned").get(&key);
-        if let Some(answer) = remembered() {
+        if let Some(answer) = self.introspected.lock().expect("never poisoned").get(&key) {
             return answer;
         }
-        let per_client = self.settings.introspections_per_client;
-        let Some(_peer_turn) = PeerTurn::take(&self.introspecting_per_peer, client_network(peer), per_client) else {
-            return Err(Denial::Busy(format!("{per_client} introspections from this client are under way")));
+        let mut answer = {
+            let mut introspecting = self.introspecting.lock().expect("never poisoned");
+            match introspecting.get(&key) {
+                Some(under_way) => under_way.subscribe(),
+                None => {
+                    let turn = match ClientTurn::take(&self.client_turns, peer, self.settings.introspections_per_client) {
+                        Ok(turn) => turn,
+                        Err(why) => return Err(self.busy(peer, why)),
+                    };
+                    let (sender, receiver) = tokio::sync::watch::channel(None);
+                    introspecting.insert(key, sender.clone());
+                    let server = Arc::clone(self);
+                    let token = token.to_string();
+                    tokio::spawn(async move {
+                        let answer = server.introspect_in_turn(&token, key, peer, turn, &sender).await;
+                        server.introspecting.lock().expect("never poisoned").remove(&key);
+                        sender.send_replace(answer);
+                    });
+                    receiver
+                }
+            }
         };
-        let Ok(Ok(_turn)) = tokio::time::timeout(INTROSPECTION_TURN_WAIT, self.introspecting.acquire()).await else {
-            return Err(Denial::Busy(format!(
-                "{MAX_INTROSPECTIONS_IN_FLIGHT} introspections stayed under way for {} s",
+        let answered = answer.wait_for(Option::is_some).await.ok().and_then(|answer| answer.clone());
+        match answered {
+            Some(Err(Denial::Busy(why))) => Err(self.busy(peer, why)),
+            Some(answer) => answer,
+            None => Err(Denial::IssuerUnavailable("the introspection ended without an answer".to_string())),
+        }
+    }
+
+    /// Waits for a turn of `peer`'s kind (while anyone awaits the answer),
+    /// asks the issuer, and remembers the answer and, if it refused the
+    /// token, `peer`'s network as suspect.
+    async fn introspect_in_turn(
+        &self,
+        token: &str,
+        key: [u8; 32],
+        peer: IpAddr,
+        client_turn: ClientTurn,
+        awaited: &tokio::sync::watch::Sender<Option<Result<Grant, Denial>>>,
+    ) -> Option<Result<Grant, Denial>> {
+        let Some(introspection) = &self.settings.introspection else {
+            return Some(Err(Denial::InvalidToken("no introspection endpoint is configured".to_string())));
+        };
+        let network = client_network(peer);
+        let (turns, turns_of_its_kind) = {
+            let mut suspects = self.suspects.lock().expect("never poisoned");
+            match suspects.get(&network).is_some() {
+                // A suspect network asking again stays suspect.
+                true => {
+                    suspects.insert(network, (), Instant::now() + SUSPECT_FOR);
+                    (&self.suspect_turns, SUSPECT_INTROSPECTIONS_IN_FLIGHT)
+                }
+                false => (&self.clean_turns, MAX_INTROSPECTIONS_IN_FLIGHT - SUSPECT_INTROSPECTIONS_IN_FLIGHT),
+            }
+        };
+        let turn = tokio::select! {
+            turn = tokio::time::timeout(INTROSPECTION_TURN_WAIT, Arc::clone(turns).acquire_owned()) => turn,
+            // Everyone awaiting the answer went away before the issuer was asked.
+            () = awaited.closed() => return None,
+        };
+        let Ok(Ok(_turn)) = turn else {
+            return Some(Err(Denial::Busy(format!(
+                "the {} introspection turns of its kind stayed taken for {} s",
+                turns_of_its_kind,
                 INTROSPECTION_TURN_WAIT.as_secs()
-            )));
+            ))));
         };
-        // The same token may have been asked about while this one waited.
-        if let Some(answer) = remembered() {
-            return answer;
+        if let Some(answer) = self.introspected.lock().expect("never poisoned").get(&key) {
+            return Some(answer);
         }
         let (answer, ttl) = match self.ask_introspection(token, introspection).await {
             Ok((grant, left)) => (Ok(grant), left.min(INTROSPECTION_CACHE_MAX)),
             // The issuer away is not the token's fault: not remembered.
-            Err(denial @ Denial::IssuerUnavailable(_)) => return Err(denial),
-            Err(denial) => (Err(denial), INTROSPECTION_REFUSAL_TTL),
+            Err(denial @ Denial::IssuerUnavailable(_)) => return Some(Err(denial)),
+            Err(denial) => {
+                self.suspects.lock().expect("never poisoned").insert(network, (), Instant::now() + SUSPECT_FOR);
+                (Err(denial), INTROSPECTION_REFUSAL_TTL)
+            }
         };
         self.introspected.lock().expect("never poisoned").remember(key, &answer, Instant::now() + ttl);
-        answer
+        drop(client_turn);
+        Some(answer)
+    }
+
+    /// Logs a busy refusal within its own budget, and returns it.
+    fn busy(&self, peer: IpAddr, why: String) -> Denial {
+        use crate::log_budget::Admission;
+        let mut window = self.busy_log.lock().expect("never poisoned");
+        if let Some(dropped) = window.roll(BUSY_LOG) {
+            tracing::warn!(dropped, "{dropped} requests refused as busy (503) were not logged in the last {} s", BUSY_LOG.window.as_secs());
+        }
+        if window.admit(BUSY_LOG) == Admission::Log {
+            tracing::warn!(%peer, reason = ?why, "refused an HTTP request (503): the access token cannot be checked now");
+        }
+        Denial::Busy(why)
     }
 
     /// The introspection endpoint's answer about `token`, checked: what it
@@ -541,13 +804,13 @@ impl ResourceServer {
         if let Some(not_before) = claims.get("nbf") {
             let not_before = not_before.as_u64().ok_or_else(|| invalid("its nbf claim is not a time".to_string()))?;
             if not_before > now.as_secs() + leeway {
-                return Err(invalid("it is not valid yet (nbf)".to_string()));
+                return Err(invalid(NOT_VALID_YET.to_string()));
             }
         }
         let expires = claims.get("exp").and_then(Value::as_u64).ok_or_else(|| invalid("it has no exp claim".to_string()))?;
         let left = Duration::from_secs(expires).saturating_sub(now);
         if expires.saturating_add(leeway) < now.as_secs() {
-            return Err(invalid("it has expired".to_string()));
+            return Err(invalid(EXPIRED.to_string()));
         }
         Ok((self.grant(&claims)?, left))
     }
@@ -555,8 +818,8 @@ impl ResourceServer {
     fn explain(&self, error: &jsonwebtoken::errors::Error) -> String {
         use jsonwebtoken::errors::ErrorKind;
         match error.kind() {
-            ErrorKind::ExpiredSignature => "it has expired".to_string(),
-            ErrorKind::ImmatureSignature => "it is not valid yet (nbf)".to_string(),
+            ErrorKind::ExpiredSignature => EXPIRED.to_string(),
+            ErrorKind::ImmatureSignature => NOT_VALID_YET.to_string(),
             ErrorKind::InvalidAudience => format!("its audience is not this server ({})", self.settings.resource),
             ErrorKind::InvalidIssuer => format!("its issuer is not {}", self.settings.issuer),
             ErrorKind::InvalidSignature => "its signature does not verify".to_string(),
@@ -570,28 +833,30 @@ impl ResourceServer {
     /// are fetched again in the background. When the key is not held, the
     /// request fetches the keys again itself (a rotation), by one request at
     /// a time and at most once per `keys_min_refresh` (failed fetches
-    /// included). Only while no keys were ever fetched does a request wait
-    /// for the fetch under way.
+    /// included), or waits for the fetch under way.
     async fn key_for(self: &Arc<Self>, kid: Option<&str>) -> Result<Jwk, Denial> {
-        let (held, stale, due, never) = {
+        let (held, stale, due) = {
             let keys = self.keys.lock().expect("never poisoned");
             (
                 find(&keys.set, kid).cloned(),
                 keys.fetched.is_none_or(|fetched| fetched.elapsed() >= self.settings.keys_max_age),
                 keys.attempted.is_none_or(|attempted| attempted.elapsed() >= self.settings.keys_min_refresh),
-                keys.fetched.is_none(),
             )
         };
         if let Some(key) = held {
-            if stale && due {
+            if stale && due && !self.refreshing_in_background.swap(true, std::sync::atomic::Ordering::AcqRel) {
                 let server = Arc::clone(self);
-                tokio::spawn(async move { server.refresh(false).await });
+                tokio::spawn(async move {
+                    server.refresh(false).await;
+                    server.refreshing_in_background.store(false, std::sync::atomic::Ordering::Release);
+                });
             }
             return Ok(key);
         }
-        if due || never {
-            self.refresh(never).await;
-        }
+        // The key is not held: fetch the keys again if due, or wait for the
+        // fetch under way (its keys may hold it), which takes at most
+        // FETCH_TIMEOUT.
+        self.refresh(true).await;
         if let Some(key) = find(&self.keys.lock().expect("never poisoned").set, kid).cloned() {
             return Ok(key);
         }
@@ -613,7 +878,11 @@ impl ResourceServer {
     async fn refresh(&self, wait: bool) {
         let mut uri = match self.refreshing.try_lock() {
             Ok(uri) => uri,
-            Err(_) if wait => self.refreshing.lock().await,
+            // A fetch is under way: when it ends, its keys are the newest.
+            Err(_) if wait => {
+                drop(self.refreshing.lock().await);
+                return;
+            }
             Err(_) => return,
         };
         {
@@ -841,6 +1110,7 @@ mod tests {
             scope: "prompts".to_string(),
             leeway: DEFAULT_LEEWAY,
             introspections_per_client: DEFAULT_INTROSPECTIONS_PER_CLIENT,
+            trusted_proxies: Vec::new(),
             keys_min_refresh: DEFAULT_KEYS_MIN_REFRESH,
             keys_max_age: DEFAULT_KEYS_MAX_AGE,
             tenant_claim: None,
@@ -916,14 +1186,50 @@ mod tests {
         assert!(could_be_opaque_token(&"a".repeat(MAX_OPAQUE_TOKEN_BYTES)));
         assert_eq!(client_network("2001:db8:1:2:3:4:5:6".parse().unwrap()), "2001:db8:1:2::".parse::<IpAddr>().unwrap());
         assert_eq!(client_network("::ffff:10.0.0.1".parse().unwrap()), "10.0.0.1".parse::<IpAddr>().unwrap());
-        let turns = std::sync::Mutex::new(HashMap::new());
+        assert_eq!(client_prefix("2001:db8:1:2:3:4:5:6".parse().unwrap()), "2001:db8:1::".parse::<IpAddr>().unwrap());
+        assert_eq!(client_prefix("::ffff:10.0.7.1".parse().unwrap()), "10.0.7.0".parse::<IpAddr>().unwrap());
+        let turns = Arc::new(std::sync::Mutex::new(ClientTurns::default()));
         let network: IpAddr = "10.0.0.1".parse().unwrap();
-        let first = PeerTurn::take(&turns, network, 2).unwrap();
-        let second = PeerTurn::take(&turns, network, 2).unwrap();
-        assert!(PeerTurn::take(&turns, network, 2).is_none());
-        assert!(PeerTurn::take(&turns, "10.0.0.2".parse().unwrap(), 2).is_some());
-        drop((first, second));
-        assert!(turns.lock().unwrap().is_empty());
+        let first = ClientTurn::take(&turns, network, 2).unwrap();
+        let second = ClientTurn::take(&turns, network, 2).unwrap();
+        assert_eq!(ClientTurn::take(&turns, network, 2).err().unwrap(), "2 introspections from this client are under way or waiting");
+        // Its neighbours in the /24 take the prefix's other 6 turns, no more.
+        let neighbours: Vec<ClientTurn> = (2..8).map(|host| ClientTurn::take(&turns, IpAddr::from([10, 0, 0, host]), 2).unwrap()).collect();
+        assert_eq!(
+            ClientTurn::take(&turns, "10.0.0.9".parse().unwrap(), 2).err().unwrap(),
+            "8 introspections from this client's /24 are under way or waiting"
+        );
+        assert!(ClientTurn::take(&turns, "10.0.1.9".parse().unwrap(), 2).is_ok());
+        drop((first, second, neighbours));
+        let held = turns.lock().unwrap();
+        assert!(held.networks.is_empty() && held.prefixes.is_empty());
+    }
+
+    #[test]
+    fn a_subject_minting_tokens_pushes_out_only_its_own_and_a_full_cache_its_soonest_expiring() {
+        let mut introspected = Introspected::default();
+        let now = Instant::now();
+        let grant = |subject: &str| Grant { subject: Some(subject.into()), tenants: vec![] };
+        let key = |index: usize| {
+            let mut key = [0u8; 32];
+            key[..8].copy_from_slice(&(index as u64).to_le_bytes());
+            key
+        };
+        introspected.remember(key(0), &Ok(grant("alice")), now + Duration::from_secs(30));
+        for index in 1..=1000 {
+            introspected.remember(key(index), &Ok(grant("mallory")), now + Duration::from_secs(60 + index as u64));
+        }
+        assert_eq!(introspected.active.len(), 1 + MAX_INTROSPECTED_PER_SUBJECT);
+        assert_eq!(introspected.get(&key(0)), Some(Ok(grant("alice"))));
+        assert_eq!(introspected.get(&key(1000)), Some(Ok(grant("mallory"))));
+        assert_eq!(introspected.get(&key(1000 - MAX_INTROSPECTED_PER_SUBJECT)), None);
+        // Full: the token expiring soonest goes.
+        let mut full = ExpiringMap::new(3);
+        for (index, secs) in [(1, 50), (2, 10), (3, 30)] {
+            assert!(full.insert(index, (), now + Duration::from_secs(secs)).is_empty());
+        }
+        assert_eq!(full.insert(4, (), now + Duration::from_secs(40)), vec![(2, ())]);
+        assert_eq!(full.len(), 3);
     }
 
     #[test]
@@ -939,6 +1245,25 @@ mod tests {
         introspected.remember([9; 32], &Ok(grant.clone()), later);
         assert_eq!(introspected.refused.len(), MAX_INTROSPECTION_REFUSALS);
         assert_eq!(introspected.get(&[9; 32]), Some(Ok(grant)));
+    }
+
+    #[test]
+    fn behind_trusted_proxies_the_client_is_the_rightmost_untrusted_forwarded_address() {
+        let mut proxied = settings();
+        proxied.trusted_proxies = vec!["10.0.0.0/8".parse().unwrap(), "::1/128".parse().unwrap()];
+        let server = ResourceServer::new(proxied).unwrap();
+        let client = |headers: &[&str], peer: &str| server.client_address(headers.iter().map(|value| value.as_bytes()), peer.parse().unwrap());
+        let address = |text: &str| text.parse::<IpAddr>().unwrap();
+        // Left of the first untrusted hop is the client's to write.
+        assert_eq!(client(&["6.6.6.6, 192.0.2.1, 10.1.1.1"], "10.0.0.1"), address("192.0.2.1"));
+        assert_eq!(client(&["6.6.6.6", "192.0.2.1"], "::1"), address("192.0.2.1"));
+        // Not from a trusted proxy: the header is not read.
+        assert_eq!(client(&["192.0.2.1"], "192.0.2.9"), address("192.0.2.9"));
+        // No header, or garbage: the proxy that wrote it.
+        assert_eq!(client(&[], "10.0.0.1"), address("10.0.0.1"));
+        assert_eq!(client(&["192.0.2.1, junk, 10.2.2.2"], "10.0.0.1"), address("10.2.2.2"));
+        // Every hop trusted: the leftmost.
+        assert_eq!(client(&["10.3.3.3, 10.2.2.2"], "10.0.0.1"), address("10.3.3.3"));
     }
 
     #[test]

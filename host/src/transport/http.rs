@@ -661,7 +661,8 @@ impl Gate {
                 None => None,
             },
             Access::OAuth(server) => {
-                match server.authorize(request.headers().get(hyper::header::AUTHORIZATION).map(|value| value.as_bytes()), peer.ip()).await {
+                let client = server.client_address(request.headers().get_all("x-forwarded-for").iter().map(|value| value.as_bytes()), peer.ip());
+                match server.authorize(request.headers().get(hyper::header::AUTHORIZATION).map(|value| value.as_bytes()), client).await {
                     Ok(grant) => Some((server, grant)),
                     Err(denial) => return Refusal::Denied { challenge: server.challenge(&denial), denial }.answer(peer, &self.refusals),
                 }
@@ -1100,7 +1101,8 @@ impl Refusal {
 
     /// Logs the refusal (within the refusal log's budget) and answers it.
     fn answer(self, peer: SocketAddr, refusals: &std::sync::Mutex<LogWindow>) -> Response<Body> {
-        let log = refusal_logged(refusals);
+        // Busy refusals are logged by the resource server, in a budget of their own.
+        let log = !matches!(self, Refusal::Denied { denial: Denial::Busy(_), .. }) && refusal_logged(refusals);
         match self {
             Refusal::NoToken | Refusal::WrongToken => {
                 let reason = if matches!(self, Refusal::NoToken) { "no bearer token" } else { "wrong bearer token" };
