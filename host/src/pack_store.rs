@@ -193,4 +193,21 @@ mod tests {
         let error = store.provenance("acme", "ab").unwrap_err();
         assert!(error.ends_with(".provenance.json: it is larger than the 1048576 bytes it may have"), "{error}");
     }
+
+    #[test]
+    fn retaining_the_installs_removes_every_other_component_and_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = PackStore::new(dir.path().to_path_buf());
+        let record = Provenance { reference: "oci://r.example/p@sha256:00".into(), manifest_digest: "sha256:00".into(), manifest: "e30=".into(), signatures: vec![] };
+        let (a, b) = ("a".repeat(64), "b".repeat(64));
+        let _ = store.put("acme", &a, b"\0asm a", &record).unwrap();
+        let _ = store.put("other", &a, b"\0asm a", &record).unwrap();
+        let _ = store.put("acme", &b, b"\0asm b", &record).unwrap();
+        std::fs::write(dir.path().join("sha256/notes.txt"), b"not the store's").unwrap();
+        let installs = [("acme".to_string(), a.clone())].into_iter().collect();
+        assert_eq!(store.retain(&installs).unwrap(), 3);
+        let mut left: Vec<String> = std::fs::read_dir(dir.path().join("sha256")).unwrap().map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        left.sort();
+        assert_eq!(left, vec![format!("{a}.acme.provenance.json"), format!("{a}.wasm"), "notes.txt".to_string()]);
+    }
 }
