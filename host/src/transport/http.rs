@@ -789,8 +789,9 @@ impl Gate {
         }
         // Two initializes raced for the last place, and this one lost: rmcp
         // answers the cap's refusal with 500; the client gets the 503 above.
-        // (A body read as no initialize, that rmcp still took for one, too.)
-        let may_open_session = parts_method_is_post && !names_session;
+        // (So is a body read as no request, that rmcp still took for an
+        // initialize.)
+        let may_open_session = parts_method_is_post && !names_session && (opens_session || methods.is_empty());
         if may_open_session && response.status() == StatusCode::INTERNAL_SERVER_ERROR && !sessions.has_room().await {
             return plain(StatusCode::SERVICE_UNAVAILABLE, &sessions.full_message());
         }
@@ -830,7 +831,7 @@ fn json_rpc_methods(body: &[u8]) -> Vec<String> {
 /// How many connections long-lived streams may hold in all: a quarter of
 /// `max_connections` (at least one) is kept for other requests and for
 /// `/healthz` and `/readyz`.
-/// (`--max-connections` is at least 2, so that streams have one.)
+/// (With one connection, none: no stream opens.)
 pub fn stream_connections(max_connections: usize) -> usize {
     max_connections - max_connections.div_ceil(4)
 }
@@ -1041,13 +1042,17 @@ impl Connections {
         let id = states.next_id;
         let shed = CancellationToken::new();
         states.open.insert(id, ConnectionState { busy: 0, idle_since: Some(Instant::now()), shed: shed.clone() });
-        Place { id, shed, states: self.states.clone(), became_idle: self.became_idle.clone(), _permit: permit }
+        Place { id, shed, states: self.states.clone(), became_idle: self.became_idle.clone(), permit: Some(permit) }
     }
 
-    /// Closes the connection idle longest, if one is idle. Returns whether
-    /// one was.
+    /// Closes the connection idle longest, if one is idle and none closed
+    /// to make room is still closing (its place is coming). Returns whether
+    /// a place is coming.
     fn shed_idle_longest(&self) -> bool {
         let mut states = self.states.lock().expect("never poisoned");
+        if states.open.values().any(|state| state.shed.is_cancelled()) {
+            return true;
+        }
         let Some(state) = states
             .open
             .values_mut()
@@ -1068,7 +1073,8 @@ struct Place {
     shed: CancellationToken,
     states: Arc<std::sync::Mutex<ConnectionStates>>,
     became_idle: Arc<tokio::sync::Notify>,
-    _permit: tokio::sync::OwnedSemaphorePermit,
+    /// `None` only while being dropped.
+    permit: Option<tokio::sync::OwnedSemaphorePermit>,
 }
 
 impl Place {
@@ -1085,7 +1091,9 @@ impl Place {
 impl Drop for Place {
     fn drop(&mut self) {
         self.states.lock().expect("never poisoned").open.remove(&self.id);
-        self.became_idle.notify_one();
+        // The place is free before a waiting accept loop wakes to take it.
+        drop(self.permit.take());
+        self.became_idle.notify_waiters();
     }
 }
 
@@ -1099,7 +1107,7 @@ impl Drop for Busy {
             state.busy -= 1;
             if state.busy == 0 {
                 state.idle_since = Some(Instant::now());
-                place.became_idle.notify_one();
+                place.became_idle.notify_waiters();
             }
         }
     }
