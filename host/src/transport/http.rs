@@ -815,17 +815,15 @@ fn json_rpc_methods(body: &[u8]) -> Vec<String> {
     struct Request {
         method: String,
     }
+    // A batch's members, read without keeping anything but their methods.
     #[derive(serde::Deserialize)]
-    #[serde(untagged)]
-    enum Requests {
-        One(Request),
-        Batch(Vec<serde_json::Value>),
+    struct Member {
+        method: Option<String>,
     }
-    match serde_json::from_slice::<Requests>(body) {
-        Ok(Requests::One(request)) => vec![request.method],
-        Ok(Requests::Batch(values)) => values.into_iter().filter_map(|value| serde_json::from_value::<Request>(value).ok()).map(|request| request.method).collect(),
-        Err(_) => Vec::new(),
+    if let Ok(request) = serde_json::from_slice::<Request>(body) {
+        return vec![request.method];
     }
+    serde_json::from_slice::<Vec<Member>>(body).map_or_else(|_| Vec::new(), |batch| batch.into_iter().filter_map(|member| member.method).collect())
 }
 
 /// How many connections long-lived streams may hold in all: a quarter of
