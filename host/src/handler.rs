@@ -51,6 +51,19 @@ pub struct PromptServer {
 #[derive(Clone, Debug)]
 pub struct ClientGone(pub CancellationToken);
 
+/// What the HTTP transport puts in each request's extensions besides
+/// [`ClientGone`]. An elicitation keeps its request's connection busy while
+/// it waits, as a long-lived stream does: it takes a stream's place, counted
+/// with the user's and the tenant's streams (`take`: the place, held until
+/// dropped; or the refusal's text), so pending elicitations cannot hold the
+/// connections kept for other requests and `/healthz`. It ends when the
+/// server stops (`stopping`), instead of holding the stop for the grace.
+#[derive(Clone)]
+pub struct StreamPlace {
+    pub take: Arc<dyn Fn() -> Result<Box<dyn std::any::Any + Send + Sync>, String> + Send + Sync>,
+    pub stopping: CancellationToken,
+}
+
 /// How the host can ask the client of a request for the input a prompt
 /// needs.
 #[derive(Clone)]
@@ -61,8 +74,9 @@ pub enum Asking {
     /// With `elicitation/create` requests on the session, then the call
     /// continues (an earlier revision's client that declared elicitation),
     /// until any of the tokens is cancelled: the request is cancelled, its
-    /// client gone, or its session ended.
-    Elicitation(Peer<RoleServer>, Vec<CancellationToken>),
+    /// client gone, its session ended, or the server stopping; over HTTP,
+    /// each elicitation takes a stream's place.
+    Elicitation(Peer<RoleServer>, Vec<CancellationToken>, Option<StreamPlace>),
     /// It cannot: the reason, which completes "it needs input (...), and".
     Cannot(&'static str),
     /// Without a client (the `get` command): the answers `Answerer` gives.
@@ -86,13 +100,12 @@ impl Asking {
             (true, true) => Asking::InputRequired,
             (true, false) => Asking::Cannot("the client did not declare the elicitation capability"),
             (false, true) => {
-                let client_gone = context
-                    .extensions
-                    .get::<hyper::http::request::Parts>()
-                    .and_then(|http| http.extensions.get::<ClientGone>())
-                    .map(|gone| gone.0.clone());
-                let ends = [Some(context.ct.clone()), Some(session_ended.clone()), client_gone];
-                Asking::Elicitation(context.peer.clone(), ends.into_iter().flatten().collect())
+                let http = context.extensions.get::<hyper::http::request::Parts>();
+                let client_gone = http.and_then(|http| http.extensions.get::<ClientGone>()).map(|gone| gone.0.clone());
+                let stream_place = http.and_then(|http| http.extensions.get::<StreamPlace>()).cloned();
+                let stopping = stream_place.as_ref().map(|place| place.stopping.clone());
+                let ends = [Some(context.ct.clone()), Some(session_ended.clone()), client_gone, stopping];
+                Asking::Elicitation(context.peer.clone(), ends.into_iter().flatten().collect(), stream_place)
             }
             (false, false) => Asking::Cannot(
                 "the client declared no elicitation capability, and its protocol revision has no input-required \
@@ -301,8 +314,12 @@ impl PromptServer {
                 return Err(input_error(InputError::TooManyRounds));
             }
             let responses = match &asking {
-                Asking::Elicitation(peer, ends) => {
+                Asking::Elicitation(peer, ends, stream_place) => {
                     let _pending = self.elicitations.admit().map_err(input_error)?;
+                    let _stream = match stream_place {
+                        Some(place) => Some((place.take)().map_err(|refusal| input_error(InputError::NoStreamPlace { refusal }))?),
+                        None => None,
+                    };
                     let abandoned = futures::future::select_all(ends.iter().map(|end| Box::pin(end.cancelled())));
                     let timeout = self.elicitations.limits().timeout;
                     input::elicit(peer, &asked, timeout, async {

@@ -686,7 +686,7 @@ pub enum InputError {
     },
     #[error("the client did not answer the elicitation of form {form:?}: {reason}")]
     Elicitation { form: String, reason: String },
-    #[error("the client went away or cancelled the request while the elicitation of form {form:?} waited")]
+    #[error("the client went away or cancelled the request, or the server stopped, while the elicitation of form {form:?} waited")]
     Abandoned { form: String },
     #[error(
         "it needs input, and {scope} already has {limit} elicitations waiting for answers, the most the server \
@@ -695,6 +695,10 @@ pub enum InputError {
     TooManyPending { scope: &'static str, limit: usize, key: &'static str },
     #[error("it asked for input {MAX_ELICITATION_ROUNDS} times in one request, the most the host asks")]
     TooManyRounds,
+    /// Over HTTP, an elicitation holds its request's connection as a
+    /// long-lived stream does, and takes a stream's place: none was left.
+    #[error("it needs input, and waiting for the answer would hold a stream's place, refused: {refusal}")]
+    NoStreamPlace { refusal: String },
 }
 
 #[cfg(test)]

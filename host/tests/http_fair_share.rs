@@ -139,16 +139,19 @@ fn a_client_holding_its_stream_cap_and_idle_sockets_leaves_room_for_others_and_h
 }
 
 #[test]
-fn streams_in_all_leave_a_quarter_of_the_connections() {
-    // Four connections, one kept: the fourth stream is refused, of anyone.
+fn with_few_connections_one_tenant_takes_at_most_half_of_the_streams() {
+    // Four connections, one kept: three streams in all, and one tenant (here
+    // the default, without tokens) two of them, whatever
+    // --max-streams-per-tenant says (256 by default). The 503 of the streams
+    // in all, with two tenants: tests/python/test_fair_share.py.
     let host = HttpHost::start(&["--max-connections", "4"]);
-    let _streams: Vec<TcpStream> = (0..3).map(|_| host.listen()).collect();
+    let _streams: Vec<TcpStream> = (0..2).map(|_| host.listen()).collect();
     let (status, refused) = host.exchange(&post_2026(host.addr, &listen_body(), true));
-    assert_eq!(status, 503, "{refused}");
+    assert_eq!(status, 429, "{refused}");
     assert!(
         refused.ends_with(
-            "\r\n\r\nservice unavailable: the server holds its maximum of 3 open streams (three quarters of \
-             --max-connections); retry later\n"
+            "\r\n\r\ntoo many requests: this tenant holds its maximum of 2 open streams (half of the streams in all, \
+             below --max-streams-per-tenant); close one first\n"
         ),
         "{refused}"
     );
@@ -184,6 +187,11 @@ fn a_full_session_table_refuses_only_initialize() {
         assert_eq!(host.exchange(&initialize).0, 200);
     }
     let (status, refused) = host.exchange(&initialize);
+    assert_eq!(status, 503, "{refused}");
+    assert!(refused.ends_with("the server holds its maximum of 2 sessions (--max-sessions); retry later, or end a session with DELETE\n"), "{refused}");
+    // So is an initialize in a batch (it was answered 500).
+    let batch = support::http_post(&host.addr.to_string(), "", &format!("[{HTTP_INITIALIZE}]"));
+    let (status, refused) = host.exchange(&batch);
     assert_eq!(status, 503, "{refused}");
     assert!(refused.ends_with("the server holds its maximum of 2 sessions (--max-sessions); retry later, or end a session with DELETE\n"), "{refused}");
 

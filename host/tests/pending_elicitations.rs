@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::{Server, plugin_dir, spawn_http, wait_for_text};
+use support::{Server, plugin_dir, send_signal, spawn_http, wait_for_text};
 
 const PROMPT: &str = "test_input_required_result_prompt";
 
@@ -219,6 +219,59 @@ fn elicitations_past_the_cap_per_session_and_per_tenant_are_refused() {
     let _again = host.asked(&first, 40);
 }
 
+#[test]
+fn pending_elicitations_take_stream_places_and_leave_connections_for_healthz() {
+    // Four connections: three may hold streams, a tenant two of them; a
+    // pending elicitation holds its connection as a stream does.
+    let host = HttpHost::start(&["--max-connections", "4"]);
+    let session = host.session();
+    let held: Vec<TcpStream> = (0..2).map(|id| host.asked(&session, 10 + id)).collect();
+    let error = host.refused(&session, 20);
+    assert_eq!(error["code"], -32602, "{error}");
+    assert_eq!(
+        error["message"],
+        format!(
+            "prompt '{PROMPT}': it needs input, and waiting for the answer would hold a stream's place, refused: too \
+             many requests: this tenant holds its maximum of 2 open streams (half of the streams in all, below \
+             --max-streams-per-tenant); close one first"
+        )
+    );
+    assert_eq!(host.in_flight(), 2.0);
+    // The connections left serve /healthz (before, four elicitations held
+    // all four and /healthz waited).
+    let health = exchange(&mut host.connect(), &format!("GET /healthz HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n", host.addr));
+    assert!(health.starts_with("HTTP/1.1 200"), "{health}");
+    // An answered or dropped elicitation gives its place back.
+    drop(held);
+    host.drained_within(PROMPTLY);
+    let _again: Vec<TcpStream> = (0..2).map(|id| host.asked(&session, 30 + id)).collect();
+}
+
+#[test]
+fn sigterm_ends_a_pending_elicitation_at_once_instead_of_waiting_the_grace() {
+    let host = HttpHost::start(&["--shutdown-grace-ms", "8000"]);
+    let session = host.session();
+    let mut stream = host.asked(&session, 10);
+    let started = Instant::now();
+    send_signal(host.child.id(), "TERM");
+    // The call is answered, with why its question ended.
+    let mut rest = Vec::new();
+    let _ = stream.read_to_end(&mut rest);
+    let rest = String::from_utf8_lossy(&rest);
+    let data = rest.lines().filter_map(|line| line.strip_prefix("data: ")).find(|data| data.contains("\"error\"")).unwrap_or_else(|| panic!("no error: {rest}"));
+    let error = serde_json::from_str::<Value>(data).unwrap()["error"].clone();
+    assert_eq!(error["code"], -32602, "{error}");
+    let message = error["message"].as_str().unwrap();
+    assert!(message.starts_with(&format!("prompt '{PROMPT}': the client went away or cancelled the request, or the server stopped, while the elicitation of form ")), "{message}");
+    let mut host = host;
+    let status = host.child.wait().unwrap();
+    let took = started.elapsed();
+    assert_eq!(status.code(), Some(0));
+    assert!(took < Duration::from_secs(4), "stopping took {took:?} of an 8 s grace");
+    let log = wait_for_text(&host.stderr, "stopped", 1);
+    assert!(!log.contains("abandoning calls still running"), "{log}");
+}
+
 /// A stdio client that declared elicitation and is asked; the id of its
 /// `prompts/get`.
 fn asked_over_stdio(config: &str) -> (tempfile::TempDir, Server, u64) {
@@ -254,6 +307,29 @@ fn over_stdio_the_cap_in_all_holds_and_the_end_of_input_ends_the_question_at_onc
     let took = started.elapsed();
     assert!(took < PROMPTLY, "the server took {took:?} to exit");
     assert!(!server.stderr().contains("timed out draining"), "{}", server.stderr());
+}
+
+#[test]
+fn over_stdio_sigterm_ends_a_pending_elicitation_at_once_and_answers_its_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(dir.path(), "timeout_ms = 600000");
+    let (_plugins, mut server, id) = asked_over_stdio(&config);
+    let started = Instant::now();
+    assert_eq!(server.terminate(), Some(0));
+    let took = started.elapsed();
+    // Not the grace (10 s by default).
+    assert!(took < PROMPTLY, "the server took {took:?} to exit");
+    let answer = server.response(id);
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(&format!(
+            "prompt '{PROMPT}': the client went away or cancelled the request, or the server stopped, while the \
+             elicitation of form "
+        )),
+        "{message}"
+    );
+    assert!(!server.stderr().contains("requests left unanswered"), "{}", server.stderr());
 }
 
 #[test]

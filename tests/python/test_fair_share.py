@@ -120,6 +120,28 @@ def test_a_tenant_holds_at_most_its_cap_of_streams_whoever_opens_them():
             sock.close()
 
 
+def test_with_few_connections_one_tenant_takes_at_most_half_of_the_streams():
+    # Four connections: three streams in all; a tenant's share is two, and so
+    # a user's, whatever the defaults (32, 256) say.
+    with site(args=("--max-connections", "4")) as (provider, url, _, _):
+        acme, globex = provider.token("acme-client"), provider.token("globex-client")
+        streams = [listen(url, acme) for _ in range(2)]
+        status, body, _ = exchange(url, LISTEN, acme)
+        assert (status, body) == (
+            429, "too many requests: this user holds its maximum of 2 open streams (a tenant's share, below "
+                 "--max-streams-per-user); close one first\n")
+        # The other tenant still gets the third.
+        streams.append(listen(url, globex))
+        status, body, _ = exchange(url, LISTEN, globex)
+        assert (status, body) == (
+            503, "service unavailable: the server holds its maximum of 3 open streams (three quarters of "
+                 "--max-connections); retry later\n")
+        status, body, _ = exchange(url, None, path="/healthz")
+        assert status == 200, body
+        for sock in streams:
+            sock.close()
+
+
 def test_a_full_session_table_of_one_tenant_refuses_only_its_initialize():
     with site(args=("--max-sessions", "2")) as (provider, url, _, _):
         acme, globex = provider.token("acme-client"), provider.token("globex-client")

@@ -486,7 +486,9 @@ struct HttpArgs {
     #[arg(long, value_name = "KIB", default_value_t = http::DEFAULT_MAX_REQUEST_KIB as u32, requires = "http",
           value_parser = clap::value_parser!(u32).range(1..=MAX_REQUEST_KIB))]
     max_request_kib: u32,
-    /// Connections served at once; further ones wait until one closes.
+    /// Connections served at once; further ones wait until one closes. A
+    /// quarter (at least one) is kept from long-lived streams: with 1, no
+    /// stream opens (nor, over a session, an elicitation).
     #[arg(long, value_name = "N", default_value_t = http::DEFAULT_MAX_CONNECTIONS as u32, requires = "http",
           value_parser = clap::value_parser!(u32).range(1..))]
     max_connections: u32,

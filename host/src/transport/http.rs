@@ -576,8 +576,14 @@ fn serve_connection<S: ServerHandler + Clone + Send + Sync + 'static>(
         let result = tokio::select! {
             result = connection.as_mut() => result,
             _ = shed.cancelled() => {
+                // A request may have arrived since it was picked: it is
+                // answered, in full, and the connection closes after it.
                 tracing::debug!(%peer, "closing the connection idle longest to make room for a new one");
-                return;
+                connection.as_mut().graceful_shutdown();
+                tokio::select! {
+                    result = connection.as_mut() => result,
+                    _ = stopping.connections.cancelled() => return,
+                }
             }
             _ = stopping.accepting.cancelled() => {
                 // Serve the request under way, or the first, and no other.
@@ -687,9 +693,10 @@ impl Gate {
         }
         request.extensions_mut().insert(principal.clone());
         // Whose streams are counted together: with OAuth, the user (the
-        // token's subject; tokens without one count as one user). A static
-        // token or open access names no user: the tenant's cap holds.
-        let user = grant.as_ref().map(|(_, grant)| grant.subject.clone().unwrap_or_default());
+        // token's issuer and subject; tokens without a subject count as one
+        // user). A static token or open access names no user: the tenant's
+        // cap holds.
+        let user = grant.as_ref().map(|_| format!("{}\u{0}{}", principal.issuer, principal.subject));
         // A POST carries a call (or opens or ends a session): stopping waits
         // until its response is sent, unless it opens a stream.
         let mut call = (request.method() == hyper::Method::POST).then(|| self.calls.token());
@@ -713,15 +720,16 @@ impl Gate {
                 ));
             }
         };
-        let method = json_rpc_method(&body);
+        let methods = json_rpc_methods(&body);
+        let has_method = |name: &str| methods.iter().any(|method| method == name);
         // A session's GET stream, or a 2026-07-28 `subscriptions/listen`:
         // open until the client or the server ends it.
         let opens_stream = parts.method == hyper::Method::GET
-            || (parts.method == hyper::Method::POST && method.as_deref() == Some("subscriptions/listen"));
+            || (parts.method == hyper::Method::POST && has_method("subscriptions/listen"));
         let stream = match opens_stream {
             true => match self.streams.admit(tenant, user.as_deref()) {
                 Ok(held) => Some(held),
-                Err(refused) => return refused,
+                Err((status, refusal)) => return plain(status, &refusal),
             },
             false => None,
         };
@@ -732,9 +740,8 @@ impl Gate {
         // 2026-07-28; later ones have none): a stateless request is never
         // refused for the session cap. One that names a session opens none
         // (rmcp answers 404 if the session is unknown).
-        let opens_session = parts.method == hyper::Method::POST
-            && !parts.headers.contains_key(SESSION_ID_HEADER)
-            && method.as_deref() == Some("initialize");
+        let (parts_method_is_post, names_session) = (parts.method == hyper::Method::POST, parts.headers.contains_key(SESSION_ID_HEADER));
+        let opens_session = parts_method_is_post && !names_session && has_method("initialize");
         if opens_session && !sessions.has_room().await {
             return plain(StatusCode::SERVICE_UNAVAILABLE, &sessions.full_message());
         }
@@ -743,6 +750,19 @@ impl Gate {
         let session = parts.headers.get(SESSION_ID_HEADER).and_then(|id| id.to_str().ok());
         let client_gone = session.and_then(|id| sessions.closing(id)).map_or_else(CancellationToken::new, |closing| closing.child_token());
         parts.extensions.insert(crate::handler::ClientGone(client_gone.clone()));
+        // Armed now: whenever this request ends, even before rmcp answers.
+        let client_gone = client_gone.drop_guard();
+        // A call that asks its client for input (an elicitation) holds the
+        // connection until answered, as a stream: it takes a stream's place.
+        parts.extensions.insert(crate::handler::StreamPlace {
+            take: {
+                let (streams, tenant, user) = (self.streams.clone(), tenant.to_string(), user.clone());
+                Arc::new(move || {
+                    streams.admit(&tenant, user.as_deref()).map(|held| Box::new(held) as Box<dyn std::any::Any + Send + Sync>).map_err(|(_, refusal)| refusal)
+                })
+            },
+            stopping: self.streams_end.clone(),
+        });
         let ends_session = parts.method == hyper::Method::DELETE;
         let (host, origin) = (header_text(&parts.headers, hyper::header::HOST), header_text(&parts.headers, hyper::header::ORIGIN));
         let mut response = service.handle(Request::from_parts(parts, Full::new(body.clone()))).await;
@@ -769,14 +789,17 @@ impl Gate {
         }
         // Two initializes raced for the last place, and this one lost: rmcp
         // answers the cap's refusal with 500; the client gets the 503 above.
-        if opens_session && response.status() == StatusCode::INTERNAL_SERVER_ERROR && !sessions.has_room().await {
+        // (So is a body read as no request, that rmcp still took for an
+        // initialize.)
+        let may_open_session = parts_method_is_post && !names_session && (opens_session || methods.is_empty());
+        if may_open_session && response.status() == StatusCode::INTERNAL_SERVER_ERROR && !sessions.has_room().await {
             return plain(StatusCode::SERVICE_UNAVAILABLE, &sessions.full_message());
         }
         let is_stream = stream.is_some();
         response.map(|body| {
             // The call is over, the stream's place free and the client gone
             // when hyper drops the body: sent, or the client gone.
-            let body = Holding::new(body, (call, stream, client_gone.drop_guard()));
+            let body = Holding::new(body, (call, stream, client_gone));
             match is_stream {
                 true => body.ending_with(self.streams_end.clone()).boxed(),
                 false => body.boxed(),
@@ -785,18 +808,28 @@ impl Gate {
     }
 }
 
-/// The `method` of a JSON-RPC request body, if it is one.
-fn json_rpc_method(body: &[u8]) -> Option<String> {
+/// The `method` of each JSON-RPC request in a body: one request, or each
+/// request of a batch; none if the body is neither.
+fn json_rpc_methods(body: &[u8]) -> Vec<String> {
     #[derive(serde::Deserialize)]
     struct Request {
         method: String,
     }
-    serde_json::from_slice::<Request>(body).ok().map(|request| request.method)
+    // A batch's members, read without keeping anything but their methods.
+    #[derive(serde::Deserialize)]
+    struct Member {
+        method: Option<String>,
+    }
+    if let Ok(request) = serde_json::from_slice::<Request>(body) {
+        return vec![request.method];
+    }
+    serde_json::from_slice::<Vec<Member>>(body).map_or_else(|_| Vec::new(), |batch| batch.into_iter().filter_map(|member| member.method).collect())
 }
 
 /// How many connections long-lived streams may hold in all: a quarter of
 /// `max_connections` (at least one) is kept for other requests and for
 /// `/healthz` and `/readyz`.
+/// (With one connection, none: no stream opens.)
 pub fn stream_connections(max_connections: usize) -> usize {
     max_connections - max_connections.div_ceil(4)
 }
@@ -804,7 +837,10 @@ pub fn stream_connections(max_connections: usize) -> usize {
 /// The long-lived streams open, counted per user, per tenant and in all.
 struct Streams {
     per_user: usize,
+    /// Where `per_user` comes from, as its refusal names it.
+    per_user_option: &'static str,
     per_tenant: usize,
+    per_tenant_option: &'static str,
     in_all: usize,
     open: std::sync::Mutex<StreamCounts>,
 }
@@ -818,37 +854,44 @@ struct StreamCounts {
 
 impl Streams {
     fn new(config: &HttpConfig) -> Streams {
-        Streams {
-            per_user: config.max_streams_per_user,
-            per_tenant: config.max_streams_per_tenant,
-            in_all: stream_connections(config.max_connections),
-            open: Default::default(),
-        }
+        // One tenant takes at most half of the streams in all, and one user
+        // at most its tenant's share, whatever the options say: with few
+        // connections, the options' defaults would let one user take them all.
+        let in_all = stream_connections(config.max_connections);
+        let (per_tenant, per_tenant_option) = match in_all.div_ceil(2) {
+            half if half < config.max_streams_per_tenant => (half, "half of the streams in all, below --max-streams-per-tenant"),
+            _ => (config.max_streams_per_tenant, "--max-streams-per-tenant"),
+        };
+        let (per_user, per_user_option) = match per_tenant < config.max_streams_per_user {
+            true => (per_tenant, "a tenant's share, below --max-streams-per-user"),
+            false => (config.max_streams_per_user, "--max-streams-per-user"),
+        };
+        Streams { per_user, per_user_option, per_tenant, per_tenant_option, in_all, open: Default::default() }
     }
 
     /// A place for one more stream of `user` in `tenant`, held until the
     /// [`StreamHeld`] is dropped; or the refusal saying which cap is reached.
-    fn admit(self: &Arc<Self>, tenant: &str, user: Option<&str>) -> Result<StreamHeld, Response<Body>> {
+    fn admit(self: &Arc<Self>, tenant: &str, user: Option<&str>) -> Result<StreamHeld, (StatusCode, String)> {
         let mut open = self.open.lock().expect("never poisoned");
         let user_key = user.map(|user| format!("{tenant}\u{0}{user}"));
         let too_many = |who: &str, limit: usize, option: &str| {
-            plain(
+            (
                 StatusCode::TOO_MANY_REQUESTS,
-                &format!("too many requests: this {who} holds its maximum of {limit} open streams ({option}); close one first"),
+                format!("too many requests: this {who} holds its maximum of {limit} open streams ({option}); close one first"),
             )
         };
         if let Some(user_key) = &user_key
             && open.by_user.get(user_key).copied().unwrap_or(0) >= self.per_user
         {
-            return Err(too_many("user", self.per_user, "--max-streams-per-user"));
+            return Err(too_many("user", self.per_user, self.per_user_option));
         }
         if open.by_tenant.get(tenant).copied().unwrap_or(0) >= self.per_tenant {
-            return Err(too_many("tenant", self.per_tenant, "--max-streams-per-tenant"));
+            return Err(too_many("tenant", self.per_tenant, self.per_tenant_option));
         }
         if open.in_all >= self.in_all {
-            return Err(plain(
+            return Err((
                 StatusCode::SERVICE_UNAVAILABLE,
-                &format!(
+                format!(
                     "service unavailable: the server holds its maximum of {} open streams (three quarters of \
                      --max-connections); retry later",
                     self.in_all
@@ -977,12 +1020,11 @@ impl Connections {
             if let Ok(permit) = self.places.clone().try_acquire_owned() {
                 return self.register(permit);
             }
+            // Woken when a connection becomes idle or closes: another accept
+            // loop may take the place of the one shed, and then another is.
             let became_idle = self.became_idle.notified();
-            if self.shed_idle_longest() {
-                // Its place comes back as it closes.
-                let permit = self.places.clone().acquire_owned().await.expect("the semaphore is never closed");
-                return self.register(permit);
-            }
+            // Its place comes back as it closes.
+            self.shed_idle_longest();
             tokio::select! {
                 permit = self.places.clone().acquire_owned() => {
                     return self.register(permit.expect("the semaphore is never closed"));
@@ -998,13 +1040,17 @@ impl Connections {
         let id = states.next_id;
         let shed = CancellationToken::new();
         states.open.insert(id, ConnectionState { busy: 0, idle_since: Some(Instant::now()), shed: shed.clone() });
-        Place { id, shed, states: self.states.clone(), became_idle: self.became_idle.clone(), _permit: permit }
+        Place { id, shed, states: self.states.clone(), became_idle: self.became_idle.clone(), permit: Some(permit) }
     }
 
-    /// Closes the connection idle longest, if one is idle. Returns whether
-    /// one was.
+    /// Closes the connection idle longest, if one is idle and none closed
+    /// to make room is still closing (its place is coming). Returns whether
+    /// a place is coming.
     fn shed_idle_longest(&self) -> bool {
         let mut states = self.states.lock().expect("never poisoned");
+        if states.open.values().any(|state| state.shed.is_cancelled()) {
+            return true;
+        }
         let Some(state) = states
             .open
             .values_mut()
@@ -1025,7 +1071,8 @@ struct Place {
     shed: CancellationToken,
     states: Arc<std::sync::Mutex<ConnectionStates>>,
     became_idle: Arc<tokio::sync::Notify>,
-    _permit: tokio::sync::OwnedSemaphorePermit,
+    /// `None` only while being dropped.
+    permit: Option<tokio::sync::OwnedSemaphorePermit>,
 }
 
 impl Place {
@@ -1042,6 +1089,9 @@ impl Place {
 impl Drop for Place {
     fn drop(&mut self) {
         self.states.lock().expect("never poisoned").open.remove(&self.id);
+        // The place is free before a waiting accept loop wakes to take it.
+        drop(self.permit.take());
+        self.became_idle.notify_waiters();
     }
 }
 
@@ -1055,7 +1105,7 @@ impl Drop for Busy {
             state.busy -= 1;
             if state.busy == 0 {
                 state.idle_since = Some(Instant::now());
-                place.became_idle.notify_one();
+                place.became_idle.notify_waiters();
             }
         }
     }

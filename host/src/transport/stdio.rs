@@ -91,6 +91,7 @@ where
 {
     let (stopping, calls) = (transport.stopping.clone(), transport.calls.clone());
     transport.input_ended = server.session_ended();
+    let session_ended = server.session_ended();
     let mut stop = std::pin::pin!(stop);
     let running = tokio::select! {
         running = rmcp::ServiceExt::serve(server, transport) => running.map_err(|error| TransportError::Start(error.to_string()))?,
@@ -108,6 +109,9 @@ where
         () = stop => {}
     }
     stopping.cancel();
+    // An elicitation waiting for the client's answer would hold the stop for
+    // the whole grace: it ends now, and its call is answered.
+    session_ended.cancel();
     let open = calls.open_ids();
     if !open.is_empty() {
         tracing::info!(count = open.len(), ids = ?logged_ids(&open), "no more requests are read; answering those already read");
