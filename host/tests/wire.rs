@@ -443,3 +443,17 @@ fn a_clients_names_are_quoted_back_escaped_and_bounded() {
     );
 }
 
+
+#[test]
+fn a_clients_malformed_response_gets_no_json_rpc_answer_over_http() {
+    let (mut child, stderr, addr) = spawn_http("127.0.0.1:0", &[]);
+    let (status, answer) = post(addr, br#"{"jsonrpc":"2.0","id":1,"error":"x"}"#);
+    // rmcp's own refusal, a status and a line of text: no JSON-RPC answer carrying id 1.
+    let answer = String::from_utf8_lossy(&answer);
+    assert_eq!(status, 415, "{answer}");
+    assert!(answer.starts_with("fail to deserialize request body"), "{answer}");
+    let log = support::wait_for_text(&stderr, "skipped a response from the client that could not be parsed", 1);
+    assert!(!log.contains("answered a message that could not be parsed"), "{log}");
+    let _ = child.kill();
+    let _ = child.wait();
+}
