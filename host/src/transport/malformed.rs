@@ -68,7 +68,7 @@ impl FoundId {
 /// [`FoundId::Response`].
 pub fn find_id(bytes: &[u8]) -> FoundId {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-    let mut scan = Scan { bytes, at: 0 };
+    let mut scan = Scan { bytes, at: 0, mismatched: false };
     match scan.next_non_space() {
         None => return FoundId::NoId,
         Some(b'{') => scan.at += 1,
@@ -101,7 +101,9 @@ pub fn find_id(bytes: &[u8]) -> FoundId {
             break found;
         }
         let value_start = scan.at;
-        let Some(value_end) = scan.skip_value() else { break found };
+        let Some(value_end) = scan.skip_value() else {
+            break if scan.mismatched { broken(found) } else { found };
+        };
         if is_id {
             found = match serde_json::from_slice::<RequestId>(&bytes[value_start..value_end]) {
                 Ok(id) => FoundId::Id(id),
@@ -147,6 +149,9 @@ fn is_key(key: &[u8], name: &str) -> bool {
 struct Scan<'a> {
     bytes: &'a [u8],
     at: usize,
+    /// A value closed a bracket with the wrong kind (`{"x":1]`): what
+    /// follows is not JSON's structure, and no id read after it counts.
+    mismatched: bool,
 }
 
 impl Scan<'_> {
@@ -163,9 +168,13 @@ impl Scan<'_> {
 
     /// Skips the value that starts here (a string, an array or object with
     /// everything in it, or a scalar), and returns where it ends; `None`
-    /// when the bytes end first. Brackets inside strings are not counted.
+    /// when the bytes end first or a bracket is closed by the other kind
+    /// ([`Scan::mismatched`]). Brackets inside strings are not counted; the
+    /// kinds of the open ones are kept one bit each (1 for `{`), so a value
+    /// nested a million levels deep costs 128 KiB, no stack.
     fn skip_value(&mut self) -> Option<usize> {
         let mut depth: usize = 0;
+        let mut objects: Vec<u64> = Vec::new();
         let mut in_string = false;
         while let Some(&byte) = self.bytes.get(self.at) {
             self.at += 1;
@@ -184,9 +193,27 @@ impl Scan<'_> {
             }
             match byte {
                 b'"' => in_string = true,
-                b'{' | b'[' => depth += 1,
+                b'{' | b'[' => {
+                    if depth % 64 == 0 {
+                        objects.push(0);
+                    }
+                    if byte == b'{' {
+                        objects[depth / 64] |= 1 << (depth % 64);
+                    }
+                    depth += 1;
+                }
                 b'}' | b']' if depth > 0 => {
                     depth -= 1;
+                    let bit = 1 << (depth % 64);
+                    let was_object = objects[depth / 64] & bit != 0;
+                    if was_object != (byte == b'}') {
+                        self.mismatched = true;
+                        return None;
+                    }
+                    objects[depth / 64] &= !bit;
+                    if depth % 64 == 0 {
+                        objects.pop();
+                    }
                     if depth == 0 {
                         return Some(self.at);
                     }
@@ -294,6 +321,18 @@ mod tests {
         assert_eq!(id(r#"{"method":"x","id":1234"#), FoundId::NoId);
         assert_eq!(id(r#"{"method":"x","id":1234 "#), FoundId::Id(RequestId::Number(1234)));
         assert_eq!(id(r#"{"method":"x","id":"12"#), FoundId::NoId);
+    }
+
+    #[test]
+    fn an_id_past_a_mismatched_bracket_is_not_read() {
+        // serde_json stops at the `]`: neither 5 (nested) nor 9 (past it) is the id.
+        assert_eq!(id(r#"{"p":{"x":1],"id":5},"id":9}"#), FoundId::NotJson);
+        assert_eq!(id(r#"{"id":3,"p":[1,{"a":[]}}],"id":4}"#), FoundId::Id(RequestId::Number(3)));
+        // Matched brackets of both kinds, past 64 levels, are skipped as before.
+        let deep = format!(r#"{{"p":{}1{},"id":6}}"#, "[{\"a\":".repeat(100), "}]".repeat(100));
+        assert_eq!(id(&deep), FoundId::Id(RequestId::Number(6)));
+        let crossed = format!(r#"{{"p":{}1{}],"id":7}}"#, "[{\"a\":".repeat(100), "}]".repeat(99));
+        assert_eq!(id(&crossed), FoundId::NotJson);
     }
 
     #[test]
