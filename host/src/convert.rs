@@ -156,7 +156,8 @@ pub fn arguments(arguments: Option<&JsonObject>) -> Result<Vec<provider::Argumen
         .iter()
         .map(|(name, value)| match value {
             Value::String(value) => Ok(provider::Argument { name: name.clone(), value: value.clone() }),
-            other => Err(NonStringArgument { name: name.clone(), found: json_kind(other) }),
+            // The name is the client's: escaped and bounded wherever it is shown.
+            other => Err(NonStringArgument { name: crate::validate::error_message(name), found: json_kind(other) }),
         })
         .collect()
 }

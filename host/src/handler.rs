@@ -286,7 +286,10 @@ impl PromptServer {
                         answer => error::outcome(answer),
                     });
                     match answer.await? {
-                        PromptAnswer::Reply(reply) => return Ok(GetPromptResponse::Complete(convert::reply(reply))),
+                        PromptAnswer::Reply(reply) => {
+                            let result = plugin.bounded_on_the_wire(&entry.declared_name, convert::reply(reply))?;
+                            return Ok(GetPromptResponse::Complete(result));
+                        }
                         PromptAnswer::InputRequired(asked) => Forms::from(&asked),
                     }
                 }
@@ -357,7 +360,7 @@ impl PromptServer {
         check_argument_size(&reference.name, context.iter().chain([&typed]), plugin.limits(), 0)?;
         let call = plugin.complete(&entry.declared_name, &argument.name, &argument.value, &context);
         let completion = plugin_call(plugin, metrics::Method::Complete, call, error::outcome).await?;
-        Ok(CompleteResult::new(convert::completion(completion)))
+        Ok(plugin.bounded_on_the_wire(&entry.declared_name, CompleteResult::new(convert::completion(completion)))?)
     }
 }
 
@@ -726,7 +729,9 @@ async fn forward_list_changes<E, Sent>(
 /// The error for a name the catalog does not serve, with the closest name it
 /// does serve, if one is close.
 fn unknown_prompt(snapshot: &Snapshot, name: &str) -> RequestError {
-    RequestError::UnknownPrompt { name: name.to_string(), closest: snapshot.catalog().closest(name).map(str::to_string) }
+    // The name is the client's: escaped and bounded, in the message and in `data`.
+    let closest = snapshot.catalog().closest(name).map(str::to_string);
+    RequestError::UnknownPrompt { name: crate::validate::error_message(name), closest }
 }
 
 /// Refuses arguments (and `answers_bytes` of answers to forms) larger in
@@ -750,6 +755,7 @@ fn check_argument_size<'a>(
 /// debug. What a client or a pack wrote (the prompt name, the message) goes
 /// in escaped fields, never in the log line's message.
 fn log_failure(method: &str, prompt: &str, error: RequestError) -> ErrorData {
+    let prompt = crate::validate::error_message(prompt);
     match &error {
         RequestError::Plugin(plugin_error) => {
             tracing::warn!(method, prompt = ?prompt, plugin = plugin_error.plugin(), error = ?plugin_error.to_string(), "plugin call failed");

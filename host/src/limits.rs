@@ -175,7 +175,7 @@ declare_limits! {
     /// Bytes of all of one plugin's prompt definitions' strings together
     /// (names, titles, descriptions, arguments, icons).
     max_catalog_bytes: usize = 1024 KiB as max_catalog_kib, 1..=MAX_MIB << 10;
-    table: "bytes of all of one pack's prompt definitions together, **on the wire**"
+    table: "bytes of the strings of all of one pack's prompt definitions together, **on the wire** (their JSON structure not counted)"
         => "the pack is not loaded";
 
     /// Messages in one reply.
@@ -186,14 +186,15 @@ declare_limits! {
     /// Bytes of one string (or one image, clip or blob) in a reply, as the
     /// client receives it (`validate::json_escaped_len`, `validate::base64_len`).
     max_string_bytes: usize = 4096 KiB as max_string_kib, 1..=MAX_MIB << 10;
-    table: "bytes of one string, image, clip or blob in a reply, or one completion value, **on the wire**"
+    table: "bytes of one string (an annotation's last-modified too), image, clip or blob in a reply, or one completion value, **on the wire**"
         => "-32603, naming the message and field";
 
-    /// Bytes of one whole reply: every text, URI, name and binary together,
-    /// as the client receives them.
+    /// Bytes of one whole `prompts/get` or `completion/complete` result, as
+    /// the client receives it: the serialized JSON, measured exactly
+    /// (`validate::wire_size`).
     max_reply_bytes: usize = 8192 KiB as max_reply_kib, 1..=MAX_MIB << 10;
-    table: "bytes of one whole reply, or of all of one completion's values, **on the wire**"
-        => "-32603";
+    table: "bytes of one whole `prompts/get` or `completion/complete` result, its serialized JSON, **on the wire**"
+        => "-32603 `... returned an invalid reply ...: it is 9000419 bytes on the wire, more than the limit of 8388608`";
 
     /// Bytes of the arguments of one request, names and values together.
     max_argument_bytes: usize = 1024 KiB as max_argument_kib, 1..=MAX_MIB << 10;

@@ -159,6 +159,14 @@ impl Plugin {
         Ok(completion)
     }
 
+    /// `result`, this plugin's answer for its prompt `prompt` as the client
+    /// will receive it, if it is within the reply limit on the wire
+    /// ([`validate::wire_size`]); else the invalid-reply error naming the plugin.
+    pub fn bounded_on_the_wire<T: serde::Serialize>(&self, prompt: &str, result: T) -> Result<T, PluginError> {
+        validate::wire_size(&result, &self.limits).map_err(|problem| self.invalid_reply(prompt, problem))?;
+        Ok(result)
+    }
+
     fn invalid_reply(&self, prompt: &str, problem: String) -> PluginError {
         // The problem quotes what the pack returned: bounded and escaped as its own messages are.
         PluginError::InvalidReply { plugin: self.id.clone(), prompt: prompt.to_string(), problem: validate::error_message(problem) }

@@ -786,8 +786,8 @@ impl Drop for RunningCall {
 /// "thread '<unnamed>' panicked at src/lib.rs:9:5:\nboom\nnote: ..." gives
 /// "boom (at src/lib.rs:9:5)".
 fn panic_message(stderr: &str) -> Option<String> {
-    let start = stderr.find(PANICKED_AT)? + PANICKED_AT.len();
-    let rest = &stderr[start..];
+    let line = panic_message_start(stderr)?;
+    let rest = &stderr[line + stderr[line..].find(PANICKED_AT)? + PANICKED_AT.len()..];
     let (location, message) = rest.split_once(":\n")?;
     let message: Vec<&str> = message.lines().take_while(|line| !line.starts_with("note: ")).collect();
     Some(format!("{} (at {location})", message.join("\n").trim()))
@@ -796,9 +796,22 @@ fn panic_message(stderr: &str) -> Option<String> {
 const PANICKED_AT: &str = "panicked at ";
 
 /// Where the line of a Rust panic starts in what a guest wrote to stderr.
+/// The last such line counts: the panic ends the call, so it is the last
+/// thing the pack wrote, and a pack that printed "panicked at " earlier
+/// neither hides what it wrote after nor forges the message.
 fn panic_message_start(stderr: &str) -> Option<usize> {
-    let at = stderr.find(PANICKED_AT)?;
-    Some(stderr[..at].rfind('\n').map_or(0, |newline| newline + 1))
+    let mut start = stderr.len();
+    loop {
+        let line = stderr[..start].trim_end_matches('\n').rfind('\n').map_or(0, |newline| newline + 1);
+        let text = &stderr[line..start];
+        if text.starts_with("thread '") && text.contains(PANICKED_AT) {
+            return Some(line);
+        }
+        if line == 0 {
+            return None;
+        }
+        start = line - 1;
+    }
 }
 
 /// Lines of one plugin's output logged every 10 s; past that they are
@@ -900,6 +913,16 @@ mod tests {
     fn panic_message_reads_rust_panic_output() {
         let stderr = "\nthread '<unnamed>' panicked at src/lib.rs:9:5:\nboom\nnote: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n";
         assert_eq!(panic_message(stderr).as_deref(), Some("boom (at src/lib.rs:9:5)"));
+    }
+
+    #[test]
+    fn the_last_panic_line_counts() {
+        let stderr = "printed: thread 'x' panicked at fake.rs:1:1:\nforged\nthread 'x' panicked at fake.rs:1:1:\nforged too\n\
+                      more output\nthread '<unnamed>' panicked at src/lib.rs:9:5:\nboom\nnote: run with `RUST_BACKTRACE=1`\n";
+        assert_eq!(panic_message(stderr).as_deref(), Some("boom (at src/lib.rs:9:5)"));
+        let start = panic_message_start(stderr).unwrap();
+        assert_eq!(&stderr[..start], "printed: thread 'x' panicked at fake.rs:1:1:\nforged\nthread 'x' panicked at fake.rs:1:1:\nforged too\nmore output\n");
+        assert_eq!(panic_message_start("no panic\n\n"), None);
     }
 
     #[test]

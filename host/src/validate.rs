@@ -139,8 +139,11 @@ fn push_printable(shown: &mut String, c: char) {
 /// in an error: a client's method name), as a client and the log may be
 /// shown it: made [`printable`], and cut to [`MAX_ERROR_MESSAGE_BYTES`]
 /// (escapes included) with a visible marker saying how many bytes of the
-/// text were left out. Only what is kept is escaped.
-pub fn error_message(message: String) -> String {
+/// text were left out. Only what is kept is escaped. The cut is of the
+/// printable text: JSON writes a quote, a backslash, LF and TAB of it in two
+/// bytes, so on the wire a message takes at most twice that and the marker.
+pub fn error_message(message: impl AsRef<str>) -> String {
+    let message = message.as_ref();
     let mut shown = String::with_capacity(message.len().min(MAX_ERROR_MESSAGE_BYTES));
     for (at, c) in message.char_indices() {
         let before = shown.len();
@@ -234,9 +237,9 @@ pub fn reply(reply: &provider::PromptReply, limits: &Limits) -> Result<(), Strin
             limits.max_messages
         ));
     }
-    let mut total = reply.description.as_deref().map_or(0, json_escaped_len);
-    if total > limits.max_string_bytes {
-        return Err(format!("description is {total} bytes, more than the limit of {}", limits.max_string_bytes));
+    let description = reply.description.as_deref().map_or(0, json_escaped_len);
+    if description > limits.max_string_bytes {
+        return Err(format!("description is {description} bytes, more than the limit of {}", limits.max_string_bytes));
     }
     for (index, message) in reply.messages.iter().enumerate() {
         let at = |problem: String| format!("message {index}: {problem}");
@@ -244,28 +247,59 @@ pub fn reply(reply: &provider::PromptReply, limits: &Limits) -> Result<(), Strin
             if size > limits.max_string_bytes {
                 return Err(at(format!("{field} is {size} bytes, more than the limit of {}", limits.max_string_bytes)));
             }
-            total += size;
         }
         content(&message.content).map_err(at)?;
-    }
-    if total > limits.max_reply_bytes {
-        return Err(format!("it is {total} bytes, more than the limit of {}", limits.max_reply_bytes));
     }
     Ok(())
 }
 
-/// Checks a plugin's completion: no suggestion longer than a string may be,
-/// and all of them together no larger than a reply may be.
+/// Checks a plugin's completion: no suggestion longer than a string may be.
+/// (The whole answer is held to the reply limit by [`wire_size`].)
 pub fn completion(completion: &provider::Completion, limits: &Limits) -> Result<(), String> {
-    let sizes: Vec<usize> = completion.values.iter().map(|value| json_escaped_len(value)).collect();
-    if let Some(index) = sizes.iter().position(|&size| size > limits.max_string_bytes) {
-        return Err(format!("value {index} is {} bytes, more than the limit of {}", sizes[index], limits.max_string_bytes));
-    }
-    let total: usize = sizes.iter().sum();
-    if total > limits.max_reply_bytes {
-        return Err(format!("its values are {total} bytes in all, more than the limit of {}", limits.max_reply_bytes));
+    for (index, value) in completion.values.iter().enumerate() {
+        let size = json_escaped_len(value);
+        if size > limits.max_string_bytes {
+            return Err(format!("value {index} is {size} bytes, more than the limit of {}", limits.max_string_bytes));
+        }
     }
     Ok(())
+}
+
+/// The one rule for what a client receives from a pack: the result, as it
+/// will be sent (already converted to its MCP type), is at most
+/// `max_reply_bytes` in serialized JSON. Measured exactly, by serializing
+/// it into a counter: one pass, nothing allocated. The per-field checks in
+/// [`reply`] and [`completion`] only name the field that is too large; this
+/// counts everything (annotations, keys, punctuation, base64). The result
+/// holds `"resultType":"complete"`, as a client of protocol 2026-07-28
+/// receives it; rmcp strips it for older clients, who receive 24 bytes less.
+pub fn wire_size<T: serde::Serialize + ?Sized>(result: &T, limits: &Limits) -> Result<(), String> {
+    let bytes = json_bytes(result);
+    if bytes > limits.max_reply_bytes {
+        return Err(format!("it is {bytes} bytes on the wire, more than the limit of {}", limits.max_reply_bytes));
+    }
+    Ok(())
+}
+
+/// The bytes `value` takes in JSON, as serde_json writes it.
+pub fn json_bytes<T: serde::Serialize + ?Sized>(value: &T) -> usize {
+    let mut counter = ByteCounter(0);
+    serde_json::to_writer(&mut counter, value).expect("serializing to a counter cannot fail");
+    counter.0
+}
+
+/// An [`std::io::Write`] that only counts what is written to it.
+struct ByteCounter(usize);
+
+impl std::io::Write for ByteCounter {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0 = self.0.saturating_add(bytes.len());
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Checks a 0.2 pack's input-required answer: at most [`MAX_FORMS`] forms
@@ -405,6 +439,19 @@ fn definition_bytes(prompt: &provider::Prompt) -> usize {
 /// content, by field: strings JSON-escaped, binary data in base64.
 fn content_sizes(content: &provider::Content) -> Vec<(&'static str, usize)> {
     let optional = |text: &Option<String>| text.as_deref().map_or(0, json_escaped_len);
+    let annotations = match content {
+        provider::Content::Text(text) => &text.annotations,
+        provider::Content::Image(media) | provider::Content::Audio(media) => &media.annotations,
+        provider::Content::Resource(resource) => &resource.annotations,
+        provider::Content::ResourceLink(link) => &link.annotations,
+    };
+    let last_modified = annotations.as_ref().map_or(0, |annotations| optional(&annotations.last_modified));
+    let mut sizes = content_field_sizes(content, optional);
+    sizes.push(("annotations last modified", last_modified));
+    sizes
+}
+
+fn content_field_sizes(content: &provider::Content, optional: impl Fn(&Option<String>) -> usize) -> Vec<(&'static str, usize)> {
     match content {
         provider::Content::Text(text) => vec![("text", json_escaped_len(&text.text))],
         provider::Content::Image(media) => {
@@ -638,16 +685,24 @@ mod tests {
             has_more: false,
         };
         assert_eq!(completion(&values(&["abcd", "efgh", "ij"]), &limits), Ok(()));
-        assert_eq!(completion(&values(&["abcde"]), &limits), Err("value 0 is 5 bytes, more than the limit of 4".into()));
-        assert_eq!(
-            completion(&values(&["abcd", "efgh", "ijk"]), &limits),
-            Err("its values are 11 bytes in all, more than the limit of 10".into())
-        );
+        assert_eq!(completion(&values(&["abcd", "efgh", "abcde"]), &limits), Err("value 2 is 5 bytes, more than the limit of 4".into()));
+    }
+
+    #[test]
+    fn the_wire_size_is_what_serde_json_writes() {
+        let limits = Limits { max_reply_bytes: 16, ..Limits::default() };
+        // `{"a":"\u0001"}`: 14 bytes.
+        let value = serde_json::json!({ "a": "\u{1}" });
+        assert_eq!(json_bytes(&value), 14);
+        assert_eq!(wire_size(&value, &limits), Ok(()));
+        // `{"a":"\u0001","b":[]}`: 21 bytes.
+        let value = serde_json::json!({ "a": "\u{1}", "b": [] });
+        assert_eq!(wire_size(&value, &limits), Err("it is 21 bytes on the wire, more than the limit of 16".into()));
     }
 
     #[test]
     fn long_error_messages_are_cut_with_a_marker() {
-        assert_eq!(error_message("short".into()), "short");
+        assert_eq!(error_message("short"), "short");
         let exact = "e".repeat(MAX_ERROR_MESSAGE_BYTES);
         assert_eq!(error_message(exact.clone()), exact);
         let cut = error_message("e".repeat(MAX_ERROR_MESSAGE_BYTES + 10));
@@ -665,7 +720,7 @@ mod tests {
 
     #[test]
     fn error_messages_are_escaped_before_they_are_cut() {
-        assert_eq!(error_message("a\0b\x07c\x1b[31m\nWARN d\te".into()), "a\\u{0}b\\u{7}c\\u{1b}[31m\nWARN d\te");
+        assert_eq!(error_message("a\0b\x07c\x1b[31m\nWARN d\te"), "a\\u{0}b\\u{7}c\\u{1b}[31m\nWARN d\te");
         // An escape that would pass the bound is left out whole, and counted as one byte of the pack's.
         let message = format!("{}\x1b{}", "e".repeat(MAX_ERROR_MESSAGE_BYTES - 3), "e".repeat(9));
         assert_eq!(
@@ -714,12 +769,8 @@ mod tests {
             reply(&text_reply(&[&"\u{1}".repeat(11)]), &limits),
             Err("message 0: text is 66 bytes, more than the limit of 60".into())
         );
-        assert_eq!(
-            reply(&text_reply(&[&"\"".repeat(30), &"\\".repeat(30)]), &limits),
-            Err("it is 120 bytes, more than the limit of 100".into())
-        );
-        let values = provider::Completion { values: vec!["\u{1}".repeat(10); 2], total: None, has_more: false };
-        assert_eq!(completion(&values, &limits), Err("its values are 120 bytes in all, more than the limit of 100".into()));
+        assert_eq!(reply(&text_reply(&[&"\"".repeat(30)]), &limits), Ok(()));
+        assert_eq!(reply(&text_reply(&[&"\"".repeat(31)]), &limits), Err("message 0: text is 62 bytes, more than the limit of 60".into()));
         // 45 bytes of image are 60 in base64.
         let image = |bytes: usize| provider::PromptReply {
             description: None,
@@ -772,9 +823,31 @@ mod tests {
             reply(&text_reply(&["abcdef"]), &limits),
             Err("message 0: text is 6 bytes, more than the limit of 5".into())
         );
+        // Their total on the wire is `wire_size`'s to check.
+        assert_eq!(reply(&text_reply(&["abcde", "fghij"]), &limits), Ok(()));
+    }
+
+    #[test]
+    fn a_last_modified_annotation_is_held_to_the_string_limit() {
+        let limits = Limits { max_string_bytes: 12, ..Limits::default() };
+        let annotated = |last_modified: &str| provider::PromptReply {
+            description: None,
+            messages: vec![provider::Message {
+                role: provider::Role::User,
+                content: provider::Content::Text(provider::TextContent {
+                    text: String::new(),
+                    annotations: Some(provider::Annotations {
+                        audience: vec![],
+                        priority: None,
+                        last_modified: Some(last_modified.into()),
+                    }),
+                }),
+            }],
+        };
+        assert_eq!(reply(&annotated("\u{1}\u{1}"), &limits), Ok(()));
         assert_eq!(
-            reply(&text_reply(&["abcde", "fghij"]), &limits),
-            Err("it is 10 bytes, more than the limit of 8".into())
+            reply(&annotated("\u{1}\u{1}\u{1}"), &limits),
+            Err("message 0: annotations last modified is 18 bytes, more than the limit of 12".into())
         );
     }
 

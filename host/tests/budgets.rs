@@ -114,12 +114,15 @@ fn a_completion_over_the_reply_limit_is_refused_by_validation() {
     let config = plugins.path().join("prompt-host.toml");
     std::fs::write(&config, "[limits]\nmax_reply_kib = 64\n").unwrap();
     let mut server = Server::start(&["--plugins", plugins.path().to_str().unwrap(), "--config", config.to_str().unwrap()]);
-    // Within the copy budget (64 KiB and 64 KiB of room), over the 64 KiB limit.
+    // Within the copy budget (64 KiB and 64 KiB of room), over the 64 KiB
+    // limit: the result is 90,076 bytes on the wire, the values' 90,000, their
+    // quotes and commas (8), and `{"resultType":"complete","completion":
+    // {"values":[],"hasMore":false}}` (68).
     let response = complete(&mut server, "big-completion", "3x30000");
     assert_eq!(response["error"]["code"], -32603);
     assert_eq!(
         response["error"]["message"],
-        "plugin 'hostile' returned an invalid reply for prompt 'big-completion': its values are 90000 bytes in all, more than the limit of 65536"
+        "plugin 'hostile' returned an invalid reply for prompt 'big-completion': it is 90076 bytes on the wire, more than the limit of 65536"
     );
 }
 

@@ -28,6 +28,14 @@ struct Line {
     /// Whether the line carries an `id` member at all (usable or not): it
     /// must be answered.
     has_id: bool,
+    /// Where the `id` member ends (0 if there is none), and whether it is
+    /// the line's last member, the line whole: an overlong line's id is read
+    /// from its first 4 KiB and from its end only.
+    id_end: usize,
+    id_last: bool,
+    /// The line is cut inside its `id` member (`"id":1234` of
+    /// `"id":12345`): the answer must carry no id at all.
+    id_cut: bool,
 }
 
 /// What one decoded item says: the id it answers or carries, if any.
@@ -77,10 +85,15 @@ fn check_stdio(lines: &[Line], limit: usize, read: usize, last_newline: bool) ->
         }
         if let (Some(id), Some(item)) = (&line.id, items.first()) {
             let overlong = line.bytes.len() > limit;
-            // Past the limit only the first 4 KiB and the end of a line are read for its id.
-            if !overlong {
+            // Past the limit an id is read from the line's first 4 KiB (the
+            // byte after it there too, to know the id ends) and from its end.
+            let in_head = line.id_end < (limit + 1).min(4096);
+            if !overlong || in_head || line.id_last {
                 prop_assert_eq!(item_id(item), Some(id.clone()), "{:?}", String::from_utf8_lossy(&line.bytes));
             }
+        }
+        if line.id_cut && let Some(item) = items.first() {
+            prop_assert_eq!(item_id(item), None, "a cut id was read: {:?}", String::from_utf8_lossy(&line.bytes));
         }
         for item in &items {
             if let Some(bytes) = answer_bytes(item) {
@@ -104,7 +117,8 @@ fn check_http(line: &Line) -> Result<(), TestCaseError> {
                 prop_assert_eq!(&request.id, id);
             }
         }
-        Err(answer) => {
+        Err(None) => return Err(TestCaseError::fail("a request was taken for a response and left unanswered")),
+        Err(Some(answer)) => {
             let JsonRpcMessage::Error(error) = &answer else { return Err(TestCaseError::fail("an answer that is no error")) };
             if let Some(id) = &line.id {
                 prop_assert_eq!(error.id.as_ref(), Some(id));
@@ -179,10 +193,13 @@ prop_compose! {
             id_at = Some(at);
         }
         let mut bytes = b"{".to_vec();
-        let mut id_end = 0;
+        let (mut id_start, mut id_end) = (0, 0);
         for (index, member) in members.iter().enumerate() {
             if index > 0 {
                 bytes.push(b',');
+            }
+            if Some(index) == id_at {
+                id_start = bytes.len();
             }
             bytes.extend_from_slice(member);
             if Some(index) == id_at {
@@ -190,18 +207,26 @@ prop_compose! {
             }
         }
         bytes.push(b'}');
+        let id_is_string = id.as_ref().is_some_and(|(text, _)| text.starts_with(b"\""));
+        let mut id_last = id_at.is_some() && id_at == Some(members.len() - 1);
         let mut id = id.and_then(|(_, id)| id);
         let mut has_id = has_id;
+        let mut id_cut = false;
         if let Some(cut) = cut {
             let at = cut.index(bytes.len() + 1);
-            // An id cut off, or cut through, is not there to read.
-            if at <= id_end {
+            // An id cut off, or cut through, is not there to read; nor is
+            // a number the cut ends at, which may have gone on.
+            let whole = at > id_end || (at == id_end && id_is_string);
+            if has_id && !whole {
                 id = None;
                 has_id = false;
+                // Cut past `"id":` and into the value.
+                id_cut = at > id_start + 5;
             }
+            id_last = false;
             bytes.truncate(at);
         }
-        Line { bytes, id, has_id }
+        Line { bytes, id, has_id, id_end, id_last, id_cut }
     }
 }
 
@@ -210,7 +235,7 @@ fn line() -> impl Strategy<Value = Line> {
         8 => message(),
         1 => proptest::collection::vec(any::<u8>(), 0..64).prop_map(|mut bytes| {
             bytes.retain(|&byte| byte != b'\n');
-            Line { bytes, id: None, has_id: false }
+            Line { bytes, id: None, has_id: false, id_end: 0, id_last: false, id_cut: false }
         }),
     ]
 }
@@ -276,7 +301,9 @@ fn corpus() -> Vec<(String, Line)> {
         .map(|(name, id)| {
             let bytes = expand(&std::fs::read(dir.join(name)).unwrap());
             let has_id = !matches!(*name, "deep-no-id.json" | "not-json.txt");
-            (name.to_string(), Line { bytes, id: id.clone(), has_id })
+            // The corpus is checked whole, under a limit it fits, and under
+            // small ones with no claim on the id (`id_end` past any head).
+            (name.to_string(), Line { bytes, id: id.clone(), has_id, id_end: usize::MAX, id_last: false, id_cut: false })
         })
         .collect()
 }
@@ -310,7 +337,7 @@ fn the_corpus_is_answered_with_the_ids_it_carries() {
             let carried = match &answered {
                 Ok(JsonRpcMessage::Request(request)) => Some(request.id.clone()),
                 Ok(_) => None,
-                Err(JsonRpcMessage::Error(error)) => error.id.clone(),
+                Err(Some(JsonRpcMessage::Error(error))) => error.id.clone(),
                 Err(_) => None,
             };
             assert_eq!(carried.as_ref(), Some(id), "{name}");

@@ -23,7 +23,9 @@ fuzz_target!(|body: &[u8]| {
             }
         }
         Ok(_) => {}
-        Err(answer) => {
+        // A client's response (a result or an error, no method) is not answered.
+        Err(None) => assert!(request_id.is_none(), "a request taken for a response: {body:?}"),
+        Err(Some(answer)) => {
             let JsonRpcMessage::Error(error) = &answer else { panic!("an answer that is no error: {answer:?}") };
             if let Some(id) = &request_id {
                 assert_eq!(error.id.as_ref(), Some(id));

@@ -1388,7 +1388,7 @@ async fn answer_unparsed(response: Response<Body>, body: &Bytes) -> Response<Bod
     let (parts, said) = response.into_parts();
     let said = said.collect().await.map_or_else(|never| match never {}, |said| said.to_bytes());
     if said.starts_with(b"fail to deserialize request body")
-        && let Err(answer) = super::malformed::http_body(body)
+        && let Err(Some(answer)) = super::malformed::http_body(body)
     {
         let json = serde_json::to_vec(&answer).expect("a JSON-RPC error serializes");
         let mut response = Response::new(Full::new(Bytes::from(json)).boxed());

@@ -32,6 +32,11 @@ pub enum FoundId {
     UnusableId,
     /// JSON, but no top-level `id`, or bytes that end before it.
     NoId,
+    /// A top-level `id` in a message with a top-level `result` or `error`
+    /// and no `method`: a response from the client, which is never
+    /// answered (its id is one of the server's, and an answer could collide
+    /// with the client's own request of that id).
+    Response,
 }
 
 impl FoundId {
@@ -45,7 +50,7 @@ impl FoundId {
     pub fn into_id(self) -> Option<RequestId> {
         match self {
             FoundId::Id(id) => Some(id),
-            FoundId::NotJson | FoundId::UnusableId | FoundId::NoId => None,
+            FoundId::NotJson | FoundId::UnusableId | FoundId::NoId | FoundId::Response => None,
         }
     }
 }
@@ -55,11 +60,15 @@ impl FoundId {
 /// pass without recursion: nested values are skipped by counting brackets
 /// outside strings, so a message nested a million levels deep costs one
 /// pass over its bytes and no stack. `bytes` may be only the start of a
-/// message: an id read before the bytes end, or break, counts. A UTF-8 byte
-/// order mark is allowed, as rmcp allows it.
+/// message: an id read before the bytes end, or break, counts, but not a
+/// number or literal the end of the bytes may have cut short (`"id":1234`
+/// may be the start of `"id":12345`). A UTF-8 byte order mark is allowed, as
+/// rmcp allows it. An id in a message that has a top-level `result` or
+/// `error` and no `method` (as far as the bytes go) is a response's:
+/// [`FoundId::Response`].
 pub fn find_id(bytes: &[u8]) -> FoundId {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-    let mut scan = Scan { bytes, at: 0 };
+    let mut scan = Scan { bytes, at: 0, mismatched: false };
     match scan.next_non_space() {
         None => return FoundId::NoId,
         Some(b'{') => scan.at += 1,
@@ -68,27 +77,33 @@ pub fn find_id(bytes: &[u8]) -> FoundId {
         Some(_) => return FoundId::NotJson,
     }
     let mut found = FoundId::NoId;
+    let (mut method, mut result_or_error) = (false, false);
     // What the bytes come to where they break JSON's structure.
     let broken = |found: FoundId| if found.is_request() { found } else { FoundId::NotJson };
-    loop {
+    let found = loop {
         match scan.next_non_space() {
-            None | Some(b'}') => return found,
+            None | Some(b'}') => break found,
             Some(b'"') => {}
-            Some(_) => return broken(found),
+            Some(_) => break broken(found),
         }
         let key_start = scan.at;
-        let Some(key_end) = scan.skip_value() else { return found };
-        let is_id = is_id_key(&bytes[key_start..key_end]);
+        let Some(key_end) = scan.skip_value() else { break found };
+        let key = &bytes[key_start..key_end];
+        let is_id = is_key(key, "id");
+        method |= is_key(key, "method");
+        result_or_error |= is_key(key, "result") || is_key(key, "error");
         match scan.next_non_space() {
-            None => return found,
+            None => break found,
             Some(b':') => scan.at += 1,
-            Some(_) => return broken(found),
+            Some(_) => break broken(found),
         }
         if scan.next_non_space().is_none() {
-            return found;
+            break found;
         }
         let value_start = scan.at;
-        let Some(value_end) = scan.skip_value() else { return found };
+        let Some(value_end) = scan.skip_value() else {
+            break if scan.mismatched { broken(found) } else { found };
+        };
         if is_id {
             found = match serde_json::from_slice::<RequestId>(&bytes[value_start..value_end]) {
                 Ok(id) => FoundId::Id(id),
@@ -96,10 +111,14 @@ pub fn find_id(bytes: &[u8]) -> FoundId {
             };
         }
         match scan.next_non_space() {
-            None | Some(b'}') => return found,
+            None | Some(b'}') => break found,
             Some(b',') => scan.at += 1,
-            Some(_) => return broken(found),
+            Some(_) => break broken(found),
         }
+    };
+    match found {
+        FoundId::Id(_) | FoundId::UnusableId if result_or_error && !method => FoundId::Response,
+        found => found,
     }
 }
 
@@ -111,14 +130,18 @@ fn starts_literal(bytes: &[u8]) -> bool {
         .any(|literal| bytes.starts_with(literal) || literal.starts_with(bytes))
 }
 
-/// Whether a key, quotes included, is `"id"`, however it is escaped
-/// (`"\u0069d"` is `"id"` too).
-fn is_id_key(key: &[u8]) -> bool {
-    match key {
-        b"\"id\"" => true,
-        // The longest way to write "id": two \uXXXX escapes and the quotes.
-        key if key.contains(&b'\\') && key.len() <= 14 => serde_json::from_slice::<String>(key).is_ok_and(|key| key == "id"),
-        _ => false,
+/// Whether a key, quotes included, is `name` (plain ASCII), however it is
+/// escaped (`"\u0069d"` is `"id"` too).
+fn is_key(key: &[u8], name: &str) -> bool {
+    let Some(inner) = key.strip_prefix(b"\"").and_then(|key| key.strip_suffix(b"\"")) else { return false };
+    match inner == name.as_bytes() {
+        true => true,
+        // The longest way to write the name: a \uXXXX escape per letter.
+        false => {
+            inner.contains(&b'\\')
+                && inner.len() <= 6 * name.len()
+                && serde_json::from_slice::<String>(key).is_ok_and(|key| key == name)
+        }
     }
 }
 
@@ -126,6 +149,9 @@ fn is_id_key(key: &[u8]) -> bool {
 struct Scan<'a> {
     bytes: &'a [u8],
     at: usize,
+    /// A value closed a bracket with the wrong kind (`{"x":1]`): what
+    /// follows is not JSON's structure, and no id read after it counts.
+    mismatched: bool,
 }
 
 impl Scan<'_> {
@@ -142,9 +168,13 @@ impl Scan<'_> {
 
     /// Skips the value that starts here (a string, an array or object with
     /// everything in it, or a scalar), and returns where it ends; `None`
-    /// when the bytes end first. Brackets inside strings are not counted.
+    /// when the bytes end first or a bracket is closed by the other kind
+    /// ([`Scan::mismatched`]). Brackets inside strings are not counted; the
+    /// kinds of the open ones are kept one bit each (1 for `{`), so a value
+    /// nested a million levels deep costs 128 KiB, no stack.
     fn skip_value(&mut self) -> Option<usize> {
         let mut depth: usize = 0;
+        let mut objects: Vec<u64> = Vec::new();
         let mut in_string = false;
         while let Some(&byte) = self.bytes.get(self.at) {
             self.at += 1;
@@ -163,9 +193,27 @@ impl Scan<'_> {
             }
             match byte {
                 b'"' => in_string = true,
-                b'{' | b'[' => depth += 1,
+                b'{' | b'[' => {
+                    if depth % 64 == 0 {
+                        objects.push(0);
+                    }
+                    if byte == b'{' {
+                        objects[depth / 64] |= 1 << (depth % 64);
+                    }
+                    depth += 1;
+                }
                 b'}' | b']' if depth > 0 => {
                     depth -= 1;
+                    let bit = 1 << (depth % 64);
+                    let was_object = objects[depth / 64] & bit != 0;
+                    if was_object != (byte == b'}') {
+                        self.mismatched = true;
+                        return None;
+                    }
+                    objects[depth / 64] &= !bit;
+                    if depth % 64 == 0 {
+                        objects.pop();
+                    }
                     if depth == 0 {
                         return Some(self.at);
                     }
@@ -178,8 +226,9 @@ impl Scan<'_> {
                 _ => {}
             }
         }
-        // A scalar may end with the bytes; anything else is cut short.
-        (depth == 0 && !in_string).then_some(self.at)
+        // Anything the bytes end in is cut short, a scalar too: the bytes
+        // ending in `1234` may be the start of `12345`.
+        None
     }
 }
 
@@ -188,8 +237,10 @@ impl Scan<'_> {
 /// nesting, bytes that are not UTF-8), -32600 when it is JSON but no JSON-RPC
 /// message; with the message's id when it can be read. Logs the message
 /// once, as [`log_skipped`] does.
-pub fn answer(transport: &str, message: &[u8], error: &serde_json::Error) -> ServerJsonRpcMessage {
-    let id = find_id(message).into_id();
+pub fn answer(transport: &str, message: &[u8], error: &serde_json::Error) -> Option<ServerJsonRpcMessage> {
+    let found = find_id(message);
+    let is_response = found == FoundId::Response;
+    let id = found.into_id();
     // serde_json's message names what it expected, and may quote the
     // client's text: escaped and bounded like any text from outside.
     let reason = crate::validate::error_message(error.to_string());
@@ -197,13 +248,15 @@ pub fn answer(transport: &str, message: &[u8], error: &serde_json::Error) -> Ser
         Category::Data => (ErrorCode::INVALID_REQUEST, "Invalid request"),
         Category::Syntax | Category::Eof | Category::Io => (ErrorCode::PARSE_ERROR, "Parse error"),
     };
-    log_skipped(transport, message, id.as_ref(), &reason);
-    ServerJsonRpcMessage::error(ErrorData::new(code, format!("{what}: {reason}"), None), id)
+    log_skipped(transport, message, id.as_ref(), &reason, !is_response);
+    // A client's response is not answered: logged only.
+    (!is_response).then(|| ServerJsonRpcMessage::error(ErrorData::new(code, format!("{what}: {reason}"), None), id))
 }
 
 /// What the HTTP transport makes of a request body: the message, as rmcp
-/// reads it, or the answer to a body rmcp cannot read.
-pub fn http_body(body: &[u8]) -> Result<ClientJsonRpcMessage, ServerJsonRpcMessage> {
+/// reads it, or the answer to a body rmcp cannot read (`None` for a
+/// client's response, which is not answered).
+pub fn http_body(body: &[u8]) -> Result<ClientJsonRpcMessage, Option<ServerJsonRpcMessage>> {
     serde_json::from_slice::<ClientJsonRpcMessage>(body).map_err(|error| answer("http", body, &error))
 }
 
@@ -216,10 +269,11 @@ const SKIPPED_LOG: LogBudget = LogBudget { lines: 20, window: Duration::from_sec
 
 static SKIPPED: LazyLock<Mutex<LogWindow>> = LazyLock::new(Mutex::default);
 
-/// Logs a skipped message once: its length, its id, the reason (already
+/// Logs a skipped message once (`answered` or, a client's response, not):
+/// its length, its id, the reason (already
 /// bounded) and its first [`LOGGED_START_BYTES`] bytes, escaped (a Debug
 /// field); within [`SKIPPED_LOG`], so that a client cannot flood the log.
-pub fn log_skipped(transport: &str, message: &[u8], id: Option<&RequestId>, reason: &str) {
+pub fn log_skipped(transport: &str, message: &[u8], id: Option<&RequestId>, reason: &str, answered: bool) {
     let mut window = SKIPPED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     if let Some(dropped) = window.roll(SKIPPED_LOG) {
         tracing::warn!(dropped, "{dropped} unparsable messages were not logged in the last {} s", SKIPPED_LOG.window.as_secs());
@@ -228,7 +282,11 @@ pub fn log_skipped(transport: &str, message: &[u8], id: Option<&RequestId>, reas
         Admission::Log => {
             let start = String::from_utf8_lossy(&message[..message.len().min(LOGGED_START_BYTES)]);
             let id = id.map(|id| crate::validate::error_message(id.to_string()));
-            tracing::warn!(transport, bytes = message.len(), id = ?id, reason = ?reason, start = ?start, "answered a message that could not be parsed");
+            if answered {
+                tracing::warn!(transport, bytes = message.len(), id = ?id, reason = ?reason, start = ?start, "answered a message that could not be parsed");
+            } else {
+                tracing::warn!(transport, bytes = message.len(), id = ?id, reason = ?reason, start = ?start, "skipped a response from the client that could not be parsed");
+            }
         }
         Admission::FirstDropped => tracing::warn!(
             "unparsable message log rate limit reached: at most {} every {} s are logged; the rest are counted",
@@ -258,7 +316,35 @@ mod tests {
         assert_eq!(id(r#"{"id":1,"id":2}"#), FoundId::Id(RequestId::Number(2)));
         assert_eq!(id(r#"{"id":1,"id":null}"#), FoundId::UnusableId);
         assert_eq!(id(r#"{"id":1,"x":2 "y"#), FoundId::Id(RequestId::Number(1)));
-        assert_eq!(id(r#"{"id":1"#), FoundId::Id(RequestId::Number(1)));
+        // A number the bytes end in may be cut short: it is no id.
+        assert_eq!(id(r#"{"id":1"#), FoundId::NoId);
+        assert_eq!(id(r#"{"method":"x","id":1234"#), FoundId::NoId);
+        assert_eq!(id(r#"{"method":"x","id":1234 "#), FoundId::Id(RequestId::Number(1234)));
+        assert_eq!(id(r#"{"method":"x","id":"12"#), FoundId::NoId);
+    }
+
+    #[test]
+    fn an_id_past_a_mismatched_bracket_is_not_read() {
+        // serde_json stops at the `]`: neither 5 (nested) nor 9 (past it) is the id.
+        assert_eq!(id(r#"{"p":{"x":1],"id":5},"id":9}"#), FoundId::NotJson);
+        assert_eq!(id(r#"{"id":3,"p":[1,{"a":[]}}],"id":4}"#), FoundId::Id(RequestId::Number(3)));
+        // Matched brackets of both kinds, past 64 levels, are skipped as before.
+        let deep = format!(r#"{{"p":{}1{},"id":6}}"#, "[{\"a\":".repeat(100), "}]".repeat(100));
+        assert_eq!(id(&deep), FoundId::Id(RequestId::Number(6)));
+        let crossed = format!(r#"{{"p":{}1{}],"id":7}}"#, "[{\"a\":".repeat(100), "}]".repeat(99));
+        assert_eq!(id(&crossed), FoundId::NotJson);
+    }
+
+    #[test]
+    fn a_response_is_found_as_one() {
+        assert_eq!(id(r#"{"jsonrpc":"2.0","id":1,"error":"x"}"#), FoundId::Response);
+        assert_eq!(id(r#"{"jsonrpc":"2.0","id":1,"result":{"a":[[]]}}"#), FoundId::Response);
+        assert_eq!(id(r#"{"\u0072esult":{},"id":null}"#), FoundId::Response);
+        // A method makes it a request, whatever else it holds; neither a
+        // method nor a result or error: a request all the same.
+        assert_eq!(id(r#"{"id":2,"result":1,"method":"x"}"#), FoundId::Id(RequestId::Number(2)));
+        assert_eq!(id(r#"{"id":3,"params":{"result":1}}"#), FoundId::Id(RequestId::Number(3)));
+        assert!(matches!(http_body(br#"{"jsonrpc":"2.0","id":1,"error":"x"}"#), Err(None)));
     }
 
     #[test]
@@ -285,16 +371,16 @@ mod tests {
     #[test]
     fn unparsable_messages_are_answered_with_their_id() {
         let deep = format!(r#"{{"jsonrpc":"2.0","id":"d","method":"prompts/get","params":{{"name":"a","arguments":{{"x":{}{}}}}}}}"#, "[".repeat(200), "]".repeat(200));
-        let answer = serde_json::to_value(http_body(deep.as_bytes()).unwrap_err()).unwrap();
+        let answer = serde_json::to_value(http_body(deep.as_bytes()).unwrap_err().unwrap()).unwrap();
         assert_eq!(answer["id"], "d");
         assert_eq!(answer["error"]["code"], -32700);
         assert_eq!(answer["error"]["message"], "Parse error: recursion limit exceeded at line 1 column 212");
-        let answer = serde_json::to_value(http_body(br#"{"id":3,"x":1}"#).unwrap_err()).unwrap();
+        let answer = serde_json::to_value(http_body(br#"{"id":3,"x":1}"#).unwrap_err().unwrap()).unwrap();
         assert_eq!(answer["id"], 3);
         assert_eq!(answer["error"]["code"], -32600);
-        let answer = serde_json::to_value(http_body(b"{\"id\":4,\"method\":\"\xff\"}").unwrap_err()).unwrap();
+        let answer = serde_json::to_value(http_body(b"{\"id\":4,\"method\":\"\xff\"}").unwrap_err().unwrap()).unwrap();
         assert_eq!((answer["id"].clone(), answer["error"]["code"].clone()), (serde_json::json!(4), serde_json::json!(-32700)));
-        let answer = serde_json::to_value(http_body(b"[[[").unwrap_err()).unwrap();
+        let answer = serde_json::to_value(http_body(b"[[[").unwrap_err().unwrap()).unwrap();
         assert_eq!((answer["id"].clone(), answer["error"]["code"].clone()), (serde_json::Value::Null, serde_json::json!(-32700)));
     }
 }

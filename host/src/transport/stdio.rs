@@ -457,7 +457,10 @@ impl Decoder for LineCodec {
                     return Ok(None);
                 }
                 let overlong = self.overlong.take().expect("an overlong line is being skipped");
-                return Ok(Some(Incoming::Refused(overlong.answer(self.limit))));
+                match overlong.answer(self.limit) {
+                    Some(answer) => return Ok(Some(Incoming::Refused(answer))),
+                    None => continue,
+                }
             }
             let unread = buffer.len();
             // rmcp takes a line out of the buffer before it parses it, and
@@ -478,8 +481,9 @@ impl Decoder for LineCodec {
                 Ok(None) if buffer.len() < unread => {
                     if let Some(line) = line.filter(|line| malformed::find_id(line).is_request())
                         && let Err(error) = serde_json::from_slice::<RxJsonRpcMessage<RoleServer>>(&line)
+                        && let Some(answer) = malformed::answer("stdio", &line, &error)
                     {
-                        return Ok(Some(Incoming::Refused(malformed::answer("stdio", &line, &error))));
+                        return Ok(Some(Incoming::Refused(answer)));
                     }
                     continue;
                 }
@@ -503,7 +507,11 @@ impl Decoder for LineCodec {
                     // JSON (answers are well-formed JSON, so two peers cannot
                     // answer each other's answers), -32600 when it is no
                     // JSON-RPC message.
-                    return Ok(Some(Incoming::Refused(malformed::answer("stdio", line, &error))));
+                    // A client's malformed response is logged only.
+                    match malformed::answer("stdio", line, &error) {
+                        Some(answer) => return Ok(Some(Incoming::Refused(answer))),
+                        None => continue,
+                    }
                 }
                 Err(error) => return Err(error.into()),
             }
@@ -555,20 +563,27 @@ impl Overlong {
     }
 
     /// The error that answers the line: -32700 when it does not start as
-    /// JSON, else -32600 with the request's id when it could be read.
-    fn answer(self, limit: usize) -> ServerJsonRpcMessage {
+    /// JSON, else -32600 with the request's id when it could be read (the
+    /// last one, as serde_json reads duplicate keys: an id that is the
+    /// line's last member wins over one in its head). A client's response
+    /// is not answered (`None`), only logged.
+    fn answer(self, limit: usize) -> Option<ServerJsonRpcMessage> {
+        let is_response = self.head == FoundId::Response;
         let (code, id) = match self.head {
             FoundId::NotJson => (ErrorCode::PARSE_ERROR, None),
-            FoundId::Id(id) => (ErrorCode::INVALID_REQUEST, Some(id)),
-            FoundId::UnusableId | FoundId::NoId => (ErrorCode::INVALID_REQUEST, id_at_end(&self.tail)),
+            FoundId::Id(id) => (ErrorCode::INVALID_REQUEST, id_at_end(&self.tail).or(Some(id))),
+            FoundId::UnusableId | FoundId::NoId | FoundId::Response => (ErrorCode::INVALID_REQUEST, id_at_end(&self.tail)),
         };
+        tracing::warn!(bytes = self.bytes, limit, ?id, "refused a message over the size limit");
+        if is_response {
+            return None;
+        }
         let message = format!(
             "the message is {} bytes, more than the limit of {limit} bytes (set by --max-message-kib)",
             self.bytes
         );
-        tracing::warn!(bytes = self.bytes, limit, ?id, "refused a message over the size limit");
         let data = json!({ "bytes": self.bytes, "limit": { "bytes": limit } });
-        ServerJsonRpcMessage::error(ErrorData::new(code, message, Some(data)), id)
+        Some(ServerJsonRpcMessage::error(ErrorData::new(code, message, Some(data)), id))
     }
 }
 

@@ -1,7 +1,8 @@
 //! Test fixture: a pack whose answers are small as the pack holds them and
 //! large as a client receives them (JSON escapes a control character in six
 //! bytes, a quote in two; binary data goes out in base64), and whose panics
-//! carry terminal escape sequences and a forged log line.
+//! carry terminal escape sequences and a forged log line. Its annotations
+//! (a last-modified string, an audience) count on the wire too.
 
 use prompt_pack::*;
 
@@ -21,6 +22,10 @@ impl Guest for HostileWire {
                 .argument(required("unit", "The text repeated")),
             prompt("media", "Replies with an image, an audio clip and a blob of `bytes` bytes each")
                 .argument(required("bytes", "Bytes of each")),
+            prompt("annotated", "Replies with `count` empty texts annotated with a last-modified of `unit` repeated `repeat` times")
+                .argument(required("count", "How many texts"))
+                .argument(required("repeat", "How many times the unit is repeated"))
+                .argument(required("unit", "The text repeated")),
             prompt("panic", "Panics, in get-prompt and in complete, with escape sequences and a forged log line")
                 .argument(optional("any", "Ignored")),
         ]
@@ -34,6 +39,14 @@ impl Guest for HostileWire {
                 let repeat = number(arguments.require("repeat")?)?;
                 let text = arguments.require("unit")?.repeat(repeat);
                 Ok(reply((0..count).map(|_| user_text(text.clone()))))
+            }
+            "annotated" => {
+                let count = number(arguments.require("count")?)?;
+                let repeat = number(arguments.require("repeat")?)?;
+                let last_modified = arguments.require("unit")?.repeat(repeat);
+                let annotations = Annotations { audience: vec![Role::User; 4], priority: None, last_modified: Some(last_modified) };
+                let annotated = Content::Text(TextContent { text: String::new(), annotations: Some(annotations) });
+                Ok(reply((0..count).map(|_| message(Role::User, annotated.clone()))))
             }
             "media" => {
                 let bytes = number(arguments.require("bytes")?)?;
