@@ -408,6 +408,12 @@ impl ServeConfig {
                     "plugins.{name}.identities needs signatures.trusted_root, and at least one identity"
                 ));
             }
+            // An empty list would replace the global signers with none at all.
+            if plugin.public_keys.as_ref().is_some_and(Vec::is_empty) {
+                return Err(format!(
+                    "plugins.{name}.public_keys is empty: name at least one key file, or leave it out to trust signatures.public_keys and signatures.identities"
+                ));
+            }
             if let Some(keys) = &plugin.public_keys {
                 plugin.trusted_keys = Some(read_keys(&format!("plugins.{name}.public_keys"), keys, folder)?);
             }
