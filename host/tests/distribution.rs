@@ -1242,10 +1242,19 @@ fn a_fifo_as_the_lockfile_a_store_record_or_a_key_file_is_refused_by_name() {
     let report = String::from_utf8_lossy(&inspected.stdout);
     assert!(report.contains(&format!("its provenance cannot be read: {}: {NOT_REGULAR}", lockfile.display())), "{report}");
 
-    // A record in the pack store, where the plugin's provenance would be.
+    // A record in the pack store, where the provenance of the install the
+    // lockfile names would be (a record no install names is never opened).
     let site = Site::new("");
     let file = install(&site, "dev_assistant");
     let digest = sha256_of("dev_assistant");
+    std::fs::write(
+        site.path("prompt-host.lock"),
+        format!(
+            "version = 1\n\n[[pack]]\nname = \"dev_assistant\"\nreference = \"oci://127.0.0.1:5000/acme/dev:1\"\n\
+             digest = \"sha256:{digest}\"\nsha256 = \"{digest}\"\nsize = 1\nsigner = \"unsigned\"\n"
+        ),
+    )
+    .unwrap();
     let store = site.path("prompt-host-store/sha256");
     std::fs::create_dir_all(&store).unwrap();
     let record = store.join(format!("{digest}.dev_assistant.provenance.json"));
