@@ -25,7 +25,7 @@
 //! [registry]                      # how `add`, `update` and `publish` reach registries
 //! plain_http = ["127.0.0.1:5000"] # registries spoken to over HTTP, not HTTPS
 //! ca_file = "registry-ca.pem"     # a CA trusted besides the system's
-//! max_pack_mib = 128              # the largest pack pulled
+//! max_pack_mib = 128              # the largest pack, pulled or in the plugin directory
 //! timeout_secs = 300              # the deadline of one pull, tag resolution or push
 //! mirrors = { "mirror.local:5000/acme" = "registry.example/acme" }  # pulled from = signed as
 //!
