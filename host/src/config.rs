@@ -25,7 +25,7 @@
 //! [registry]                      # how `add`, `update` and `publish` reach registries
 //! plain_http = ["127.0.0.1:5000"] # registries spoken to over HTTP, not HTTPS
 //! ca_file = "registry-ca.pem"     # a CA trusted besides the system's
-//! max_pack_mib = 128              # the largest pack pulled
+//! max_pack_mib = 128              # the largest pack, pulled or in the plugin directory
 //! timeout_secs = 300              # the deadline of one pull, tag resolution or push
 //! mirrors = { "mirror.local:5000/acme" = "registry.example/acme" }  # pulled from = signed as
 //!
@@ -406,6 +406,12 @@ impl ServeConfig {
             if plugin.identities.as_ref().is_some_and(|identities| identities.is_empty() || config.signatures.keyless.is_none()) {
                 return Err(format!(
                     "plugins.{name}.identities needs signatures.trusted_root, and at least one identity"
+                ));
+            }
+            // An empty list would replace the global signers with none at all.
+            if plugin.public_keys.as_ref().is_some_and(Vec::is_empty) {
+                return Err(format!(
+                    "plugins.{name}.public_keys is empty: name at least one key file, or leave it out to trust signatures.public_keys and signatures.identities"
                 ));
             }
             if let Some(keys) = &plugin.public_keys {

@@ -50,7 +50,8 @@ pub const MAX_SIGNATURES: usize = 16;
 /// The most layers of a signature manifest looked at (each a possible
 /// signature): junk layers hide no valid signature among the first this many.
 pub const MAX_SIGNATURE_LAYERS: usize = 128;
-/// The default bound on a pack's component, in MiB (`[registry] max_pack_mib`).
+/// The default bound on a pack's component, pulled or in the plugin
+/// directory, in MiB (`[registry] max_pack_mib`).
 pub const DEFAULT_MAX_PACK_MIB: u64 = 128;
 /// The most bytes of a token service's answer when signing in (a token is a
 /// few kilobytes).

@@ -139,7 +139,7 @@ impl Report {
 /// cannot be read, or a sandbox that cannot start, is an error: anything
 /// wrong with the plugin itself is a problem in the report.
 pub async fn inspect(path: &Path, config: &ServeConfig) -> Result<Report, LoadFailure> {
-    let source = PluginSource::read(path)?;
+    let source = PluginSource::read_off_runtime(path, config.registry.max_pack_bytes).await?;
     let settings = config.plugin_settings(&source.id);
     let loader = loader_for_one(&source, &settings, config)?;
     let sandbox = loader.sandbox().clone();

@@ -233,7 +233,7 @@ impl<'a> Installation<'a> {
     ) -> Result<Updated, InstallError> {
         let reference = PackReference::parse(&locked.reference)?;
         let digest = client.resolve(&reference).await?;
-        let on_disk = self.file_state(locked);
+        let on_disk = self.file_state(locked).await;
         if digest == locked.digest && on_disk == FileState::Agrees {
             return Ok(Updated::UpToDate(locked.clone()));
         }
@@ -300,7 +300,7 @@ impl<'a> Installation<'a> {
         let lockfile = Lockfile::read(&self.lockfile)?;
         match lockfile.get(name) {
             Some(locked) if locked.reference == source => {
-                if self.file_state(locked) == FileState::Agrees {
+                if self.file_state(locked).await == FileState::Agrees {
                     return Ok(Sourced::Served(locked.clone()));
                 }
                 let stored = self.store.wasm_path(&locked.sha256);
@@ -358,7 +358,7 @@ impl<'a> Installation<'a> {
         let lockfile = Lockfile::read(&self.lockfile)?;
         let mut listed = Vec::new();
         for locked in &lockfile.packs {
-            let state = self.file_state(locked);
+            let state = self.file_state(locked).await;
             let file = self.plugin_file(&locked.name);
             let prompts = if state == FileState::Missing { None } else { self.prompt_count(&file).await };
             let tag = PackReference::parse(&locked.reference).ok().and_then(|reference| reference.tag().map(str::to_string));
@@ -385,7 +385,7 @@ impl<'a> Installation<'a> {
                 source: file.display().to_string(),
                 tag: None,
                 digest: None,
-                sha256: files::read(&file, files::MAX_PACK_FILE_BYTES).ok().map(|bytes| loader::digest(&bytes)),
+                sha256: files::read(&file, self.config.registry.max_pack_bytes).ok().map(|bytes| loader::digest(&bytes)),
                 signer: None,
                 prompts: self.prompt_count(&file).await,
                 state: FileState::NotLocked,
@@ -506,18 +506,23 @@ impl<'a> Installation<'a> {
         })
     }
 
-    fn file_state(&self, locked: &LockedPack) -> FileState {
-        match files::read(&self.plugin_file(&locked.name), files::MAX_PACK_FILE_BYTES) {
-            Ok(bytes) if loader::digest(&bytes) == locked.sha256 => FileState::Agrees,
+    /// Whether the plugin file is the installed one: read and hashed on
+    /// tokio's blocking pool (a pack is up to 1 GiB).
+    async fn file_state(&self, locked: &LockedPack) -> FileState {
+        let (file, sha256) = (self.plugin_file(&locked.name), locked.sha256.clone());
+        tokio::task::spawn_blocking(move || match files::read(&file, files::MAX_PACK_FILE_BYTES) {
+            Ok(bytes) if loader::digest(&bytes) == sha256 => FileState::Agrees,
             Ok(_) => FileState::Differs,
             Err(_) => FileState::Missing,
-        }
+        })
+        .await
+        .expect("reading a plugin file does not panic")
     }
 
     /// How many prompts the plugin file serves, loaded as the server would;
     /// `None` if it does not load.
     async fn prompt_count(&self, file: &Path) -> Option<usize> {
-        let source = PluginSource::read(file).ok()?;
+        let source = PluginSource::read_off_runtime(file, self.config.registry.max_pack_bytes).await.ok()?;
         let settings = self.config.plugin_settings(&source.id);
         let loader = startup::loader_for_one(&source, &settings, self.config).ok()?;
         loader.load(source, settings).await.ok().map(|plugin| plugin.prompts().len())

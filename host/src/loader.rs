@@ -18,7 +18,7 @@ use wasmtime::component::Component;
 use crate::bindings::{PROVIDER_INTERFACE, PackPre, WitVersion, provider, provider_v0_2};
 use crate::cache::{CompiledCache, Origin};
 use crate::files;
-use crate::lockfile::Lockfile;
+use crate::lockfile::{LockedPack, Lockfile};
 use crate::pack_store::PackStore;
 use crate::plugin::Plugin;
 use crate::signature::{self, SignatureError, SignaturePolicy, Verified};
@@ -54,18 +54,26 @@ pub struct PluginSource {
 }
 
 impl PluginSource {
-    /// Reads a `.wasm` file, and the Sigstore bundle beside it if there is
-    /// one (each a regular file, opened without blocking, bounded: see
-    /// [`crate::files`]); the plugin is named after the file. This blocks:
-    /// on the async runtime, call it in `spawn_blocking`.
-    pub fn read(path: &Path) -> Result<PluginSource, LoadFailure> {
+    /// Reads a `.wasm` file of at most `max_bytes` (`registry.max_pack_mib`:
+    /// a file in the plugin directory is bounded as a pulled pack is), and
+    /// the Sigstore bundle beside it if there is one (each a regular file,
+    /// opened without blocking, bounded: see [`crate::files`]); the plugin
+    /// is named after the file. This blocks: on the async runtime, call
+    /// [`PluginSource::read_off_runtime`].
+    pub fn read(path: &Path, max_bytes: u64) -> Result<PluginSource, LoadFailure> {
         let origin = path.display().to_string();
         let failure = |error| LoadFailure { origin: origin.clone(), error };
-        let bytes = files::read(path, files::MAX_PACK_FILE_BYTES).map_err(|error| failure(LoadError::Read(error.to_string())))?;
+        let bytes = files::read(path, max_bytes).map_err(|error| failure(LoadError::Read(error.to_string())))?;
         let bundle_path = PathBuf::from(format!("{}{}", path.display(), signature::BUNDLE_SUFFIX));
         let bundle = files::read_if_exists(&bundle_path, files::MAX_SMALL_FILE_BYTES)
             .map_err(|error| failure(LoadError::Bundle { path: bundle_path.display().to_string(), error: error.to_string() }))?;
         Ok(PluginSource { id: plugin_id(path), origin, bytes, bundle })
+    }
+
+    /// [`PluginSource::read`] on tokio's blocking pool, never on a runtime worker.
+    pub async fn read_off_runtime(path: &Path, max_bytes: u64) -> Result<PluginSource, LoadFailure> {
+        let path = path.to_path_buf();
+        tokio::task::spawn_blocking(move || PluginSource::read(&path, max_bytes)).await.expect("reading a plugin file does not panic")
     }
 }
 
@@ -353,7 +361,8 @@ impl Loader {
         check_pin(&digest, &settings)?;
         // The lockfile and the pack store are read off the async runtime.
         let (source, settings, checked) = tokio::task::spawn_blocking(move || {
-            let checked = check_installed(&source.id, &digest, &settings).and_then(|()| check_signature(&digest, &source, &settings));
+            let checked = check_installed(&source.id, &digest, &settings)
+                .and_then(|installed| check_signature(&digest, &source, installed.as_ref(), &settings));
             (source, settings, checked.map(|accepted| (digest, accepted)))
         })
         .await
@@ -467,9 +476,10 @@ impl Loader {
 
 /// Refuses bytes other than those `prompt-host.lock` records for the plugin,
 /// when it was installed from a registry: the lockfile is read at each load,
-/// so `add`, `update` and `remove` take effect without a restart.
-fn check_installed(id: &str, digest: &str, settings: &PluginSettings) -> Result<(), LoadError> {
-    let Some(path) = &settings.lockfile else { return Ok(()) };
+/// so `add`, `update` and `remove` take effect without a restart. Returns the
+/// lockfile's install of exactly these bytes, if it has one.
+fn check_installed(id: &str, digest: &str, settings: &PluginSettings) -> Result<Option<LockedPack>, LoadError> {
+    let Some(path) = &settings.lockfile else { return Ok(None) };
     let lockfile = Lockfile::read(path).map_err(|error| LoadError::Provenance(error.to_string()))?;
     match lockfile.get(id) {
         Some(locked) if locked.sha256 != digest => Err(LoadError::NotInstalledBytes {
@@ -477,19 +487,38 @@ fn check_installed(id: &str, digest: &str, settings: &PluginSettings) -> Result<
             locked: locked.sha256.clone(),
             actual: digest.to_string(),
         }),
-        _ => Ok(()),
+        installed => Ok(installed.cloned()),
     }
 }
 
 /// Checks the signature of `source`'s bytes (SHA-256 `digest`) against the
 /// plugin's policy, from every source of provenance they have: the record
 /// the pack store keeps for this plugin's install of exactly those bytes (a
-/// pack from a registry), and the Sigstore bundle beside its file.
-fn check_signature(digest: &str, source: &PluginSource, settings: &PluginSettings) -> Result<signature::Accepted, LoadError> {
-    let record = match &settings.pack_store {
-        Some(dir) => PackStore::new(dir.clone()).provenance(&source.id, digest).map_err(LoadError::Provenance)?,
-        None => None,
+/// pack from a registry), and the Sigstore bundle beside its file. The
+/// record counts only for the install the lockfile has now (`installed`):
+/// a record left from an earlier install (a removed pack copied back by
+/// hand, a lockfile edited or lost) is not this plugin's provenance, and
+/// one that names another pull than the lockfile's is refused.
+fn check_signature(
+    digest: &str,
+    source: &PluginSource,
+    installed: Option<&LockedPack>,
+    settings: &PluginSettings,
+) -> Result<signature::Accepted, LoadError> {
+    let record = match (&settings.pack_store, installed) {
+        (Some(dir), Some(_)) => PackStore::new(dir.clone()).provenance(&source.id, digest).map_err(LoadError::Provenance)?,
+        _ => None,
     };
+    if let (Some(record), Some(installed)) = (&record, installed)
+        && (installed.pulled_reference().as_ref() != Some(&record.reference) || record.manifest_digest != installed.digest)
+    {
+        return Err(LoadError::Provenance(format!(
+            "the pack store's record says it was pulled from {}, and prompt-host.lock installs it from {} at {}",
+            record.reference.escape_debug(),
+            installed.reference.escape_debug(),
+            installed.digest.escape_debug()
+        )));
+    }
     signature::check_pack(digest, &source.bytes, record.as_ref(), source.bundle.as_deref(), &settings.signatures, &settings.mirrors)
         .map_err(LoadError::Signature)
 }

@@ -67,6 +67,13 @@ pub struct LockedPack {
 pub const MAX_PREVIOUS_DIGESTS: usize = 64;
 
 impl LockedPack {
+    /// Where this install was pulled from, at its manifest digest: what the
+    /// pack store's record of it names. `None` if the reference does not parse.
+    pub fn pulled_reference(&self) -> Option<String> {
+        let reference = crate::distribution::PackReference::parse(&self.reference).ok()?;
+        Some(reference.at_digest(&self.digest).to_string())
+    }
+
     /// Records that this pack replaces `earlier` (the same install): the
     /// earlier digest joins the ones it has moved past.
     pub fn replacing(mut self, earlier: &LockedPack) -> LockedPack {

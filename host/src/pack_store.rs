@@ -53,6 +53,11 @@ impl PackStore {
     /// Keeps a pulled component and plugin `name`'s provenance for it: the
     /// record first, so a component in the store always has one. Returns
     /// what [`PackStore::undo`] needs to take the install back out.
+    ///
+    /// Call it only while holding the install lock (`Installer::hold`, the
+    /// OS lock every command that changes the lockfile takes): `undo`
+    /// removes the component when this put created it, which is right only
+    /// if no other install put the same bytes in between and kept them.
     pub fn put(&self, name: &str, sha256: &str, wasm: &[u8], provenance: &Provenance) -> std::io::Result<Put> {
         let record_path = self.provenance_path(name, sha256);
         let wasm_path = self.wasm_path(sha256);

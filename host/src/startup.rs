@@ -117,7 +117,7 @@ pub fn compiled_cache(config: &ServeConfig, sandbox: &Sandbox) -> Option<Compile
 /// (its settings, the compiled cache), into a registry of that one plugin:
 /// for `prompt-host get` and `complete`, a prompt served without a client.
 pub async fn load_one(path: &Path, config: &ServeConfig) -> Result<Arc<Registry>, LoadFailure> {
-    let source = PluginSource::read(path)?;
+    let source = PluginSource::read_off_runtime(path, config.registry.max_pack_bytes).await?;
     let settings = config.plugin_settings(&source.id);
     let plugin = loader_for_one(&source, &settings, config)?.load(source, settings).await?;
     Ok(Arc::new(Registry::new(vec![Arc::new(plugin)])))

@@ -166,10 +166,11 @@ impl PluginDirectory {
         // Read off the async runtime: every file is opened without blocking
         // and bounded (a FIFO is refused), but a read still waits on the disk.
         let dir = self.dir.clone();
+        let max_pack_bytes = config.registry.max_pack_bytes;
         let read = tokio::task::spawn_blocking(move || {
             let files = loader::plugin_files(&dir)?;
             let read = files.into_iter().map(|file| {
-                let source = PluginSource::read(&file);
+                let source = PluginSource::read(&file, max_pack_bytes);
                 // Vanished mid-scan: the next rescan, which its removal triggers, unloads it.
                 // (A dangling symlink has not vanished: it is reported.)
                 let vanished = source.is_err() && std::fs::symlink_metadata(&file).is_err();

@@ -1074,6 +1074,14 @@ fn a_leaf_from_a_retired_intermediate_is_refused_though_a_current_ca_entry_share
     let said = site.ok("add", &[&publish_signed(&site, "rotated/current", &current, true)]);
     assert!(said.contains("signed by dev@acme.example (issuer https://issuer.example))"), "{said}");
 
+    // Review item 8: a CA entry re-keyed under the same name lists both
+    // intermediates; the leaf's SCT is checked with the key of the one that
+    // issued it on the path found, not the first of that name.
+    let rekeyed = rotated("rekeyed");
+    let site = trusting(&rekeyed);
+    let said = site.ok("add", &[&publish_signed(&site, "rotated/rekeyed", &rekeyed, false)]);
+    assert!(said.contains("signed by dev@acme.example (issuer https://issuer.example))"), "{said}");
+
     let retired = rotated("retired");
     let site = trusting(&retired);
     for (repository, chain) in [("rotated/retired", false), ("rotated/retired-chain", true)] {
@@ -1234,10 +1242,19 @@ fn a_fifo_as_the_lockfile_a_store_record_or_a_key_file_is_refused_by_name() {
     let report = String::from_utf8_lossy(&inspected.stdout);
     assert!(report.contains(&format!("its provenance cannot be read: {}: {NOT_REGULAR}", lockfile.display())), "{report}");
 
-    // A record in the pack store, where the plugin's provenance would be.
+    // A record in the pack store, where the provenance of the install the
+    // lockfile names would be (a record no install names is never opened).
     let site = Site::new("");
     let file = install(&site, "dev_assistant");
     let digest = sha256_of("dev_assistant");
+    std::fs::write(
+        site.path("prompt-host.lock"),
+        format!(
+            "version = 1\n\n[[pack]]\nname = \"dev_assistant\"\nreference = \"oci://127.0.0.1:5000/acme/dev:1\"\n\
+             digest = \"sha256:{digest}\"\nsha256 = \"{digest}\"\nsize = 1\nsigner = \"unsigned\"\n"
+        ),
+    )
+    .unwrap();
     let store = site.path("prompt-host-store/sha256");
     std::fs::create_dir_all(&store).unwrap();
     let record = store.join(format!("{digest}.dev_assistant.provenance.json"));
@@ -1798,4 +1815,102 @@ fn a_pack_pushed_by_wkg_installs_byte_for_byte_and_one_published_here_is_pulled_
         .unwrap();
     assert!(output.status.success(), "wkg oci pull failed: {}", String::from_utf8_lossy(&output.stderr));
     assert_eq!(std::fs::read(&pulled).unwrap(), std::fs::read(built_plugin("code_review")).unwrap());
+}
+
+// Review item 6: the pack store's record of an install is its provenance
+// only while the lockfile has that install: same plugin, same bytes, same
+// pull. A record the lockfile does not bind (a lockfile edited or lost, a
+// pack removed and its file copied back) does not make the file signed.
+#[test]
+fn a_store_record_counts_only_for_the_install_the_lockfile_has_now() {
+    let signed = Signed::new();
+    let site = &signed.site;
+    let (good, good_digest) = signed.publish_signed("code_review", "acme/good", "1", Some(&signed.key), &[]);
+    site.ok("add", &[&good]);
+    let file = site.path("packs/good.wasm");
+    let shown = file.display().to_string();
+    let inspect = || prompt_host(&["inspect", &shown, "--config", &site.config()]);
+    let report = String::from_utf8_lossy(&inspect().stdout).into_owned();
+    assert!(report.contains(&format!("  signed    by cosign.pub, manifest {good_digest}\n")), "{report}");
+    let refused = |output: Output, problem: &str| {
+        assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+        assert_eq!(stderr(&output), format!("error: {shown}: the server would refuse this plugin: {problem}\n"));
+    };
+    let unsigned = "signature refused: it has no signature, and the configuration requires one";
+
+    // The lockfile installs the same bytes from another repository: the record names another pull.
+    let lockfile = site.lockfile();
+    std::fs::write(site.path("prompt-host.lock"), lockfile.replace("acme/good", "acme/evil")).unwrap();
+    refused(
+        inspect(),
+        &format!(
+            "its provenance cannot be read: the pack store's record says it was pulled from {}@{good_digest}, \
+             and prompt-host.lock installs it from {}:1 at {good_digest}",
+            signed.registry.reference("acme/good"),
+            signed.registry.reference("acme/evil")
+        ),
+    );
+
+    // The lockfile lost: the record is still in the store, and counts for nothing.
+    std::fs::remove_file(site.path("prompt-host.lock")).unwrap();
+    assert_eq!(stored_files(site, "code_review"), vec!["HEX.good.provenance.json", "HEX.wasm"]);
+    refused(inspect(), unsigned);
+
+    // Removed, then the signed file copied back by hand: remove took the record out of the store too.
+    std::fs::write(site.path("prompt-host.lock"), &lockfile).unwrap();
+    let kept = std::fs::read(&file).unwrap();
+    site.ok("remove", &["good"]);
+    assert_eq!(stored_files(site, "code_review"), Vec::<String>::new());
+    std::fs::write(&file, kept).unwrap();
+    refused(inspect(), unsigned);
+}
+
+// Review item 9: an empty list of a plugin's own keys would replace the
+// global signers with none; it is refused when the config is read.
+#[test]
+fn an_empty_list_of_a_plugins_own_keys_is_refused_when_the_config_is_read() {
+    let site = Site::new("[plugins.acme]\npublic_keys = []\n");
+    let refused = site.refused("list", &[]);
+    assert_eq!(
+        refused,
+        format!(
+            "error: the registry commands need the config file `serve` uses (--config FILE): \
+             invalid config file {}: plugins.acme.public_keys is empty: name at least one key file, \
+             or leave it out to trust signatures.public_keys and signatures.identities\n",
+            site.config()
+        )
+    );
+}
+
+/// The most memory the process `pid` has held (VmHWM), in bytes.
+fn peak_memory(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|line| line.starts_with("VmHWM:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 1024
+}
+
+// Review item 10: a file in the plugin directory is bounded as a pulled pack
+// is (`registry.max_pack_mib`), checked before it is read: sparse files of
+// 1 GiB cost the host nothing, and are refused by name.
+#[test]
+fn a_huge_sparse_pack_file_is_refused_by_name_before_it_is_read() {
+    let site = Site::new("[registry]\nmax_pack_mib = 16\n");
+    install(&site, "code_review");
+    let huge: Vec<PathBuf> = (0..3).map(|n| site.path(&format!("packs/huge{n}.wasm"))).collect();
+    for file in &huge {
+        std::fs::File::create(file).unwrap().set_len(1 << 30).unwrap();
+    }
+    let too_large = |file: &Path| format!("{}: cannot read it: it is larger than the {} bytes it may have", file.display(), 16 << 20);
+
+    let inspected = prompt_host_within(&["inspect", huge[0].to_str().unwrap(), "--config", &site.config()]);
+    assert_eq!(inspected.status.code(), Some(1));
+    assert_eq!(stderr(&inspected).trim(), format!("error: {}", too_large(&huge[0])));
+
+    let mut server = Server::start(&["--config", &site.config()]);
+    for file in &huge {
+        server.wait_for_stderr(&too_large(file));
+    }
+    assert_eq!(server.list_all_names(), vec!["code_review"]);
+    let peak = peak_memory(server.pid());
+    assert!(peak < 512 << 20, "the host held {peak} bytes at its peak");
 }

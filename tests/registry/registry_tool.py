@@ -760,7 +760,13 @@ def cmd_keyless_ca(args):
         # one retired an hour ago, one current; the leaf is issued by the one asked for.
         for name in ("retired", "current"):
             intermediates[name] = make_intermediate_ca(f"prompt-host test Fulcio intermediate ({name})", root_key, root_cert)
-        ca_key, ca_cert = intermediates[args.intermediate]
+        if args.intermediate == "rekeyed":
+            # One CA entry holding two intermediates of one name (a re-keyed CA):
+            # the earlier key listed first, the leaf issued by the later one.
+            intermediates["earlier"] = make_intermediate_ca("prompt-host test Fulcio intermediate (current)", root_key, root_cert)
+            ca_key, ca_cert = intermediates["current"]
+        else:
+            ca_key, ca_cert = intermediates[args.intermediate]
     leaf_key = ec.generate_private_key(ec.SECP256R1())
     now = utc_now()
     issuer = args.issuer.encode()
@@ -818,7 +824,9 @@ def cmd_keyless_ca(args):
             "validFor": valid_for,
         }
 
-    if intermediates:
+    if args.intermediate == "rekeyed":
+        authorities = [authority([intermediates["earlier"][1], intermediates["current"][1], root_cert], {"start": start})]
+    elif intermediates:
         an_hour_ago = (now - datetime.timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
         authorities = [
             authority([intermediates["retired"][1], root_cert], {"start": start, "end": an_hour_ago}),
@@ -1121,8 +1129,9 @@ annotation). Prints
     sub.add_argument("--source-repository", help="Fulcio's source repository URI extension (.1.12), as a CI build's")
     sub.add_argument("--source-ref", help="Fulcio's source repository ref extension (.1.14)")
     sub.add_argument("--workflow", help="Fulcio's build config URI extension (.1.18): the workflow that ran")
-    sub.add_argument("--intermediate", choices=["retired", "current"],
-                     help="issue the leaf from an intermediate: the retired CA entry's or the current one's")
+    sub.add_argument("--intermediate", choices=["retired", "current", "rekeyed"],
+                     help="issue the leaf from an intermediate: the retired CA entry's or the current one's; "
+                          "rekeyed: one CA entry with two intermediates of one name, the leaf from the second")
 
     sub = command("serve-blob-liar", cmd_serve_blob_liar, """Serve pulls from a real registry, lying as told (plain HTTP on 127.0.0.1).
 

@@ -382,7 +382,9 @@ fn check_chain(root: &TrustedRoot, leaf: &[u8], time: i64) -> Result<Vec<u8>, St
             None,
             None,
         ) {
-            Ok(_) => return issuer_key(authority, leaf.as_ref()),
+            // The key of the certificate that issued the leaf on the path found: a
+            // re-keyed certificate of the same name in the entry is not it.
+            Ok(path) => return Ok(path.issuer_spki().as_ref().to_vec()),
             Err(error) => last_error = Some(error),
         }
     }
@@ -390,20 +392,6 @@ fn check_chain(root: &TrustedRoot, leaf: &[u8], time: i64) -> Result<Vec<u8>, St
         "its certificate does not chain to a trusted CA for code signing at the time the log recorded: {}",
         last_error.expect("at least one authority was tried")
     ))
-}
-
-/// The key of the certificate of `authority` that issued `leaf` (DER): the
-/// one whose subject is the leaf's issuer.
-fn issuer_key(authority: &Authority, leaf: &[u8]) -> Result<Vec<u8>, String> {
-    let unreadable = |error: x509_cert::der::Error| format!("its certificate cannot be read: {error}");
-    let issuer = x509_cert::Certificate::from_der(leaf).and_then(|leaf| leaf.tbs_certificate().issuer().to_der()).map_err(unreadable)?;
-    for der in authority.intermediates.iter().chain([&authority.anchor]) {
-        let certificate = x509_cert::Certificate::from_der(der).map_err(unreadable)?;
-        if certificate.tbs_certificate().subject().to_der().map_err(unreadable)? == issuer {
-            return certificate.tbs_certificate().subject_public_key_info().to_der().map_err(unreadable);
-        }
-    }
-    Err("its certificate's issuer is not a certificate of the trusted root".into())
 }
 
 /// Fulcio's embedded SCT list extension (RFC 6962, section 3.3).
