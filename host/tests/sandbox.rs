@@ -331,3 +331,34 @@ fn a_stack_larger_than_the_engine_runs_is_refused_at_start_naming_the_maximum() 
         )
     );
 }
+
+/// The `count` prompt of the fresh_counter fixture, which answers how many
+/// times its instance's global counter was incremented: once by its start
+/// function, once by this call.
+fn count(server: &mut Server) -> String {
+    only_text(&server.get_prompt("count", json!({}))).to_string()
+}
+
+#[test]
+fn every_call_gets_an_instance_that_no_call_has_used() {
+    let (_dir, mut server) = serve_plugins(&["fresh_counter"], &[]);
+    for _ in 0..30 {
+        assert_eq!(count(&mut server), "2");
+    }
+    let concurrent: Vec<u64> = (0..40).map(|_| server.send_request("prompts/get", json!({ "name": "count" }))).collect();
+    for id in concurrent {
+        assert_eq!(only_text(&server.response(id)["result"]), "2");
+    }
+    // A call that traps takes its instance with it.
+    let error = server.error("prompts/get", json!({ "name": "count-then-trap" }));
+    assert_eq!(error["code"], -32603);
+    assert_eq!(error["data"]["failure"], "trap", "{error}");
+    for _ in 0..5 {
+        assert_eq!(count(&mut server), "2");
+    }
+    let completion = json!({ "ref": { "type": "ref/prompt", "name": "count" }, "argument": { "name": "value", "value": "" } });
+    for _ in 0..5 {
+        assert_eq!(server.result("completion/complete", completion.clone())["completion"]["values"], json!(["2"]));
+        assert_eq!(count(&mut server), "2");
+    }
+}
