@@ -564,6 +564,9 @@ impl ResourceServer {
     /// addresses left of the first untrusted one are the client's to write).
     /// A value that is not an address ends the walk at the proxy that wrote it.
     pub fn client_address<'a>(&self, forwarded_for: impl Iterator<Item = &'a [u8]>, peer: IpAddr) -> IpAddr {
+        // A dual-stack listener sees an IPv4 client as ::ffff:a.b.c.d, which
+        // no IPv4 block contains: compare and count addresses canonically.
+        let peer = peer.to_canonical();
         let trusted = |address: &IpAddr| self.settings.trusted_proxies.iter().any(|proxy| proxy.contains(address));
         if !trusted(&peer) {
             return peer;
@@ -571,7 +574,7 @@ impl ResourceServer {
         let hops: Vec<&'a [u8]> = forwarded_for.flat_map(|value| value.split(|byte| *byte == b',')).collect();
         let mut client = peer;
         for hop in hops.into_iter().rev() {
-            let Some(address) = std::str::from_utf8(hop).ok().and_then(|hop| hop.trim().parse::<IpAddr>().ok()) else {
+            let Some(address) = std::str::from_utf8(hop).ok().and_then(|hop| hop.trim().parse::<IpAddr>().ok()).map(|address| address.to_canonical()) else {
                 break;
             };
             client = address;
@@ -1264,6 +1267,9 @@ mod tests {
         assert_eq!(client(&["192.0.2.1, junk, 10.2.2.2"], "10.0.0.1"), address("10.2.2.2"));
         // Every hop trusted: the leftmost.
         assert_eq!(client(&["10.3.3.3, 10.2.2.2"], "10.0.0.1"), address("10.3.3.3"));
+        // A dual-stack listener's IPv4 peer (and hop) is compared as IPv4.
+        assert_eq!(client(&["::ffff:192.0.2.1"], "::ffff:10.0.0.1"), address("192.0.2.1"));
+        assert_eq!(client(&["192.0.2.1"], "::ffff:192.0.2.9"), address("192.0.2.9"));
     }
 
     #[test]

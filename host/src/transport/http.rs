@@ -1048,7 +1048,10 @@ impl Connections {
     /// a place is coming.
     fn shed_idle_longest(&self) -> bool {
         let mut states = self.states.lock().expect("never poisoned");
-        if states.open.values().any(|state| state.shed.is_cancelled()) {
+        // A shed connection that took a request as it was picked finishes
+        // it first: if that is a long-lived stream, its place is not coming,
+        // so only a shed connection with nothing under way counts as closing.
+        if states.open.values().any(|state| state.shed.is_cancelled() && state.busy == 0) {
             return true;
         }
         let Some(state) = states
