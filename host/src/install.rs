@@ -59,8 +59,18 @@ pub enum InstallError {
     OlderVersion { name: String, reference: String, digest: String, version: String, installed: String },
     #[error("{name:?} is not a valid plugin name: use {} (choose one with --name)", crate::plugin::PLUGIN_NAME_RULE)]
     InvalidName { name: String },
-    #[error("a plugin named {name:?} is already installed ({path}): `prompt-host update {name}` replaces it")]
+    #[error(
+        "a plugin named {name:?} is already installed ({path}): `prompt-host update {name} --to REFERENCE` moves it \
+         to another reference, in one step, with the same checks as add"
+    )]
     AlreadyInstalled { name: String, path: String },
+    #[error("--to names the pack to move one plugin to: name it (`prompt-host update NAME --to {reference}`)")]
+    ToWithoutName { reference: String },
+    #[error(
+        "{name} is installed from the config's source ([plugins.{name}] source = {configured:?}), which `serve` \
+         would put back: change the source there instead of moving it with --to"
+    )]
+    PinnedBySource { name: String, configured: String },
     #[error("no pack named {name:?} is installed from a registry (prompt-host.lock has {known})")]
     NotInstalled { name: String, known: String },
     #[error("cannot write {path}: {error}")]
@@ -103,6 +113,9 @@ pub enum Updated {
     Replaced { pack: LockedPack, previous: String },
     /// Same digest, but the file on disk had changed or gone: put back.
     Restored(LockedPack),
+    /// Moved to another reference (`update NAME --to`) that names the
+    /// installed digest: only the lockfile's reference changed.
+    Moved { pack: LockedPack, previous: String },
 }
 
 impl<'a> Installation<'a> {
@@ -202,12 +215,29 @@ impl<'a> Installation<'a> {
     /// install had before, nor to a pack whose version (`describe-pack`) is
     /// lower than the installed one's. Then the store keeps only what the
     /// lockfile names.
+    ///
+    /// With `to`, the one pack `name` moves to that reference (a new tag, a
+    /// digest, another repository), with the checks `add` makes, and its
+    /// file is replaced in one rename: a running server never serves
+    /// without it.
     pub async fn update(
         &self,
         name: Option<&str>,
+        to: Option<&str>,
         allow_downgrade: bool,
         progress: Progress<'_>,
     ) -> Result<Vec<(String, Result<Updated, InstallError>)>, InstallError> {
+        let to = match (to, name) {
+            (Some(to), None) => return Err(InstallError::ToWithoutName { reference: to.to_string() }),
+            (Some(to), Some(name)) => {
+                let to = PackReference::parse(to)?;
+                if let Some(source) = self.config.plugins.get(name).and_then(|plugin| plugin.source.clone()).filter(|source| *source != to.to_string()) {
+                    return Err(InstallError::PinnedBySource { name: name.to_string(), configured: source });
+                }
+                Some(to)
+            }
+            (None, _) => None,
+        };
         let _held = self.hold().await?;
         let lockfile = Lockfile::read(&self.lockfile)?;
         let packs: Vec<LockedPack> = match name {
@@ -217,7 +247,7 @@ impl<'a> Installation<'a> {
         let client = self.client()?;
         let mut outcomes = Vec::new();
         for locked in packs {
-            let outcome = self.update_one(&client, &locked, allow_downgrade, progress).await;
+            let outcome = self.update_one(&client, &locked, to.as_ref(), allow_downgrade, progress).await;
             outcomes.push((locked.name.clone(), outcome));
         }
         self.collect_garbage();
@@ -228,21 +258,31 @@ impl<'a> Installation<'a> {
         &self,
         client: &RegistryClient,
         locked: &LockedPack,
+        to: Option<&PackReference>,
         allow_downgrade: bool,
         progress: Progress<'_>,
     ) -> Result<Updated, InstallError> {
-        let reference = PackReference::parse(&locked.reference)?;
+        let reference = match to {
+            Some(to) => to.clone(),
+            None => PackReference::parse(&locked.reference)?,
+        };
+        let moved = reference.to_string() != locked.reference;
         let digest = client.resolve(&reference).await?;
         let on_disk = self.file_state(locked).await;
-        if digest == locked.digest && on_disk == FileState::Agrees {
+        if digest == locked.digest && on_disk == FileState::Agrees && !moved {
             return Ok(Updated::UpToDate(locked.clone()));
         }
         if digest == locked.digest {
+            // Verified again: a signature binds the repository, and a
+            // moved reference may name another one.
             let mut fetched = self.fetch_verified(client, &locked.name, &reference, &digest, None, progress).await?;
             fetched.pack.previous_digests = locked.previous_digests.clone();
             fetched.pack.version = locked.version.clone();
             self.record_and_place(&fetched, Placing::Replace)?;
-            return Ok(Updated::Restored(fetched.pack));
+            return Ok(match on_disk {
+                FileState::Agrees => Updated::Moved { pack: fetched.pack, previous: locked.reference.clone() },
+                _ => Updated::Restored(fetched.pack),
+            });
         }
         if !allow_downgrade && locked.previous_digests.contains(&digest) {
             return Err(InstallError::MovedPast { name: locked.name.clone(), reference: reference.to_string(), digest, installed: locked.digest.clone() });

@@ -1914,3 +1914,75 @@ fn a_huge_sparse_pack_file_is_refused_by_name_before_it_is_read() {
     let peak = peak_memory(server.pid());
     assert!(peak < 512 << 20, "the host held {peak} bytes at its peak");
 }
+
+#[test]
+fn update_to_moves_a_pack_to_a_new_tag_in_one_step_under_a_connected_client_with_the_checks_of_add() {
+    let signed = Signed::new();
+    let site = &signed.site;
+    // conformance says it is 0.1.0, writing_assistant 0.2.0 (describe-pack).
+    let (old, first) = signed.publish_signed("conformance", "acme/pack", "1.0", Some(&signed.key), &[]);
+    site.ok("add", &[&old]);
+    let (new, second) = signed.publish_signed("writing_assistant", "acme/pack", "1.1", Some(&signed.key), &[]);
+
+    // Its own tag has not moved; add names the command that moves it.
+    assert_eq!(site.ok("update", &["pack"]).trim(), format!("pack: up to date ({first})"));
+    let refused = site.refused("add", &[&new, "--name", "pack"]);
+    assert_eq!(
+        refused.trim(),
+        format!(
+            "error: a plugin named \"pack\" is already installed ({}): `prompt-host update pack --to REFERENCE` moves it to another \
+             reference, in one step, with the same checks as add",
+            site.path("packs").join("pack.wasm").display()
+        )
+    );
+    // --to without a name is refused before anything is fetched.
+    let unnamed = site.run("update", &["--to", &new]);
+    let said = String::from_utf8_lossy(&unnamed.stderr);
+    assert_eq!(unnamed.status.code(), Some(2), "{said}");
+    assert!(said.starts_with("error: the following required arguments were not provided:\n  <NAME>"), "{said}");
+
+    // Moved under a connected client: the list is never empty, and it changes once.
+    let mut server = Server::start(&["--config", &site.config()]);
+    let before = server.list_all_names();
+    assert!(!before.is_empty());
+    let said = std::thread::scope(|scope| {
+        let update = scope.spawn(|| site.ok("update", &["pack", "--to", &new]));
+        while !update.is_finished() {
+            let names = server.list_all_names();
+            assert!(!names.is_empty(), "the server served no prompts while the pack moved");
+        }
+        update.join().unwrap()
+    });
+    // The last line (loading the pulled pack to read its version may log its compile first).
+    let last = said.trim().lines().last().unwrap();
+    assert!(last.starts_with(&format!("updated pack from {new} ({second}")) && last.ends_with(&format!("(was {first})")), "{said}");
+    server.notification("notifications/prompts/list_changed");
+    let mut after = server.list_all_names();
+    after.sort();
+    assert_eq!(after, vec!["draft_email", "translate"], "writing_assistant's prompts, where conformance's were: {before:?}");
+    // Past the watcher's settling time, no second change was announced.
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let more: Vec<Value> = server.drain_notifications().into_iter().filter(|n| n["method"] == "notifications/prompts/list_changed").collect();
+    assert_eq!(more, Vec::<Value>::new());
+    let lockfile = site.lockfile();
+    assert!(lockfile.contains(&format!("reference = \"{new}\"\ndigest = \"{second}\"")), "{lockfile}");
+    assert!(lockfile.contains(&format!("previous_digests = [\"{first}\"]")), "{lockfile}");
+
+    // Back to the old tag is a rollback, refused as update refuses one.
+    let back = site.refused("update", &["pack", "--to", &old]);
+    assert_eq!(
+        back.trim(),
+        format!(
+            "pack: not updated, the installed pack stays: {old} now names {first}, which pack was updated past (it has {second}): a \
+             registry may be rolling it back; `prompt-host update pack --allow-downgrade` installs it\nerror: 1 of 1 packs not updated"
+        )
+    );
+    // An unsigned pack at another tag is refused as add refuses it.
+    let unsigned = format!("{}:1.2", signed.registry.reference("acme/pack"));
+    publish(site, "code_review", &unsigned);
+    let refused = site.refused("update", &["pack", "--to", &unsigned]);
+    assert!(refused.trim().ends_with(
+        "signature refused: it has no signature, and the configuration requires one\nerror: 1 of 1 packs not updated"
+    ) && refused.contains("pack: not updated, the installed pack stays: "), "{refused}");
+    assert!(site.lockfile().contains(&format!("reference = \"{new}\"")));
+}

@@ -227,9 +227,14 @@ enum Command {
     /// had before, nor a lower version (describe-pack). A pack that fails
     /// keeps what is installed, and the reason is printed; exits with status
     /// 1 if any failed. The pack store then keeps only what prompt-host.lock
-    /// names.
+    /// names. With --to, moves NAME to another reference (a new tag, say)
+    /// with the checks add makes, replacing its file in one step.
     Update {
         name: Option<String>,
+        /// Move NAME to this reference (oci://REGISTRY/REPOSITORY:TAG or
+        /// @sha256:...) instead of resolving its own again.
+        #[arg(long, value_name = "REFERENCE", requires = "name")]
+        to: Option<String>,
         /// Install what the reference names even if it is older than the
         /// installed pack (a rollback you mean).
         #[arg(long)]
@@ -589,7 +594,9 @@ fn main() -> ExitCode {
                 complete(file, prompt, argument, typed, context, plugin).await
             }
             Command::Add { reference, name, install } => packs::add(&install.config, &reference, name.as_deref()).await,
-            Command::Update { name, allow_downgrade, install } => packs::update(&install.config, name.as_deref(), allow_downgrade).await,
+            Command::Update { name, to, allow_downgrade, install } => {
+                packs::update(&install.config, name.as_deref(), to.as_deref(), allow_downgrade).await
+            }
             Command::Remove { name, install } => packs::remove(&install.config, &name).await,
             Command::List { json, install } => packs::list(&install.config, json).await,
             Command::Publish { file, reference, config } => {

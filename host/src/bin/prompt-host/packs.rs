@@ -43,16 +43,19 @@ pub async fn add(config_path: &Path, reference: &str, name: Option<&str>) -> any
     Ok(())
 }
 
-pub async fn update(config_path: &Path, name: Option<&str>, allow_downgrade: bool) -> anyhow::Result<()> {
+pub async fn update(config_path: &Path, name: Option<&str>, to: Option<&str>, allow_downgrade: bool) -> anyhow::Result<()> {
     let config = config(config_path)?;
     let installation = Installation::new(&config)?;
-    let outcomes = installation.update(name, allow_downgrade, &|_, _| {}).await?;
+    let outcomes = installation.update(name, to, allow_downgrade, &|_, _| {}).await?;
     let mut failed = 0;
     for (name, outcome) in &outcomes {
         match outcome {
             Ok(Updated::UpToDate(pack)) => eprintln!("{name}: up to date ({})", pack.digest),
             Ok(Updated::Replaced { pack, previous }) => {
                 eprintln!("{} (was {previous})", describe("updated", pack, &installation))
+            }
+            Ok(Updated::Moved { pack, previous }) => {
+                eprintln!("{} (was {previous}, the same pack)", describe("moved", pack, &installation))
             }
             Ok(Updated::Restored(pack)) => {
                 eprintln!("{} (the file on disk had changed or gone)", describe("restored", pack, &installation))
