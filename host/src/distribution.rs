@@ -219,6 +219,26 @@ impl RegistrySettings {
     fn is_plain_http(&self, registry: &str) -> bool {
         self.plain_http.iter().any(|plain| plain == registry)
     }
+
+    /// `--plain-http`: the registry of `reference` is reached over plain
+    /// HTTP for this command, as if `[registry] plain_http` listed it.
+    pub fn reach_over_plain_http(&mut self, reference: &str) -> Result<(), DistributionError> {
+        let registry = PackReference::parse(reference)?.registry().to_string();
+        if !self.is_plain_http(&registry) {
+            self.plain_http.push(registry);
+        }
+        Ok(())
+    }
+}
+
+/// Why `registry` could not be reached (`why`, the error's whole chain),
+/// saying so plainly when a TLS handshake met an endpoint that speaks plain
+/// HTTP (rustls reads its answer as a record of an invalid content type).
+fn unreachable(settings: &RegistrySettings, registry: &str, why: String) -> DistributionError {
+    if !settings.is_plain_http(registry) && why.contains("InvalidContentType") {
+        return DistributionError::SpeaksPlainHttp { registry: registry.to_string() };
+    }
+    DistributionError::Unreachable { registry: registry.to_string(), why }
 }
 
 /// Why talking to a registry failed.
@@ -228,6 +248,12 @@ pub enum DistributionError {
     Reference { reference: String, why: String },
     #[error("cannot reach the registry {registry}: {why}")]
     Unreachable { registry: String, why: String },
+    #[error(
+        "cannot reach the registry {registry} over HTTPS: it answered in plain HTTP. If it is meant to be reached \
+         so, pass --plain-http or list it in the config: [registry] plain_http = [\"{registry}\"] (credentials go \
+         over plain HTTP only to a registry on this machine)"
+    )]
+    SpeaksPlainHttp { registry: String },
     #[error(
         "{registry} refused access to {reference}: give credentials in the docker config file \
          ($DOCKER_CONFIG/config.json or ~/.docker/config.json), or in PROMPT_HOST_REGISTRY_USERNAME and \
@@ -784,7 +810,7 @@ impl RegistryClient {
     }
 
     fn unreachable(&self, reference: &PackReference, error: &reqwest::Error) -> DistributionError {
-        DistributionError::Unreachable { registry: reference.registry().to_string(), why: error_chain(error) }
+        unreachable(&self.settings, reference.registry(), error_chain(error))
     }
 }
 

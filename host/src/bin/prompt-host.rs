@@ -220,6 +220,8 @@ enum Command {
         #[arg(long)]
         name: Option<String>,
         #[command(flatten)]
+        plain: PlainHttpArgs,
+        #[command(flatten)]
         install: InstallArgs,
     },
     /// Resolve the tags of installed packs again (or of NAME's) and install
@@ -276,6 +278,8 @@ enum Command {
         /// digest it names now, which may not be what was published.
         #[arg(long)]
         allow_tag: bool,
+        #[command(flatten)]
+        plain: PlainHttpArgs,
         /// A config file whose [registry] section says how to reach the registry.
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
@@ -296,10 +300,22 @@ enum Command {
         file: PathBuf,
         /// oci://REGISTRY/REPOSITORY:TAG
         reference: String,
+        #[command(flatten)]
+        plain: PlainHttpArgs,
         /// A config file whose [registry] section says how to reach the registry.
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
     },
+}
+
+/// How `add`, `publish` and `sign` reach the reference's registry.
+#[derive(Args)]
+struct PlainHttpArgs {
+    /// Reach the reference's registry over plain HTTP, as if the config's
+    /// [registry] plain_http listed it (credentials go over plain HTTP only
+    /// to a registry on this machine).
+    #[arg(long)]
+    plain_http: bool,
 }
 
 /// The config file every command reads when `--config` names none, in the
@@ -593,18 +609,20 @@ fn main() -> ExitCode {
             Command::Complete { file, prompt, argument, typed, context, plugin } => {
                 complete(file, prompt, argument, typed, context, plugin).await
             }
-            Command::Add { reference, name, install } => packs::add(&install.config, &reference, name.as_deref()).await,
+            Command::Add { reference, name, plain, install } => {
+                packs::add(&install.config, &reference, name.as_deref(), plain.plain_http).await
+            }
             Command::Update { name, to, allow_downgrade, install } => {
                 packs::update(&install.config, name.as_deref(), to.as_deref(), allow_downgrade).await
             }
             Command::Remove { name, install } => packs::remove(&install.config, &name).await,
             Command::List { json, install } => packs::list(&install.config, json).await,
-            Command::Publish { file, reference, config } => {
-                packs::publish(&file, &reference, config_file(config).as_deref()).await
+            Command::Publish { file, reference, plain, config } => {
+                packs::publish(&file, &reference, config_file(config).as_deref(), plain.plain_http).await
             }
             Command::Keygen { output_key_prefix } => packs::keygen(&output_key_prefix),
-            Command::Sign { reference, key, allow_tag, config } => {
-                packs::sign(&reference, &key, allow_tag, config_file(config).as_deref()).await
+            Command::Sign { reference, key, allow_tag, plain, config } => {
+                packs::sign(&reference, &key, allow_tag, config_file(config).as_deref(), plain.plain_http).await
             }
         }
     });

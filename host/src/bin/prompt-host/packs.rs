@@ -25,8 +25,17 @@ fn config(path: &Path) -> anyhow::Result<ServeConfig> {
     ServeConfig::from_file(path).context("the registry commands need the config file `serve` uses (--config FILE)")
 }
 
-pub async fn add(config_path: &Path, reference: &str, name: Option<&str>) -> anyhow::Result<()> {
-    let config = config(config_path)?;
+/// `config`, with `reference`'s registry reached over plain HTTP if
+/// `plain_http` (`--plain-http`).
+fn reaching(mut config: ServeConfig, reference: &str, plain_http: bool) -> anyhow::Result<ServeConfig> {
+    if plain_http {
+        config.registry.reach_over_plain_http(reference)?;
+    }
+    Ok(config)
+}
+
+pub async fn add(config_path: &Path, reference: &str, name: Option<&str>, plain_http: bool) -> anyhow::Result<()> {
+    let config = reaching(config(config_path)?, reference, plain_http)?;
     let installation = Installation::new(&config)?;
     let bar = progress_bar();
     let progress = |done: u64, total: u64| {
@@ -102,8 +111,8 @@ fn optional_config(path: Option<&Path>) -> anyhow::Result<ServeConfig> {
     })
 }
 
-pub async fn sign(reference: &str, key: &Path, allow_tag: bool, config_path: Option<&Path>) -> anyhow::Result<()> {
-    let config = optional_config(config_path)?;
+pub async fn sign(reference: &str, key: &Path, allow_tag: bool, config_path: Option<&Path>, plain_http: bool) -> anyhow::Result<()> {
+    let config = reaching(optional_config(config_path)?, reference, plain_http)?;
     let password = std::env::var("COSIGN_PASSWORD").unwrap_or_default();
     let signed = install::sign(&config, reference, key, password.as_bytes(), allow_tag).await?;
     eprintln!("signed {} in the repository {} with {}", signed.digest, signed.repository, key.display());
@@ -169,8 +178,8 @@ fn write_new(path: &str, bytes: &[u8], mode: u32) -> anyhow::Result<()> {
     file.write_all(bytes).with_context(|| format!("cannot write {path}"))
 }
 
-pub async fn publish(file: &Path, reference: &str, config_path: Option<&Path>) -> anyhow::Result<()> {
-    let config = optional_config(config_path)?;
+pub async fn publish(file: &Path, reference: &str, config_path: Option<&Path>, plain_http: bool) -> anyhow::Result<()> {
+    let config = reaching(optional_config(config_path)?, reference, plain_http)?;
     let digest = install::publish(&config, file, reference).await?;
     eprintln!("published {} to {reference}", file.display());
     // The digest alone on stdout, for scripts: it is what a signature signs.
