@@ -234,8 +234,8 @@ impl RegistrySettings {
 /// Why `registry` could not be reached (`why`, the error's whole chain),
 /// saying so plainly when a TLS handshake met an endpoint that speaks plain
 /// HTTP (rustls reads its answer as a record of an invalid content type).
-fn unreachable(settings: &RegistrySettings, registry: &str, why: String) -> DistributionError {
-    if !settings.is_plain_http(registry) && why.contains("InvalidContentType") {
+fn unreachable(plain_http: bool, registry: &str, why: String) -> DistributionError {
+    if !plain_http && why.contains("InvalidContentType") {
         return DistributionError::SpeaksPlainHttp { registry: registry.to_string() };
     }
     DistributionError::Unreachable { registry: registry.to_string(), why }
@@ -335,6 +335,9 @@ pub struct RegistryClient {
     /// asked only at the address the guard looked at.
     token_http: reqwest::Client,
     settings: RegistrySettings,
+    /// Registries on this machine found to speak plain HTTP when asked over
+    /// HTTPS (Docker's convention: such a registry may), for this client's life.
+    found_plain_http: std::sync::Mutex<Vec<String>>,
 }
 
 impl RegistryClient {
@@ -354,7 +357,7 @@ impl RegistryClient {
         });
         let http = http_client(&settings, redirects, None)?;
         let token_http = http_client(&settings, reqwest::redirect::Policy::none(), None)?;
-        Ok(RegistryClient { http, token_http, settings })
+        Ok(RegistryClient { http, token_http, settings, found_plain_http: Default::default() })
     }
 
     fn client(&self, redirects: reqwest::redirect::Policy, pinned: Option<(&str, &[std::net::SocketAddr])>) -> Result<reqwest::Client, DistributionError> {
@@ -662,7 +665,21 @@ impl RegistryClient {
             return Ok(Token::Bearer(token.clone()));
         }
         let url = format!("{}/v2/", self.registry_url(reference));
-        let response = self.http.get(url).send().await.map_err(|error| self.unreachable(&shown, &error))?;
+        let response = match self.http.get(url).send().await {
+            Ok(response) => response,
+            Err(error) => match self.unreachable(&shown, &error) {
+                DistributionError::SpeaksPlainHttp { registry } if is_loopback_registry(&registry) => {
+                    tracing::warn!(
+                        "{registry} answered HTTPS in plain HTTP; it is on this machine, so it is reached over plain HTTP \
+                         (as Docker does): list it in [registry] plain_http, or pass --plain-http, to say so"
+                    );
+                    self.found_plain_http.lock().expect("never poisoned: nothing panics holding it").push(reference.resolve_registry().to_string());
+                    let url = format!("{}/v2/", self.registry_url(reference));
+                    self.http.get(url).send().await.map_err(|error| self.unreachable(&shown, &error))?
+                }
+                refused => return Err(refused),
+            },
+        };
         let challenge = response.headers().get(reqwest::header::WWW_AUTHENTICATE).and_then(|value| value.to_str().ok()).map(str::to_string);
         drop(response);
         let basic = match credentials {
@@ -720,7 +737,7 @@ impl RegistryClient {
     /// The credentials for `registry`, unless it is reached over plain HTTP
     /// from another machine, where anyone on the way could read them.
     fn credentials(&self, registry: &str) -> Option<Credentials> {
-        if self.settings.is_plain_http(registry) && !is_loopback_registry(registry) {
+        if self.is_plain_http(registry) && !is_loopback_registry(registry) {
             return None;
         }
         credentials(registry)
@@ -767,7 +784,7 @@ impl RegistryClient {
     /// `http://REGISTRY` or `https://REGISTRY`.
     fn registry_url(&self, reference: &Reference) -> String {
         let registry = reference.resolve_registry();
-        let scheme = if self.settings.is_plain_http(registry) { "http" } else { "https" };
+        let scheme = if self.is_plain_http(registry) { "http" } else { "https" };
         format!("{scheme}://{registry}")
     }
 
@@ -803,14 +820,21 @@ impl RegistryClient {
 
     fn unauthorized(&self, reference: &PackReference) -> DistributionError {
         let (registry, shown) = (reference.registry().to_string(), reference.to_string());
-        if self.settings.is_plain_http(&registry) && !is_loopback_registry(&registry) {
+        if self.is_plain_http(&registry) && !is_loopback_registry(&registry) {
             return DistributionError::UnauthorizedOverPlainHttp { registry, reference: shown };
         }
         DistributionError::Unauthorized { registry, reference: shown }
     }
 
     fn unreachable(&self, reference: &PackReference, error: &reqwest::Error) -> DistributionError {
-        unreachable(&self.settings, reference.registry(), error_chain(error))
+        unreachable(self.is_plain_http(reference.registry()), reference.registry(), error_chain(error))
+    }
+
+    /// Whether `registry` is reached over plain HTTP: the config (or
+    /// `--plain-http`) says so, or it is on this machine and was found to.
+    fn is_plain_http(&self, registry: &str) -> bool {
+        self.settings.is_plain_http(registry)
+            || self.found_plain_http.lock().expect("never poisoned: nothing panics holding it").iter().any(|found| found == registry)
     }
 }
 
@@ -1091,6 +1115,22 @@ mod tests {
             refused,
             "registry.mirrors: \"https://mirror.local/acme\" is not a registry and repository prefix, as in \"mirror.local:5000/acme\""
         );
+    }
+
+    #[test]
+    fn a_tls_handshake_answered_in_plain_http_names_the_setting_and_the_flag() {
+        // What rustls says when the first bytes back are no TLS record.
+        let why = "error sending request: client error (Connect): received corrupt message of type InvalidContentType".to_string();
+        assert_eq!(
+            unreachable(false, "registry.example:5000", why.clone()).to_string(),
+            "cannot reach the registry registry.example:5000 over HTTPS: it answered in plain HTTP. If it is meant to be \
+             reached so, pass --plain-http or list it in the config: [registry] plain_http = [\"registry.example:5000\"] \
+             (credentials go over plain HTTP only to a registry on this machine)"
+        );
+        // Already reached over plain HTTP, or another failure: said as it is.
+        assert!(matches!(unreachable(true, "registry.example:5000", why), DistributionError::Unreachable { .. }));
+        let refused = unreachable(false, "registry.example:5000", "connection refused".into());
+        assert_eq!(refused.to_string(), "cannot reach the registry registry.example:5000: connection refused");
     }
 
     #[test]
