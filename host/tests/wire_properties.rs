@@ -1,22 +1,24 @@
 //! The front door as properties: whatever a client sends, the stdio line
-//! decoder and the HTTP request path never panic, answer every message that
-//! carries an id exactly once, with that id, and bound what they answer.
-//! Generated messages (deep nesting, huge numbers, bytes that are not UTF-8,
-//! duplicate keys, ids of every JSON type, lines cut short), seeded with the
-//! committed corpus in `tests/wire-corpus`. The `stdio_lines` and
-//! `http_body` fuzz targets (host/fuzz) are the long run of the same.
+//! decoder and the HTTP request path (headers and body) never panic, answer
+//! every message that carries an id exactly once, with that id, and bound
+//! what they answer. Generated messages (deep nesting, huge numbers, bytes
+//! that are not UTF-8, duplicate keys, ids of every JSON type, lines cut
+//! short) and headers, seeded with the committed corpus in
+//! `tests/wire-corpus`. The checks themselves are in
+//! `tests/support/front_door.rs`, shared with the `stdio_lines`,
+//! `http_body` and `http_request` fuzz targets (host/fuzz), the long run of
+//! the same.
+
+#[path = "support/front_door.rs"]
+mod front_door;
 
 use std::path::Path;
 
+use front_door::{Carries, Expect, HttpRequest, item_id};
 use proptest::prelude::*;
-use prompt_host::transport::malformed::http_body;
-use prompt_host::transport::stdio::{Incoming, decode_lines};
-use rmcp::model::{JsonRpcMessage, RequestId};
+use prompt_host::transport::stdio::decode_lines;
+use rmcp::model::RequestId;
 use serde_json::{Value, json};
-
-/// The most an answer to one message may take, besides its id: a reason of
-/// at most 4 KiB, escaped once more by JSON, and the envelope.
-const ANSWER_BYTES: usize = 2 * 4096 + 512;
 
 /// One line a client might send, and what it is known to carry.
 #[derive(Debug, Clone)]
@@ -38,31 +40,26 @@ struct Line {
     id_cut: bool,
 }
 
-/// What one decoded item says: the id it answers or carries, if any.
-fn item_id(item: &Incoming) -> Option<RequestId> {
-    match item {
-        Incoming::Message(JsonRpcMessage::Request(request)) => Some(request.id.clone()),
-        Incoming::Message(_) => None,
-        Incoming::Refused(JsonRpcMessage::Error(error)) => error.id.clone(),
-        Incoming::Refused(other) => panic!("the transport answered with no error: {other:?}"),
+impl Line {
+    /// What the line must get over stdio with lines of at most `limit`
+    /// bytes: past the limit an id is read from the line's first 4 KiB (the
+    /// byte after it there too, to know the id ends) and from its end.
+    fn expect(&self, limit: usize) -> Expect {
+        let overlong = self.bytes.len() > limit;
+        let in_head = self.id_end < (limit + 1).min(4096);
+        let id = match &self.id {
+            Some(id) if !overlong || in_head || self.id_last => Carries::Id(id.clone()),
+            _ if self.id_cut => Carries::NoId,
+            _ => Carries::Any,
+        };
+        Expect { answered: self.has_id, id }
     }
-}
-
-fn answer_bytes(item: &Incoming) -> Option<usize> {
-    match item {
-        Incoming::Refused(answer) => Some(serde_json::to_vec(answer).unwrap().len()),
-        Incoming::Message(_) => None,
-    }
-}
-
-fn id_bytes(id: &Option<RequestId>) -> usize {
-    id.as_ref().map_or(0, |id| serde_json::to_vec(id).unwrap().len())
 }
 
 /// Checks the property for `lines` sent over stdio with a line limit of
 /// `limit` bytes, in reads of `read` bytes, the last line with or without
 /// its newline.
-fn check_stdio(lines: &[Line], limit: usize, read: usize, last_newline: bool) -> Result<(), TestCaseError> {
+fn check_stdio(lines: &[Line], limit: usize, read: usize, last_newline: bool) {
     let mut input = Vec::new();
     for (index, line) in lines.iter().enumerate() {
         input.extend_from_slice(&line.bytes);
@@ -70,64 +67,23 @@ fn check_stdio(lines: &[Line], limit: usize, read: usize, last_newline: bool) ->
             input.push(b'\n');
         }
     }
-    let (items, held) = decode_lines(limit, &input, read).map_err(|error| TestCaseError::fail(error.to_string()))?;
-    prop_assert!(held <= limit + 1 + read, "{held} bytes held for a limit of {limit}");
+    let items = front_door::stdio_stream(limit, read, &input);
     // Line by line, the same decoder gives the same items: no line's fate
     // depends on how the reads cut the input, or on its neighbours.
     let mut one_by_one = Vec::new();
     for line in lines {
-        let mut alone = line.bytes.clone();
-        alone.push(b'\n');
-        let (items, _) = decode_lines(limit, &alone, alone.len()).unwrap();
-        prop_assert!(items.len() <= 1, "one line gave {} items", items.len());
-        if line.has_id {
-            prop_assert_eq!(items.len(), 1, "a line with an id got no answer: {:?}", String::from_utf8_lossy(&line.bytes));
-        }
-        if let (Some(id), Some(item)) = (&line.id, items.first()) {
-            let overlong = line.bytes.len() > limit;
-            // Past the limit an id is read from the line's first 4 KiB (the
-            // byte after it there too, to know the id ends) and from its end.
-            let in_head = line.id_end < (limit + 1).min(4096);
-            if !overlong || in_head || line.id_last {
-                prop_assert_eq!(item_id(item), Some(id.clone()), "{:?}", String::from_utf8_lossy(&line.bytes));
-            }
-        }
-        if line.id_cut && let Some(item) = items.first() {
-            prop_assert_eq!(item_id(item), None, "a cut id was read: {:?}", String::from_utf8_lossy(&line.bytes));
-        }
-        for item in &items {
-            if let Some(bytes) = answer_bytes(item) {
-                prop_assert!(bytes <= ANSWER_BYTES + id_bytes(&item_id(item)), "an answer of {bytes} bytes");
-            }
-        }
-        one_by_one.extend(items);
+        one_by_one.extend(front_door::stdio_line(limit, &line.bytes, &line.expect(limit)));
     }
-    let as_json = |items: &[Incoming]| -> Vec<Value> { items.iter().map(|item| json!(format!("{item:?}"))).collect() };
-    prop_assert_eq!(as_json(&items), as_json(&one_by_one));
-    Ok(())
+    let as_json = |items: &[prompt_host::transport::stdio::Incoming]| -> Vec<Value> {
+        items.iter().map(|item| json!(format!("{item:?}"))).collect()
+    };
+    assert_eq!(as_json(&items), as_json(&one_by_one));
 }
 
-/// Checks the property for one HTTP request body.
-fn check_http(line: &Line) -> Result<(), TestCaseError> {
-    match http_body(&line.bytes) {
-        Ok(message) => {
-            if let Some(id) = &line.id
-                && let JsonRpcMessage::Request(request) = &message
-            {
-                prop_assert_eq!(&request.id, id);
-            }
-        }
-        Err(None) => return Err(TestCaseError::fail("a request was taken for a response and left unanswered")),
-        Err(Some(answer)) => {
-            let JsonRpcMessage::Error(error) = &answer else { return Err(TestCaseError::fail("an answer that is no error")) };
-            if let Some(id) = &line.id {
-                prop_assert_eq!(error.id.as_ref(), Some(id));
-            }
-            let bytes = serde_json::to_vec(&answer).unwrap().len();
-            prop_assert!(bytes <= ANSWER_BYTES + id_bytes(&error.id), "an answer of {bytes} bytes");
-        }
-    }
-    Ok(())
+/// What a line must get as an HTTP request body.
+fn check_http(line: &Line) {
+    let id = line.id.clone().map_or(Carries::Any, Carries::Id);
+    front_door::http_message(&line.bytes, &Expect { answered: line.has_id, id });
 }
 
 /// A JSON value as text, of the kinds that break parsers: deep nesting,
@@ -240,6 +196,60 @@ fn line() -> impl Strategy<Value = Line> {
     ]
 }
 
+/// Headers a client might send, valid or not, each with its name: the
+/// gate's checks (Host, Origin, the bearer token), rmcp's (Accept,
+/// Content-Type, the protocol revision, the session), and ones no check
+/// reads. `None` leaves the header out.
+fn header() -> impl Strategy<Value = (&'static str, Option<String>)> {
+    let long = "x".repeat(100 << 10);
+    prop_oneof![
+        prop_oneof![Just("localhost:1"), Just("127.0.0.1"), Just("example.com"), Just(""), Just("[::1]:8080")]
+            .prop_map(|host| ("host", Some(host.to_string()))),
+        Just(("host", Some(format!("{long}.example")))),
+        Just(("host", None)),
+        prop_oneof![Just("http://localhost:3000"), Just("https://evil.example"), Just("null"), Just("\u{7f}")]
+            .prop_map(|origin| ("origin", Some(origin.to_string()))),
+        Just(("origin", Some(format!("https://{long}")))),
+        prop_oneof![Just("application/json"), Just("text/event-stream"), Just("*/*"), Just("text/html")]
+            .prop_map(|accept| ("accept", Some(accept.to_string()))),
+        Just(("accept", None)),
+        prop_oneof![Just("text/plain"), Just("application/json; charset=utf-8"), Just("application/x-www-form-urlencoded")]
+            .prop_map(|content_type| ("content-type", Some(content_type.to_string()))),
+        Just(("content-type", None)),
+        prop_oneof![Just("Bearer wrong"), Just("bearer front-door-token"), Just("Basic Zm9vOmJhcg=="), Just("Bearer")]
+            .prop_map(|authorization| ("authorization", Some(authorization.to_string()))),
+        Just(("authorization", None)),
+        prop_oneof![Just("2025-03-26"), Just("1999-01-01"), Just("2026-07-28"), Just("")]
+            .prop_map(|version| ("mcp-protocol-version", Some(version.to_string()))),
+        Just(("mcp-protocol-version", None)),
+        prop_oneof![Just("made-up"), Just("a.b.c"), Just("")].prop_map(|session| ("mcp-session-id", Some(session.to_string()))),
+        Just(("mcp-session-id", None)),
+        "[ -~]{0,40}".prop_map(|value| ("x-anything", Some(value))),
+    ]
+}
+
+prop_compose! {
+    /// A request to the front: a method, a path, headers changed from what
+    /// a client of a session sends, a body.
+    fn http_request()(
+        method in prop_oneof![8 => Just("POST"), 1 => Just("GET"), 1 => Just("DELETE"), 1 => Just("PUT")],
+        path in prop_oneof![8 => Just("/mcp"), 1 => Just("/healthz"), 1 => Just("/nowhere")],
+        headers in proptest::collection::vec(header(), 0..4),
+        line in line(),
+    ) -> (HttpRequest, Line) {
+        let mut request = HttpRequest::post(line.bytes.clone());
+        request.method = method.to_string();
+        request.path = path.to_string();
+        for (name, value) in headers {
+            request = match value {
+                Some(value) => request.with(name, value),
+                None => request.without(name),
+            };
+        }
+        (request, line)
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
 
@@ -250,12 +260,49 @@ proptest! {
         read in prop_oneof![Just(1usize), Just(7), Just(4096), Just(1 << 20)],
         last_newline in any::<bool>(),
     ) {
-        check_stdio(&lines, limit, read, last_newline)?;
+        check_stdio(&lines, limit, read, last_newline);
     }
 
     #[test]
     fn every_body_with_an_id_is_answered_once_over_http(line in line()) {
-        check_http(&line)?;
+        check_http(&line);
+    }
+
+    /// Whatever the params (a value, a broken one, bytes), a request with a
+    /// known id around them is answered once, with the id where it can be
+    /// read; over stdio under each limit, and as an HTTP body.
+    #[test]
+    fn params_of_any_kind_do_not_lose_the_id(
+        params in prop_oneof![value(), proptest::collection::vec(any::<u8>(), 0..64), line().prop_map(|line| line.bytes)],
+    ) {
+        for (limit, _) in front_door::STDIO_SHAPES {
+            for (line, expect) in front_door::framed(&params) {
+                front_door::stdio_line(limit, &line, &expect);
+            }
+        }
+        front_door::http_input(&params);
+    }
+}
+
+proptest! {
+    // Each case is a few requests over loopback to the front this process
+    // serves.
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// Whatever the headers and the body, a request to the front gets one
+    /// response, bounded, and a request with an id one JSON-RPC answer with
+    /// its id unless it is refused with a plain HTTP status.
+    #[test]
+    fn every_http_request_is_answered_once((request, line) in http_request()) {
+        let id = line.id.clone().map_or(Carries::Any, Carries::Id);
+        let t = std::time::Instant::now();
+        let r = front_door::http_request(request.clone(), &Expect { answered: line.has_id, id });
+        if t.elapsed().as_millis() > 500 { eprintln!("SLOW {:?} {:?} {:?}", t.elapsed(), request, r); }
+        for (body, expect) in front_door::framed(&line.bytes) {
+            let t = std::time::Instant::now();
+            let r = front_door::http_request(HttpRequest { body, ..request.clone() }, &expect);
+            if t.elapsed().as_millis() > 500 { eprintln!("SLOW {:?} {:?} {:?}", t.elapsed(), request.headers, r); }
+        }
     }
 }
 
@@ -299,29 +346,13 @@ fn corpus() -> Vec<(String, Line)> {
     expected
         .iter()
         .map(|(name, id)| {
-            let bytes = expand(&std::fs::read(dir.join(name)).unwrap());
+            let bytes = front_door::expand(&std::fs::read(dir.join(name)).unwrap());
             let has_id = !matches!(*name, "deep-no-id.json" | "not-json.txt");
             // The corpus is checked whole, under a limit it fits, and under
             // small ones with no claim on the id (`id_end` past any head).
             (name.to_string(), Line { bytes, id: id.clone(), has_id, id_end: usize::MAX, id_last: false, id_cut: false })
         })
         .collect()
-}
-
-/// `<<N*TEXT>>` replaced by TEXT repeated N times.
-fn expand(template: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    let mut rest = template;
-    while let Some(start) = rest.windows(2).position(|window| window == b"<<") {
-        out.extend_from_slice(&rest[..start]);
-        let end = rest[start..].windows(2).position(|window| window == b">>").expect("an unclosed <<") + start;
-        let inner = std::str::from_utf8(&rest[start + 2..end]).unwrap();
-        let (count, text) = inner.split_once('*').unwrap();
-        out.extend_from_slice(text.repeat(count.parse().unwrap()).as_bytes());
-        rest = &rest[end + 2..];
-    }
-    out.extend_from_slice(rest);
-    out
 }
 
 #[test]
@@ -331,21 +362,40 @@ fn the_corpus_is_answered_with_the_ids_it_carries() {
         let (items, _) = decode_lines(16 << 20, &[line.bytes.as_slice(), b"\n"].concat(), 4096).unwrap();
         assert_eq!(items.len(), 1, "{name}: {items:?}");
         assert_eq!(item_id(&items[0]), line.id, "{name}");
-        check_http(line).map_err(|error| format!("{name}: {error}")).unwrap();
-        let answered = http_body(&line.bytes);
-        if let Some(id) = &line.id {
-            let carried = match &answered {
-                Ok(JsonRpcMessage::Request(request)) => Some(request.id.clone()),
-                Ok(_) => None,
-                Err(Some(JsonRpcMessage::Error(error))) => error.id.clone(),
-                Err(_) => None,
-            };
-            assert_eq!(carried.as_ref(), Some(id), "{name}");
+        // Over HTTP, as a body and as a request to the front: with its id,
+        // or with none.
+        let id = match &line.id {
+            Some(id) => Carries::Id(id.clone()),
+            None if line.has_id => Carries::NoId,
+            None => Carries::Any,
+        };
+        let expect = Expect { answered: line.has_id, id };
+        front_door::http_message(&line.bytes, &expect);
+        let response = front_door::http_request(HttpRequest::post(line.bytes.clone()), &expect);
+        if line.has_id {
+            assert!(matches!(response.status, 200 | 400), "{name}: {response:?}");
         }
     }
     // And all of it as one stream, in reads of every size, with small limits too.
     let lines: Vec<Line> = corpus.into_iter().map(|(_, line)| line).collect();
     for (limit, read) in [(16 << 20, 1 << 16), (4096, 7), (100, 4096)] {
-        check_stdio(&lines, limit, read, false).unwrap();
+        check_stdio(&lines, limit, read, false);
+    }
+}
+
+/// The fuzz targets' property holds for their seeds: each corpus file as
+/// `stdio_lines`, `http_body` and `http_request` take it.
+#[test]
+fn the_fuzz_property_holds_for_the_corpus() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/wire-corpus");
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|extension| extension == "md") {
+            continue;
+        }
+        let input = std::fs::read(&path).unwrap();
+        front_door::stdio_input(&input);
+        front_door::http_input(&input);
+        front_door::http_request_input(&input);
     }
 }

@@ -1255,9 +1255,11 @@ fn refusal_logged(refusals: &std::sync::Mutex<LogWindow>) -> bool {
     }
 }
 
-/// A header's value as text (bytes that are not UTF-8 replaced), or "" when absent.
+/// A header's value as a refusal and the log may show it (bytes that are not
+/// UTF-8 replaced, cut as [`crate::validate::error_message`] cuts: a header
+/// may be as long as hyper allows, some 400 KiB), or "" when absent.
 fn header_text(headers: &hyper::HeaderMap, name: hyper::header::HeaderName) -> String {
-    headers.get(name).map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned()).unwrap_or_default()
+    headers.get(name).map(|value| crate::validate::error_message(String::from_utf8_lossy(value.as_bytes()))).unwrap_or_default()
 }
 
 /// The header carrying a session's id.
