@@ -295,13 +295,9 @@ proptest! {
     #[test]
     fn every_http_request_is_answered_once((request, line) in http_request()) {
         let id = line.id.clone().map_or(Carries::Any, Carries::Id);
-        let t = std::time::Instant::now();
-        let r = front_door::http_request(request.clone(), &Expect { answered: line.has_id, id });
-        if t.elapsed().as_millis() > 500 { eprintln!("SLOW {:?} {:?} {:?}", t.elapsed(), request, r); }
+        front_door::http_request(request.clone(), &Expect { answered: line.has_id, id });
         for (body, expect) in front_door::framed(&line.bytes) {
-            let t = std::time::Instant::now();
-            let r = front_door::http_request(HttpRequest { body, ..request.clone() }, &expect);
-            if t.elapsed().as_millis() > 500 { eprintln!("SLOW {:?} {:?} {:?}", t.elapsed(), request.headers, r); }
+            front_door::http_request(HttpRequest { body, ..request.clone() }, &expect);
         }
     }
 }
@@ -316,6 +312,9 @@ fn corpus() -> Vec<(String, Line)> {
         ("deep-no-id.json", None),
         ("not-utf8.json", Some(RequestId::Number(104))),
         ("not-utf8-key.json", Some(RequestId::Number(111))),
+        // Found by the http_request fuzz target: an id of 100,000 bytes
+        // the transport reads from a body serde_json refuses, and echoes.
+        ("not-utf8-key-long-id.json", Some(RequestId::String("}".repeat(100_000).into()))),
         ("truncated.json", Some(RequestId::Number(105))),
         ("duplicate-keys.json", Some(RequestId::Number(106))),
         ("duplicate-ids.json", Some(RequestId::String("again".into()))),
