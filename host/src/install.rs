@@ -57,7 +57,7 @@ pub enum InstallError {
          a registry may be rolling it back; `prompt-host update {name} --allow-downgrade` installs it"
     )]
     OlderVersion { name: String, reference: String, digest: String, version: String, installed: String },
-    #[error("{name:?} is not a valid plugin name: use {} (choose one with --name)", crate::plugin::PLUGIN_NAME_RULE)]
+    #[error("{name:?} is not a valid plugin name: use {} (choose one with --name)", crate::lockfile::PLUGIN_NAME_RULE)]
     InvalidName { name: String },
     #[error(
         "a plugin named {name:?} is already installed ({path}): `prompt-host update {name} --to REFERENCE` moves it \

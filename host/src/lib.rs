@@ -1,6 +1,16 @@
 //! prompt-host: an MCP server that serves prompts from sandboxed WebAssembly
 //! prompt packs.
 //!
+//! This crate is the server. Below it, and kept apart by the compiler, are
+//! the sandbox kernel (`prompt-host-kernel`: [`plugin`], [`validate`],
+//! [`sandbox`], [`cache`], [`limits`], [`log_budget`], [`bindings`]; no
+//! protocol, HTTP, registries or telemetry), the trust chain
+//! (`prompt-host-trust`: [`pack_store`], [`lockfile`], [`signature`],
+//! [`distribution`]; no WebAssembly runtime, no protocol) and the one way a
+//! file is read (`prompt-host-files`: [`files`]), which both of them need.
+//! Their modules are re-exported here under their old names.
+//! `tests/crate-boundaries` checks the dependency trees.
+//!
 //! A request flows top to bottom through these modules, and each depends only
 //! on those below it:
 //! - [`transport`]: MCP over stdio and Streamable HTTP, with the bounds on
@@ -13,8 +23,7 @@
 //! - [`input`]: input-required prompts: forms as elicitation requests, the
 //!   sealed request state, the answers checked;
 //! - [`convert`]: WIT types to MCP types and back;
-//! - [`plugin`]: a loaded plugin and calls into it, and the one rule for
-//!   plugin names;
+//! - [`plugin`]: a loaded plugin and calls into it;
 //! - [`validate`]: checks on everything a plugin returns;
 //! - [`sandbox`]: the engine and one fresh store per call, in each plugin's
 //!   share of the slots;
@@ -34,6 +43,11 @@
 //! - [`files`]: reading a file the host is given: opened without blocking,
 //!   a regular file only, bounded (it depends on no other module).
 //!
+//! From [`plugin`] down, the modules are the kernel's; [`metrics`],
+//! [`traces`] and [`identity`] are the server's, and the kernel reports
+//! what each call used through [`sandbox::CallObserver`], which
+//! [`startup`] implements with them.
+//!
 //! Beside the request path, each depending only on what is listed after it
 //! and on the request path's modules: [`report`] (the `inspect` command's
 //! report as a person reads it), [`inspect`] (that report, built), [`install`]
@@ -41,40 +55,37 @@
 //! [`startup`] (from config to registry, one per tenant, and one plugin for
 //! the `get` command), [`watch`] (the live plugin directory), [`config`], [`bundled`]
 //! (the example packs built in), [`loader`] (from bytes to plugin, their
-//! signature checked), [`lockfile`] (`prompt-host.lock`), [`pack_store`]
+//! signature checked), [`lockfile`] (`prompt-host.lock`, and the one rule
+//! for plugin names), [`pack_store`]
 //! (pulled packs by digest, each install with its provenance), [`signature`] (which
 //! signatures count, and checking them), [`distribution`] (OCI registries,
 //! every byte bounded), [`cache`] (compiled plugins on disk) and
 //! [`scaffold`] (the `new` command: a new pack from templates).
 
-pub mod bindings;
 pub mod bundled;
-pub mod cache;
 pub mod catalog;
 pub mod config;
 pub mod convert;
-pub mod distribution;
 pub mod error;
-pub mod files;
 pub mod handler;
 pub mod identity;
 pub mod input;
 pub mod inspect;
 pub mod install;
-pub mod limits;
-pub mod log_budget;
 pub mod loader;
-pub mod lockfile;
 pub mod metrics;
-pub mod pack_store;
-pub mod plugin;
 pub mod registry;
 pub mod report;
-pub mod sandbox;
 pub mod scaffold;
-pub mod signature;
 pub mod startup;
 pub mod traces;
 pub mod transport;
-pub mod validate;
 pub mod watch;
+
+// The sandbox kernel, the trust chain and the file reader are crates of
+// their own (host/kernel, host/trust, host/files), so that the compiler
+// keeps them apart; their modules are here under the names they have always
+// had, for the modules above and for tests.
+pub use prompt_host_files as files;
+pub use prompt_host_kernel::{bindings, cache, limits, log_budget, plugin, sandbox, validate};
+pub use prompt_host_trust::{distribution, lockfile, pack_store, signature};

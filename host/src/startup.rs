@@ -9,7 +9,7 @@ use crate::cache::CompiledCache;
 use crate::config::ServeConfig;
 use crate::loader::{self, LoadError, LoadFailure, Loader, PluginSettings, PluginSource};
 use crate::registry::Registry;
-use crate::sandbox::{PrepareError, Sandbox};
+use crate::sandbox::{CallObserver, CallUsage, PrepareError, Sandbox};
 use crate::watch::{self, ConfigSource, PluginDirectory, Served};
 
 /// Why the host could not start.
@@ -41,9 +41,20 @@ pub async fn start(config: &ServeConfig, config_source: Option<ConfigSource>) ->
     Ok(host)
 }
 
+/// What each call into a pack used, recorded in the metrics and on the
+/// call's trace span: the server's side of the kernel's [`CallObserver`].
+struct Telemetry;
+
+impl CallObserver for Telemetry {
+    fn call_finished(&self, plugin: &str, usage: &CallUsage) {
+        crate::metrics::call_usage(plugin, usage.fuel, usage.peak_memory_bytes);
+        crate::traces::call_usage(usage.fuel, usage.peak_memory_bytes);
+    }
+}
+
 /// [`start`], without saying the initial load finished.
 async fn load(config: &ServeConfig, config_source: Option<ConfigSource>) -> Result<Host, StartupError> {
-    let sandbox = Arc::new(Sandbox::new(config.sandbox_config())?);
+    let sandbox = Arc::new(Sandbox::new(config.sandbox_config())?.observed_by(Arc::new(Telemetry)));
     let cache = compiled_cache(config, &sandbox);
     let loader = Arc::new(Loader::new(sandbox, cache));
     let registry = Arc::new(Registry::new(Vec::new()));
@@ -127,10 +138,9 @@ pub async fn load_one(path: &Path, config: &ServeConfig) -> Result<Arc<Registry>
 /// enough for its limit, and the compiled cache `config` names. A sandbox
 /// that cannot start fails the plugin's load.
 pub fn loader_for_one(source: &PluginSource, settings: &PluginSettings, config: &ServeConfig) -> Result<Loader, LoadFailure> {
-    let sandbox = Sandbox::new(config.sandbox_config().fitting(&settings.limits)).map_err(|error| LoadFailure {
-        origin: source.origin.clone(),
-        error: LoadError::Link(error.to_string()),
-    })?;
+    let sandbox = Sandbox::new(config.sandbox_config().fitting(&settings.limits))
+        .map_err(|error| LoadFailure { origin: source.origin.clone(), error: LoadError::Link(error.to_string()) })?
+        .observed_by(Arc::new(Telemetry));
     let cache = compiled_cache(config, &sandbox);
     Ok(Loader::new(Arc::new(sandbox), cache))
 }

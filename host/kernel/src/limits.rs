@@ -298,7 +298,7 @@ mod tests {
     /// between its markers, so the document cannot drift from the code.
     #[test]
     fn security_md_states_the_declared_limits() {
-        let document = include_str!("../../SECURITY.md");
+        let document = include_str!("../../../SECURITY.md");
         let start = "<!-- limits:start: rendered by limits::security_table; a test checks it -->\n";
         let end = "<!-- limits:end -->";
         let from = document.find(start).expect("SECURITY.md lacks the limits:start marker") + start.len();

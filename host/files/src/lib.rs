@@ -1,6 +1,9 @@
-//! Reading the files the host is given: packs and their Sigstore bundles in
-//! the plugin directory, the pack store, the lockfile, and the files the
-//! configuration names (keys, trusted roots, CA files, secrets).
+//! Reading the files prompt-host is given: packs and their Sigstore bundles
+//! in the plugin directory, the pack store, the lockfile, compiled-cache
+//! entries, and the files the configuration names (keys, trusted roots, CA
+//! files, secrets). A crate of its own, with no dependency but `rustix`,
+//! because both the sandbox kernel and the trust chain read files, and
+//! neither may depend on the other.
 //!
 //! Every such file is opened the one way here: without blocking
 //! (`O_NONBLOCK`, so a FIFO or a device with no one on the other side
@@ -8,6 +11,7 @@
 //! regular file, and read up to a bound checked before reading. A FIFO put
 //! beside a pack would otherwise stop a rescan, `inspect` or `list` for
 //! good, and with them the server's answer to a stop signal.
+#![warn(missing_docs)]
 
 use std::fs::File;
 use std::io::{self, Read};

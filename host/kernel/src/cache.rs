@@ -88,7 +88,7 @@ impl CompiledCache {
     /// sound entry for exactly those bytes exists.
     pub fn load(&self, engine: &Engine, plugin_digest: &str) -> Option<Component> {
         let path = self.entry(plugin_digest);
-        let (mut file, _) = match crate::files::open_regular(&path) {
+        let (mut file, _) = match prompt_host_files::open_regular(&path) {
             Ok(opened) => opened,
             Err(missing) if missing.kind() == std::io::ErrorKind::NotFound => return None,
             Err(error) => {

@@ -228,6 +228,7 @@ pub struct Sandbox {
     /// The calls running now: the epoch ticker runs only while there are any.
     running: Arc<RunningCalls>,
     output_log: Arc<OutputLog>,
+    observer: Arc<dyn CallObserver>,
     slots: Arc<Semaphore>,
     /// Turns for long calls: one fewer than the cores.
     slow_lane: Arc<Semaphore>,
@@ -256,10 +257,16 @@ impl Sandbox {
             linker,
             running,
             output_log: Arc::default(),
+            observer: Arc::new(Unobserved),
             slots: Arc::new(Semaphore::new(config.max_concurrent_calls)),
             slow_lane: Arc::new(Semaphore::new(cores.saturating_sub(1).max(1))),
             config,
         })
+    }
+
+    /// This sandbox, telling `observer` what each call used.
+    pub fn observed_by(self, observer: Arc<dyn CallObserver>) -> Sandbox {
+        Sandbox { observer, ..self }
     }
 
     /// The engine, for compiling components.
@@ -384,6 +391,7 @@ impl Sandbox {
             _slots: [own, slot],
             _running: RunningCall::start(&self.running),
             output_log: self.output_log.clone(),
+            observer: self.observer.clone(),
         };
         let store = &mut instance.store;
         let result = match pre {
@@ -410,6 +418,7 @@ pub struct Instance {
     _slots: [OwnedSemaphorePermit; 2],
     _running: RunningCall,
     output_log: Arc<OutputLog>,
+    observer: Arc<dyn CallObserver>,
 }
 
 impl Instance {
@@ -529,8 +538,8 @@ impl Instance {
         }
     }
 
-    /// Logs what the plugin printed, and what the call cost (also recorded
-    /// in the metrics and on the call's trace span). When the call
+    /// Logs what the plugin printed, and what the call cost (also told to
+    /// the sandbox's [`CallObserver`]). When the call
     /// `panicked`, its panic output is left out: the panic's message is
     /// logged once, with the failure it ends in.
     fn report(&self, panicked: bool) {
@@ -543,8 +552,7 @@ impl Instance {
         let (stdout, dropped) = self.stdout.contents();
         self.output_log.log(&self.plugin, "stdout", &stdout, dropped);
         let usage = self.usage();
-        crate::metrics::call_usage(&self.plugin, usage.fuel, usage.peak_memory_bytes);
-        crate::traces::call_usage(usage.fuel, usage.peak_memory_bytes);
+        self.observer.call_finished(&self.plugin, &usage);
         tracing::debug!(
             plugin = %self.plugin.escape_debug(),
             fuel_used = usage.fuel,
@@ -588,6 +596,21 @@ impl Instance {
 /// How wasmtime's error reads when a call copied more than its hostcall fuel
 /// allows (the error type itself is private to wasmtime).
 const HOSTCALL_FUEL_EXHAUSTED: &str = "fuel allocated for hostcalls has been exhausted";
+
+/// Told what each call into a plugin used, when it finishes: the server
+/// records it in its metrics and on the call's trace span. Called on the
+/// thread that ran the call, inside the call's span, so it must be quick.
+pub trait CallObserver: Send + Sync {
+    /// The call into `plugin` finished, having used `usage`.
+    fn call_finished(&self, plugin: &str, usage: &CallUsage);
+}
+
+/// The observer of a sandbox no one observes.
+struct Unobserved;
+
+impl CallObserver for Unobserved {
+    fn call_finished(&self, _plugin: &str, _usage: &CallUsage) {}
+}
 
 /// What one call cost, from instantiation to its answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -102,7 +102,17 @@ fn guard_path(lockfile: &Path) -> PathBuf {
     lockfile.with_file_name(name)
 }
 
-pub use crate::plugin::{PLUGIN_NAME_RULE, is_plugin_name};
+/// What may name a plugin, in words: the one rule for a plugin file's name
+/// (`NAME.wasm`), `add --name` (or the repository's last segment) and `new`.
+pub const PLUGIN_NAME_RULE: &str = "lowercase letters, digits, '-' and '_', at most 64, not starting with '-'";
+
+/// Whether `name` may name a plugin, by [`PLUGIN_NAME_RULE`].
+pub fn is_plugin_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
+        && !name.starts_with('-')
+}
 
 /// Why the lockfile cannot be read or written.
 #[derive(Debug, thiserror::Error)]
@@ -116,7 +126,7 @@ impl Lockfile {
     /// Reads the lockfile; a missing one is empty.
     pub fn read(path: &Path) -> Result<Lockfile, LockfileError> {
         let error = |problem: String| LockfileError { path: path.display().to_string(), problem };
-        let text = match crate::files::read_if_exists(path, crate::files::MAX_SMALL_FILE_BYTES) {
+        let text = match prompt_host_files::read_if_exists(path, prompt_host_files::MAX_SMALL_FILE_BYTES) {
             Ok(Some(bytes)) => String::from_utf8(bytes).map_err(|_| error("it is not UTF-8 text".into()))?,
             Ok(None) => return Ok(Lockfile { version: VERSION, packs: Vec::new() }),
             Err(other) => return Err(error(other.to_string())),

@@ -21,7 +21,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::files;
+use prompt_host_files as files;
 use crate::signature::Provenance;
 
 /// A pack store in a directory.
@@ -168,7 +168,7 @@ fn write_whole(path: &Path, bytes: &[u8], replace: bool) -> std::io::Result<()> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::files::MAX_SMALL_FILE_BYTES;
+    use prompt_host_files::MAX_SMALL_FILE_BYTES;
 
     #[test]
     fn a_record_is_found_by_the_components_digest_and_bounded() {

@@ -14,7 +14,7 @@
 /// Bindings of `prompt-host:prompts@0.1.0`.
 pub mod v0_1 {
     wasmtime::component::bindgen!({
-        path: "../wit",
+        path: "../../wit",
         world: "prompt-pack",
         exports: { default: async },
     });
@@ -23,7 +23,7 @@ pub mod v0_1 {
 /// Bindings of `prompt-host:prompts@0.2.0`.
 pub mod v0_2 {
     wasmtime::component::bindgen!({
-        path: "../wit/0.2",
+        path: "../../wit/0.2",
         world: "prompt-pack",
         exports: { default: async },
     });

@@ -8,18 +8,6 @@ use crate::limits::Limits;
 use crate::sandbox::{CallFailure, CallQuota, CallState, Sandbox};
 use crate::validate::{self, Answer};
 
-/// What may name a plugin, in words: the one rule for a plugin file's name
-/// (`NAME.wasm`), `add --name` (or the repository's last segment) and `new`.
-pub const PLUGIN_NAME_RULE: &str = "lowercase letters, digits, '-' and '_', at most 64, not starting with '-'";
-
-/// Whether `name` may name a plugin, by [`PLUGIN_NAME_RULE`].
-pub fn is_plugin_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 64
-        && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
-        && !name.starts_with('-')
-}
-
 /// A prompt pack, loaded, validated and ready to call.
 pub struct Plugin {
     id: String,
@@ -65,7 +53,10 @@ impl PluginError {
 }
 
 impl Plugin {
-    pub(crate) fn new(
+    /// A plugin of prompts already listed and validated (the loader's
+    /// work), called through `pre` in `sandbox`, `quota` calls at a time.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
         id: String,
         digest: String,
         prefix: String,
@@ -79,7 +70,7 @@ impl Plugin {
     }
 
     /// The plugin, with what it says it is.
-    pub(crate) fn with_info(self, info: Option<provider_v0_2::PackInfo>) -> Plugin {
+    pub fn with_info(self, info: Option<provider_v0_2::PackInfo>) -> Plugin {
         Plugin { info, ..self }
     }
 

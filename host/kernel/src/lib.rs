@@ -1,0 +1,33 @@
+//! prompt-host's sandbox kernel: prompt packs (WebAssembly components of the
+//! WIT `prompt-provider` interface) loaded and called in a sandbox, and
+//! everything they return checked.
+//!
+//! A call flows top to bottom through these modules, and each depends only
+//! on those below it:
+//! - [`plugin`]: a loaded plugin and calls into it;
+//! - [`validate`]: checks on everything a plugin returns, and the one rule
+//!   for text a pack or a client controls shown in an error;
+//! - [`sandbox`]: the engine and one fresh store per call, in each plugin's
+//!   share of the slots, with what each call used reported to a
+//!   [`sandbox::CallObserver`];
+//! - [`cache`]: compiled plugins on disk;
+//! - [`limits`]: every limit a plugin runs under, declared once;
+//! - [`log_budget`]: at most so many log lines of a kind per window, for
+//!   what a pack or a client can make the host log;
+//! - [`bindings`]: generated from the WIT packages (0.1 and 0.2, side by
+//!   side), and the one adapter from 0.2's types into the host's.
+//!
+//! It must never depend on the protocol (rmcp), HTTP, registries and
+//! signatures (oci-client, sigstore), or telemetry (prometheus,
+//! opentelemetry): it reports what a call used through
+//! [`sandbox::CallObserver`], which the server implements. `tests/run-all`
+//! checks its dependency tree.
+#![warn(missing_docs)]
+
+pub mod bindings;
+pub mod cache;
+pub mod limits;
+pub mod log_budget;
+pub mod plugin;
+pub mod sandbox;
+pub mod validate;
