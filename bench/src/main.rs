@@ -1107,10 +1107,13 @@ fn micros(duration: Duration) -> String {
     format!("{} µs", duration.as_micros())
 }
 
+/// A row per server: its name, and its loads at 1 and at 64 in flight.
+type StdioRows = Vec<(String, Load, Load)>;
+
 #[derive(Default)]
 struct Report {
-    /// Per driver, a row per server: its loads at 1 and at 64 in flight.
-    stdio: Vec<(&'static str, Vec<(String, Load, Load)>)>,
+    /// Per driver, its rows.
+    stdio: Vec<(&'static str, StdioRows)>,
     http: Vec<(String, Load)>,
     facts: Vec<(String, String)>,
 }

@@ -142,7 +142,7 @@ pub fn unparsed_request(method: &str, params: Option<Value>) -> RequestError {
         "prompts/get" => params_problem::<GetPromptRequestParams>(params),
         "prompts/list" => params_problem::<PaginatedRequestParams>(params),
         "completion/complete" => params_problem::<CompleteRequestParams>(params),
-        _ => return RequestError::UnknownMethod(crate::validate::error_message(method.to_string())),
+        _ => return RequestError::UnknownMethod(crate::validate::error_message(method)),
     };
     RequestError::InvalidParams { method: method.to_string(), problem: crate::validate::error_message(problem) }
 }

@@ -412,13 +412,13 @@ impl Loader {
     /// pass in silence.
     pub async fn compile(&self, id: &str, bytes: &[u8], digest: &str) -> Result<(Component, Origin), LoadError> {
         check_header(bytes)?;
-        if let Some(component) = self.from_cache(digest).await {
+        if let Some(component) = self.cached(digest).await {
             return Ok((component, Origin::Cache));
         }
         // Compiles take turns; a pack with the same bytes may have been
         // compiled and cached while this one waited for its turn.
         let _turn = self.compiling.acquire().await.expect("the loader never closes its semaphore");
-        if let Some(component) = self.from_cache(digest).await {
+        if let Some(component) = self.cached(digest).await {
             return Ok((component, Origin::Cache));
         }
         let (sandbox, cache) = (self.sandbox.clone(), self.cache.clone());
@@ -442,7 +442,7 @@ impl Loader {
 
     /// The compiled component of the pack with this digest, if the cache has
     /// it (read off the async runtime: it reads and checks a file).
-    async fn from_cache(&self, digest: &str) -> Option<Component> {
+    async fn cached(&self, digest: &str) -> Option<Component> {
         let cache = self.cache.clone()?;
         let (engine, digest) = (self.sandbox.engine().clone(), digest.to_string());
         tokio::task::spawn_blocking(move || cache.load(&engine, &digest)).await.expect("a cache read does not panic")

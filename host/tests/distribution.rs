@@ -549,7 +549,7 @@ fn a_pack_named_by_source_is_installed_at_start_and_served_from_the_store_when_t
     let mut server = Server::start(&["--config", &site.config()]);
     assert_eq!(server.list_all_names(), Vec::<String>::new());
     let log = server.wait_for_stderr("not installed from its source");
-    assert!(log.contains(&format!("is damaged (sha256 ")) && log.contains(&format!("prompt-host.lock records {}", sha256_of("code_review"))), "{log}");
+    assert!(log.contains("is damaged (sha256 ") && log.contains(&format!("prompt-host.lock records {}", sha256_of("code_review"))), "{log}");
 }
 
 #[test]

@@ -119,7 +119,7 @@ impl HttpHost {
     }
 
     fn in_flight(&self) -> f64 {
-        let request = format!("GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+        let request = "GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n".to_string();
         let answer = exchange(&mut TcpStream::connect(self.metrics).unwrap(), &request);
         answer
             .lines()

@@ -225,8 +225,8 @@ fn unparsable_messages() -> Vec<(Vec<u8>, Option<Value>, i64)> {
         nested_arrays(200)
     );
     let unknown = format!(
-        r#"{{"jsonrpc":"2.0","id":"one-hundred-two","method":"no/such","params":{}{}}}"#,
-        format!("{}1", "{\"a\":".repeat(100_000)),
+        r#"{{"jsonrpc":"2.0","id":"one-hundred-two","method":"no/such","params":{}1{}}}"#,
+        "{\"a\":".repeat(100_000),
         "}".repeat(100_000)
     );
     // The id last, as the official TypeScript SDK writes it.

@@ -55,7 +55,6 @@ impl PluginError {
 impl Plugin {
     /// A plugin of prompts already listed and validated (the loader's
     /// work), called through `pre` in `sandbox`, `quota` calls at a time.
-    #[allow(clippy::too_many_arguments)]
     pub fn new(
         id: String,
         digest: String,

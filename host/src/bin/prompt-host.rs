@@ -758,7 +758,7 @@ async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
     let elicitations = prompt_host::input::PendingElicitations::new(config.elicitation);
     let server_for = |registry| {
         let server = PromptServer::new(registry, config.page_size)
-            .with_list_caching(list_caching.clone())
+            .with_list_caching(list_caching)
             .with_pending_elicitations(elicitations.another_tenant());
         match &seal {
             Some(seal) => server.with_request_state_seal(seal.clone()),

@@ -264,6 +264,10 @@ struct Keys {
     failure: Option<String>,
 }
 
+/// The answer to an introspection asked, for the requests with the same
+/// token that wait for it.
+type IntrospectionAnswer = tokio::sync::watch::Sender<Option<Result<Grant, Denial>>>;
+
 /// Checks access tokens for this server.
 pub struct ResourceServer {
     settings: AuthorizationSettings,
@@ -281,7 +285,7 @@ pub struct ResourceServer {
     /// The introspections asked or waiting for a turn, by the token's
     /// SHA-256: a request with the same token awaits that answer instead of
     /// asking again, and takes no turn.
-    introspecting: std::sync::Mutex<HashMap<[u8; 32], tokio::sync::watch::Sender<Option<Result<Grant, Denial>>>>>,
+    introspecting: std::sync::Mutex<HashMap<[u8; 32], IntrospectionAnswer>>,
     /// The turns of client networks the issuer has not refused a token from
     /// lately ([`MAX_INTROSPECTIONS_IN_FLIGHT`] -
     /// [`SUSPECT_INTROSPECTIONS_IN_FLIGHT`]).

@@ -194,7 +194,7 @@ impl Scan<'_> {
             match byte {
                 b'"' => in_string = true,
                 b'{' | b'[' => {
-                    if depth % 64 == 0 {
+                    if depth.is_multiple_of(64) {
                         objects.push(0);
                     }
                     if byte == b'{' {
@@ -211,7 +211,7 @@ impl Scan<'_> {
                         return None;
                     }
                     objects[depth / 64] &= !bit;
-                    if depth % 64 == 0 {
+                    if depth.is_multiple_of(64) {
                         objects.pop();
                     }
                     if depth == 0 {
