@@ -49,14 +49,14 @@ pub enum InstallError {
     Lockfile(#[from] LockfileError),
     #[error(
         "{reference} now names {digest}, which {name} was updated past (it has {installed}): a registry may be \
-         rolling it back; `prompt-host update {name} --allow-downgrade` installs it"
+         rolling it back; `prompt-host update {name}{to} --allow-downgrade` installs it"
     )]
-    MovedPast { name: String, reference: String, digest: String, installed: String },
+    MovedPast { name: String, reference: String, digest: String, installed: String, to: ToFlag },
     #[error(
         "{reference} now names {digest}, version {version:?}, older than the installed version {installed:?}: \
-         a registry may be rolling it back; `prompt-host update {name} --allow-downgrade` installs it"
+         a registry may be rolling it back; `prompt-host update {name}{to} --allow-downgrade` installs it"
     )]
-    OlderVersion { name: String, reference: String, digest: String, version: String, installed: String },
+    OlderVersion { name: String, reference: String, digest: String, version: String, installed: String, to: ToFlag },
     #[error("{name:?} is not a valid plugin name: use {} (choose one with --name)", crate::lockfile::PLUGIN_NAME_RULE)]
     InvalidName { name: String },
     #[error(
@@ -285,9 +285,15 @@ impl<'a> Installation<'a> {
             });
         }
         if !allow_downgrade && locked.previous_digests.contains(&digest) {
-            return Err(InstallError::MovedPast { name: locked.name.clone(), reference: reference.to_string(), digest, installed: locked.digest.clone() });
+            return Err(InstallError::MovedPast {
+                name: locked.name.clone(),
+                reference: reference.to_string(),
+                digest,
+                installed: locked.digest.clone(),
+                to: ToFlag(to.cloned()),
+            });
         }
-        let replacing = Replacing { installed: locked, allow_downgrade };
+        let replacing = Replacing { installed: locked, allow_downgrade, to };
         let mut fetched = self.fetch_verified(client, &locked.name, &reference, &digest, Some(replacing), progress).await?;
         fetched.pack = fetched.pack.replacing(locked);
         self.record_and_place(&fetched, Placing::Replace)?;
@@ -464,7 +470,7 @@ impl<'a> Installation<'a> {
         }
         let sha256 = loader::digest(&pulled.wasm);
         let mut version = None;
-        if let Some(Replacing { installed, allow_downgrade }) = replacing {
+        if let Some(Replacing { installed, allow_downgrade, to }) = replacing {
             version = self.pack_version(name, &pulled.wasm).await;
             if !allow_downgrade
                 && let (Some(new), Some(old)) = (&version, self.installed_version(installed).await)
@@ -476,6 +482,7 @@ impl<'a> Installation<'a> {
                     digest: digest.to_string(),
                     version: new.clone(),
                     installed: old,
+                    to: ToFlag(to.cloned()),
                 });
             }
         }
@@ -670,6 +677,22 @@ struct Fetched {
 struct Replacing<'a> {
     installed: &'a LockedPack,
     allow_downgrade: bool,
+    /// The reference `update --to` moves it to, if it does.
+    to: Option<&'a PackReference>,
+}
+
+/// ` --to REFERENCE` when an update moves the pack (so that the command a
+/// refusal suggests installs what was asked for), nothing otherwise.
+#[derive(Debug)]
+pub struct ToFlag(Option<PackReference>);
+
+impl std::fmt::Display for ToFlag {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0 {
+            Some(to) => write!(f, " --to {to}"),
+            None => Ok(()),
+        }
+    }
 }
 
 /// Whether placing a pack may replace a plugin file already there.

@@ -1974,7 +1974,7 @@ fn update_to_moves_a_pack_to_a_new_tag_in_one_step_under_a_connected_client_with
         back.trim(),
         format!(
             "pack: not updated, the installed pack stays: {old} now names {first}, which pack was updated past (it has {second}): a \
-             registry may be rolling it back; `prompt-host update pack --allow-downgrade` installs it\nerror: 1 of 1 packs not updated"
+             registry may be rolling it back; `prompt-host update pack --to {old} --allow-downgrade` installs it\nerror: 1 of 1 packs not updated"
         )
     );
     // An unsigned pack at another tag is refused as add refuses it.
@@ -2017,4 +2017,11 @@ fn a_plain_http_registry_on_this_machine_is_reached_over_plain_http_as_docker_do
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     assert!(!String::from_utf8_lossy(&output.stderr).contains("answered HTTPS in plain HTTP"));
     assert_eq!(String::from_utf8(output.stdout).unwrap().trim(), digest);
+    // update reaches the registries of the packs it updates: with the
+    // notice, and with --plain-http without it.
+    let said = site.ok("update", &[]);
+    assert!(said.contains(&notice), "{said}");
+    assert!(said.trim().ends_with(&format!("{notice}\ncode-review: up to date ({digest})")), "{said}");
+    let said = site.ok("update", &["code-review", "--plain-http"]);
+    assert_eq!(said.trim(), format!("code-review: up to date ({digest})"));
 }

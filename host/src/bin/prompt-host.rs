@@ -241,6 +241,11 @@ enum Command {
         /// installed pack (a rollback you mean).
         #[arg(long)]
         allow_downgrade: bool,
+        /// Reach the registry of --to's reference, or of each pack updated,
+        /// over plain HTTP (credentials go over plain HTTP only to a
+        /// registry on this machine).
+        #[arg(long)]
+        plain_http: bool,
         #[command(flatten)]
         install: InstallArgs,
     },
@@ -612,8 +617,8 @@ fn main() -> ExitCode {
             Command::Add { reference, name, plain, install } => {
                 packs::add(&install.config, &reference, name.as_deref(), plain.plain_http).await
             }
-            Command::Update { name, to, allow_downgrade, install } => {
-                packs::update(&install.config, name.as_deref(), to.as_deref(), allow_downgrade).await
+            Command::Update { name, to, allow_downgrade, plain_http, install } => {
+                packs::update(&install.config, name.as_deref(), to.as_deref(), allow_downgrade, plain_http).await
             }
             Command::Remove { name, install } => packs::remove(&install.config, &name).await,
             Command::List { json, install } => packs::list(&install.config, json).await,

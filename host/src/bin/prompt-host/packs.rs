@@ -7,7 +7,7 @@ use std::path::Path;
 use anyhow::{Context, bail};
 use prompt_host::config::ServeConfig;
 use prompt_host::install::{self, Installation, Listed, Sourced, Updated};
-use prompt_host::lockfile::LockedPack;
+use prompt_host::lockfile::{LockedPack, Lockfile};
 
 /// A download's progress: a bar on a terminal, nothing otherwise.
 fn progress_bar() -> Option<indicatif::ProgressBar> {
@@ -52,8 +52,22 @@ pub async fn add(config_path: &Path, reference: &str, name: Option<&str>, plain_
     Ok(())
 }
 
-pub async fn update(config_path: &Path, name: Option<&str>, to: Option<&str>, allow_downgrade: bool) -> anyhow::Result<()> {
-    let config = config(config_path)?;
+pub async fn update(config_path: &Path, name: Option<&str>, to: Option<&str>, allow_downgrade: bool, plain_http: bool) -> anyhow::Result<()> {
+    let mut config = config(config_path)?;
+    if plain_http {
+        // The registries this update reaches: --to's, or those of the
+        // packs it updates, as prompt-host.lock records them.
+        let references: Vec<String> = match to {
+            Some(to) => vec![to.to_string()],
+            None => {
+                let lockfile = Lockfile::read(&Installation::new(&config)?.lockfile)?;
+                lockfile.packs.into_iter().filter(|pack| name.is_none_or(|name| pack.name == name)).map(|pack| pack.reference).collect()
+            }
+        };
+        for reference in references {
+            config = reaching(config, &reference, true)?;
+        }
+    }
     let installation = Installation::new(&config)?;
     let outcomes = installation.update(name, to, allow_downgrade, &|_, _| {}).await?;
     let mut failed = 0;
