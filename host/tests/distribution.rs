@@ -1987,6 +1987,49 @@ fn update_to_moves_a_pack_to_a_new_tag_in_one_step_under_a_connected_client_with
     assert!(site.lockfile().contains(&format!("reference = \"{new}\"")));
 }
 
+/// A proxy the environment names carries requests to registries elsewhere,
+/// never one to a registry on this machine (with the credentials that go
+/// over plain HTTP only there).
+#[test]
+fn a_proxy_in_the_environment_never_carries_a_request_to_a_registry_on_this_machine() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let storage = tempfile::tempdir().unwrap();
+    let registry = Registry::start(storage.path(), &[]);
+    // A proxy that counts the connections it gets, and answers none.
+    let proxy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let proxy_url = format!("http://{}", proxy.local_addr().unwrap());
+    let reached = Arc::new(AtomicUsize::new(0));
+    let counted = reached.clone();
+    std::thread::spawn(move || {
+        for connection in proxy.incoming() {
+            counted.fetch_add(1, Ordering::SeqCst);
+            drop(connection);
+        }
+    });
+    let proxies = [
+        ("HTTP_PROXY", proxy_url.as_str()),
+        ("HTTPS_PROXY", proxy_url.as_str()),
+        ("ALL_PROXY", proxy_url.as_str()),
+        ("http_proxy", proxy_url.as_str()),
+        ("https_proxy", proxy_url.as_str()),
+        ("NO_PROXY", ""),
+        ("no_proxy", ""),
+    ];
+    let site = Site::new("");
+    let file = built_plugin("code_review");
+    let reference = format!("{}:1.0", registry.reference("acme/code-review"));
+    let published = prompt_host_with(&["publish", file.to_str().unwrap(), &reference, "--plain-http", "--config", &site.config()], &proxies);
+    assert!(published.status.success(), "{}", String::from_utf8_lossy(&published.stderr));
+    let added = prompt_host_with(&["add", &reference, "--plain-http", "--config", &site.config()], &proxies);
+    assert!(added.status.success(), "{}", String::from_utf8_lossy(&added.stderr));
+    assert_eq!(reached.load(Ordering::SeqCst), 0, "a request to the registry on this machine went through the proxy");
+    // A registry elsewhere is reached through it (which here answers nothing).
+    let elsewhere = prompt_host_with(&["add", "oci://registry.example:5000/acme/pack:1", "--config", &site.config()], &proxies);
+    assert!(!elsewhere.status.success());
+    assert!(reached.load(Ordering::SeqCst) > 0, "{}", String::from_utf8_lossy(&elsewhere.stderr));
+}
+
 #[test]
 fn a_plain_http_registry_on_this_machine_is_reached_over_plain_http_as_docker_does_and_said_so_unless_plain_http_is_given() {
     let storage = tempfile::tempdir().unwrap();

@@ -847,7 +847,11 @@ fn http_client(
     redirects: reqwest::redirect::Policy,
     pinned: Option<(&str, &[std::net::SocketAddr])>,
 ) -> Result<reqwest::Client, DistributionError> {
-    let mut http = reqwest::Client::builder().connect_timeout(CONNECT_TIMEOUT).read_timeout(STALL_TIMEOUT).redirect(redirects);
+    let mut http = reqwest::Client::builder()
+        .connect_timeout(CONNECT_TIMEOUT)
+        .read_timeout(STALL_TIMEOUT)
+        .redirect(redirects)
+        .proxy(environment_proxy());
     for pem in &settings.ca_certificates {
         let certificate = reqwest::Certificate::from_pem(pem).map_err(|error| DistributionError::Certificate(error.to_string()))?;
         http = http.add_root_certificate(certificate);
@@ -856,6 +860,24 @@ fn http_client(
         http = http.resolve_to_addrs(name, addresses);
     }
     http.build().map_err(|error| DistributionError::Certificate(error.to_string()))
+}
+
+/// The proxies the environment names, as curl and reqwest read them
+/// (`HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`, lowercase too, and
+/// `NO_PROXY`), but never for a host on this machine: a proxy would carry a
+/// request meant for this machine elsewhere, and with it the credentials
+/// that go over plain HTTP only to this machine.
+fn environment_proxy() -> reqwest::Proxy {
+    let named = |names: &[&str]| names.iter().find_map(|name| std::env::var(name).ok().filter(|value| !value.trim().is_empty()));
+    let https = named(&["HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"]);
+    let http = named(&["http_proxy", "HTTP_PROXY", "ALL_PROXY", "all_proxy"]);
+    reqwest::Proxy::custom(move |url| {
+        if url.host_str().is_some_and(is_loopback_host) {
+            return None;
+        }
+        if url.scheme() == "https" { https.clone() } else { http.clone() }
+    })
+    .no_proxy(reqwest::NoProxy::from_env())
 }
 
 /// What a token is asked for.
