@@ -661,27 +661,28 @@ impl RegistryClient {
     async fn sign_in(&self, reference: &Reference, access: Access) -> Result<Token, DistributionError> {
         let shown = PackReference(reference.clone());
         let credentials = self.credentials(reference.registry());
-        if let Some(Credentials::IdentityToken(token)) = &credentials {
-            return Ok(Token::Bearer(token.clone()));
-        }
         let url = format!("{}/v2/", self.registry_url(reference));
         let response = match self.http.get(url).send().await {
             Ok(response) => response,
-            Err(error) => match self.unreachable(&shown, &error) {
-                DistributionError::SpeaksPlainHttp { registry } if is_loopback_registry(&registry) => {
-                    tracing::warn!(
-                        "{registry} answered HTTPS in plain HTTP; it is on this machine, so it is reached over plain HTTP \
-                         (as Docker does): list it in [registry] plain_http, or pass --plain-http, to say so"
-                    );
-                    self.found_plain_http.lock().expect("never poisoned: nothing panics holding it").push(reference.resolve_registry().to_string());
-                    let url = format!("{}/v2/", self.registry_url(reference));
-                    self.http.get(url).send().await.map_err(|error| self.unreachable(&shown, &error))?
-                }
-                refused => return Err(refused),
-            },
+            Err(error) => {
+                let refused = self.unreachable(&shown, &error);
+                let Some(registry) = plain_http_fallback(&refused) else { return Err(refused) };
+                tracing::warn!(
+                    "{registry} answered HTTPS in plain HTTP; it is on this machine, so it is reached over plain HTTP \
+                     (as Docker does): list it in [registry] plain_http, or pass --plain-http, to say so"
+                );
+                self.found_plain_http.lock().expect("never poisoned: nothing panics holding it").push(reference.resolve_registry().to_string());
+                let url = format!("{}/v2/", self.registry_url(reference));
+                self.http.get(url).send().await.map_err(|error| self.unreachable(&shown, &error))?
+            }
         };
         let challenge = response.headers().get(reqwest::header::WWW_AUTHENTICATE).and_then(|value| value.to_str().ok()).map(str::to_string);
         drop(response);
+        // After the probe, so that a registry on this machine that speaks
+        // plain HTTP is found for an identity token too.
+        if let Some(Credentials::IdentityToken(token)) = &credentials {
+            return Ok(Token::Bearer(token.clone()));
+        }
         let basic = match credentials {
             Some(Credentials::Basic(user, password)) => Some((user, password)),
             _ => None,
@@ -1038,6 +1039,16 @@ fn bearer_challenge(header: &str) -> Option<(String, Option<String>)> {
 }
 
 /// Whether `registry` (`host` or `host:port`) is this machine.
+/// The registry to reach over plain HTTP instead, as Docker does, when a
+/// TLS handshake was answered in plain HTTP (`refusal`) by a registry on
+/// this machine; `None` for any other refusal, or a registry elsewhere.
+fn plain_http_fallback(refusal: &DistributionError) -> Option<&str> {
+    match refusal {
+        DistributionError::SpeaksPlainHttp { registry } if is_loopback_registry(registry) => Some(registry),
+        _ => None,
+    }
+}
+
 fn is_loopback_registry(registry: &str) -> bool {
     url::Url::parse(&format!("http://{registry}")).ok().and_then(|url| url.host_str().map(is_loopback_host)).unwrap_or(false)
 }
@@ -1153,6 +1164,20 @@ mod tests {
         assert!(matches!(unreachable(true, "registry.example:5000", why), DistributionError::Unreachable { .. }));
         let refused = unreachable(false, "registry.example:5000", "connection refused".into());
         assert_eq!(refused.to_string(), "cannot reach the registry registry.example:5000: connection refused");
+    }
+
+    #[test]
+    fn only_a_registry_on_this_machine_falls_back_to_plain_http() {
+        let why = "received corrupt message of type InvalidContentType".to_string();
+        let fallback = |registry: &str| plain_http_fallback(&unreachable(false, registry, why.clone())).map(str::to_string);
+        for here in ["localhost:5000", "127.0.0.1:5000", "127.0.0.2", "[::1]:5000"] {
+            assert_eq!(fallback(here), Some(here.to_string()), "{here}");
+        }
+        for elsewhere in ["registry.example:5000", "[::ffff:127.0.0.1]:5000", "0.0.0.0:5000", "registry.localhost:5000", "localhost.example.com"] {
+            assert_eq!(fallback(elsewhere), None, "{elsewhere}");
+        }
+        // Another failure, on this machine: no fallback.
+        assert_eq!(plain_http_fallback(&unreachable(false, "localhost:5000", "connection refused".into())), None);
     }
 
     #[test]
