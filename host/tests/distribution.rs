@@ -1985,6 +1985,19 @@ fn update_to_moves_a_pack_to_a_new_tag_in_one_step_under_a_connected_client_with
         "signature refused: it has no signature, and the configuration requires one\nerror: 1 of 1 packs not updated"
     ) && refused.contains("pack: not updated, the installed pack stays: "), "{refused}");
     assert!(site.lockfile().contains(&format!("reference = \"{new}\"")));
+
+    // A pack the config pins by source is moved there, not with --to.
+    let config = std::fs::read_to_string(site.path("prompt-host.toml")).unwrap();
+    std::fs::write(site.path("prompt-host.toml"), format!("{config}\n[plugins.pack]\nsource = \"{new}\"\n")).unwrap();
+    let refused = site.refused("update", &["pack", "--to", &unsigned]);
+    assert_eq!(
+        refused.trim(),
+        format!(
+            "error: pack is installed from the config's source ([plugins.pack] source = \"{new}\"), which `serve` would put back: \
+             change the source there instead of moving it with --to"
+        )
+    );
+    assert!(site.lockfile().contains(&format!("reference = \"{new}\"")));
 }
 
 /// A proxy the environment names carries requests to registries elsewhere,
