@@ -1,8 +1,10 @@
 //! Transports: how MCP messages reach the handler. [`stdio`] is the default;
 //! [`http`] serves Streamable HTTP; [`operations`] serves metrics and health;
-//! [`malformed`] answers, on both, a message rmcp cannot parse.
+//! [`malformed`] answers, on both, a message rmcp cannot parse; `front`
+//! holds what the two HTTP fronts share.
 
 pub mod authorization;
+mod front;
 pub mod http;
 pub mod malformed;
 pub mod operations;

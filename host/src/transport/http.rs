@@ -35,7 +35,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full, Limited, combinators::BoxBody};
+use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
@@ -49,6 +49,7 @@ use tokio_util::task::TaskTracker;
 use rmcp::ServerHandler;
 
 use super::TransportError;
+use super::front::{self, Body, LOOPBACK_HOSTS, ListenOptions, plain};
 use super::authorization::{AuthorizationSettings, Denial, ResourceServer};
 use crate::identity::{self, Principal};
 use crate::log_budget::{Admission, LogBudget, LogWindow};
@@ -77,8 +78,7 @@ const ACCEPT_BACKOFF_MAX: Duration = Duration::from_secs(1);
 /// At most one warning about failed accepts per this long.
 const ACCEPT_WARNING_INTERVAL: Duration = Duration::from_secs(1);
 
-/// Hosts and origins allowed without configuration: loopback only.
-const LOOPBACK_HOSTS: &[&str] = &["localhost", "127.0.0.1", "::1", "[::1]"];
+/// Origins allowed without configuration: loopback only.
 const LOOPBACK_ORIGINS: &[&str] = &[
     "http://localhost:*",
     "http://127.0.0.1:*",
@@ -87,16 +87,6 @@ const LOOPBACK_ORIGINS: &[&str] = &[
     "https://127.0.0.1:*",
     "https://[::1]:*",
 ];
-
-/// The options that set up a listener, as its error messages name them.
-pub(super) struct ListenOptions {
-    /// The option giving the address.
-    pub address: &'static str,
-    /// The option allowing an address other than loopback.
-    pub allow_remote: &'static str,
-    /// What else to do when allowing one.
-    pub remote_advice: &'static str,
-}
 
 /// The MCP listener's options.
 const HTTP_OPTIONS: ListenOptions = ListenOptions {
@@ -167,34 +157,14 @@ impl HttpConfig {
     }
 
     /// As [`HttpConfig::resolving`], for the listener `options` name.
-    pub(super) async fn resolving_for(address: &str, options: &ListenOptions) -> Result<HttpConfig, TransportError> {
-        let option = options.address;
-        if let Ok(addr) = address.parse::<SocketAddr>() {
-            return Ok(HttpConfig::new(addr));
+    async fn resolving_for(address: &str, options: &ListenOptions) -> Result<HttpConfig, TransportError> {
+        let address = front::resolve(address, options).await?;
+        let mut config = HttpConfig::new(address.listen[0]);
+        config.listen = address.listen;
+        if let Some(name) = address.name {
+            config.allowed_hosts.push(name.clone());
+            config.listen_name = Some(name);
         }
-        let what_to_write = "write HOST:PORT or IP:PORT, such as localhost:8080, 127.0.0.1:8080 or [::1]:8080";
-        let Some((name, port)) = address.rsplit_once(':').filter(|(name, _)| !name.is_empty()) else {
-            return Err(TransportError::Start(format!("{option} {address:?} has no port: {what_to_write}")));
-        };
-        let Ok(port) = port.parse::<u16>() else {
-            return Err(TransportError::Start(format!("{option} {address:?}: {port:?} is not a port (0 to 65535): {what_to_write}")));
-        };
-        let resolved = tokio::net::lookup_host((name, port)).await.map_err(|error| {
-            TransportError::Start(format!("{option} {address:?}: cannot resolve {name:?}: {error}; {what_to_write}"))
-        })?;
-        let mut listen: Vec<SocketAddr> = Vec::new();
-        for addr in resolved {
-            if !listen.contains(&addr) {
-                listen.push(addr);
-            }
-        }
-        if listen.is_empty() {
-            return Err(TransportError::Start(format!("{option} {address:?}: {name:?} resolves to no address; {what_to_write}")));
-        }
-        let mut config = HttpConfig::new(listen[0]);
-        config.listen = listen;
-        config.allowed_hosts.push(name.to_string());
-        config.listen_name = Some(name.to_string());
         Ok(config)
     }
 }
@@ -272,7 +242,7 @@ impl HttpListener {
     }
 
     /// As [`HttpListener::bind`], for the listener `options` name.
-    pub(super) async fn bind_for(config: HttpConfig, options: &ListenOptions) -> Result<HttpListener, TransportError> {
+    async fn bind_for(config: HttpConfig, options: &ListenOptions) -> Result<HttpListener, TransportError> {
         if config.listen.is_empty() {
             return Err(TransportError::Start("no address to listen on".to_string()));
         }
@@ -283,38 +253,8 @@ impl HttpListener {
             Some(settings) => Some(Arc::new(ResourceServer::new(settings.clone()).map_err(TransportError::Start)?)),
             None => None,
         };
-        if let Some(remote) = config.listen.iter().find(|addr| !addr.ip().is_loopback())
-            && !config.allow_remote
-        {
-            let resolved = match &config.listen_name {
-                Some(name) => format!(" ({name:?} resolves to it)"),
-                None => String::new(),
-            };
-            return Err(TransportError::Start(format!(
-                "refusing to listen on {remote}{resolved}, which is not a loopback address: pass {} to do so{}",
-                options.allow_remote, options.remote_advice
-            )));
-        }
-        raise_descriptor_limit();
-        let mut listeners = Vec::new();
-        let mut local_addrs: Vec<SocketAddr> = Vec::new();
-        for &asked in &config.listen {
-            let mut addr = asked;
-            if let Some(first) = local_addrs.first().filter(|_| asked.port() == 0) {
-                addr.set_port(first.port());
-            }
-            let listener = tokio::net::TcpListener::bind(addr)
-                .await
-                .map_err(|error| TransportError::Start(cannot_listen(addr, &error)))?;
-            local_addrs.push(listener.local_addr().map_err(|error| TransportError::Start(error.to_string()))?);
-            listeners.push(listener);
-        }
+        let (listeners, local_addrs) = front::bind(&config.listen, config.listen_name.as_deref(), config.allow_remote, options).await?;
         Ok(HttpListener { listeners, local_addrs, config, resource_server })
-    }
-
-    /// The sockets, bound and listening, for another server to serve.
-    pub(super) fn into_listeners(self) -> Vec<tokio::net::TcpListener> {
-        self.listeners
     }
 
     /// The addresses listened on (with the port chosen, if 0 was asked).
@@ -609,7 +549,6 @@ fn serve_connection<S: ServerHandler + Clone + Send + Sync + 'static>(
     });
 }
 
-type Body = BoxBody<Bytes, Infallible>;
 
 /// Who may use the front.
 enum Access {
@@ -652,7 +591,7 @@ impl Gate {
             _ => None,
         };
         if let Some(answer) = super::operations::health(&request).or(metadata) {
-            if !super::operations::host_allowed(&request, &self.allowed_hosts) {
+            if !front::host_allowed(&request, &self.allowed_hosts) {
                 return Refusal::Host(header_text(request.headers(), hyper::header::HOST)).answer(peer, &self.refusals);
             }
             return answer;
@@ -1330,34 +1269,6 @@ impl AcceptFailures {
     }
 }
 
-/// Why `addr` cannot be listened on, in words: a port in use says so.
-fn cannot_listen(addr: SocketAddr, error: &std::io::Error) -> String {
-    match error.kind() {
-        std::io::ErrorKind::AddrInUse => format!(
-            "cannot listen on {addr}: port {} is already in use (another process listens on it): \
-             choose another port, or stop that process",
-            addr.port()
-        ),
-        _ => format!("cannot listen on {addr}: {error}"),
-    }
-}
-
-/// Raises this process's soft limit on open descriptors to the hard limit,
-/// so that the connection cap, not a low default soft limit (often 1024),
-/// is what bounds connections.
-fn raise_descriptor_limit() {
-    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
-    let limit = getrlimit(Resource::Nofile);
-    let (Some(soft), Some(hard)) = (limit.current, limit.maximum) else { return };
-    if soft >= hard {
-        return;
-    }
-    match setrlimit(Resource::Nofile, Rlimit { current: Some(hard), maximum: Some(hard) }) {
-        Ok(()) => tracing::debug!(from = soft, to = hard, "raised the open-descriptor limit"),
-        Err(error) => tracing::warn!(soft, hard, "cannot raise the open-descriptor limit: {error}"),
-    }
-}
-
 /// Why the request does not carry the bearer token, if it does not.
 /// Compares digests in constant time, so neither the token nor its length
 /// leaks through timing.
@@ -1402,16 +1313,6 @@ async fn answer_unparsed(response: Response<Body>, body: &Bytes) -> Response<Bod
         return response;
     }
     Response::from_parts(parts, Full::new(said).boxed())
-}
-
-/// A plain-text answer: `text` and a newline.
-pub(super) fn plain(status: StatusCode, text: &str) -> Response<Body> {
-    let mut response = Response::new(Full::new(Bytes::from(format!("{text}\n"))).boxed());
-    *response.status_mut() = status;
-    response
-        .headers_mut()
-        .insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static("text/plain; charset=utf-8"));
-    response
 }
 
 #[cfg(test)]

@@ -22,14 +22,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full, combinators::BoxBody};
+use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use tokio::sync::Semaphore;
 
 use super::TransportError;
-use super::http::{HttpConfig, HttpListener, ListenOptions, plain};
+use super::front::{self, Body, ListenOptions, host_allowed, plain};
 use crate::metrics::{self, Readiness};
 
 /// The path the metrics are served at.
@@ -47,20 +47,16 @@ const MAX_CONNECTIONS: usize = 16;
 /// connection may sit idle between requests.
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Host names accepted without `--metrics-allow-remote`.
-const LOOPBACK_HOSTS: &[&str] = &["localhost", "127.0.0.1", "::1"];
-
 const METRICS_OPTIONS: ListenOptions = ListenOptions {
     address: "--metrics",
     allow_remote: "--metrics-allow-remote",
     remote_advice: " (the metrics name every plugin: keep them on a network only the scraper reaches)",
 };
 
-type Body = BoxBody<Bytes, Infallible>;
-
 /// The metrics listener, bound and listening, not yet served.
 pub struct MetricsListener {
-    listener: HttpListener,
+    listeners: Vec<tokio::net::TcpListener>,
+    local_addrs: Vec<SocketAddr>,
     allow_remote: bool,
 }
 
@@ -69,16 +65,15 @@ impl MetricsListener {
     /// an address other than loopback unless `allow_remote`. Enables the
     /// metrics.
     pub async fn bind(address: &str, allow_remote: bool) -> Result<MetricsListener, TransportError> {
-        let mut config = HttpConfig::resolving_for(address, &METRICS_OPTIONS).await?;
-        config.allow_remote = allow_remote;
-        let listener = HttpListener::bind_for(config, &METRICS_OPTIONS).await?;
+        let address = front::resolve(address, &METRICS_OPTIONS).await?;
+        let (listeners, local_addrs) = front::bind(&address.listen, address.name.as_deref(), allow_remote, &METRICS_OPTIONS).await?;
         metrics::enable();
-        Ok(MetricsListener { listener, allow_remote })
+        Ok(MetricsListener { listeners, local_addrs, allow_remote })
     }
 
     /// The addresses listened on (with the port chosen, if 0 was asked).
     pub fn local_addrs(&self) -> &[SocketAddr] {
-        self.listener.local_addrs()
+        &self.local_addrs
     }
 
     /// Serves `/metrics`, `/healthz` and `/readyz` until the process ends.
@@ -87,7 +82,7 @@ impl MetricsListener {
         tracing::info!("metrics, /healthz and /readyz served on {}", addrs.join(" and "));
         let connections = Arc::new(Semaphore::new(MAX_CONNECTIONS));
         let allow_remote = self.allow_remote;
-        for listener in self.listener.into_listeners() {
+        for listener in self.listeners {
             tokio::spawn(accept(listener, connections.clone(), allow_remote));
         }
     }
@@ -162,20 +157,6 @@ pub(super) fn health<B>(request: &Request<B>) -> Option<Response<Body>> {
             response
         }
     })
-}
-
-/// Whether the request's `Host` names a loopback host or one of `allowed`
-/// (a name, or a name and port), whatever the port.
-pub(super) fn host_allowed<B>(request: &Request<B>, allowed: &[String]) -> bool {
-    let Some(host) = request.headers().get(hyper::header::HOST).and_then(|value| value.to_str().ok()) else {
-        return false;
-    };
-    let host = host.trim().to_ascii_lowercase();
-    let name = match host.strip_prefix('[') {
-        Some(bracketed) => bracketed.split_once(']').map_or(bracketed, |(name, _)| name),
-        None => host.rsplit_once(':').map_or(host.as_str(), |(name, _)| name),
-    };
-    LOOPBACK_HOSTS.contains(&name) || allowed.iter().any(|allowed| allowed.eq_ignore_ascii_case(name) || allowed.eq_ignore_ascii_case(&host))
 }
 
 #[cfg(test)]
