@@ -74,6 +74,18 @@
 //! [tenants.acme]                  # the prompts of tokens whose tenant claim says "acme"
 //! plugins = "packs/acme"
 //! ```
+//!
+//! The file is read, and its errors reported, in one place
+//! ([`ServeConfig::from_toml_in`]); each section's own shape and checks are
+//! in a module of their own beside it (`config/server.rs`, `sandbox.rs`,
+//! `elicitation.rs`, `signatures.rs`, `registry.rs`, `authorization.rs`).
+
+mod authorization;
+mod elicitation;
+mod registry;
+mod sandbox;
+mod server;
+mod signatures;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -82,14 +94,22 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::catalog::DEFAULT_PAGE_SIZE;
+use crate::distribution::RegistrySettings;
 use crate::handler::DEFAULT_LIST_TTL_MS;
-use crate::input::{ElicitationLimits, MAX_ELICITATION_TIMEOUT_MS};
-use crate::limits::{LimitOverrides, Limits, MAX_CONCURRENT_CALLS};
-use crate::distribution::{Mirrors, RegistrySettings};
+use crate::input::ElicitationLimits;
+use crate::limits::{LimitOverrides, Limits};
 use crate::loader::PluginSettings;
-use crate::sandbox::{MAX_WASM_STACK, SandboxConfig};
-use crate::signature::{Identity, Keyless, SignaturePolicy, TrustedKey, TrustedRoot};
-use crate::transport::authorization::{AuthorizationSettings, DEFAULT_INTROSPECTIONS_PER_CLIENT, DEFAULT_KEYS_MAX_AGE, DEFAULT_KEYS_MIN_REFRESH, DEFAULT_LEEWAY, Introspection};
+use crate::sandbox::SandboxConfig;
+use crate::signature::{Identity, Keyless, SignaturePolicy, TrustedKey};
+use crate::transport::authorization::AuthorizationSettings;
+use authorization::{AuthorizationSection, TenantSection};
+use elicitation::ElicitationSection;
+use registry::RegistrySection;
+use sandbox::SandboxSection;
+use server::ServerSection;
+use signatures::{SignaturesSection, read_keys};
+
+pub use authorization::DEFAULT_SCOPE;
 
 /// Everything `prompt-host serve` needs to know.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -507,279 +527,7 @@ struct ConfigFile {
     tenants: BTreeMap<String, TenantSection>,
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct AuthorizationSection {
-    resource: String,
-    issuer: String,
-    jwks_uri: Option<String>,
-    scope: Option<String>,
-    leeway_secs: Option<u64>,
-    jwks_min_refresh_secs: Option<u64>,
-    jwks_max_age_secs: Option<u64>,
-    ca_file: Option<PathBuf>,
-    tenant_claim: Option<String>,
-    default_tenant: Option<String>,
-    introspection_endpoint: Option<String>,
-    accept_untyped_jwt: Option<bool>,
-    client_id: Option<String>,
-    client_secret_file: Option<PathBuf>,
-    introspections_per_client: Option<u64>,
-    trusted_proxies: Option<Vec<String>>,
-}
-
-impl AuthorizationSection {
-    /// The introspection endpoint and this server's credentials there: all
-    /// three or none.
-    fn introspection(&self, folder: &Path) -> Result<Option<Introspection>, String> {
-        match (&self.introspection_endpoint, &self.client_id, &self.client_secret_file) {
-            (None, None, None) => Ok(None),
-            (Some(endpoint), Some(client_id), Some(secret_file)) => {
-                let path = folder.join(secret_file);
-                let secret = crate::files::read_text(&path)
-                    .map_err(|error| format!("authorization.client_secret_file: cannot read {}: {error}", path.display()))?;
-                Ok(Some(Introspection {
-                    endpoint: url::Url::parse(endpoint).map_err(|error| format!("authorization.introspection_endpoint is not a URL: {error}"))?,
-                    client_id: client_id.clone(),
-                    client_secret: secret.trim().to_string(),
-                }))
-            }
-            _ => Err("authorization.introspection_endpoint, client_id and client_secret_file go together".into()),
-        }
-    }
-}
-
-/// The scope a token needs unless `authorization.scope` says otherwise.
-pub const DEFAULT_SCOPE: &str = "prompts";
-
-impl AuthorizationSection {
-    fn apply(&self, folder: &Path) -> Result<AuthorizationSettings, String> {
-        let url = |key: &str, text: &str| url::Url::parse(text).map_err(|error| format!("authorization.{key} is not a URL: {error}"));
-        let mut ca_certificates = Vec::new();
-        if let Some(file) = &self.ca_file {
-            let path = folder.join(file);
-            ca_certificates.push(crate::files::read(&path, crate::files::MAX_SMALL_FILE_BYTES).map_err(|error| format!("authorization.ca_file: cannot read {}: {error}", path.display()))?);
-        }
-        let settings = AuthorizationSettings {
-            resource: url("resource", &self.resource)?,
-            issuer: self.issuer.clone(),
-            jwks_uri: self.jwks_uri.as_deref().map(|uri| url("jwks_uri", uri)).transpose()?,
-            scope: self.scope.clone().unwrap_or_else(|| DEFAULT_SCOPE.to_string()),
-            leeway: self.leeway_secs.map_or(DEFAULT_LEEWAY, Duration::from_secs),
-            introspections_per_client: self
-                .introspections_per_client
-                .map_or(DEFAULT_INTROSPECTIONS_PER_CLIENT, |count| usize::try_from(count).unwrap_or(usize::MAX)),
-            trusted_proxies: self
-                .trusted_proxies
-                .iter()
-                .flatten()
-                .map(|proxy| {
-                    proxy
-                        .parse::<ipnet::IpNet>()
-                        .or_else(|_| proxy.parse::<std::net::IpAddr>().map(ipnet::IpNet::from))
-                        .map_err(|_| format!("authorization.trusted_proxies: {proxy:?} is neither an address nor a CIDR block"))
-                })
-                .collect::<Result<_, _>>()?,
-            keys_min_refresh: self.jwks_min_refresh_secs.map_or(DEFAULT_KEYS_MIN_REFRESH, Duration::from_secs),
-            keys_max_age: self.jwks_max_age_secs.map_or(DEFAULT_KEYS_MAX_AGE, Duration::from_secs),
-            tenant_claim: self.tenant_claim.clone(),
-            ca_certificates,
-            introspection: self.introspection(folder)?,
-            accept_untyped_jwt: self.accept_untyped_jwt.unwrap_or(false),
-        };
-        settings.check()?;
-        Ok(settings)
-    }
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct TenantSection {
-    /// The tenant's plugin directory.
-    plugins: PathBuf,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SignaturesSection {
-    require: Option<bool>,
-    #[serde(default)]
-    public_keys: Vec<PathBuf>,
-    trusted_root: Option<PathBuf>,
-    #[serde(default)]
-    identities: Vec<Identity>,
-}
-
-impl SignaturesSection {
-    /// The trusted root and identities for keyless signatures: both or
-    /// neither, as there is no match-anything default.
-    fn keyless(&self, folder: &Path) -> Result<Option<Keyless>, String> {
-        match (&self.trusted_root, self.identities.is_empty()) {
-            (None, true) => Ok(None),
-            (None, false) => Err("signatures.identities needs signatures.trusted_root to check them against".into()),
-            (Some(_), true) => Err(
-                "signatures.trusted_root needs signatures.identities: the identities (and their issuers) whose keyless \
-                 signatures count; there is no match-anything default"
-                    .into(),
-            ),
-            (Some(file), false) => {
-                let path = folder.join(file);
-                let text = crate::files::read_text(&path)
-                    .map_err(|error| format!("signatures.trusted_root: cannot read {}: {error}", path.display()))?;
-                let root = TrustedRoot::from_json(&text).map_err(|error| format!("signatures.trusted_root: {}: {error}", path.display()))?;
-                Ok(Some(Keyless { root: std::sync::Arc::new(root), identities: self.identities.clone() }))
-            }
-        }
-    }
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RegistrySection {
-    #[serde(default)]
-    plain_http: Vec<String>,
-    ca_file: Option<PathBuf>,
-    max_pack_mib: Option<u64>,
-    timeout_secs: Option<u64>,
-    #[serde(default)]
-    mirrors: BTreeMap<String, String>,
-}
-
-impl RegistrySection {
-    fn apply(&self, folder: &Path) -> Result<RegistrySettings, String> {
-        let mut settings = RegistrySettings {
-            plain_http: self.plain_http.clone(),
-            mirrors: Mirrors::new(self.mirrors.clone())?,
-            ..RegistrySettings::default()
-        };
-        if let Some(file) = &self.ca_file {
-            let path = folder.join(file);
-            let pem = crate::files::read(&path, crate::files::MAX_SMALL_FILE_BYTES).map_err(|error| format!("registry.ca_file: cannot read {}: {error}", path.display()))?;
-            settings.ca_certificates.push(pem);
-        }
-        if let Some(mib) = self.max_pack_mib {
-            positive("registry.max_pack_mib", mib)?;
-            settings.max_pack_bytes = mib.checked_mul(1 << 20).ok_or("registry.max_pack_mib is too large")?;
-            if settings.max_pack_bytes > crate::files::MAX_PACK_FILE_BYTES {
-                return Err(format!(
-                    "registry.max_pack_mib is {mib}, more than the {} MiB a pack file may have",
-                    crate::files::MAX_PACK_FILE_BYTES >> 20
-                ));
-            }
-        }
-        if let Some(seconds) = self.timeout_secs {
-            positive("registry.timeout_secs", seconds)?;
-            settings.timeout = std::time::Duration::from_secs(seconds);
-        }
-        Ok(settings)
-    }
-}
-
-/// Reads the public key files `files` (relative to `folder`) that `key` names.
-fn read_keys(key: &str, files: &[PathBuf], folder: &Path) -> Result<Vec<TrustedKey>, String> {
-    files
-        .iter()
-        .map(|file| {
-            let path = folder.join(file);
-            let pem = crate::files::read_text(&path).map_err(|error| format!("{key}: cannot read {}: {error}", path.display()))?;
-            TrustedKey::new(file.display().to_string(), pem).map_err(|error| format!("{key}: {error}"))
-        })
-        .collect()
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ServerSection {
-    plugins: Option<PathBuf>,
-    page_size: Option<usize>,
-    list_ttl_ms: Option<u64>,
-    require_pinned: Option<bool>,
-    watch: Option<bool>,
-    watch_poll_ms: Option<u64>,
-    cache_dir: Option<PathBuf>,
-    cache_max_mib: Option<u64>,
-    request_state_key_file: Option<PathBuf>,
-    #[serde(default)]
-    request_state_previous_key_files: Vec<PathBuf>,
-    store: Option<PathBuf>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ElicitationSection {
-    timeout_ms: Option<u64>,
-    max_pending_per_session: Option<u64>,
-    max_pending_per_tenant: Option<u64>,
-    max_pending: Option<u64>,
-}
-
-impl ElicitationSection {
-    fn apply(&self, base: ElicitationLimits) -> Result<ElicitationLimits, String> {
-        // A semaphore holds at most this many permits.
-        let count = |key: &str, value: Option<u64>, base: usize| -> Result<usize, String> {
-            let Some(value) = value else { return Ok(base) };
-            positive(key, value)?;
-            let max = tokio::sync::Semaphore::MAX_PERMITS.min(1 << 20) as u64;
-            if value > max {
-                return Err(format!("{key} must be at most {max}"));
-            }
-            Ok(value as usize)
-        };
-        let mut limits = base;
-        if let Some(ms) = self.timeout_ms {
-            positive("elicitation.timeout_ms", ms)?;
-            if ms > MAX_ELICITATION_TIMEOUT_MS {
-                return Err(format!(
-                    "elicitation.timeout_ms must be at most {MAX_ELICITATION_TIMEOUT_MS} (an hour, the life of a requestState)"
-                ));
-            }
-            limits.timeout = Duration::from_millis(ms);
-        }
-        limits.per_session = count("elicitation.max_pending_per_session", self.max_pending_per_session, base.per_session)?;
-        limits.per_tenant = count("elicitation.max_pending_per_tenant", self.max_pending_per_tenant, base.per_tenant)?;
-        limits.in_all = count("elicitation.max_pending", self.max_pending, base.in_all)?;
-        Ok(limits)
-    }
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SandboxSection {
-    max_wasm_stack_kib: Option<u64>,
-    max_concurrent_calls: Option<u64>,
-    queue_wait_ms: Option<u64>,
-}
-
-impl SandboxSection {
-    fn apply(&self, base: &SandboxConfig) -> Result<SandboxConfig, String> {
-        if let Some(kib) = self.max_wasm_stack_kib {
-            positive("sandbox.max_wasm_stack_kib", kib)?;
-            // The engine refuses a larger stack only when it starts, and
-            // then as if the instance pool were at fault.
-            let max = (MAX_WASM_STACK >> 10) as u64;
-            if kib > max {
-                return Err(format!(
-                    "sandbox.max_wasm_stack_kib must be at most {max}: calls run on the engine's {} KiB stacks, and \
-                     the host's own functions need the rest",
-                    crate::sandbox::CALL_STACK >> 10
-                ));
-            }
-        }
-        if let Some(calls) = self.max_concurrent_calls {
-            positive("sandbox.max_concurrent_calls", calls)?;
-            if calls > MAX_CONCURRENT_CALLS {
-                return Err(format!("sandbox.max_concurrent_calls must be at most {MAX_CONCURRENT_CALLS}"));
-            }
-        }
-        Ok(SandboxConfig {
-            max_wasm_stack: self.max_wasm_stack_kib.map_or(base.max_wasm_stack, |kib| (kib as usize) << 10),
-            max_concurrent_calls: self.max_concurrent_calls.map_or(base.max_concurrent_calls, |calls| calls as usize),
-            queue_wait: self.queue_wait_ms.map_or(base.queue_wait, Duration::from_millis),
-            max_memory_bytes: base.max_memory_bytes,
-        })
-    }
-}
-
+/// `value`, which `key` gives, must be at least 1.
 fn positive(key: &str, value: u64) -> Result<(), String> {
     if value == 0 { Err(format!("{key} must be at least 1")) } else { Ok(()) }
 }
