@@ -12,6 +12,9 @@
 //! the runtime (see `sandbox`) instead of holding a worker thread.
 
 /// Bindings of `prompt-host:prompts@0.1.0`.
+// The generated types are documented in the WIT files under wit/; bindgen!
+// cannot carry those comments into its output.
+#[allow(missing_docs)]
 pub mod v0_1 {
     wasmtime::component::bindgen!({
         path: "../../wit",
@@ -21,6 +24,9 @@ pub mod v0_1 {
 }
 
 /// Bindings of `prompt-host:prompts@0.2.0`.
+// The generated types are documented in the WIT files under wit/0.2/;
+// bindgen! cannot carry those comments into its output.
+#[allow(missing_docs)]
 pub mod v0_2 {
     wasmtime::component::bindgen!({
         path: "../../wit/0.2",
@@ -39,8 +45,10 @@ pub const PROVIDER_INTERFACE: &str = "prompt-host:prompts/prompt-provider";
 /// A version of the WIT package a pack may target.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 pub enum WitVersion {
+    /// `prompt-host:prompts@0.1.x` (`wit/`).
     #[serde(rename = "0.1")]
     V0_1,
+    /// `prompt-host:prompts@0.2.x` (`wit/0.2/`), which added `input-required`.
     #[serde(rename = "0.2")]
     V0_2,
 }
@@ -87,7 +95,9 @@ impl std::fmt::Display for WitVersion {
 /// A pack's component, linked and ready to instantiate, in the version of
 /// the bindings it targets.
 pub enum PackPre<T: 'static> {
+    /// A pack that targets 0.1.
     V0_1(v0_1::PromptPackPre<T>),
+    /// A pack that targets 0.2.
     V0_2(v0_2::PromptPackPre<T>),
 }
 
@@ -112,7 +122,9 @@ impl<T: 'static> PackPre<T> {
 
 /// An instantiated pack, in the version of the bindings it targets.
 pub enum Pack {
+    /// A pack that targets 0.1.
     V0_1(v0_1::PromptPack),
+    /// A pack that targets 0.2.
     V0_2(v0_2::PromptPack),
 }
 
@@ -120,7 +132,10 @@ pub enum Pack {
 /// answers with a reply.
 #[derive(Debug, Clone)]
 pub enum PromptAnswer {
+    /// The prompt's messages.
     Reply(provider::PromptReply),
+    /// The pack needs answers from the user first (0.2 packs only): forms to
+    /// fill in, and state of the pack's own that comes back with them.
     InputRequired(provider_v0_2::InputRequired),
 }
 
@@ -129,6 +144,7 @@ pub enum PromptAnswer {
 pub mod from_v0_2 {
     use super::{PromptAnswer, provider as host, provider_v0_2 as v2};
 
+    /// A 0.2 pack's `list-prompts` result, as the host's prompts.
     pub fn prompts(prompts: Vec<v2::Prompt>) -> Vec<host::Prompt> {
         prompts.into_iter().map(prompt).collect()
     }
@@ -164,6 +180,7 @@ pub mod from_v0_2 {
         }
     }
 
+    /// A 0.2 pack's `get-prompt` answer, as the host's [`PromptAnswer`].
     pub fn answer(answer: v2::PromptAnswer) -> PromptAnswer {
         match answer {
             v2::PromptAnswer::Reply(reply) => PromptAnswer::Reply(self::reply(reply)),
@@ -226,6 +243,7 @@ pub mod from_v0_2 {
         }
     }
 
+    /// A 0.2 pack's prompt error, as the host's.
     pub fn error(error: v2::PromptError) -> host::PromptError {
         match error {
             v2::PromptError::NotFound => host::PromptError::NotFound,
@@ -234,6 +252,7 @@ pub mod from_v0_2 {
         }
     }
 
+    /// A 0.2 pack's completion, as the host's.
     pub fn completion(completion: v2::Completion) -> host::Completion {
         host::Completion { values: completion.values, total: completion.total, has_more: completion.has_more }
     }

@@ -52,17 +52,27 @@ pub struct CompiledCache {
 /// Where a compiled component came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Origin {
+    /// Loaded from a sound entry in the cache.
     Cache,
+    /// Compiled from the plugin's bytes: no cache, or no usable entry in it.
     Compiled,
 }
 
 /// Why the cache cannot be used at all.
 #[derive(Debug, thiserror::Error)]
 pub enum CacheError {
+    /// The cache's directory could not be created, opened or inspected.
     #[error("{0}")]
     Io(#[from] std::io::Error),
+    /// The cache's directory is owned by another user, or its group or
+    /// others may write it.
     #[error("{path} is not safe to load native code from: {problem}")]
-    Unsafe { path: String, problem: String },
+    Unsafe {
+        /// The directory refused.
+        path: String,
+        /// What is wrong with it: its owner or its mode.
+        problem: String,
+    },
 }
 
 impl CompiledCache {

@@ -17,9 +17,13 @@ use std::time::Duration;
 /// The unit a limit is written in, in the config file and on the command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Unit {
+    /// A plain number of things (fuel units, calls, prompts, messages).
     Count,
+    /// Milliseconds, for durations.
     Milliseconds,
+    /// Kibibytes (1024 bytes).
     KiB,
+    /// Mebibytes (1024 KiB).
     MiB,
 }
 
@@ -63,10 +67,13 @@ impl Quantity for Duration {
 pub struct Declared {
     /// The key in `[limits]` and `[plugins.NAME.limits]`.
     pub key: &'static str,
+    /// The unit the key is written in.
     pub unit: Unit,
     /// The default, in `unit`.
     pub default: u64,
+    /// The smallest value the key accepts, in `unit`.
     pub min: u64,
+    /// The largest value the key accepts, in `unit`.
     pub max: u64,
     /// What is limited, as SECURITY.md's table says it.
     pub what: &'static str,
@@ -109,7 +116,13 @@ macro_rules! declare_limits {
         #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize)]
         #[serde(deny_unknown_fields)]
         pub struct LimitOverrides {
-            $( pub $key: Option<u64>, )+
+            $(
+                $(#[doc = $doc])+
+                ///
+                /// Written in the unit its key names (`_ms`, `_kib`, `_mib`;
+                /// a count otherwise); `None` keeps the limit it overrides.
+                pub $key: Option<u64>,
+            )+
         }
 
         impl LimitOverrides {

@@ -7,7 +7,9 @@ use std::time::{Duration, Instant};
 /// A budget of `lines` log lines per `window`.
 #[derive(Debug, Clone, Copy)]
 pub struct LogBudget {
+    /// The most lines written in one window.
     pub lines: usize,
+    /// How long one window lasts.
     pub window: Duration,
 }
 

@@ -27,16 +27,54 @@ pub struct Plugin {
 /// names the plugin.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum PluginError {
+    /// The call did not run to an answer: the sandbox refused it (busy) or
+    /// the plugin broke a limit, trapped or panicked.
     #[error("plugin '{plugin}' {failure}")]
-    Failed { plugin: String, failure: CallFailure },
+    Failed {
+        /// The plugin's name.
+        plugin: String,
+        /// What went wrong, with any message the pack wrote cut and escaped.
+        failure: CallFailure,
+    },
+    /// The plugin answered `invalid-arguments`.
     #[error("plugin '{plugin}' rejected the arguments of prompt '{prompt}': {message}")]
-    InvalidArguments { plugin: String, prompt: String, message: String },
+    InvalidArguments {
+        /// The plugin's name.
+        plugin: String,
+        /// The prompt, by the name the plugin declared.
+        prompt: String,
+        /// The plugin's message, cut and escaped.
+        message: String,
+    },
+    /// The plugin answered `internal`.
     #[error("plugin '{plugin}' failed on prompt '{prompt}': {message}")]
-    Internal { plugin: String, prompt: String, message: String },
+    Internal {
+        /// The plugin's name.
+        plugin: String,
+        /// The prompt, by the name the plugin declared.
+        prompt: String,
+        /// The plugin's message, cut and escaped.
+        message: String,
+    },
+    /// The plugin answered `not-found` for a prompt it listed itself.
     #[error("plugin '{plugin}' does not know prompt '{prompt}', although it listed it")]
-    Disowned { plugin: String, prompt: String },
+    Disowned {
+        /// The plugin's name.
+        plugin: String,
+        /// The prompt, by the name the plugin declared.
+        prompt: String,
+    },
+    /// The plugin's answer failed the checks of `validate`, or is larger on
+    /// the wire than its reply limit.
     #[error("plugin '{plugin}' returned an invalid reply for prompt '{prompt}': {problem}")]
-    InvalidReply { plugin: String, prompt: String, problem: String },
+    InvalidReply {
+        /// The plugin's name.
+        plugin: String,
+        /// The prompt, by the name the plugin declared.
+        prompt: String,
+        /// What is wrong with the answer, cut and escaped.
+        problem: String,
+    },
 }
 
 impl PluginError {

@@ -91,29 +91,70 @@ const LONG_CALL: Duration = Duration::from_millis(10);
 /// starts with the plugin's name: "plugin 'acme' exceeded its fuel budget".
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum CallFailure {
+    /// The call burned all its fuel.
     #[error("exceeded its fuel budget ({budget} units)")]
-    OutOfFuel { budget: u64 },
+    OutOfFuel {
+        /// The plugin's fuel limit.
+        budget: u64,
+    },
+    /// The call ran past its deadline, in WebAssembly code or blocked in a
+    /// host call.
     #[error("exceeded its {} ms deadline", deadline.as_millis())]
-    DeadlineExceeded { deadline: Duration },
+    DeadlineExceeded {
+        /// The plugin's deadline.
+        deadline: Duration,
+    },
+    /// A memory of the instance tried to grow past the plugin's memory limit.
     #[error("exceeded its {} MiB memory limit", limit_bytes >> 20)]
-    MemoryLimit { limit_bytes: usize },
+    MemoryLimit {
+        /// The plugin's memory limit, in bytes.
+        limit_bytes: usize,
+    },
+    /// The call used more WebAssembly stack than the sandbox allows.
     #[error("overflowed its {} KiB stack", limit_bytes >> 10)]
-    StackOverflow { limit_bytes: usize },
+    StackOverflow {
+        /// The sandbox's WebAssembly stack limit, in bytes.
+        limit_bytes: usize,
+    },
+    /// The call trapped after the pack wrote a Rust panic message to stderr.
     #[error("panicked: {message}")]
-    Panic { message: String },
+    Panic {
+        /// The panic's message and its location, as the pack wrote them.
+        message: String,
+    },
+    /// The call trapped for any other reason.
     #[error("trapped: {message}")]
-    Trap { message: String },
+    Trap {
+        /// The trap, or the root cause of the error, as wasmtime words it.
+        message: String,
+    },
+    /// No call slot came free within the queue wait: the plugin's quota or
+    /// the sandbox's slots stayed full.
     #[error("could not be called: all {limit} {scope} stayed busy for {} ms", waited.as_millis())]
-    Busy { limit: usize, waited: Duration, scope: BusyScope },
+    Busy {
+        /// How many calls the full scope allows at once.
+        limit: usize,
+        /// How long the call waited for a slot.
+        waited: Duration,
+        /// Whose slots were full.
+        scope: BusyScope,
+    },
+    /// The call's answer, or a call it made to the host, was larger than
+    /// the host copies out of one call.
     #[error("returned more than the {budget} bytes the host copies out of one call")]
-    CopyBudget { budget: usize },
+    CopyBudget {
+        /// The most the host copies out of the instance in one call, in bytes.
+        budget: usize,
+    },
 }
 
 /// Whose calls were all busy: the plugin's own (its quota), or every
 /// plugin's (the sandbox's slots).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BusyScope {
+    /// The plugin's own quota of concurrent calls.
     Plugin,
+    /// The sandbox's slots, shared by every plugin.
     Sandbox,
 }
 
@@ -165,8 +206,13 @@ impl CallFailure {
 /// Why a component could not be prepared for calls.
 #[derive(Debug, thiserror::Error)]
 pub enum PrepareError {
+    /// The engine could not be created, or the component's bytes could not
+    /// be compiled.
     #[error("{0}")]
     Compile(String),
+    /// WASI could not be added to the linker, or the component could not be
+    /// linked against it or does not export the prompt-provider interface
+    /// of its version.
     #[error("{0}")]
     Link(String),
 }
