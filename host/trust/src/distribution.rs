@@ -69,6 +69,10 @@ const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 pub struct PackReference(Reference);
 
 impl PackReference {
+    /// Reads `oci://REGISTRY/REPOSITORY:TAG` or
+    /// `oci://REGISTRY/REPOSITORY@sha256:HEX`; refuses a reference without
+    /// the `oci://` scheme, without a registry host, or with a digest other
+    /// than sha256.
     pub fn parse(text: &str) -> Result<PackReference, DistributionError> {
         let invalid = |why: &str| DistributionError::Reference { reference: text.to_string(), why: why.to_string() };
         let rest = text
@@ -86,14 +90,17 @@ impl PackReference {
         Ok(PackReference(reference))
     }
 
+    /// The registry's host (and port), as written.
     pub fn registry(&self) -> &str {
         self.0.registry()
     }
 
+    /// The repository inside the registry: `team/pack`.
     pub fn repository(&self) -> &str {
         self.0.repository()
     }
 
+    /// The tag the reference names, if it names one.
     pub fn tag(&self) -> Option<&str> {
         self.0.tag()
     }
@@ -244,46 +251,143 @@ fn unreachable(plain_http: bool, registry: &str, why: String) -> DistributionErr
 /// Why talking to a registry failed.
 #[derive(Debug, thiserror::Error)]
 pub enum DistributionError {
+    /// A pack reference could not be read ([`PackReference::parse`]).
     #[error("invalid pack reference {reference:?}: {why}")]
-    Reference { reference: String, why: String },
+    Reference {
+        /// The reference, as given.
+        reference: String,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// The registry or its token service could not be reached, or answered
+    /// in a way that cannot be used (a token service's answer without a
+    /// token, an upload started without a usable location).
     #[error("cannot reach the registry {registry}: {why}")]
-    Unreachable { registry: String, why: String },
+    Unreachable {
+        /// The registry, as the reference names it.
+        registry: String,
+        /// The error and its causes, on one line, or what was wrong.
+        why: String,
+    },
+    /// A registry asked over HTTPS answered in plain HTTP. (Signing in to a
+    /// registry on this machine reaches it over plain HTTP instead.)
     #[error(
         "cannot reach the registry {registry} over HTTPS: it answered in plain HTTP. If it is meant to be reached \
          so, pass --plain-http or list it in the config: [registry] plain_http = [\"{registry}\"] (credentials go \
          over plain HTTP only to a registry on this machine)"
     )]
-    SpeaksPlainHttp { registry: String },
+    SpeaksPlainHttp {
+        /// The registry, as the reference names it.
+        registry: String,
+    },
+    /// The registry (or its token service) answered 401 or 403.
     #[error(
         "{registry} refused access to {reference}: give credentials in the docker config file \
          ($DOCKER_CONFIG/config.json or ~/.docker/config.json), or in PROMPT_HOST_REGISTRY_USERNAME and \
          PROMPT_HOST_REGISTRY_PASSWORD with PROMPT_HOST_REGISTRY={registry}"
     )]
-    Unauthorized { registry: String, reference: String },
+    Unauthorized {
+        /// The registry, as the reference names it.
+        registry: String,
+        /// The pack (or signature) reference, as `oci://...`.
+        reference: String,
+    },
+    /// The registry (or its token service) answered 401 or 403, and the
+    /// registry is reached over plain HTTP from another machine, so no
+    /// credentials were sent to it.
     #[error(
         "{registry} refused access to {reference}, and credentials are never sent to it: it is reached over \
          plain HTTP ([registry] plain_http) and is not on this machine; reach it over HTTPS"
     )]
-    UnauthorizedOverPlainHttp { registry: String, reference: String },
+    UnauthorizedOverPlainHttp {
+        /// The registry, as the reference names it.
+        registry: String,
+        /// The pack (or signature) reference, as `oci://...`.
+        reference: String,
+    },
+    /// An operation (resolving a tag, pulling, publishing...) ran past the
+    /// configured deadline.
     #[error("{what} of {reference} took longer than {seconds} s ([registry] timeout_secs)")]
-    TimedOut { what: &'static str, reference: String, seconds: u64 },
+    TimedOut {
+        /// The operation: "resolving the tag", "pulling the pack"...
+        what: &'static str,
+        /// The pack (or signature) reference, as `oci://...`.
+        reference: String,
+        /// The deadline, in seconds.
+        seconds: u64,
+    },
+    /// The registry answered an HTTP status other than success, 401 or 403;
+    /// or it has no manifest where one was asked for (404).
     #[error("{what} of {reference}: the registry answered {status}")]
-    Status { what: &'static str, reference: String, status: u16 },
+    Status {
+        /// What was being done or read ("the manifest", "pushing"...).
+        what: &'static str,
+        /// The pack (or signature) reference, as `oci://...`.
+        reference: String,
+        /// The HTTP status code.
+        status: u16,
+    },
+    /// A manifest, blob or token service's answer is (or says it will be)
+    /// larger than its bound, or a pack's layer declares a size larger than
+    /// the pack bound.
     #[error("{what} of {reference} is larger than the {limit} bytes allowed")]
-    TooLarge { what: &'static str, reference: String, limit: u64 },
+    TooLarge {
+        /// What was too large ("the manifest", "the pack's component"...).
+        what: &'static str,
+        /// The pack (or signature) reference, as `oci://...`.
+        reference: String,
+        /// The bound, in bytes.
+        limit: u64,
+    },
+    /// A manifest or a blob read does not hash to the digest it was asked
+    /// by.
     #[error("{what} of {reference} does not match its digest: expected {expected}, received {actual}")]
-    DigestMismatch { what: &'static str, reference: String, expected: String, actual: String },
+    DigestMismatch {
+        /// What was read ("the manifest", "the pack's component"...).
+        what: &'static str,
+        /// The pack (or signature) reference, as `oci://...`.
+        reference: String,
+        /// The digest asked for, `sha256:HEX`.
+        expected: String,
+        /// The digest of the bytes received, `sha256:HEX`.
+        actual: String,
+    },
+    /// The manifest is not a CNCF wasm artifact with one component layer,
+    /// or names a blob by a digest other than sha256.
     #[error("{reference} is not a wasm pack: {why}")]
-    NotAPack { reference: String, why: String },
+    NotAPack {
+        /// The pack (or signature) reference, as `oci://...`.
+        reference: String,
+        /// What about the manifest is not a pack's.
+        why: String,
+    },
+    /// A configured CA certificate is not a PEM certificate, or the HTTP
+    /// client could not be built.
     #[error("cannot read the CA certificate: {0}")]
     Certificate(String),
+    /// The token service the registry's challenge names is not asked: it is
+    /// not a URL, is on a refused address or scheme, or redirects.
     #[error("{registry} names the token service {realm:?}, which is refused: {why}")]
-    Realm { registry: String, realm: String, why: String },
+    Realm {
+        /// The registry, as the reference names it.
+        registry: String,
+        /// The token service's URL, as the registry named it.
+        realm: String,
+        /// Why it is refused.
+        why: String,
+    },
+    /// The token service refused access (401 or 403) after the registry's
+    /// credentials were withheld from it, as they may not go there.
     #[error(
         "the token service {realm:?} of {registry} refused access, and the credentials for {registry} are never sent \
          to it: they go only over HTTPS, or to the registry's own host on this machine"
     )]
-    CredentialsWithheld { registry: String, realm: String },
+    CredentialsWithheld {
+        /// The registry, as the reference names it.
+        registry: String,
+        /// The token service's URL, as the registry named it.
+        realm: String,
+    },
 }
 
 /// A pack pulled from a registry: its manifest, its component, and the
@@ -298,6 +402,8 @@ pub struct PulledPack {
     pub manifest: Vec<u8>,
     /// The component.
     pub wasm: Vec<u8>,
+    /// The cosign signatures found for the manifest's digest, at most
+    /// [`MAX_SIGNATURES`], not yet verified.
     pub signatures: Vec<CosignSignature>,
     /// What was found beside it and skipped as not a signature, each with why.
     pub skipped: Vec<String>,
@@ -312,10 +418,15 @@ pub struct CosignSignature {
     pub payload: String,
     /// The signature of the payload's bytes, base64 (as cosign stores it).
     pub signature: String,
+    /// A keyless signature's signing certificate, PEM; `None` for a
+    /// signature by a key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub certificate: Option<String>,
+    /// The certificate chain cosign stored beside the certificate, PEM, if
+    /// not empty. Kept as found; verification chains to the trusted root.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chain: Option<String>,
+    /// A keyless signature's transparency log bundle, cosign's JSON.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bundle: Option<String>,
 }
@@ -341,6 +452,8 @@ pub struct RegistryClient {
 }
 
 impl RegistryClient {
+    /// A client under `settings`; fails if a configured CA certificate
+    /// cannot be used.
     pub fn new(settings: RegistrySettings) -> Result<RegistryClient, DistributionError> {
         // Registries send blobs from elsewhere (a CDN) by redirect; never to a
         // link-local or metadata address (reqwest drops the authorization

@@ -32,7 +32,9 @@ const VERSION: u32 = 1;
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Lockfile {
+    /// The lockfile's format; this host reads only version 1.
     pub version: u32,
+    /// The installed packs (`[[pack]]`), sorted by name, one per name.
     #[serde(default, rename = "pack")]
     pub packs: Vec<LockedPack>,
 }
@@ -118,7 +120,9 @@ pub fn is_plugin_name(name: &str) -> bool {
 #[derive(Debug, thiserror::Error)]
 #[error("{path}: {problem}")]
 pub struct LockfileError {
+    /// The lockfile, or the guard file beside it.
     pub path: String,
+    /// What went wrong: an I/O error, or what in the file is invalid.
     pub problem: String,
 }
 
@@ -183,6 +187,7 @@ impl Lockfile {
         crate::pack_store::write_atomically(path, text.as_bytes()).map_err(|problem| error(problem.to_string()))
     }
 
+    /// The pack named `name`, if it is installed.
     pub fn get(&self, name: &str) -> Option<&LockedPack> {
         self.packs.iter().find(|pack| pack.name == name)
     }

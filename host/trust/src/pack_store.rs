@@ -31,10 +31,12 @@ pub struct PackStore {
 }
 
 impl PackStore {
+    /// The store in `dir` (nothing is created until a pack is put in it).
     pub fn new(dir: PathBuf) -> PackStore {
         PackStore { dir }
     }
 
+    /// The store's directory.
     pub fn dir(&self) -> &Path {
         &self.dir
     }

@@ -40,6 +40,9 @@ pub struct SignaturePolicy {
 /// What keyless signatures are checked against.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Keyless {
+    /// The Sigstore trusted root: the certificate authorities, transparency
+    /// logs and certificate transparency logs keyless signatures are
+    /// checked against.
     pub root: std::sync::Arc<TrustedRoot>,
     /// Never empty: there is no match-anything default.
     pub identities: Vec<Identity>,
@@ -63,6 +66,7 @@ impl SignaturePolicy {
 pub struct TrustedKey {
     /// The key's file, as the configuration names it.
     pub name: String,
+    /// The key, PEM, as read from that file.
     pub pem: String,
 }
 
@@ -85,6 +89,8 @@ pub struct Provenance {
     pub manifest_digest: String,
     /// The manifest, base64, as the registry sent it.
     pub manifest: String,
+    /// The cosign signatures pulled with it, as pulled (checked at each
+    /// load, not when kept).
     pub signatures: Vec<CosignSignature>,
 }
 
@@ -115,19 +121,44 @@ impl std::fmt::Display for Verified {
 /// Why a pack's signature is not accepted.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SignatureError {
+    /// Signatures are required and the pack has none: no provenance record
+    /// with a signature, and no Sigstore bundle.
     #[error("it has no signature, and the configuration requires one")]
     Unsigned,
+    /// Signatures are required, and the policy has no key or keyless
+    /// identity to check one with.
     #[error(
         "the configuration requires a signature but names no key or identity to check it with \
          (signatures.public_keys, signatures.identities)"
     )]
     NoKeys,
+    /// The component's bytes are not those the signed manifest's layer (or
+    /// the Sigstore bundle's signature) names.
     #[error("its bytes (sha256 {actual}) are not the ones its signed manifest names ({expected})")]
-    NotTheSignedBytes { expected: String, actual: String },
+    NotTheSignedBytes {
+        /// The digest that was signed, `sha256:HEX`.
+        expected: String,
+        /// The digest of the component's bytes, `sha256:HEX`.
+        actual: String,
+    },
+    /// The provenance record or the Sigstore bundle cannot be read, or
+    /// contradicts itself (a manifest that is not its recorded digest's,
+    /// or not a pack's).
     #[error("its provenance record is damaged: {0}")]
     Damaged(String),
+    /// There are signatures, but none verifies: none is by a signer the
+    /// policy trusts and signs this digest (and, from a registry, this
+    /// repository).
     #[error("no signature of {manifest_digest} is by a trusted signer ({}): {}", .signers.join(", "), .problems.join("; "))]
-    Untrusted { manifest_digest: String, signers: Vec<String>, problems: Vec<String> },
+    Untrusted {
+        /// What was signed: the manifest's digest, or the pack file's for a
+        /// Sigstore bundle.
+        manifest_digest: String,
+        /// The keys and keyless identities the policy trusts.
+        signers: Vec<String>,
+        /// What is wrong with each signature, in order.
+        problems: Vec<String>,
+    },
 }
 
 /// What a pack's signatures came to under its policy.

@@ -133,8 +133,9 @@ impl std::fmt::Display for Identity {
 pub struct KeylessSignature<'a> {
     /// The signing certificate, DER.
     pub certificate: Vec<u8>,
-    /// The signed bytes, and their signature (base64).
+    /// The signed bytes.
     pub signed: &'a [u8],
+    /// Their signature, base64.
     pub signature: &'a str,
     /// The transparency log's record of it.
     pub log_entry: LogEntry,
@@ -146,11 +147,14 @@ pub struct KeylessSignature<'a> {
 pub struct LogEntry {
     /// The entry (a hashedrekord), base64.
     pub body: String,
+    /// When the log recorded the entry, in seconds since the Unix epoch:
+    /// the time the certificate and the log's key are checked at.
     #[serde(rename = "integratedTime")]
     pub integrated_time: i64,
     /// The log's id, hex.
     #[serde(rename = "logID")]
     pub log_id: String,
+    /// The entry's index in the log.
     #[serde(rename = "logIndex")]
     pub log_index: i64,
     /// The log's signature over the entry's canonical JSON, base64.
