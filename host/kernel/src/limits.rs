@@ -1,6 +1,6 @@
 //! The limits every plugin runs under, declared once: each limit's field,
 //! config key, unit, default, allowed range and documentation are written in
-//! the one [`declare_limits!`] list below, which generates [`Limits`], its
+//! the one `declare_limits!` list below, which generates [`Limits`], its
 //! defaults, the [`LimitOverrides`] a config file or the command line sets,
 //! their checks, and the limits table of SECURITY.md (a test keeps that table
 //! equal to [`security_table`]). Each limit can be set for all plugins and

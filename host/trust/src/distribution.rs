@@ -14,7 +14,7 @@
 //! most a bound, refused as soon as it passes it, and every manifest and blob
 //! is checked against its digest before use; pushing (`publish`, `sign`)
 //! signs in the same way. One guard decides where credentials go
-//! ([`RegistryClient::sign_in`]): only over HTTPS or to this machine, to the
+//! (`RegistryClient::sign_in`): only over HTTPS or to this machine, to the
 //! registry's own host or to a token service over HTTPS; and a token service
 //! on a link-local, unspecified or metadata address, or on plain HTTP off
 //! this machine, is refused outright. Every operation has a deadline, and a
