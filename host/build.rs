@@ -82,14 +82,15 @@ fn describe_build(root: &Path) {
     let lock = fs::read_to_string(&lock_path).unwrap_or_default();
     let version_of = |name: &str| {
         let entry = format!("name = \"{name}\"\nversion = \"");
-        lock.find(&entry)
-            .map(|start| &lock[start + entry.len()..])
-            .and_then(|rest| rest.split('"').next())
-            .unwrap_or("unknown")
-            .to_string()
+        lock.find(&entry).map(|start| &lock[start + entry.len()..]).and_then(|rest| rest.split('"').next()).unwrap_or("unknown").to_string()
     };
     let git = |args: &[&str]| {
-        Command::new("git").current_dir(root).args(args).output().ok().filter(|output| output.status.success())
+        Command::new("git")
+            .current_dir(root)
+            .args(args)
+            .output()
+            .ok()
+            .filter(|output| output.status.success())
             .map(|output| String::from_utf8_lossy(&output.stdout).trim().to_string())
     };
     // Rebuilt when HEAD moves: a new commit, or a checkout of another one.
@@ -104,9 +105,5 @@ fn describe_build(root: &Path) {
         println!("cargo:rerun-if-changed={}", root.join(path).display());
     }
     let commit = git(&["rev-parse", "--short=12", "HEAD"]).unwrap_or_else(|| "unknown".into());
-    println!(
-        "cargo:rustc-env=PROMPT_HOST_BUILD=wasmtime {}, rmcp {}, commit {commit}",
-        version_of("wasmtime"),
-        version_of("rmcp")
-    );
+    println!("cargo:rustc-env=PROMPT_HOST_BUILD=wasmtime {}, rmcp {}, commit {commit}", version_of("wasmtime"), version_of("rmcp"));
 }

@@ -36,8 +36,7 @@ fn main() -> anyhow::Result<()> {
 
     // `--only stdio,sandbox` runs just those sections (for quick comparisons;
     // never with --write, since the table would be incomplete).
-    let only: Option<Vec<String>> =
-        option_values(&args, "--only", 1)?.map(|values| values[0].split(',').map(str::to_string).collect());
+    let only: Option<Vec<String>> = option_values(&args, "--only", 1)?.map(|values| values[0].split(',').map(str::to_string).collect());
     ensure!(only.is_none() || write.is_none(), "--only makes a partial report: do not --write it");
     let run = |section: &str| only.as_ref().is_none_or(|only| only.iter().any(|s| s == section));
 
@@ -148,13 +147,8 @@ impl Setup {
     fn code_review_servers(&self) -> anyhow::Result<Vec<(&'static str, PathBuf, Vec<String>)>> {
         let dir = self.plugin_dir("code-review", &["code_review"])?;
         let cache = self.work.path().join("cache");
-        let host_args = vec![
-            "serve".into(),
-            "--plugins".into(),
-            dir.display().to_string(),
-            "--cache-dir".into(),
-            cache.display().to_string(),
-        ];
+        let host_args =
+            vec!["serve".into(), "--plugins".into(), dir.display().to_string(), "--cache-dir".into(), cache.display().to_string()];
         Ok(vec![
             ("floor (hand-written loop)", self.bin("floor-server"), vec![]),
             ("rmcp reference (native)", self.bin("rmcp-server"), vec![]),
@@ -351,8 +345,7 @@ impl Driver {
                 Ok((one, many, memory_kib(server.pid(), "VmHWM")?))
             }
             Driver::TypeScriptSdk => {
-                let loads: Vec<Value> =
-                    LOADS.iter().map(|&(total, in_flight)| json!({ "total": total, "inFlight": in_flight })).collect();
+                let loads: Vec<Value> = LOADS.iter().map(|&(total, in_flight)| json!({ "total": total, "inFlight": in_flight })).collect();
                 let driver = Path::new(env!("CARGO_MANIFEST_DIR")).join("sdk-driver.mjs");
                 let mut child = Command::new("node")
                     .arg(&driver)
@@ -459,13 +452,7 @@ impl Load {
     fn new(elapsed: Duration, mut latencies: Vec<Duration>) -> Load {
         latencies.sort();
         let at = |q: f64| latencies[((latencies.len() as f64 - 1.0) * q).round() as usize];
-        Load {
-            per_second: latencies.len() as f64 / elapsed.as_secs_f64(),
-            p50: at(0.5),
-            p99: at(0.99),
-            cpu: None,
-            switches: None,
-        }
+        Load { per_second: latencies.len() as f64 / elapsed.as_secs_f64(), p50: at(0.5), p99: at(0.99), cpu: None, switches: None }
     }
 
     /// The median of each figure over rounds.
@@ -478,7 +465,11 @@ impl Load {
             per_second: mid(loads.iter().map(|l| l.per_second).collect()),
             p50: Duration::from_secs_f64(mid(loads.iter().map(|l| l.p50.as_secs_f64()).collect())),
             p99: Duration::from_secs_f64(mid(loads.iter().map(|l| l.p99.as_secs_f64()).collect())),
-            cpu: loads.iter().map(|l| l.cpu.map(|cpu| cpu.as_secs_f64())).collect::<Option<Vec<_>>>().map(|cpu| Duration::from_secs_f64(mid(cpu))),
+            cpu: loads
+                .iter()
+                .map(|l| l.cpu.map(|cpu| cpu.as_secs_f64()))
+                .collect::<Option<Vec<_>>>()
+                .map(|cpu| Duration::from_secs_f64(mid(cpu))),
             switches: loads.iter().map(|l| l.switches).collect::<Option<Vec<_>>>().map(mid),
         }
     }
@@ -683,9 +674,8 @@ fn http_get(setup: &Setup, rounds: usize, report: &mut Report) -> anyhow::Result
 async fn http_load(port: u16, clients: usize, per_client: usize) -> anyhow::Result<Load> {
     let mut connector = hyper_util::client::legacy::connect::HttpConnector::new();
     connector.set_nodelay(true);
-    let client: HttpClient = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
-        .pool_max_idle_per_host(clients)
-        .build(connector);
+    let client: HttpClient =
+        hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new()).pool_max_idle_per_host(clients).build(connector);
     let url: hyper::Uri = format!("http://127.0.0.1:{port}/mcp").parse()?;
     let mut sessions = Vec::new();
     for _ in 0..clients {
@@ -717,7 +707,8 @@ async fn http_load(port: u16, clients: usize, per_client: usize) -> anyhow::Resu
     Ok(Load::new(started.elapsed(), latencies))
 }
 
-type HttpClient = hyper_util::client::legacy::Client<hyper_util::client::legacy::connect::HttpConnector, http_body_util::Full<bytes::Bytes>>;
+type HttpClient =
+    hyper_util::client::legacy::Client<hyper_util::client::legacy::connect::HttpConnector, http_body_util::Full<bytes::Bytes>>;
 
 async fn http_session(client: &HttpClient, url: &hyper::Uri) -> anyhow::Result<String> {
     let initialize = json!({
@@ -730,12 +721,7 @@ async fn http_session(client: &HttpClient, url: &hyper::Uri) -> anyhow::Result<S
     Ok(session)
 }
 
-async fn http_post(
-    client: &HttpClient,
-    url: &hyper::Uri,
-    session: Option<&str>,
-    body: &Value,
-) -> anyhow::Result<(Option<String>, String)> {
+async fn http_post(client: &HttpClient, url: &hyper::Uri, session: Option<&str>, body: &Value) -> anyhow::Result<(Option<String>, String)> {
     use http_body_util::BodyExt;
     let mut request = hyper::Request::post(url.clone())
         .header("content-type", "application/json")
@@ -767,9 +753,17 @@ fn hundred_plugins(setup: &Setup, name: &str) -> anyhow::Result<(PathBuf, PathBu
 }
 
 fn host_args(config: &Path, dir: &Path, cache: &Path) -> Vec<String> {
-    ["serve", "--config", &config.display().to_string(), "--plugins", &dir.display().to_string(), "--cache-dir", &cache.display().to_string()]
-        .map(String::from)
-        .to_vec()
+    [
+        "serve",
+        "--config",
+        &config.display().to_string(),
+        "--plugins",
+        &dir.display().to_string(),
+        "--cache-dir",
+        &cache.display().to_string(),
+    ]
+    .map(String::from)
+    .to_vec()
 }
 
 fn walk(server: &mut StdioServer) -> anyhow::Result<usize> {
@@ -835,9 +829,18 @@ fn scale(setup: &Setup, report: &mut Report) -> anyhow::Result<()> {
         walks.push(started.elapsed());
         ensure!(count == PLUGINS * 100, "walked {count} prompts");
     }
-    report.facts.push(("Startup to first prompts/list answer, 1,000 distinct plugins (100,000 prompts), compiled cache warm (median of 3)".into(), format!("{:.0} ms", median_ms(starts))));
-    report.facts.push(("Resident memory idle, 1,000 distinct plugins (100,000 prompts) loaded (largest of 3 starts)".into(), format!("{:.1} MiB", idle_rss as f64 / 1024.0)));
-    report.facts.push(("prompts/list: full walk of 100,000 prompts from 1,000 plugins, 1,000 pages (median of 3)".into(), format!("{:.0} ms", median_ms(walks))));
+    report.facts.push((
+        "Startup to first prompts/list answer, 1,000 distinct plugins (100,000 prompts), compiled cache warm (median of 3)".into(),
+        format!("{:.0} ms", median_ms(starts)),
+    ));
+    report.facts.push((
+        "Resident memory idle, 1,000 distinct plugins (100,000 prompts) loaded (largest of 3 starts)".into(),
+        format!("{:.1} MiB", idle_rss as f64 / 1024.0),
+    ));
+    report.facts.push((
+        "prompts/list: full walk of 100,000 prompts from 1,000 plugins, 1,000 pages (median of 3)".into(),
+        format!("{:.0} ms", median_ms(walks)),
+    ));
     Ok(())
 }
 
@@ -868,18 +871,32 @@ fn with_custom_section(binary: &[u8], name: &str, payload: &str) -> Vec<u8> {
 fn startup_and_memory(setup: &Setup, report: &mut Report) -> anyhow::Result<()> {
     let (dir, config) = hundred_plugins(setup, "startup")?;
     let (mut idle_rss, mut cold_peak) = (0, 0);
-    let (cold, warm) = cold_and_warm_starts(setup, "startup-cache", |cache| host_args(&config, &dir, cache), |server, cold| {
-        std::thread::sleep(Duration::from_millis(300));
-        idle_rss = memory_kib(server.pid(), "VmRSS")?;
-        if cold {
-            cold_peak = cold_peak.max(memory_kib(server.pid(), "VmHWM")?);
-        }
-        Ok(())
-    })?;
-    report.facts.push(("Startup to first prompts/list answer, 100 distinct plugins, compiled cache cold (median of 3)".into(), format!("{cold:.0} ms")));
-    report.facts.push(("Startup to first prompts/list answer, 100 distinct plugins, compiled cache warm (median of 3)".into(), format!("{warm:.0} ms")));
+    let (cold, warm) = cold_and_warm_starts(
+        setup,
+        "startup-cache",
+        |cache| host_args(&config, &dir, cache),
+        |server, cold| {
+            std::thread::sleep(Duration::from_millis(300));
+            idle_rss = memory_kib(server.pid(), "VmRSS")?;
+            if cold {
+                cold_peak = cold_peak.max(memory_kib(server.pid(), "VmHWM")?);
+            }
+            Ok(())
+        },
+    )?;
+    report.facts.push((
+        "Startup to first prompts/list answer, 100 distinct plugins, compiled cache cold (median of 3)".into(),
+        format!("{cold:.0} ms"),
+    ));
+    report.facts.push((
+        "Startup to first prompts/list answer, 100 distinct plugins, compiled cache warm (median of 3)".into(),
+        format!("{warm:.0} ms"),
+    ));
     report.facts.push(("Resident memory idle, 100 distinct plugins loaded".into(), format!("{:.1} MiB", idle_rss as f64 / 1024.0)));
-    report.facts.push(("Peak resident memory of a start with the compiled cache cold, 100 distinct plugins (largest of 3)".into(), format!("{:.1} MiB", cold_peak as f64 / 1024.0)));
+    report.facts.push((
+        "Peak resident memory of a start with the compiled cache cold, 100 distinct plugins (largest of 3)".into(),
+        format!("{:.1} MiB", cold_peak as f64 / 1024.0),
+    ));
     Ok(())
 }
 
@@ -932,11 +949,16 @@ fn other_languages(setup: &Setup, report: &mut Report) -> anyhow::Result<()> {
         let config = setup.work.path().join(format!("{pack}.toml"));
         std::fs::write(&config, "")?;
         let mut loads = Vec::new();
-        let (cold, warm) = cold_and_warm_starts(setup, &format!("{pack}-cache"), |cache| host_args(&config, &dir, cache), |server, _| {
-            check_reply(server, pack)?;
-            loads.push(server.load(500, 1, Writes::PerMessage)?);
-            Ok(())
-        })?;
+        let (cold, warm) = cold_and_warm_starts(
+            setup,
+            &format!("{pack}-cache"),
+            |cache| host_args(&config, &dir, cache),
+            |server, _| {
+                check_reply(server, pack)?;
+                loads.push(server.load(500, 1, Writes::PerMessage)?);
+                Ok(())
+            },
+        )?;
         let load = Load::median(&loads);
         report.facts.push((
             label(&format!("{:.1} MB; startup to first prompts/list answer, cache cold / warm (median of 3)", size as f64 / 1e6)),
@@ -983,8 +1005,18 @@ fn file_to_list_changed(setup: &Setup, report: &mut Report) -> anyhow::Result<()
 fn tail_under_spinners(setup: &Setup, spinners: u64, report: &mut Report) -> anyhow::Result<()> {
     let dir = setup.plugin_dir("spinners", &["code_review", "hostile"])?;
     let cache = setup.dir("spinners-cache")?;
-    let args = ["serve", "--plugins", &dir.display().to_string(), "--cache-dir", &cache.display().to_string(), "--fuel", "100000000000000", "--deadline-ms", "1000"]
-        .map(String::from);
+    let args = [
+        "serve",
+        "--plugins",
+        &dir.display().to_string(),
+        "--cache-dir",
+        &cache.display().to_string(),
+        "--fuel",
+        "100000000000000",
+        "--deadline-ms",
+        "1000",
+    ]
+    .map(String::from);
     let mut server = StdioServer::start(&setup.bin("prompt-host"), &args)?;
     let spin = |server: &mut StdioServer, id: u64| {
         server.send(&json!({ "jsonrpc": "2.0", "id": id, "method": "prompts/get", "params": { "name": "spin" } }).to_string())
@@ -1079,15 +1111,27 @@ fn copy_budget_memory(setup: &Setup, report: &mut Report) -> anyhow::Result<()> 
     const CALLS: u64 = 16;
     let dir = setup.plugin_dir("copy", &["hostile"])?;
     let cache = setup.dir("copy-cache")?;
-    for (label, limits) in [("default limits (copy budget 8.2 MiB)", ""), ("copy budget 128 MiB, wasmtime's default", "max_reply_kib = 131072\n")] {
+    for (label, limits) in
+        [("default limits (copy budget 8.2 MiB)", ""), ("copy budget 128 MiB, wasmtime's default", "max_reply_kib = 131072\n")]
+    {
         let config = setup.dir("copy-config")?.join("prompt-host.toml");
         std::fs::write(&config, format!("[limits]\n{limits}"))?;
-        let args = ["serve", "--plugins", &dir.display().to_string(), "--cache-dir", &cache.display().to_string(), "--config", &config.display().to_string()]
-            .map(String::from);
+        let args = [
+            "serve",
+            "--plugins",
+            &dir.display().to_string(),
+            "--cache-dir",
+            &cache.display().to_string(),
+            "--config",
+            &config.display().to_string(),
+        ]
+        .map(String::from);
         let mut server = StdioServer::start(&setup.bin("prompt-host"), &args)?;
         let before = memory_kib(server.pid(), "VmHWM")?;
         for id in 0..CALLS {
-            server.send(&json!({ "jsonrpc": "2.0", "id": 1000 + id, "method": "prompts/get", "params": { "name": "alias-bomb" } }).to_string())?;
+            server.send(
+                &json!({ "jsonrpc": "2.0", "id": 1000 + id, "method": "prompts/get", "params": { "name": "alias-bomb" } }).to_string(),
+            )?;
         }
         server.stdin.flush()?;
         for _ in 0..CALLS {
@@ -1123,11 +1167,22 @@ impl Report {
         let mut out = String::new();
         let cpu = std::fs::read_to_string("/proc/cpuinfo")
             .ok()
-            .and_then(|info| info.lines().find(|l| l.starts_with("model name")).map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string()))
+            .and_then(|info| {
+                info.lines().find(|l| l.starts_with("model name")).map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
+            })
             .unwrap_or_default();
         let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
-        let commit = Command::new("git").args(["rev-parse", "--short", "HEAD"]).output().ok().map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string()).unwrap_or_default();
-        let dirty = Command::new("git").args(["status", "--porcelain", "--untracked-files=no"]).output().map(|o| !o.stdout.is_empty()).unwrap_or(false);
+        let commit = Command::new("git")
+            .args(["rev-parse", "--short", "HEAD"])
+            .output()
+            .ok()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .unwrap_or_default();
+        let dirty = Command::new("git")
+            .args(["status", "--porcelain", "--untracked-files=no"])
+            .output()
+            .map(|o| !o.stdout.is_empty())
+            .unwrap_or(false);
         out += &format!(
             "Measured {} on {cores} cores ({cpu}), commit {commit}{}, with `{}`.\n\n",
             date(),
@@ -1180,7 +1235,11 @@ impl Report {
 }
 
 fn date() -> String {
-    Command::new("date").args(["-u", "+%Y-%m-%d %H:%M UTC"]).output().map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string()).unwrap_or_default()
+    Command::new("date")
+        .args(["-u", "+%Y-%m-%d %H:%M UTC"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default()
 }
 
 /// Replaces what stands between the markers in `path` with `text`.

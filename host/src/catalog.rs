@@ -42,12 +42,7 @@ pub struct Entry {
 impl Entry {
     /// The names of the arguments a client must pass.
     pub fn required_arguments(&self) -> impl Iterator<Item = &str> {
-        self.prompt
-            .arguments
-            .iter()
-            .flatten()
-            .filter(|argument| argument.required == Some(true))
-            .map(|argument| argument.name.as_str())
+        self.prompt.arguments.iter().flatten().filter(|argument| argument.required == Some(true)).map(|argument| argument.name.as_str())
     }
 }
 

@@ -309,10 +309,8 @@ impl ServeConfig {
     /// Either way the name is checked against the plugins present, as a
     /// section's is (see [`ServeConfig::unmatched_plugins`]).
     pub fn set_prefix_from_flag(&mut self, plugin: &str, prefix: &str) {
-        let configured = self
-            .plugins
-            .entry(plugin.to_string())
-            .or_insert_with(|| PluginConfig { only_prefix_flag: true, ..PluginConfig::default() });
+        let configured =
+            self.plugins.entry(plugin.to_string()).or_insert_with(|| PluginConfig { only_prefix_flag: true, ..PluginConfig::default() });
         configured.prefix = prefix.to_string();
     }
 
@@ -391,8 +389,7 @@ impl ServeConfig {
             config.cache_dir = Some(folder.join(dir));
         }
         config.request_state_key_file = file.server.request_state_key_file.map(|key| folder.join(key));
-        config.request_state_previous_key_files =
-            file.server.request_state_previous_key_files.iter().map(|key| folder.join(key)).collect();
+        config.request_state_previous_key_files = file.server.request_state_previous_key_files.iter().map(|key| folder.join(key)).collect();
         if config.request_state_key_file.is_none() && !config.request_state_previous_key_files.is_empty() {
             return Err("server.request_state_previous_key_files needs server.request_state_key_file: the key that seals now".into());
         }
@@ -424,9 +421,7 @@ impl ServeConfig {
                 }
             }
             if plugin.identities.as_ref().is_some_and(|identities| identities.is_empty() || config.signatures.keyless.is_none()) {
-                return Err(format!(
-                    "plugins.{name}.identities needs signatures.trusted_root, and at least one identity"
-                ));
+                return Err(format!("plugins.{name}.identities needs signatures.trusted_root, and at least one identity"));
             }
             // An empty list would replace the global signers with none at all.
             if plugin.public_keys.as_ref().is_some_and(Vec::is_empty) {
@@ -545,7 +540,8 @@ mod tests {
             "tenants need authorization.tenant_claim: the claim of a token that names its tenant"
         );
         assert_eq!(
-            ServeConfig::from_toml(&format!("{authorization}tenant_claim = \"tenant\"\ndefault_tenant = \"public\"\n{tenants}")).unwrap_err(),
+            ServeConfig::from_toml(&format!("{authorization}tenant_claim = \"tenant\"\ndefault_tenant = \"public\"\n{tenants}"))
+                .unwrap_err(),
             "authorization.default_tenant \"public\" is not a [tenants.NAME] section"
         );
         assert_eq!(
@@ -653,10 +649,7 @@ mod tests {
             ServeConfig::from_toml("[sandbox]\nmax_concurrent_calls = 0\n"),
             Err("sandbox.max_concurrent_calls must be at least 1".into())
         );
-        assert_eq!(
-            ServeConfig::from_toml("[limits]\nmemory_mib = 17592186044416\n"),
-            Err("limits.memory_mib must be at most 4096".into())
-        );
+        assert_eq!(ServeConfig::from_toml("[limits]\nmemory_mib = 17592186044416\n"), Err("limits.memory_mib must be at most 4096".into()));
     }
 
     #[test]
@@ -732,10 +725,7 @@ mod tests {
         assert_eq!(config.plugins_dir, Some(PathBuf::from("/etc/prompt-host/packs")));
         assert_eq!(config.cache_dir, Some(PathBuf::from("/etc/prompt-host/../cache")));
         assert_eq!(config.request_state_key_file, Some(PathBuf::from("/etc/prompt-host/state.key")));
-        assert_eq!(
-            config.request_state_previous_key_files,
-            [PathBuf::from("/etc/prompt-host/old.key"), PathBuf::from("/keys/older.key")]
-        );
+        assert_eq!(config.request_state_previous_key_files, [PathBuf::from("/etc/prompt-host/old.key"), PathBuf::from("/keys/older.key")]);
         assert_eq!(
             ServeConfig::from_toml_in("[server]\nrequest_state_previous_key_files = [\"old.key\"]\n", Path::new("/etc"))
                 .unwrap_err()

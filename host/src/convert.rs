@@ -4,9 +4,8 @@
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use rmcp::model::{
-    Annotations, AudioContent, CompletionInfo, ContentBlock, EmbeddedResource, GetPromptResult,
-    Icon, IconTheme, ImageContent, JsonObject, Prompt, PromptArgument, PromptMessage, Resource,
-    ResourceContents, Role, TextContent,
+    Annotations, AudioContent, CompletionInfo, ContentBlock, EmbeddedResource, GetPromptResult, Icon, IconTheme, ImageContent, JsonObject,
+    Prompt, PromptArgument, PromptMessage, Resource, ResourceContents, Role, TextContent,
 };
 use serde_json::Value;
 
@@ -83,12 +82,9 @@ fn content(content: provider::Content) -> ContentBlock {
         }
         provider::Content::Resource(resource) => {
             let contents = match resource.body {
-                provider::ResourceBody::Text(text) => ResourceContents::TextResourceContents {
-                    uri: resource.uri,
-                    mime_type: resource.mime_type,
-                    text,
-                    meta: None,
-                },
+                provider::ResourceBody::Text(text) => {
+                    ResourceContents::TextResourceContents { uri: resource.uri, mime_type: resource.mime_type, text, meta: None }
+                }
                 provider::ResourceBody::Blob(blob) => ResourceContents::BlobResourceContents {
                     uri: resource.uri,
                     mime_type: resource.mime_type,
@@ -163,13 +159,9 @@ pub fn arguments(arguments: Option<&JsonObject>) -> Result<Vec<provider::Argumen
 }
 
 /// The already-filled arguments of a `completion/complete` request.
-pub fn completion_context<'a>(
-    arguments: impl IntoIterator<Item = (&'a String, &'a String)>,
-) -> Vec<provider::Argument> {
-    let mut context: Vec<provider::Argument> = arguments
-        .into_iter()
-        .map(|(name, value)| provider::Argument { name: name.clone(), value: value.clone() })
-        .collect();
+pub fn completion_context<'a>(arguments: impl IntoIterator<Item = (&'a String, &'a String)>) -> Vec<provider::Argument> {
+    let mut context: Vec<provider::Argument> =
+        arguments.into_iter().map(|(name, value)| provider::Argument { name: name.clone(), value: value.clone() }).collect();
     // The client sends a JSON object; give plugins a stable order.
     context.sort_by(|a, b| a.name.cmp(&b.name));
     context
@@ -196,8 +188,7 @@ mod tests {
     fn string_arguments_pass_through_in_order() {
         let object = json!({"code": "x = 1", "language": "python"});
         let converted = arguments(object.as_object()).unwrap();
-        let pairs: Vec<(&str, &str)> =
-            converted.iter().map(|a| (a.name.as_str(), a.value.as_str())).collect();
+        let pairs: Vec<(&str, &str)> = converted.iter().map(|a| (a.name.as_str(), a.value.as_str())).collect();
         assert_eq!(pairs, [("code", "x = 1"), ("language", "python")]);
     }
 

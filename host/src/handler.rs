@@ -4,17 +4,15 @@
 
 use std::sync::Arc;
 
-use rmcp::model::{
-    CallToolRequestMethod, CallToolRequestParams, CallToolResponse, ConstString, ReadResourceRequestMethod,
-    ReadResourceRequestParams, ReadResourceResponse,
-    CompleteRequestParams, CompleteResult, CustomRequest, CustomResult, ErrorData, GetPromptRequestParams, GetPromptResponse, GetPromptResult,
-    Implementation, InitializeResult, ListPromptsResult, ListResourceTemplatesRequestMethod, ListResourceTemplatesResult,
-    ListResourcesRequestMethod, ListResourcesResult, ListToolsRequestMethod, ListToolsResult, PaginatedRequestParams,
-    CacheScope, ProtocolVersion, Reference,
-    ServerCapabilities, ServerConfig, SubscriptionFilter,
-};
 #[allow(deprecated, reason = "logging/setLevel is deprecated from 2026-07-28; earlier clients still send it")]
 use rmcp::model::SetLevelRequestParams;
+use rmcp::model::{
+    CacheScope, CallToolRequestMethod, CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, ConstString,
+    CustomRequest, CustomResult, ErrorData, GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation, InitializeResult,
+    ListPromptsResult, ListResourceTemplatesRequestMethod, ListResourceTemplatesResult, ListResourcesRequestMethod, ListResourcesResult,
+    ListToolsRequestMethod, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestMethod, ReadResourceRequestParams,
+    ReadResourceResponse, Reference, ServerCapabilities, ServerConfig, SubscriptionFilter,
+};
 #[allow(deprecated, reason = "resources/subscribe and unsubscribe are legacy-only; earlier clients may still send them")]
 use rmcp::model::{SubscribeRequestMethod, SubscribeRequestParams, UnsubscribeRequestMethod, UnsubscribeRequestParams};
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
@@ -24,10 +22,10 @@ use tracing::Instrument;
 
 use crate::bindings::{PromptAnswer, provider};
 use crate::convert;
-use crate::input::{self, Answers, Binding, ElicitationLimits, Forms, InputError, PendingElicitations, RequestStateSeal};
-use crate::limits::Limits;
 use crate::error::{self, RequestError};
 use crate::identity::{self, Principal};
+use crate::input::{self, Answers, Binding, ElicitationLimits, Forms, InputError, PendingElicitations, RequestStateSeal};
+use crate::limits::Limits;
 use crate::metrics;
 use crate::plugin::{Plugin, PluginError};
 use crate::registry::{Registry, Snapshot};
@@ -242,12 +240,9 @@ impl PromptServer {
         principal: &Principal,
     ) -> Result<GetPromptResponse, RequestError> {
         let snapshot = self.registry.snapshot();
-        let (entry, plugin) = snapshot
-            .resolve(&request.name)
-            .ok_or_else(|| unknown_prompt(&snapshot, &request.name))?;
-        let arguments = convert::arguments(request.arguments.as_ref()).map_err(|problem| {
-            RequestError::NonStringArgument { prompt: request.name.clone(), problem }
-        })?;
+        let (entry, plugin) = snapshot.resolve(&request.name).ok_or_else(|| unknown_prompt(&snapshot, &request.name))?;
+        let arguments = convert::arguments(request.arguments.as_ref())
+            .map_err(|problem| RequestError::NonStringArgument { prompt: request.name.clone(), problem })?;
         check_argument_size(&request.name, &arguments, plugin.limits(), 0)?;
         let missing: Vec<String> = entry
             .required_arguments()
@@ -349,12 +344,9 @@ impl PromptServer {
             return Err(RequestError::UnsupportedReference);
         };
         let snapshot = self.registry.snapshot();
-        let (entry, plugin) = snapshot
-            .resolve(&reference.name)
-            .ok_or_else(|| unknown_prompt(&snapshot, &reference.name))?;
-        let context = convert::completion_context(
-            request.context.as_ref().and_then(|context| context.arguments.as_ref()).into_iter().flatten(),
-        );
+        let (entry, plugin) = snapshot.resolve(&reference.name).ok_or_else(|| unknown_prompt(&snapshot, &reference.name))?;
+        let context =
+            convert::completion_context(request.context.as_ref().and_then(|context| context.arguments.as_ref()).into_iter().flatten());
         let argument = &request.argument;
         let typed = provider::Argument { name: argument.name.clone(), value: argument.value.clone() };
         check_argument_size(&reference.name, context.iter().chain([&typed]), plugin.limits(), 0)?;
@@ -409,11 +401,7 @@ impl ServerHandler for PromptServer {
         answered(trace, span.in_scope(|| result.map_err(|error| log_failure("prompts/get", &name, error))))
     }
 
-    async fn complete(
-        &self,
-        request: CompleteRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CompleteResult, ErrorData> {
+    async fn complete(&self, request: CompleteRequestParams, context: RequestContext<RoleServer>) -> Result<CompleteResult, ErrorData> {
         let _in_flight = metrics::request_started();
         let name = request.r#ref.as_prompt_name().unwrap_or_default().to_string();
         let span = request_span(&context);
@@ -430,11 +418,7 @@ impl ServerHandler for PromptServer {
     /// Accepted so that clients may set it; this server sends no log
     /// messages to clients (its log goes to stderr).
     #[allow(deprecated, reason = "logging/setLevel is deprecated from 2026-07-28; earlier clients still send it")]
-    async fn set_level(
-        &self,
-        request: SetLevelRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
+    async fn set_level(&self, request: SetLevelRequestParams, context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
         request_span(&context).in_scope(|| tracing::debug!(level = ?request.level, "client set its log level"));
         Ok(())
     }
@@ -463,11 +447,7 @@ impl ServerHandler for PromptServer {
         undeclared::<_, ListToolsRequestMethod>(&context, Some(ListToolsResult::default()))
     }
 
-    async fn call_tool(
-        &self,
-        _request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
+    async fn call_tool(&self, _request: CallToolRequestParams, context: RequestContext<RoleServer>) -> Result<CallToolResponse, ErrorData> {
         undeclared::<_, CallToolRequestMethod>(&context, None)
     }
 
@@ -496,28 +476,16 @@ impl ServerHandler for PromptServer {
     }
 
     #[allow(deprecated, reason = "resources/subscribe is legacy-only; earlier clients may still send it")]
-    async fn subscribe(
-        &self,
-        _request: SubscribeRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
+    async fn subscribe(&self, _request: SubscribeRequestParams, context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
         undeclared::<_, SubscribeRequestMethod>(&context, None)
     }
 
     #[allow(deprecated, reason = "resources/unsubscribe is legacy-only; earlier clients may still send it")]
-    async fn unsubscribe(
-        &self,
-        _request: UnsubscribeRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
+    async fn unsubscribe(&self, _request: UnsubscribeRequestParams, context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
         undeclared::<_, UnsubscribeRequestMethod>(&context, None)
     }
 
-    async fn on_custom_request(
-        &self,
-        request: CustomRequest,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<CustomResult, ErrorData> {
+    async fn on_custom_request(&self, request: CustomRequest, _context: RequestContext<RoleServer>) -> Result<CustomResult, ErrorData> {
         Err(error::unparsed_request(&request.method, request.params).into())
     }
 }
@@ -526,12 +494,7 @@ impl ServerHandler for PromptServer {
 /// completions and logging; no tools, no resources.
 fn capabilities() -> ServerCapabilities {
     #[allow(deprecated, reason = "logging is deprecated from 2026-07-28, but clients of earlier revisions set its level")]
-    ServerCapabilities::builder()
-        .enable_logging()
-        .enable_prompts()
-        .enable_prompts_list_changed()
-        .enable_completions()
-        .build()
+    ServerCapabilities::builder().enable_logging().enable_prompts().enable_prompts_list_changed().enable_completions().build()
 }
 
 /// The methods of the capabilities this server does not declare (tools and
@@ -593,12 +556,7 @@ fn principal(context: &RequestContext<RoleServer>) -> Principal {
 /// is named after only if `served`), if traces are enabled: a child of the
 /// client's trace when its `_meta` carries a valid `traceparent`. The
 /// session is named by its label, never its id.
-fn trace_request(
-    context: &RequestContext<RoleServer>,
-    method: &'static str,
-    prompt: Option<&str>,
-    served: bool,
-) -> traces::RequestSpan {
+fn trace_request(context: &RequestContext<RoleServer>, method: &'static str, prompt: Option<&str>, served: bool) -> traces::RequestSpan {
     traces::request_started(|| {
         let http = context.extensions.get::<hyper::http::request::Parts>();
         let session_id = http.and_then(|http| http.headers.get("mcp-session-id"));
@@ -742,8 +700,7 @@ fn check_argument_size<'a>(
     limits: &Limits,
     answers_bytes: usize,
 ) -> Result<(), RequestError> {
-    let bytes: usize =
-        arguments.into_iter().map(|argument| argument.name.len() + argument.value.len()).sum::<usize>() + answers_bytes;
+    let bytes: usize = arguments.into_iter().map(|argument| argument.name.len() + argument.value.len()).sum::<usize>() + answers_bytes;
     if bytes > limits.max_argument_bytes {
         return Err(RequestError::ArgumentsTooLarge { prompt: prompt.to_string(), bytes, limit: limits.max_argument_bytes });
     }

@@ -20,8 +20,8 @@ use std::time::Duration;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use rmcp::model::{
-    CancelledNotificationParam, ClientResult, ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction,
-    InputRequest, InputRequests, InputRequiredResult, InputResponses, RequestStateCodec, SealOptions, ServerRequest,
+    CancelledNotificationParam, ClientResult, ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction, InputRequest,
+    InputRequests, InputRequiredResult, InputResponses, RequestStateCodec, SealOptions, ServerRequest,
 };
 use rmcp::service::PeerRequestOptions;
 use rmcp::{Peer, RoleServer};
@@ -65,12 +65,7 @@ impl Default for ElicitationLimits {
     /// of one `prompts/get` at a time, so 16 at once in a session, 256 in a
     /// tenant and 1,024 in all are more than real clients reach.
     fn default() -> Self {
-        ElicitationLimits {
-            timeout: Duration::from_secs(120),
-            per_session: 16,
-            per_tenant: 256,
-            in_all: 1024,
-        }
+        ElicitationLimits { timeout: Duration::from_secs(120), per_session: 16, per_tenant: 256, in_all: 1024 }
     }
 }
 
@@ -120,15 +115,14 @@ impl PendingElicitations {
     /// which bound is reached.
     pub fn admit(&self) -> Result<PendingPermit, InputError> {
         let full = |scope: &'static str, limit: usize, key: &'static str| InputError::TooManyPending { scope, limit, key };
-        let session = self.session.clone().try_acquire_owned().map_err(|_| {
-            full("this session", self.limits.per_session, "max_pending_per_session")
-        })?;
-        let tenant = self.tenant.clone().try_acquire_owned().map_err(|_| {
-            full("this tenant", self.limits.per_tenant, "max_pending_per_tenant")
-        })?;
-        let in_all = self.in_all.clone().try_acquire_owned().map_err(|_| {
-            full("the server", self.limits.in_all, "max_pending")
-        })?;
+        let session = self
+            .session
+            .clone()
+            .try_acquire_owned()
+            .map_err(|_| full("this session", self.limits.per_session, "max_pending_per_session"))?;
+        let tenant =
+            self.tenant.clone().try_acquire_owned().map_err(|_| full("this tenant", self.limits.per_tenant, "max_pending_per_tenant"))?;
+        let in_all = self.in_all.clone().try_acquire_owned().map_err(|_| full("the server", self.limits.in_all, "max_pending"))?;
         Ok(PendingPermit { _held: [session, tenant, in_all] })
     }
 }
@@ -347,9 +341,7 @@ impl From<&v2::FormField> for Field {
             v2::FieldKind::Number(default) => Kind::Number { default: *default },
             v2::FieldKind::Integer(default) => Kind::Integer { default: *default },
             v2::FieldKind::Boolean(default) => Kind::Boolean { default: *default },
-            v2::FieldKind::Enum(choices) => {
-                Kind::Enum { choices: choices.choices.clone(), default: choices.default.clone() }
-            }
+            v2::FieldKind::Enum(choices) => Kind::Enum { choices: choices.choices.clone(), default: choices.default.clone() },
         };
         Field {
             name: field.name.clone(),
@@ -516,9 +508,7 @@ pub fn input_bytes(input: &v2::Input) -> usize {
         .iter()
         .map(|answer| {
             let fields = match &answer.response {
-                v2::FormResponse::Accept(fields) => {
-                    fields.iter().map(|field| field.name.len() + value_bytes(&field.value)).sum()
-                }
+                v2::FormResponse::Accept(fields) => fields.iter().map(|field| field.name.len() + value_bytes(&field.value)).sum(),
                 _ => 0,
             };
             answer.key.len() + fields
@@ -541,8 +531,7 @@ impl Form {
         for field in &self.fields {
             properties.insert(field.name.clone(), field.schema());
         }
-        let required: Vec<&str> =
-            self.fields.iter().filter(|field| field.required).map(|field| field.name.as_str()).collect();
+        let required: Vec<&str> = self.fields.iter().filter(|field| field.required).map(|field| field.name.as_str()).collect();
         let mut schema = json!({ "type": "object", "properties": properties });
         if !required.is_empty() {
             schema["required"] = json!(required);
@@ -554,8 +543,8 @@ impl Form {
     /// What the user did with this form, from the client's answer.
     fn response(&self, response: &Value) -> Result<v2::FormResponse, InputError> {
         let problem = |problem: String| InputError::Response { form: self.key.clone(), problem };
-        let result: ElicitResult = serde_json::from_value(response.clone())
-            .map_err(|error| problem(format!("is not an elicitation result ({error})")))?;
+        let result: ElicitResult =
+            serde_json::from_value(response.clone()).map_err(|error| problem(format!("is not an elicitation result ({error})")))?;
         match result.action {
             ElicitationAction::Accept => {}
             ElicitationAction::Decline => return Ok(v2::FormResponse::Decline),
@@ -604,7 +593,9 @@ impl Field {
     fn typed_value(&self, typed: String) -> Value {
         let parsed = match &self.kind {
             Kind::String { .. } | Kind::Enum { .. } => None,
-            Kind::Number { .. } => typed.trim().parse::<f64>().ok().and_then(|number| serde_json::Number::from_f64(number).map(Value::Number)),
+            Kind::Number { .. } => {
+                typed.trim().parse::<f64>().ok().and_then(|number| serde_json::Number::from_f64(number).map(Value::Number))
+            }
             Kind::Integer { .. } => typed.trim().parse::<i64>().ok().map(Value::from),
             Kind::Boolean { .. } => typed.trim().parse::<bool>().ok().map(Value::Bool),
         };
@@ -648,9 +639,7 @@ impl Field {
             (Kind::Integer { .. }, _) => Err(wrong("a whole number")),
             (Kind::Boolean { .. }, Value::Bool(flag)) => Ok(v2::FieldValue::Boolean(*flag)),
             (Kind::Boolean { .. }, _) => Err(wrong("a boolean")),
-            (Kind::Enum { choices, .. }, Value::String(choice)) if choices.contains(choice) => {
-                Ok(v2::FieldValue::String(choice.clone()))
-            }
+            (Kind::Enum { choices, .. }, Value::String(choice)) if choices.contains(choice) => Ok(v2::FieldValue::String(choice.clone())),
             (Kind::Enum { choices, .. }, Value::String(choice)) => {
                 let quoted: Vec<String> = choices.iter().map(|choice| format!("{choice:?}")).collect();
                 Err(format!("must be one of {}, not {choice:?}", quoted.join(", ")))

@@ -13,9 +13,9 @@ use crate::convert;
 use crate::loader::{self, LoadFailure, LoadTrace, PluginSource};
 use crate::plugin::Plugin;
 use crate::sandbox::CallUsage;
+use crate::signature::Verified;
 use crate::startup::loader_for_one;
 pub use crate::validate::Problem;
-use crate::signature::Verified;
 
 /// What `prompt-host inspect` found in a plugin file: what it offers, what
 /// loading it cost, and every problem that would stop the server loading it.
@@ -176,9 +176,10 @@ pub async fn inspect(path: &Path, config: &ServeConfig) -> Result<Report, LoadFa
         report.from_cache = compiled.origin == Origin::Cache;
         report.imports = loader::import_names(&sandbox, &compiled.component);
         report.exports = loader::export_names(&sandbox, &compiled.component);
-        report.wit_version = report.exports.iter().find_map(|export| {
-            export.strip_prefix(crate::bindings::PROVIDER_INTERFACE)?.strip_prefix('@').map(str::to_string)
-        });
+        report.wit_version = report
+            .exports
+            .iter()
+            .find_map(|export| export.strip_prefix(crate::bindings::PROVIDER_INTERFACE)?.strip_prefix('@').map(str::to_string));
     }
     report.listing = trace.listing.map(ListingCost::from);
     report.pack = trace.info.map(PackDescription::from);
@@ -220,11 +221,7 @@ async fn completions(plugin: &Plugin, prefix: &str) -> (Vec<ArgumentCompletions>
 
 impl From<CallUsage> for ListingCost {
     fn from(usage: CallUsage) -> Self {
-        ListingCost {
-            fuel: usage.fuel,
-            peak_memory_bytes: usage.peak_memory_bytes,
-            elapsed_ms: milliseconds(usage.elapsed),
-        }
+        ListingCost { fuel: usage.fuel, peak_memory_bytes: usage.peak_memory_bytes, elapsed_ms: milliseconds(usage.elapsed) }
     }
 }
 

@@ -18,8 +18,8 @@ use serde::Serialize;
 use crate::config::ServeConfig;
 use crate::distribution::{DistributionError, PackReference, Progress, PulledPack, RegistryClient};
 use crate::files;
-use crate::lockfile::{LockedPack, Lockfile, LockfileError, LockfileGuard, is_plugin_name};
 use crate::loader::{self, PluginSource};
+use crate::lockfile::{LockedPack, Lockfile, LockfileError, LockfileGuard, is_plugin_name};
 use crate::pack_store::{self, PackStore};
 use crate::signature::{self, Provenance, SignatureError};
 use crate::startup;
@@ -181,7 +181,8 @@ impl<'a> Installation<'a> {
     /// install leaves nothing behind.
     fn record_and_place(&self, fetched: &Fetched, placing: Placing) -> Result<(), InstallError> {
         let pack = &fetched.pack;
-        let store_error = |error: std::io::Error| InstallError::Write { path: self.store.dir().display().to_string(), error: error.to_string() };
+        let store_error =
+            |error: std::io::Error| InstallError::Write { path: self.store.dir().display().to_string(), error: error.to_string() };
         let put = self.store.put(&pack.name, &pack.sha256, &fetched.wasm, &fetched.provenance).map_err(store_error)?;
         let Err(error) = self.lock_and_place(pack, placing) else { return Ok(()) };
         match self.store.undo(put) {
@@ -204,7 +205,9 @@ impl<'a> Installation<'a> {
         }
         match lockfile.write(&self.lockfile) {
             Ok(()) => Err(error),
-            Err(also) => Err(InstallError::Write { path: self.plugin_file(&pack.name).display().to_string(), error: format!("{error}; and {also}") }),
+            Err(also) => {
+                Err(InstallError::Write { path: self.plugin_file(&pack.name).display().to_string(), error: format!("{error}; and {also}") })
+            }
         }
     }
 
@@ -231,7 +234,9 @@ impl<'a> Installation<'a> {
             (Some(to), None) => return Err(InstallError::ToWithoutName { reference: to.to_string() }),
             (Some(to), Some(name)) => {
                 let to = PackReference::parse(to)?;
-                if let Some(source) = self.config.plugins.get(name).and_then(|plugin| plugin.source.clone()).filter(|source| *source != to.to_string()) {
+                if let Some(source) =
+                    self.config.plugins.get(name).and_then(|plugin| plugin.source.clone()).filter(|source| *source != to.to_string())
+                {
                     return Err(InstallError::PinnedBySource { name: name.to_string(), configured: source });
                 }
                 Some(to)
@@ -326,7 +331,12 @@ impl<'a> Installation<'a> {
             Ok(held) => held,
             Err(error) => {
                 let message = error.to_string();
-                return self.sources().map(|(name, _)| (name.clone(), Err(InstallError::Read { path: self.lockfile.display().to_string(), error: message.clone() }))).collect();
+                return self
+                    .sources()
+                    .map(|(name, _)| {
+                        (name.clone(), Err(InstallError::Read { path: self.lockfile.display().to_string(), error: message.clone() }))
+                    })
+                    .collect();
             }
         };
         for (name, source) in self.sources() {
@@ -460,8 +470,10 @@ impl<'a> Installation<'a> {
             // What a registry sent: a Debug field, escaped.
             tracing::warn!(plugin = name.escape_debug().to_string(), skipped = ?skipped, "not a signature, skipped");
         }
-        let accepted = signature::accept(&policy, [signature::verify(&pulled.manifest_digest, &repository, &pulled.signatures, &policy)])
-            .map_err(|error| InstallError::Signature { reference: pulled.reference.to_string(), error, skipped: pulled.skipped.clone() })?;
+        let accepted =
+            signature::accept(&policy, [signature::verify(&pulled.manifest_digest, &repository, &pulled.signatures, &policy)]).map_err(
+                |error| InstallError::Signature { reference: pulled.reference.to_string(), error, skipped: pulled.skipped.clone() },
+            )?;
         for ignored in &accepted.ignored {
             tracing::warn!(
                 "{}: a signature that does not verify counts as none (signatures are not required), installed as unsigned: {ignored}",
@@ -524,7 +536,8 @@ impl<'a> Installation<'a> {
     /// or one that does not load (the server refuses that one anyway). The
     /// bytes were verified already, so no signature is checked again here.
     async fn pack_version(&self, name: &str, bytes: &[u8]) -> Option<String> {
-        let source = PluginSource { id: name.to_string(), origin: format!("the pack pulled for {name}"), bytes: bytes.to_vec(), bundle: None };
+        let source =
+            PluginSource { id: name.to_string(), origin: format!("the pack pulled for {name}"), bytes: bytes.to_vec(), bundle: None };
         let settings = loader::PluginSettings {
             signatures: signature::SignaturePolicy::default(),
             pinned_sha256: None,
@@ -548,7 +561,9 @@ impl<'a> Installation<'a> {
             Placing::New => pack_store::write_atomically_new(&file, &bytes),
         };
         placed.map_err(|error| match error.kind() {
-            std::io::ErrorKind::AlreadyExists => InstallError::AlreadyInstalled { name: pack.name.clone(), path: file.display().to_string() },
+            std::io::ErrorKind::AlreadyExists => {
+                InstallError::AlreadyInstalled { name: pack.name.clone(), path: file.display().to_string() }
+            }
             _ => InstallError::Write { path: file.display().to_string(), error: error.to_string() },
         })
     }
@@ -731,8 +746,5 @@ fn check_name(name: &str) -> Result<(), InstallError> {
 
 fn not_installed(name: &str, lockfile: &Lockfile) -> InstallError {
     let known: Vec<&str> = lockfile.packs.iter().map(|pack| pack.name.as_str()).collect();
-    InstallError::NotInstalled {
-        name: name.to_string(),
-        known: if known.is_empty() { "none".to_string() } else { known.join(", ") },
-    }
+    InstallError::NotInstalled { name: name.to_string(), known: if known.is_empty() { "none".to_string() } else { known.join(", ") } }
 }

@@ -18,12 +18,12 @@ use wasmtime::component::Component;
 use crate::bindings::{PROVIDER_INTERFACE, PackPre, WitVersion, provider, provider_v0_2};
 use crate::cache::{CompiledCache, Origin};
 use crate::files;
+use crate::limits::Limits;
 use crate::lockfile::{LockedPack, Lockfile};
 use crate::pack_store::PackStore;
 use crate::plugin::Plugin;
-use crate::signature::{self, SignatureError, SignaturePolicy, Verified};
-use crate::limits::Limits;
 use crate::sandbox::{CallFailure, CallQuota, CallState, CallUsage, PrepareError, Sandbox};
+use crate::signature::{self, SignatureError, SignaturePolicy, Verified};
 use crate::validate::{self, Answer, Problem};
 
 /// The versions of the WIT package this host accepts, for people:
@@ -167,9 +167,7 @@ impl LoadError {
                 "a Sigstore bundle beside a pack is the file `cosign sign-blob --bundle` writes: replace it, or remove it"
             }
             LoadError::NotWasm => "a pack is the .wasm file a build for wasm32-wasip2 (or jco, or componentize-py) produces",
-            LoadError::CoreModule => {
-                "build the pack for the wasm32-wasip2 target, or wrap the module with `wasm-tools component new`"
-            }
+            LoadError::CoreModule => "build the pack for the wasm32-wasip2 target, or wrap the module with `wasm-tools component new`",
             LoadError::Invalid(_) => {
                 "the file may be truncated or corrupt (build it again and copy it whole), or use a WebAssembly \
                  feature this host does not enable (the message names it)"
@@ -199,9 +197,7 @@ impl LoadError {
                 Some((first, rest)) if rest.iter().all(|problem| problem.hint == first.hint) => return first.hint,
                 _ => "`prompt-host inspect` lists each problem with its own hint",
             },
-            LoadError::PinMismatch { .. } => {
-                "if this file is the one you mean to serve, pin its new SHA-256 in plugins.NAME.sha256"
-            }
+            LoadError::PinMismatch { .. } => "if this file is the one you mean to serve, pin its new SHA-256 in plugins.NAME.sha256",
             LoadError::NotPinned => "add plugins.NAME.sha256 to the config with the SHA-256 `prompt-host inspect` prints",
             LoadError::Signature(SignatureError::Unsigned | SignatureError::NotTheSignedBytes { .. }) => {
                 "install signed packs with `prompt-host add oci://...` (or `update NAME`): a file changed or copied in \
@@ -341,22 +337,12 @@ impl Loader {
 
     /// Loads one plugin, and records in `trace` what each step found, so that
     /// a failed load still shows how far it got.
-    pub async fn load_traced(
-        &self,
-        source: PluginSource,
-        settings: PluginSettings,
-        trace: &mut LoadTrace,
-    ) -> Result<Plugin, LoadFailure> {
+    pub async fn load_traced(&self, source: PluginSource, settings: PluginSettings, trace: &mut LoadTrace) -> Result<Plugin, LoadFailure> {
         let origin = source.origin.clone();
         self.load_checked(source, settings, trace).await.map_err(|error| LoadFailure { origin, error })
     }
 
-    async fn load_checked(
-        &self,
-        source: PluginSource,
-        settings: PluginSettings,
-        trace: &mut LoadTrace,
-    ) -> Result<Plugin, LoadError> {
+    async fn load_checked(&self, source: PluginSource, settings: PluginSettings, trace: &mut LoadTrace) -> Result<Plugin, LoadError> {
         let digest = digest(&source.bytes);
         check_pin(&digest, &settings)?;
         // The lockfile and the pack store are read off the async runtime.
@@ -551,8 +537,7 @@ pub fn prepare(sandbox: &Sandbox, component: &Component) -> Result<PackPre<CallS
     sandbox.prepare(component, version).map_err(|error| match error {
         PrepareError::Compile(message) => LoadError::Invalid(message),
         PrepareError::Link(message) => {
-            let unsatisfied: Vec<String> =
-                import_names(sandbox, component).into_iter().filter(|name| !is_provided(name)).collect();
+            let unsatisfied: Vec<String> = import_names(sandbox, component).into_iter().filter(|name| !is_provided(name)).collect();
             if unsatisfied.is_empty() { LoadError::Link(message) } else { LoadError::UnsatisfiedImports(unsatisfied) }
         }
     })
@@ -560,8 +545,7 @@ pub fn prepare(sandbox: &Sandbox, component: &Component) -> Result<PackPre<CallS
 
 /// The WASI packages the sandbox links (all of WASI 0.2, with nothing
 /// granted): the only imports a pack may have.
-const PROVIDED_PACKAGES: &[&str] =
-    &["wasi:cli/", "wasi:clocks/", "wasi:filesystem/", "wasi:io/", "wasi:random/", "wasi:sockets/"];
+const PROVIDED_PACKAGES: &[&str] = &["wasi:cli/", "wasi:clocks/", "wasi:filesystem/", "wasi:io/", "wasi:random/", "wasi:sockets/"];
 
 fn is_provided(import: &str) -> bool {
     PROVIDED_PACKAGES.iter().any(|package| import.starts_with(package)) && import.contains("@0.2.")
@@ -613,8 +597,7 @@ mod tests {
 
     #[test]
     fn many_definition_problems_are_summarized() {
-        let problems: Vec<Problem> =
-            (0..7).map(|n| Problem { problem: format!("problem {n}"), hint: Some("fix it") }).collect();
+        let problems: Vec<Problem> = (0..7).map(|n| Problem { problem: format!("problem {n}"), hint: Some("fix it") }).collect();
         assert_eq!(
             LoadError::Definitions(problems).to_string(),
             "its prompt definitions are invalid: problem 0; problem 1; problem 2; problem 3; problem 4; \

@@ -28,8 +28,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use arc_swap::ArcSwap;
 use prometheus::{
-    Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
-    TextEncoder,
+    Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry, TextEncoder,
 };
 
 /// The calls into a plugin that are counted: what the `method` label says.
@@ -116,16 +115,13 @@ pub struct Metrics {
 
 /// The call latency buckets, in seconds: 100 µs to 10 s (a deadline is at
 /// most what the operator sets; the default is 1 s).
-const SECONDS_BUCKETS: &[f64] =
-    &[0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
+const SECONDS_BUCKETS: &[f64] = &[0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
 
 /// Fuel buckets: 1000 to 10^10 units, by tens (the default budget is 5·10^8).
 const FUEL_BUCKETS: &[f64] = &[1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10];
 
 /// Peak memory buckets: 64 KiB (one WebAssembly page) to 4 GiB, by fours.
-const MEMORY_BUCKETS: &[f64] = &[
-    65536.0, 262144.0, 1048576.0, 4194304.0, 16777216.0, 67108864.0, 268435456.0, 1073741824.0, 4294967296.0,
-];
+const MEMORY_BUCKETS: &[f64] = &[65536.0, 262144.0, 1048576.0, 4194304.0, 16777216.0, 67108864.0, 268435456.0, 1073741824.0, 4294967296.0];
 
 impl Metrics {
     /// Every metric, registered in a registry of their own.
@@ -179,8 +175,11 @@ impl Metrics {
             ),
             requests_in_flight: register(
                 &registry,
-                IntGauge::new("prompt_host_requests_in_flight", "prompts/list, prompts/get and completion/complete requests being answered.")
-                    .expect("valid gauge"),
+                IntGauge::new(
+                    "prompt_host_requests_in_flight",
+                    "prompts/list, prompts/get and completion/complete requests being answered.",
+                )
+                .expect("valid gauge"),
             ),
             catalog_prompts: register(
                 &registry,
@@ -268,7 +267,9 @@ fn record_call(metrics: &Metrics, plugin: &str, method: Method, outcome: &'stati
     let at = method as usize;
     metrics.with_series(plugin, |series| {
         match OUTCOMES.iter().position(|known| *known == outcome) {
-            Some(index) => series.calls[at][index].get_or_init(|| metrics.calls.with_label_values(&[plugin, method.label(), outcome])).inc(),
+            Some(index) => {
+                series.calls[at][index].get_or_init(|| metrics.calls.with_label_values(&[plugin, method.label(), outcome])).inc()
+            }
             None => metrics.calls.with_label_values(&[plugin, method.label(), outcome]).inc(),
         }
         let seconds = series.seconds[at].get_or_init(|| metrics.call_seconds.with_label_values(&[plugin, method.label()]));
@@ -487,7 +488,10 @@ mod tests {
         let text = metrics.render();
         assert!(text.contains("prompt_host_plugin_calls_total{method=\"prompts/get\",outcome=\"ok\",plugin=\"acme\"} 2\n"), "{text}");
         assert!(text.contains("prompt_host_plugin_calls_total{method=\"prompts/get\",outcome=\"fuel\",plugin=\"acme\"} 1\n"), "{text}");
-        assert!(text.contains("prompt_host_plugin_call_duration_seconds_bucket{method=\"prompts/get\",plugin=\"acme\",le=\"0.0001\"} 1\n"), "{text}");
+        assert!(
+            text.contains("prompt_host_plugin_call_duration_seconds_bucket{method=\"prompts/get\",plugin=\"acme\",le=\"0.0001\"} 1\n"),
+            "{text}"
+        );
         assert!(text.contains("prompt_host_plugin_call_duration_seconds_count{method=\"prompts/get\",plugin=\"acme\"} 3\n"), "{text}");
         // Only the catalog served now has a version series.
         assert!(text.contains("prompt_host_catalog_info{version=\"v2\"} 1\n"), "{text}");

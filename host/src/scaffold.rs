@@ -159,8 +159,7 @@ pub fn create(dir: &Path, name: &str, language: Language) -> Result<Vec<&'static
     let mut written = Vec::new();
     for file in files(language) {
         let path = dir.join(file.path);
-        let contents =
-            if file.fill_in { file.contents.replace("{{name}}", name) } else { file.contents.to_string() };
+        let contents = if file.fill_in { file.contents.replace("{{name}}", name) } else { file.contents.to_string() };
         let write = || {
             std::fs::create_dir_all(path.parent().expect("a file in the pack has a parent"))?;
             std::fs::write(&path, contents)
@@ -174,10 +173,9 @@ pub fn create(dir: &Path, name: &str, language: Language) -> Result<Vec<&'static
 /// What to run next, in the new pack's directory.
 pub fn next_steps(name: &str, language: Language) -> String {
     let (build, wasm) = match language {
-        Language::Rust => (
-            "rustup target add wasm32-wasip2 && cargo build --release".to_string(),
-            format!("target/wasm32-wasip2/release/{name}.wasm"),
-        ),
+        Language::Rust => {
+            ("rustup target add wasm32-wasip2 && cargo build --release".to_string(), format!("target/wasm32-wasip2/release/{name}.wasm"))
+        }
         Language::JavaScript => ("npm install && npm run build".to_string(), format!("{name}.wasm")),
         Language::Python => (
             format!(
@@ -187,9 +185,7 @@ pub fn next_steps(name: &str, language: Language) -> String {
             format!("{name}.wasm"),
         ),
     };
-    format!(
-        "  {build}\n  prompt-host inspect {wasm}\n  prompt-host get {wasm} summarize text='Some text to summarize.'\n"
-    )
+    format!("  {build}\n  prompt-host inspect {wasm}\n  prompt-host get {wasm} summarize text='Some text to summarize.'\n")
 }
 
 #[cfg(test)]

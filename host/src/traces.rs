@@ -84,11 +84,9 @@ pub fn enable() -> Result<Traces, TracesError> {
     if std::env::var_os("OTEL_SERVICE_NAME").is_none_or(|name| name.is_empty()) {
         resource = resource.with_service_name(SERVICE_NAME);
     }
-    let provider =
-        SdkTracerProvider::builder().with_resource(resource.build()).with_batch_exporter(exporter).build();
-    let tracer = provider.tracer_with_scope(
-        opentelemetry::InstrumentationScope::builder("prompt-host").with_version(env!("CARGO_PKG_VERSION")).build(),
-    );
+    let provider = SdkTracerProvider::builder().with_resource(resource.build()).with_batch_exporter(exporter).build();
+    let tracer = provider
+        .tracer_with_scope(opentelemetry::InstrumentationScope::builder("prompt-host").with_version(env!("CARGO_PKG_VERSION")).build());
     TRACER.set(tracer).map_err(|_| TracesError("traces are already enabled".into()))?;
     Ok(Traces { provider })
 }
@@ -235,10 +233,8 @@ pub fn plugin_call_started(plugin: &str, method: &'static str) -> PluginCallSpan
         return PluginCallSpan(None);
     };
     let parent = Context::current();
-    let attributes = vec![
-        KeyValue::new("prompt_host.plugin.name", bounded(plugin).into_owned()),
-        KeyValue::new("prompt_host.plugin.method", method),
-    ];
+    let attributes =
+        vec![KeyValue::new("prompt_host.plugin.name", bounded(plugin).into_owned()), KeyValue::new("prompt_host.plugin.method", method)];
     let span = tracer
         .span_builder(format!("plugin {method}"))
         .with_kind(SpanKind::Internal)

@@ -214,8 +214,7 @@ impl PluginDirectory {
         }
 
         let (sources, digests): (Vec<PluginSource>, Vec<String>) = to_load.into_iter().unzip();
-        let ids_and_digests: HashMap<String, String> =
-            sources.iter().map(|source| source.id.clone()).zip(digests).collect();
+        let ids_and_digests: HashMap<String, String> = sources.iter().map(|source| source.id.clone()).zip(digests).collect();
         let (plugins, mut failures) = self.loader.load_all(sources, |id| config.plugin_settings(id)).await;
         failures.extend(unreadable);
         for plugin in plugins {
@@ -394,10 +393,9 @@ pub fn refuse_unmatched_when_pinned(config: &ServeConfig, dir: &Path) -> Result<
         .collect();
     // A --prefix cannot pin: only a section can be a typo'd pin.
     match config.unmatched_plugins(&present).iter().find(|unmatched| unmatched.prefix_flag.is_none()) {
-        Some(section) => Err(format!(
-            "in {}: {section} Every plugin must be pinned (require_pinned): fix or remove the section",
-            dir.display()
-        )),
+        Some(section) => {
+            Err(format!("in {}: {section} Every plugin must be pinned (require_pinned): fix or remove the section", dir.display()))
+        }
         None => Ok(()),
     }
 }
@@ -519,8 +517,7 @@ fn handler(dir: &Path, events: mpsc::UnboundedSender<Change>) -> impl FnMut(noti
     move |event: notify::Result<notify::Event>| match event {
         Ok(event) if matches!(event.kind, EventKind::Access(_)) => {}
         Ok(event) => {
-            let in_dir = event.paths.is_empty()
-                || event.paths.iter().any(|path| path == &dir || path.parent() == Some(dir.as_path()));
+            let in_dir = event.paths.is_empty() || event.paths.iter().any(|path| path == &dir || path.parent() == Some(dir.as_path()));
             let _ = events.send(if in_dir { Change::InDir } else { Change::Beside });
         }
         Err(error) => tracing::warn!(dir = %dir.display(), "watching the plugin directory: {error}"),

@@ -41,10 +41,7 @@ fn strings_aliasing_one_buffer_are_stopped_at_the_copy_budget() {
         error["message"],
         format!("plugin 'hostile' returned more than the {REPLY_COPY_BUDGET} bytes the host copies out of one call")
     );
-    assert_eq!(
-        error["data"],
-        json!({ "plugin": "hostile", "failure": "invalid-reply", "limit": { "bytes": REPLY_COPY_BUDGET } })
-    );
+    assert_eq!(error["data"], json!({ "plugin": "hostile", "failure": "invalid-reply", "limit": { "bytes": REPLY_COPY_BUDGET } }));
     assert_still_serving(&mut server);
 }
 
@@ -73,7 +70,8 @@ fn a_long_error_message_is_cut_for_the_client_and_escaped_once_in_the_log() {
     assert!(message.ends_with(marker), "{message:.200}");
     let kept = &message["plugin 'hostile' failed on prompt 'big-error': ".len()..message.len() - marker.len()];
     assert!(kept.len() <= 4096 && kept.len() > 4096 - 6, "{} bytes kept", kept.len());
-    let one = "plugin failed\n2026-11-22T10:00:00.000000Z  INFO prompt_host::watch: plugin loaded plugin=trusted_pack\\u{d}\\u{0}\\u{1b}[2K";
+    let one =
+        "plugin failed\n2026-11-22T10:00:00.000000Z  INFO prompt_host::watch: plugin loaded plugin=trusted_pack\\u{d}\\u{0}\\u{1b}[2K";
     assert!(kept.starts_with(&format!("{one}{one}")), "{message:.300}");
     assert!(!message.contains(['\r', '\0', '\x1b']), "raw control characters reached the client");
     assert_still_serving(&mut server);
@@ -134,9 +132,8 @@ fn inspect_json(plugin: &str, extra: &[&str]) -> (Option<i32>, Value) {
         .args(extra)
         .output()
         .unwrap();
-    let report = serde_json::from_slice(&output.stdout).unwrap_or_else(|error| {
-        panic!("inspect printed no JSON ({error}): {}", String::from_utf8_lossy(&output.stderr))
-    });
+    let report = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|error| panic!("inspect printed no JSON ({error}): {}", String::from_utf8_lossy(&output.stderr)));
     (output.status.code(), report)
 }
 

@@ -22,9 +22,8 @@ fn repo_root() -> PathBuf {
 fn tool(args: &[&str]) -> Value {
     let output = tool_command(args).output().expect("cannot run tests/registry/registry_tool.py");
     assert!(output.status.success(), "registry_tool {args:?} failed: {}", String::from_utf8_lossy(&output.stderr));
-    serde_json::from_slice(&output.stdout).unwrap_or_else(|error| {
-        panic!("registry_tool {args:?} printed no JSON ({error}): {}", String::from_utf8_lossy(&output.stdout))
-    })
+    serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|error| panic!("registry_tool {args:?} printed no JSON ({error}): {}", String::from_utf8_lossy(&output.stdout)))
 }
 
 fn tool_command(args: &[&str]) -> Command {
@@ -198,11 +197,21 @@ fn a_published_pack_is_added_listed_served_and_removed() {
     let installed = site.path("packs").join("review.wasm");
     assert_eq!(
         said.trim(),
-        format!("installed review from {reference} ({digest}, {} bytes, unsigned) as {}", std::fs::metadata(built_plugin("code_review")).unwrap().len(), installed.display())
+        format!(
+            "installed review from {reference} ({digest}, {} bytes, unsigned) as {}",
+            std::fs::metadata(built_plugin("code_review")).unwrap().len(),
+            installed.display()
+        )
     );
     assert_eq!(std::fs::read(&installed).unwrap(), std::fs::read(built_plugin("code_review")).unwrap());
     let lockfile = site.lockfile();
-    assert!(lockfile.contains(&format!("name = \"review\"\nreference = \"{reference}\"\ndigest = \"{digest}\"\nsha256 = \"{}\"", sha256_of("code_review"))), "{lockfile}");
+    assert!(
+        lockfile.contains(&format!(
+            "name = \"review\"\nreference = \"{reference}\"\ndigest = \"{digest}\"\nsha256 = \"{}\"",
+            sha256_of("code_review")
+        )),
+        "{lockfile}"
+    );
 
     assert_eq!(
         site.list(),
@@ -240,7 +249,8 @@ fn packs_pushed_by_skopeo_and_by_oras_install_as_published_ones_do() {
     let layout = site.path("layout");
     tool(&["layout", "--wasm", built_plugin("dev_assistant").to_str().unwrap(), "--out", layout.to_str().unwrap()]);
     let by_skopeo = tool(&["push-skopeo", "--layout", layout.to_str().unwrap(), "--ref", &format!("{}/by/skopeo:1", registry.address)]);
-    let by_oras = tool(&["push-oras", "--wasm", built_plugin("code_review").to_str().unwrap(), "--ref", &format!("{}/by/oras:1", registry.address)]);
+    let by_oras =
+        tool(&["push-oras", "--wasm", built_plugin("code_review").to_str().unwrap(), "--ref", &format!("{}/by/oras:1", registry.address)]);
 
     site.ok("add", &[&format!("{}:1", registry.reference("by/skopeo"))]);
     site.ok("add", &[&format!("{}:1", registry.reference("by/oras"))]);
@@ -248,7 +258,12 @@ fn packs_pushed_by_skopeo_and_by_oras_install_as_published_ones_do() {
     let summary: Vec<(String, String, u64, String)> = listed
         .iter()
         .map(|pack| {
-            (pack["name"].as_str().unwrap().into(), pack["digest"].as_str().unwrap().into(), pack["prompts"].as_u64().unwrap(), pack["state"].as_str().unwrap().into())
+            (
+                pack["name"].as_str().unwrap().into(),
+                pack["digest"].as_str().unwrap().into(),
+                pack["prompts"].as_u64().unwrap(),
+                pack["state"].as_str().unwrap().into(),
+            )
         })
         .collect();
     assert_eq!(
@@ -291,7 +306,17 @@ impl Signed {
         let reference = format!("{}:{tag}", self.registry.reference(repository));
         let digest = publish(&self.site, plugin, &reference);
         if let Some(key) = key {
-            let mut args = vec!["sign", "--registry", &self.registry.address, "--repo", repository, "--digest", &digest, "--key", key.to_str().unwrap()];
+            let mut args = vec![
+                "sign",
+                "--registry",
+                &self.registry.address,
+                "--repo",
+                repository,
+                "--digest",
+                &digest,
+                "--key",
+                key.to_str().unwrap(),
+            ];
             args.extend_from_slice(extra);
             tool(&args);
         }
@@ -331,7 +356,9 @@ fn signatures_are_required_checked_against_the_trusted_key_and_bound_to_the_dige
     let (wrong, wrong_digest) = signed.publish_signed("code_review", "acme/wrong", "1", Some(&signed.key), &["--wrong-digest"]);
     let refused = site.refused("add", &[&wrong]);
     assert!(
-        refused.contains(&format!("no signature of {wrong_digest} is by a trusted signer (cosign.pub): signature 1 (by cosign.pub) signs \"sha256:")),
+        refused.contains(&format!(
+            "no signature of {wrong_digest} is by a trusted signer (cosign.pub): signature 1 (by cosign.pub) signs \"sha256:"
+        )),
         "{refused}"
     );
     let (corrupt, _) = signed.publish_signed("code_review", "acme/corrupt", "1", Some(&signed.key), &["--corrupt"]);
@@ -370,7 +397,10 @@ fn a_registry_that_lies_or_sends_too_much_is_refused_before_anything_is_installe
     let lied_to = Site::new(&plain(&liar));
     let refused = lied_to.refused("add", &[&format!("{}:1", liar.reference("acme/pack"))]);
     assert!(
-        refused.contains(&format!("the pack's component of {}@{digest} does not match its digest: expected {layer}, received sha256:", liar.reference("acme/pack"))),
+        refused.contains(&format!(
+            "the pack's component of {}@{digest} does not match its digest: expected {layer}, received sha256:",
+            liar.reference("acme/pack")
+        )),
         "{refused}"
     );
     let padder = Registry::spawn(&["serve-blob-liar", "--upstream", &registry.address, "--pad-manifest", "70000"]);
@@ -391,7 +421,10 @@ fn a_registry_that_lies_or_sends_too_much_is_refused_before_anything_is_installe
     let refused = small.refused("add", &[&format!("{}:large", registry.reference("acme/pack"))]);
     assert_eq!(
         refused.trim(),
-        format!("error: the pack's component of {}@{large_digest} is larger than the 1048576 bytes allowed", registry.reference("acme/pack"))
+        format!(
+            "error: the pack's component of {}@{large_digest} is larger than the 1048576 bytes allowed",
+            registry.reference("acme/pack")
+        )
     );
     for site in [&lied_to, &padded, &small] {
         assert_eq!(site.lockfile(), "");
@@ -412,16 +445,26 @@ fn a_registry_behind_a_token_service_is_signed_in_to_with_bounded_answers_and_on
     let behind_tokens = Site::new(&plain(&guarded));
     let refused = behind_tokens.refused("add", &[&reference]);
     assert!(refused.contains(&format!("error: {0} refused access to {reference}: give credentials", guarded.address)), "{refused}");
-    let credentials = [("PROMPT_HOST_REGISTRY_USERNAME", "alice"), ("PROMPT_HOST_REGISTRY_PASSWORD", "s3cret-Pa55"), ("PROMPT_HOST_REGISTRY", guarded.address.as_str())];
+    let credentials = [
+        ("PROMPT_HOST_REGISTRY_USERNAME", "alice"),
+        ("PROMPT_HOST_REGISTRY_PASSWORD", "s3cret-Pa55"),
+        ("PROMPT_HOST_REGISTRY", guarded.address.as_str()),
+    ];
     let added = prompt_host_with(&["add", &reference, "--config", &behind_tokens.config()], &credentials);
     let said = String::from_utf8_lossy(&added.stderr);
     assert!(added.status.success() && said.contains(&format!("({digest}, ")), "{said}");
 
     // A token answer past its bound is refused before it is read whole.
-    let flooding = Registry::spawn(&["serve-blob-liar", "--upstream", &registry.address, "--bearer", "alice:s3cret-Pa55", "--token-bytes", "100000"]);
+    let flooding =
+        Registry::spawn(&["serve-blob-liar", "--upstream", &registry.address, "--bearer", "alice:s3cret-Pa55", "--token-bytes", "100000"]);
     let flooded = Site::new(&plain(&flooding));
-    let credentials = [("PROMPT_HOST_REGISTRY_USERNAME", "alice"), ("PROMPT_HOST_REGISTRY_PASSWORD", "s3cret-Pa55"), ("PROMPT_HOST_REGISTRY", flooding.address.as_str())];
-    let refused = prompt_host_with(&["add", &format!("{}:1", flooding.reference("acme/pack")), "--config", &flooded.config()], &credentials);
+    let credentials = [
+        ("PROMPT_HOST_REGISTRY_USERNAME", "alice"),
+        ("PROMPT_HOST_REGISTRY_PASSWORD", "s3cret-Pa55"),
+        ("PROMPT_HOST_REGISTRY", flooding.address.as_str()),
+    ];
+    let refused =
+        prompt_host_with(&["add", &format!("{}:1", flooding.reference("acme/pack")), "--config", &flooded.config()], &credentials);
     assert_eq!(
         String::from_utf8_lossy(&refused.stderr).trim(),
         format!("error: the token service's answer of {}:1 is larger than the 65536 bytes allowed", flooding.reference("acme/pack"))
@@ -456,7 +499,11 @@ fn an_update_that_cannot_place_its_file_leaves_the_lockfile_as_it_was() {
     std::fs::remove_file(site.path("packs/pack.wasm")).unwrap();
     std::fs::create_dir(site.path("packs/pack.wasm")).unwrap();
     let refused = site.refused("update", &["pack"]);
-    assert!(refused.contains(&format!("pack: not updated, the installed pack stays: cannot write {}: ", site.path("packs/pack.wasm").display())), "{refused}");
+    assert!(
+        refused
+            .contains(&format!("pack: not updated, the installed pack stays: cannot write {}: ", site.path("packs/pack.wasm").display())),
+        "{refused}"
+    );
     let lockfile = site.lockfile();
     assert!(lockfile.contains(&format!("digest = \"{first}\"")) && !lockfile.contains(&second), "{lockfile}");
     // Nor is anything of the failed install left in the pack store.
@@ -481,7 +528,10 @@ fn update_follows_a_moved_tag_keeps_the_pack_when_it_cannot_and_a_running_server
     // The tag moves to an unsigned pack: update refuses it, the installed one stays.
     signed.publish_signed("dev_assistant", "acme/pack", "stable", None, &[]);
     let refused = site.refused("update", &[]);
-    assert!(refused.contains("pack: not updated, the installed pack stays: ") && refused.contains("signature refused: it has no signature"), "{refused}");
+    assert!(
+        refused.contains("pack: not updated, the installed pack stays: ") && refused.contains("signature refused: it has no signature"),
+        "{refused}"
+    );
     assert!(site.lockfile().contains(&format!("digest = \"{first}\"")));
 
     // Moved again, to a signed pack: update installs it while requests keep coming.
@@ -549,7 +599,10 @@ fn a_pack_named_by_source_is_installed_at_start_and_served_from_the_store_when_t
     let mut server = Server::start(&["--config", &site.config()]);
     assert_eq!(server.list_all_names(), Vec::<String>::new());
     let log = server.wait_for_stderr("not installed from its source");
-    assert!(log.contains("is damaged (sha256 ") && log.contains(&format!("prompt-host.lock records {}", sha256_of("code_review"))), "{log}");
+    assert!(
+        log.contains("is damaged (sha256 ") && log.contains(&format!("prompt-host.lock records {}", sha256_of("code_review"))),
+        "{log}"
+    );
 }
 
 #[test]
@@ -566,15 +619,28 @@ fn a_private_registry_takes_credentials_from_the_environment_or_the_docker_confi
     let anonymous = prompt_host_with(&["add", &reference, "--config", &config], &[verbose]);
     let said = String::from_utf8_lossy(&anonymous.stderr);
     assert_eq!(anonymous.status.code(), Some(1));
-    let refusal = format!("\nerror: {0} refused access to {reference}: give credentials in the docker config file ($DOCKER_CONFIG/config.json or ~/.docker/config.json), or in PROMPT_HOST_REGISTRY_USERNAME and PROMPT_HOST_REGISTRY_PASSWORD with PROMPT_HOST_REGISTRY={0}\n", registry.address);
+    let refusal = format!(
+        "\nerror: {0} refused access to {reference}: give credentials in the docker config file ($DOCKER_CONFIG/config.json or ~/.docker/config.json), or in PROMPT_HOST_REGISTRY_USERNAME and PROMPT_HOST_REGISTRY_PASSWORD with PROMPT_HOST_REGISTRY={0}\n",
+        registry.address
+    );
     assert!(said.contains(&refusal), "{said}");
 
     // Credentials in the environment go only to the registry they name.
-    let for_another = [verbose, ("PROMPT_HOST_REGISTRY_USERNAME", "alice"), ("PROMPT_HOST_REGISTRY_PASSWORD", "s3cret-Pa55"), ("PROMPT_HOST_REGISTRY", "registry.example:5000")];
+    let for_another = [
+        verbose,
+        ("PROMPT_HOST_REGISTRY_USERNAME", "alice"),
+        ("PROMPT_HOST_REGISTRY_PASSWORD", "s3cret-Pa55"),
+        ("PROMPT_HOST_REGISTRY", "registry.example:5000"),
+    ];
     let elsewhere = prompt_host_with(&["add", &reference, "--config", &config], &for_another);
     assert!(String::from_utf8_lossy(&elsewhere.stderr).contains(&refusal), "{}", String::from_utf8_lossy(&elsewhere.stderr));
 
-    let from_env = [verbose, ("PROMPT_HOST_REGISTRY_USERNAME", "alice"), ("PROMPT_HOST_REGISTRY_PASSWORD", "s3cret-Pa55"), ("PROMPT_HOST_REGISTRY", registry.address.as_str())];
+    let from_env = [
+        verbose,
+        ("PROMPT_HOST_REGISTRY_USERNAME", "alice"),
+        ("PROMPT_HOST_REGISTRY_PASSWORD", "s3cret-Pa55"),
+        ("PROMPT_HOST_REGISTRY", registry.address.as_str()),
+    ];
     let published = prompt_host_with(&["publish", file.to_str().unwrap(), &reference, "--config", &config], &from_env);
     assert!(published.status.success(), "{}", String::from_utf8_lossy(&published.stderr));
     let added = prompt_host_with(&["add", &reference, "--name", "by_env", "--config", &config], &from_env);
@@ -615,12 +681,14 @@ fn a_pack_signed_by_prompt_host_sign_with_a_cosign_key_verifies_here_and_with_op
     let cosign_key = made["cosign_key"].as_str().unwrap();
 
     let at_digest = format!("{}@{digest}", signed.registry.reference("acme/signed-here"));
-    let wrong_password = prompt_host_with(&["sign", &at_digest, "--key", cosign_key, "--config", &site.config()], &[("COSIGN_PASSWORD", "wrong")]);
+    let wrong_password =
+        prompt_host_with(&["sign", &at_digest, "--key", cosign_key, "--config", &site.config()], &[("COSIGN_PASSWORD", "wrong")]);
     assert_eq!(wrong_password.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&wrong_password.stderr).contains(&format!("error: {cosign_key}: cannot read the signing key")));
 
     // A tag may have moved since it was published: signed only when asked for.
-    let by_tag = prompt_host_with(&["sign", &reference, "--key", cosign_key, "--config", &site.config()], &[("COSIGN_PASSWORD", "correct horse")]);
+    let by_tag =
+        prompt_host_with(&["sign", &reference, "--key", cosign_key, "--config", &site.config()], &[("COSIGN_PASSWORD", "correct horse")]);
     assert_eq!(by_tag.status.code(), Some(1));
     assert_eq!(
         String::from_utf8_lossy(&by_tag.stderr).trim(),
@@ -629,11 +697,18 @@ fn a_pack_signed_by_prompt_host_sign_with_a_cosign_key_verifies_here_and_with_op
         )
     );
     let address = &signed.registry.address;
-    let signing = prompt_host_with(&["sign", &at_digest, "--key", cosign_key, "--config", &site.config()], &[("COSIGN_PASSWORD", "correct horse")]);
+    let signing =
+        prompt_host_with(&["sign", &at_digest, "--key", cosign_key, "--config", &site.config()], &[("COSIGN_PASSWORD", "correct horse")]);
     assert!(signing.status.success(), "{}", String::from_utf8_lossy(&signing.stderr));
     assert_eq!(String::from_utf8(signing.stdout).unwrap().trim(), digest, "sign prints the digest it signed");
-    assert_eq!(String::from_utf8_lossy(&signing.stderr).trim(), format!("signed {digest} in the repository {address}/acme/signed-here with {cosign_key}"));
-    let by_tag = prompt_host_with(&["sign", &reference, "--allow-tag", "--key", cosign_key, "--config", &site.config()], &[("COSIGN_PASSWORD", "correct horse")]);
+    assert_eq!(
+        String::from_utf8_lossy(&signing.stderr).trim(),
+        format!("signed {digest} in the repository {address}/acme/signed-here with {cosign_key}")
+    );
+    let by_tag = prompt_host_with(
+        &["sign", &reference, "--allow-tag", "--key", cosign_key, "--config", &site.config()],
+        &[("COSIGN_PASSWORD", "correct horse")],
+    );
     assert!(by_tag.status.success(), "{}", String::from_utf8_lossy(&by_tag.stderr));
     assert_eq!(String::from_utf8(by_tag.stdout).unwrap().trim(), digest, "--allow-tag resolves the tag and prints the digest it signed");
     let said = site.ok("add", &[&reference]);
@@ -682,7 +757,15 @@ fn keyless_signatures_are_checked_against_the_trusted_root_the_identity_and_the_
     let storage = tempfile::tempdir().unwrap();
     let registry = Registry::start(storage.path(), &[]);
     let made = |dir: &str, identity: &str| {
-        tool(&["keyless-ca", "--out", storage.path().join(dir).to_str().unwrap(), "--identity", identity, "--issuer", "https://issuer.example"])
+        tool(&[
+            "keyless-ca",
+            "--out",
+            storage.path().join(dir).to_str().unwrap(),
+            "--identity",
+            identity,
+            "--issuer",
+            "https://issuer.example",
+        ])
     };
     let ours = made("ours", "dev@acme.example");
     let foreign = made("foreign", "dev@acme.example");
@@ -698,9 +781,19 @@ fn keyless_signatures_are_checked_against_the_trusted_root_the_identity_and_the_
         let reference = format!("{}:1", registry.reference(repository));
         let digest = publish(&site, "code_review", &reference);
         let mut args = vec![
-            "sign", "--registry", &registry.address, "--repo", repository, "--digest", &digest,
-            "--key", ca["key"].as_str().unwrap(), "--cert", ca["cert"].as_str().unwrap(),
-            "--rekor-key", ours["rekor_key"].as_str().unwrap(),
+            "sign",
+            "--registry",
+            &registry.address,
+            "--repo",
+            repository,
+            "--digest",
+            &digest,
+            "--key",
+            ca["key"].as_str().unwrap(),
+            "--cert",
+            ca["cert"].as_str().unwrap(),
+            "--rekor-key",
+            ours["rekor_key"].as_str().unwrap(),
         ];
         args.extend_from_slice(extra);
         tool(&args);
@@ -709,10 +802,16 @@ fn keyless_signatures_are_checked_against_the_trusted_root_the_identity_and_the_
 
     let (good, good_digest) = publish_signed("keyless/good", &ours, &[]);
     let said = site.ok("add", &[&good]);
-    assert!(said.contains(&format!("({good_digest}, ")) && said.contains("signed by dev@acme.example (issuer https://issuer.example))"), "{said}");
+    assert!(
+        said.contains(&format!("({good_digest}, ")) && said.contains("signed by dev@acme.example (issuer https://issuer.example))"),
+        "{said}"
+    );
     let inspected = prompt_host(&["inspect", site.path("packs/good.wasm").to_str().unwrap(), "--config", &site.config()]);
     let report = String::from_utf8_lossy(&inspected.stdout);
-    assert!(report.contains(&format!("  signed    by dev@acme.example (issuer https://issuer.example), manifest {good_digest}\n")), "{report}");
+    assert!(
+        report.contains(&format!("  signed    by dev@acme.example (issuer https://issuer.example), manifest {good_digest}\n")),
+        "{report}"
+    );
 
     let elsewhere = trusting("ops@acme.example");
     let refused = elsewhere.refused("add", &[&good]);
@@ -725,13 +824,23 @@ fn keyless_signatures_are_checked_against_the_trusted_root_the_identity_and_the_
 
     let (by_foreign_ca, _) = publish_signed("keyless/foreign", &foreign, &[]);
     let refused = site.refused("add", &[&by_foreign_ca]);
-    assert!(refused.contains("signature 1 is keyless, and its certificate does not chain to a trusted CA for code signing at the time the log recorded"), "{refused}");
+    assert!(
+        refused.contains(
+            "signature 1 is keyless, and its certificate does not chain to a trusted CA for code signing at the time the log recorded"
+        ),
+        "{refused}"
+    );
 
     // Logged an hour before the certificate was issued: outside its validity.
     let an_hour_ago = (std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() - 3600).to_string();
     let (too_early, _) = publish_signed("keyless/early", &ours, &["--integrated-time", &an_hour_ago]);
     let refused = site.refused("add", &[&too_early]);
-    assert!(refused.contains("signature 1 is keyless, and its certificate does not chain to a trusted CA for code signing at the time the log recorded"), "{refused}");
+    assert!(
+        refused.contains(
+            "signature 1 is keyless, and its certificate does not chain to a trusted CA for code signing at the time the log recorded"
+        ),
+        "{refused}"
+    );
 
     // The log's timestamp must be the log's: one made with another key is refused.
     let (forged_log, _) = publish_signed("keyless/forged-log", &ours, &["--rekor-key", foreign["rekor_key"].as_str().unwrap()]);
@@ -740,8 +849,15 @@ fn keyless_signatures_are_checked_against_the_trusted_root_the_identity_and_the_
 
     // A certificate naming several identities is by each of them.
     let several = tool(&[
-        "keyless-ca", "--out", storage.path().join("several").to_str().unwrap(),
-        "--identity", "bot@ci.example", "--identity", "dev@acme.example", "--issuer", "https://issuer.example",
+        "keyless-ca",
+        "--out",
+        storage.path().join("several").to_str().unwrap(),
+        "--identity",
+        "bot@ci.example",
+        "--identity",
+        "dev@acme.example",
+        "--issuer",
+        "https://issuer.example",
     ]);
     let trusting_several = Site::new(&format!(
         "{}[signatures]\nrequire = true\ntrusted_root = \"{}\"\nidentities = [{{ identity = \"dev@acme.example\", issuer = \"https://issuer.example\" }}]\n",
@@ -751,9 +867,19 @@ fn keyless_signatures_are_checked_against_the_trusted_root_the_identity_and_the_
     let reference = format!("{}:1", registry.reference("keyless/several"));
     let digest = publish(&trusting_several, "code_review", &reference);
     tool(&[
-        "sign", "--registry", &registry.address, "--repo", "keyless/several", "--digest", &digest,
-        "--key", several["key"].as_str().unwrap(), "--cert", several["cert"].as_str().unwrap(),
-        "--rekor-key", several["rekor_key"].as_str().unwrap(),
+        "sign",
+        "--registry",
+        &registry.address,
+        "--repo",
+        "keyless/several",
+        "--digest",
+        &digest,
+        "--key",
+        several["key"].as_str().unwrap(),
+        "--cert",
+        several["cert"].as_str().unwrap(),
+        "--rekor-key",
+        several["rekor_key"].as_str().unwrap(),
     ]);
     let said = trusting_several.ok("add", &[&reference]);
     assert!(said.contains("signed by dev@acme.example (issuer https://issuer.example))"), "{said}");
@@ -775,12 +901,21 @@ fn keyless_signatures_are_checked_against_the_trusted_root_the_identity_and_the_
         ))
     };
     let refused = retired("ca").refused("add", &[&good]);
-    assert!(refused.contains("signature 1 is keyless, and no certificate authority of the trusted root was trusted at the time the log recorded (validFor)"), "{refused}");
+    assert!(
+        refused.contains(
+            "signature 1 is keyless, and no certificate authority of the trusted root was trusted at the time the log recorded (validFor)"
+        ),
+        "{refused}"
+    );
     let refused = retired("log").refused("add", &[&good]);
     assert!(refused.contains("signature 1 is keyless, and its transparency log's key was not trusted at the time the log recorded (validFor in the trusted root)"), "{refused}");
 
     // There is no match-anything default.
-    let open = Site::new(&format!("{}[signatures]\nrequire = true\ntrusted_root = \"{}\"\n", plain(&registry), ours["trusted_root"].as_str().unwrap()));
+    let open = Site::new(&format!(
+        "{}[signatures]\nrequire = true\ntrusted_root = \"{}\"\n",
+        plain(&registry),
+        ours["trusted_root"].as_str().unwrap()
+    ));
     let refused = open.refused("add", &[&good]);
     assert!(refused.contains("signatures.trusted_root needs signatures.identities: the identities (and their issuers) whose keyless signatures count; there is no match-anything default"), "{refused}");
 }
@@ -789,7 +924,15 @@ fn keyless_signatures_are_checked_against_the_trusted_root_the_identity_and_the_
 fn a_sigstore_bundle_beside_a_file_signs_exactly_that_file_by_key_or_keyless_at_every_load() {
     let storage = tempfile::tempdir().unwrap();
     let keys = tool(&["keygen", "--out", storage.path().join("keys").to_str().unwrap()]);
-    let ca = tool(&["keyless-ca", "--out", storage.path().join("ca").to_str().unwrap(), "--identity", "dev@acme.example", "--issuer", "https://issuer.example"]);
+    let ca = tool(&[
+        "keyless-ca",
+        "--out",
+        storage.path().join("ca").to_str().unwrap(),
+        "--identity",
+        "dev@acme.example",
+        "--issuer",
+        "https://issuer.example",
+    ]);
     let site = Site::new(&format!(
         "[signatures]\nrequire = true\npublic_keys = [\"{}\"]\ntrusted_root = \"{}\"\nidentities = [{{ identity = \"dev@acme.example\", issuer = \"https://issuer.example\" }}]\n",
         keys["public"].as_str().unwrap(),
@@ -804,11 +947,29 @@ fn a_sigstore_bundle_beside_a_file_signs_exactly_that_file_by_key_or_keyless_at_
     let by_key = place("by_key", "code_review");
     tool(&["bundle", "--wasm", &by_key, "--key", keys["private"].as_str().unwrap()]);
     let keyless = place("keyless", "dev_assistant");
-    tool(&["bundle", "--wasm", &keyless, "--key", ca["key"].as_str().unwrap(), "--cert", ca["cert"].as_str().unwrap(), "--rekor-key", ca["rekor_key"].as_str().unwrap()]);
+    tool(&[
+        "bundle",
+        "--wasm",
+        &keyless,
+        "--key",
+        ca["key"].as_str().unwrap(),
+        "--cert",
+        ca["cert"].as_str().unwrap(),
+        "--rekor-key",
+        ca["rekor_key"].as_str().unwrap(),
+    ]);
     let corrupt = place("corrupt", "code_review");
     tool(&["bundle", "--wasm", &corrupt, "--key", keys["private"].as_str().unwrap(), "--corrupt"]);
     let other = place("other", "code_review");
-    tool(&["bundle", "--wasm", &other, "--key", keys["private"].as_str().unwrap(), "--other-file", built_plugin("dev_assistant").to_str().unwrap()]);
+    tool(&[
+        "bundle",
+        "--wasm",
+        &other,
+        "--key",
+        keys["private"].as_str().unwrap(),
+        "--other-file",
+        built_plugin("dev_assistant").to_str().unwrap(),
+    ]);
     place("unsigned", "code_review");
 
     let inspect = |file: &str| {
@@ -816,7 +977,11 @@ fn a_sigstore_bundle_beside_a_file_signs_exactly_that_file_by_key_or_keyless_at_
         String::from_utf8_lossy(&output.stdout).into_owned()
     };
     let file_digest = |plugin: &str| format!("sha256:{}", sha256_of(plugin));
-    assert!(inspect(&by_key).contains(&format!("  signed    by {}, the file, by its Sigstore bundle {}\n", keys["public"].as_str().unwrap(), file_digest("code_review"))));
+    assert!(inspect(&by_key).contains(&format!(
+        "  signed    by {}, the file, by its Sigstore bundle {}\n",
+        keys["public"].as_str().unwrap(),
+        file_digest("code_review")
+    )));
     assert!(inspect(&keyless).contains(&format!(
         "  signed    by dev@acme.example (issuer https://issuer.example), the file, by its Sigstore bundle {}\n",
         file_digest("dev_assistant")
@@ -825,7 +990,11 @@ fn a_sigstore_bundle_beside_a_file_signs_exactly_that_file_by_key_or_keyless_at_
     assert!(report.contains("the bundle's signature is not by a trusted key"), "{report}");
     let report = inspect(&other);
     assert!(
-        report.contains(&format!("its bytes (sha256 {}) are not the ones its signed manifest names ({})", file_digest("code_review"), file_digest("dev_assistant"))),
+        report.contains(&format!(
+            "its bytes (sha256 {}) are not the ones its signed manifest names ({})",
+            file_digest("code_review"),
+            file_digest("dev_assistant")
+        )),
         "{report}"
     );
 
@@ -927,7 +1096,15 @@ fn a_plugins_own_keys_or_identities_replace_the_global_ones_of_both_kinds() {
     let registry = Registry::start(storage.path(), &[]);
     let global_key = tool(&["keygen", "--out", storage.path().join("global").to_str().unwrap()]);
     let acme_key = tool(&["keygen", "--out", storage.path().join("acme").to_str().unwrap()]);
-    let ca = tool(&["keyless-ca", "--out", storage.path().join("ca").to_str().unwrap(), "--identity", "dev@acme.example", "--issuer", "https://issuer.example"]);
+    let ca = tool(&[
+        "keyless-ca",
+        "--out",
+        storage.path().join("ca").to_str().unwrap(),
+        "--identity",
+        "dev@acme.example",
+        "--issuer",
+        "https://issuer.example",
+    ]);
     let site = Site::new(&format!(
         "{}[signatures]\nrequire = true\npublic_keys = [\"global.pub\"]\ntrusted_root = \"{}\"\n\
          identities = [{{ identity = \"dev@acme.example\", issuer = \"https://issuer.example\" }}]\n\
@@ -1043,8 +1220,15 @@ fn a_leaf_from_a_retired_intermediate_is_refused_though_a_current_ca_entry_share
     let registry = Registry::start(storage.path(), &[]);
     let rotated = |intermediate: &str| {
         tool(&[
-            "keyless-ca", "--out", storage.path().join(intermediate).to_str().unwrap(), "--identity", "dev@acme.example",
-            "--issuer", "https://issuer.example", "--intermediate", intermediate,
+            "keyless-ca",
+            "--out",
+            storage.path().join(intermediate).to_str().unwrap(),
+            "--identity",
+            "dev@acme.example",
+            "--issuer",
+            "https://issuer.example",
+            "--intermediate",
+            intermediate,
         ])
     };
     let trusting = |ca: &Value| {
@@ -1059,8 +1243,19 @@ fn a_leaf_from_a_retired_intermediate_is_refused_though_a_current_ca_entry_share
         let reference = format!("{}:1", registry.reference(repository));
         let digest = publish(site, "code_review", &reference);
         let mut args = vec![
-            "sign", "--registry", &registry.address, "--repo", repository, "--digest", &digest,
-            "--key", ca["key"].as_str().unwrap(), "--cert", ca["cert"].as_str().unwrap(), "--rekor-key", ca["rekor_key"].as_str().unwrap(),
+            "sign",
+            "--registry",
+            &registry.address,
+            "--repo",
+            repository,
+            "--digest",
+            &digest,
+            "--key",
+            ca["key"].as_str().unwrap(),
+            "--cert",
+            ca["cert"].as_str().unwrap(),
+            "--rekor-key",
+            ca["rekor_key"].as_str().unwrap(),
         ];
         if chain {
             args.extend_from_slice(&["--chain", ca["chain"].as_str().unwrap()]);
@@ -1101,12 +1296,25 @@ fn a_keyless_certificate_must_carry_an_sct_signed_by_a_ct_log_of_the_trusted_roo
     let registry = Registry::start(storage.path(), &[]);
     for (sct, expected) in [
         ("none", "its certificate carries no signed certificate timestamp (SCT): it was not logged to certificate transparency"),
-        ("unknown-log", "its certificate's signed certificate timestamps (SCTs) do not verify: one is by a CT log the trusted root does not name"),
-        ("forged", "its certificate's signed certificate timestamps (SCTs) do not verify: one is not signed by its CT log over this certificate"),
+        (
+            "unknown-log",
+            "its certificate's signed certificate timestamps (SCTs) do not verify: one is by a CT log the trusted root does not name",
+        ),
+        (
+            "forged",
+            "its certificate's signed certificate timestamps (SCTs) do not verify: one is not signed by its CT log over this certificate",
+        ),
     ] {
         let ca = tool(&[
-            "keyless-ca", "--out", storage.path().join(sct).to_str().unwrap(), "--identity", "dev@acme.example",
-            "--issuer", "https://issuer.example", "--sct", sct,
+            "keyless-ca",
+            "--out",
+            storage.path().join(sct).to_str().unwrap(),
+            "--identity",
+            "dev@acme.example",
+            "--issuer",
+            "https://issuer.example",
+            "--sct",
+            sct,
         ]);
         let site = Site::new(&format!(
             "{}[signatures]\nrequire = true\ntrusted_root = \"{}\"\nidentities = [{{ identity = \"dev@acme.example\", issuer = \"https://issuer.example\" }}]\n",
@@ -1117,8 +1325,19 @@ fn a_keyless_certificate_must_carry_an_sct_signed_by_a_ct_log_of_the_trusted_roo
         let reference = format!("{}:1", registry.reference(&repository));
         let digest = publish(&site, "code_review", &reference);
         tool(&[
-            "sign", "--registry", &registry.address, "--repo", &repository, "--digest", &digest,
-            "--key", ca["key"].as_str().unwrap(), "--cert", ca["cert"].as_str().unwrap(), "--rekor-key", ca["rekor_key"].as_str().unwrap(),
+            "sign",
+            "--registry",
+            &registry.address,
+            "--repo",
+            &repository,
+            "--digest",
+            &digest,
+            "--key",
+            ca["key"].as_str().unwrap(),
+            "--cert",
+            ca["cert"].as_str().unwrap(),
+            "--rekor-key",
+            ca["rekor_key"].as_str().unwrap(),
         ]);
         let refused = site.refused("add", &[&reference]);
         assert!(refused.contains(&format!("signature 1 is keyless, and {expected}")), "{sct}: {refused}");
@@ -1286,9 +1505,19 @@ fn an_identity_may_pin_the_source_repository_ref_and_workflow_a_ci_certificate_n
     let issuer = "https://token.actions.githubusercontent.com";
     let build = |dir: &str, repository: &str| {
         tool(&[
-            "keyless-ca", "--out", storage.path().join(dir).to_str().unwrap(), "--identity", workflow_identity, "--issuer", issuer,
-            "--source-repository", repository, "--source-ref", "refs/tags/v1",
-            "--workflow", &format!("{repository}/.github/workflows/release.yml@refs/tags/v1"),
+            "keyless-ca",
+            "--out",
+            storage.path().join(dir).to_str().unwrap(),
+            "--identity",
+            workflow_identity,
+            "--issuer",
+            issuer,
+            "--source-repository",
+            repository,
+            "--source-ref",
+            "refs/tags/v1",
+            "--workflow",
+            &format!("{repository}/.github/workflows/release.yml@refs/tags/v1"),
         ])
     };
     let ours = build("ours", "https://github.com/acme/prompts");
@@ -1304,8 +1533,19 @@ fn an_identity_may_pin_the_source_repository_ref_and_workflow_a_ci_certificate_n
         let reference = format!("{}:1", registry.reference(repository));
         let digest = publish(site, "code_review", &reference);
         tool(&[
-            "sign", "--registry", &registry.address, "--repo", repository, "--digest", &digest,
-            "--key", ca["key"].as_str().unwrap(), "--cert", ca["cert"].as_str().unwrap(), "--rekor-key", ca["rekor_key"].as_str().unwrap(),
+            "sign",
+            "--registry",
+            &registry.address,
+            "--repo",
+            repository,
+            "--digest",
+            &digest,
+            "--key",
+            ca["key"].as_str().unwrap(),
+            "--cert",
+            ca["cert"].as_str().unwrap(),
+            "--rekor-key",
+            ca["rekor_key"].as_str().unwrap(),
         ]);
         (reference, digest)
     };
@@ -1341,7 +1581,11 @@ fn an_identity_may_pin_the_source_repository_ref_and_workflow_a_ci_certificate_n
 /// `prompt-host ARGS` in `cwd` with COSIGN_PASSWORD set to `password`.
 fn prompt_host_in(cwd: &Path, args: &[&str], password: &str) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_prompt-host"));
-    command.args(args).current_dir(cwd).env("COSIGN_PASSWORD", password).env("DOCKER_CONFIG", Path::new(env!("CARGO_TARGET_TMPDIR")).join("no-docker-config"));
+    command
+        .args(args)
+        .current_dir(cwd)
+        .env("COSIGN_PASSWORD", password)
+        .env("DOCKER_CONFIG", Path::new(env!("CARGO_TARGET_TMPDIR")).join("no-docker-config"));
     command.output().unwrap()
 }
 
@@ -1373,20 +1617,40 @@ fn keygen_writes_a_cosign_key_pair_that_signs_here_and_in_the_independent_tool_a
     // The keys openssl writes, as the README says: SEC1 (with its EC PARAMETERS block) and encrypted PKCS#8.
     openssl(keys.path(), &["ecparam", "-name", "prime256v1", "-genkey", "-out", "sec1.pem"]);
     openssl(keys.path(), &["ec", "-in", "sec1.pem", "-pubout", "-out", "sec1.pub"]);
-    openssl(keys.path(), &["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-aes-256-cbc", "-pass", "pass:correct horse", "-out", "pkcs8.pem"]);
+    openssl(
+        keys.path(),
+        &[
+            "genpkey",
+            "-algorithm",
+            "EC",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-aes-256-cbc",
+            "-pass",
+            "pass:correct horse",
+            "-out",
+            "pkcs8.pem",
+        ],
+    );
     openssl(keys.path(), &["pkey", "-in", "pkcs8.pem", "-passin", "pass:correct horse", "-pubout", "-out", "pkcs8.pub"]);
 
-    let site = Site::new(&format!("{}[signatures]\nrequire = true\npublic_keys = [\"cosign.pub\", \"sec1.pub\", \"pkcs8.pub\"]\n", plain(&registry)));
+    let site = Site::new(&format!(
+        "{}[signatures]\nrequire = true\npublic_keys = [\"cosign.pub\", \"sec1.pub\", \"pkcs8.pub\"]\n",
+        plain(&registry)
+    ));
     for public in ["cosign.pub", "sec1.pub", "pkcs8.pub"] {
         std::fs::copy(keys.path().join(public), site.path(public)).unwrap();
     }
     let config = site.config();
-    for (key, public, repository) in [("cosign.key", "cosign.pub", "acme/keygen"), ("sec1.pem", "sec1.pub", "acme/sec1"), ("pkcs8.pem", "pkcs8.pub", "acme/pkcs8")] {
+    for (key, public, repository) in
+        [("cosign.key", "cosign.pub", "acme/keygen"), ("sec1.pem", "sec1.pub", "acme/sec1"), ("pkcs8.pem", "pkcs8.pub", "acme/pkcs8")]
+    {
         let reference = format!("{}:1", registry.reference(repository));
         let digest = publish(&site, "code_review", &reference);
         let at_digest = format!("{}@{digest}", registry.reference(repository));
         let key = keys.path().join(key);
-        let signing = prompt_host_in(keys.path(), &["sign", &at_digest, "--key", key.to_str().unwrap(), "--config", &config], "correct horse");
+        let signing =
+            prompt_host_in(keys.path(), &["sign", &at_digest, "--key", key.to_str().unwrap(), "--config", &config], "correct horse");
         assert!(signing.status.success(), "{key:?}: {}", String::from_utf8_lossy(&signing.stderr));
         let said = site.ok("add", &[&reference, "--name", &repository.replace("acme/", "")]);
         assert!(said.contains(&format!("signed by {public}")), "{said}");
@@ -1424,7 +1688,8 @@ fn keygen_writes_a_cosign_key_pair_that_signs_here_and_in_the_independent_tool_a
     let digest = publish(&site, "code_review", &reference);
     let at_digest = format!("{}@{digest}", registry.reference("acme/typed"));
     let typed_key = keys.path().join("typed.key");
-    let signing = prompt_host_in(keys.path(), &["sign", &at_digest, "--key", typed_key.to_str().unwrap(), "--config", &config], "typed secret");
+    let signing =
+        prompt_host_in(keys.path(), &["sign", &at_digest, "--key", typed_key.to_str().unwrap(), "--config", &config], "typed secret");
     assert!(signing.status.success(), "{}", String::from_utf8_lossy(&signing.stderr));
     assert!(site.ok("add", &[&reference, "--name", "typed"]).contains("signed by cosign.pub"));
     std::fs::copy(keys.path().join("cosign.pub"), site.path("cosign.pub")).unwrap();
@@ -1433,10 +1698,20 @@ fn keygen_writes_a_cosign_key_pair_that_signs_here_and_in_the_independent_tool_a
     let reference = format!("{}:1", registry.reference("acme/by-tool"));
     let digest = publish(&site, "dev_assistant", &reference);
     let cosign_key = keys.path().join("cosign.key");
-    let signed = tool_command(&["sign", "--registry", &registry.address, "--repo", "acme/by-tool", "--digest", &digest, "--key", cosign_key.to_str().unwrap()])
-        .env("COSIGN_PASSWORD", "correct horse")
-        .output()
-        .unwrap();
+    let signed = tool_command(&[
+        "sign",
+        "--registry",
+        &registry.address,
+        "--repo",
+        "acme/by-tool",
+        "--digest",
+        &digest,
+        "--key",
+        cosign_key.to_str().unwrap(),
+    ])
+    .env("COSIGN_PASSWORD", "correct horse")
+    .output()
+    .unwrap();
     assert!(signed.status.success(), "{}", String::from_utf8_lossy(&signed.stderr));
     let said = site.ok("add", &[&reference, "--name", "by_tool"]);
     assert!(said.contains("signed by cosign.pub"), "{said}");
@@ -1508,7 +1783,8 @@ fn a_signature_binds_the_repository_and_cosigns_type_and_a_mirror_is_signed_as_w
     );
 
     // A payload of another type is no cosign image signature.
-    let (typed, typed_digest) = signed.publish_signed("dev_assistant", "acme/typed", "1", Some(&signed.key), &["--type", "atomic container signature"]);
+    let (typed, typed_digest) =
+        signed.publish_signed("dev_assistant", "acme/typed", "1", Some(&signed.key), &["--type", "atomic container signature"]);
     let refused = site.refused("add", &[&typed]);
     assert_eq!(
         refused.trim(),
@@ -1614,7 +1890,11 @@ fn update_never_goes_back_to_an_earlier_digest_or_version_unless_told_and_the_st
         sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect::<String>()
     };
     let installed = sha256_of("writing_assistant");
-    assert_eq!(store(site), vec![format!("{installed}.pack.provenance.json"), format!("{installed}.wasm")], "update removed the first pack's store entry");
+    assert_eq!(
+        store(site),
+        vec![format!("{installed}.pack.provenance.json"), format!("{installed}.wasm")],
+        "update removed the first pack's store entry"
+    );
 
     // Told to, it goes back; the store then holds only that pack.
     let said = site.ok("update", &["pack", "--allow-downgrade"]);
@@ -1651,7 +1931,8 @@ fn a_hostile_signature_manifest_is_skipped_and_said_and_junk_layers_hide_no_vali
     }
 
     // A signature manifest larger than its bound: skipped, said, and the pull goes on.
-    let (oversized, oversized_digest) = signed.publish_signed("dev_assistant", "acme/oversized", "1", Some(&signed.key), &["--pad-manifest", "70000"]);
+    let (oversized, oversized_digest) =
+        signed.publish_signed("dev_assistant", "acme/oversized", "1", Some(&signed.key), &["--pad-manifest", "70000"]);
     let refused = site.refused("add", &[&oversized]);
     let sig = format!("{}:{}.sig", signed.registry.reference("acme/oversized"), oversized_digest.replace(':', "-"));
     assert!(
@@ -1686,13 +1967,25 @@ fn credentials_go_only_over_https_or_to_the_registrys_own_host_on_every_path_and
     let registry = Registry::start(storage.path(), &[]);
     let keys = tool(&["keygen", "--out", storage.path().join("keys").to_str().unwrap()]);
     let record = storage.path().join("token-requests.jsonl");
-    let guarded = Registry::spawn(&["serve-blob-liar", "--upstream", &registry.address, "--bearer", "alice:s3cret-Pa55", "--record", record.to_str().unwrap()]);
+    let guarded = Registry::spawn(&[
+        "serve-blob-liar",
+        "--upstream",
+        &registry.address,
+        "--bearer",
+        "alice:s3cret-Pa55",
+        "--record",
+        record.to_str().unwrap(),
+    ]);
     let site = Site::new(&plain(&guarded));
     let credentials = |registry: &Registry| {
-        vec![("PROMPT_HOST_REGISTRY_USERNAME", "alice"), ("PROMPT_HOST_REGISTRY_PASSWORD", "s3cret-Pa55"), ("PROMPT_HOST_REGISTRY", registry.address.as_str())]
-            .into_iter()
-            .map(|(name, value)| (name, value.to_string()))
-            .collect::<Vec<_>>()
+        vec![
+            ("PROMPT_HOST_REGISTRY_USERNAME", "alice"),
+            ("PROMPT_HOST_REGISTRY_PASSWORD", "s3cret-Pa55"),
+            ("PROMPT_HOST_REGISTRY", registry.address.as_str()),
+        ]
+        .into_iter()
+        .map(|(name, value)| (name, value.to_string()))
+        .collect::<Vec<_>>()
     };
     let run = |args: &[&str], registry: &Registry| {
         let env = credentials(registry);
@@ -1721,8 +2014,15 @@ fn credentials_go_only_over_https_or_to_the_registrys_own_host_on_every_path_and
     // A token service on this machine but not the registry's host gets no credentials, on any path.
     let record = storage.path().join("other-host.jsonl");
     let other_host = Registry::spawn(&[
-        "serve-blob-liar", "--upstream", &registry.address, "--bearer", "alice:s3cret-Pa55", "--realm", "http://localhost:PORT/token",
-        "--record", record.to_str().unwrap(),
+        "serve-blob-liar",
+        "--upstream",
+        &registry.address,
+        "--bearer",
+        "alice:s3cret-Pa55",
+        "--realm",
+        "http://localhost:PORT/token",
+        "--record",
+        record.to_str().unwrap(),
     ]);
     let elsewhere = Site::new(&plain(&other_host));
     let realm = format!("http://localhost:{}/token", other_host.address.rsplit(':').next().unwrap());
@@ -1747,13 +2047,17 @@ fn credentials_go_only_over_https_or_to_the_registrys_own_host_on_every_path_and
     // Token services on link-local, unspecified or metadata addresses, or on
     // plain HTTP off this machine, are never asked, with or without credentials.
     for (realm, why) in [
-        ("http://169.254.169.254/latest/meta-data/iam/security-credentials/", "it is a link-local address, where cloud metadata services answer"),
+        (
+            "http://169.254.169.254/latest/meta-data/iam/security-credentials/",
+            "it is a link-local address, where cloud metadata services answer",
+        ),
         ("https://[fe80::1]/token", "it is a link-local address, where cloud metadata services answer"),
         ("http://0.0.0.0:PORT/token", "it is an unspecified address"),
         ("https://metadata.google.internal/computeMetadata/v1/", "it is a cloud metadata service's name"),
         ("http://token.example/token", "it is plain HTTP on another machine: a token service is reached over HTTPS"),
     ] {
-        let liar = Registry::spawn(&["serve-blob-liar", "--upstream", &registry.address, "--bearer", "alice:s3cret-Pa55", "--realm", realm]);
+        let liar =
+            Registry::spawn(&["serve-blob-liar", "--upstream", &registry.address, "--bearer", "alice:s3cret-Pa55", "--realm", realm]);
         let site = Site::new(&plain(&liar));
         let realm = realm.replace("PORT", liar.address.rsplit(':').next().unwrap());
         let refusal = format!("error: {} names the token service {realm:?}, which is refused: {why}", liar.address);
@@ -1768,8 +2072,11 @@ fn credentials_go_only_over_https_or_to_the_registrys_own_host_on_every_path_and
 /// wkg (wasm-pkg-tools), which tests/setup installs: on PATH, or in cargo's
 /// bin folder. Missing, the test fails: it is not skipped.
 fn wkg() -> Command {
-    let on_path = std::env::var_os("PATH").and_then(|paths| std::env::split_paths(&paths).map(|dir| dir.join("wkg")).find(|file| file.is_file()));
-    let cargo_home = std::env::var_os("CARGO_HOME").map(PathBuf::from).or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cargo")));
+    let on_path =
+        std::env::var_os("PATH").and_then(|paths| std::env::split_paths(&paths).map(|dir| dir.join("wkg")).find(|file| file.is_file()));
+    let cargo_home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cargo")));
     let in_cargo_bin = cargo_home.map(|home| home.join("bin/wkg")).filter(|file| file.is_file());
     let wkg = on_path.or(in_cargo_bin).expect("wkg is missing: tests/setup installs it (cargo install wkg --version 0.16.1 --locked)");
     let mut command = Command::new(wkg);
@@ -1797,7 +2104,8 @@ fn a_pack_pushed_by_wkg_installs_byte_for_byte_and_one_published_here_is_pulled_
         .unwrap();
     assert!(pushed.status.success(), "wkg oci push failed: {}", String::from_utf8_lossy(&pushed.stderr));
     let printed = String::from_utf8(pushed.stdout).unwrap();
-    let digest = printed.lines().find_map(|line| line.strip_prefix("digest: ")).unwrap_or_else(|| panic!("wkg printed {printed:?}")).to_string();
+    let digest =
+        printed.lines().find_map(|line| line.strip_prefix("digest: ")).unwrap_or_else(|| panic!("wkg printed {printed:?}")).to_string();
     let reference = format!("{}:1", registry.reference("by/wkg"));
     let said = site.ok("add", &[&reference]);
     assert!(said.contains(&format!("installed wkg from {reference} ({digest}, ")), "{said}");
@@ -1962,7 +2270,8 @@ fn update_to_moves_a_pack_to_a_new_tag_in_one_step_under_a_connected_client_with
     assert_eq!(after, vec!["draft_email", "translate"], "writing_assistant's prompts, where conformance's were: {before:?}");
     // Past the watcher's settling time, no second change was announced.
     std::thread::sleep(std::time::Duration::from_secs(2));
-    let more: Vec<Value> = server.drain_notifications().into_iter().filter(|n| n["method"] == "notifications/prompts/list_changed").collect();
+    let more: Vec<Value> =
+        server.drain_notifications().into_iter().filter(|n| n["method"] == "notifications/prompts/list_changed").collect();
     assert_eq!(more, Vec::<Value>::new());
     let lockfile = site.lockfile();
     assert!(lockfile.contains(&format!("reference = \"{new}\"\ndigest = \"{second}\"")), "{lockfile}");
@@ -1981,9 +2290,13 @@ fn update_to_moves_a_pack_to_a_new_tag_in_one_step_under_a_connected_client_with
     let unsigned = format!("{}:1.2", signed.registry.reference("acme/pack"));
     publish(site, "code_review", &unsigned);
     let refused = site.refused("update", &["pack", "--to", &unsigned]);
-    assert!(refused.trim().ends_with(
-        "signature refused: it has no signature, and the configuration requires one\nerror: 1 of 1 packs not updated"
-    ) && refused.contains("pack: not updated, the installed pack stays: "), "{refused}");
+    assert!(
+        refused
+            .trim()
+            .ends_with("signature refused: it has no signature, and the configuration requires one\nerror: 1 of 1 packs not updated")
+            && refused.contains("pack: not updated, the installed pack stays: "),
+        "{refused}"
+    );
     assert!(site.lockfile().contains(&format!("reference = \"{new}\"")));
 
     // A pack the config pins by source is moved there, not with --to.
@@ -2032,7 +2345,8 @@ fn a_proxy_in_the_environment_never_carries_a_request_to_a_registry_on_this_mach
     let site = Site::new("");
     let file = built_plugin("code_review");
     let reference = format!("{}:1.0", registry.reference("acme/code-review"));
-    let published = prompt_host_with(&["publish", file.to_str().unwrap(), &reference, "--plain-http", "--config", &site.config()], &proxies);
+    let published =
+        prompt_host_with(&["publish", file.to_str().unwrap(), &reference, "--plain-http", "--config", &site.config()], &proxies);
     assert!(published.status.success(), "{}", String::from_utf8_lossy(&published.stderr));
     let added = prompt_host_with(&["add", &reference, "--plain-http", "--config", &site.config()], &proxies);
     assert!(added.status.success(), "{}", String::from_utf8_lossy(&added.stderr));

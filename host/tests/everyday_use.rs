@@ -183,7 +183,18 @@ fn get_shows_the_question_of_an_input_required_prompt_and_answers_it_with_answer
     // Typed fields take typed answers; a required field with a default takes it.
     let email = run_in(
         folder.path(),
-        &["get", pack, "draft_email", "topic=the launch", "--answer", "recipient=Ada", "--answer", "words=90", "--answer", "sign_off=false"],
+        &[
+            "get",
+            pack,
+            "draft_email",
+            "topic=the launch",
+            "--answer",
+            "recipient=Ada",
+            "--answer",
+            "words=90",
+            "--answer",
+            "sign_off=false",
+        ],
     );
     assert_eq!(text_of(&email), "Draft a friendly email of about 90 words to Ada about the launch.");
     // An answer not of the field's kind is refused by the same checks as a client's.

@@ -229,7 +229,10 @@ fn a_body_over_the_cap_gets_413() {
     assert_eq!(answer.status, 413, "{}", answer.head);
     assert_eq!(answer.body, "payload too large: the request body is over 1 KiB (--max-request-kib)\n");
     // The cap itself is accepted.
-    let padded = format!("{:<1024}", r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"http-tests","version":"1.0.0"}}}"#);
+    let padded = format!(
+        "{:<1024}",
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"http-tests","version":"1.0.0"}}}"#
+    );
     assert_initialized(&send(&mut host.connect(), &post(host.addr, &padded)));
 }
 
@@ -284,16 +287,10 @@ fn a_session_hears_of_catalog_changes_until_it_ends() {
 #[test]
 fn max_request_kib_out_of_range_is_refused() {
     for value in ["0", "1048577", "18014398509481984"] {
-        let output = Command::new(BINARY)
-            .args(["serve", "--http", "127.0.0.1:0", "--max-request-kib", value])
-            .output()
-            .unwrap();
+        let output = Command::new(BINARY).args(["serve", "--http", "127.0.0.1:0", "--max-request-kib", value]).output().unwrap();
         assert_eq!(output.status.code(), Some(2), "--max-request-kib {value} was accepted");
         let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(
-            stderr.contains(&format!("invalid value '{value}' for '--max-request-kib <KIB>': ")),
-            "{stderr}"
-        );
+        assert!(stderr.contains(&format!("invalid value '{value}' for '--max-request-kib <KIB>': ")), "{stderr}");
     }
     let output = Command::new(BINARY).args(["serve", "--http", "127.0.0.1:0", "--max-request-kib", "0"]).output().unwrap();
     assert!(String::from_utf8_lossy(&output.stderr).contains("0 is not in 1..=1048576"));

@@ -188,12 +188,18 @@ fn a_full_session_table_refuses_only_initialize() {
     }
     let (status, refused) = host.exchange(&initialize);
     assert_eq!(status, 503, "{refused}");
-    assert!(refused.ends_with("the server holds its maximum of 2 sessions (--max-sessions); retry later, or end a session with DELETE\n"), "{refused}");
+    assert!(
+        refused.ends_with("the server holds its maximum of 2 sessions (--max-sessions); retry later, or end a session with DELETE\n"),
+        "{refused}"
+    );
     // So is an initialize in a batch (it was answered 500).
     let batch = support::http_post(&host.addr.to_string(), "", &format!("[{HTTP_INITIALIZE}]"));
     let (status, refused) = host.exchange(&batch);
     assert_eq!(status, 503, "{refused}");
-    assert!(refused.ends_with("the server holds its maximum of 2 sessions (--max-sessions); retry later, or end a session with DELETE\n"), "{refused}");
+    assert!(
+        refused.ends_with("the server holds its maximum of 2 sessions (--max-sessions); retry later, or end a session with DELETE\n"),
+        "{refused}"
+    );
 
     // Stateless requests are served: server/discover, and prompts/list.
     let (status, discovered) = host.exchange(&post_2026(host.addr, &discover_body(), true));

@@ -71,10 +71,7 @@ fn accept(content: Value) -> Value {
 }
 
 fn retry(server: &mut Server, responses: Value, state: &str) -> Value {
-    server.request(
-        "prompts/get",
-        json!({ "name": PROMPT, "inputResponses": responses, "requestState": state, "_meta": elicitation() }),
-    )
+    server.request("prompts/get", json!({ "name": PROMPT, "inputResponses": responses, "requestState": state, "_meta": elicitation() }))
 }
 
 #[test]
@@ -125,10 +122,7 @@ fn a_tampered_or_foreign_request_state_is_refused_before_the_pack_runs() {
 fn key_config(dir: &std::path::Path, name: &str, current: &str, previous: &[&str]) -> String {
     let config = dir.join(name);
     let previous: Vec<String> = previous.iter().map(|file| format!("{file:?}")).collect();
-    let text = format!(
-        "[server]\nrequest_state_key_file = {current:?}\nrequest_state_previous_key_files = [{}]\n",
-        previous.join(", ")
-    );
+    let text = format!("[server]\nrequest_state_key_file = {current:?}\nrequest_state_previous_key_files = [{}]\n", previous.join(", "));
     std::fs::write(&config, text).unwrap();
     config.to_str().unwrap().to_string()
 }
@@ -329,9 +323,7 @@ fn an_earlier_client_with_elicitation_is_asked_over_its_session_and_the_call_con
     assert_eq!(failed["error"]["code"], -32602, "{failed}");
     let message = failed["error"]["message"].as_str().unwrap();
     assert!(
-        message.starts_with(&format!(
-            "prompt '{PROMPT}': the client did not answer the elicitation of form \"user_context\": "
-        )),
+        message.starts_with(&format!("prompt '{PROMPT}': the client did not answer the elicitation of form \"user_context\": ")),
         "{message}"
     );
 }
@@ -369,10 +361,7 @@ fn an_input_required_answer_that_breaks_the_rules_is_refused_without_asking() {
     ] {
         let error = server.error("prompts/get", json!({ "name": prompt, "_meta": elicitation() }));
         assert_eq!(error["code"], -32603, "{error}");
-        assert_eq!(
-            error["message"],
-            format!("plugin 'hostile_input' returned an invalid reply for prompt '{prompt}': {problem}")
-        );
+        assert_eq!(error["message"], format!("plugin 'hostile_input' returned an invalid reply for prompt '{prompt}': {problem}"));
         assert_eq!(error["data"]["failure"], "invalid-reply");
     }
 }

@@ -118,10 +118,7 @@ fn every_invalid_definition_is_reported_with_a_hint() {
     assert_eq!(output.status.code(), Some(1));
     let text = String::from_utf8(output.stdout).unwrap();
     assert!(text.starts_with("hostile_bad_definitions: this host would refuse it (5 problems)\n"), "{text}");
-    assert!(
-        text.contains(&format!("  problems\n    1. prompt \"twice\": declared more than once\n       hint: {unique}\n")),
-        "{text}"
-    );
+    assert!(text.contains(&format!("  problems\n    1. prompt \"twice\": declared more than once\n       hint: {unique}\n")), "{text}");
 }
 
 /// The report of a file the server would refuse: the one problem, with its
@@ -192,11 +189,7 @@ fn a_component_of_another_world_is_refused() {
 
 #[test]
 fn a_pack_that_fails_while_listing_is_refused() {
-    let output = prompt_host()
-        .args(["inspect", "--json", "--fuel", "2000000"])
-        .arg(built_plugin("hostile_list_loop"))
-        .output()
-        .unwrap();
+    let output = prompt_host().args(["inspect", "--json", "--fuel", "2000000"]).arg(built_plugin("hostile_list_loop")).output().unwrap();
     assert_eq!(output.status.code(), Some(1));
     let report: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(
@@ -228,11 +221,8 @@ fn the_config_file_gives_the_plugin_its_prefix_limits_and_pin() {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("prompt-host.toml");
     let pinned = "0".repeat(64);
-    std::fs::write(
-        &config,
-        format!("[plugins.code_review]\nprefix = \"team-\"\nlimits = {{ fuel = 123456 }}\nsha256 = \"{pinned}\"\n"),
-    )
-    .unwrap();
+    std::fs::write(&config, format!("[plugins.code_review]\nprefix = \"team-\"\nlimits = {{ fuel = 123456 }}\nsha256 = \"{pinned}\"\n"))
+        .unwrap();
     let config_option = ["--json", "--config", config.to_str().unwrap()];
     let inspect_configured = || inspect(&built_plugin("code_review"), &config_option);
     // As with serve, the plugin's own limits apply over the command line's.
@@ -302,10 +292,7 @@ fn get_reports_a_failing_prompt_and_exits_1() {
     let output = get(&[pack.to_str().unwrap(), "explain-code"]);
     assert_eq!(output.status.code(), Some(1));
     assert!(output.stdout.is_empty());
-    assert_eq!(
-        String::from_utf8_lossy(&output.stderr),
-        "error: prompt 'explain-code' is missing required arguments: code\n"
-    );
+    assert_eq!(String::from_utf8_lossy(&output.stderr), "error: prompt 'explain-code' is missing required arguments: code\n");
 }
 
 #[test]
@@ -351,18 +338,13 @@ fn inspect_json_of_a_missing_file_prints_a_json_error_and_exits_1() {
 #[test]
 fn complete_tries_completions_from_the_command_line() {
     let pack = built_plugin("dev_assistant");
-    let output = prompt_host()
-        .args(["complete", pack.to_str().unwrap(), "explain-code", "language", "py", "--with", "code=x"])
-        .output()
-        .unwrap();
+    let output =
+        prompt_host().args(["complete", pack.to_str().unwrap(), "explain-code", "language", "py", "--with", "code=x"]).output().unwrap();
     assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
     let result: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(result, json!({ "completion": { "values": ["python"], "total": 1, "hasMore": false } }));
 
-    let unknown = prompt_host()
-        .args(["complete", pack.to_str().unwrap(), "explain", "language"])
-        .output()
-        .unwrap();
+    let unknown = prompt_host().args(["complete", pack.to_str().unwrap(), "explain", "language"]).output().unwrap();
     assert_eq!(unknown.status.code(), Some(1));
     assert_eq!(String::from_utf8_lossy(&unknown.stderr), "error: unknown prompt 'explain'\n");
 }

@@ -63,12 +63,8 @@ fn label_values(text: &str, label: &str) -> BTreeSet<String> {
 
 /// Runs `promtool check metrics` on `text`, and asserts that it passes.
 fn assert_promtool_accepts(text: &str) {
-    let child = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn();
+    let child =
+        Command::new("promtool").args(["check", "metrics"]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn();
     let mut child = child.expect("promtool is missing: run tests/setup (it installs Debian's prometheus package)");
     use std::io::Write;
     child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
@@ -87,10 +83,8 @@ fn get_prompt_outcome(plugin: &str, outcome: &str) -> String {
 
 #[test]
 fn each_call_is_counted_by_plugin_method_and_outcome_and_promtool_accepts_the_text() {
-    let (_dir, mut server) = serve_plugins(
-        &["hostile", "code_review"],
-        &["--fuel", "2000000", "--deadline-ms", "60000", "--metrics", "127.0.0.1:0"],
-    );
+    let (_dir, mut server) =
+        serve_plugins(&["hostile", "code_review"], &["--fuel", "2000000", "--deadline-ms", "60000", "--metrics", "127.0.0.1:0"]);
     let addr = metrics_addr(&server);
     let prompts = server.list_all_names().len();
     // Two calls that succeed, and one of each way a call can fail.
@@ -109,10 +103,8 @@ fn each_call_is_counted_by_plugin_method_and_outcome_and_promtool_accepts_the_te
         let error = server.error("prompts/get", json!({ "name": prompt, "arguments": arguments }));
         assert_eq!(error["data"]["failure"], *failure, "{prompt}: {error}");
     }
-    let error = server.error(
-        "completion/complete",
-        json!({ "ref": { "type": "ref/prompt", "name": "spin" }, "argument": { "name": "a", "value": "" } }),
-    );
+    let error = server
+        .error("completion/complete", json!({ "ref": { "type": "ref/prompt", "name": "spin" }, "argument": { "name": "a", "value": "" } }));
     assert_eq!(error["data"]["failure"], "fuel");
     // A prompt no plugin serves is no call into a plugin: not counted.
     server.error("prompts/get", json!({ "name": "no-such-prompt" }));
@@ -145,10 +137,7 @@ fn each_call_is_counted_by_plugin_method_and_outcome_and_promtool_accepts_the_te
 
     // Labels are bounded: plugin names, the methods and the outcomes; never a prompt name.
     assert_eq!(label_values(&text, "plugin"), BTreeSet::from(["code_review".to_string(), "hostile".to_string()]));
-    assert_eq!(
-        label_values(&text, "method"),
-        BTreeSet::from(["completion/complete", "list", "prompts/get"].map(String::from))
-    );
+    assert_eq!(label_values(&text, "method"), BTreeSet::from(["completion/complete", "list", "prompts/get"].map(String::from)));
     let outcomes = ["fuel", "internal", "invalid-arguments", "invalid-reply", "ok", "panic", "stack"];
     assert_eq!(label_values(&text, "outcome"), BTreeSet::from(outcomes.map(String::from)));
     for prompt in ["spin", "echo", "no-such-prompt", "many"] {
@@ -269,17 +258,12 @@ fn the_metrics_listener_checks_host_and_stays_on_loopback() {
     assert_eq!((status, body.as_str()), (404, "not found: /metrics, /healthz and /readyz are served here\n"));
     server.terminate();
 
-    let output = Command::new(env!("CARGO_BIN_EXE_prompt-host"))
-        .args(["serve", "--metrics", "0.0.0.0:0"])
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let output =
+        Command::new(env!("CARGO_BIN_EXE_prompt-host")).args(["serve", "--metrics", "0.0.0.0:0"]).stdin(Stdio::null()).output().unwrap();
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
-        stderr.contains(
-            "refusing to listen on 0.0.0.0:0, which is not a loopback address: pass --metrics-allow-remote to do so"
-        ),
+        stderr.contains("refusing to listen on 0.0.0.0:0, which is not a loopback address: pass --metrics-allow-remote to do so"),
         "{stderr}"
     );
 }
@@ -287,8 +271,7 @@ fn the_metrics_listener_checks_host_and_stays_on_loopback() {
 #[test]
 fn open_http_sessions_are_counted() {
     let dir = plugin_dir(&["code_review"]);
-    let (mut child, stderr, addr) =
-        spawn_http("127.0.0.1:0", &["--plugins", dir.path().to_str().unwrap(), "--metrics", "127.0.0.1:0"]);
+    let (mut child, stderr, addr) = spawn_http("127.0.0.1:0", &["--plugins", dir.path().to_str().unwrap(), "--metrics", "127.0.0.1:0"]);
     let metrics = address_in(&support::wait_for_text(&stderr, METRICS_SERVED, 1));
     assert_value(&scrape(metrics), "prompt_host_sessions_open", 0.0);
     let (status, response) = http_exchange(addr, &support::http_post("localhost", "", support::HTTP_INITIALIZE));
@@ -312,10 +295,8 @@ fn the_http_listener_answers_health_without_a_session_or_the_token_and_checks_ho
     let token = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(token.path(), "secret-token\n").unwrap();
     let dir = plugin_dir(&["code_review"]);
-    let (mut child, _stderr, addr) = spawn_http(
-        "127.0.0.1:0",
-        &["--plugins", dir.path().to_str().unwrap(), "--auth-token-file", token.path().to_str().unwrap()],
-    );
+    let (mut child, _stderr, addr) =
+        spawn_http("127.0.0.1:0", &["--plugins", dir.path().to_str().unwrap(), "--auth-token-file", token.path().to_str().unwrap()]);
     assert_eq!(get(addr, "/healthz", "localhost"), (200, "ok\n".to_string()));
     let (status, ready) = get(addr, "/readyz", &format!("127.0.0.1:{}", addr.port()));
     assert_eq!(status, 200, "{ready}");

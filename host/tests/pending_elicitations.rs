@@ -258,11 +258,20 @@ fn sigterm_ends_a_pending_elicitation_at_once_instead_of_waiting_the_grace() {
     let mut rest = Vec::new();
     let _ = stream.read_to_end(&mut rest);
     let rest = String::from_utf8_lossy(&rest);
-    let data = rest.lines().filter_map(|line| line.strip_prefix("data: ")).find(|data| data.contains("\"error\"")).unwrap_or_else(|| panic!("no error: {rest}"));
+    let data = rest
+        .lines()
+        .filter_map(|line| line.strip_prefix("data: "))
+        .find(|data| data.contains("\"error\""))
+        .unwrap_or_else(|| panic!("no error: {rest}"));
     let error = serde_json::from_str::<Value>(data).unwrap()["error"].clone();
     assert_eq!(error["code"], -32602, "{error}");
     let message = error["message"].as_str().unwrap();
-    assert!(message.starts_with(&format!("prompt '{PROMPT}': the client went away or cancelled the request, or the server stopped, while the elicitation of form ")), "{message}");
+    assert!(
+        message.starts_with(&format!(
+            "prompt '{PROMPT}': the client went away or cancelled the request, or the server stopped, while the elicitation of form "
+        )),
+        "{message}"
+    );
     let mut host = host;
     let status = host.child.wait().unwrap();
     let took = started.elapsed();
@@ -350,16 +359,10 @@ fn the_wait_is_configurable_and_bounded() {
 
     // Past an hour, or zero, the config is refused at start.
     let over = config(dir.path(), "timeout_ms = 3600001");
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_prompt-host"))
-        .args(["serve", "--config", &over])
-        .output()
-        .unwrap();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_prompt-host")).args(["serve", "--config", &over]).output().unwrap();
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        stderr.contains("elicitation.timeout_ms must be at most 3600000 (an hour, the life of a requestState)"),
-        "{stderr}"
-    );
+    assert!(stderr.contains("elicitation.timeout_ms must be at most 3600000 (an hour, the life of a requestState)"), "{stderr}");
 }
 
 /// 5,000 clients on one session each read the question and hang up: the

@@ -13,15 +13,8 @@ use support::{Server, built_plugin, only_text, plugin_dir};
 
 /// Every bundled prompt, in catalog order: plugins by name, then each
 /// plugin's own order.
-const BUNDLED_PROMPTS: &[&str] = &[
-    "code_review",
-    "git-commit",
-    "explain-code",
-    "debug-error",
-    "describe-image",
-    "transcribe-audio",
-    "analyze-project",
-];
+const BUNDLED_PROMPTS: &[&str] =
+    &["code_review", "git-commit", "explain-code", "debug-error", "describe-image", "transcribe-audio", "analyze-project"];
 
 #[test]
 fn every_protocol_revision_in_use_is_negotiated() {
@@ -49,8 +42,7 @@ fn pages_of_two_walk_every_prompt_in_order() {
     loop {
         let params = cursor.as_ref().map_or(json!({}), |cursor| json!({ "cursor": cursor }));
         let page = server.result("prompts/list", params);
-        let names: Vec<String> =
-            page["prompts"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap().to_string()).collect();
+        let names: Vec<String> = page["prompts"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap().to_string()).collect();
         pages.push(names);
         match page.get("nextCursor") {
             Some(next) => cursor = Some(next.as_str().unwrap().to_string()),
@@ -119,10 +111,7 @@ fn code_review_replies_as_in_the_specification() {
 fn the_developer_prompts_reply_with_their_exact_text() {
     let mut server = Server::start(&[]);
     let commit = server.get_prompt("git-commit", json!({ "changes": "fix: typo in README" }));
-    assert_eq!(
-        only_text(&commit),
-        "Generate a concise but descriptive commit message for these changes:\n\nfix: typo in README"
-    );
+    assert_eq!(only_text(&commit), "Generate a concise but descriptive commit message for these changes:\n\nfix: typo in README");
     let explained = server.get_prompt("explain-code", json!({ "code": "fn main() {}", "language": "rust" }));
     assert_eq!(only_text(&explained), "Explain how this rust code works:\n\nfn main() {}");
     let unknown_language = server.get_prompt("explain-code", json!({ "code": "x = 1" }));
@@ -193,11 +182,7 @@ fn client_mistakes_get_invalid_params_naming_the_problem() {
     let mut server = Server::start(&[]);
     let cases: &[(&str, Value, &str)] = &[
         ("prompts/get", json!({ "name": "nope" }), "unknown prompt 'nope'"),
-        (
-            "prompts/get",
-            json!({ "name": "analyze-project" }),
-            "prompt 'analyze-project' is missing required arguments: timeframe, fileUri",
-        ),
+        ("prompts/get", json!({ "name": "analyze-project" }), "prompt 'analyze-project' is missing required arguments: timeframe, fileUri"),
         (
             "prompts/get",
             json!({ "name": "analyze-project", "arguments": { "fileUri": "file:///a.py" } }),
@@ -347,10 +332,7 @@ fn completions_come_from_the_owning_plugin() {
         json!({ "values": ["15m", "1h"], "total": 2, "hasMore": false })
     );
     // A prompt whose plugin offers no completions gets an empty list.
-    assert_eq!(
-        complete(&mut server, "code_review", "code", "def"),
-        json!({ "values": [], "hasMore": false })
-    );
+    assert_eq!(complete(&mut server, "code_review", "code", "def"), json!({ "values": [], "hasMore": false }));
 }
 
 #[test]
@@ -370,10 +352,7 @@ fn cursors_are_tied_to_the_plugin_set() {
     let mut changed = Server::start(&["--plugins", other.path().to_str().unwrap(), "--page-size", "1"]);
     let error = changed.error("prompts/list", json!({ "cursor": cursor }));
     assert_eq!(error["code"], -32602);
-    assert_eq!(
-        error["message"],
-        "stale cursor: the prompt catalog changed after it was issued; list prompts again without a cursor"
-    );
+    assert_eq!(error["message"], "stale cursor: the prompt catalog changed after it was issued; list prompts again without a cursor");
 }
 
 #[test]
@@ -392,9 +371,7 @@ fn a_name_already_served_is_never_taken_over() {
     std::fs::copy(built_plugin("code_review"), dir.path().join("zz_copy.wasm")).unwrap();
     let mut server = Server::start(&["--plugins", dir.path().to_str().unwrap()]);
     assert_eq!(server.list_all_names(), ["code_review"]);
-    server.wait_for_stderr(
-        "prompt 'code_review' of plugin 'zz_copy' is skipped: plugin 'code_review' already serves that name",
-    );
+    server.wait_for_stderr("prompt 'code_review' of plugin 'zz_copy' is skipped: plugin 'code_review' already serves that name");
 }
 
 #[test]

@@ -64,10 +64,7 @@ fn a_cursor_from_before_a_change_must_list_again() {
     server.notification(LIST_CHANGED);
     let error = server.error("prompts/list", json!({ "cursor": cursor }));
     assert_eq!(error["code"], -32602);
-    assert_eq!(
-        error["message"],
-        "stale cursor: the prompt catalog changed after it was issued; list prompts again without a cursor"
-    );
+    assert_eq!(error["message"], "stale cursor: the prompt catalog changed after it was issued; list prompts again without a cursor");
     assert_eq!(server.list_all_names().len(), 6);
 }
 

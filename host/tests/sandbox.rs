@@ -55,10 +55,8 @@ fn a_call_that_never_returns_from_the_host_meets_the_deadline() {
 #[test]
 fn an_endless_completion_runs_out_of_fuel() {
     let (_dir, mut server) = serve_hostile(&["--fuel", "2000000", "--deadline-ms", "60000"]);
-    let error = server.error(
-        "completion/complete",
-        json!({ "ref": { "type": "ref/prompt", "name": "spin" }, "argument": { "name": "a", "value": "" } }),
-    );
+    let error = server
+        .error("completion/complete", json!({ "ref": { "type": "ref/prompt", "name": "spin" }, "argument": { "name": "a", "value": "" } }));
     assert_eq!(error["code"], -32603);
     assert_eq!(error["message"], "plugin 'hostile' exceeded its fuel budget (2000000 units)");
     assert_eq!(only_text(&server.get_prompt("echo", json!({}))), "echo");
@@ -89,10 +87,7 @@ fn a_panic_is_reported_with_its_message() {
     let error = server.error("prompts/get", json!({ "name": "panic" }));
     assert_eq!(error["code"], -32603);
     let message = error["message"].as_str().unwrap();
-    assert!(
-        message.starts_with("plugin 'hostile' panicked: hostile plugin panicked on purpose (at hostile/src/lib.rs:"),
-        "{message}"
-    );
+    assert!(message.starts_with("plugin 'hostile' panicked: hostile plugin panicked on purpose (at hostile/src/lib.rs:"), "{message}");
     assert_eq!(error["data"], json!({ "plugin": "hostile", "failure": "panic" }));
     assert_eq!(only_text(&server.get_prompt("echo", json!({}))), "echo");
 }
@@ -159,11 +154,8 @@ fn a_plugin_that_loops_while_listing_is_not_loaded() {
 #[test]
 fn slow_calls_do_not_hold_up_others() {
     let (_dir, mut server) = serve_hostile(&["--deadline-ms", "3000"]);
-    let sleepers: Vec<u64> =
-        (0..4).map(|_| server.send_request("prompts/get", json!({ "name": "sleep" }))).collect();
-    let spinners: Vec<u64> = (0..2)
-        .map(|_| server.send_request("prompts/get", json!({ "name": "spin" })))
-        .collect();
+    let sleepers: Vec<u64> = (0..4).map(|_| server.send_request("prompts/get", json!({ "name": "sleep" }))).collect();
+    let spinners: Vec<u64> = (0..2).map(|_| server.send_request("prompts/get", json!({ "name": "spin" }))).collect();
     let started = std::time::Instant::now();
     let fast = server.send_request("prompts/get", json!({ "name": "code_review", "arguments": { "code": "x" } }));
     let response = server.response(fast);
@@ -249,9 +241,7 @@ fn per_plugin_limits_come_from_the_config_file() {
 #[test]
 fn calls_past_the_concurrency_bound_are_refused_as_busy() {
     let plugins = plugin_dir(&["hostile"]);
-    let (_config_dir, config) = config_file(
-        "[limits]\ndeadline_ms = 2000\n\n[sandbox]\nmax_concurrent_calls = 1\nqueue_wait_ms = 100\n",
-    );
+    let (_config_dir, config) = config_file("[limits]\ndeadline_ms = 2000\n\n[sandbox]\nmax_concurrent_calls = 1\nqueue_wait_ms = 100\n");
     let mut server = Server::start(&["--config", &config, "--plugins", plugins.path().to_str().unwrap()]);
     let sleeper = server.send_request("prompts/get", json!({ "name": "sleep" }));
     std::thread::sleep(std::time::Duration::from_millis(200));
@@ -289,12 +279,9 @@ fn a_hammered_plugin_exhausts_only_its_own_quota() {
     let plugins = plugin_dir(&["hostile", "code_review"]);
     // Three sandbox slots, two of them hostile's at most: without its quota,
     // the spinners would take all three and code_review would be refused.
-    let (_config_dir, config) = config_file(
-        "[limits]\nconcurrent_calls = 2\n\n[sandbox]\nmax_concurrent_calls = 3\nqueue_wait_ms = 500\n",
-    );
+    let (_config_dir, config) = config_file("[limits]\nconcurrent_calls = 2\n\n[sandbox]\nmax_concurrent_calls = 3\nqueue_wait_ms = 500\n");
     let dir = plugins.path().to_str().unwrap();
-    let mut server =
-        Server::start(&["--config", &config, "--plugins", dir, "--deadline-ms", "2000", "--fuel", "100000000000000"]);
+    let mut server = Server::start(&["--config", &config, "--plugins", dir, "--deadline-ms", "2000", "--fuel", "100000000000000"]);
     let spinners: Vec<u64> = (0..6).map(|_| server.send_request("prompts/get", json!({ "name": "spin" }))).collect();
     assert_eq!(only_text(&server.get_prompt("code_review", json!({ "code": "x" }))), "Please review this Python code:\nx");
     let mut messages: Vec<String> = Vec::new();

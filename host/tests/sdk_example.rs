@@ -127,10 +127,7 @@ fn a_code_prompt_asks_with_a_form_of_typed_fields_and_its_state_comes_back() {
     // Optional fields left out take the pack's defaults.
     let responses = json!({ "email": { "action": "accept", "content": { "recipient": "Grace", "tone": "friendly" } } });
     let done = retry(&mut server, "draft_email", arguments.clone(), responses, &first["requestState"]);
-    assert_eq!(
-        only_text(&done),
-        "Draft a friendly email of about 150 words to Grace about the launch. End it with a sign-off."
-    );
+    assert_eq!(only_text(&done), "Draft a friendly email of about 150 words to Grace about the launch. End it with a sign-off.");
 
     // Declined: the pack refuses, and the client is told why.
     let declined = server.request(

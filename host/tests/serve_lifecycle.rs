@@ -48,14 +48,8 @@ fn an_address_in_use_is_reported_before_any_plugin_loads() {
 #[test]
 fn an_unreadable_token_file_is_reported_before_any_plugin_loads() {
     let plugins = support::plugin_dir(&["code_review"]);
-    let output = serve(&[
-        "--http",
-        "127.0.0.1:0",
-        "--auth-token-file",
-        "/nonexistent/token",
-        "--plugins",
-        plugins.path().to_str().unwrap(),
-    ]);
+    let output =
+        serve(&["--http", "127.0.0.1:0", "--auth-token-file", "/nonexistent/token", "--plugins", plugins.path().to_str().unwrap()]);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("cannot read the token file /nonexistent/token: No such file or directory"), "{stderr}");
@@ -79,7 +73,10 @@ fn an_address_that_is_not_host_and_port_is_refused_with_what_to_write() {
     let output = serve(&["--http", "nosuchhost.invalid:1"]);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains(r#"error: the MCP session could not start: --http "nosuchhost.invalid:1": cannot resolve "nosuchhost.invalid": "#), "{stderr}");
+    assert!(
+        stderr.contains(r#"error: the MCP session could not start: --http "nosuchhost.invalid:1": cannot resolve "nosuchhost.invalid": "#),
+        "{stderr}"
+    );
     assert!(stderr.contains("; write HOST:PORT or IP:PORT, such as localhost:8080, 127.0.0.1:8080 or [::1]:8080"), "{stderr}");
 
     let output = serve(&["--http", "localhost"]);
@@ -103,7 +100,9 @@ fn every_refusal_of_the_http_front_is_logged_with_the_client_and_the_reason() {
     let (status, answer) = http_exchange(addr, &http_post("evil.example:8080", authorized, HTTP_INITIALIZE));
     assert_eq!(status, 403, "{answer}");
     assert!(
-        answer.ends_with("\r\n\r\nforbidden: Host \"evil.example:8080\" is not allowed; start the server with --allow-host evil.example to accept it\n"),
+        answer.ends_with(
+            "\r\n\r\nforbidden: Host \"evil.example:8080\" is not allowed; start the server with --allow-host evil.example to accept it\n"
+        ),
         "{answer}"
     );
     let origin = format!("{authorized}Origin: http://evil.example\r\n");
@@ -236,8 +235,7 @@ fn read_until(stream: &mut TcpStream, text: &str) -> String {
 #[test]
 fn sigterm_lets_a_call_in_flight_over_http_answer_before_the_exit() {
     let plugins = support::plugin_dir(&["hostile"]);
-    let (mut child, stderr, addr) =
-        spawn_http("127.0.0.1:0", &["--plugins", plugins.path().to_str().unwrap(), "--deadline-ms", "1500"]);
+    let (mut child, stderr, addr) = spawn_http("127.0.0.1:0", &["--plugins", plugins.path().to_str().unwrap(), "--deadline-ms", "1500"]);
     let host = addr.to_string();
     let (status, answer) = http_exchange(addr, &http_post(&host, "", HTTP_INITIALIZE));
     assert_eq!(status, 200, "{answer}");
@@ -248,8 +246,7 @@ fn sigterm_lets_a_call_in_flight_over_http_answer_before_the_exit() {
         .trim()
         .to_string();
     let headers = format!("Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-11-25\r\n");
-    let (status, answer) =
-        http_exchange(addr, &http_post(&host, &headers, r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#));
+    let (status, answer) = http_exchange(addr, &http_post(&host, &headers, r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#));
     assert_eq!(status, 202, "{answer}");
 
     let mut call = TcpStream::connect(addr).unwrap();
@@ -263,10 +260,7 @@ fn sigterm_lets_a_call_in_flight_over_http_answer_before_the_exit() {
     assert!(answer.contains(r#""id":7"#) && answer.contains(r#""code":-32603"#), "{answer}");
     assert_eq!(child.wait().unwrap().code(), Some(0));
     let logged = wait_for_text(&stderr, STOPPED, 1);
-    assert!(
-        logged.contains("SIGTERM: stopping; calls in flight have 10000 ms to finish, then every session is closed"),
-        "{logged}"
-    );
+    assert!(logged.contains("SIGTERM: stopping; calls in flight have 10000 ms to finish, then every session is closed"), "{logged}");
     assert!(!logged.contains("abandoning"), "{logged}");
 }
 
@@ -276,8 +270,7 @@ fn sigterm_answers_a_request_waiting_in_the_listen_queue() {
     // kernel's listen queue with its request sent, as a proxy's request can
     // when the replica it went to is stopped. It is answered, not reset.
     let plugins = support::plugin_dir(&["code_review"]);
-    let (mut child, stderr, addr) =
-        spawn_http("127.0.0.1:0", &["--plugins", plugins.path().to_str().unwrap(), "--max-connections", "1"]);
+    let (mut child, stderr, addr) = spawn_http("127.0.0.1:0", &["--plugins", plugins.path().to_str().unwrap(), "--max-connections", "1"]);
     let host = addr.to_string();
     let mut open = TcpStream::connect(addr).unwrap();
     open.set_read_timeout(Some(std::time::Duration::from_secs(30))).unwrap();

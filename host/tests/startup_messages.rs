@@ -57,10 +57,7 @@ fn get_compiles_a_pack_once_into_the_cache_serve_uses_and_says_so() {
     assert_eq!(lines.len(), 2, "{stderr}");
     assert_eq!(
         lines[0],
-        format!(
-            "INFO prompt_host::loader: compiling dev_assistant ({:.1} MB)… plugin=dev_assistant bytes={size}",
-            size as f64 / 1e6
-        )
+        format!("INFO prompt_host::loader: compiling dev_assistant ({:.1} MB)… plugin=dev_assistant bytes={size}", size as f64 / 1e6)
     );
     assert!(lines[1].starts_with("INFO prompt_host::loader: compiled dev_assistant in "), "{stderr}");
     assert!(lines[1].contains(" s plugin=dev_assistant elapsed_ms="), "{stderr}");
@@ -175,17 +172,11 @@ fn paths_in_a_config_file_are_relative_to_its_folder() {
     assert_eq!(output.status.code(), Some(1));
     assert_eq!(
         stderr_of(&output),
-        format!(
-            "error: cannot read the plugin directory {}: No such file or directory (os error 2)\n",
-            folder.join("gone").display()
-        )
+        format!("error: cannot read the plugin directory {}: No such file or directory (os error 2)\n", folder.join("gone").display())
     );
     let output = run_in(root.path(), cache_home.path(), &["serve", "--config", "etc/absent.toml"]);
     assert_eq!(
         stderr_of(&output),
-        format!(
-            "error: invalid config file {}: No such file or directory (os error 2)\n",
-            folder.join("absent.toml").display()
-        )
+        format!("error: invalid config file {}: No such file or directory (os error 2)\n", folder.join("absent.toml").display())
     );
 }

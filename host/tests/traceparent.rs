@@ -18,10 +18,7 @@ fn refusal_line(server: &Server, name: &str) -> String {
 #[test]
 fn a_failing_prompts_get_logs_the_traceparent_of_its_request() {
     let mut server = Server::start(&[]);
-    let error = server.error(
-        "prompts/get",
-        json!({ "name": "no_such_prompt", "_meta": { "traceparent": TRACEPARENT } }),
-    );
+    let error = server.error("prompts/get", json!({ "name": "no_such_prompt", "_meta": { "traceparent": TRACEPARENT } }));
     assert_eq!(error["code"], -32602);
     let line = refusal_line(&server, "no_such_prompt");
     assert!(line.contains("DEBUG"), "{line}");

@@ -108,10 +108,7 @@ impl Receiver {
     }
 }
 
-async fn receive(
-    request: Request<Incoming>,
-    exports: Arc<Mutex<Vec<Export>>>,
-) -> Result<Response<Full<Bytes>>, hyper::Error> {
+async fn receive(request: Request<Incoming>, exports: Arc<Mutex<Vec<Export>>>) -> Result<Response<Full<Bytes>>, hyper::Error> {
     let (parts, body) = request.into_parts();
     let body = body.collect().await?.to_bytes();
     let request = ExportTraceServiceRequest::decode(body.clone()).expect("an ExportTraceServiceRequest in protobuf");

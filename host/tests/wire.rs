@@ -274,7 +274,6 @@ fn every_unparsable_line_gets_one_answer_with_its_id_over_stdio() {
     // Logged bounded: 128 bytes of a message of 2 MB, escaped.
     assert!(stderr.lines().all(|line| line.len() < 2000), "an unbounded log line");
     assert!(stderr.contains(r#"start="{\"jsonrpc\":\"2.0\",\"id\":104,"#), "{stderr}");
-
 }
 
 #[test]
@@ -359,7 +358,8 @@ fn every_unparsable_body_gets_one_answer_with_its_id_over_http() {
     for (body, id, code) in &messages {
         let (status, answer) = post(addr, body);
         assert_eq!(status, 400, "{}", String::from_utf8_lossy(&answer));
-        let answer: Value = serde_json::from_slice(&answer).unwrap_or_else(|error| panic!("{error}: {:?}", String::from_utf8_lossy(&answer)));
+        let answer: Value =
+            serde_json::from_slice(&answer).unwrap_or_else(|error| panic!("{error}: {:?}", String::from_utf8_lossy(&answer)));
         assert_eq!(code_and_id(&answer), (*code, id.clone()), "{answer}");
     }
     // A body that parses is rmcp's, as before: the session opens.
@@ -393,8 +393,7 @@ fn an_id_the_size_limit_cuts_is_not_read_short() {
         server.send_bytes(line);
         server.send_bytes(b"\n");
     }
-    let answers: Vec<(i64, Option<Value>)> =
-        (0..3).map(|_| code_and_id(&serde_json::from_str(&server.next_line()).unwrap())).collect();
+    let answers: Vec<(i64, Option<Value>)> = (0..3).map(|_| code_and_id(&serde_json::from_str(&server.next_line()).unwrap())).collect();
     assert_eq!(answers, [(-32600, Some(json!(12345))), (-32600, None), (-32600, Some(json!(2)))]);
     // No other answer: the next line answers the next request.
     let id = server.send_request("ping", json!({}));
@@ -442,7 +441,6 @@ fn a_clients_names_are_quoted_back_escaped_and_bounded() {
         })
     );
 }
-
 
 #[test]
 fn a_clients_malformed_response_gets_no_json_rpc_answer_over_http() {

@@ -15,8 +15,8 @@ mod front_door;
 use std::path::Path;
 
 use front_door::{Carries, Expect, HttpRequest, item_id};
-use proptest::prelude::*;
 use prompt_host::transport::stdio::decode_lines;
+use proptest::prelude::*;
 use rmcp::model::RequestId;
 use serde_json::{Value, json};
 
@@ -74,9 +74,8 @@ fn check_stdio(lines: &[Line], limit: usize, read: usize, last_newline: bool) {
     for line in lines {
         one_by_one.extend(front_door::stdio_line(limit, &line.bytes, &line.expect(limit)));
     }
-    let as_json = |items: &[prompt_host::transport::stdio::Incoming]| -> Vec<Value> {
-        items.iter().map(|item| json!(format!("{item:?}"))).collect()
-    };
+    let as_json =
+        |items: &[prompt_host::transport::stdio::Incoming]| -> Vec<Value> { items.iter().map(|item| json!(format!("{item:?}"))).collect() };
     assert_eq!(as_json(&items), as_json(&one_by_one));
 }
 

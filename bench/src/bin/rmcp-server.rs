@@ -5,8 +5,8 @@
 
 use prompt_host_bench::{CODE_REVIEW_DESCRIPTION, code_review_text};
 use rmcp::model::{
-    ErrorData, GetPromptRequestParams, GetPromptResponse, GetPromptResult, InitializeResult, ListPromptsResult,
-    PaginatedRequestParams, Prompt, PromptArgument, PromptMessage, Role, ServerCapabilities, ServerConfig,
+    ErrorData, GetPromptRequestParams, GetPromptResponse, GetPromptResult, InitializeResult, ListPromptsResult, PaginatedRequestParams,
+    Prompt, PromptArgument, PromptMessage, Role, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{RoleServer, ServerHandler, ServiceExt};

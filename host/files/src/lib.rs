@@ -74,8 +74,7 @@ pub fn read_if_exists(path: &Path, max_bytes: u64) -> io::Result<Option<Vec<u8>>
 
 /// [`read`] of a text file (UTF-8) of at most [`MAX_SMALL_FILE_BYTES`].
 pub fn read_text(path: &Path) -> io::Result<String> {
-    String::from_utf8(read(path, MAX_SMALL_FILE_BYTES)?)
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "it is not UTF-8 text"))
+    String::from_utf8(read(path, MAX_SMALL_FILE_BYTES)?).map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "it is not UTF-8 text"))
 }
 
 /// What a file that is not a regular file is, for messages.

@@ -160,12 +160,7 @@ pub mod from_v0_2 {
     }
 
     fn prompt_argument(argument: v2::PromptArgument) -> host::PromptArgument {
-        host::PromptArgument {
-            name: argument.name,
-            title: argument.title,
-            description: argument.description,
-            required: argument.required,
-        }
+        host::PromptArgument { name: argument.name, title: argument.title, description: argument.description, required: argument.required }
     }
 
     fn icon(icon: v2::Icon) -> host::Icon {

@@ -71,10 +71,7 @@ mod tests {
         let mut window = LogWindow::default();
         assert_eq!(window.roll(budget), None);
         let admitted: Vec<Admission> = (0..5).map(|_| window.admit(budget)).collect();
-        assert_eq!(
-            admitted,
-            [Admission::Log, Admission::Log, Admission::FirstDropped, Admission::Dropped, Admission::Dropped]
-        );
+        assert_eq!(admitted, [Admission::Log, Admission::Log, Admission::FirstDropped, Admission::Dropped, Admission::Dropped]);
         assert_eq!(window.roll(budget), None, "the window has not ended");
         std::thread::sleep(Duration::from_millis(60));
         assert_eq!(window.roll(budget), Some(3));

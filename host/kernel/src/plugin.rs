@@ -207,9 +207,7 @@ impl Plugin {
             provider::PromptError::InvalidArguments(message) => {
                 PluginError::InvalidArguments { plugin, prompt, message: validate::error_message(message) }
             }
-            provider::PromptError::Internal(message) => {
-                PluginError::Internal { plugin, prompt, message: validate::error_message(message) }
-            }
+            provider::PromptError::Internal(message) => PluginError::Internal { plugin, prompt, message: validate::error_message(message) },
         }
     }
 }

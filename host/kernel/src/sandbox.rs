@@ -17,8 +17,8 @@
 //!
 //! This module knows nothing of MCP.
 
-use std::sync::{Arc, OnceLock};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -29,8 +29,8 @@ use wasmtime::{
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 use crate::bindings::{Pack, PackPre, PromptAnswer, WitVersion, from_v0_2, provider, provider_v0_2, v0_1, v0_2};
-use crate::log_budget::{Admission, LogBudget, LogWindow};
 use crate::limits::Limits;
+use crate::log_budget::{Admission, LogBudget, LogWindow};
 
 mod capture;
 
@@ -293,8 +293,7 @@ impl Sandbox {
             }
         };
         let mut linker = Linker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_async(&mut linker)
-            .map_err(|e| PrepareError::Link(e.to_string()))?;
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(|e| PrepareError::Link(e.to_string()))?;
         let running = Arc::new(RunningCalls::default());
         start_epoch_ticker(&engine, running.clone());
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
@@ -328,10 +327,7 @@ impl Sandbox {
     /// Links a component against the WASI the host provides and checks that
     /// it exports the prompt-provider interface of `version`.
     pub fn prepare(&self, component: &Component, version: WitVersion) -> Result<PackPre<CallState>, PrepareError> {
-        let instance_pre = self
-            .linker
-            .instantiate_pre(component)
-            .map_err(|e| PrepareError::Link(format!("{e:#}")))?;
+        let instance_pre = self.linker.instantiate_pre(component).map_err(|e| PrepareError::Link(format!("{e:#}")))?;
         let link_error = |e: wasmtime::Error| PrepareError::Link(format!("{e:#}"));
         Ok(match version {
             WitVersion::V0_1 => PackPre::V0_1(v0_1::PromptPackPre::new(instance_pre).map_err(link_error)?),
@@ -363,11 +359,7 @@ impl Sandbox {
             .expect("a quota never closes its semaphore");
         let slot = tokio::time::timeout_at(until, self.slots.clone().acquire_owned())
             .await
-            .map_err(|_| CallFailure::Busy {
-                limit: self.config.max_concurrent_calls,
-                waited,
-                scope: BusyScope::Sandbox,
-            })?
+            .map_err(|_| CallFailure::Busy { limit: self.config.max_concurrent_calls, waited, scope: BusyScope::Sandbox })?
             .expect("the sandbox never closes its semaphore");
 
         let stdout = CapturedOutput::new(limits.output_capture_bytes);
@@ -407,8 +399,7 @@ impl Sandbox {
             if now - state.started >= LONG_CALL && state.slow_turn.lock().unwrap().is_none() {
                 // Wait for the plugin's turn, then for a turn in the slow
                 // lane, and keep both to the end.
-                let (own, lane, turn) =
-                    (state.plugin_slow_turn.clone(), state.slow_lane.clone(), state.slow_turn.clone());
+                let (own, lane, turn) = (state.plugin_slow_turn.clone(), state.slow_lane.clone(), state.slow_turn.clone());
                 return Ok(UpdateDeadline::YieldCustom(
                     1,
                     Box::pin(async move {
@@ -479,9 +470,7 @@ impl Instance {
     /// Calls the plugin's `list-prompts` (after `describe-pack`, for a 0.2
     /// pack, in the same instance and within the same deadline), and says
     /// what the calls cost.
-    pub async fn list_prompts(
-        mut self,
-    ) -> Result<(Vec<provider::Prompt>, Option<provider_v0_2::PackInfo>, CallUsage), CallFailure> {
+    pub async fn list_prompts(mut self) -> Result<(Vec<provider::Prompt>, Option<provider_v0_2::PackInfo>, CallUsage), CallFailure> {
         let pack = self.take_pack();
         let (prompts, info) = match pack {
             Pack::V0_1(pack) => {
@@ -559,11 +548,7 @@ impl Instance {
     /// Turns a failed step into the [`CallFailure`] that explains it, and
     /// reports the call once it is over: after its `last` step, or after
     /// any step that failed.
-    fn settle<R>(
-        &mut self,
-        result: Result<wasmtime::Result<R>, tokio::time::error::Elapsed>,
-        last: bool,
-    ) -> Result<R, CallFailure> {
+    fn settle<R>(&mut self, result: Result<wasmtime::Result<R>, tokio::time::error::Elapsed>, last: bool) -> Result<R, CallFailure> {
         let outcome = match result {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(error)) => Err(self.classify(&error)),
@@ -990,7 +975,10 @@ mod tests {
                       more output\nthread '<unnamed>' panicked at src/lib.rs:9:5:\nboom\nnote: run with `RUST_BACKTRACE=1`\n";
         assert_eq!(panic_message(stderr).as_deref(), Some("boom (at src/lib.rs:9:5)"));
         let start = panic_message_start(stderr).unwrap();
-        assert_eq!(&stderr[..start], "printed: thread 'x' panicked at fake.rs:1:1:\nforged\nthread 'x' panicked at fake.rs:1:1:\nforged too\nmore output\n");
+        assert_eq!(
+            &stderr[..start],
+            "printed: thread 'x' panicked at fake.rs:1:1:\nforged\nthread 'x' panicked at fake.rs:1:1:\nforged too\nmore output\n"
+        );
         assert_eq!(panic_message_start("no panic\n\n"), None);
     }
 

@@ -165,10 +165,8 @@ pub fn call_failure(failure: CallFailure) -> CallFailure {
     }
 }
 
-const HINT_TOO_MANY: &str =
-    "split the pack into several, or ask the operator to raise limits.max_prompts for this plugin";
-const HINT_TOO_LARGE: &str =
-    "shorten the titles, descriptions and icons (use https: icons rather than data: URIs), or ask the operator \
+const HINT_TOO_MANY: &str = "split the pack into several, or ask the operator to raise limits.max_prompts for this plugin";
+const HINT_TOO_LARGE: &str = "shorten the titles, descriptions and icons (use https: icons rather than data: URIs), or ask the operator \
      to raise limits.max_catalog_kib for this plugin";
 const HINT_NAME: &str = "use a name a client can type and send back, such as \"code-review\" or \"code_review\"";
 const HINT_DECEPTIVE_NAME: &str = "names may hold no invisible formatting characters (bidirectional controls, \
@@ -190,10 +188,7 @@ pub fn prompt_definitions(prompts: &[provider::Prompt], limits: &Limits) -> Vec<
     }
     let bytes: usize = prompts.iter().map(definition_bytes).sum();
     if bytes > limits.max_catalog_bytes {
-        report(
-            format!("the definitions are {bytes} bytes in all, more than the limit of {}", limits.max_catalog_bytes),
-            HINT_TOO_LARGE,
-        );
+        report(format!("the definitions are {bytes} bytes in all, more than the limit of {}", limits.max_catalog_bytes), HINT_TOO_LARGE);
     }
     let mut names = HashSet::new();
     for prompt in prompts {
@@ -231,11 +226,7 @@ pub fn prompt_definitions(prompts: &[provider::Prompt], limits: &Limits) -> Vec<
 /// then every message's content.
 pub fn reply(reply: &provider::PromptReply, limits: &Limits) -> Result<(), String> {
     if reply.messages.len() > limits.max_messages {
-        return Err(format!(
-            "it holds {} messages, more than the limit of {}",
-            reply.messages.len(),
-            limits.max_messages
-        ));
+        return Err(format!("it holds {} messages, more than the limit of {}", reply.messages.len(), limits.max_messages));
     }
     let description = reply.description.as_deref().map_or(0, json_escaped_len);
     if description > limits.max_string_bytes {
@@ -315,11 +306,7 @@ pub fn input_required(input: &provider_v0_2::InputRequired, limits: &Limits) -> 
     };
     count("forms", input.forms.len(), MAX_FORMS)?;
     if input.state.len() > limits.max_input_state_bytes {
-        return Err(format!(
-            "its state is {} bytes, more than the limit of {}",
-            input.state.len(),
-            limits.max_input_state_bytes
-        ));
+        return Err(format!("its state is {} bytes, more than the limit of {}", input.state.len(), limits.max_input_state_bytes));
     }
     let optional = |text: &Option<String>| text.as_deref().map_or(0, json_escaped_len);
     let mut bytes = 0;
@@ -357,8 +344,7 @@ pub fn input_required(input: &provider_v0_2::InputRequired, limits: &Limits) -> 
                     {
                         return Err(format!("{at}: default {default:?} is not one of its choices"));
                     }
-                    bytes += choices.choices.iter().map(|choice| json_escaped_len(choice)).sum::<usize>()
-                        + optional(&choices.default);
+                    bytes += choices.choices.iter().map(|choice| json_escaped_len(choice)).sum::<usize>() + optional(&choices.default);
                 }
             }
         }
@@ -385,7 +371,8 @@ const HINT_PACK_INFO: &str = "describe-pack: keep each string within 1 KiB, name
 pub fn pack_info(info: &provider_v0_2::PackInfo) -> Vec<Problem> {
     let mut problems = Vec::new();
     let mut report = |problem: String| problems.push(Problem { problem, hint: Some(HINT_PACK_INFO) });
-    let optional = [("description", &info.description), ("license", &info.license), ("homepage", &info.homepage), ("repository", &info.repository)];
+    let optional =
+        [("description", &info.description), ("license", &info.license), ("homepage", &info.homepage), ("repository", &info.repository)];
     let strings = [("name", Some(&info.name)), ("version", Some(&info.version))]
         .into_iter()
         .chain(optional.iter().map(|(field, value)| (*field, value.as_ref())))
@@ -427,9 +414,7 @@ fn definition_bytes(prompt: &provider::Prompt) -> usize {
         .icons
         .iter()
         .map(|icon| {
-            json_escaped_len(&icon.src)
-                + optional(&icon.mime_type)
-                + icon.sizes.iter().map(|size| json_escaped_len(size)).sum::<usize>()
+            json_escaped_len(&icon.src) + optional(&icon.mime_type) + icon.sizes.iter().map(|size| json_escaped_len(size)).sum::<usize>()
         })
         .sum();
     json_escaped_len(&prompt.name) + optional(&prompt.title) + optional(&prompt.description) + arguments + icons
@@ -549,9 +534,7 @@ fn uri(uri: &str) -> Result<(), String> {
 /// parameters), starting with `required_prefix` when one is given.
 fn media_type(mime_type: &str, required_prefix: Option<&str>) -> Result<(), String> {
     let essence = mime_type.split(';').next().unwrap_or_default().trim();
-    let valid = essence
-        .split_once('/')
-        .is_some_and(|(kind, subtype)| is_token(kind) && is_token(subtype));
+    let valid = essence.split_once('/').is_some_and(|(kind, subtype)| is_token(kind) && is_token(subtype));
     if !valid {
         return Err(format!("{mime_type:?} is not a media type of the form type/subtype"));
     }
@@ -566,10 +549,7 @@ fn media_type(mime_type: &str, required_prefix: Option<&str>) -> Result<(), Stri
 /// An RFC 9110 token: one or more visible ASCII characters other than
 /// delimiters.
 fn is_token(text: &str) -> bool {
-    !text.is_empty()
-        && text
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+    !text.is_empty() && text.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
 }
 
 #[cfg(test)]
@@ -583,12 +563,7 @@ mod tests {
             description: None,
             arguments: arguments
                 .iter()
-                .map(|name| provider::PromptArgument {
-                    name: name.to_string(),
-                    title: None,
-                    description: None,
-                    required: true,
-                })
+                .map(|name| provider::PromptArgument { name: name.to_string(), title: None, description: None, required: true })
                 .collect(),
             icons: Vec::new(),
         }
@@ -612,10 +587,7 @@ mod tests {
         );
         assert_eq!(problems(&[prompt("", &[])], 10), ["prompt \"\": name is empty"]);
         assert_eq!(problems(&[prompt("a", &[]), prompt("a", &[])], 10), ["prompt \"a\": declared more than once"]);
-        assert_eq!(
-            problems(&[prompt("a", &["x", "x"])], 10),
-            ["prompt \"a\", argument \"x\": declared more than once"]
-        );
+        assert_eq!(problems(&[prompt("a", &["x", "x"])], 10), ["prompt \"a\", argument \"x\": declared more than once"]);
         assert_eq!(
             problems(&[prompt("a", &["bad\u{7}"])], 10),
             ["prompt \"a\", argument \"bad\\u{7}\": name contains '\\u{7}', and names may hold no whitespace or control characters"]
@@ -679,11 +651,8 @@ mod tests {
     #[test]
     fn completions_are_held_to_the_string_and_the_reply_limits() {
         let limits = Limits { max_string_bytes: 4, max_reply_bytes: 10, ..Limits::default() };
-        let values = |values: &[&str]| provider::Completion {
-            values: values.iter().map(|v| v.to_string()).collect(),
-            total: None,
-            has_more: false,
-        };
+        let values =
+            |values: &[&str]| provider::Completion { values: values.iter().map(|v| v.to_string()).collect(), total: None, has_more: false };
         assert_eq!(completion(&values(&["abcd", "efgh", "ij"]), &limits), Ok(()));
         assert_eq!(completion(&values(&["abcd", "efgh", "abcde"]), &limits), Err("value 2 is 5 bytes, more than the limit of 4".into()));
     }
@@ -723,10 +692,7 @@ mod tests {
         assert_eq!(error_message("a\0b\x07c\x1b[31m\nWARN d\te"), "a\\u{0}b\\u{7}c\\u{1b}[31m\nWARN d\te");
         // An escape that would pass the bound is left out whole, and counted as one byte of the pack's.
         let message = format!("{}\x1b{}", "e".repeat(MAX_ERROR_MESSAGE_BYTES - 3), "e".repeat(9));
-        assert_eq!(
-            error_message(message),
-            format!("{}... [cut by prompt-host: 10 more bytes]", "e".repeat(MAX_ERROR_MESSAGE_BYTES - 3))
-        );
+        assert_eq!(error_message(message), format!("{}... [cut by prompt-host: 10 more bytes]", "e".repeat(MAX_ERROR_MESSAGE_BYTES - 3)));
         // Only what is kept is escaped: a message of a million controls is cut after 4 KiB of escapes.
         let cut = error_message("\x01".repeat(1_000_000));
         assert_eq!(cut, format!("{}... [cut by prompt-host: {} more bytes]", "\\u{1}".repeat(819), 1_000_000 - 819));
@@ -815,14 +781,8 @@ mod tests {
     fn replies_are_held_to_the_size_limits() {
         let limits = Limits { max_messages: 2, max_string_bytes: 5, max_reply_bytes: 8, ..Limits::default() };
         assert_eq!(reply(&text_reply(&["abc", "defg"]), &limits), Ok(()));
-        assert_eq!(
-            reply(&text_reply(&["a", "b", "c"]), &limits),
-            Err("it holds 3 messages, more than the limit of 2".into())
-        );
-        assert_eq!(
-            reply(&text_reply(&["abcdef"]), &limits),
-            Err("message 0: text is 6 bytes, more than the limit of 5".into())
-        );
+        assert_eq!(reply(&text_reply(&["a", "b", "c"]), &limits), Err("it holds 3 messages, more than the limit of 2".into()));
+        assert_eq!(reply(&text_reply(&["abcdef"]), &limits), Err("message 0: text is 6 bytes, more than the limit of 5".into()));
         // Their total on the wire is `wire_size`'s to check.
         assert_eq!(reply(&text_reply(&["abcde", "fghij"]), &limits), Ok(()));
     }
@@ -899,10 +859,7 @@ mod tests {
             Err("form \"two words\": key contains ' ', and names may hold no whitespace or control characters".into())
         );
         let choices = |choices: &[&str], default: Option<&str>| {
-            FieldKind::Enum(EnumField {
-                choices: choices.iter().map(|c| c.to_string()).collect(),
-                default: default.map(str::to_string),
-            })
+            FieldKind::Enum(EnumField { choices: choices.iter().map(|c| c.to_string()).collect(), default: default.map(str::to_string) })
         };
         assert_eq!(
             input_required(&forms(vec![("k", vec![form_field("e", choices(&["x", "x"], None))])]), &limits),
@@ -943,10 +900,8 @@ mod tests {
             repository: None,
         };
         assert_eq!(pack_info(&info("pack", Some("https://example.com"), 16)), []);
-        let problems: Vec<String> = pack_info(&info("two words", Some("file:///etc/passwd"), 17))
-            .into_iter()
-            .map(|problem| problem.problem)
-            .collect();
+        let problems: Vec<String> =
+            pack_info(&info("two words", Some("file:///etc/passwd"), 17)).into_iter().map(|problem| problem.problem).collect();
         assert_eq!(
             problems,
             [
@@ -964,18 +919,9 @@ mod tests {
     fn media_types() {
         assert_eq!(media_type("image/png", Some("image/")), Ok(()));
         assert_eq!(media_type("text/plain; charset=utf-8", None), Ok(()));
-        assert_eq!(
-            media_type("text/plain", Some("image/")),
-            Err("\"text/plain\" does not start with image/".into())
-        );
-        assert_eq!(
-            media_type("png", None),
-            Err("\"png\" is not a media type of the form type/subtype".into())
-        );
-        assert_eq!(
-            media_type("image/", Some("image/")),
-            Err("\"image/\" is not a media type of the form type/subtype".into())
-        );
+        assert_eq!(media_type("text/plain", Some("image/")), Err("\"text/plain\" does not start with image/".into()));
+        assert_eq!(media_type("png", None), Err("\"png\" is not a media type of the form type/subtype".into()));
+        assert_eq!(media_type("image/", Some("image/")), Err("\"image/\" is not a media type of the form type/subtype".into()));
     }
 
     #[test]

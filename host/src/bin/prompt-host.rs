@@ -7,9 +7,9 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, CommandFactory, Parser, Subcommand};
 use prompt_host::config::{ConfigError, ServeConfig};
-use prompt_host::limits::LimitOverrides;
 use prompt_host::error::RequestError;
 use prompt_host::handler::{ListCaching, PromptServer};
+use prompt_host::limits::LimitOverrides;
 use prompt_host::scaffold::{self, Language};
 use prompt_host::transport::authorization::AuthorizationSettings;
 use prompt_host::transport::http::{self, HttpConfig, HttpListener};
@@ -559,12 +559,7 @@ struct LimitArgs {
 
 impl LimitArgs {
     fn overrides(&self) -> LimitOverrides {
-        LimitOverrides {
-            fuel: self.fuel,
-            deadline_ms: self.deadline_ms,
-            memory_mib: self.memory_mib,
-            ..LimitOverrides::default()
-        }
+        LimitOverrides { fuel: self.fuel, deadline_ms: self.deadline_ms, memory_mib: self.memory_mib, ..LimitOverrides::default() }
     }
 }
 
@@ -586,9 +581,7 @@ fn main() -> ExitCode {
     // stdout belongs to the protocol: every log line goes to stderr.
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
-    let log = tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(log_filter());
+    let log = tracing_subscriber::fmt().with_writer(std::io::stderr).with_env_filter(log_filter());
     match cli.log_format {
         LogFormat::Text => log.with_ansi(std::io::stderr().is_terminal()).finish().with(ClientGoneFilter).init(),
         LogFormat::Json => log.json().with_current_span(false).finish().with(ClientGoneFilter).init(),
@@ -732,7 +725,10 @@ async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
                 })
             };
             let tenants = prompt_host::startup::start_tenants(&config, tenant_config).await?;
-            let default = prompt_host::startup::Host { registry: std::sync::Arc::new(prompt_host::registry::Registry::new(Vec::new())), watcher: None };
+            let default = prompt_host::startup::Host {
+                registry: std::sync::Arc::new(prompt_host::registry::Registry::new(Vec::new())),
+                watcher: None,
+            };
             Ok::<_, prompt_host::startup::StartupError>((default, tenants))
         } else {
             Ok((prompt_host::startup::start(&config, config_source).await?, Default::default()))
@@ -753,10 +749,7 @@ async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
     let requires_token = args.http.auth_token_file.is_some() || config.authorization.is_some();
     let list_caching = ListCaching::new(config.list_ttl_ms, requires_token);
     let seal = match &config.request_state_key_file {
-        Some(key_file) => Some(prompt_host::input::RequestStateSeal::from_key_files(
-            key_file,
-            &config.request_state_previous_key_files,
-        )?),
+        Some(key_file) => Some(prompt_host::input::RequestStateSeal::from_key_files(key_file, &config.request_state_previous_key_files)?),
         None => None,
     };
     // One count of pending elicitations in all; each tenant's server its own count per tenant.
@@ -793,10 +786,7 @@ async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
     let running = listener.serve_tenants(http::Tenants { by_name: std::mem::take(&mut by_name), default });
     let signal = signals.next().await;
     prompt_host::metrics::stopping();
-    tracing::info!(
-        "{signal}: stopping; calls in flight have {} ms to finish, then every session is closed",
-        grace.as_millis()
-    );
+    tracing::info!("{signal}: stopping; calls in flight have {} ms to finish, then every session is closed", grace.as_millis());
     running.shutdown(grace).await;
     tracing::info!("stopped");
     Ok(())
@@ -889,9 +879,7 @@ fn new(name: String, language: Language, dir: Option<PathBuf>) -> anyhow::Result
 }
 
 async fn inspect(file: PathBuf, json: bool, plugin: OnePluginArgs) -> anyhow::Result<()> {
-    let inspected = async {
-        Ok::<_, anyhow::Error>(prompt_host::inspect::inspect(&file, &plugin.config()?).await?)
-    };
+    let inspected = async { Ok::<_, anyhow::Error>(prompt_host::inspect::inspect(&file, &plugin.config()?).await?) };
     let report = match inspected.await {
         Ok(report) => report,
         Err(error) => {
@@ -995,8 +983,7 @@ async fn complete(
 ) -> anyhow::Result<()> {
     use rmcp::model::{ArgumentInfo, CompleteRequestParams, CompletionContext, Reference};
     let server = serve_one(&file, &plugin.config()?).await?;
-    let mut request =
-        CompleteRequestParams::new(Reference::for_prompt(prompt), ArgumentInfo::new(argument, typed));
+    let mut request = CompleteRequestParams::new(Reference::for_prompt(prompt), ArgumentInfo::new(argument, typed));
     if !context.is_empty() {
         request.context = Some(CompletionContext::with_arguments(context.into_iter().collect()));
     }

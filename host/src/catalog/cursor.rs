@@ -14,9 +14,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD as BASE64URL;
 pub enum CursorError {
     #[error("invalid cursor: it is not one this server issued; list prompts again without a cursor")]
     Malformed,
-    #[error(
-        "stale cursor: the prompt catalog changed after it was issued; list prompts again without a cursor"
-    )]
+    #[error("stale cursor: the prompt catalog changed after it was issued; list prompts again without a cursor")]
     Stale,
 }
 
@@ -81,9 +79,6 @@ mod tests {
     fn positions_outside_the_catalog_are_malformed() {
         assert_eq!(decode(&encode(VERSION, 0), VERSION, 100), Err(CursorError::Malformed));
         assert_eq!(decode(&encode(VERSION, 100), VERSION, 100), Err(CursorError::Malformed));
-        assert_eq!(
-            decode(&BASE64URL.encode(format!("{VERSION}:99999999999999999999999")), VERSION, 100),
-            Err(CursorError::Malformed)
-        );
+        assert_eq!(decode(&BASE64URL.encode(format!("{VERSION}:99999999999999999999999")), VERSION, 100), Err(CursorError::Malformed));
     }
 }

@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::transport::authorization::{AuthorizationSettings, DEFAULT_INTROSPECTIONS_PER_CLIENT, DEFAULT_KEYS_MAX_AGE, DEFAULT_KEYS_MIN_REFRESH, DEFAULT_LEEWAY, Introspection};
+use crate::transport::authorization::{
+    AuthorizationSettings, DEFAULT_INTROSPECTIONS_PER_CLIENT, DEFAULT_KEYS_MAX_AGE, DEFAULT_KEYS_MIN_REFRESH, DEFAULT_LEEWAY, Introspection,
+};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -40,7 +42,8 @@ impl AuthorizationSection {
                 let secret = crate::files::read_text(&path)
                     .map_err(|error| format!("authorization.client_secret_file: cannot read {}: {error}", path.display()))?;
                 Ok(Some(Introspection {
-                    endpoint: url::Url::parse(endpoint).map_err(|error| format!("authorization.introspection_endpoint is not a URL: {error}"))?,
+                    endpoint: url::Url::parse(endpoint)
+                        .map_err(|error| format!("authorization.introspection_endpoint is not a URL: {error}"))?,
                     client_id: client_id.clone(),
                     client_secret: secret.trim().to_string(),
                 }))
@@ -59,7 +62,10 @@ impl AuthorizationSection {
         let mut ca_certificates = Vec::new();
         if let Some(file) = &self.ca_file {
             let path = folder.join(file);
-            ca_certificates.push(crate::files::read(&path, crate::files::MAX_SMALL_FILE_BYTES).map_err(|error| format!("authorization.ca_file: cannot read {}: {error}", path.display()))?);
+            ca_certificates.push(
+                crate::files::read(&path, crate::files::MAX_SMALL_FILE_BYTES)
+                    .map_err(|error| format!("authorization.ca_file: cannot read {}: {error}", path.display()))?,
+            );
         }
         let settings = AuthorizationSettings {
             resource: url("resource", &self.resource)?,

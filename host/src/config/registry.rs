@@ -29,7 +29,8 @@ impl RegistrySection {
         };
         if let Some(file) = &self.ca_file {
             let path = folder.join(file);
-            let pem = crate::files::read(&path, crate::files::MAX_SMALL_FILE_BYTES).map_err(|error| format!("registry.ca_file: cannot read {}: {error}", path.display()))?;
+            let pem = crate::files::read(&path, crate::files::MAX_SMALL_FILE_BYTES)
+                .map_err(|error| format!("registry.ca_file: cannot read {}: {error}", path.display()))?;
             settings.ca_certificates.push(pem);
         }
         if let Some(mib) = self.max_pack_mib {

@@ -25,16 +25,17 @@ impl SignaturesSection {
         match (&self.trusted_root, self.identities.is_empty()) {
             (None, true) => Ok(None),
             (None, false) => Err("signatures.identities needs signatures.trusted_root to check them against".into()),
-            (Some(_), true) => Err(
-                "signatures.trusted_root needs signatures.identities: the identities (and their issuers) whose keyless \
+            (Some(_), true) => {
+                Err("signatures.trusted_root needs signatures.identities: the identities (and their issuers) whose keyless \
                  signatures count; there is no match-anything default"
-                    .into(),
-            ),
+                    .into())
+            }
             (Some(file), false) => {
                 let path = folder.join(file);
                 let text = crate::files::read_text(&path)
                     .map_err(|error| format!("signatures.trusted_root: cannot read {}: {error}", path.display()))?;
-                let root = TrustedRoot::from_json(&text).map_err(|error| format!("signatures.trusted_root: {}: {error}", path.display()))?;
+                let root =
+                    TrustedRoot::from_json(&text).map_err(|error| format!("signatures.trusted_root: {}: {error}", path.display()))?;
                 Ok(Some(Keyless { root: std::sync::Arc::new(root), identities: self.identities.clone() }))
             }
         }

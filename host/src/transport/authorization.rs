@@ -495,7 +495,8 @@ impl ResourceServer {
         settings.check()?;
         let mut http = reqwest::Client::builder().timeout(FETCH_TIMEOUT).redirect(reqwest::redirect::Policy::none());
         for pem in &settings.ca_certificates {
-            http = http.add_root_certificate(reqwest::Certificate::from_pem(pem).map_err(|error| format!("authorization.ca_file: {error}"))?);
+            http =
+                http.add_root_certificate(reqwest::Certificate::from_pem(pem).map_err(|error| format!("authorization.ca_file: {error}"))?);
         }
         let http = http.build().map_err(|error| error.to_string())?;
         let keys = Keys { set: JwkSet { keys: Vec::new() }, fetched: None, attempted: None, failure: None };
@@ -554,10 +555,9 @@ impl ResourceServer {
             Denial::InvalidToken(_) => format!(
                 "Bearer error=\"invalid_token\", error_description=\"the access token is not valid\", resource_metadata=\"{metadata}\""
             ),
-            Denial::InsufficientScope => format!(
-                "Bearer error=\"insufficient_scope\", scope=\"{}\", resource_metadata=\"{metadata}\"",
-                self.settings.scope
-            ),
+            Denial::InsufficientScope => {
+                format!("Bearer error=\"insufficient_scope\", scope=\"{}\", resource_metadata=\"{metadata}\"", self.settings.scope)
+            }
         }
     }
 
@@ -578,7 +578,9 @@ impl ResourceServer {
         let hops: Vec<&'a [u8]> = forwarded_for.flat_map(|value| value.split(|byte| *byte == b',')).collect();
         let mut client = peer;
         for hop in hops.into_iter().rev() {
-            let Some(address) = std::str::from_utf8(hop).ok().and_then(|hop| hop.trim().parse::<IpAddr>().ok()).map(|address| address.to_canonical()) else {
+            let Some(address) =
+                std::str::from_utf8(hop).ok().and_then(|hop| hop.trim().parse::<IpAddr>().ok()).map(|address| address.to_canonical())
+            else {
                 break;
             };
             client = address;
@@ -603,7 +605,8 @@ impl ResourceServer {
         let header = jsonwebtoken::decode_header(token).map_err(|error| invalid(format!("its header cannot be read: {error}")))?;
         // RFC 9068: an access token says so, which an ID token for the same
         // audience does not.
-        let typed = header.typ.as_deref().is_some_and(|typ| typ.eq_ignore_ascii_case("at+jwt") || typ.eq_ignore_ascii_case("application/at+jwt"));
+        let typed =
+            header.typ.as_deref().is_some_and(|typ| typ.eq_ignore_ascii_case("at+jwt") || typ.eq_ignore_ascii_case("application/at+jwt"));
         if !typed && !self.settings.accept_untyped_jwt {
             return Err(invalid(format!(
                 "its type is {:?}, not at+jwt (an access token, RFC 9068; authorization.accept_untyped_jwt accepts others)",
@@ -1143,7 +1146,10 @@ mod tests {
     fn keys_come_over_https_or_from_loopback_only() {
         let mut plain = settings();
         plain.issuer = "http://idp.example".to_string();
-        assert_eq!(plain.check().unwrap_err(), "authorization.issuer must be an https:// URL (plain http only on loopback): http://idp.example/");
+        assert_eq!(
+            plain.check().unwrap_err(),
+            "authorization.issuer must be an https:// URL (plain http only on loopback): http://idp.example/"
+        );
         plain.issuer = "http://127.0.0.1:4000".to_string();
         assert_eq!(plain.check(), Ok(()));
     }
@@ -1259,7 +1265,8 @@ mod tests {
         let mut proxied = settings();
         proxied.trusted_proxies = vec!["10.0.0.0/8".parse().unwrap(), "::1/128".parse().unwrap()];
         let server = ResourceServer::new(proxied).unwrap();
-        let client = |headers: &[&str], peer: &str| server.client_address(headers.iter().map(|value| value.as_bytes()), peer.parse().unwrap());
+        let client =
+            |headers: &[&str], peer: &str| server.client_address(headers.iter().map(|value| value.as_bytes()), peer.parse().unwrap());
         let address = |text: &str| text.parse::<IpAddr>().unwrap();
         // Left of the first untrusted hop is the client's to write.
         assert_eq!(client(&["6.6.6.6, 192.0.2.1, 10.1.1.1"], "10.0.0.1"), address("192.0.2.1"));
@@ -1284,8 +1291,14 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(check_key_fits(&ec, Algorithm::ES256), Ok(()));
-        assert_eq!(check_key_fits(&ec, Algorithm::RS256), Err(Denial::InvalidToken("its algorithm RS256 is not the one its key is for".into())));
-        assert_eq!(check_key_fits(&ec, Algorithm::ES384), Err(Denial::InvalidToken("its algorithm ES384 is not the one its key is for".into())));
+        assert_eq!(
+            check_key_fits(&ec, Algorithm::RS256),
+            Err(Denial::InvalidToken("its algorithm RS256 is not the one its key is for".into()))
+        );
+        assert_eq!(
+            check_key_fits(&ec, Algorithm::ES384),
+            Err(Denial::InvalidToken("its algorithm ES384 is not the one its key is for".into()))
+        );
     }
 
     #[test]

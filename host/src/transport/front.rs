@@ -53,9 +53,9 @@ pub(super) async fn resolve(address: &str, options: &ListenOptions) -> Result<Li
     let Ok(port) = port.parse::<u16>() else {
         return Err(TransportError::Start(format!("{option} {address:?}: {port:?} is not a port (0 to 65535): {what_to_write}")));
     };
-    let resolved = tokio::net::lookup_host((name, port)).await.map_err(|error| {
-        TransportError::Start(format!("{option} {address:?}: cannot resolve {name:?}: {error}; {what_to_write}"))
-    })?;
+    let resolved = tokio::net::lookup_host((name, port))
+        .await
+        .map_err(|error| TransportError::Start(format!("{option} {address:?}: cannot resolve {name:?}: {error}; {what_to_write}")))?;
     let mut listen: Vec<SocketAddr> = Vec::new();
     for addr in resolved {
         if !listen.contains(&addr) {
@@ -117,7 +117,8 @@ pub(super) fn host_allowed<B>(request: &Request<B>, allowed: &[String]) -> bool 
         Some(bracketed) => bracketed.split_once(']').map_or(bracketed, |(name, _)| name),
         None => host.rsplit_once(':').map_or(host.as_str(), |(name, _)| name),
     };
-    LOOPBACK_HOSTS.contains(&name) || allowed.iter().any(|allowed| allowed.eq_ignore_ascii_case(name) || allowed.eq_ignore_ascii_case(&host))
+    LOOPBACK_HOSTS.contains(&name)
+        || allowed.iter().any(|allowed| allowed.eq_ignore_ascii_case(name) || allowed.eq_ignore_ascii_case(&host))
 }
 
 /// Why `addr` cannot be listened on, in words: a port in use says so.
@@ -152,8 +153,6 @@ fn raise_descriptor_limit() {
 pub(super) fn plain(status: StatusCode, text: &str) -> Response<Body> {
     let mut response = Response::new(Full::new(Bytes::from(format!("{text}\n"))).boxed());
     *response.status_mut() = status;
-    response
-        .headers_mut()
-        .insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static("text/plain; charset=utf-8"));
+    response.headers_mut().insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static("text/plain; charset=utf-8"));
     response
 }

@@ -49,8 +49,8 @@ use tokio_util::task::TaskTracker;
 use rmcp::ServerHandler;
 
 use super::TransportError;
-use super::front::{self, Body, LOOPBACK_HOSTS, ListenOptions, plain};
 use super::authorization::{AuthorizationSettings, Denial, ResourceServer};
+use super::front::{self, Body, LOOPBACK_HOSTS, ListenOptions, plain};
 use crate::identity::{self, Principal};
 use crate::log_budget::{Admission, LogBudget, LogWindow};
 use sessions::CappedSessions;
@@ -79,14 +79,8 @@ const ACCEPT_BACKOFF_MAX: Duration = Duration::from_secs(1);
 const ACCEPT_WARNING_INTERVAL: Duration = Duration::from_secs(1);
 
 /// Origins allowed without configuration: loopback only.
-const LOOPBACK_ORIGINS: &[&str] = &[
-    "http://localhost:*",
-    "http://127.0.0.1:*",
-    "http://[::1]:*",
-    "https://localhost:*",
-    "https://127.0.0.1:*",
-    "https://[::1]:*",
-];
+const LOOPBACK_ORIGINS: &[&str] =
+    &["http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*", "https://localhost:*", "https://127.0.0.1:*", "https://[::1]:*"];
 
 /// The MCP listener's options.
 const HTTP_OPTIONS: ListenOptions = ListenOptions {
@@ -297,10 +291,8 @@ impl HttpListener {
                 DefaultTenant::Tenant(name)
             }
         };
-        let front = Arc::new(Front {
-            by_tenant: tenants.by_name.into_iter().map(|(name, server)| (name, served(server))).collect(),
-            default,
-        });
+        let front =
+            Arc::new(Front { by_tenant: tenants.by_name.into_iter().map(|(name, server)| (name, served(server))).collect(), default });
         let access = match (&config.auth_token, resource_server) {
             (_, Some(server)) => Access::OAuth(server),
             (Some(token), None) => Access::Token(Sha256::digest(token.as_bytes())),
@@ -549,7 +541,6 @@ fn serve_connection<S: ServerHandler + Clone + Send + Sync + 'static>(
     });
 }
 
-
 /// Who may use the front.
 enum Access {
     /// Anyone who reaches it (loopback, unless allowed otherwise).
@@ -606,7 +597,8 @@ impl Gate {
                 None => None,
             },
             Access::OAuth(server) => {
-                let client = server.client_address(request.headers().get_all("x-forwarded-for").iter().map(|value| value.as_bytes()), peer.ip());
+                let client =
+                    server.client_address(request.headers().get_all("x-forwarded-for").iter().map(|value| value.as_bytes()), peer.ip());
                 match server.authorize(request.headers().get(hyper::header::AUTHORIZATION).map(|value| value.as_bytes()), client).await {
                     Ok(grant) => Some((server, grant)),
                     Err(denial) => return Refusal::Denied { challenge: server.challenge(&denial), denial }.answer(peer, &self.refusals),
@@ -663,8 +655,8 @@ impl Gate {
         let has_method = |name: &str| methods.iter().any(|method| method == name);
         // A session's GET stream, or a 2026-07-28 `subscriptions/listen`:
         // open until the client or the server ends it.
-        let opens_stream = parts.method == hyper::Method::GET
-            || (parts.method == hyper::Method::POST && has_method("subscriptions/listen"));
+        let opens_stream =
+            parts.method == hyper::Method::GET || (parts.method == hyper::Method::POST && has_method("subscriptions/listen"));
         let stream = match opens_stream {
             true => match self.streams.admit(tenant, user.as_deref()) {
                 Ok(held) => Some(held),
@@ -697,7 +689,10 @@ impl Gate {
             take: {
                 let (streams, tenant, user) = (self.streams.clone(), tenant.to_string(), user.clone());
                 Arc::new(move || {
-                    streams.admit(&tenant, user.as_deref()).map(|held| Box::new(held) as Box<dyn std::any::Any + Send + Sync>).map_err(|(_, refusal)| refusal)
+                    streams
+                        .admit(&tenant, user.as_deref())
+                        .map(|held| Box::new(held) as Box<dyn std::any::Any + Send + Sync>)
+                        .map_err(|(_, refusal)| refusal)
                 })
             },
             stopping: self.streams_end.clone(),
@@ -762,7 +757,8 @@ fn json_rpc_methods(body: &[u8]) -> Vec<String> {
     if let Ok(request) = serde_json::from_slice::<Request>(body) {
         return vec![request.method];
     }
-    serde_json::from_slice::<Vec<Member>>(body).map_or_else(|_| Vec::new(), |batch| batch.into_iter().filter_map(|member| member.method).collect())
+    serde_json::from_slice::<Vec<Member>>(body)
+        .map_or_else(|_| Vec::new(), |batch| batch.into_iter().filter_map(|member| member.method).collect())
 }
 
 /// How many connections long-lived streams may hold in all: a quarter of
@@ -944,11 +940,7 @@ struct ConnectionState {
 
 impl Connections {
     fn new(max_connections: usize) -> Connections {
-        Connections {
-            places: Arc::new(Semaphore::new(max_connections)),
-            states: Default::default(),
-            became_idle: Default::default(),
-        }
+        Connections { places: Arc::new(Semaphore::new(max_connections)), states: Default::default(), became_idle: Default::default() }
     }
 
     /// A place for a new connection: a free one, or the one of the
@@ -1060,16 +1052,24 @@ enum Refusal {
     NoToken,
     WrongToken,
     /// An OAuth access token missing or not counting, and the challenge.
-    Denied { denial: Denial, challenge: String },
+    Denied {
+        denial: Denial,
+        challenge: String,
+    },
     Host(String),
     Origin(String),
     /// A valid token whose tenant claim (`claim`) names only tenants not
     /// served (`named`).
-    UnservedTenant { claim: String, named: Vec<String> },
+    UnservedTenant {
+        claim: String,
+        named: Vec<String>,
+    },
     /// A session id not given to this request's principal (another user's,
     /// or made up), answered as rmcp answers an unknown session; the label
     /// of the id it carries.
-    SessionNotBound { label: String },
+    SessionNotBound {
+        label: String,
+    },
     /// A 403 of rmcp's this host does not know: passed on as it is.
     Other(Response<Body>),
 }
@@ -1113,7 +1113,9 @@ impl Refusal {
                     }
                 };
                 // What a token says (a key id, an issuer) is the client's: escaped.
-                log.then(|| tracing::warn!(%peer, reason = ?denial.to_string(), "refused an HTTP request ({}): access token", status.as_u16()));
+                log.then(
+                    || tracing::warn!(%peer, reason = ?denial.to_string(), "refused an HTTP request ({}): access token", status.as_u16()),
+                );
                 let mut response = plain(status, text);
                 if let Ok(value) = hyper::header::HeaderValue::from_str(&challenge) {
                     response.headers_mut().insert(hyper::header::WWW_AUTHENTICATE, value);
@@ -1123,7 +1125,8 @@ impl Refusal {
             Refusal::Host(host) => {
                 log.then(|| tracing::warn!(%peer, host = ?host, "refused an HTTP request (403): Host not allowed (start with --allow-host HOST)"));
                 // The name without its port: --allow-host NAME accepts any port.
-                let name = hyper::http::uri::Authority::try_from(host.as_str()).map_or(host.clone(), |authority| authority.host().to_string());
+                let name =
+                    hyper::http::uri::Authority::try_from(host.as_str()).map_or(host.clone(), |authority| authority.host().to_string());
                 plain(
                     StatusCode::FORBIDDEN,
                     &format!("forbidden: Host {host:?} is not allowed; start the server with --allow-host {name} to accept it"),
@@ -1138,15 +1141,15 @@ impl Refusal {
             }
             Refusal::UnservedTenant { claim, named } => {
                 // What the token names is the client's: a few values, cut, escaped.
-                let named: Vec<&str> =
-                    named.iter().take(MAX_TENANTS_LOGGED).map(|tenant| &tenant[..tenant.floor_char_boundary(MAX_TENANT_LOGGED_BYTES)]).collect();
+                let named: Vec<&str> = named
+                    .iter()
+                    .take(MAX_TENANTS_LOGGED)
+                    .map(|tenant| &tenant[..tenant.floor_char_boundary(MAX_TENANT_LOGGED_BYTES)])
+                    .collect();
                 log.then(|| {
                     tracing::warn!(%peer, claim = ?claim, tenants = ?named, "refused an HTTP request (403): the token names no tenant served here")
                 });
-                plain(
-                    StatusCode::FORBIDDEN,
-                    &format!("forbidden: the access token's {claim:?} claim names no tenant this server serves"),
-                )
+                plain(StatusCode::FORBIDDEN, &format!("forbidden: the access token's {claim:?} claim names no tenant this server serves"))
             }
             Refusal::SessionNotBound { label } => {
                 log.then(|| {

@@ -125,9 +125,7 @@ pub fn find_id(bytes: &[u8]) -> FoundId {
 /// Whether `bytes` start with `true`, `false` or `null`, or with the start
 /// of one of them that the bytes cut short.
 fn starts_literal(bytes: &[u8]) -> bool {
-    [b"true".as_slice(), b"false", b"null"]
-        .iter()
-        .any(|literal| bytes.starts_with(literal) || literal.starts_with(bytes))
+    [b"true".as_slice(), b"false", b"null"].iter().any(|literal| bytes.starts_with(literal) || literal.starts_with(bytes))
 }
 
 /// Whether a key, quotes included, is `name` (plain ASCII), however it is
@@ -138,9 +136,7 @@ fn is_key(key: &[u8], name: &str) -> bool {
         true => true,
         // The longest way to write the name: a \uXXXX escape per letter.
         false => {
-            inner.contains(&b'\\')
-                && inner.len() <= 6 * name.len()
-                && serde_json::from_slice::<String>(key).is_ok_and(|key| key == name)
+            inner.contains(&b'\\') && inner.len() <= 6 * name.len() && serde_json::from_slice::<String>(key).is_ok_and(|key| key == name)
         }
     }
 }
@@ -308,7 +304,10 @@ mod tests {
     #[test]
     fn the_top_level_id_is_found_wherever_it_is() {
         assert_eq!(id(r#"{"jsonrpc":"2.0","id":7,"method":"x"}"#), FoundId::Id(RequestId::Number(7)));
-        assert_eq!(id(r#" { "method" : "x" , "params":{"id":1,"a":[{"id":2}]}, "id" : "s" } "#), FoundId::Id(RequestId::String("s".into())));
+        assert_eq!(
+            id(r#" { "method" : "x" , "params":{"id":1,"a":[{"id":2}]}, "id" : "s" } "#),
+            FoundId::Id(RequestId::String("s".into()))
+        );
         assert_eq!(id(r#"{"x":"}\"]{[","id":3}"#), FoundId::Id(RequestId::Number(3)));
         assert_eq!(id(r#"{"\u0069d":4}"#), FoundId::Id(RequestId::Number(4)));
         assert_eq!(id("\u{feff}{\"id\":5}"), FoundId::Id(RequestId::Number(5)));
@@ -370,7 +369,11 @@ mod tests {
 
     #[test]
     fn unparsable_messages_are_answered_with_their_id() {
-        let deep = format!(r#"{{"jsonrpc":"2.0","id":"d","method":"prompts/get","params":{{"name":"a","arguments":{{"x":{}{}}}}}}}"#, "[".repeat(200), "]".repeat(200));
+        let deep = format!(
+            r#"{{"jsonrpc":"2.0","id":"d","method":"prompts/get","params":{{"name":"a","arguments":{{"x":{}{}}}}}}}"#,
+            "[".repeat(200),
+            "]".repeat(200)
+        );
         let answer = serde_json::to_value(http_body(deep.as_bytes()).unwrap_err().unwrap()).unwrap();
         assert_eq!(answer["id"], "d");
         assert_eq!(answer["error"]["code"], -32700);

@@ -101,9 +101,10 @@ async fn accept(listener: tokio::net::TcpListener, connections: Arc<Semaphore>, 
         };
         tokio::spawn(async move {
             let _permit = permit;
-            let handle = hyper::service::service_fn(move |request: Request<Incoming>| async move {
-                Ok::<_, Infallible>(answer(&request, allow_remote))
-            });
+            let handle =
+                hyper::service::service_fn(
+                    move |request: Request<Incoming>| async move { Ok::<_, Infallible>(answer(&request, allow_remote)) },
+                );
             let connection = hyper::server::conn::http1::Builder::new()
                 .timer(hyper_util::rt::TokioTimer::new())
                 .header_read_timeout(HEADER_READ_TIMEOUT)
@@ -126,10 +127,9 @@ fn answer(request: &Request<Incoming>, allow_remote: bool) -> Response<Body> {
         }
         let rendered = metrics::enabled().map(|metrics| metrics.render()).unwrap_or_default();
         let mut response = Response::new(Full::new(Bytes::from(rendered)).boxed());
-        response.headers_mut().insert(
-            hyper::header::CONTENT_TYPE,
-            hyper::header::HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
-        );
+        response
+            .headers_mut()
+            .insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"));
         return response;
     }
     health(request).unwrap_or_else(|| {

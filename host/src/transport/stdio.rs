@@ -24,8 +24,8 @@ use rmcp::model::{ClientNotification, ErrorCode, ErrorData, JsonRpcMessage, Requ
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use rmcp::transport::async_rw::{JsonRpcMessageCodec, JsonRpcMessageCodecError, TransportWriter};
-use serde_json::json;
 use rustix::net::{RecvFlags, SendFlags};
+use serde_json::json;
 use tokio::io::unix::AsyncFd;
 use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
 use tokio::sync::Mutex;
@@ -547,11 +547,7 @@ impl Overlong {
     /// Starts skipping a line, reading its id from its first bytes (`start`
     /// holds no newline).
     fn starting(start: &[u8]) -> Overlong {
-        Overlong {
-            head: malformed::find_id(&start[..start.len().min(HEAD_BYTES)]),
-            bytes: 0,
-            tail: Vec::with_capacity(TAIL_BYTES),
-        }
+        Overlong { head: malformed::find_id(&start[..start.len().min(HEAD_BYTES)]), bytes: 0, tail: Vec::with_capacity(TAIL_BYTES) }
     }
 
     fn skip(&mut self, bytes: &[u8]) {
@@ -578,10 +574,7 @@ impl Overlong {
         if is_response {
             return None;
         }
-        let message = format!(
-            "the message is {} bytes, more than the limit of {limit} bytes (set by --max-message-kib)",
-            self.bytes
-        );
+        let message = format!("the message is {} bytes, more than the limit of {limit} bytes (set by --max-message-kib)", self.bytes);
         let data = json!({ "bytes": self.bytes, "limit": { "bytes": limit } });
         Some(ServerJsonRpcMessage::error(ErrorData::new(code, message, Some(data)), id))
     }
@@ -713,15 +706,10 @@ mod tests {
     #[test]
     fn a_line_nested_past_serde_jsons_limit_is_answered_with_its_id() {
         let nested = |depth: usize| format!("{}{}", "[".repeat(depth), "]".repeat(depth));
-        let get = format!(
-            r#"{{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{{"name":"a","arguments":{{"x":{}}}}}}}"#,
-            nested(200)
-        );
-        let unknown = format!(
-            r#"{{"jsonrpc":"2.0","id":"two","method":"x/y","params":{}{}}}"#,
-            "{\"a\":".repeat(100_000),
-            "}".repeat(100_000)
-        );
+        let get =
+            format!(r#"{{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{{"name":"a","arguments":{{"x":{}}}}}}}"#, nested(200));
+        let unknown =
+            format!(r#"{{"jsonrpc":"2.0","id":"two","method":"x/y","params":{}{}}}"#, "{\"a\":".repeat(100_000), "}".repeat(100_000));
         let context = format!(r#"{{"jsonrpc":"2.0","method":"completion/complete","params":{{"context":{}}},"id":3}}"#, nested(1_000_000));
         let input = format!("{get}\n{unknown}\n{context}\n");
         for read in [4096, input.len()] {
@@ -729,7 +717,11 @@ mod tests {
             let answers: Vec<_> = items.iter().map(error_of).collect();
             assert_eq!(
                 answers,
-                [(-32700, Some(RequestId::Number(1))), (-32700, Some(RequestId::String("two".into()))), (-32700, Some(RequestId::Number(3)))]
+                [
+                    (-32700, Some(RequestId::Number(1))),
+                    (-32700, Some(RequestId::String("two".into()))),
+                    (-32700, Some(RequestId::Number(3)))
+                ]
             );
             assert!(held <= input.len());
         }

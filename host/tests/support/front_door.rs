@@ -9,9 +9,9 @@
 //! a failure (proptest catches a panic as a failing case, libFuzzer as a
 //! crash).
 
+use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::ThreadId;
 use std::time::{Duration, Instant};
@@ -551,8 +551,10 @@ impl HttpResponse {
             return text
                 .split("\n\n")
                 .filter_map(|event| {
-                    let data: Vec<&str> = event.lines().filter_map(|line| line.strip_prefix("data:")).map(|data| data.trim_start()).collect();
-                    (!data.is_empty() && !data.concat().is_empty()).then(|| serde_json::from_str(&data.join("\n")).expect("an event's data is JSON"))
+                    let data: Vec<&str> =
+                        event.lines().filter_map(|line| line.strip_prefix("data:")).map(|data| data.trim_start()).collect();
+                    (!data.is_empty() && !data.concat().is_empty())
+                        .then(|| serde_json::from_str(&data.join("\n")).expect("an event's data is JSON"))
                 })
                 .collect();
         }
@@ -584,7 +586,12 @@ pub fn http_request(request: HttpRequest, expect: &Expect) -> HttpResponse {
     // property could not know it (a body serde_json refuses): the client's
     // own bytes, never more of them than it sent. The bound is then the
     // larger of the two ids.
-    let echoed = answers.iter().filter_map(|answer| serde_json::from_value::<RequestId>(answer["id"].clone()).ok()).map(|id| id_bytes(Some(&id))).max().unwrap_or(0);
+    let echoed = answers
+        .iter()
+        .filter_map(|answer| serde_json::from_value::<RequestId>(answer["id"].clone()).ok())
+        .map(|id| id_bytes(Some(&id)))
+        .max()
+        .unwrap_or(0);
     assert!(echoed <= request.body.len(), "an answer's id of {echoed} bytes to a body of {}: {response:?}", request.body.len());
     let bound = RESPONSE_BYTES + 2 * id_bytes(request_id).max(echoed);
     if !request.opens_stream() {
@@ -610,7 +617,11 @@ pub fn http_request(request: HttpRequest, expect: &Expect) -> HttpResponse {
     // A session a fuzzed initialize opened is closed again, lest sessions
     // fill up.
     if let Some(opened) = response.header(SESSION_HEADER).filter(|opened| Some(*opened) != session.as_deref()) {
-        front.exchange(&HttpRequest { method: "DELETE".into(), body: Vec::new(), ..HttpRequest::post(Vec::new()).with(SESSION_HEADER, opened) });
+        front.exchange(&HttpRequest {
+            method: "DELETE".into(),
+            body: Vec::new(),
+            ..HttpRequest::post(Vec::new()).with(SESSION_HEADER, opened)
+        });
     }
     response
 }

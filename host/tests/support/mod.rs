@@ -205,8 +205,8 @@ impl Server {
                 Err(RecvTimeoutError::Timeout) => panic!("no response to request {id}; stderr:\n{}", self.stderr()),
                 Err(RecvTimeoutError::Disconnected) => panic!("the server closed stdout; stderr:\n{}", self.stderr()),
             };
-            let message: Value = serde_json::from_str(&line)
-                .unwrap_or_else(|error| panic!("stdout carried a line that is not JSON ({error}): {line}"));
+            let message: Value =
+                serde_json::from_str(&line).unwrap_or_else(|error| panic!("stdout carried a line that is not JSON ({error}): {line}"));
             assert_eq!(message["jsonrpc"], "2.0", "not a JSON-RPC message: {line}");
             match message["id"].as_u64() {
                 Some(found) if found == id => return message,
@@ -227,8 +227,8 @@ impl Server {
                 Ok(line) => line,
                 Err(error) => panic!("no {method} request from the server ({error:?}); stderr:\n{}", self.stderr()),
             };
-            let message: Value = serde_json::from_str(&line)
-                .unwrap_or_else(|error| panic!("stdout carried a line that is not JSON ({error}): {line}"));
+            let message: Value =
+                serde_json::from_str(&line).unwrap_or_else(|error| panic!("stdout carried a line that is not JSON ({error}): {line}"));
             match (message.get("method"), message["id"].as_u64()) {
                 (Some(found), Some(_)) if found == method => return message,
                 (None, Some(id)) => {

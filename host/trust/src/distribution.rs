@@ -75,9 +75,8 @@ impl PackReference {
     /// than sha256.
     pub fn parse(text: &str) -> Result<PackReference, DistributionError> {
         let invalid = |why: &str| DistributionError::Reference { reference: text.to_string(), why: why.to_string() };
-        let rest = text
-            .strip_prefix("oci://")
-            .ok_or_else(|| invalid("it must start with oci://, as in oci://registry.example/team/pack:1.0"))?;
+        let rest =
+            text.strip_prefix("oci://").ok_or_else(|| invalid("it must start with oci://, as in oci://registry.example/team/pack:1.0"))?;
         if !rest.split('/').next().is_some_and(|host| host.contains(['.', ':']) || host == "localhost") {
             return Err(invalid("it must name the registry (a host, with a port or a dot), then the repository"));
         }
@@ -473,7 +472,11 @@ impl RegistryClient {
         Ok(RegistryClient { http, token_http, settings, found_plain_http: Default::default() })
     }
 
-    fn client(&self, redirects: reqwest::redirect::Policy, pinned: Option<(&str, &[std::net::SocketAddr])>) -> Result<reqwest::Client, DistributionError> {
+    fn client(
+        &self,
+        redirects: reqwest::redirect::Policy,
+        pinned: Option<(&str, &[std::net::SocketAddr])>,
+    ) -> Result<reqwest::Client, DistributionError> {
         http_client(&self.settings, redirects, pinned)
     }
 
@@ -486,8 +489,10 @@ impl RegistryClient {
         }
         self.within_deadline("resolving the tag", reference, async {
             let token = self.sign_in(&reference.0, Access::Pull).await?;
-            let manifest = self.fetch_manifest(&reference.0, &token, MANIFEST_ACCEPT).await?.ok_or_else(|| {
-                DistributionError::Status { what: "the manifest", reference: reference.to_string(), status: 404 }
+            let manifest = self.fetch_manifest(&reference.0, &token, MANIFEST_ACCEPT).await?.ok_or_else(|| DistributionError::Status {
+                what: "the manifest",
+                reference: reference.to_string(),
+                status: 404,
             })?;
             Ok(sha256_digest(&manifest))
         })
@@ -496,20 +501,17 @@ impl RegistryClient {
 
     /// Pulls the pack at `digest` and its signatures. Every byte is bounded
     /// before it is read, and checked against its digest.
-    pub async fn pull(
-        &self,
-        reference: &PackReference,
-        digest: &str,
-        progress: Progress<'_>,
-    ) -> Result<PulledPack, DistributionError> {
+    pub async fn pull(&self, reference: &PackReference, digest: &str, progress: Progress<'_>) -> Result<PulledPack, DistributionError> {
         self.within_deadline("pulling the pack", reference, self.pull_at(reference, digest, progress)).await
     }
 
     async fn pull_at(&self, reference: &PackReference, digest: &str, progress: Progress<'_>) -> Result<PulledPack, DistributionError> {
         let at_digest = reference.at_digest(digest);
         let token = self.sign_in(&at_digest.0, Access::Pull).await?;
-        let manifest = self.fetch_manifest(&at_digest.0, &token, MANIFEST_ACCEPT).await?.ok_or_else(|| {
-            DistributionError::Status { what: "the manifest", reference: at_digest.to_string(), status: 404 }
+        let manifest = self.fetch_manifest(&at_digest.0, &token, MANIFEST_ACCEPT).await?.ok_or_else(|| DistributionError::Status {
+            what: "the manifest",
+            reference: at_digest.to_string(),
+            status: 404,
         })?;
         check_digest("the manifest", &at_digest, digest, &manifest)?;
         let layer = pack_layer(&at_digest, &manifest)?;
@@ -586,8 +588,10 @@ impl RegistryClient {
         if size > MAX_SIGNATURE_PAYLOAD_BYTES as u64 || signature.len() > MAX_SIGNATURE_PAYLOAD_BYTES {
             return Err(format!("it is larger than the {MAX_SIGNATURE_PAYLOAD_BYTES} bytes a signature may have"));
         }
-        let payload =
-            self.fetch_blob(signature_ref, token, &layer.digest, size, "a signed payload", &|_, _| {}).await.map_err(|error| error.to_string())?;
+        let payload = self
+            .fetch_blob(signature_ref, token, &layer.digest, size, "a signed payload", &|_, _| {})
+            .await
+            .map_err(|error| error.to_string())?;
         use base64::Engine as _;
         Ok(CosignSignature {
             payload: base64::engine::general_purpose::STANDARD.encode(payload),
@@ -660,9 +664,7 @@ impl RegistryClient {
     async fn push_signature_at(&self, target: &Reference, payload: &[u8], signature: &str) -> Result<(), DistributionError> {
         let token = self.sign_in(target, Access::Push).await?;
         let mut layers = match self.fetch_manifest(target, &token, MANIFEST_ACCEPT).await? {
-            Some(existing) => serde_json::from_slice::<OciImageManifest>(&existing)
-                .map(|manifest| manifest.layers)
-                .unwrap_or_default(),
+            Some(existing) => serde_json::from_slice::<OciImageManifest>(&existing).map(|manifest| manifest.layers).unwrap_or_default(),
             None => Vec::new(),
         };
         let payload_digest = sha256_digest(payload);
@@ -784,7 +786,10 @@ impl RegistryClient {
                     "{registry} answered HTTPS in plain HTTP; it is on this machine, so it is reached over plain HTTP \
                      (as Docker does): list it in [registry] plain_http, or pass --plain-http, to say so"
                 );
-                self.found_plain_http.lock().expect("never poisoned: nothing panics holding it").push(reference.resolve_registry().to_string());
+                self.found_plain_http
+                    .lock()
+                    .expect("never poisoned: nothing panics holding it")
+                    .push(reference.resolve_registry().to_string());
                 let url = format!("{}/v2/", self.registry_url(reference));
                 self.http.get(url).send().await.map_err(|error| self.unreachable(&shown, &error))?
             }
@@ -829,7 +834,10 @@ impl RegistryClient {
             return Err(DistributionError::CredentialsWithheld { registry: shown.registry().to_string(), realm });
         }
         if response.status().is_redirection() {
-            return Err(refused(format!("it redirects (HTTP {}), and a token service is asked at the address the registry names", response.status().as_u16())));
+            return Err(refused(format!(
+                "it redirects (HTTP {}), and a token service is asked at the address the registry names",
+                response.status().as_u16()
+            )));
         }
         let answer = self.read_bounded(response, &shown, "the token service's answer", MAX_TOKEN_ANSWER_BYTES as u64, &|_, _| {}).await?;
         #[derive(Deserialize)]
@@ -1077,7 +1085,10 @@ async fn checked_realm_addresses(realm: &url::Url) -> Result<Option<(String, Vec
             return Err(format!("{name} resolves to {}: {why}", address.ip()));
         }
         if realm.scheme() == "http" && !address.ip().is_loopback() {
-            return Err(format!("{name} resolves to {}: plain HTTP on another machine: a token service is reached over HTTPS", address.ip()));
+            return Err(format!(
+                "{name} resolves to {}: plain HTTP on another machine: a token service is reached over HTTPS",
+                address.ip()
+            ));
         }
     }
     Ok(Some((name.to_string(), addresses)))
@@ -1087,7 +1098,8 @@ async fn checked_realm_addresses(realm: &url::Url) -> Result<Option<(String, Vec
 /// Alibaba Cloud's).
 const METADATA_ADDRESSES: &[&str] = &["fd00:ec2::254", "100.100.100.200"];
 /// Names of cloud metadata services.
-const METADATA_HOSTS: &[&str] = &["metadata.google.internal", "metadata", "metadata.azure.com", "instance-data", "instance-data.ec2.internal"];
+const METADATA_HOSTS: &[&str] =
+    &["metadata.google.internal", "metadata", "metadata.azure.com", "instance-data", "instance-data.ec2.internal"];
 
 /// Whether credentials for the registry `registry_host` (`host[:port]`) may
 /// go to the token service at `realm`: over HTTPS, or to the registry's own
@@ -1190,10 +1202,7 @@ pub fn pack_layer(reference: &PackReference, manifest: &[u8]) -> Result<OciDescr
         return Err(not_a_pack(format!("its manifest has the media type {media_type:?}, not an image manifest")));
     }
     if parsed.config.media_type != WASM_CONFIG_MEDIA_TYPE {
-        return Err(not_a_pack(format!(
-            "its config has the media type {:?}, not {WASM_CONFIG_MEDIA_TYPE}",
-            parsed.config.media_type
-        )));
+        return Err(not_a_pack(format!("its config has the media type {:?}, not {WASM_CONFIG_MEDIA_TYPE}", parsed.config.media_type)));
     }
     match parsed.layers.as_slice() {
         [layer] if layer.media_type == WASM_LAYER_MEDIA_TYPE => Ok(layer.clone()),
@@ -1224,7 +1233,10 @@ mod tests {
     #[test]
     fn references_name_a_registry_a_repository_and_a_tag_or_digest() {
         let tagged = PackReference::parse("oci://127.0.0.1:5000/acme/pack:1.0").unwrap();
-        assert_eq!((tagged.registry(), tagged.repository(), tagged.tag(), tagged.digest()), ("127.0.0.1:5000", "acme/pack", Some("1.0"), None));
+        assert_eq!(
+            (tagged.registry(), tagged.repository(), tagged.tag(), tagged.digest()),
+            ("127.0.0.1:5000", "acme/pack", Some("1.0"), None)
+        );
         assert_eq!(tagged.to_string(), "oci://127.0.0.1:5000/acme/pack:1.0");
         let digest = format!("sha256:{}", "a".repeat(64));
         let pinned = PackReference::parse(&format!("oci://ghcr.io/acme/pack@{digest}")).unwrap();
@@ -1286,7 +1298,9 @@ mod tests {
         for here in ["localhost:5000", "127.0.0.1:5000", "127.0.0.2", "[::1]:5000"] {
             assert_eq!(fallback(here), Some(here.to_string()), "{here}");
         }
-        for elsewhere in ["registry.example:5000", "[::ffff:127.0.0.1]:5000", "0.0.0.0:5000", "registry.localhost:5000", "localhost.example.com"] {
+        for elsewhere in
+            ["registry.example:5000", "[::ffff:127.0.0.1]:5000", "0.0.0.0:5000", "registry.localhost:5000", "localhost.example.com"]
+        {
             assert_eq!(fallback(elsewhere), None, "{elsewhere}");
         }
         // Another failure, on this machine: no fallback.
@@ -1304,7 +1318,10 @@ mod tests {
         assert_eq!(why("https://[::]/token"), Some("it is an unspecified address".to_string()));
         assert_eq!(why("https://[fd00:ec2::254]/"), Some("it is a cloud metadata service's address".to_string()));
         assert_eq!(why("http://metadata.google.internal./"), Some("it is a cloud metadata service's name".to_string()));
-        assert_eq!(why("http://auth.example/token"), Some("it is plain HTTP on another machine: a token service is reached over HTTPS".to_string()));
+        assert_eq!(
+            why("http://auth.example/token"),
+            Some("it is plain HTTP on another machine: a token service is reached over HTTPS".to_string())
+        );
         assert_eq!(why("ftp://auth.example/token"), Some("its scheme is \"ftp\": a token service is reached over HTTPS".to_string()));
         assert_eq!(why("https://auth.example/token"), None);
         assert_eq!(why("http://127.0.0.1:5000/token"), None);
@@ -1316,9 +1333,15 @@ mod tests {
         let realm = url::Url::parse("http://localhost:5000/token").unwrap();
         let (name, addresses) = checked_realm_addresses(&realm).await.unwrap().expect("a name is resolved");
         assert_eq!(name, "localhost");
-        assert!(!addresses.is_empty() && addresses.iter().all(|address| address.ip().is_loopback() && address.port() == 5000), "{addresses:?}");
+        assert!(
+            !addresses.is_empty() && addresses.iter().all(|address| address.ip().is_loopback() && address.port() == 5000),
+            "{addresses:?}"
+        );
         assert_eq!(checked_realm_addresses(&url::Url::parse("http://127.0.0.1:5000/token").unwrap()).await, Ok(None));
-        assert_eq!(refused_ip("169.254.169.254".parse().unwrap()), Some("it is a link-local address, where cloud metadata services answer".into()));
+        assert_eq!(
+            refused_ip("169.254.169.254".parse().unwrap()),
+            Some("it is a link-local address, where cloud metadata services answer".into())
+        );
         assert_eq!(refused_ip("127.0.0.1".parse().unwrap()), None);
     }
 

@@ -21,8 +21,8 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use prompt_host_files as files;
 use crate::signature::Provenance;
+use prompt_host_files as files;
 
 /// A pack store in a directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -114,7 +114,9 @@ impl PackStore {
             let file = entry.file_name().to_string_lossy().into_owned();
             let kept = if let Some(sha256) = file.strip_suffix(".wasm").filter(|hex| is_digest(hex)) {
                 installs.iter().any(|(_, installed)| installed == sha256)
-            } else if let Some((sha256, name)) = file.strip_suffix(".provenance.json").and_then(|rest| rest.split_once('.')).filter(|(hex, _)| is_digest(hex)) {
+            } else if let Some((sha256, name)) =
+                file.strip_suffix(".provenance.json").and_then(|rest| rest.split_once('.')).filter(|(hex, _)| is_digest(hex))
+            {
                 installs.contains(&(name.to_string(), sha256.to_string()))
             } else {
                 continue;
@@ -205,7 +207,12 @@ mod tests {
     fn retaining_the_installs_removes_every_other_component_and_record() {
         let dir = tempfile::tempdir().unwrap();
         let store = PackStore::new(dir.path().to_path_buf());
-        let record = Provenance { reference: "oci://r.example/p@sha256:00".into(), manifest_digest: "sha256:00".into(), manifest: "e30=".into(), signatures: vec![] };
+        let record = Provenance {
+            reference: "oci://r.example/p@sha256:00".into(),
+            manifest_digest: "sha256:00".into(),
+            manifest: "e30=".into(),
+            signatures: vec![],
+        };
         let (a, b) = ("a".repeat(64), "b".repeat(64));
         let _ = store.put("acme", &a, b"\0asm a", &record).unwrap();
         let _ = store.put("other", &a, b"\0asm a", &record).unwrap();
@@ -213,7 +220,10 @@ mod tests {
         std::fs::write(dir.path().join("sha256/notes.txt"), b"not the store's").unwrap();
         let installs = [("acme".to_string(), a.clone())].into_iter().collect();
         assert_eq!(store.retain(&installs).unwrap(), 3);
-        let mut left: Vec<String> = std::fs::read_dir(dir.path().join("sha256")).unwrap().map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        let mut left: Vec<String> = std::fs::read_dir(dir.path().join("sha256"))
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
         left.sort();
         assert_eq!(left, vec![format!("{a}.acme.provenance.json"), format!("{a}.wasm"), "notes.txt".to_string()]);
     }

@@ -322,8 +322,8 @@ pub fn check_at_load(
             provenance.manifest_digest
         )));
     }
-    let reference = distribution::PackReference::parse(&provenance.reference)
-        .map_err(|error| SignatureError::Damaged(error.to_string()))?;
+    let reference =
+        distribution::PackReference::parse(&provenance.reference).map_err(|error| SignatureError::Damaged(error.to_string()))?;
     let layer = distribution::pack_layer(&reference, &manifest).map_err(|error| SignatureError::Damaged(error.to_string()))?;
     let actual = format!("sha256:{digest}");
     if layer.digest != actual {
@@ -500,21 +500,19 @@ pub fn check_bundle(bytes: &[u8], bundle: &[u8], policy: &SignaturePolicy) -> Re
         return Err(SignatureError::NotTheSignedBytes { expected: signed_digest.unwrap_or_default(), actual: digest });
     }
     let material = &bundle.verification_material;
-    let certificate = material
-        .certificate
-        .as_ref()
-        .or_else(|| material.x509_certificate_chain.as_ref().and_then(|chain| chain.certificates.first()));
+    let certificate =
+        material.certificate.as_ref().or_else(|| material.x509_certificate_chain.as_ref().and_then(|chain| chain.certificates.first()));
     let signer = match certificate {
         Some(certificate) => {
-            let keyless = policy
-                .keyless
-                .as_ref()
-                .ok_or_else(|| untrusted(&digest, policy, NO_KEYLESS_IDENTITY))?;
-            let entry = material.tlog_entries.first().ok_or_else(|| untrusted(&digest, policy, "is keyless but has no transparency log entry"))?;
+            let keyless = policy.keyless.as_ref().ok_or_else(|| untrusted(&digest, policy, NO_KEYLESS_IDENTITY))?;
+            let entry =
+                material.tlog_entries.first().ok_or_else(|| untrusted(&digest, policy, "is keyless but has no transparency log entry"))?;
             let log_entry = keyless::LogEntry {
                 body: entry.canonicalized_body.clone(),
                 integrated_time: entry.integrated_time.parse().map_err(|_| damaged("has an integratedTime that is not a number".into()))?,
-                log_id: decode(&entry.log_id.key_id).map(|raw| hex(&raw)).ok_or_else(|| damaged("has a log id that is not base64".into()))?,
+                log_id: decode(&entry.log_id.key_id)
+                    .map(|raw| hex(&raw))
+                    .ok_or_else(|| damaged("has a log id that is not base64".into()))?,
                 log_index: entry.log_index.parse().map_err(|_| damaged("has a logIndex that is not a number".into()))?,
                 signed_entry_timestamp: entry
                     .inclusion_promise
@@ -671,7 +669,10 @@ mod tests {
         assert_eq!(verified.map(|verified| verified.signer), Some("acme.pub".to_string()));
         assert_eq!(
             check_at_load(&"2".repeat(64), Some(&provenance), &policy, &Mirrors::default()),
-            Err(SignatureError::NotTheSignedBytes { expected: format!("sha256:{component}"), actual: format!("sha256:{}", "2".repeat(64)) })
+            Err(SignatureError::NotTheSignedBytes {
+                expected: format!("sha256:{component}"),
+                actual: format!("sha256:{}", "2".repeat(64))
+            })
         );
         let swapped = Provenance { manifest: B64.encode(b"{}"), ..provenance };
         let error = check_at_load(&component, Some(&swapped), &policy, &Mirrors::default()).unwrap_err();

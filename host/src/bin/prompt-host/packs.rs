@@ -14,8 +14,7 @@ fn progress_bar() -> Option<indicatif::ProgressBar> {
     std::io::stderr().is_terminal().then(|| {
         let bar = indicatif::ProgressBar::new(0);
         bar.set_style(
-            indicatif::ProgressStyle::with_template("{bytes:>10} / {total_bytes} {wide_bar} {bytes_per_sec}")
-                .expect("a valid template"),
+            indicatif::ProgressStyle::with_template("{bytes:>10} / {total_bytes} {wide_bar} {bytes_per_sec}").expect("a valid template"),
         );
         bar
     })
@@ -52,7 +51,13 @@ pub async fn add(config_path: &Path, reference: &str, name: Option<&str>, plain_
     Ok(())
 }
 
-pub async fn update(config_path: &Path, name: Option<&str>, to: Option<&str>, allow_downgrade: bool, plain_http: bool) -> anyhow::Result<()> {
+pub async fn update(
+    config_path: &Path,
+    name: Option<&str>,
+    to: Option<&str>,
+    allow_downgrade: bool,
+    plain_http: bool,
+) -> anyhow::Result<()> {
     let mut config = config(config_path)?;
     if plain_http {
         // The registries this update reaches: --to's, or those of the
@@ -215,7 +220,8 @@ fn describe(verb: &str, pack: &LockedPack, installation: &Installation<'_>) -> S
 
 fn line(pack: &Listed) -> String {
     let or_dash = |value: &Option<String>| value.clone().unwrap_or_else(|| "-".into());
-    let prompts = pack.prompts.map_or_else(|| "does not load".to_string(), |count| format!("{count} prompt{}", if count == 1 { "" } else { "s" }));
+    let prompts =
+        pack.prompts.map_or_else(|| "does not load".to_string(), |count| format!("{count} prompt{}", if count == 1 { "" } else { "s" }));
     format!(
         "{}\t{}\t{}\t{}\t{}\t{}\t{}",
         pack.name,
@@ -243,7 +249,13 @@ pub async fn install_sources(config: &ServeConfig) {
         let plugin = name.escape_debug().to_string();
         match outcome {
             Ok(Sourced::Served(pack)) => {
-                tracing::info!(plugin, reference = pack.reference, digest = pack.digest, signer = pack.signer, "already installed from its source")
+                tracing::info!(
+                    plugin,
+                    reference = pack.reference,
+                    digest = pack.digest,
+                    signer = pack.signer,
+                    "already installed from its source"
+                )
             }
             Ok(Sourced::Restored(pack)) => tracing::warn!(
                 plugin,

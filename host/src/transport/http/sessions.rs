@@ -6,13 +6,11 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use futures_core::Stream;
-use tokio_util::sync::CancellationToken;
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::transport::WorkerTransport;
-use rmcp::transport::streamable_http_server::session::local::{
-    LocalSessionManager, LocalSessionManagerError, LocalSessionWorker,
-};
+use rmcp::transport::streamable_http_server::session::local::{LocalSessionManager, LocalSessionManagerError, LocalSessionWorker};
 use rmcp::transport::streamable_http_server::session::{ServerSseMessage, SessionId, SessionManager};
+use tokio_util::sync::CancellationToken;
 
 /// A session unused for this long may be closed to make room for a new one
 /// when the cap is reached. (rmcp closes any session idle for 5 minutes.)

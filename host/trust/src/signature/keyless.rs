@@ -303,11 +303,9 @@ impl TrustedRoot {
             });
         }
         if root.authorities.is_empty() || root.logs.is_empty() || root.ct_logs.is_empty() {
-            return Err(
-                "it names no certificate authority, no transparency log (tlogs) or no certificate transparency log (ctlogs): \
+            return Err("it names no certificate authority, no transparency log (tlogs) or no certificate transparency log (ctlogs): \
                  keyless signatures need all three"
-                    .into(),
-            );
+                .into());
         }
         Ok(root)
     }
@@ -345,7 +343,11 @@ pub fn verify(root: &TrustedRoot, identities: &[Identity], signature: &KeylessSi
     let Some(named) = named.iter().find(|named| identities.iter().any(|allowed| allowed.allows(named))).cloned() else {
         let allowed: Vec<String> = identities.iter().map(Identity::to_string).collect();
         let named: Vec<String> = named.iter().map(Identity::to_string).collect();
-        return Err(format!("it is signed by {}, not by an identity the configuration allows ({})", named.join(" and "), allowed.join(", ")));
+        return Err(format!(
+            "it is signed by {}, not by an identity the configuration allows ({})",
+            named.join(" and "),
+            allowed.join(", ")
+        ));
     };
     let spki = x509_cert::Certificate::from_der(&signature.certificate)
         .and_then(|certificate| certificate.tbs_certificate().subject_public_key_info().to_der())
@@ -370,7 +372,9 @@ fn check_chain(root: &TrustedRoot, leaf: &[u8], time: i64) -> Result<Vec<u8>, St
     }
     let leaf = CertificateDer::from(leaf);
     let certificate = webpki::EndEntityCert::try_from(&leaf).map_err(|error| format!("its certificate cannot be read: {error}"))?;
-    let at = UnixTime::since_unix_epoch(std::time::Duration::from_secs(u64::try_from(time).map_err(|_| "its transparency log time is negative")?));
+    let at = UnixTime::since_unix_epoch(std::time::Duration::from_secs(
+        u64::try_from(time).map_err(|_| "its transparency log time is negative")?,
+    ));
     let mut last_error = None;
     for authority in current {
         let anchor_der = CertificateDer::from(authority.anchor.as_slice());
@@ -449,8 +453,8 @@ fn check_timestamps(root: &TrustedRoot, leaf: &[u8], issuer_key: &[u8]) -> Resul
         signed.extend_from_slice(&precertificate);
         signed.extend_from_slice(&(sct.extensions.len() as u16).to_be_bytes());
         signed.extend_from_slice(sct.extensions);
-        let verified = CosignVerificationKey::try_from_der(log_key)
-            .and_then(|key| key.verify_signature(Signature::Raw(sct.signature), &signed));
+        let verified =
+            CosignVerificationKey::try_from_der(log_key).and_then(|key| key.verify_signature(Signature::Raw(sct.signature), &signed));
         match verified {
             Ok(()) => return Ok(()),
             Err(_) => problems.push("one is not signed by its CT log over this certificate".to_string()),
@@ -542,7 +546,9 @@ fn certificate_identities(der: &[u8]) -> Result<Vec<Identity>, String> {
     let issuer = extensions
         .iter()
         .find(|extension| extension.extn_id.to_string() == ISSUER_V2)
-        .and_then(|extension| x509_cert::der::asn1::Utf8StringRef::from_der(extension.extn_value.as_bytes()).ok().map(|text| text.to_string()))
+        .and_then(|extension| {
+            x509_cert::der::asn1::Utf8StringRef::from_der(extension.extn_value.as_bytes()).ok().map(|text| text.to_string())
+        })
         .or_else(|| {
             extensions
                 .iter()
