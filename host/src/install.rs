@@ -71,6 +71,11 @@ pub enum InstallError {
          would put back: change the source there instead of moving it with --to"
     )]
     PinnedBySource { name: String, configured: String },
+    #[error(
+        "{reference} is the pack of SHA-256 {actual}, but the config pins {name} to {pinned} ([plugins.{name}] sha256), \
+         so serve would refuse it: change the pin there first"
+    )]
+    PinnedByDigest { name: String, reference: String, pinned: String, actual: String },
     #[error("no pack named {name:?} is installed from a registry (prompt-host.lock has {known})")]
     NotInstalled { name: String, known: String },
     #[error("cannot write {path}: {error}")]
@@ -284,9 +289,12 @@ impl<'a> Installation<'a> {
             fetched.pack.previous_digests = locked.previous_digests.clone();
             fetched.pack.version = locked.version.clone();
             self.record_and_place(&fetched, Placing::Replace)?;
-            return Ok(match on_disk {
-                FileState::Agrees => Updated::Moved { pack: fetched.pack, previous: locked.reference.clone() },
-                _ => Updated::Restored(fetched.pack),
+            // Moved (the file put back too, if it had changed), or not moved
+            // and put back.
+            return Ok(if moved {
+                Updated::Moved { pack: fetched.pack, previous: locked.reference.clone() }
+            } else {
+                Updated::Restored(fetched.pack)
             });
         }
         if !allow_downgrade && locked.previous_digests.contains(&digest) {
@@ -481,6 +489,18 @@ impl<'a> Installation<'a> {
             );
         }
         let sha256 = loader::digest(&pulled.wasm);
+        // A pack the config pins by SHA-256 would not be served: refused
+        // here, before anything is placed.
+        if let Some(pinned) = self.config.plugins.get(name).and_then(|plugin| plugin.sha256.as_ref())
+            && !pinned.eq_ignore_ascii_case(&sha256)
+        {
+            return Err(InstallError::PinnedByDigest {
+                name: name.to_string(),
+                reference: reference.to_string(),
+                pinned: pinned.clone(),
+                actual: sha256,
+            });
+        }
         let mut version = None;
         if let Some(Replacing { installed, allow_downgrade, to }) = replacing {
             version = self.pack_version(name, &pulled.wasm).await;

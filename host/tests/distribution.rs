@@ -2299,8 +2299,24 @@ fn update_to_moves_a_pack_to_a_new_tag_in_one_step_under_a_connected_client_with
     );
     assert!(site.lockfile().contains(&format!("reference = \"{new}\"")));
 
-    // A pack the config pins by source is moved there, not with --to.
+    // A pack the config pins by SHA-256 is not moved to another pack, which
+    // serve would refuse: nothing is placed.
     let config = std::fs::read_to_string(site.path("prompt-host.toml")).unwrap();
+    let pin = "0".repeat(64);
+    std::fs::write(site.path("prompt-host.toml"), format!("{config}\n[plugins.pack]\nsha256 = \"{pin}\"\n")).unwrap();
+    let (pinned_away, _) = signed.publish_signed("code_review", "acme/pack", "1.3", Some(&signed.key), &[]);
+    let refused = site.refused("update", &["pack", "--to", &pinned_away]);
+    let sha256 = sha256_of("code_review");
+    assert_eq!(
+        refused.trim(),
+        format!(
+            "pack: not updated, the installed pack stays: {pinned_away} is the pack of SHA-256 {sha256}, but the config pins pack \
+             to {pin} ([plugins.pack] sha256), so serve would refuse it: change the pin there first\nerror: 1 of 1 packs not updated"
+        )
+    );
+    assert!(site.lockfile().contains(&format!("reference = \"{new}\"")));
+
+    // A pack the config pins by source is moved there, not with --to.
     std::fs::write(site.path("prompt-host.toml"), format!("{config}\n[plugins.pack]\nsource = \"{new}\"\n")).unwrap();
     let refused = site.refused("update", &["pack", "--to", &unsigned]);
     assert_eq!(
