@@ -30,8 +30,9 @@
 //! - [`limits`]: every limit a plugin runs under, declared once;
 //! - [`log_budget`]: at most so many log lines of a kind per window, for
 //!   what a pack or a client can make the host log;
-//! - [`metrics`]: the Prometheus metrics and the health state, which every
-//!   module above records into (it depends on none of them);
+//! - [`metrics`]: the Prometheus metrics and the health state, which the
+//!   server's modules above record into, and the kernel's through
+//!   [`sandbox::CallObserver`] (it depends on none of them);
 //! - [`traces`]: the OpenTelemetry spans of requests and of calls into
 //!   packs, exported over OTLP when asked for (it depends on none of them
 //!   either);
@@ -55,12 +56,12 @@
 //! [`startup`] (from config to registry, one per tenant, and one plugin for
 //! the `get` command), [`watch`] (the live plugin directory), [`config`], [`bundled`]
 //! (the example packs built in), [`loader`] (from bytes to plugin, their
-//! signature checked), [`lockfile`] (`prompt-host.lock`, and the one rule
-//! for plugin names), [`pack_store`]
-//! (pulled packs by digest, each install with its provenance), [`signature`] (which
-//! signatures count, and checking them), [`distribution`] (OCI registries,
-//! every byte bounded), [`cache`] (compiled plugins on disk) and
-//! [`scaffold`] (the `new` command: a new pack from templates).
+//! signature checked), [`scaffold`] (the `new` command: a new pack from
+//! templates), [`lockfile`] (`prompt-host.lock`, and the one rule for
+//! plugin names), [`pack_store`] (pulled packs by digest, each install with
+//! its provenance), [`signature`] (which signatures count, and checking
+//! them), [`distribution`] (OCI registries, every byte bounded) and
+//! [`cache`] (compiled plugins on disk).
 
 pub mod bundled;
 pub mod catalog;

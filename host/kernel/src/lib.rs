@@ -17,9 +17,9 @@
 //! - [`bindings`]: generated from the WIT packages (0.1 and 0.2, side by
 //!   side), and the one adapter from 0.2's types into the host's.
 //!
-//! It must never depend on the protocol (rmcp), HTTP, registries and
-//! signatures (oci-client, sigstore), or telemetry (prometheus,
-//! opentelemetry): it reports what a call used through
+//! It must never depend on the protocol (rmcp), HTTP (hyper, reqwest),
+//! registries and signatures (oci-client, sigstore, jsonwebtoken), or
+//! telemetry (prometheus, opentelemetry): it reports what a call used through
 //! [`sandbox::CallObserver`], which the server implements. `tests/run-all`
 //! checks its dependency tree.
 #![warn(missing_docs)]

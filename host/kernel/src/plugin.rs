@@ -92,7 +92,8 @@ impl PluginError {
 
 impl Plugin {
     /// A plugin of prompts already listed and validated (the loader's
-    /// work), called through `pre` in `sandbox`, `quota` calls at a time.
+    /// work: `validate::prompt_definitions`, and `validate::pack_info` for
+    /// `with_info`; this does not check them again), called through `pre` in `sandbox`, `quota` calls at a time.
     pub fn new(
         id: String,
         digest: String,

@@ -2,9 +2,9 @@
 //! came from.
 //!
 //! Each module depends only on those listed after it:
+//! - [`lockfile`]: `prompt-host.lock`, and the one rule for plugin names;
 //! - [`pack_store`]: pulled packs by digest, each install with its
 //!   provenance;
-//! - [`lockfile`]: `prompt-host.lock`, and the one rule for plugin names;
 //! - [`signature`]: which signatures count (keys and keyless), and checking
 //!   them;
 //! - [`distribution`]: OCI registries, every byte bounded.

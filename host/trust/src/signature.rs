@@ -136,7 +136,8 @@ pub enum SignatureError {
     /// the Sigstore bundle's signature) names.
     #[error("its bytes (sha256 {actual}) are not the ones its signed manifest names ({expected})")]
     NotTheSignedBytes {
-        /// The digest that was signed, `sha256:HEX`.
+        /// The digest that was signed, as the manifest or the bundle gives it
+        /// (`sha256:HEX`, or what a bundle wrongly holds instead).
         expected: String,
         /// The digest of the component's bytes, `sha256:HEX`.
         actual: String,

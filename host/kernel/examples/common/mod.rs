@@ -23,7 +23,8 @@ pub fn built_pack(name: &str) -> PathBuf {
 
 /// Compiles the pack at `path`, links it against the WASI the sandbox
 /// provides (as whichever WIT version it exports), lists its prompts in a
-/// fresh instance under `limits`, and checks them.
+/// fresh instance under `limits`, and checks them and what the pack says it
+/// is, as the loader does (`Plugin::new` trusts its caller to have checked).
 pub async fn load(sandbox: &Arc<Sandbox>, path: &Path, limits: Limits) -> Result<Plugin, String> {
     let bytes = std::fs::read(path).map_err(|error| format!("cannot read {}: {error}", path.display()))?;
     let component = sandbox.compile(&bytes).map_err(|error| error.to_string())?;
@@ -36,9 +37,10 @@ pub async fn load(sandbox: &Arc<Sandbox>, path: &Path, limits: Limits) -> Result
     let budget = validate::copy_budget(Answer::Definitions, &limits);
     let instance = sandbox.instantiate(&pre, &limits, budget, &quota, &id).await.map_err(|failure| failure.to_string())?;
     let (prompts, info, _) = instance.list_prompts().await.map_err(|failure| failure.to_string())?;
-    let problems = validate::prompt_definitions(&prompts, &limits);
+    let mut problems = info.as_ref().map(validate::pack_info).unwrap_or_default();
+    problems.extend(validate::prompt_definitions(&prompts, &limits));
     if !problems.is_empty() {
-        return Err(format!("{} problems in its prompt definitions", problems.len()));
+        return Err(format!("{} problems in what it says it is and in its prompt definitions", problems.len()));
     }
     let digest = String::new();
     Ok(Plugin::new(id, digest, String::new(), prompts, limits, quota, pre, sandbox.clone()).with_info(info))
