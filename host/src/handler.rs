@@ -253,14 +253,15 @@ impl PromptServer {
             return Err(RequestError::MissingArguments { prompt: request.name, missing });
         }
         let input_error = |problem: InputError| RequestError::Input { prompt: request.name.clone(), problem };
-        let binding = Binding::new(principal, plugin.digest(), &request.name, &arguments);
+        // Made only where a state is opened or sealed: most calls need none.
+        let binding = || Binding::new(principal, plugin.digest(), &request.name, &arguments);
         // A retry: the answers, checked against the forms sealed in the
         // state; a form left unanswered is asked for again. Answers without
         // a state answer nothing asked: ignored.
         let mut input = None;
         let mut unanswered = None;
         if let Some(state) = &request.request_state {
-            let forms = self.seal.open(state, &binding, plugin.limits()).map_err(input_error)?;
+            let forms = self.seal.open(state, &binding(), plugin.limits()).map_err(input_error)?;
             match forms.answers(request.input_responses.as_ref()).map_err(input_error)? {
                 Answers::Complete(answers) => {
                     let answers_bytes = input::input_bytes(&answers);
@@ -302,7 +303,7 @@ impl PromptServer {
                 input_error(InputError::CannotAsk { needed: asked.describe(), why, skip })
             };
             if let Asking::InputRequired = &asking {
-                return Ok(GetPromptResponse::InputRequired(self.seal.ask(&asked, &binding)));
+                return Ok(GetPromptResponse::InputRequired(self.seal.ask(&asked, &binding())));
             }
             if let Asking::Cannot(why) = &asking {
                 return Err(cannot_ask(why));
@@ -396,7 +397,10 @@ impl ServerHandler for PromptServer {
         let span = request_span(&context);
         let trace = trace_request(&context, "prompts/get", Some(&name), self.serves(&name));
         let principal = principal(&context);
-        let answer = self.get_prompt_response(request, Asking::of(&context, &self.session.ended), &principal).instrument(span.clone());
+        // Boxed: rmcp spawns a task per request, and copies its future into
+        // the task's cell; this keeps that copy a pointer's.
+        let answer =
+            Box::pin(self.get_prompt_response(request, Asking::of(&context, &self.session.ended), &principal)).instrument(span.clone());
         let result = trace.within(answer).await;
         answered(trace, span.in_scope(|| result.map_err(|error| log_failure("prompts/get", &name, error))))
     }
@@ -407,7 +411,7 @@ impl ServerHandler for PromptServer {
         let span = request_span(&context);
         let prompt = Some(name.as_str()).filter(|name| !name.is_empty());
         let trace = trace_request(&context, "completion/complete", prompt, self.serves(&name));
-        let result = trace.within(self.complete_result(request).instrument(span.clone())).await;
+        let result = trace.within(Box::pin(self.complete_result(request)).instrument(span.clone())).await;
         answered(trace, span.in_scope(|| result.map_err(|error| log_failure("completion/complete", &name, error))))
     }
 

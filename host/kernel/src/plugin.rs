@@ -1,10 +1,12 @@
 //! A loaded plugin: its identity, its validated prompt definitions, and calls
-//! into it, each in a fresh sandboxed instance.
+//! into it, each in a fresh sandboxed instance (made ahead of the call when
+//! it can be: [`crate::sandbox::spares`]).
 
 use std::sync::Arc;
 
 use crate::bindings::{PackPre, PromptAnswer, WitVersion, provider, provider_v0_2};
 use crate::limits::Limits;
+use crate::sandbox::spares::PackInstances;
 use crate::sandbox::{CallFailure, CallQuota, CallState, Sandbox};
 use crate::validate::{self, Answer};
 
@@ -14,11 +16,9 @@ pub struct Plugin {
     digest: String,
     prefix: String,
     prompts: Vec<provider::Prompt>,
-    limits: Limits,
-    /// How many of its calls may run at once: its share of the sandbox.
-    quota: CallQuota,
-    pre: PackPre<CallState>,
-    sandbox: Arc<Sandbox>,
+    /// Its fresh instances: how they are made, under its limits and in its
+    /// share of the sandbox.
+    instances: Arc<PackInstances>,
     /// What the pack says it is (0.2 packs), validated.
     info: Option<provider_v0_2::PackInfo>,
 }
@@ -104,7 +104,8 @@ impl Plugin {
         pre: PackPre<CallState>,
         sandbox: Arc<Sandbox>,
     ) -> Plugin {
-        Plugin { id, digest, prefix, prompts, limits, quota, pre, sandbox, info: None }
+        let instances = PackInstances::new(sandbox, pre, limits, quota, id.clone());
+        Plugin { id, digest, prefix, prompts, instances, info: None }
     }
 
     /// The plugin, with what it says it is.
@@ -139,12 +140,12 @@ impl Plugin {
 
     /// The version of the WIT package the plugin targets.
     pub fn wit_version(&self) -> WitVersion {
-        self.pre.version()
+        self.instances.pre().version()
     }
 
     /// The limits each call into this plugin runs under.
     pub fn limits(&self) -> &Limits {
-        &self.limits
+        self.instances.limits()
     }
 
     fn failed(&self, failure: CallFailure) -> PluginError {
@@ -160,13 +161,14 @@ impl Plugin {
         arguments: &[provider::Argument],
         input: Option<&provider_v0_2::Input>,
     ) -> Result<PromptAnswer, PluginError> {
-        let budget = validate::copy_budget(Answer::Reply, &self.limits);
-        let instance = self.sandbox.instantiate(&self.pre, &self.limits, budget, &self.quota, &self.id).await;
-        let answer = instance.map_err(|f| self.failed(f))?.get_prompt(prompt, arguments, input).await;
+        let budget = validate::copy_budget(Answer::Reply, self.limits());
+        let mut instance = self.instances.fresh(budget).await.map_err(|f| self.failed(f))?;
+        let answer = instance.get_prompt(prompt, arguments, input).await;
+        self.instances.retire(instance);
         let answer = answer.map_err(|f| self.failed(f))?.map_err(|e| self.prompt_error(prompt, e))?;
         match &answer {
-            PromptAnswer::Reply(reply) => validate::reply(reply, &self.limits),
-            PromptAnswer::InputRequired(input) => validate::input_required(input, &self.limits),
+            PromptAnswer::Reply(reply) => validate::reply(reply, self.limits()),
+            PromptAnswer::InputRequired(input) => validate::input_required(input, self.limits()),
         }
         .map_err(|problem| self.invalid_reply(prompt, problem))?;
         Ok(answer)
@@ -180,11 +182,12 @@ impl Plugin {
         value: &str,
         context: &[provider::Argument],
     ) -> Result<provider::Completion, PluginError> {
-        let budget = validate::copy_budget(Answer::Completion, &self.limits);
-        let instance = self.sandbox.instantiate(&self.pre, &self.limits, budget, &self.quota, &self.id).await;
-        let answer = instance.map_err(|f| self.failed(f))?.complete(prompt, argument, value, context).await;
+        let budget = validate::copy_budget(Answer::Completion, self.limits());
+        let mut instance = self.instances.fresh(budget).await.map_err(|f| self.failed(f))?;
+        let answer = instance.complete(prompt, argument, value, context).await;
+        self.instances.retire(instance);
         let completion = answer.map_err(|f| self.failed(f))?.map_err(|e| self.prompt_error(prompt, e))?;
-        validate::completion(&completion, &self.limits).map_err(|problem| self.invalid_reply(prompt, problem))?;
+        validate::completion(&completion, self.limits()).map_err(|problem| self.invalid_reply(prompt, problem))?;
         Ok(completion)
     }
 
@@ -192,7 +195,7 @@ impl Plugin {
     /// will receive it, if it is within the reply limit on the wire
     /// ([`validate::wire_size`]); else the invalid-reply error naming the plugin.
     pub fn bounded_on_the_wire<T: serde::Serialize>(&self, prompt: &str, result: T) -> Result<T, PluginError> {
-        validate::wire_size(&result, &self.limits).map_err(|problem| self.invalid_reply(prompt, problem))?;
+        validate::wire_size(&result, self.limits()).map_err(|problem| self.invalid_reply(prompt, problem))?;
         Ok(result)
     }
 

@@ -2,7 +2,9 @@
 //!
 //! Every call into a plugin gets a fresh [`Store`] instantiated from a
 //! pre-instantiated component, so a trap or a blown limit poisons nothing but
-//! that one call. Each call is bounded by
+//! that one call. The instance is made ahead of the call when it can be, and
+//! dropped after it, off the path of the reply ([`spares`]). Each call is
+//! bounded by
 //! - fuel (instructions executed),
 //! - a wall-clock deadline, enforced by epoch interruption in WebAssembly code
 //!   and by a timer around host calls that block,
@@ -33,8 +35,10 @@ use crate::limits::Limits;
 use crate::log_budget::{Admission, LogBudget, LogWindow};
 
 mod capture;
+pub mod spares;
 
 use capture::CapturedOutput;
+use spares::{SPARE_MEMORY, SPARES, Shelf};
 
 /// How often the engine's epoch advances. A running call yields to the async
 /// runtime at every tick, and its deadline is checked at every tick; the tick
@@ -234,9 +238,10 @@ fn engine_config(config: &SandboxConfig, pooled: bool) -> Config {
         // (with a backtrace, under RUST_BACKTRACE=1) when each store drops.
         .concurrency_support(false);
     if pooled {
-        // Each call gets the full share the limiter allows it, so no pack,
-        // however hostile, can exhaust the pool for the others.
-        let calls = config.max_concurrent_calls as u32;
+        // Each call, and each spare instance, gets the full share the
+        // limiter allows it, so no pack, however hostile, can exhaust the
+        // pool for the others.
+        let calls = (config.max_concurrent_calls + SPARES) as u32;
         let mut pool = PoolingAllocationConfig::default();
         pool.total_component_instances(calls)
             .max_core_instances_per_component(MAX_INSTANCES as u32)
@@ -278,6 +283,8 @@ pub struct Sandbox {
     slots: Arc<Semaphore>,
     /// Turns for long calls: one fewer than the cores.
     slow_lane: Arc<Semaphore>,
+    /// Instances made ahead of their plugins' next calls.
+    spares: Shelf<Instance>,
 }
 
 impl Sandbox {
@@ -305,6 +312,7 @@ impl Sandbox {
             observer: Arc::new(Unobserved),
             slots: Arc::new(Semaphore::new(config.max_concurrent_calls)),
             slow_lane: Arc::new(Semaphore::new(cores.saturating_sub(1).max(1))),
+            spares: Shelf::new(SPARES, SPARE_MEMORY),
             config,
         })
     }
@@ -348,6 +356,24 @@ impl Sandbox {
         quota: &CallQuota,
         plugin: &str,
     ) -> Result<Instance, CallFailure> {
+        let slots = self.call_slots(quota).await?;
+        self.build(pre, limits, copy_budget, quota, plugin, slots, true).await
+    }
+
+    /// How many spare instances the sandbox holds, and the bytes of their
+    /// linear memories.
+    pub fn spares(&self) -> (usize, usize) {
+        self.spares.contents()
+    }
+
+    /// A slot of the plugin's `quota` and one of the sandbox's, for one call.
+    async fn call_slots(&self, quota: &CallQuota) -> Result<[OwnedSemaphorePermit; 2], CallFailure> {
+        // Free slots are taken without arming a timer.
+        if let Ok(own) = quota.calls.clone().try_acquire_owned()
+            && let Ok(slot) = self.slots.clone().try_acquire_owned()
+        {
+            return Ok([own, slot]);
+        }
         // The plugin's own quota first: calls waiting for it hold no sandbox
         // slot, so a plugin that is hammered queues only its own calls. One
         // wait in all, however it is split between the two.
@@ -361,7 +387,22 @@ impl Sandbox {
             .await
             .map_err(|_| CallFailure::Busy { limit: self.config.max_concurrent_calls, waited, scope: BusyScope::Sandbox })?
             .expect("the sandbox never closes its semaphore");
+        Ok([own, slot])
+    }
 
+    /// Builds a fresh instance in the `slots` it holds. An instance that is
+    /// `reported` tells the log and the observer of its failure (a spare's
+    /// failure is left to the call that builds the next instance).
+    async fn build(
+        &self,
+        pre: &PackPre<CallState>,
+        limits: &Limits,
+        copy_budget: usize,
+        quota: &CallQuota,
+        plugin: &str,
+        slots: [OwnedSemaphorePermit; 2],
+        reported: bool,
+    ) -> Result<Instance, CallFailure> {
         let stdout = CapturedOutput::new(limits.output_capture_bytes);
         let stderr = CapturedOutput::new(limits.output_capture_bytes);
         let wasi = WasiCtxBuilder::new()
@@ -425,8 +466,10 @@ impl Sandbox {
             started,
             stdout,
             stderr,
-            _slots: [own, slot],
-            _running: RunningCall::start(&self.running),
+            slots: Some(slots),
+            running: Some(RunningCall::start(&self.running)),
+            made_in: Duration::ZERO,
+            reported,
             output_log: self.output_log.clone(),
             observer: self.observer.clone(),
         };
@@ -440,7 +483,8 @@ impl Sandbox {
     }
 }
 
-/// One fresh instance of a plugin, for one call.
+/// One fresh instance of a plugin, for one call (or, while it waits for one,
+/// a spare).
 pub struct Instance {
     store: Store<CallState>,
     pack: Option<Pack>,
@@ -451,14 +495,49 @@ pub struct Instance {
     started: Instant,
     stdout: CapturedOutput,
     stderr: CapturedOutput,
-    /// The plugin's slot and the sandbox's, both held to the end of the call.
-    _slots: [OwnedSemaphorePermit; 2],
-    _running: RunningCall,
+    /// The plugin's slot and the sandbox's, both held to the end of the
+    /// call (none while a spare waits).
+    slots: Option<[OwnedSemaphorePermit; 2]>,
+    /// Keeps the epoch ticker going while the instance runs (not while a
+    /// spare waits).
+    running: Option<RunningCall>,
+    /// How long building a spare took: the call that takes it counts it.
+    made_in: Duration,
+    /// Whether a failure is logged and observed: not while building a spare.
+    reported: bool,
     output_log: Arc<OutputLog>,
     observer: Arc<dyn CallObserver>,
 }
 
 impl Instance {
+    /// This instance as a spare: it gives back its slots and stops counting
+    /// as a running call until it is handed out.
+    fn shelved(mut self) -> Instance {
+        self.made_in = self.started.elapsed();
+        self.slots = None;
+        self.running = None;
+        self
+    }
+
+    /// A spare, handed out to a call that holds `slots`: its clock, deadline
+    /// and copy budget start now, less the time its making took; the fuel
+    /// it burned while it started stays burned.
+    fn hand_out(mut self, slots: [OwnedSemaphorePermit; 2], copy_budget: usize, sandbox: &Sandbox) -> Instance {
+        let now = Instant::now();
+        self.started = now.checked_sub(self.made_in).unwrap_or(now);
+        self.copy_budget = copy_budget;
+        self.slots = Some(slots);
+        self.running = Some(RunningCall::start(&sandbox.running));
+        self.reported = true;
+        let state = self.store.data_mut();
+        state.started = self.started;
+        state.deadline = self.started + self.limits.deadline;
+        self.store.set_hostcall_fuel(copy_budget);
+        // The epoch moved on while the spare waited.
+        self.store.set_epoch_deadline(1);
+        self
+    }
+
     fn take_pack(&mut self) -> Pack {
         self.pack.take().expect("an Instance is handed out instantiated, and makes one call")
     }
@@ -498,7 +577,7 @@ impl Instance {
     /// asked for, if any (`input`; only a 0.2 pack asks, so a 0.1 pack
     /// never gets any).
     pub async fn get_prompt(
-        mut self,
+        &mut self,
         name: &str,
         arguments: &[provider::Argument],
         input: Option<&provider_v0_2::Input>,
@@ -522,7 +601,7 @@ impl Instance {
 
     /// Calls the plugin's `complete`.
     pub async fn complete(
-        mut self,
+        &mut self,
         prompt: &str,
         argument: &str,
         value: &str,
@@ -554,7 +633,7 @@ impl Instance {
             Ok(Err(error)) => Err(self.classify(&error)),
             Err(_) => Err(CallFailure::DeadlineExceeded { deadline: self.limits.deadline }),
         };
-        if last || outcome.is_err() {
+        if self.reported && (last || outcome.is_err()) {
             self.report(matches!(outcome, Err(CallFailure::Panic { .. })));
         }
         outcome

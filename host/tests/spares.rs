@@ -1,0 +1,119 @@
+//! Instances made ahead of time, in process: a plugin called keeps one spare,
+//! built fresh and handed out once, whose call costs what a call on an
+//! instance built on the path costs; the sandbox keeps a bounded number of
+//! them, and a plugin that goes takes its spare with it.
+
+mod support;
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use prompt_host::bindings::{PromptAnswer, provider};
+use prompt_host::loader::{Loader, PluginSettings, PluginSource};
+use prompt_host::plugin::Plugin;
+use prompt_host::sandbox::spares::SPARES;
+use prompt_host::sandbox::{CallObserver, CallUsage, Sandbox, SandboxConfig};
+use support::built_plugin;
+
+/// Remembers what each call used.
+#[derive(Default)]
+struct Usages(Mutex<Vec<CallUsage>>);
+
+impl CallObserver for Usages {
+    fn call_finished(&self, _plugin: &str, usage: &CallUsage) {
+        self.0.lock().unwrap().push(*usage);
+    }
+}
+
+fn sandbox(observer: Arc<Usages>) -> Arc<Sandbox> {
+    Arc::new(Sandbox::new(SandboxConfig::default()).unwrap().observed_by(observer))
+}
+
+/// The fresh_counter fixture, loaded as `id`.
+async fn fresh_counter(sandbox: &Arc<Sandbox>, id: &str) -> Plugin {
+    let bytes = std::fs::read(built_plugin("fresh_counter")).unwrap();
+    let source = PluginSource { id: id.to_string(), origin: "test".into(), bytes, bundle: None };
+    Loader::new(sandbox.clone(), None).load(source, PluginSettings::default()).await.unwrap()
+}
+
+/// What `count` answers: how many times its instance's counter was
+/// incremented, once by its start function and once by each call.
+async fn count(plugin: &Plugin) -> String {
+    match plugin.get_prompt("count", &[], None).await.unwrap() {
+        PromptAnswer::Reply(provider::PromptReply { messages, .. }) => match &messages[0].content {
+            provider::Content::Text(text) => text.text.clone(),
+            other => panic!("not a text: {other:?}"),
+        },
+        other => panic!("not a reply: {other:?}"),
+    }
+}
+
+/// Waits until the sandbox holds `spares` spares, and says whether it did.
+async fn spares_reach(sandbox: &Sandbox, spares: usize) -> bool {
+    let until = Instant::now() + Duration::from_secs(10);
+    while sandbox.spares().0 != spares {
+        if Instant::now() > until {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    true
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_called_plugin_keeps_one_fresh_spare_which_costs_its_call_what_building_it_on_the_path_does() {
+    let usages = Arc::new(Usages::default());
+    let sandbox = sandbox(usages.clone());
+    let plugin = fresh_counter(&sandbox, "fresh_counter").await;
+    assert_eq!(sandbox.spares(), (0, 0), "a plugin never called holds no spare");
+
+    // The first call builds its instance on the path; each call after it
+    // takes the spare made after the call before.
+    for call in 0..20 {
+        assert_eq!(count(&plugin).await, "2", "call {call}");
+        assert!(spares_reach(&sandbox, 1).await, "no spare after call {call}");
+        assert_eq!(sandbox.spares().0, 1, "one spare per plugin");
+    }
+    let usages = usages.0.lock().unwrap().clone();
+    // The loader's listing, then each call once; no spare's making.
+    assert_eq!(usages.len(), 1 + 20, "{usages:?}");
+    let (on_the_path, from_spares) = (usages[1], &usages[2..]);
+    for usage in from_spares {
+        // Fuel is deterministic: a spare's call pays for its start as the
+        // call on an instance built on the path did.
+        assert_eq!(usage.fuel, on_the_path.fuel, "{usages:?}");
+        assert_eq!(usage.peak_memory_bytes, on_the_path.peak_memory_bytes, "{usages:?}");
+    }
+
+    // A completion takes the same spare (its copy budget set when it is handed out).
+    let completion = plugin.complete("count", "value", "", &[]).await.unwrap();
+    assert_eq!(completion.values, ["2"]);
+
+    drop(plugin);
+    assert!(spares_reach(&sandbox, 0).await, "a plugin that goes takes its spare with it");
+    assert_eq!(sandbox.spares(), (0, 0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sandbox_keeps_spares_for_the_plugins_called_last_and_no_more() {
+    let sandbox = sandbox(Arc::default());
+    let mut plugins = Vec::new();
+    for index in 0..SPARES + 4 {
+        plugins.push(fresh_counter(&sandbox, &format!("pack{index}")).await);
+    }
+    for (index, plugin) in plugins.iter().enumerate() {
+        assert_eq!(count(plugin).await, "2");
+        assert!(spares_reach(&sandbox, (index + 1).min(SPARES)).await, "after {} plugins called: {:?}", index + 1, sandbox.spares());
+    }
+    let (spares, memory) = sandbox.spares();
+    assert_eq!(spares, SPARES);
+    assert!(memory > 0 && memory % SPARES == 0, "each spare's memory is counted: {memory}");
+
+    // Every one still answers from an instance no call has used, with or
+    // without a spare ready.
+    for plugin in &plugins {
+        assert_eq!(count(plugin).await, "2");
+    }
+    plugins.clear();
+    assert!(spares_reach(&sandbox, 0).await, "{:?}", sandbox.spares());
+}
