@@ -931,12 +931,14 @@ fn median_ms(mut times: Vec<Duration>) -> f64 {
     times[times.len() / 2].as_secs_f64() * 1000.0
 }
 
-/// The code_review pack in JavaScript and in Python: components that carry
+/// The code_review pack in JavaScript (on SpiderMonkey, componentize-js's
+/// default, and on QuickJS) and in Python: components that carry
 /// their language's runtime. What the compiled cache saves them at start, and
 /// what a call costs. tests/build-packs builds them.
 fn other_languages(setup: &Setup, report: &mut Report) -> anyhow::Result<()> {
     let components = setup.plugins.join("../../components");
-    for (pack, language) in [("js_code_review", "JavaScript"), ("py_code_review", "Python")] {
+    let packs = [("js_code_review", "JavaScript"), ("js_qjs_code_review", "JavaScript on QuickJS"), ("py_code_review", "Python")];
+    for (pack, language) in packs {
         let file = components.join(format!("{pack}.wasm"));
         let label = |what: &str| format!("code_review in {language} ({pack}.wasm): {what}");
         if !file.exists() {

@@ -1,4 +1,5 @@
-"""Packs written in JavaScript (jco componentize) and Python (componentize-py)
+"""Packs written in JavaScript (jco componentize, on SpiderMonkey and on
+QuickJS) and Python (componentize-py)
 against the same WIT as the Rust packs, loaded by the host under its default
 limits and fetched through the official Python SDK client. tests/build-packs
 builds them."""
@@ -19,7 +20,7 @@ CODE = "def hello():\n    print('world')"
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("pack", ["js_code_review", "py_code_review"])
+@pytest.mark.parametrize("pack", ["js_code_review", "js_qjs_code_review", "py_code_review"])
 async def test_a_pack_in_another_language_answers_like_the_rust_one(pack):
     with tempfile.TemporaryDirectory() as work:
         plugins = Path(work) / "plugins"
