@@ -1,7 +1,8 @@
 //! Instances made ahead of time, in process: a plugin called keeps one spare,
 //! built fresh and handed out once, whose call costs what a call on an
 //! instance built on the path costs; the sandbox keeps a bounded number of
-//! them, and a plugin that goes takes its spare with it.
+//! them; a plugin that goes takes its spare with it, and a new version of a
+//! plugin never gets the old one's.
 
 mod support;
 
@@ -31,7 +32,12 @@ fn sandbox(observer: Arc<Usages>) -> Arc<Sandbox> {
 
 /// The fresh_counter fixture, loaded as `id`.
 async fn fresh_counter(sandbox: &Arc<Sandbox>, id: &str) -> Plugin {
-    let bytes = std::fs::read(built_plugin("fresh_counter")).unwrap();
+    load(sandbox, "fresh_counter", id).await
+}
+
+/// The built fixture `fixture`, loaded as `id`.
+async fn load(sandbox: &Arc<Sandbox>, fixture: &str, id: &str) -> Plugin {
+    let bytes = std::fs::read(built_plugin(fixture)).unwrap();
     let source = PluginSource { id: id.to_string(), origin: "test".into(), bytes, bundle: None };
     Loader::new(sandbox.clone(), None).load(source, PluginSettings::default()).await.unwrap()
 }
@@ -39,7 +45,12 @@ async fn fresh_counter(sandbox: &Arc<Sandbox>, id: &str) -> Plugin {
 /// What `count` answers: how many times its instance's counter was
 /// incremented, once by its start function and once by each call.
 async fn count(plugin: &Plugin) -> String {
-    match plugin.get_prompt("count", &[], None).await.unwrap() {
+    text(plugin, "count").await
+}
+
+/// The one text `prompt` of `plugin` answers.
+async fn text(plugin: &Plugin, prompt: &str) -> String {
+    match plugin.get_prompt(prompt, &[], None).await.unwrap() {
         PromptAnswer::Reply(provider::PromptReply { messages, .. }) => match &messages[0].content {
             provider::Content::Text(text) => text.text.clone(),
             other => panic!("not a text: {other:?}"),
@@ -51,7 +62,19 @@ async fn count(plugin: &Plugin) -> String {
 /// Waits until the sandbox holds `spares` spares, and says whether it did.
 async fn spares_reach(sandbox: &Sandbox, spares: usize) -> bool {
     let until = Instant::now() + Duration::from_secs(10);
-    while sandbox.spares().0 != spares {
+    while sandbox.spares().held != spares {
+        if Instant::now() > until {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    true
+}
+
+/// Waits until the sandbox has built `made` spares, and says whether it did.
+async fn made_reach(sandbox: &Sandbox, made: u64) -> bool {
+    let until = Instant::now() + Duration::from_secs(10);
+    while sandbox.spares().made < made {
         if Instant::now() > until {
             return false;
         }
@@ -65,14 +88,15 @@ async fn a_called_plugin_keeps_one_fresh_spare_which_costs_its_call_what_buildin
     let usages = Arc::new(Usages::default());
     let sandbox = sandbox(usages.clone());
     let plugin = fresh_counter(&sandbox, "fresh_counter").await;
-    assert_eq!(sandbox.spares(), (0, 0), "a plugin never called holds no spare");
+    assert_eq!((sandbox.spares().held, sandbox.spares().memory_bytes), (0, 0), "a plugin never called holds no spare");
 
     // The first call builds its instance on the path; each call after it
     // takes the spare made after the call before.
     for call in 0..20 {
         assert_eq!(count(&plugin).await, "2", "call {call}");
         assert!(spares_reach(&sandbox, 1).await, "no spare after call {call}");
-        assert_eq!(sandbox.spares().0, 1, "one spare per plugin");
+        assert_eq!(sandbox.spares().held, 1, "one spare per plugin");
+        assert_eq!(sandbox.spares().handed_out, call, "every call after the first took the spare");
     }
     let usages = usages.0.lock().unwrap().clone();
     // The loader's listing, then each call once; no spare's making.
@@ -88,10 +112,21 @@ async fn a_called_plugin_keeps_one_fresh_spare_which_costs_its_call_what_buildin
     // A completion takes the same spare (its copy budget set when it is handed out).
     let completion = plugin.complete("count", "value", "", &[]).await.unwrap();
     assert_eq!(completion.values, ["2"]);
+    assert_eq!(sandbox.spares().handed_out, 20);
+    assert!(spares_reach(&sandbox, 1).await);
+
+    // A new version of the plugin (the same bytes, loaded again under the
+    // same name, as a reload does) never gets the old version's spare.
+    let new_version = fresh_counter(&sandbox, "fresh_counter").await;
+    assert_eq!(count(&new_version).await, "2");
+    assert_eq!(sandbox.spares().handed_out, 20, "the new version built its first instance itself");
+    assert!(spares_reach(&sandbox, 2).await, "each version has its own spare");
 
     drop(plugin);
-    assert!(spares_reach(&sandbox, 0).await, "a plugin that goes takes its spare with it");
-    assert_eq!(sandbox.spares(), (0, 0));
+    assert!(spares_reach(&sandbox, 1).await, "a plugin that goes takes its spare with it");
+    drop(new_version);
+    assert!(spares_reach(&sandbox, 0).await);
+    assert_eq!(sandbox.spares().memory_bytes, 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -103,11 +138,20 @@ async fn the_sandbox_keeps_spares_for_the_plugins_called_last_and_no_more() {
     }
     for (index, plugin) in plugins.iter().enumerate() {
         assert_eq!(count(plugin).await, "2");
-        assert!(spares_reach(&sandbox, (index + 1).min(SPARES)).await, "after {} plugins called: {:?}", index + 1, sandbox.spares());
+        assert!(made_reach(&sandbox, index as u64 + 1).await, "after {} plugins called: {:?}", index + 1, sandbox.spares());
+        assert_eq!(sandbox.spares().held, (index + 1).min(SPARES));
     }
-    let (spares, memory) = sandbox.spares();
+    let (spares, memory) = (sandbox.spares().held, sandbox.spares().memory_bytes);
     assert_eq!(spares, SPARES);
+    // Every plugin is the same fixture, and none's spare was handed out.
+    assert_eq!(sandbox.spares().handed_out, 0);
     assert!(memory > 0 && memory % SPARES == 0, "each spare's memory is counted: {memory}");
+    // The spare made longest ago made room: the first plugin called has
+    // none (its next call builds its own instance), the last one has.
+    assert_eq!(count(&plugins[0]).await, "2");
+    assert_eq!(sandbox.spares().handed_out, 0, "the first plugin's spare was dropped to make room");
+    assert_eq!(count(&plugins[SPARES + 3]).await, "2");
+    assert_eq!(sandbox.spares().handed_out, 1, "the last plugin called kept its spare");
 
     // Every one still answers from an instance no call has used, with or
     // without a spare ready.
@@ -116,4 +160,18 @@ async fn the_sandbox_keeps_spares_for_the_plugins_called_last_and_no_more() {
     }
     plugins.clear();
     assert!(spares_reach(&sandbox, 0).await, "{:?}", sandbox.spares());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spare_is_handed_to_one_of_two_calls_at_once() {
+    let sandbox = sandbox(Arc::default());
+    let plugin = fresh_counter(&sandbox, "fresh_counter").await;
+    assert_eq!(count(&plugin).await, "2");
+    assert!(spares_reach(&sandbox, 1).await);
+    let (one, other) = tokio::join!(count(&plugin), count(&plugin));
+    assert_eq!((one.as_str(), other.as_str()), ("2", "2"));
+    // One took the spare; the other built its own instance, or took the
+    // spare the first one's end made, if that came first.
+    let handed_out = sandbox.spares().handed_out;
+    assert!((1..=2).contains(&handed_out), "{handed_out}");
 }

@@ -19,7 +19,7 @@
 //!
 //! This module knows nothing of MCP.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -285,6 +285,9 @@ pub struct Sandbox {
     slow_lane: Arc<Semaphore>,
     /// Instances made ahead of their plugins' next calls.
     spares: Shelf<Instance>,
+    /// How many spares were built, and how many calls took one.
+    spares_made: AtomicU64,
+    spares_handed_out: AtomicU64,
 }
 
 impl Sandbox {
@@ -313,6 +316,8 @@ impl Sandbox {
             slots: Arc::new(Semaphore::new(config.max_concurrent_calls)),
             slow_lane: Arc::new(Semaphore::new(cores.saturating_sub(1).max(1))),
             spares: Shelf::new(SPARES, SPARE_MEMORY),
+            spares_made: AtomicU64::new(0),
+            spares_handed_out: AtomicU64::new(0),
             config,
         })
     }
@@ -360,10 +365,11 @@ impl Sandbox {
         self.build(pre, limits, copy_budget, quota, plugin, slots, true).await
     }
 
-    /// How many spare instances the sandbox holds, and the bytes of their
-    /// linear memories.
-    pub fn spares(&self) -> (usize, usize) {
-        self.spares.contents()
+    /// The spare instances the sandbox holds now, and how many calls took one.
+    pub fn spares(&self) -> Spares {
+        let (held, memory_bytes) = self.spares.contents();
+        let (made, handed_out) = (self.spares_made.load(Ordering::Relaxed), self.spares_handed_out.load(Ordering::Relaxed));
+        Spares { held, memory_bytes, made, handed_out }
     }
 
     /// A slot of the plugin's `quota` and one of the sandbox's, for one call.
@@ -483,6 +489,27 @@ impl Sandbox {
     }
 }
 
+/// The spare instances of a sandbox ([`spares`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Spares {
+    /// How many it holds.
+    pub held: usize,
+    /// The bytes of their linear memories, all together.
+    pub memory_bytes: usize,
+    /// How many were built, since the sandbox was made (held, handed out,
+    /// or dropped to make room).
+    pub made: u64,
+    /// How many calls took one, since the sandbox was made.
+    pub handed_out: u64,
+}
+
+/// What a spare held while it was built, given back once it is shelved.
+struct SpareBuild {
+    _slots: Option<[OwnedSemaphorePermit; 2]>,
+    _running: Option<RunningCall>,
+    _slow_turn: Option<[OwnedSemaphorePermit; 2]>,
+}
+
 /// One fresh instance of a plugin, for one call (or, while it waits for one,
 /// a spare).
 pub struct Instance {
@@ -510,13 +537,18 @@ pub struct Instance {
 }
 
 impl Instance {
-    /// This instance as a spare: it gives back its slots and stops counting
-    /// as a running call until it is handed out.
-    fn shelved(mut self) -> Instance {
+    /// This instance as a spare, and what it held while it was built: its
+    /// slots, its place among the running calls, and any turn in the slow
+    /// lane its start took. The caller drops them once the spare is on the
+    /// shelf (until then the spare still counts in the pool's share of calls).
+    fn shelved(mut self) -> (Instance, SpareBuild) {
         self.made_in = self.started.elapsed();
-        self.slots = None;
-        self.running = None;
-        self
+        let held = SpareBuild {
+            _slots: self.slots.take(),
+            _running: self.running.take(),
+            _slow_turn: self.store.data().slow_turn.lock().unwrap().take(),
+        };
+        (self, held)
     }
 
     /// A spare, handed out to a call that holds `slots`: its clock, deadline
@@ -524,6 +556,8 @@ impl Instance {
     /// it burned while it started stays burned.
     fn hand_out(mut self, slots: [OwnedSemaphorePermit; 2], copy_budget: usize, sandbox: &Sandbox) -> Instance {
         let now = Instant::now();
+        // (A clock too young to go back that far starts the call now; the
+        // deadline below is right either way.)
         self.started = now.checked_sub(self.made_in).unwrap_or(now);
         self.copy_budget = copy_budget;
         self.slots = Some(slots);
@@ -531,7 +565,7 @@ impl Instance {
         self.reported = true;
         let state = self.store.data_mut();
         state.started = self.started;
-        state.deadline = self.started + self.limits.deadline;
+        state.deadline = now + self.limits.deadline.saturating_sub(self.made_in);
         self.store.set_hostcall_fuel(copy_budget);
         // The epoch moved on while the spare waited.
         self.store.set_epoch_deadline(1);
@@ -543,7 +577,7 @@ impl Instance {
     }
 
     fn remaining(&self) -> Duration {
-        self.limits.deadline.saturating_sub(self.started.elapsed())
+        self.store.data().deadline.saturating_duration_since(Instant::now())
     }
 
     /// Calls the plugin's `list-prompts` (after `describe-pack`, for a 0.2
@@ -766,11 +800,13 @@ struct MemoryGuard {
     /// front, that is rare. (Growth past a memory's own maximum fails before
     /// it gets here.)
     largest: usize,
+    /// The sizes of all its memories together.
+    total: usize,
 }
 
 impl MemoryGuard {
     fn new(memory_bytes: usize) -> MemoryGuard {
-        MemoryGuard { memory_bytes, denied: None, largest: 0 }
+        MemoryGuard { memory_bytes, denied: None, largest: 0, total: 0 }
     }
 }
 
@@ -783,13 +819,14 @@ const MAX_TABLES: usize = 4;
 const MAX_MEMORIES: usize = 4;
 
 impl ResourceLimiter for MemoryGuard {
-    fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+    fn memory_growing(&mut self, current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
         if desired > self.memory_bytes {
             self.denied = Some(desired);
             return Ok(false);
         }
         // Also called when a memory is created, with `current` 0.
         self.largest = self.largest.max(desired);
+        self.total += desired.saturating_sub(current);
         Ok(true)
     }
 
@@ -1073,10 +1110,10 @@ mod tests {
         assert!(guard.memory_growing(0, 1 << 16, None).unwrap());
         assert!(guard.memory_growing(1 << 16, 3 << 16, None).unwrap());
         assert!(guard.memory_growing(0, 2 << 16, None).unwrap());
-        assert_eq!((guard.largest, guard.denied), (3 << 16, None));
+        assert_eq!((guard.largest, guard.total, guard.denied), (3 << 16, 5 << 16, None));
         // A growth past the limit is refused, and remembered.
         assert!(!guard.memory_growing(3 << 16, 5 << 16, None).unwrap());
-        assert_eq!((guard.largest, guard.denied), (3 << 16, Some(5 << 16)));
+        assert_eq!((guard.largest, guard.total, guard.denied), (3 << 16, 5 << 16, Some(5 << 16)));
     }
 
     #[test]

@@ -7,20 +7,21 @@
 //! next call takes that spare instead of building one. A spare is handed out
 //! once (it is moved out of the shelf), and never after a call has used it.
 //!
-//! Spares are few and short of nothing the calls need:
+//! Spares are few and take nothing from the calls:
 //! - a plugin has at most one, and the sandbox at most [`SPARES`], holding at
 //!   most [`SPARE_MEMORY`] of linear memory between them: the shelf drops
 //!   the spare made longest ago to make room, so only recently called
 //!   plugins hold one, and a plugin never called holds none;
 //! - a spare is built only when its plugin's quota and the sandbox have a
-//!   free slot at once (it never waits for one, so it never delays a call),
-//!   and it gives the slots back when it is built;
+//!   free slot at once (it never queues for one); it holds them while it is
+//!   built, as a call would, and gives them back, with any turn in the slow
+//!   lane its start took, once it is on the shelf;
 //! - it is built under the plugin's limits, and the call that takes it
-//!   inherits what building it used: its fuel, its memory, its output, and
-//!   the time it took, so a call's budget covers its instance's start as it
-//!   does when the instance is built on the path;
-//! - a spare whose start failed is dropped without a word: the next call
-//!   builds its own instance, which fails the same way and says so;
+//!   inherits what its instantiation used: its fuel, its memory, its
+//!   output, and the time it took, so a call's budget covers its instance's
+//!   start as it does when the instance is built on the path;
+//! - a spare whose instantiation failed is dropped without a word: the next
+//!   call builds its own instance, and reports what happens to it;
 //! - a plugin that is replaced or removed takes its spare with it.
 
 use std::collections::VecDeque;
@@ -35,7 +36,7 @@ use crate::limits::Limits;
 pub const SPARES: usize = 16;
 
 /// The most linear memory the spares of a sandbox hold between them, in
-/// bytes (each counted at the size of its largest memory).
+/// bytes (each counted at the size of all its memories together).
 pub const SPARE_MEMORY: usize = 256 << 20;
 
 /// How one plugin's fresh instances are made: on the path of a call when no
@@ -80,7 +81,10 @@ impl PackInstances {
     pub async fn fresh(&self, copy_budget: usize) -> Result<Instance, CallFailure> {
         let slots = self.sandbox.call_slots(&self.quota).await?;
         match self.sandbox.spares.take(self.key) {
-            Some(spare) => Ok(spare.hand_out(slots, copy_budget, &self.sandbox)),
+            Some(spare) => {
+                self.sandbox.spares_handed_out.fetch_add(1, Ordering::Relaxed);
+                Ok(spare.hand_out(slots, copy_budget, &self.sandbox))
+            }
             None => self.sandbox.build(&self.pre, &self.limits, copy_budget, &self.quota, &self.plugin, slots, true).await,
         }
     }
@@ -102,21 +106,36 @@ impl PackInstances {
         if self.sandbox.spares.holds(self.key) || self.making.swap(true, Ordering::AcqRel) {
             return;
         }
+        // Lets the next call make one, however this one ends (a panic, or
+        // the runtime dropping the task).
+        let _making = Making(&self.making);
         let slots = (self.quota.calls.clone().try_acquire_owned(), self.sandbox.slots.clone().try_acquire_owned());
-        if let (Ok(own), Ok(slot)) = slots {
-            match self.sandbox.build(&self.pre, &self.limits, copy_budget, &self.quota, &self.plugin, [own, slot], false).await {
-                Ok(instance) => {
-                    let spare = instance.shelved();
-                    let memory = spare.store.data().guard.largest;
-                    // Dropped outside the shelf's lock.
-                    drop(self.sandbox.spares.put(self.key, memory, spare));
-                }
-                Err(failure) => {
-                    tracing::debug!(plugin = %self.plugin.escape_debug(), "no spare instance made: the plugin {failure}")
-                }
+        let (Ok(own), Ok(slot)) = slots else { return };
+        match self.sandbox.build(&self.pre, &self.limits, copy_budget, &self.quota, &self.plugin, [own, slot], false).await {
+            Ok(instance) => {
+                let (spare, held) = instance.shelved();
+                let memory = spare.store.data().guard.total;
+                // What no longer fits is dropped outside the shelf's lock,
+                // and before the slots the spare held while it was built:
+                // until then those slots keep a call from needing a pool
+                // instance the spares still hold.
+                drop(self.sandbox.spares.put(self.key, memory, spare));
+                drop(held);
+                self.sandbox.spares_made.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(failure) => {
+                tracing::debug!(plugin = %self.plugin.escape_debug(), "no spare instance made: the plugin {failure}")
             }
         }
-        self.making.store(false, Ordering::Release);
+    }
+}
+
+/// Clears a [`PackInstances`]' `making` flag when dropped.
+struct Making<'a>(&'a AtomicBool);
+
+impl Drop for Making<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
     }
 }
 
