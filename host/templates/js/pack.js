@@ -101,12 +101,3 @@ export const promptProvider = {
     return { values, total: values.length, hasMore: false };
   },
 };
-
-// Warm-up: componentize-js runs this module once when it snapshots the
-// engine at build time, so calling every export here puts the parsed and
-// compiled functions in the snapshot, and each fresh instance (one per call)
-// starts warm: about 30% off a call of prompt-host's own JavaScript pack.
-// Keep it free of state: whatever it leaves behind is in every instance.
-promptProvider.listPrompts();
-promptProvider.getPrompt("summarize", [{ name: "text", value: "warm-up" }], undefined);
-promptProvider.complete("summarize", "length", "", []);

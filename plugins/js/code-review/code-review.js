@@ -38,13 +38,3 @@ export const promptProvider = {
     return { values: [], total: undefined, hasMore: false };
   },
 };
-
-// Warm-up: componentize-js runs this module once when it snapshots the
-// engine at build time, so calling every export here puts the parsed and
-// compiled functions in the snapshot instead of redoing that work in each
-// fresh instance (a call took 975 µs without it, 691 µs with it; see
-// BENCHMARKS.md). Keep it free of state: what it leaves behind is in every
-// instance.
-promptProvider.listPrompts();
-promptProvider.getPrompt("code_review", [{ name: "code", value: "print(1)" }]);
-promptProvider.complete("code_review", "code", "", []);
