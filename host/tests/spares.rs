@@ -103,8 +103,11 @@ async fn a_called_plugin_keeps_one_fresh_spare_which_costs_its_call_what_buildin
     assert_eq!(usages.len(), 1 + 20, "{usages:?}");
     let (on_the_path, from_spares) = (usages[1], &usages[2..]);
     for usage in from_spares {
-        // Fuel is deterministic: a spare's call pays for its start as the
-        // call on an instance built on the path did.
+        // Fuel is deterministic: a spare's call is charged for its
+        // instantiation as the call on an instance built on the path was.
+        // (This Rust fixture runs its constructors in its first export
+        // call, so its instantiation costs one unit: a spare that came
+        // with a fresh budget shows one unit less.)
         assert_eq!(usage.fuel, on_the_path.fuel, "{usages:?}");
         assert_eq!(usage.peak_memory_bytes, on_the_path.peak_memory_bytes, "{usages:?}");
     }

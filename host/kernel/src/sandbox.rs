@@ -497,7 +497,7 @@ pub struct Spares {
     /// The bytes of their linear memories, all together.
     pub memory_bytes: usize,
     /// How many were built, since the sandbox was made (held, handed out,
-    /// or dropped to make room).
+    /// dropped to make room, or dropped at once as too large to keep).
     pub made: u64,
     /// How many calls took one, since the sandbox was made.
     pub handed_out: u64,

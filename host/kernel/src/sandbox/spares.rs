@@ -7,11 +7,12 @@
 //! next call takes that spare instead of building one. A spare is handed out
 //! once (it is moved out of the shelf), and never after a call has used it.
 //!
-//! Spares are few and take nothing from the calls:
+//! Spares are few, and never queue ahead of a call:
 //! - a plugin has at most one, and the sandbox at most [`SPARES`], holding at
 //!   most [`SPARE_MEMORY`] of linear memory between them: the shelf drops
 //!   the spare made longest ago to make room, so only recently called
-//!   plugins hold one, and a plugin never called holds none;
+//!   plugins hold one, and a plugin never called holds none (a plugin whose
+//!   instance alone is larger builds no more after its first);
 //! - a spare is built only when its plugin's quota and the sandbox have a
 //!   free slot at once (it never queues for one); it holds them while it is
 //!   built, as a call would, and gives them back, with any turn in the slow
@@ -51,6 +52,8 @@ pub struct PackInstances {
     key: u64,
     /// Whether a task is building this plugin's spare now.
     making: AtomicBool,
+    /// Whether its instances are too large for the shelf to hold one.
+    too_large: AtomicBool,
 }
 
 /// Keys of the shelf, one per [`PackInstances`] ever made.
@@ -61,7 +64,16 @@ impl PackInstances {
     /// under `limits`, `quota` calls at a time.
     pub fn new(sandbox: Arc<Sandbox>, pre: PackPre<CallState>, limits: Limits, quota: CallQuota, plugin: String) -> Arc<PackInstances> {
         let key = NEXT_KEY.fetch_add(1, Ordering::Relaxed);
-        Arc::new(PackInstances { sandbox, pre, limits, quota, plugin, key, making: AtomicBool::new(false) })
+        Arc::new(PackInstances {
+            sandbox,
+            pre,
+            limits,
+            quota,
+            plugin,
+            key,
+            making: AtomicBool::new(false),
+            too_large: AtomicBool::new(false),
+        })
     }
 
     /// The prepared component.
@@ -100,28 +112,36 @@ impl PackInstances {
         });
     }
 
-    /// Builds the plugin's spare, unless it has one, one is being built, or
-    /// a slot is not free at once.
+    /// Builds the plugin's spare, unless it has one, one is being built, a
+    /// slot is not free at once, or its instances are too large to keep.
     async fn make_spare(&self, copy_budget: usize) {
-        if self.sandbox.spares.holds(self.key) || self.making.swap(true, Ordering::AcqRel) {
+        if self.too_large.load(Ordering::Relaxed) || self.sandbox.spares.holds(self.key) || self.making.swap(true, Ordering::AcqRel) {
             return;
         }
         // Lets the next call make one, however this one ends (a panic, or
         // the runtime dropping the task).
-        let _making = Making(&self.making);
+        let making = Making(&self.making);
         let slots = (self.quota.calls.clone().try_acquire_owned(), self.sandbox.slots.clone().try_acquire_owned());
         let (Ok(own), Ok(slot)) = slots else { return };
         match self.sandbox.build(&self.pre, &self.limits, copy_budget, &self.quota, &self.plugin, [own, slot], false).await {
             Ok(instance) => {
                 let (spare, held) = instance.shelved();
                 let memory = spare.store.data().guard.total;
+                if memory > SPARE_MEMORY {
+                    // It would never fit: this plugin builds no more.
+                    self.too_large.store(true, Ordering::Relaxed);
+                }
+                // The end of the call that takes this spare may build the
+                // next one as soon as it is on the shelf.
+                drop(making);
+                let pushed_off = self.sandbox.spares.put(self.key, memory, spare);
+                self.sandbox.spares_made.fetch_add(1, Ordering::Relaxed);
                 // What no longer fits is dropped outside the shelf's lock,
                 // and before the slots the spare held while it was built:
                 // until then those slots keep a call from needing a pool
                 // instance the spares still hold.
-                drop(self.sandbox.spares.put(self.key, memory, spare));
+                drop(pushed_off);
                 drop(held);
-                self.sandbox.spares_made.fetch_add(1, Ordering::Relaxed);
             }
             Err(failure) => {
                 tracing::debug!(plugin = %self.plugin.escape_debug(), "no spare instance made: the plugin {failure}")
