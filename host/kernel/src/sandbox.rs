@@ -409,6 +409,27 @@ impl Sandbox {
         slots: [OwnedSemaphorePermit; 2],
         reported: bool,
     ) -> Result<Instance, CallFailure> {
+        let mut instance = self.new_instance(limits, copy_budget, quota, plugin, slots, reported);
+        let store = &mut instance.store;
+        let result = match pre {
+            PackPre::V0_1(pre) => tokio::time::timeout(limits.deadline, pre.instantiate_async(store)).await.map(|r| r.map(Pack::V0_1)),
+            PackPre::V0_2(pre) => tokio::time::timeout(limits.deadline, pre.instantiate_async(store)).await.map(|r| r.map(Pack::V0_2)),
+        };
+        instance.pack = Some(instance.settle(result, false)?);
+        Ok(instance)
+    }
+
+    /// A store for one instance, under `limits`, in the `slots` it holds,
+    /// its clock started: what [`Sandbox::build`] instantiates the pack in.
+    fn new_instance(
+        &self,
+        limits: &Limits,
+        copy_budget: usize,
+        quota: &CallQuota,
+        plugin: &str,
+        slots: [OwnedSemaphorePermit; 2],
+        reported: bool,
+    ) -> Instance {
         let stdout = CapturedOutput::new(limits.output_capture_bytes);
         let stderr = CapturedOutput::new(limits.output_capture_bytes);
         let wasi = WasiCtxBuilder::new()
@@ -462,7 +483,7 @@ impl Sandbox {
             Ok(UpdateDeadline::YieldCustom(1, Box::pin(tokio::task::yield_now())))
         });
 
-        let mut instance = Instance {
+        Instance {
             store,
             pack: None,
             limits: limits.clone(),
@@ -478,14 +499,7 @@ impl Sandbox {
             reported,
             output_log: self.output_log.clone(),
             observer: self.observer.clone(),
-        };
-        let store = &mut instance.store;
-        let result = match pre {
-            PackPre::V0_1(pre) => tokio::time::timeout(limits.deadline, pre.instantiate_async(store)).await.map(|r| r.map(Pack::V0_1)),
-            PackPre::V0_2(pre) => tokio::time::timeout(limits.deadline, pre.instantiate_async(store)).await.map(|r| r.map(Pack::V0_2)),
-        };
-        instance.pack = Some(instance.settle(result, false)?);
-        Ok(instance)
+        }
     }
 }
 
@@ -1114,6 +1128,44 @@ mod tests {
         // A growth past the limit is refused, and remembered.
         assert!(!guard.memory_growing(3 << 16, 5 << 16, None).unwrap());
         assert_eq!((guard.largest, guard.total, guard.denied), (3 << 16, 5 << 16, Some(5 << 16)));
+    }
+
+    #[test]
+    fn a_shelved_spare_gives_back_its_slots_and_any_slow_lane_turn_and_a_handed_out_one_counts_its_build_time() {
+        let sandbox = Sandbox::new(SandboxConfig::default()).unwrap();
+        let quota = CallQuota::new(1);
+        let lane = sandbox.slow_lane.available_permits();
+        let slots = || [quota.calls.clone().try_acquire_owned().unwrap(), sandbox.slots.clone().try_acquire_owned().unwrap()];
+        let limits = Limits { deadline: Duration::from_millis(1000), ..Limits::default() };
+        let mut instance = sandbox.new_instance(&limits, 1, &quota, "acme", slots(), false);
+        assert_eq!(sandbox.running.count.load(Ordering::SeqCst), 1);
+        // Its start ran long: it took the plugin's turn and one of the lane's.
+        let turn = [quota.slow_turn.clone().try_acquire_owned().unwrap(), sandbox.slow_lane.clone().try_acquire_owned().unwrap()];
+        *instance.store.data().slow_turn.lock().unwrap() = Some(turn);
+        instance.started -= Duration::from_millis(300);
+
+        let (mut spare, held) = instance.shelved();
+        assert!(spare.slots.is_none() && spare.running.is_none() && spare.store.data().slow_turn.lock().unwrap().is_none());
+        assert!((300..400).contains(&spare.made_in.as_millis()), "{:?}", spare.made_in);
+        // Until what it held is dropped, none of it is free.
+        assert_eq!((quota.calls.available_permits(), sandbox.slow_lane.available_permits()), (0, lane - 1));
+        drop(held);
+        assert_eq!(
+            (quota.calls.available_permits(), sandbox.slots.available_permits()),
+            (1, SandboxConfig::default().max_concurrent_calls)
+        );
+        assert_eq!((quota.slow_turn.available_permits(), sandbox.slow_lane.available_permits()), (1, lane));
+        assert_eq!(sandbox.running.count.load(Ordering::SeqCst), 0, "a waiting spare keeps no ticker running");
+
+        // Handed out, its deadline is what the limit leaves after its build.
+        spare.made_in = Duration::from_millis(300);
+        let call = spare.hand_out(slots(), 7, &sandbox);
+        let remaining = call.remaining();
+        assert!(remaining <= Duration::from_millis(700) && remaining > Duration::from_millis(600), "{remaining:?}");
+        assert!(call.started.elapsed() >= Duration::from_millis(300));
+        assert_eq!((call.copy_budget, call.reported), (7, true));
+        assert_eq!(sandbox.running.count.load(Ordering::SeqCst), 1);
+        assert_eq!(quota.calls.available_permits(), 0);
     }
 
     #[test]
