@@ -362,7 +362,7 @@ impl Sandbox {
         plugin: &str,
     ) -> Result<Instance, CallFailure> {
         let slots = self.call_slots(quota).await?;
-        self.build(pre, limits, copy_budget, quota, plugin, slots, true).await
+        self.new_instance(limits, copy_budget, quota, plugin, slots, true).instantiated(pre).await
     }
 
     /// The spare instances the sandbox holds now, and how many calls took one.
@@ -396,31 +396,12 @@ impl Sandbox {
         Ok([own, slot])
     }
 
-    /// Builds a fresh instance in the `slots` it holds. An instance that is
-    /// `reported` tells the log and the observer of its failure (a spare's
-    /// failure is left to the call that builds the next instance).
-    async fn build(
-        &self,
-        pre: &PackPre<CallState>,
-        limits: &Limits,
-        copy_budget: usize,
-        quota: &CallQuota,
-        plugin: &str,
-        slots: [OwnedSemaphorePermit; 2],
-        reported: bool,
-    ) -> Result<Instance, CallFailure> {
-        let mut instance = self.new_instance(limits, copy_budget, quota, plugin, slots, reported);
-        let store = &mut instance.store;
-        let result = match pre {
-            PackPre::V0_1(pre) => tokio::time::timeout(limits.deadline, pre.instantiate_async(store)).await.map(|r| r.map(Pack::V0_1)),
-            PackPre::V0_2(pre) => tokio::time::timeout(limits.deadline, pre.instantiate_async(store)).await.map(|r| r.map(Pack::V0_2)),
-        };
-        instance.pack = Some(instance.settle(result, false)?);
-        Ok(instance)
-    }
-
     /// A store for one instance, under `limits`, in the `slots` it holds,
-    /// its clock started: what [`Sandbox::build`] instantiates the pack in.
+    /// its clock started: what [`Instance::instantiated`] instantiates the pack in.
+    /// The host copies at most `copy_budget` bytes out of it in one call.
+    /// An instance that is `reported` tells the log and the observer of its
+    /// failure (a spare's failure is left to the call that builds the next
+    /// instance).
     fn new_instance(
         &self,
         limits: &Limits,
@@ -490,7 +471,6 @@ impl Sandbox {
             copy_budget,
             max_wasm_stack: self.config.max_wasm_stack,
             plugin: plugin.to_string(),
-            started,
             stdout,
             stderr,
             slots: Some(slots),
@@ -533,7 +513,6 @@ pub struct Instance {
     copy_budget: usize,
     max_wasm_stack: usize,
     plugin: String,
-    started: Instant,
     stdout: CapturedOutput,
     stderr: CapturedOutput,
     /// The plugin's slot and the sandbox's, both held to the end of the
@@ -551,12 +530,24 @@ pub struct Instance {
 }
 
 impl Instance {
+    /// This store (made by [`Sandbox::new_instance`]) with the pack of `pre`
+    /// instantiated in it, within its deadline.
+    async fn instantiated(mut self, pre: &PackPre<CallState>) -> Result<Instance, CallFailure> {
+        let (deadline, store) = (self.limits.deadline, &mut self.store);
+        let result = match pre {
+            PackPre::V0_1(pre) => tokio::time::timeout(deadline, pre.instantiate_async(store)).await.map(|r| r.map(Pack::V0_1)),
+            PackPre::V0_2(pre) => tokio::time::timeout(deadline, pre.instantiate_async(store)).await.map(|r| r.map(Pack::V0_2)),
+        };
+        self.pack = Some(self.settle(result, false)?);
+        Ok(self)
+    }
+
     /// This instance as a spare, and what it held while it was built: its
     /// slots, its place among the running calls, and any turn in the slow
     /// lane its start took. The caller drops them once the spare is on the
     /// shelf (until then the spare still counts in the pool's share of calls).
     fn shelved(mut self) -> (Instance, SpareBuild) {
-        self.made_in = self.started.elapsed();
+        self.made_in = self.store.data().started.elapsed();
         let held = SpareBuild {
             _slots: self.slots.take(),
             _running: self.running.take(),
@@ -570,15 +561,14 @@ impl Instance {
     /// it burned while it started stays burned.
     fn hand_out(mut self, slots: [OwnedSemaphorePermit; 2], copy_budget: usize, sandbox: &Sandbox) -> Instance {
         let now = Instant::now();
-        // (A clock too young to go back that far starts the call now; the
-        // deadline below is right either way.)
-        self.started = now.checked_sub(self.made_in).unwrap_or(now);
         self.copy_budget = copy_budget;
         self.slots = Some(slots);
         self.running = Some(RunningCall::start(&sandbox.running));
         self.reported = true;
         let state = self.store.data_mut();
-        state.started = self.started;
+        // (A clock too young to go back that far starts the call now; the
+        // deadline below is right either way.)
+        state.started = now.checked_sub(self.made_in).unwrap_or(now);
         state.deadline = now + self.limits.deadline.saturating_sub(self.made_in);
         self.store.set_hostcall_fuel(copy_budget);
         // The epoch moved on while the spare waited.
@@ -692,7 +682,7 @@ impl Instance {
         CallUsage {
             fuel: self.limits.fuel - self.store.get_fuel().unwrap_or(0),
             peak_memory_bytes: self.store.data().guard.largest,
-            elapsed: self.started.elapsed(),
+            elapsed: self.store.data().started.elapsed(),
         }
     }
 
@@ -1142,7 +1132,7 @@ mod tests {
         // Its start ran long: it took the plugin's turn and one of the lane's.
         let turn = [quota.slow_turn.clone().try_acquire_owned().unwrap(), sandbox.slow_lane.clone().try_acquire_owned().unwrap()];
         *instance.store.data().slow_turn.lock().unwrap() = Some(turn);
-        instance.started -= Duration::from_millis(300);
+        instance.store.data_mut().started -= Duration::from_millis(300);
 
         let (mut spare, held) = instance.shelved();
         assert!(spare.slots.is_none() && spare.running.is_none() && spare.store.data().slow_turn.lock().unwrap().is_none());
@@ -1162,7 +1152,7 @@ mod tests {
         let call = spare.hand_out(slots(), 7, &sandbox);
         let remaining = call.remaining();
         assert!(remaining <= Duration::from_millis(700) && remaining > Duration::from_millis(600), "{remaining:?}");
-        assert!(call.started.elapsed() >= Duration::from_millis(300));
+        assert!(call.store.data().started.elapsed() >= Duration::from_millis(300));
         assert_eq!((call.copy_budget, call.reported), (7, true));
         assert_eq!(sandbox.running.count.load(Ordering::SeqCst), 1);
         assert_eq!(quota.calls.available_permits(), 0);

@@ -97,7 +97,9 @@ impl PackInstances {
                 self.sandbox.spares_handed_out.fetch_add(1, Ordering::Relaxed);
                 Ok(spare.hand_out(slots, copy_budget, &self.sandbox))
             }
-            None => self.sandbox.build(&self.pre, &self.limits, copy_budget, &self.quota, &self.plugin, slots, true).await,
+            None => {
+                self.sandbox.new_instance(&self.limits, copy_budget, &self.quota, &self.plugin, slots, true).instantiated(&self.pre).await
+            }
         }
     }
 
@@ -123,7 +125,8 @@ impl PackInstances {
         let making = Making(&self.making);
         let slots = (self.quota.calls.clone().try_acquire_owned(), self.sandbox.slots.clone().try_acquire_owned());
         let (Ok(own), Ok(slot)) = slots else { return };
-        match self.sandbox.build(&self.pre, &self.limits, copy_budget, &self.quota, &self.plugin, [own, slot], false).await {
+        let instance = self.sandbox.new_instance(&self.limits, copy_budget, &self.quota, &self.plugin, [own, slot], false);
+        match instance.instantiated(&self.pre).await {
             Ok(instance) => {
                 let (spare, held) = instance.shelved();
                 let memory = spare.store.data().guard.total;
