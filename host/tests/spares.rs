@@ -61,20 +61,18 @@ async fn text(plugin: &Plugin, prompt: &str) -> String {
 
 /// Waits until the sandbox holds `spares` spares, and says whether it did.
 async fn spares_reach(sandbox: &Sandbox, spares: usize) -> bool {
-    let until = Instant::now() + Duration::from_secs(10);
-    while sandbox.spares().held != spares {
-        if Instant::now() > until {
-            return false;
-        }
-        tokio::time::sleep(Duration::from_millis(2)).await;
-    }
-    true
+    eventually(|| sandbox.spares().held == spares).await
 }
 
 /// Waits until the sandbox has built `made` spares, and says whether it did.
 async fn made_reach(sandbox: &Sandbox, made: u64) -> bool {
+    eventually(|| sandbox.spares().made >= made).await
+}
+
+/// Waits up to 10 s for `condition`, and says whether it came true.
+async fn eventually(condition: impl Fn() -> bool) -> bool {
     let until = Instant::now() + Duration::from_secs(10);
-    while sandbox.spares().made < made {
+    while !condition() {
         if Instant::now() > until {
             return false;
         }
