@@ -18,6 +18,15 @@
 //! - a SHA-256 over the plugin digest and the artifact detects corruption;
 //! - entries are written whole (a temporary file, then a rename), and the
 //!   least recently used are evicted past a size cap.
+//!
+//! On Linux a sound entry is then mapped from that same opened file (through
+//! `/proc/self/fd`), not copied: its code pages are the file's, resident only
+//! where a call runs them and reclaimable, and 1,000 packs do not hold 1,000
+//! private copies of their machine code. The check above runs on the bytes
+//! read just before mapping; only a process of the host's own user could
+//! change the file in between, and such a process can already change what
+//! runs. Elsewhere, or if `/proc` is not mounted, the checked bytes are
+//! loaded as before, copied.
 
 use std::fs::File;
 use std::hash::{Hash, Hasher};
@@ -36,10 +45,13 @@ const ENTRIES_DIR: &str = "compiled";
 /// store left behind, rather than one being written.
 const STALE_TEMPORARY: std::time::Duration = std::time::Duration::from_secs(600);
 
-/// What an entry starts with: the format, then the plugin's SHA-256, then a
-/// SHA-256 of everything after it (the plugin digest and the artifact).
-const MAGIC: &[u8; 8] = b"phcache2";
-const HEADER_LEN: usize = MAGIC.len() + 32 + 32;
+/// What an entry ends with, after the artifact: the plugin's SHA-256, a
+/// SHA-256 over that digest and the artifact, then the format. The artifact
+/// comes first so that the entry can be mapped as it is: wasmtime reads an
+/// artifact (an ELF file) by the offsets in its own header, and the trailer
+/// after it is never read as code.
+const MAGIC: &[u8; 8] = b"phcache3";
+const TRAILER_LEN: usize = 32 + 32 + MAGIC.len();
 
 /// A directory of compiled components for one engine.
 #[derive(Debug)]
@@ -123,10 +135,15 @@ impl CompiledCache {
         // SAFETY: deserializing runs the artifact as native code. It was read
         // from an open file that this user owns and no one else may write, in
         // a directory with the same checks; it was compiled for an engine
-        // with the same compatibility hash; and its header says it was
+        // with the same compatibility hash; and its trailer says it was
         // compiled from exactly the bytes being loaded, with a digest over
-        // the header and the artifact that matches.
-        match unsafe { Component::deserialize(engine, artifact) } {
+        // the trailer and the artifact that matches. Mapped, it is that same
+        // open file (see the module's documentation).
+        let loaded = match mapped(&file) {
+            Some(path_of_opened) => unsafe { Component::deserialize_file(engine, path_of_opened) },
+            None => unsafe { Component::deserialize(engine, artifact) },
+        };
+        match loaded {
             Ok(component) => {
                 // Used: evicted last.
                 let _ = file.set_modified(SystemTime::now());
@@ -156,10 +173,10 @@ impl CompiledCache {
         let digest = decode_hex(plugin_digest).ok_or("the plugin digest is not 64 hex digits")?;
         let artifact = component.serialize().map_err(|error| error.to_string())?;
         let mut file = tempfile::NamedTempFile::new_in(&self.dir).map_err(|error| error.to_string())?;
-        file.write_all(MAGIC).map_err(|error| error.to_string())?;
+        file.write_all(&artifact).map_err(|error| error.to_string())?;
         file.write_all(&digest).map_err(|error| error.to_string())?;
         file.write_all(&integrity(&digest, &artifact)).map_err(|error| error.to_string())?;
-        file.write_all(&artifact).map_err(|error| error.to_string())?;
+        file.write_all(MAGIC).map_err(|error| error.to_string())?;
         file.persist(self.entry(plugin_digest)).map_err(|error| error.to_string())?;
         Ok(())
     }
@@ -229,14 +246,31 @@ fn trusted(opened: &File, path: &Path) -> Result<(), CacheError> {
     Ok(())
 }
 
+/// A path that opens the very file `opened` is (its inode, whatever its
+/// directory entry now names), for wasmtime to map: Linux's
+/// `/proc/self/fd/N`, if `/proc` is mounted.
+fn mapped(opened: &File) -> Option<PathBuf> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        let path = PathBuf::from(format!("/proc/self/fd/{}", opened.as_raw_fd()));
+        path.exists().then_some(path)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = opened;
+        None
+    }
+}
+
 /// The artifact of an entry for the plugin with `plugin_digest`, or why the
 /// entry cannot be used.
 fn check_entry<'a>(bytes: &'a [u8], plugin_digest: &str) -> Result<&'a [u8], &'static str> {
-    if bytes.len() <= HEADER_LEN || !bytes.starts_with(MAGIC) {
+    if bytes.len() <= TRAILER_LEN || !bytes.ends_with(MAGIC) {
         return Err("is not in this host's format");
     }
-    let (digest, rest) = bytes[MAGIC.len()..].split_at(32);
-    let (check, artifact) = rest.split_at(32);
+    let (artifact, trailer) = bytes.split_at(bytes.len() - TRAILER_LEN);
+    let (digest, check) = (&trailer[..32], &trailer[32..64]);
     if integrity(digest, artifact).as_slice() != check {
         return Err("is corrupt or tampered with");
     }
@@ -269,7 +303,7 @@ mod tests {
     use super::*;
 
     fn entry(digest: &[u8; 32], artifact: &[u8]) -> Vec<u8> {
-        [MAGIC.as_slice(), digest, &integrity(digest, artifact), artifact].concat()
+        [artifact, digest, &integrity(digest, artifact), MAGIC.as_slice()].concat()
     }
 
     #[test]
@@ -280,8 +314,51 @@ mod tests {
         assert_eq!(check_entry(&bytes, &hex(&a)), Ok(b"artifact".as_slice()));
         assert_eq!(check_entry(&bytes, &hex(&b)), Err("was compiled from other bytes than the plugin's"));
         let mut flipped = bytes.clone();
-        *flipped.last_mut().unwrap() ^= 1;
+        flipped[0] ^= 1;
         assert_eq!(check_entry(&flipped, &hex(&a)), Err("is corrupt or tampered with"));
-        assert_eq!(check_entry(b"phcache1 old format", &hex(&a)), Err("is not in this host's format"));
+        assert_eq!(check_entry(b"phcache2 the format before this one", &hex(&a)), Err("is not in this host's format"));
+    }
+
+    #[cfg(target_os = "linux")]
+    fn mapped_lines(path: &Path) -> Vec<String> {
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        let path = path.to_str().unwrap();
+        maps.lines().filter(|line| line.contains(path)).map(|line| line.rsplit_once(' ').unwrap().1.to_string()).collect()
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_loaded_entry_is_mapped_from_its_file_not_copied_and_outlives_its_eviction() {
+        let engine = Engine::default();
+        let dir = tempfile::tempdir().unwrap();
+        let cache = CompiledCache::open(dir.path(), &engine, 1 << 20).unwrap();
+        let component = Component::new(&engine, r#"(component (core module (func (export "f"))))"#).unwrap();
+        let digest = "ab".repeat(32);
+        cache.store(&digest, &component);
+        let entry = cache.entry(&digest);
+        assert!(mapped_lines(&entry).is_empty());
+
+        let loaded = cache.load(&engine, &digest).expect("a sound entry loads");
+        assert!(!mapped_lines(&entry).is_empty(), "the entry is not mapped: {:?}", std::fs::read_to_string("/proc/self/maps"));
+        assert!(mapped_lines(&entry).iter().all(|name| name == entry.to_str().unwrap()));
+
+        // Evicted while loaded: the mapping keeps the file's pages.
+        std::fs::remove_file(&entry).unwrap();
+        assert!(mapped_lines(&entry).iter().all(|name| name == "(deleted)"));
+        drop(loaded);
+        assert!(mapped_lines(&entry).is_empty());
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn what_is_mapped_is_the_file_that_was_opened_and_checked_even_if_its_name_now_names_another() {
+        let dir = tempfile::tempdir().unwrap();
+        let (checked, other) = (dir.path().join("entry"), dir.path().join("other"));
+        std::fs::write(&checked, b"checked").unwrap();
+        std::fs::write(&other, b"swapped in").unwrap();
+        let opened = File::open(&checked).unwrap();
+        std::fs::rename(&other, &checked).unwrap();
+        assert_eq!(std::fs::read(&checked).unwrap(), b"swapped in");
+        assert_eq!(std::fs::read(mapped(&opened).unwrap()).unwrap(), b"checked");
     }
 }
