@@ -191,7 +191,7 @@ impl PromptServer {
         let snapshot = self.registry.snapshot();
         let cursor = request.as_ref().and_then(|request| request.cursor.as_deref());
         let page = snapshot.catalog().page(cursor, self.page_size)?;
-        let mut result = ListPromptsResult::with_all_items(page.prompts.iter().map(|entry| entry.prompt.clone()).collect());
+        let mut result = ListPromptsResult::with_all_items(page.prompts.iter().map(|entry| entry.listed()).collect());
         result.next_cursor = page.next_cursor;
         Ok(result)
     }
