@@ -82,6 +82,23 @@ pub struct Rescan {
     pub served: Served,
 }
 
+/// Returns to the system the memory that loading packs used and freed.
+/// glibc keeps what the loading threads freed in their arenas, resident:
+/// after a start with 1,000 packs, 80 MiB of the host's 250 MiB of anonymous
+/// memory was free heap that only `malloc_trim` gave back.
+fn give_back_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        unsafe extern "C" {
+            fn malloc_trim(pad: usize) -> std::ffi::c_int;
+        }
+        // SAFETY: malloc_trim takes no pointer; it returns free pages of the
+        // allocator's own arenas to the system, and is safe to call from any
+        // thread at any time.
+        unsafe { malloc_trim(0) };
+    }
+}
+
 /// What a plugin directory (or the bundled packs) serves, in numbers.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Served {
@@ -283,6 +300,10 @@ impl PluginDirectory {
 
         rescan.published = self.registry.publish(loaded.plugins.values().cloned().collect());
         rescan.served = Served::now(&self.registry, present.len(), loaded.plugins.len());
+        if !(rescan.added.is_empty() && rescan.replaced.is_empty() && rescan.failed.is_empty()) {
+            // Off the runtime: it walks the allocator's arenas.
+            tokio::task::spawn_blocking(give_back_freed_memory);
+        }
         tracing::debug!(?rescan, "plugin directory rescanned");
         Ok(rescan)
     }
