@@ -1108,14 +1108,18 @@ fn context_switches(pid: u32) -> anyhow::Result<u64> {
 /// alias one 4 MiB buffer (the `hostile` pack's `alias-bomb`): with the copy
 /// budget the default limits give a call, and with the budget raised to
 /// wasmtime's own default of 128 MiB (`max_reply_kib = 131072`), which is
-/// what every call had before the host set one.
+/// what every call had before the host set one. That server's deadline is
+/// 10 s: 16 copies of 128 MiB at once on two cores take more than the default
+/// second, and a call that ends at its deadline would measure less than
+/// what the budget lets through.
 fn copy_budget_memory(setup: &Setup, report: &mut Report) -> anyhow::Result<()> {
     const CALLS: u64 = 16;
     let dir = setup.plugin_dir("copy", &["hostile"])?;
     let cache = setup.dir("copy-cache")?;
-    for (label, limits) in
-        [("default limits (copy budget 8.2 MiB)", ""), ("copy budget 128 MiB, wasmtime's default", "max_reply_kib = 131072\n")]
-    {
+    for (label, limits) in [
+        ("default limits (copy budget 8.2 MiB)", ""),
+        ("copy budget 128 MiB, wasmtime's default", "max_reply_kib = 131072\ndeadline_ms = 10000\n"),
+    ] {
         let config = setup.dir("copy-config")?.join("prompt-host.toml");
         std::fs::write(&config, format!("[limits]\n{limits}"))?;
         let args = [

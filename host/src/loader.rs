@@ -317,13 +317,13 @@ pub struct Loader {
     /// runs: more at once only adds memory (a cold start of 200 packs peaked
     /// at 551 MiB with every compile at once on tokio's blocking pool).
     compiling: Arc<tokio::sync::Semaphore>,
-    /// Loads [`Loader::load_all`] runs at once: two per core, so that one
-    /// waits on the disk while the other runs. Each reads its pack's
-    /// compiled entry on the blocking pool; with every load of a 1,000-pack
-    /// start at once, tokio ran hundreds of blocking threads, heaptrack saw
-    /// 89 MiB of entry buffers alive at once, and the host stayed 15 MiB
-    /// larger idle.
-    loading: Arc<tokio::sync::Semaphore>,
+    /// Compiled-cache entries read at once: two per core, so that one waits
+    /// on the disk while the other is checked. Each is read on the blocking
+    /// pool; with every load of a 1,000-pack start reading at once, tokio ran
+    /// hundreds of blocking threads, heaptrack saw 89 MiB of entry buffers
+    /// alive at once, and the host stayed 15 MiB larger idle. (Only the read
+    /// takes turns: a pack slow to list its prompts holds up no other load.)
+    reading_cache: Arc<tokio::sync::Semaphore>,
 }
 
 impl Loader {
@@ -333,7 +333,7 @@ impl Loader {
             sandbox,
             cache: cache.map(Arc::new),
             compiling: Arc::new(tokio::sync::Semaphore::new(cores)),
-            loading: Arc::new(tokio::sync::Semaphore::new(2 * cores)),
+            reading_cache: Arc::new(tokio::sync::Semaphore::new(2 * cores)),
         }
     }
 
@@ -442,13 +442,14 @@ impl Loader {
     /// it (read off the async runtime: it reads and checks a file).
     async fn cached(&self, digest: &str) -> Option<Component> {
         let cache = self.cache.clone()?;
+        let _turn = self.reading_cache.acquire().await.expect("the loader never closes its semaphore");
         let (engine, digest) = (self.sandbox.engine().clone(), digest.to_string());
         tokio::task::spawn_blocking(move || cache.load(&engine, &digest)).await.expect("a cache read does not panic")
     }
 
-    /// Loads many plugins concurrently, two per core (compiles take turns,
-    /// one per core, on the blocking pool). Returns the ones that loaded, in
-    /// the order of `sources`, and the failures.
+    /// Loads many plugins concurrently (compiles take turns, one per core,
+    /// and cache reads two per core, on the blocking pool). Returns the ones
+    /// that loaded, in the order of `sources`, and the failures.
     pub async fn load_all(
         self: &Arc<Self>,
         sources: Vec<PluginSource>,
@@ -457,10 +458,7 @@ impl Loader {
         let mut tasks = tokio::task::JoinSet::new();
         for (index, source) in sources.into_iter().enumerate() {
             let (loader, settings) = (self.clone(), settings(&source.id));
-            tasks.spawn(async move {
-                let _turn = loader.loading.acquire().await.expect("the loader never closes its semaphore");
-                (index, loader.load(source, settings).await)
-            });
+            tasks.spawn(async move { (index, loader.load(source, settings).await) });
         }
         let mut results = tasks.join_all().await;
         results.sort_by_key(|(index, _)| *index);

@@ -82,7 +82,8 @@ pub struct Rescan {
     pub served: Served,
 }
 
-/// Returns to the system the memory that loading packs used and freed.
+/// Returns to the system the memory that loading packs used and freed
+/// (after a rescan that loaded any; the bundled packs are few).
 /// glibc keeps what the loading threads freed in their arenas, resident:
 /// after a start with 1,000 packs, 80 MiB of the host's 250 MiB of anonymous
 /// memory was free heap that only `malloc_trim` gave back.
@@ -232,6 +233,7 @@ impl PluginDirectory {
 
         let (sources, digests): (Vec<PluginSource>, Vec<String>) = to_load.into_iter().unzip();
         let ids_and_digests: HashMap<String, String> = sources.iter().map(|source| source.id.clone()).zip(digests).collect();
+        let attempted_loads = !sources.is_empty();
         let (plugins, mut failures) = self.loader.load_all(sources, |id| config.plugin_settings(id)).await;
         failures.extend(unreadable);
         for plugin in plugins {
@@ -300,7 +302,7 @@ impl PluginDirectory {
 
         rescan.published = self.registry.publish(loaded.plugins.values().cloned().collect());
         rescan.served = Served::now(&self.registry, present.len(), loaded.plugins.len());
-        if !(rescan.added.is_empty() && rescan.replaced.is_empty() && rescan.failed.is_empty()) {
+        if attempted_loads {
             // Off the runtime: it walks the allocator's arenas.
             tokio::task::spawn_blocking(give_back_freed_memory);
         }

@@ -19,14 +19,18 @@
 //! - entries are written whole (a temporary file, then a rename), and the
 //!   least recently used are evicted past a size cap.
 //!
-//! On Linux a sound entry is then mapped from that same opened file (through
-//! `/proc/self/fd`), not copied: its code pages are the file's, resident only
-//! where a call runs them and reclaimable, and 1,000 packs do not hold 1,000
-//! private copies of their machine code. The check above runs on the bytes
-//! read just before mapping; only a process of the host's own user could
-//! change the file in between, and such a process can already change what
-//! runs. Elsewhere, or if `/proc` is not mounted, the checked bytes are
-//! loaded as before, copied.
+//! On Linux, on a local filesystem, a sound entry is then mapped from that
+//! same opened file (through `/proc/self/fd`), not copied: its code pages
+//! are the file's, clean and reclaimable, and 1,000 packs do not hold 1,000
+//! private copies of their machine code. A mapped entry is read from its file
+//! for as long as its pack is loaded: the checks above run on the bytes read
+//! before mapping, and a later write into the file in place (not the
+//! temporary file and rename this cache uses) changes what runs, and
+//! truncating it crashes the host. Only the host's own user (or root) can do
+//! either, and such a process can change what runs anyway. On a network or
+//! FUSE filesystem (where a stale handle would crash the host), where `/proc`
+//! is not procfs, or where the mapping cannot be made executable (a
+//! `noexec` mount), the checked bytes are copied in instead.
 
 use std::fs::File;
 use std::hash::{Hash, Hasher};
@@ -52,6 +56,10 @@ const STALE_TEMPORARY: std::time::Duration = std::time::Duration::from_secs(600)
 /// after it is never read as code.
 const MAGIC: &[u8; 8] = b"phcache3";
 const TRAILER_LEN: usize = 32 + 32 + MAGIC.len();
+/// In each entry's name, so that a host writing an earlier format into the
+/// same directory neither reads nor deletes this one's entries (eviction
+/// still counts and removes theirs).
+const FORMAT_IN_NAME: &str = "v3";
 
 /// A directory of compiled components for one engine.
 #[derive(Debug)]
@@ -59,6 +67,9 @@ pub struct CompiledCache {
     dir: PathBuf,
     engine_key: String,
     max_bytes: u64,
+    /// Set when a sound entry could not be mapped (a `noexec` mount, say):
+    /// said once, and entries are copied from then on.
+    mapping_failed: std::sync::atomic::AtomicBool,
 }
 
 /// Where a compiled component came from.
@@ -99,11 +110,16 @@ impl CompiledCache {
         trusted(&File::open(&entries)?, &entries)?;
         let mut hasher = std::hash::DefaultHasher::new();
         engine.precompile_compatibility_hash().hash(&mut hasher);
-        Ok(CompiledCache { dir: entries, engine_key: format!("{:016x}", hasher.finish()), max_bytes })
+        Ok(CompiledCache {
+            dir: entries,
+            engine_key: format!("{:016x}", hasher.finish()),
+            max_bytes,
+            mapping_failed: std::sync::atomic::AtomicBool::new(false),
+        })
     }
 
     fn entry(&self, plugin_digest: &str) -> PathBuf {
-        self.dir.join(format!("{plugin_digest}-{}.cwasm", self.engine_key))
+        self.dir.join(format!("{plugin_digest}-{}-{FORMAT_IN_NAME}.cwasm", self.engine_key))
     }
 
     /// The compiled component for the plugin with this (hex) digest, if a
@@ -136,11 +152,23 @@ impl CompiledCache {
         // from an open file that this user owns and no one else may write, in
         // a directory with the same checks; it was compiled for an engine
         // with the same compatibility hash; and its trailer says it was
-        // compiled from exactly the bytes being loaded, with a digest over
-        // the trailer and the artifact that matches. Mapped, it is that same
-        // open file (see the module's documentation).
-        let loaded = match mapped(&file) {
-            Some(path_of_opened) => unsafe { Component::deserialize_file(engine, path_of_opened) },
+        // compiled from exactly the bytes being loaded, with a SHA-256 over
+        // that digest and the artifact that matches. Mapped, it is that same
+        // open file, which stays unchanged while mapped unless this user
+        // writes into it in place (see the module's documentation).
+        let mapped = self
+            .may_map(&file)
+            .then(|| mapped(&file))
+            .flatten()
+            .map(|path_of_opened| unsafe { Component::deserialize_file(engine, path_of_opened) });
+        let loaded = match mapped {
+            Some(Ok(component)) => Ok(component),
+            Some(Err(error)) => {
+                if !self.mapping_failed.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                    tracing::warn!(dir = %self.dir.display(), "compiled cache entries cannot be mapped here ({error:#}): copying them instead");
+                }
+                unsafe { Component::deserialize(engine, artifact) }
+            }
             None => unsafe { Component::deserialize(engine, artifact) },
         };
         match loaded {
@@ -150,11 +178,18 @@ impl CompiledCache {
                 Some(component)
             }
             Err(error) => {
-                tracing::warn!(entry = %path.display(), "compiled cache entry cannot be loaded ({error}): compiling again");
+                tracing::warn!(entry = %path.display(), "compiled cache entry cannot be loaded ({error:#}): deleting it and compiling again");
                 let _ = std::fs::remove_file(&path);
                 None
             }
         }
+    }
+
+    /// Whether an opened entry is mapped rather than copied: not once a
+    /// mapping failed, and only from a filesystem whose files stay put under
+    /// a mapping.
+    fn may_map(&self, opened: &File) -> bool {
+        !self.mapping_failed.load(std::sync::atomic::Ordering::Relaxed) && local_filesystem(opened)
     }
 
     /// Stores a compiled component, then evicts the least recently used
@@ -248,18 +283,38 @@ fn trusted(opened: &File, path: &Path) -> Result<(), CacheError> {
 
 /// A path that opens the very file `opened` is (its inode, whatever its
 /// directory entry now names), for wasmtime to map: Linux's
-/// `/proc/self/fd/N`, if `/proc` is mounted.
+/// `/proc/self/fd/N`, when it opens a file with `opened`'s device and inode
+/// (`/proc` could be a plain directory in a chroot).
 fn mapped(opened: &File) -> Option<PathBuf> {
     #[cfg(target_os = "linux")]
     {
         use std::os::fd::AsRawFd;
+        use std::os::unix::fs::MetadataExt;
         let path = PathBuf::from(format!("/proc/self/fd/{}", opened.as_raw_fd()));
-        path.exists().then_some(path)
+        let (named, checked) = (std::fs::metadata(&path).ok()?, opened.metadata().ok()?);
+        ((named.dev(), named.ino()) == (checked.dev(), checked.ino())).then_some(path)
     }
     #[cfg(not(target_os = "linux"))]
     {
         let _ = opened;
         None
+    }
+}
+
+/// Whether `opened` is on a local filesystem that Linux keeps a mapped file of
+/// as it is: ext4, XFS, Btrfs, tmpfs, overlayfs (containers), ZFS or F2FS.
+/// Anything else (NFS, SMB, FUSE, unknown) is copied from: there a handle
+/// can go stale under a mapping, and touching its pages would crash the host.
+fn local_filesystem(opened: &File) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        const LOCAL: [u64; 7] = [0xEF53, 0x5846_5342, 0x9123_683E, 0x0102_1994, 0x794C_7630, 0x2FC1_2FC1, 0xF2F5_2010];
+        rustix::fs::fstatfs(opened).is_ok_and(|stat| LOCAL.contains(&(stat.f_type as u64)))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = opened;
+        false
     }
 }
 
@@ -316,7 +371,11 @@ mod tests {
         let mut flipped = bytes.clone();
         flipped[0] ^= 1;
         assert_eq!(check_entry(&flipped, &hex(&a)), Err("is corrupt or tampered with"));
-        assert_eq!(check_entry(b"phcache2 the format before this one", &hex(&a)), Err("is not in this host's format"));
+        // The format before this one: the magic, the digest, the check, then the artifact.
+        let earlier = [b"phcache2".as_slice(), &a, &integrity(&a, b"artifact"), b"artifact"].concat();
+        assert_eq!(check_entry(&earlier, &hex(&a)), Err("is not in this host's format"));
+        // A trailer with nothing before it.
+        assert_eq!(check_entry(&entry(&a, b"")[..TRAILER_LEN], &hex(&a)), Err("is not in this host's format"));
     }
 
     #[cfg(target_os = "linux")]
@@ -344,7 +403,8 @@ mod tests {
 
         // Evicted while loaded: the mapping keeps the file's pages.
         std::fs::remove_file(&entry).unwrap();
-        assert!(mapped_lines(&entry).iter().all(|name| name == "(deleted)"));
+        let after_eviction = mapped_lines(&entry);
+        assert!(!after_eviction.is_empty() && after_eviction.iter().all(|name| name == "(deleted)"), "{after_eviction:?}");
         drop(loaded);
         assert!(mapped_lines(&entry).is_empty());
     }
