@@ -24,8 +24,26 @@ const EXPECTED_TEXT: &str = "Please review this Python code:\ndef hello():\n    
 /// The expected text as it stands, escaped, in a JSON response line.
 const EXPECTED_TEXT_JSON: &str = r"Please review this Python code:\ndef hello():\n    print('world')";
 
+/// The sections `--only` may name, in the order a full run measures them.
+const SECTIONS: [&str; 13] =
+    ["stdio", "sandbox", "http", "list", "startup", "scale", "languages", "reload", "spinners", "fair", "idle", "copy", "metrics"];
+
+fn usage() -> String {
+    format!(
+        "usage: prompt-host-bench [--write FILE] [--rounds N] [--only SECTION[,SECTION...]] [--compare PROMPT_HOST_BINARY]
+       prompt-host-bench --soak floor|rmcp|host|PROMPT_HOST_BINARY IN_FLIGHT REQUESTS
+sections: {}",
+        SECTIONS.join(", ")
+    )
+}
+
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
+    if args.iter().any(|arg| arg == "--help" || arg == "-h") {
+        println!("{}", usage());
+        return Ok(());
+    }
+    check_arguments(&args)?;
     let write = option_values(&args, "--write", 1)?.map(|values| PathBuf::from(values[0]));
     let rounds: usize = option_values(&args, "--rounds", 1)?.map(|values| values[0].parse()).transpose()?.unwrap_or(5);
     let setup = Setup::locate()?;
@@ -85,6 +103,26 @@ fn main() -> anyhow::Result<()> {
     if let Some(path) = write {
         write_between_markers(&path, &text)?;
         eprintln!("wrote {}", path.display());
+    }
+    Ok(())
+}
+
+/// Refuses what the bench does not know before a run of minutes starts: an
+/// unknown option (a typo would otherwise run everything) or section.
+fn check_arguments(args: &[String]) -> anyhow::Result<()> {
+    const OPTIONS: [(&str, usize); 5] = [("--write", 1), ("--rounds", 1), ("--only", 1), ("--compare", 1), ("--soak", 3)];
+    let mut rest = args.iter().skip(1);
+    while let Some(arg) = rest.next() {
+        let Some(&(option, count)) = OPTIONS.iter().find(|(option, _)| option == arg) else {
+            bail!("unknown argument {arg:?}\n{}", usage());
+        };
+        let values: Vec<&String> = rest.by_ref().take(count).collect();
+        ensure!(values.len() == count, "{option} takes {count} value(s)\n{}", usage());
+        if option == "--only" {
+            for section in values[0].split(',') {
+                ensure!(SECTIONS.contains(&section), "no section {section:?}\n{}", usage());
+            }
+        }
     }
     Ok(())
 }
@@ -521,10 +559,7 @@ fn stdio_get(setup: &Setup, rounds: usize, report: &mut Report) -> anyhow::Resul
             .collect();
         report.stdio.push((driver.title(), rows));
         if driver == Driver::Raw(Writes::PerMessage) {
-            report.facts.push((
-                "Peak resident memory of prompt-host, stdio at 64 in flight".into(),
-                format!("{:.1} MiB", peak_rss as f64 / 1024.0),
-            ));
+            report.facts.push(("Peak resident memory of prompt-host, stdio at 64 in flight".into(), format!("{:.1} MiB", mib(peak_rss))));
         }
     }
     Ok(())
@@ -625,7 +660,12 @@ fn sandbox_calls(setup: &Setup, calls: usize) -> anyhow::Result<(f64, Duration)>
     })
 }
 
-/// Resident memory of a process, from /proc: `VmRSS` now, or `VmHWM` at its peak.
+fn mib(kib: u64) -> f64 {
+    kib as f64 / 1024.0
+}
+
+/// Resident memory of a process, from /proc: `VmRSS` now (`RssAnon` and
+/// `RssFile` its parts), or `VmHWM` at its peak.
 fn memory_kib(pid: u32, field: &str) -> anyhow::Result<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
     let line = status.lines().find(|line| line.starts_with(field)).context("no such field")?;
@@ -816,14 +856,20 @@ fn scale(setup: &Setup, report: &mut Report) -> anyhow::Result<()> {
     let args = host_args(&config, &dir, &cache);
     // The first start compiles and fills the cache; the next three are timed.
     StdioServer::start(&setup.bin("prompt-host"), &args)?.call("prompts/list", json!({}))?;
-    let (mut starts, mut walks, mut idle_rss) = (Vec::new(), Vec::new(), 0);
+    // Resident memory of the start that held most: all of it, and its
+    // anonymous and file-backed parts (mapped compiled-cache entries are
+    // file-backed: clean pages the kernel can reclaim and read back).
+    let (mut starts, mut walks, mut idle_rss) = (Vec::new(), Vec::new(), (0, 0, 0));
     for _ in 0..3 {
         let started = Instant::now();
         let mut server = StdioServer::start(&setup.bin("prompt-host"), &args)?;
         server.call("prompts/list", json!({}))?;
         starts.push(started.elapsed());
         std::thread::sleep(Duration::from_millis(300));
-        idle_rss = idle_rss.max(memory_kib(server.pid(), "VmRSS")?);
+        let rss = memory_kib(server.pid(), "VmRSS")?;
+        if rss > idle_rss.0 {
+            idle_rss = (rss, memory_kib(server.pid(), "RssAnon")?, memory_kib(server.pid(), "RssFile")?);
+        }
         let started = Instant::now();
         let count = walk(&mut server)?;
         walks.push(started.elapsed());
@@ -834,8 +880,8 @@ fn scale(setup: &Setup, report: &mut Report) -> anyhow::Result<()> {
         format!("{:.0} ms", median_ms(starts)),
     ));
     report.facts.push((
-        "Resident memory idle, 1,000 distinct plugins (100,000 prompts) loaded (largest of 3 starts)".into(),
-        format!("{:.1} MiB", idle_rss as f64 / 1024.0),
+        "Resident memory idle, 1,000 distinct plugins (100,000 prompts) loaded (largest of 3 starts): all / anonymous / file-backed".into(),
+        format!("{:.1} MiB / {:.1} MiB / {:.1} MiB", mib(idle_rss.0), mib(idle_rss.1), mib(idle_rss.2)),
     ));
     report.facts.push((
         "prompts/list: full walk of 100,000 prompts from 1,000 plugins, 1,000 pages (median of 3)".into(),
@@ -892,10 +938,10 @@ fn startup_and_memory(setup: &Setup, report: &mut Report) -> anyhow::Result<()> 
         "Startup to first prompts/list answer, 100 distinct plugins, compiled cache warm (median of 3)".into(),
         format!("{warm:.0} ms"),
     ));
-    report.facts.push(("Resident memory idle, 100 distinct plugins loaded".into(), format!("{:.1} MiB", idle_rss as f64 / 1024.0)));
+    report.facts.push(("Resident memory idle, 100 distinct plugins loaded".into(), format!("{:.1} MiB", mib(idle_rss))));
     report.facts.push((
         "Peak resident memory of a start with the compiled cache cold, 100 distinct plugins (largest of 3)".into(),
-        format!("{:.1} MiB", cold_peak as f64 / 1024.0),
+        format!("{:.1} MiB", mib(cold_peak)),
     ));
     Ok(())
 }
@@ -1147,7 +1193,7 @@ fn copy_budget_memory(setup: &Setup, report: &mut Report) -> anyhow::Result<()> 
         let peak = memory_kib(server.pid(), "VmHWM")?;
         report.facts.push((
             format!("Peak resident memory, {CALLS} concurrent calls returning 64 texts aliasing one 4 MiB buffer, {label}: before, after"),
-            format!("{:.0} MiB, {:.0} MiB", before as f64 / 1024.0, peak as f64 / 1024.0),
+            format!("{:.0} MiB, {:.0} MiB", mib(before), mib(peak)),
         ));
     }
     Ok(())
