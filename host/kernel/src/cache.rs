@@ -56,9 +56,10 @@ const STALE_TEMPORARY: std::time::Duration = std::time::Duration::from_secs(600)
 /// after it is never read as code.
 const MAGIC: &[u8; 8] = b"phcache3";
 const TRAILER_LEN: usize = 32 + 32 + MAGIC.len();
-/// In each entry's name, so that a host writing an earlier format into the
-/// same directory neither reads nor deletes this one's entries (eviction
-/// still counts and removes theirs).
+/// In each entry's name, so that a host of an earlier format sharing the
+/// directory never reads this one's entries (its eviction may still remove
+/// them, which costs a compile; this host's eviction counts and removes
+/// theirs).
 const FORMAT_IN_NAME: &str = "v3";
 
 /// A directory of compiled components for one engine.
@@ -138,8 +139,26 @@ impl CompiledCache {
             tracing::warn!("compiled cache entry not used, compiling instead: {error}");
             return None;
         }
+        // An entry is at most the cache's size cap (a larger one would be
+        // evicted anyway): checked before reading, and again by the read.
         let mut bytes = Vec::new();
-        file.read_to_end(&mut bytes).ok()?;
+        let read = match file.metadata() {
+            Ok(metadata) if metadata.len() > self.max_bytes => {
+                Err(format!("is {} bytes, over the cache's cap of {}", metadata.len(), self.max_bytes))
+            }
+            Ok(_) => match (&mut file).take(self.max_bytes + 1).read_to_end(&mut bytes) {
+                Ok(_) if bytes.len() as u64 > self.max_bytes => {
+                    Err(format!("grew past the cache's cap of {} bytes while read", self.max_bytes))
+                }
+                Ok(_) => Ok(()),
+                Err(error) => Err(format!("cannot be read: {error}")),
+            },
+            Err(error) => Err(format!("cannot be inspected: {error}")),
+        };
+        if let Err(problem) = read {
+            tracing::warn!(entry = %path.display(), "compiled cache entry {problem}: compiling instead");
+            return None;
+        }
         let artifact = match check_entry(&bytes, plugin_digest) {
             Ok(artifact) => artifact,
             Err(problem) => {
@@ -163,11 +182,15 @@ impl CompiledCache {
             .map(|path_of_opened| unsafe { Component::deserialize_file(engine, path_of_opened) });
         let loaded = match mapped {
             Some(Ok(component)) => Ok(component),
-            Some(Err(error)) => {
-                if !self.mapping_failed.swap(true, std::sync::atomic::Ordering::Relaxed) {
-                    tracing::warn!(dir = %self.dir.display(), "compiled cache entries cannot be mapped here ({error:#}): copying them instead");
+            Some(Err(mapping_error)) => {
+                let copied = unsafe { Component::deserialize(engine, artifact) };
+                // Copied where mapping failed: it is the mapping that fails
+                // here (a `noexec` mount, say), not this entry, so entries are
+                // copied from now on. Said once, naming the entry that showed it.
+                if copied.is_ok() && !self.mapping_failed.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                    tracing::warn!(entry = %path.display(), "compiled cache entries cannot be mapped here ({mapping_error:#}): copying them instead");
                 }
-                unsafe { Component::deserialize(engine, artifact) }
+                copied
             }
             None => unsafe { Component::deserialize(engine, artifact) },
         };
@@ -283,13 +306,20 @@ fn trusted(opened: &File, path: &Path) -> Result<(), CacheError> {
 
 /// A path that opens the very file `opened` is (its inode, whatever its
 /// directory entry now names), for wasmtime to map: Linux's
-/// `/proc/self/fd/N`, when it opens a file with `opened`'s device and inode
-/// (`/proc` could be a plain directory in a chroot).
+/// `/proc/self/fd/N`, when `/proc` is procfs (in a chroot it could be a plain
+/// directory whose names anyone able to write it could change between this
+/// check and wasmtime's open) and the path opens a file with `opened`'s
+/// device and inode.
 fn mapped(opened: &File) -> Option<PathBuf> {
     #[cfg(target_os = "linux")]
     {
         use std::os::fd::AsRawFd;
         use std::os::unix::fs::MetadataExt;
+        const PROC_SUPER_MAGIC: u32 = 0x9FA0;
+        let procfs = rustix::fs::statfs("/proc/self/fd").is_ok_and(|stat| filesystem_type(&stat) == PROC_SUPER_MAGIC);
+        if !procfs {
+            return None;
+        }
         let path = PathBuf::from(format!("/proc/self/fd/{}", opened.as_raw_fd()));
         let (named, checked) = (std::fs::metadata(&path).ok()?, opened.metadata().ok()?);
         ((named.dev(), named.ino()) == (checked.dev(), checked.ino())).then_some(path)
@@ -308,14 +338,22 @@ fn mapped(opened: &File) -> Option<PathBuf> {
 fn local_filesystem(opened: &File) -> bool {
     #[cfg(target_os = "linux")]
     {
-        const LOCAL: [u64; 7] = [0xEF53, 0x5846_5342, 0x9123_683E, 0x0102_1994, 0x794C_7630, 0x2FC1_2FC1, 0xF2F5_2010];
-        rustix::fs::fstatfs(opened).is_ok_and(|stat| LOCAL.contains(&(stat.f_type as u64)))
+        const LOCAL: [u32; 7] = [0xEF53, 0x5846_5342, 0x9123_683E, 0x0102_1994, 0x794C_7630, 0x2FC1_2FC1, 0xF2F5_2010];
+        rustix::fs::fstatfs(opened).is_ok_and(|stat| LOCAL.contains(&filesystem_type(&stat)))
     }
     #[cfg(not(target_os = "linux"))]
     {
         let _ = opened;
         false
     }
+}
+
+/// A filesystem's magic number, from `statfs`: its low 32 bits (`f_type` is
+/// signed, and on 32-bit targets `as u64` would sign-extend magic numbers
+/// with the top bit set, such as Btrfs's).
+#[cfg(target_os = "linux")]
+fn filesystem_type(stat: &rustix::fs::StatFs) -> u32 {
+    stat.f_type as u32
 }
 
 /// The artifact of an entry for the plugin with `plugin_digest`, or why the
@@ -378,6 +416,40 @@ mod tests {
         assert_eq!(check_entry(&entry(&a, b"")[..TRAILER_LEN], &hex(&a)), Err("is not in this host's format"));
     }
 
+    #[test]
+    fn an_entry_over_the_cap_is_not_read_and_an_earlier_formats_entry_is_neither_read_nor_deleted() {
+        let engine = Engine::default();
+        let dir = tempfile::tempdir().unwrap();
+        let cache = CompiledCache::open(dir.path(), &engine, 1024).unwrap();
+        let digest = "cd".repeat(32);
+        let component = Component::new(&engine, r#"(component)"#).unwrap();
+        let artifact = component.serialize().unwrap();
+        let sound = entry(&[0xcd; 32], &artifact);
+        assert!(sound.len() > 1024, "the fixture must be over the cap: {} bytes", sound.len());
+        std::fs::write(cache.entry(&digest), &sound).unwrap();
+        assert!(cache.load(&engine, &digest).is_none(), "an entry over the cap was loaded");
+        assert_eq!(std::fs::read(cache.entry(&digest)).unwrap(), sound, "an entry over the cap is left as it is");
+
+        // An entry named as the format before this one named them (no format
+        // in the name): this host never opens it, and a load leaves it be.
+        let earlier = dir.path().join(ENTRIES_DIR).join(format!("{digest}-{}.cwasm", cache.engine_key));
+        std::fs::write(&earlier, b"an earlier format").unwrap();
+        std::fs::remove_file(cache.entry(&digest)).unwrap();
+        assert!(cache.load(&engine, &digest).is_none());
+        assert_eq!(std::fs::read(&earlier).unwrap(), b"an earlier format");
+    }
+
+    /// Whether the test's temporary directory is where entries are mapped
+    /// from; said when not, since the mapping tests then check nothing.
+    #[cfg(target_os = "linux")]
+    fn maps_entries_in(dir: &Path) -> bool {
+        let local = local_filesystem(&File::open(dir).unwrap());
+        if !local {
+            eprintln!("skipped: {} is not on a filesystem entries are mapped from", dir.display());
+        }
+        local
+    }
+
     #[cfg(target_os = "linux")]
     fn mapped_lines(path: &Path) -> Vec<String> {
         let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
@@ -390,6 +462,9 @@ mod tests {
     fn a_loaded_entry_is_mapped_from_its_file_not_copied_and_outlives_its_eviction() {
         let engine = Engine::default();
         let dir = tempfile::tempdir().unwrap();
+        if !maps_entries_in(dir.path()) {
+            return;
+        }
         let cache = CompiledCache::open(dir.path(), &engine, 1 << 20).unwrap();
         let component = Component::new(&engine, r#"(component (core module (func (export "f"))))"#).unwrap();
         let digest = "ab".repeat(32);
