@@ -24,26 +24,42 @@ const EXPECTED_TEXT: &str = "Please review this Python code:\ndef hello():\n    
 /// The expected text as it stands, escaped, in a JSON response line.
 const EXPECTED_TEXT_JSON: &str = r"Please review this Python code:\ndef hello():\n    print('world')";
 
-/// The sections `--only` may name, in the order a full run measures them.
-const SECTIONS: [&str; 13] =
-    ["stdio", "sandbox", "http", "list", "startup", "scale", "languages", "reload", "spinners", "fair", "idle", "copy", "metrics"];
+/// One section of the bench: what it measures goes into the report.
+type Section = fn(&Setup, usize, &mut Report) -> anyhow::Result<()>;
+
+/// The sections, by the names `--only` takes, in the order a full run
+/// measures them.
+const SECTIONS: [(&str, Section); 13] = [
+    ("stdio", |setup, rounds, report| stdio_get(setup, rounds, report)),
+    ("sandbox", |setup, _, report| sandbox_alone(setup, report)),
+    ("http", |setup, rounds, report| http_get(setup, rounds, report)),
+    ("list", |setup, _, report| list_walk(setup, report)),
+    ("startup", |setup, _, report| startup_and_memory(setup, report)),
+    ("scale", |setup, _, report| scale(setup, report)),
+    ("languages", |setup, _, report| other_languages(setup, report)),
+    ("reload", |setup, _, report| file_to_list_changed(setup, report)),
+    ("spinners", |setup, _, report| tail_under_spinners(setup, 8, report)),
+    ("fair", |setup, _, report| tail_under_spinners(setup, 64, report)),
+    ("idle", |setup, _, report| idle_wakeups(setup, report)),
+    ("copy", |setup, _, report| copy_budget_memory(setup, report)),
+    ("metrics", |setup, rounds, report| metrics_overhead(setup, rounds, report)),
+];
 
 fn usage() -> String {
     format!(
         "usage: prompt-host-bench [--write FILE] [--rounds N] [--only SECTION[,SECTION...]] [--compare PROMPT_HOST_BINARY]
        prompt-host-bench --soak floor|rmcp|host|PROMPT_HOST_BINARY IN_FLIGHT REQUESTS
 sections: {}",
-        SECTIONS.join(", ")
+        SECTIONS.map(|(name, _)| name).join(", ")
     )
 }
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
-    if args.iter().any(|arg| arg == "--help" || arg == "-h") {
+    if !check_arguments(&args)? {
         println!("{}", usage());
         return Ok(());
     }
-    check_arguments(&args)?;
     let write = option_values(&args, "--write", 1)?.map(|values| PathBuf::from(values[0]));
     let rounds: usize = option_values(&args, "--rounds", 1)?.map(|values| values[0].parse()).transpose()?.unwrap_or(5);
     let setup = Setup::locate()?;
@@ -56,46 +72,10 @@ fn main() -> anyhow::Result<()> {
     // never with --write, since the table would be incomplete).
     let only: Option<Vec<String>> = option_values(&args, "--only", 1)?.map(|values| values[0].split(',').map(str::to_string).collect());
     ensure!(only.is_none() || write.is_none(), "--only makes a partial report: do not --write it");
-    let run = |section: &str| only.as_ref().is_none_or(|only| only.iter().any(|s| s == section));
-
-    if run("stdio") {
-        stdio_get(&setup, rounds, &mut report)?;
-    }
-    if run("sandbox") {
-        sandbox_alone(&setup, &mut report)?;
-    }
-    if run("http") {
-        http_get(&setup, rounds, &mut report)?;
-    }
-    if run("list") {
-        list_walk(&setup, &mut report)?;
-    }
-    if run("startup") {
-        startup_and_memory(&setup, &mut report)?;
-    }
-    if run("scale") {
-        scale(&setup, &mut report)?;
-    }
-    if run("languages") {
-        other_languages(&setup, &mut report)?;
-    }
-    if run("reload") {
-        file_to_list_changed(&setup, &mut report)?;
-    }
-    if run("spinners") {
-        tail_under_spinners(&setup, 8, &mut report)?;
-    }
-    if run("fair") {
-        tail_under_spinners(&setup, 64, &mut report)?;
-    }
-    if run("idle") {
-        idle_wakeups(&setup, &mut report)?;
-    }
-    if run("copy") {
-        copy_budget_memory(&setup, &mut report)?;
-    }
-    if run("metrics") {
-        metrics_overhead(&setup, rounds, &mut report)?;
+    for (name, measure) in SECTIONS {
+        if only.as_ref().is_none_or(|only| only.iter().any(|section| section == name)) {
+            measure(&setup, rounds, &mut report)?;
+        }
     }
 
     let text = report.render(&args);
@@ -108,23 +88,32 @@ fn main() -> anyhow::Result<()> {
 }
 
 /// Refuses what the bench does not know before a run of minutes starts: an
-/// unknown option (a typo would otherwise run everything) or section.
-fn check_arguments(args: &[String]) -> anyhow::Result<()> {
+/// unknown option (a typo would otherwise run everything), an option given
+/// twice (only one would count), `--soak` beside the others (it would
+/// ignore them), an unknown section. False when asked for `--help`.
+fn check_arguments(args: &[String]) -> anyhow::Result<bool> {
     const OPTIONS: [(&str, usize); 5] = [("--write", 1), ("--rounds", 1), ("--only", 1), ("--compare", 1), ("--soak", 3)];
+    let mut given = Vec::new();
     let mut rest = args.iter().skip(1);
     while let Some(arg) = rest.next() {
+        if arg == "--help" || arg == "-h" {
+            return Ok(false);
+        }
         let Some(&(option, count)) = OPTIONS.iter().find(|(option, _)| option == arg) else {
             bail!("unknown argument {arg:?}\n{}", usage());
         };
+        ensure!(!given.contains(&option), "{option} is given twice\n{}", usage());
+        given.push(option);
         let values: Vec<&String> = rest.by_ref().take(count).collect();
         ensure!(values.len() == count, "{option} takes {count} value(s)\n{}", usage());
         if option == "--only" {
             for section in values[0].split(',') {
-                ensure!(SECTIONS.contains(&section), "no section {section:?}\n{}", usage());
+                ensure!(SECTIONS.iter().any(|(name, _)| *name == section), "no section {section:?}\n{}", usage());
             }
         }
     }
-    Ok(())
+    ensure!(!given.contains(&"--soak") || given.len() == 1, "--soak takes no other option\n{}", usage());
+    Ok(true)
 }
 
 /// The `count` values after `--option` on the command line, if it is there.
@@ -667,9 +656,21 @@ fn mib(kib: u64) -> f64 {
 /// Resident memory of a process, from /proc: `VmRSS` now (`RssAnon` and
 /// `RssFile` its parts), or `VmHWM` at its peak.
 fn memory_kib(pid: u32, field: &str) -> anyhow::Result<u64> {
+    Ok(memory_kibs(pid, [field])?[0])
+}
+
+/// Several fields of one read of `/proc/PID/status`: one snapshot.
+fn memory_kibs<const N: usize>(pid: u32, fields: [&str; N]) -> anyhow::Result<[u64; N]> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    let line = status.lines().find(|line| line.starts_with(field)).context("no such field")?;
-    Ok(line.split_whitespace().nth(1).context("no value")?.parse()?)
+    let mut values = [0; N];
+    for (value, field) in values.iter_mut().zip(fields) {
+        let line = status
+            .lines()
+            .find(|line| line.split(':').next() == Some(field))
+            .with_context(|| format!("no {field} in /proc/{pid}/status"))?;
+        *value = line.split_whitespace().nth(1).context("no value")?.parse()?;
+    }
+    Ok(values)
 }
 
 fn free_port() -> anyhow::Result<u16> {
@@ -866,9 +867,9 @@ fn scale(setup: &Setup, report: &mut Report) -> anyhow::Result<()> {
         server.call("prompts/list", json!({}))?;
         starts.push(started.elapsed());
         std::thread::sleep(Duration::from_millis(300));
-        let rss = memory_kib(server.pid(), "VmRSS")?;
+        let [rss, anonymous, file_backed] = memory_kibs(server.pid(), ["VmRSS", "RssAnon", "RssFile"])?;
         if rss > idle_rss.0 {
-            idle_rss = (rss, memory_kib(server.pid(), "RssAnon")?, memory_kib(server.pid(), "RssFile")?);
+            idle_rss = (rss, anonymous, file_backed);
         }
         let started = Instant::now();
         let count = walk(&mut server)?;
