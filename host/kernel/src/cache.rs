@@ -21,8 +21,8 @@
 //!
 //! On Linux, on a local filesystem, a sound entry is then mapped from that
 //! same opened file (through `/proc/self/fd`), not copied: its code pages
-//! are the file's, clean and reclaimable, and 1,000 packs do not hold 1,000
-//! private copies of their machine code. A mapped entry is read from its file
+//! are the file's, clean and (but on tmpfs) reclaimable, and 1,000 packs do
+//! not hold 1,000 private copies of their machine code. A mapped entry is read from its file
 //! for as long as its pack is loaded: the checks above run on the bytes read
 //! before mapping, and a later write into the file in place (not the
 //! temporary file and rename this cache uses) changes what runs, and
@@ -127,7 +127,7 @@ impl CompiledCache {
     /// sound entry for exactly those bytes exists.
     pub fn load(&self, engine: &Engine, plugin_digest: &str) -> Option<Component> {
         let path = self.entry(plugin_digest);
-        let (mut file, _) = match prompt_host_files::open_regular(&path) {
+        let (mut file, metadata) = match prompt_host_files::open_regular(&path) {
             Ok(opened) => opened,
             Err(missing) if missing.kind() == std::io::ErrorKind::NotFound => return None,
             Err(error) => {
@@ -140,20 +140,20 @@ impl CompiledCache {
             return None;
         }
         // An entry is at most the cache's size cap (a larger one would be
-        // evicted anyway): checked before reading, and again by the read.
+        // evicted anyway): checked on the opened handle before reading, and
+        // again by the read, should the file grow meanwhile.
         let mut bytes = Vec::new();
-        let read = match file.metadata() {
-            Ok(metadata) if metadata.len() > self.max_bytes => {
-                Err(format!("is {} bytes, over the cache's cap of {}", metadata.len(), self.max_bytes))
-            }
-            Ok(_) => match (&mut file).take(self.max_bytes + 1).read_to_end(&mut bytes) {
+        let read = if metadata.len() > self.max_bytes {
+            Err(format!("is {} bytes, over the cache's cap of {} bytes", metadata.len(), self.max_bytes))
+        } else {
+            bytes.reserve_exact(metadata.len() as usize);
+            match (&mut file).take(self.max_bytes.saturating_add(1)).read_to_end(&mut bytes) {
                 Ok(_) if bytes.len() as u64 > self.max_bytes => {
                     Err(format!("grew past the cache's cap of {} bytes while read", self.max_bytes))
                 }
                 Ok(_) => Ok(()),
                 Err(error) => Err(format!("cannot be read: {error}")),
-            },
-            Err(error) => Err(format!("cannot be inspected: {error}")),
+            }
         };
         if let Err(problem) = read {
             tracing::warn!(entry = %path.display(), "compiled cache entry {problem}: compiling instead");
@@ -307,9 +307,11 @@ fn trusted(opened: &File, path: &Path) -> Result<(), CacheError> {
 /// A path that opens the very file `opened` is (its inode, whatever its
 /// directory entry now names), for wasmtime to map: Linux's
 /// `/proc/self/fd/N`, when `/proc` is procfs (in a chroot it could be a plain
-/// directory whose names anyone able to write it could change between this
-/// check and wasmtime's open) and the path opens a file with `opened`'s
-/// device and inode.
+/// directory whose names anyone able to write it could change before
+/// wasmtime's open) and the path opens a file with `opened`'s device and
+/// inode. Both checks are by path, so they narrow that window rather than
+/// close it: in a chroot whose `/` others may write, `/proc` itself could
+/// still be replaced in between.
 fn mapped(opened: &File) -> Option<PathBuf> {
     #[cfg(target_os = "linux")]
     {
@@ -426,28 +428,42 @@ mod tests {
         let artifact = component.serialize().unwrap();
         let sound = entry(&[0xcd; 32], &artifact);
         assert!(sound.len() > 1024, "the fixture must be over the cap: {} bytes", sound.len());
-        std::fs::write(cache.entry(&digest), &sound).unwrap();
+        write_private(&cache.entry(&digest), &sound);
         assert!(cache.load(&engine, &digest).is_none(), "an entry over the cap was loaded");
         assert_eq!(std::fs::read(cache.entry(&digest)).unwrap(), sound, "an entry over the cap is left as it is");
 
         // An entry named as the format before this one named them (no format
         // in the name): this host never opens it, and a load leaves it be.
         let earlier = dir.path().join(ENTRIES_DIR).join(format!("{digest}-{}.cwasm", cache.engine_key));
-        std::fs::write(&earlier, b"an earlier format").unwrap();
+        write_private(&earlier, b"an earlier format");
         std::fs::remove_file(cache.entry(&digest)).unwrap();
         assert!(cache.load(&engine, &digest).is_none());
         assert_eq!(std::fs::read(&earlier).unwrap(), b"an earlier format");
     }
 
+    /// Writes a file as the cache writes its entries: readable and
+    /// writable by this user only (whatever the umask), so that the owner and
+    /// mode checks pass and what a test checks is reached.
+    fn write_private(path: &Path, bytes: &[u8]) {
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        options.open(path).unwrap().write_all(bytes).unwrap();
+    }
+
     /// Whether the test's temporary directory is where entries are mapped
-    /// from; said when not, since the mapping tests then check nothing.
+    /// from (a local filesystem, mounted without `noexec`); said when not,
+    /// since the mapping tests then check nothing.
     #[cfg(target_os = "linux")]
     fn maps_entries_in(dir: &Path) -> bool {
-        let local = local_filesystem(&File::open(dir).unwrap());
-        if !local {
+        let opened = File::open(dir).unwrap();
+        let executable = rustix::fs::fstatvfs(&opened).is_ok_and(|stat| !stat.f_flag.contains(rustix::fs::StatVfsMountFlags::NOEXEC));
+        let mapped_from = local_filesystem(&opened) && executable;
+        if !mapped_from {
             eprintln!("skipped: {} is not on a filesystem entries are mapped from", dir.display());
         }
-        local
+        mapped_from
     }
 
     #[cfg(target_os = "linux")]
