@@ -62,6 +62,7 @@ fn main() -> anyhow::Result<()> {
     }
     let write = option_values(&args, "--write", 1)?.map(|values| PathBuf::from(values[0]));
     let rounds: usize = option_values(&args, "--rounds", 1)?.map(|values| values[0].parse()).transpose()?.unwrap_or(5);
+    ensure!(rounds >= 1, "--rounds takes at least 1 (each figure is a median over the rounds)");
     let setup = Setup::locate()?;
     if let Some(values) = option_values(&args, "--soak", 3)? {
         return soak(&setup, values[0], values[1].parse()?, values[2].parse()?);
@@ -106,6 +107,9 @@ fn check_arguments(args: &[String]) -> anyhow::Result<bool> {
         given.push(option);
         let values: Vec<&String> = rest.by_ref().take(count).collect();
         ensure!(values.len() == count, "{option} takes {count} value(s)\n{}", usage());
+        if let Some(value) = values.iter().find(|value| value.starts_with('-')) {
+            bail!("{option} takes a value, not {value:?}\n{}", usage());
+        }
         if option == "--only" {
             for section in values[0].split(',') {
                 ensure!(SECTIONS.iter().any(|(name, _)| *name == section), "no section {section:?}\n{}", usage());
