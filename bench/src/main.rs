@@ -56,25 +56,25 @@ sections: {}",
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
-    if !check_arguments(&args)? {
+    let Some(arguments) = parse_arguments(&args)? else {
         println!("{}", usage());
         return Ok(());
-    }
-    let write = option_values(&args, "--write", 1)?.map(|values| PathBuf::from(values[0]));
-    let rounds: usize = option_values(&args, "--rounds", 1)?.map(|values| values[0].parse()).transpose()?.unwrap_or(5);
+    };
+    let write = arguments.values("--write").map(|values| PathBuf::from(&values[0]));
+    let rounds: usize = arguments.values("--rounds").map(|values| values[0].parse()).transpose()?.unwrap_or(5);
     ensure!(rounds >= 1, "--rounds takes at least 1 (each figure is a median over the rounds)");
-    let setup = Setup::locate()?;
-    if let Some(values) = option_values(&args, "--soak", 3)? {
-        return soak(&setup, values[0], values[1].parse()?, values[2].parse()?);
+    let setup = Setup::locate(arguments.values("--compare").map(|values| PathBuf::from(&values[0])))?;
+    if let Some(values) = arguments.values("--soak") {
+        return soak(&setup, &values[0], values[1].parse()?, values[2].parse()?);
     }
     let mut report = Report::default();
 
     // `--only stdio,sandbox` runs just those sections (for quick comparisons;
     // never with --write, since the table would be incomplete).
-    let only: Option<Vec<String>> = option_values(&args, "--only", 1)?.map(|values| values[0].split(',').map(str::to_string).collect());
+    let only: Option<Vec<&str>> = arguments.values("--only").map(|values| values[0].split(',').collect());
     ensure!(only.is_none() || write.is_none(), "--only makes a partial report: do not --write it");
     for (name, measure) in SECTIONS {
-        if only.as_ref().is_none_or(|only| only.iter().any(|section| section == name)) {
+        if only.as_ref().is_none_or(|only| only.contains(&name)) {
             measure(&setup, rounds, &mut report)?;
         }
     }
@@ -88,24 +88,34 @@ fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Refuses what the bench does not know before a run of minutes starts: an
-/// unknown option (a typo would otherwise run everything), an option given
-/// twice (only one would count), `--soak` beside the others (it would
-/// ignore them), an unknown section. False when asked for `--help`.
-fn check_arguments(args: &[String]) -> anyhow::Result<bool> {
+/// The command line, checked: each option given at most once, with its values.
+struct Arguments(Vec<(&'static str, Vec<String>)>);
+
+impl Arguments {
+    /// The values given to `option`, if it was given.
+    fn values(&self, option: &str) -> Option<&[String]> {
+        self.0.iter().find(|(given, _)| *given == option).map(|(_, values)| values.as_slice())
+    }
+}
+
+/// Reads the command line, refusing what the bench does not know before a
+/// run of minutes starts: an unknown option (a typo would otherwise run
+/// everything), an option given twice (only one would count), `--soak`
+/// beside the others (it would ignore them), an unknown section. None when
+/// asked for `--help`.
+fn parse_arguments(args: &[String]) -> anyhow::Result<Option<Arguments>> {
     const OPTIONS: [(&str, usize); 5] = [("--write", 1), ("--rounds", 1), ("--only", 1), ("--compare", 1), ("--soak", 3)];
-    let mut given = Vec::new();
+    let mut given = Arguments(Vec::new());
     let mut rest = args.iter().skip(1);
     while let Some(arg) = rest.next() {
         if arg == "--help" || arg == "-h" {
-            return Ok(false);
+            return Ok(None);
         }
         let Some(&(option, count)) = OPTIONS.iter().find(|(option, _)| option == arg) else {
             bail!("unknown argument {arg:?}\n{}", usage());
         };
-        ensure!(!given.contains(&option), "{option} is given twice\n{}", usage());
-        given.push(option);
-        let values: Vec<&String> = rest.by_ref().take(count).collect();
+        ensure!(given.values(option).is_none(), "{option} is given twice\n{}", usage());
+        let values: Vec<String> = rest.by_ref().take(count).cloned().collect();
         ensure!(values.len() == count, "{option} takes {count} value(s)\n{}", usage());
         if let Some(value) = values.iter().find(|value| value.starts_with('-')) {
             bail!("{option} takes a value, not {value:?}\n{}", usage());
@@ -115,17 +125,10 @@ fn check_arguments(args: &[String]) -> anyhow::Result<bool> {
                 ensure!(SECTIONS.iter().any(|(name, _)| *name == section), "no section {section:?}\n{}", usage());
             }
         }
+        given.0.push((option, values));
     }
-    ensure!(!given.contains(&"--soak") || given.len() == 1, "--soak takes no other option\n{}", usage());
-    Ok(true)
-}
-
-/// The `count` values after `--option` on the command line, if it is there.
-fn option_values<'a>(args: &'a [String], option: &str, count: usize) -> anyhow::Result<Option<Vec<&'a str>>> {
-    let Some(at) = args.iter().position(|arg| arg == option) else { return Ok(None) };
-    let values: Vec<&str> = args[at + 1..].iter().take(count).map(String::as_str).collect();
-    ensure!(values.len() == count, "{option} takes {count} value(s)");
-    Ok(Some(values))
+    ensure!(given.values("--soak").is_none() || given.0.len() == 1, "--soak takes no other option\n{}", usage());
+    Ok(Some(given))
 }
 
 /// Where the binaries and plugins are.
@@ -133,10 +136,13 @@ struct Setup {
     bin_dir: PathBuf,
     plugins: PathBuf,
     work: tempfile::TempDir,
+    /// `--compare PATH`: another prompt-host binary (an earlier build, say),
+    /// measured alternately with the others in the stdio section.
+    compare: Option<PathBuf>,
 }
 
 impl Setup {
-    fn locate() -> anyhow::Result<Setup> {
+    fn locate(compare: Option<PathBuf>) -> anyhow::Result<Setup> {
         let bin_dir = std::env::current_exe()?.parent().context("no parent")?.to_path_buf();
         for name in ["prompt-host", "floor-server", "rmcp-server"] {
             ensure!(
@@ -146,7 +152,7 @@ impl Setup {
             );
         }
         let plugins = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins/target/wasm32-wasip2/release");
-        Ok(Setup { bin_dir, plugins, work: tempfile::tempdir()? })
+        Ok(Setup { bin_dir, plugins, work: tempfile::tempdir()?, compare })
     }
 
     fn bin(&self, name: &str) -> PathBuf {
@@ -523,12 +529,9 @@ fn check_reply(server: &mut StdioServer, name: &str) -> anyhow::Result<()> {
 
 fn stdio_get(setup: &Setup, rounds: usize, report: &mut Report) -> anyhow::Result<()> {
     let mut servers = setup.code_review_servers()?;
-    // `--compare PATH`: another prompt-host binary (an earlier build, say),
-    // measured alternately with the others in the same run.
-    let args: Vec<String> = std::env::args().collect();
-    if let Some(values) = option_values(&args, "--compare", 1)? {
-        let (program, host_args) = (PathBuf::from(values[0]), servers[2].2.clone());
-        servers.push(("prompt-host (--compare binary)", program, host_args));
+    if let Some(program) = &setup.compare {
+        let host_args = servers[2].2.clone();
+        servers.push(("prompt-host (--compare binary)", program.clone(), host_args));
     }
     // Warm the compiled cache, so no round pays for compilation.
     check_reply(&mut StdioServer::start(&servers[2].1, &servers[2].2)?, servers[2].0)?;

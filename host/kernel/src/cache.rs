@@ -177,7 +177,7 @@ impl CompiledCache {
         // writes into it in place (see the module's documentation).
         let mapped = self
             .may_map(&file)
-            .then(|| mapped(&file))
+            .then(|| mapped(&file, &metadata))
             .flatten()
             .map(|path_of_opened| unsafe { Component::deserialize_file(engine, path_of_opened) });
         let loaded = match mapped {
@@ -312,7 +312,7 @@ fn trusted(opened: &File, path: &Path) -> Result<(), CacheError> {
 /// inode. Both checks are by path, so they narrow that window rather than
 /// close it: in a chroot whose `/` others may write, `/proc` itself could
 /// still be replaced in between.
-fn mapped(opened: &File) -> Option<PathBuf> {
+fn mapped(opened: &File, opened_metadata: &std::fs::Metadata) -> Option<PathBuf> {
     #[cfg(target_os = "linux")]
     {
         use std::os::fd::AsRawFd;
@@ -323,12 +323,12 @@ fn mapped(opened: &File) -> Option<PathBuf> {
             return None;
         }
         let path = PathBuf::from(format!("/proc/self/fd/{}", opened.as_raw_fd()));
-        let (named, checked) = (std::fs::metadata(&path).ok()?, opened.metadata().ok()?);
-        ((named.dev(), named.ino()) == (checked.dev(), checked.ino())).then_some(path)
+        let named = std::fs::metadata(&path).ok()?;
+        ((named.dev(), named.ino()) == (opened_metadata.dev(), opened_metadata.ino())).then_some(path)
     }
     #[cfg(not(target_os = "linux"))]
     {
-        let _ = opened;
+        let _ = (opened, opened_metadata);
         None
     }
 }
@@ -510,6 +510,6 @@ mod tests {
         let opened = File::open(&checked).unwrap();
         std::fs::rename(&other, &checked).unwrap();
         assert_eq!(std::fs::read(&checked).unwrap(), b"swapped in");
-        assert_eq!(std::fs::read(mapped(&opened).unwrap()).unwrap(), b"checked");
+        assert_eq!(std::fs::read(mapped(&opened, &opened.metadata().unwrap()).unwrap()).unwrap(), b"checked");
     }
 }
