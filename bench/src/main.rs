@@ -1317,3 +1317,43 @@ fn write_between_markers(path: &Path, text: &str) -> anyhow::Result<()> {
     std::fs::write(path, updated)?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(line: &str) -> anyhow::Result<Option<Arguments>> {
+        let args: Vec<String> = std::iter::once("prompt-host-bench").chain(line.split_whitespace()).map(String::from).collect();
+        parse_arguments(&args)
+    }
+
+    fn refusal(line: &str) -> String {
+        let error = parse(line).err().unwrap_or_else(|| panic!("{line:?} was accepted")).to_string();
+        error.lines().next().unwrap().to_string()
+    }
+
+    #[test]
+    fn options_are_read_once_with_their_values() {
+        let arguments = parse("--only stdio,scale --rounds 3 --compare /tmp/ph").unwrap().unwrap();
+        assert_eq!(arguments.values("--only"), Some(["stdio,scale".to_string()].as_slice()));
+        assert_eq!(arguments.values("--rounds"), Some(["3".to_string()].as_slice()));
+        assert_eq!(arguments.values("--compare"), Some(["/tmp/ph".to_string()].as_slice()));
+        assert_eq!(arguments.values("--write"), None);
+        let soak = parse("--soak host 1 100").unwrap().unwrap();
+        assert_eq!(soak.values("--soak").unwrap(), ["host", "1", "100"]);
+        assert!(parse("").unwrap().unwrap().0.is_empty());
+    }
+
+    #[test]
+    fn what_the_bench_does_not_know_is_refused_before_a_run_and_help_is_not_a_run() {
+        assert!(parse("--help").unwrap().is_none());
+        assert!(parse("--only stdio -h").unwrap().is_none());
+        assert_eq!(refusal("--wrte BENCHMARKS.md"), r#"unknown argument "--wrte""#);
+        assert_eq!(refusal("--only stdo"), r#"no section "stdo""#);
+        assert_eq!(refusal("--only stdio --only list"), "--only is given twice");
+        assert_eq!(refusal("--soak host 1 10 --rounds 2"), "--soak takes no other option");
+        assert_eq!(refusal("--soak host 1"), "--soak takes 3 value(s)");
+        assert_eq!(refusal("--write -h"), r#"--write takes a value, not "-h""#);
+        assert_eq!(refusal("--compare --write x"), r#"--compare takes a value, not "--write""#);
+    }
+}
