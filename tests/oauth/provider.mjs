@@ -142,6 +142,22 @@ async function forge({ keys: file, issuer, resource, kind }) {
         .setExpirationTime(now + 300)
         .sign(await jose.importJWK(jwk, 'ES256'));
       break;
+    case 'short-lived':
+      // Valid for 3 seconds: a stream it opens must end when it does.
+      token = await new jose.SignJWT({ ...claims })
+        .setProtectedHeader({ alg: 'ES256', kid: jwk.kid, typ: 'at+jwt' })
+        .setIssuedAt(now)
+        .setExpirationTime(now + 3)
+        .sign(await jose.importJWK(jwk, 'ES256'));
+      break;
+    case 'numeric-sub':
+      // RFC 7519 makes sub a string: 42 is not a subject, nor no subject.
+      token = await new jose.SignJWT({ ...claims, sub: 42 })
+        .setProtectedHeader({ alg: 'ES256', kid: jwk.kid, typ: 'at+jwt' })
+        .setIssuedAt(now)
+        .setExpirationTime(now + 300)
+        .sign(await jose.importJWK(jwk, 'ES256'));
+      break;
     case 'untyped':
       // An ID-token-like JWT: right audience, but not typed as an access token.
       token = await new jose.SignJWT({ ...claims })

@@ -239,6 +239,7 @@ def test_the_resource_metadata_names_the_provider_and_tokens_that_do_not_count_g
                 provider.forge("cnf"),
             "its header names critical extensions (crit), which this server does not understand (RFC 7515 §4.1.11)":
                 provider.forge("crit"),
+            "its sub claim is not a string": provider.forge("numeric-sub"),
         }
         for reason, token in refused.items():
             answer = post(url, token)
@@ -457,3 +458,9 @@ def test_a_request_state_opens_only_for_the_tenant_and_user_it_was_issued_to():
                                             "data": {"prompt": PROMPT, "reason": "input"}}, refused
             done = get_2026(url, alice, inputResponses=answers, requestState=state)
             assert done["result"]["messages"][0]["content"]["text"] == "Prompt with context: 'alice's'", done
+            # Not single-use (issue "Hardening, round 3", item 6; documented in
+            # the WIT and SECURITY.md): the same user may send it again, with
+            # other answers, within its lifetime.
+            again = get_2026(url, alice, inputResponses={"user_context": {"action": "accept", "content": {"context": "again"}}},
+                             requestState=state)
+            assert again["result"]["messages"][0]["content"]["text"] == "Prompt with context: 'again'", again

@@ -51,9 +51,19 @@ def test_the_deployment_probes_drains_and_is_scraped_as_documented():
     assert args["--http"] == f"0.0.0.0:{ports['mcp']}" and "--allow-remote" in args
     assert args["--metrics"] == f"0.0.0.0:{ports['metrics']}" and "--metrics-allow-remote" in args
 
-    # Ready once the packs have loaded; alive while the process serves.
+    # Ready once the packs have loaded; alive while the process serves. One
+    # missed probe takes no replica out of service.
     assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "metrics"}
     assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "metrics"}
+    assert container["readinessProbe"]["failureThreshold"] >= 3 and container["livenessProbe"]["failureThreshold"] >= 3
+    # Only Prometheus's namespace reaches the metrics port; anyone the MCP port.
+    policy = found["NetworkPolicy"]
+    assert policy["spec"]["podSelector"] == deployment["spec"]["selector"]
+    assert policy["spec"]["ingress"] == [
+        {"ports": [{"port": "mcp"}]},
+        {"from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}],
+         "ports": [{"port": "metrics"}]},
+    ]
     assert pod["metadata"]["annotations"] == {
         "prometheus.io/scrape": "true",
         "prometheus.io/port": str(ports["metrics"]),

@@ -518,6 +518,13 @@ struct HttpArgs {
     #[arg(long, value_name = "N", default_value_t = http::DEFAULT_MAX_CONNECTIONS as u32, requires = "http",
           value_parser = clap::value_parser!(u32).range(1..))]
     max_connections: u32,
+    /// Connections one client (an IPv4 address, an IPv6 /64) may hold at
+    /// once; past it, 503 at once. One /24 (IPv6 /48) holds at most half of
+    /// --max-connections, or this if more. Default: a quarter of
+    /// --max-connections, at least 8. Behind a reverse proxy every
+    /// connection comes from the proxy: set it to --max-connections there.
+    #[arg(long, value_name = "N", requires = "http", value_parser = clap::value_parser!(u32).range(1..))]
+    max_connections_per_client: Option<u32>,
     /// Sessions open at once; past it, once no session has been idle a
     /// minute, a new session gets 503.
     #[arg(long, value_name = "N", default_value_t = http::DEFAULT_MAX_SESSIONS as u32, requires = "http",
@@ -822,6 +829,7 @@ async fn http_config(address: &str, args: &HttpArgs, authorization: Option<Autho
     http.authorization = authorization;
     http.max_request_bytes = (args.max_request_kib as usize) << 10;
     http.max_connections = args.max_connections as usize;
+    http.max_connections_per_client = args.max_connections_per_client.map(|cap| cap as usize);
     http.max_sessions = args.max_sessions as usize;
     http.max_streams_per_user = args.max_streams_per_user as usize;
     http.max_streams_per_tenant = args.max_streams_per_tenant as usize;

@@ -36,12 +36,22 @@ use jsonwebtoken::jwk::{AlgorithmParameters, Jwk, JwkSet};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::{Map, Value};
 
+use super::connections::{client_network, client_prefix};
+
 /// The longest access token read; a JWT is a few kilobytes.
 pub const MAX_TOKEN_BYTES: usize = 16 << 10;
 /// The most bytes of the issuer's metadata or key set.
 pub const MAX_KEYS_BYTES: usize = 64 << 10;
 /// The most keys read from the key set.
 pub const MAX_KEYS: usize = 32;
+/// Requests that may wait at once for the issuer's keys (a token naming a
+/// key not held), in all and from one client network (its prefix: as many
+/// as [`INTROSPECTIONS_PER_PREFIX`]); past either, 503 at once.
+pub const MAX_KEY_WAITS: usize = 16;
+pub const KEY_WAITS_PER_CLIENT: usize = 2;
+/// How long such a request waits for the keys, at most, before 503: a
+/// token naming an unknown key holds its connection no longer than this.
+pub const KEY_WAIT: Duration = Duration::from_secs(5);
 /// How long fetching the issuer's metadata or keys may take.
 pub const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
 /// The default of `jwks_max_age_secs`: how old the keys held may get before
@@ -63,11 +73,19 @@ pub const INTROSPECTION_CACHE_MAX: Duration = Duration::from_secs(300);
 pub const INTROSPECTION_REFUSAL_TTL: Duration = Duration::from_secs(10);
 /// Introspections under way at once.
 pub const MAX_INTROSPECTIONS_IN_FLIGHT: usize = 16;
-/// Of the [`MAX_INTROSPECTIONS_IN_FLIGHT`] turns, those that client networks
-/// the issuer refused a token from within [`SUSPECT_FOR`] share; the others
-/// are for every other network. So a client sending junk tokens from many
-/// networks waits behind its own junk, not in front of valid tokens.
+/// Of the [`MAX_INTROSPECTIONS_IN_FLIGHT`] turns, those that client prefixes
+/// (an IPv4 /24, an IPv6 /48) the issuer refused a token from within
+/// [`SUSPECT_FOR`] share; the others are for every other network. So a
+/// client sending junk tokens from many addresses of a few prefixes waits
+/// behind its own junk, not in front of valid tokens.
 pub const SUSPECT_INTROSPECTIONS_IN_FLIGHT: usize = 4;
+/// Of the [`MAX_INTROSPECTIONS_IN_FLIGHT`] turns, those kept for client
+/// networks that presented a valid token within [`SUSPECT_FOR`] (even from a
+/// suspect prefix): junk from fresh addresses never takes them.
+pub const VOUCHED_INTROSPECTIONS_IN_FLIGHT: usize = 4;
+/// The turns every other network shares.
+const CLEAN_INTROSPECTIONS_IN_FLIGHT: usize =
+    MAX_INTROSPECTIONS_IN_FLIGHT - SUSPECT_INTROSPECTIONS_IN_FLIGHT - VOUCHED_INTROSPECTIONS_IN_FLIGHT;
 /// How long a client network stays among those sharing the
 /// [`SUSPECT_INTROSPECTIONS_IN_FLIGHT`] turns after the issuer refused a
 /// token from it (or after it last asked for an introspection meanwhile).
@@ -219,6 +237,9 @@ pub struct Grant {
     pub subject: Option<String>,
     /// The tenant claim's values, in order (none if tenants are not served).
     pub tenants: Vec<String>,
+    /// When the token stops counting (its `exp` and the leeway), if it says:
+    /// a stream it opened ends then.
+    pub expires: Option<std::time::SystemTime>,
 }
 
 /// Why a request is not authorized. Each is answered with the status and
@@ -290,11 +311,21 @@ pub struct ResourceServer {
     /// lately ([`MAX_INTROSPECTIONS_IN_FLIGHT`] -
     /// [`SUSPECT_INTROSPECTIONS_IN_FLIGHT`]).
     clean_turns: Arc<tokio::sync::Semaphore>,
-    /// The turns of the networks it has ([`SUSPECT_INTROSPECTIONS_IN_FLIGHT`]).
+    /// The turns of the prefixes it has ([`SUSPECT_INTROSPECTIONS_IN_FLIGHT`]).
     suspect_turns: Arc<tokio::sync::Semaphore>,
+    /// The turns of networks that presented a valid token lately
+    /// ([`VOUCHED_INTROSPECTIONS_IN_FLIGHT`]).
+    vouched_turns: Arc<tokio::sync::Semaphore>,
+    /// The client networks that presented a valid token, until when they
+    /// take the vouched turns.
+    vouched: std::sync::Mutex<ExpiringMap<IpAddr, ()>>,
     /// Introspections under way or waiting, per client network and prefix.
     client_turns: Arc<std::sync::Mutex<ClientTurns>>,
-    /// The client networks the issuer refused a token from, until when they
+    /// Requests waiting for the issuer's keys (their key not held), per
+    /// client network and prefix, and in all ([`MAX_KEY_WAITS`]).
+    key_waits: Arc<std::sync::Mutex<ClientTurns>>,
+    key_wait_places: Arc<tokio::sync::Semaphore>,
+    /// The client prefixes the issuer refused a token from, until when they
     /// share the suspect turns.
     suspects: std::sync::Mutex<ExpiringMap<IpAddr, ()>>,
     /// Introspections refused as busy, logged apart from other refusals so
@@ -417,6 +448,20 @@ impl Introspected {
     }
 }
 
+/// The address in one hop of `X-Forwarded-For`: an address, or one with a
+/// port as some proxies write it (`192.0.2.1:443`, `[2001:db8::1]:443`,
+/// `[2001:db8::1]`); `None` for anything else.
+fn forwarded_address(hop: &str) -> Option<IpAddr> {
+    let hop = hop.trim();
+    if let Ok(address) = hop.parse::<IpAddr>() {
+        return Some(address);
+    }
+    if let Ok(address) = hop.parse::<std::net::SocketAddr>() {
+        return Some(address.ip());
+    }
+    hop.strip_prefix('[')?.strip_suffix(']')?.parse::<std::net::Ipv6Addr>().ok().map(IpAddr::V6)
+}
+
 /// Introspections under way or waiting, per client network and per prefix.
 #[derive(Default)]
 struct ClientTurns {
@@ -466,30 +511,6 @@ impl Drop for ClientTurn {
     }
 }
 
-/// The network a client address stands for: an IPv4 address itself, an IPv6
-/// address its /64 (what one site is usually given).
-fn client_network(peer: IpAddr) -> IpAddr {
-    masked(peer, 32, 64)
-}
-
-/// The prefix a client address is counted in with its neighbours: an IPv4
-/// /24, an IPv6 /48.
-fn client_prefix(peer: IpAddr) -> IpAddr {
-    masked(peer, 24, 48)
-}
-
-/// `peer`'s first `v4_bits` or `v6_bits` (an IPv4-mapped IPv6 address as IPv4).
-fn masked(peer: IpAddr, v4_bits: u32, v6_bits: u32) -> IpAddr {
-    let v4 = |v4: std::net::Ipv4Addr| IpAddr::V4((u32::from(v4) & (u32::MAX.checked_shl(32 - v4_bits).unwrap_or(0))).into());
-    match peer {
-        IpAddr::V4(address) => v4(address),
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(address) => v4(address),
-            None => IpAddr::V6((u128::from(v6) & (u128::MAX.checked_shl(128 - v6_bits).unwrap_or(0))).into()),
-        },
-    }
-}
-
 impl ResourceServer {
     pub fn new(settings: AuthorizationSettings) -> Result<ResourceServer, String> {
         settings.check()?;
@@ -508,9 +529,13 @@ impl ResourceServer {
             keys: std::sync::Mutex::new(keys),
             introspected: Default::default(),
             introspecting: Default::default(),
-            clean_turns: Arc::new(tokio::sync::Semaphore::new(MAX_INTROSPECTIONS_IN_FLIGHT - SUSPECT_INTROSPECTIONS_IN_FLIGHT)),
+            clean_turns: Arc::new(tokio::sync::Semaphore::new(CLEAN_INTROSPECTIONS_IN_FLIGHT)),
             suspect_turns: Arc::new(tokio::sync::Semaphore::new(SUSPECT_INTROSPECTIONS_IN_FLIGHT)),
+            vouched_turns: Arc::new(tokio::sync::Semaphore::new(VOUCHED_INTROSPECTIONS_IN_FLIGHT)),
+            vouched: std::sync::Mutex::new(ExpiringMap::new(MAX_SUSPECT_NETWORKS)),
             client_turns: Default::default(),
+            key_waits: Default::default(),
+            key_wait_places: Arc::new(tokio::sync::Semaphore::new(MAX_KEY_WAITS)),
             suspects: std::sync::Mutex::new(ExpiringMap::new(MAX_SUSPECT_NETWORKS)),
             busy_log: Default::default(),
         })
@@ -578,9 +603,7 @@ impl ResourceServer {
         let hops: Vec<&'a [u8]> = forwarded_for.flat_map(|value| value.split(|byte| *byte == b',')).collect();
         let mut client = peer;
         for hop in hops.into_iter().rev() {
-            let Some(address) =
-                std::str::from_utf8(hop).ok().and_then(|hop| hop.trim().parse::<IpAddr>().ok()).map(|address| address.to_canonical())
-            else {
+            let Some(address) = std::str::from_utf8(hop).ok().and_then(forwarded_address).map(|address| address.to_canonical()) else {
                 break;
             };
             client = address;
@@ -591,8 +614,17 @@ impl ResourceServer {
         client
     }
 
-    /// Checks the `Authorization` header of a request from `peer`.
+    /// Checks the `Authorization` header of a request from `peer`; a valid
+    /// token vouches for `peer`'s network (see [`VOUCHED_INTROSPECTIONS_IN_FLIGHT`]).
     pub async fn authorize(self: &Arc<Self>, header: Option<&[u8]>, peer: IpAddr) -> Result<Grant, Denial> {
+        let checked = self.check_token(header, peer).await;
+        if checked.is_ok() {
+            self.vouched.lock().expect("never poisoned").insert(client_network(peer), (), Instant::now() + SUSPECT_FOR);
+        }
+        checked
+    }
+
+    async fn check_token(self: &Arc<Self>, header: Option<&[u8]>, peer: IpAddr) -> Result<Grant, Denial> {
         let token = bearer_token(header.ok_or(Denial::NoToken)?)?;
         let invalid = |why: String| Denial::InvalidToken(why);
         if token.split('.').count() != 3 {
@@ -613,7 +645,7 @@ impl ResourceServer {
                 header.typ.as_deref().map(cut).unwrap_or("none")
             )));
         }
-        let key = self.key_for(header.kid.as_deref()).await?;
+        let key = self.key_for(header.kid.as_deref(), peer).await?;
         check_key_fits(&key, algorithm)?;
         let decoding_key = DecodingKey::from_jwk(&key).map_err(|error| invalid(format!("the issuer's key cannot be used: {error}")))?;
         let mut validation = Validation::new(algorithm);
@@ -647,7 +679,18 @@ impl ResourceServer {
             Some(claim) => strings(claims.get(claim)),
             None => Vec::new(),
         };
-        Ok(Grant { subject: claims.get("sub").and_then(Value::as_str).map(str::to_string), tenants })
+        // `sub` is a string (RFC 7519 4.1.2); read as no subject, `42` and
+        // `43` would share one session binding and one user's caps.
+        let subject = match claims.get("sub") {
+            None => None,
+            Some(Value::String(subject)) => Some(subject.clone()),
+            Some(_) => return Err(Denial::InvalidToken("its sub claim is not a string".to_string())),
+        };
+        let expires = claims
+            .get("exp")
+            .and_then(Value::as_u64)
+            .map(|exp| std::time::UNIX_EPOCH + Duration::from_secs(exp.saturating_add(self.settings.leeway.as_secs())));
+        Ok(Grant { subject, tenants, expires })
     }
 
     /// Asks the introspection endpoint about an opaque token from `peer`
@@ -717,16 +760,18 @@ impl ResourceServer {
         let Some(introspection) = &self.settings.introspection else {
             return Some(Err(Denial::InvalidToken("no introspection endpoint is configured".to_string())));
         };
-        let network = client_network(peer);
+        let (network, prefix) = (client_network(peer), client_prefix(peer));
+        let vouched = self.vouched.lock().expect("never poisoned").get(&network).is_some();
         let (turns, turns_of_its_kind) = {
             let mut suspects = self.suspects.lock().expect("never poisoned");
-            match suspects.get(&network).is_some() {
-                // A suspect network asking again stays suspect.
-                true => {
-                    suspects.insert(network, (), Instant::now() + SUSPECT_FOR);
+            match (vouched, suspects.get(&prefix).is_some()) {
+                (true, _) => (&self.vouched_turns, VOUCHED_INTROSPECTIONS_IN_FLIGHT),
+                // A suspect prefix asking again stays suspect.
+                (false, true) => {
+                    suspects.insert(prefix, (), Instant::now() + SUSPECT_FOR);
                     (&self.suspect_turns, SUSPECT_INTROSPECTIONS_IN_FLIGHT)
                 }
-                false => (&self.clean_turns, MAX_INTROSPECTIONS_IN_FLIGHT - SUSPECT_INTROSPECTIONS_IN_FLIGHT),
+                (false, false) => (&self.clean_turns, CLEAN_INTROSPECTIONS_IN_FLIGHT),
             }
         };
         let turn = tokio::select! {
@@ -749,7 +794,7 @@ impl ResourceServer {
             // The issuer away is not the token's fault: not remembered.
             Err(denial @ Denial::IssuerUnavailable(_)) => return Some(Err(denial)),
             Err(denial) => {
-                self.suspects.lock().expect("never poisoned").insert(network, (), Instant::now() + SUSPECT_FOR);
+                self.suspects.lock().expect("never poisoned").insert(prefix, (), Instant::now() + SUSPECT_FOR);
                 (Err(denial), INTROSPECTION_REFUSAL_TTL)
             }
         };
@@ -844,7 +889,7 @@ impl ResourceServer {
     /// request fetches the keys again itself (a rotation), by one request at
     /// a time and at most once per `keys_min_refresh` (failed fetches
     /// included), or waits for the fetch under way.
-    async fn key_for(self: &Arc<Self>, kid: Option<&str>) -> Result<Jwk, Denial> {
+    async fn key_for(self: &Arc<Self>, kid: Option<&str>, peer: IpAddr) -> Result<Jwk, Denial> {
         let (held, stale, due) = {
             let keys = self.keys.lock().expect("never poisoned");
             (
@@ -865,8 +910,32 @@ impl ResourceServer {
         }
         // The key is not held: fetch the keys again if due, or wait for the
         // fetch under way (its keys may hold it), which takes at most
-        // FETCH_TIMEOUT.
-        self.refresh(true).await;
+        // FETCH_TIMEOUT. A token naming a key is no proof of anything yet:
+        // few wait at once, from one client fewer, and none for long.
+        let Ok(_client_wait) = ClientTurn::take(&self.key_waits, peer, KEY_WAITS_PER_CLIENT) else {
+            return Err(self.busy(
+                peer,
+                format!(
+                    "{KEY_WAITS_PER_CLIENT} requests from this client (or {INTROSPECTIONS_PER_PREFIX} from its prefix) already \
+                     wait for the issuer's keys"
+                ),
+            ));
+        };
+        let Ok(_wait) = Arc::clone(&self.key_wait_places).try_acquire_owned() else {
+            return Err(self.busy(peer, format!("{MAX_KEY_WAITS} requests already wait for the issuer's keys")));
+        };
+        // In a task of its own: a fetch this request started goes on for
+        // the others when this request stops waiting.
+        let fetch = tokio::spawn({
+            let server = Arc::clone(self);
+            async move { server.refresh(true).await }
+        });
+        if tokio::time::timeout(KEY_WAIT, fetch).await.is_err() {
+            return Err(Denial::IssuerUnavailable(format!(
+                "its key is not held, and the issuer's keys did not come within {} s",
+                KEY_WAIT.as_secs()
+            )));
+        }
         if let Some(key) = find(&self.keys.lock().expect("never poisoned").set, kid).cloned() {
             return Ok(key);
         }
@@ -1131,6 +1200,24 @@ mod tests {
     }
 
     #[test]
+    fn a_subject_that_is_not_a_string_is_refused_not_read_as_no_subject() {
+        // Issue "Hardening, round 3", item 6: `sub: 42` and `sub: 43` were
+        // one user, with one session binding.
+        let server = ResourceServer::new(settings()).unwrap();
+        let claims = |sub: Value| serde_json::json!({ "scope": "prompts", "sub": sub }).as_object().unwrap().clone();
+        for sub in [serde_json::json!(42), serde_json::json!(["alice"]), Value::Null] {
+            assert_eq!(
+                server.grant(&claims(sub.clone())).err().map(|denial| denial.to_string()),
+                Some(Denial::InvalidToken("its sub claim is not a string".to_string()).to_string()),
+                "{sub}"
+            );
+        }
+        assert_eq!(server.grant(&claims("42".into())).unwrap().subject.as_deref(), Some("42"));
+        let without = serde_json::json!({ "scope": "prompts" }).as_object().unwrap().clone();
+        assert_eq!(server.grant(&without).unwrap().subject, None);
+    }
+
+    #[test]
     fn the_metadata_names_the_resource_its_issuer_and_scope_at_the_rfc_9728_path() {
         let server = ResourceServer::new(settings()).unwrap();
         assert_eq!(server.metadata_paths(), ["/.well-known/oauth-protected-resource/mcp".to_string(), METADATA_PATH.to_string()]);
@@ -1197,10 +1284,6 @@ mod tests {
         assert!(!could_be_opaque_token("===="));
         assert!(!could_be_opaque_token(&"a".repeat(MAX_OPAQUE_TOKEN_BYTES + 1)));
         assert!(could_be_opaque_token(&"a".repeat(MAX_OPAQUE_TOKEN_BYTES)));
-        assert_eq!(client_network("2001:db8:1:2:3:4:5:6".parse().unwrap()), "2001:db8:1:2::".parse::<IpAddr>().unwrap());
-        assert_eq!(client_network("::ffff:10.0.0.1".parse().unwrap()), "10.0.0.1".parse::<IpAddr>().unwrap());
-        assert_eq!(client_prefix("2001:db8:1:2:3:4:5:6".parse().unwrap()), "2001:db8:1::".parse::<IpAddr>().unwrap());
-        assert_eq!(client_prefix("::ffff:10.0.7.1".parse().unwrap()), "10.0.7.0".parse::<IpAddr>().unwrap());
         let turns = Arc::new(std::sync::Mutex::new(ClientTurns::default()));
         let network: IpAddr = "10.0.0.1".parse().unwrap();
         let first = ClientTurn::take(&turns, network, 2).unwrap();
@@ -1222,7 +1305,7 @@ mod tests {
     fn a_subject_minting_tokens_pushes_out_only_its_own_and_a_full_cache_its_soonest_expiring() {
         let mut introspected = Introspected::default();
         let now = Instant::now();
-        let grant = |subject: &str| Grant { subject: Some(subject.into()), tenants: vec![] };
+        let grant = |subject: &str| Grant { subject: Some(subject.into()), tenants: vec![], expires: None };
         let key = |index: usize| {
             let mut key = [0u8; 32];
             key[..8].copy_from_slice(&(index as u64).to_le_bytes());
@@ -1249,7 +1332,7 @@ mod tests {
     fn refusals_remembered_never_push_out_active_tokens() {
         let mut introspected = Introspected::default();
         let later = Instant::now() + Duration::from_secs(60);
-        let grant = Grant { subject: Some("alice".into()), tenants: vec!["acme".into()] };
+        let grant = Grant { subject: Some("alice".into()), tenants: vec!["acme".into()], expires: None };
         for index in 0..MAX_INTROSPECTION_REFUSALS + 10 {
             let mut key = [0u8; 32];
             key[..8].copy_from_slice(&(index as u64).to_le_bytes());
@@ -1278,6 +1361,12 @@ mod tests {
         assert_eq!(client(&["192.0.2.1, junk, 10.2.2.2"], "10.0.0.1"), address("10.2.2.2"));
         // Every hop trusted: the leftmost.
         assert_eq!(client(&["10.3.3.3, 10.2.2.2"], "10.0.0.1"), address("10.3.3.3"));
+        // A proxy that writes the client's port too (issue "Hardening,
+        // round 3", item 6): the address is read, not the proxy taken.
+        assert_eq!(client(&["192.0.2.1:51234"], "10.0.0.1"), address("192.0.2.1"));
+        assert_eq!(client(&["[2001:db8::7]:443, 10.2.2.2:80"], "10.0.0.1"), address("2001:db8::7"));
+        assert_eq!(client(&["[2001:db8::7]"], "10.0.0.1"), address("2001:db8::7"));
+        assert_eq!(client(&["192.0.2.1:notaport"], "10.0.0.1"), address("10.0.0.1"));
         // A dual-stack listener's IPv4 peer (and hop) is compared as IPv4.
         assert_eq!(client(&["::ffff:192.0.2.1"], "::ffff:10.0.0.1"), address("192.0.2.1"));
         assert_eq!(client(&["192.0.2.1"], "::ffff:192.0.2.9"), address("192.0.2.9"));

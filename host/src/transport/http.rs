@@ -35,14 +35,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
-use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -50,6 +49,7 @@ use rmcp::ServerHandler;
 
 use super::TransportError;
 use super::authorization::{AuthorizationSettings, Denial, ResourceServer};
+use super::connections::{self, ConnectionCaps, Connections, Place, WriteDeadline};
 use super::front::{self, Body, LOOPBACK_HOSTS, ListenOptions, plain};
 use crate::identity::{self, Principal};
 use crate::log_budget::{Admission, LogBudget, LogWindow};
@@ -111,6 +111,11 @@ pub struct HttpConfig {
     pub max_request_bytes: usize,
     /// Connections served at once; further ones wait in the listen backlog.
     pub max_connections: usize,
+    /// Connections one client network (an IPv4 address, an IPv6 /64) may
+    /// hold at once; `None`: [`default_connections_per_client`]. One prefix
+    /// (an IPv4 /24, an IPv6 /48) holds at most half of `max_connections`,
+    /// or this if more.
+    pub max_connections_per_client: Option<usize>,
     /// Sessions open at once, per tenant; past it a new session gets 503.
     pub max_sessions: usize,
     /// Long-lived streams (a session's GET stream, `subscriptions/listen`)
@@ -136,6 +141,7 @@ impl HttpConfig {
             authorization: None,
             max_request_bytes: DEFAULT_MAX_REQUEST_KIB << 10,
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_connections_per_client: None,
             max_sessions: DEFAULT_MAX_SESSIONS,
             max_streams_per_user: DEFAULT_MAX_STREAMS_PER_USER,
             max_streams_per_tenant: DEFAULT_MAX_STREAMS_PER_TENANT,
@@ -305,12 +311,15 @@ impl HttpListener {
             calls: stopping.calls.clone(),
             refusals: Default::default(),
             allowed_hosts: config.allowed_hosts.clone(),
-            streams: Arc::new(Streams::new(&config)),
+            streams: Arc::new(Streams::new(&config, Counted::Streams)),
+            requests: Arc::new(Streams::new(&config, Counted::Requests)),
             streams_end: stopping.streams.clone(),
         });
 
+        let caps = connection_caps(&config);
         tracing::info!(
             max_connections = config.max_connections,
+            max_connections_per_client = caps.per_client,
             max_sessions = config.max_sessions,
             max_streams = stream_connections(config.max_connections),
             "serving MCP over Streamable HTTP at {}{}",
@@ -321,7 +330,7 @@ impl HttpListener {
                 Access::OAuth(_) => " (OAuth access token required)",
             }
         );
-        let connections = Arc::new(Connections::new(config.max_connections));
+        let connections = Arc::new(Connections::new(connection_caps(&config)));
         let accepting = TaskTracker::new();
         for listener in listeners {
             accepting.spawn(accept(listener, connections.clone(), front.clone(), gate.clone(), stopping.clone()));
@@ -424,7 +433,14 @@ async fn accept<S: ServerHandler + Clone + Send + Sync + 'static>(
             },
         };
         let place = tokio::select! {
-            place = connections.place() => Some(place),
+            place = connections.place(peer.ip()) => match place {
+                Ok(place) => Some(place),
+                Err(refusal) => {
+                    tracing::debug!(%peer, "refusing a connection: {}", refusal.0);
+                    connections::refuse(stream, &refusal);
+                    continue;
+                }
+            },
             // Served as the queued ones below are.
             _ = stopping.accepting.cancelled() => None,
         };
@@ -490,9 +506,15 @@ fn serve_connection<S: ServerHandler + Clone + Send + Sync + 'static>(
                 // Busy from the request's headers until its response is
                 // sent or dropped: only an idle connection is shed.
                 let busy = place.as_ref().map(|place| place.busy());
+                let place = place.clone();
                 async move {
                     let response = gate.route(request, peer, &front).await;
                     arriving.lock().expect("never poisoned").take();
+                    if response.status().is_client_error()
+                        && let Some(place) = &place
+                    {
+                        place.refused();
+                    }
                     Ok::<_, Infallible>(match busy {
                         Some(busy) => response.map(|body| Holding::new(body, busy).boxed()),
                         None => response,
@@ -503,14 +525,21 @@ fn serve_connection<S: ServerHandler + Clone + Send + Sync + 'static>(
         let connection = hyper::server::conn::http1::Builder::new()
             .timer(hyper_util::rt::TokioTimer::new())
             .header_read_timeout(HEADER_READ_TIMEOUT)
-            .serve_connection(TokioIo::new(stream), handle);
+            .max_buf_size(connections::CONNECTION_BUFFER_BYTES)
+            .serve_connection(TokioIo::new(WriteDeadline::new(stream, place.clone())), handle);
         let mut connection = std::pin::pin!(connection);
         let result = tokio::select! {
             result = connection.as_mut() => result,
             _ = shed.cancelled() => {
+                // Its client reads nothing of what it was sent: closed at
+                // once, whatever it holds.
+                if place.as_ref().is_some_and(|place| place.is_stalled()) {
+                    tracing::debug!(%peer, "closing a connection whose client reads nothing, to make room for a new one");
+                    return;
+                }
                 // A request may have arrived since it was picked: it is
                 // answered, in full, and the connection closes after it.
-                tracing::debug!(%peer, "closing the connection idle longest to make room for a new one");
+                tracing::debug!(%peer, "closing an idle connection to make room for a new one");
                 connection.as_mut().graceful_shutdown();
                 tokio::select! {
                     result = connection.as_mut() => result,
@@ -566,6 +595,8 @@ struct Gate {
     allowed_hosts: Vec<String>,
     /// The long-lived streams open, and their caps.
     streams: Arc<Streams>,
+    /// The requests under way (streams aside), and their caps.
+    requests: Arc<Streams>,
     /// Cancelled when the server stops: every stream ends.
     streams_end: CancellationToken,
 }
@@ -631,25 +662,21 @@ impl Gate {
         // A POST carries a call (or opens or ends a session): stopping waits
         // until its response is sent, unless it opens a stream.
         let mut call = (request.method() == hyper::Method::POST).then(|| self.calls.token());
+        // With OAuth, counted from here until its response is sent, per user
+        // and per tenant (a stream is counted as a stream instead, below).
+        // Without, there is one tenant and no user: a client is bounded by
+        // its network's connections.
+        let mut under_way = match grant.is_some().then(|| self.requests.admit(tenant, user.as_deref())) {
+            Some(Ok(held)) => Some(held),
+            Some(Err((status, refusal))) => return plain(status, &refusal),
+            None => None,
+        };
         let (mut parts, body) = request.into_parts();
         // hyper bounds the time to send headers; this bounds the body, read
-        // whole (and bounded in size) before rmcp sees it.
-        let body = match tokio::time::timeout(self.body_read_timeout, Limited::new(body, self.max_request_bytes).collect()).await {
-            Ok(Ok(body)) => body.to_bytes(),
-            Ok(Err(error)) if error.is::<http_body_util::LengthLimitError>() => {
-                return plain(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    &format!("payload too large: the request body is over {} KiB (--max-request-kib)", self.max_request_bytes >> 10),
-                );
-            }
-            // The client broke the framing or went away.
-            Ok(Err(_)) => return closing(plain(StatusCode::BAD_REQUEST, "bad request: the body could not be read")),
-            Err(_) => {
-                return closing(plain(
-                    StatusCode::REQUEST_TIMEOUT,
-                    &format!("request timeout: the body did not arrive within {} ms", self.body_read_timeout.as_millis()),
-                ));
-            }
+        // whole (and bounded in size and rate) before rmcp sees it.
+        let body = match read_body(body, self.max_request_bytes, self.body_read_timeout).await {
+            Ok(body) => body,
+            Err(answer) => return answer,
         };
         let methods = json_rpc_methods(&body);
         let has_method = |name: &str| methods.iter().any(|method| method == name);
@@ -666,6 +693,7 @@ impl Gate {
         };
         if opens_stream {
             call = None;
+            under_way = None;
         }
         // Only an `initialize` opens a session (the revisions before
         // 2026-07-28; later ones have none): a stateless request is never
@@ -730,16 +758,100 @@ impl Gate {
             return plain(StatusCode::SERVICE_UNAVAILABLE, &sessions.full_message());
         }
         let is_stream = stream.is_some();
+        // A stream ends when the server stops, or when the token that
+        // opened it stops counting.
+        // (The child's timer ends with the body.)
+        let (stream_end, expiry_timer) = match grant.as_ref().and_then(|(_, grant)| grant.expires) {
+            Some(expires) if is_stream => {
+                let child = ending_at(&self.streams_end, expires);
+                (child.clone(), Some(child.drop_guard()))
+            }
+            _ => (self.streams_end.clone(), None),
+        };
         response.map(|body| {
             // The call is over, the stream's place free and the client gone
             // when hyper drops the body: sent, or the client gone.
-            let body = Holding::new(body, (call, stream, client_gone));
+            let body = Holding::new(body, (call, under_way, stream, client_gone, expiry_timer));
             match is_stream {
-                true => body.ending_with(self.streams_end.clone()).boxed(),
+                true => body.ending_with(stream_end).boxed(),
                 false => body.boxed(),
             }
         })
     }
+}
+
+/// How long a request body may take before it must arrive at
+/// [`MIN_BODY_BYTES_PER_SECOND`] (within `--body-read-timeout-ms` in all).
+const BODY_RATE_GRACE: Duration = Duration::from_secs(2);
+/// The slowest a request body may arrive, on average since its headers,
+/// once [`BODY_RATE_GRACE`] is over: a client dripping a byte every few
+/// seconds is answered 408 within seconds, not at the total timeout.
+const MIN_BODY_BYTES_PER_SECOND: u64 = 1024;
+
+/// Reads a request's body whole: at most `max_bytes`, within `timeout`,
+/// and at least [`MIN_BODY_BYTES_PER_SECOND`] after [`BODY_RATE_GRACE`];
+/// else the answer to send (and close).
+async fn read_body(body: Incoming, max_bytes: usize, timeout: Duration) -> Result<Bytes, Response<Body>> {
+    let too_large = || {
+        plain(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            &format!("payload too large: the request body is over {} KiB (--max-request-kib)", max_bytes >> 10),
+        )
+    };
+    // A Content-Length over the bound is refused before anything is read.
+    if hyper::body::Body::size_hint(&body).lower() > max_bytes as u64 {
+        return Err(too_large());
+    }
+    let started = tokio::time::Instant::now();
+    let mut body = std::pin::pin!(body);
+    let mut read = bytes::BytesMut::new();
+    loop {
+        // The time allowed so far: the grace, and a second per KiB arrived.
+        let allowed = BODY_RATE_GRACE + Duration::from_millis(read.len() as u64 * 1000 / MIN_BODY_BYTES_PER_SECOND);
+        let frame = match tokio::time::timeout_at(started + allowed.min(timeout), body.frame()).await {
+            Ok(Some(Ok(frame))) => frame,
+            Ok(None) => return Ok(read.freeze()),
+            // The client broke the framing or went away.
+            Ok(Some(Err(_))) => return Err(closing(plain(StatusCode::BAD_REQUEST, "bad request: the body could not be read"))),
+            Err(_) if allowed >= timeout => {
+                return Err(closing(plain(
+                    StatusCode::REQUEST_TIMEOUT,
+                    &format!("request timeout: the body did not arrive within {} ms", timeout.as_millis()),
+                )));
+            }
+            Err(_) => {
+                return Err(closing(plain(
+                    StatusCode::REQUEST_TIMEOUT,
+                    &format!(
+                        "request timeout: the body arrived slower than {MIN_BODY_BYTES_PER_SECOND} bytes a second ({} bytes in {} ms)",
+                        read.len(),
+                        started.elapsed().as_millis()
+                    ),
+                )));
+            }
+        };
+        if let Ok(data) = frame.into_data() {
+            if read.len() + data.len() > max_bytes {
+                return Err(too_large());
+            }
+            read.extend_from_slice(&data);
+        }
+    }
+}
+
+/// A child of `end`, cancelled also at `when` (or at once, if it has
+/// passed); the timer goes with the child when the child is cancelled.
+fn ending_at(end: &CancellationToken, when: std::time::SystemTime) -> CancellationToken {
+    let child = end.child_token();
+    let left = when.duration_since(std::time::SystemTime::now()).unwrap_or_default();
+    let timer = child.clone();
+    tokio::spawn(async move {
+        tokio::select! {
+            () = tokio::time::sleep(left) => timer.cancel(),
+            () = timer.cancelled() => {}
+        }
+    });
+    child
 }
 
 /// The `method` of each JSON-RPC request in a body: one request, or each
@@ -769,7 +881,21 @@ pub fn stream_connections(max_connections: usize) -> usize {
     max_connections - max_connections.div_ceil(4)
 }
 
-/// The long-lived streams open, counted per user, per tenant and in all.
+/// The default of `--max-connections-per-client`: a quarter of
+/// `max_connections`, at least 8 (or all of them, if fewer).
+pub fn default_connections_per_client(max_connections: usize) -> usize {
+    (max_connections / 4).max(8).min(max_connections)
+}
+
+/// The places of the front's connections, as `config` sets them.
+fn connection_caps(config: &HttpConfig) -> ConnectionCaps {
+    let in_all = config.max_connections;
+    let per_client = config.max_connections_per_client.unwrap_or_else(|| default_connections_per_client(in_all)).clamp(1, in_all.max(1));
+    ConnectionCaps { in_all, per_client, per_prefix: (in_all / 2).max(per_client), per_client_option: "--max-connections-per-client" }
+}
+
+/// The long-lived streams open, or the requests under way, counted per
+/// user, per tenant and in all.
 struct Streams {
     per_user: usize,
     /// Where `per_user` comes from, as its refusal names it.
@@ -777,7 +903,20 @@ struct Streams {
     per_tenant: usize,
     per_tenant_option: &'static str,
     in_all: usize,
+    /// What is counted and where `in_all` comes from, as refusals say it.
+    what: Counted,
     open: std::sync::Mutex<StreamCounts>,
+}
+
+/// What a [`Streams`] counts.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Counted {
+    /// Long-lived streams: three quarters of `--max-connections` in all.
+    Streams,
+    /// Requests under way (headers read, response not yet sent), streams
+    /// aside: `--max-connections` in all. One user's slow bodies cannot hold
+    /// every connection.
+    Requests,
 }
 
 #[derive(Default)]
@@ -788,31 +927,43 @@ struct StreamCounts {
 }
 
 impl Streams {
-    fn new(config: &HttpConfig) -> Streams {
-        // One tenant takes at most half of the streams in all, and one user
-        // at most its tenant's share, whatever the options say: with few
+    fn new(config: &HttpConfig, what: Counted) -> Streams {
+        // One tenant takes at most half of them in all, and one user at most
+        // its tenant's share, whatever the options say: with few
         // connections, the options' defaults would let one user take them all.
-        let in_all = stream_connections(config.max_connections);
+        let in_all = match what {
+            Counted::Streams => stream_connections(config.max_connections),
+            Counted::Requests => config.max_connections,
+        };
+        let half_option = match what {
+            Counted::Streams => "half of the streams in all, below --max-streams-per-tenant",
+            Counted::Requests => "half of --max-connections, below --max-streams-per-tenant",
+        };
         let (per_tenant, per_tenant_option) = match in_all.div_ceil(2) {
-            half if half < config.max_streams_per_tenant => (half, "half of the streams in all, below --max-streams-per-tenant"),
+            half if half < config.max_streams_per_tenant => (half, half_option),
             _ => (config.max_streams_per_tenant, "--max-streams-per-tenant"),
         };
         let (per_user, per_user_option) = match per_tenant < config.max_streams_per_user {
             true => (per_tenant, "a tenant's share, below --max-streams-per-user"),
             false => (config.max_streams_per_user, "--max-streams-per-user"),
         };
-        Streams { per_user, per_user_option, per_tenant, per_tenant_option, in_all, open: Default::default() }
+        Streams { per_user, per_user_option, per_tenant, per_tenant_option, in_all, what, open: Default::default() }
     }
 
-    /// A place for one more stream of `user` in `tenant`, held until the
-    /// [`StreamHeld`] is dropped; or the refusal saying which cap is reached.
+    /// A place for one more stream (or request) of `user` in `tenant`, held
+    /// until the [`StreamHeld`] is dropped; or the refusal saying which cap
+    /// is reached.
     fn admit(self: &Arc<Self>, tenant: &str, user: Option<&str>) -> Result<StreamHeld, (StatusCode, String)> {
         let mut open = self.open.lock().expect("never poisoned");
         let user_key = user.map(|user| format!("{tenant}\u{0}{user}"));
+        let (counted, advice) = match self.what {
+            Counted::Streams => ("open streams", "close one first"),
+            Counted::Requests => ("requests under way", "wait for one to be answered"),
+        };
         let too_many = |who: &str, limit: usize, option: &str| {
             (
                 StatusCode::TOO_MANY_REQUESTS,
-                format!("too many requests: this {who} holds its maximum of {limit} open streams ({option}); close one first"),
+                format!("too many requests: this {who} holds its maximum of {limit} {counted} ({option}); {advice}"),
             )
         };
         if let Some(user_key) = &user_key
@@ -824,13 +975,13 @@ impl Streams {
             return Err(too_many("tenant", self.per_tenant, self.per_tenant_option));
         }
         if open.in_all >= self.in_all {
+            let of = match self.what {
+                Counted::Streams => "three quarters of --max-connections",
+                Counted::Requests => "--max-connections",
+            };
             return Err((
                 StatusCode::SERVICE_UNAVAILABLE,
-                format!(
-                    "service unavailable: the server holds its maximum of {} open streams (three quarters of \
-                     --max-connections); retry later",
-                    self.in_all
-                ),
+                format!("service unavailable: the server holds its maximum of {} {counted} ({of}); retry later", self.in_all),
             ));
         }
         open.in_all += 1;
@@ -911,137 +1062,6 @@ impl<T: Unpin> hyper::body::Body for Holding<T> {
 
     fn size_hint(&self) -> hyper::body::SizeHint {
         self.body.size_hint()
-    }
-}
-
-/// The connections being served, at most `--max-connections`. When every
-/// place is taken, the connection idle longest (accepted, or kept alive,
-/// with no request under way) is closed to make room: idle sockets cannot
-/// hold every place, and a connection busy with a request is never cut.
-struct Connections {
-    places: Arc<Semaphore>,
-    states: Arc<std::sync::Mutex<ConnectionStates>>,
-    became_idle: Arc<tokio::sync::Notify>,
-}
-
-#[derive(Default)]
-struct ConnectionStates {
-    next_id: u64,
-    open: std::collections::HashMap<u64, ConnectionState>,
-}
-
-struct ConnectionState {
-    /// Requests under way (their responses not yet sent or dropped).
-    busy: usize,
-    /// Since when none has been, if none is.
-    idle_since: Option<Instant>,
-    shed: CancellationToken,
-}
-
-impl Connections {
-    fn new(max_connections: usize) -> Connections {
-        Connections { places: Arc::new(Semaphore::new(max_connections)), states: Default::default(), became_idle: Default::default() }
-    }
-
-    /// A place for a new connection: a free one, or the one of the
-    /// connection idle longest, closed for it; or, while every connection
-    /// is busy, the first to be freed.
-    async fn place(&self) -> Place {
-        loop {
-            if let Ok(permit) = self.places.clone().try_acquire_owned() {
-                return self.register(permit);
-            }
-            // Woken when a connection becomes idle or closes: another accept
-            // loop may take the place of the one shed, and then another is.
-            let became_idle = self.became_idle.notified();
-            // Its place comes back as it closes.
-            self.shed_idle_longest();
-            tokio::select! {
-                permit = self.places.clone().acquire_owned() => {
-                    return self.register(permit.expect("the semaphore is never closed"));
-                }
-                () = became_idle => {}
-            }
-        }
-    }
-
-    fn register(&self, permit: tokio::sync::OwnedSemaphorePermit) -> Place {
-        let mut states = self.states.lock().expect("never poisoned");
-        states.next_id += 1;
-        let id = states.next_id;
-        let shed = CancellationToken::new();
-        states.open.insert(id, ConnectionState { busy: 0, idle_since: Some(Instant::now()), shed: shed.clone() });
-        Place { id, shed, states: self.states.clone(), became_idle: self.became_idle.clone(), permit: Some(permit) }
-    }
-
-    /// Closes the connection idle longest, if one is idle and none closed
-    /// to make room is still closing (its place is coming). Returns whether
-    /// a place is coming.
-    fn shed_idle_longest(&self) -> bool {
-        let mut states = self.states.lock().expect("never poisoned");
-        // A shed connection that took a request as it was picked finishes
-        // it first: if that is a long-lived stream, its place is not coming,
-        // so only a shed connection with nothing under way counts as closing.
-        if states.open.values().any(|state| state.shed.is_cancelled() && state.busy == 0) {
-            return true;
-        }
-        let Some(state) = states
-            .open
-            .values_mut()
-            .filter(|state| state.idle_since.is_some() && !state.shed.is_cancelled())
-            .min_by_key(|state| state.idle_since)
-        else {
-            return false;
-        };
-        state.shed.cancel();
-        true
-    }
-}
-
-/// One connection's place, given back (and forgotten) when dropped.
-struct Place {
-    id: u64,
-    /// Cancelled when the connection is to close, to make room.
-    shed: CancellationToken,
-    states: Arc<std::sync::Mutex<ConnectionStates>>,
-    became_idle: Arc<tokio::sync::Notify>,
-    /// `None` only while being dropped.
-    permit: Option<tokio::sync::OwnedSemaphorePermit>,
-}
-
-impl Place {
-    /// Marks the connection busy until the [`Busy`] is dropped.
-    fn busy(self: &Arc<Self>) -> Busy {
-        if let Some(state) = self.states.lock().expect("never poisoned").open.get_mut(&self.id) {
-            state.busy += 1;
-            state.idle_since = None;
-        }
-        Busy(self.clone())
-    }
-}
-
-impl Drop for Place {
-    fn drop(&mut self) {
-        self.states.lock().expect("never poisoned").open.remove(&self.id);
-        // The place is free before a waiting accept loop wakes to take it.
-        drop(self.permit.take());
-        self.became_idle.notify_waiters();
-    }
-}
-
-/// A request under way on a connection: while one is, it is not shed.
-struct Busy(Arc<Place>);
-
-impl Drop for Busy {
-    fn drop(&mut self) {
-        let place = &self.0;
-        if let Some(state) = place.states.lock().expect("never poisoned").open.get_mut(&place.id) {
-            state.busy -= 1;
-            if state.busy == 0 {
-                state.idle_since = Some(Instant::now());
-                place.became_idle.notify_waiters();
-            }
-        }
     }
 }
 

@@ -14,7 +14,9 @@
 //! listen beyond loopback.
 //!
 //! The metrics listener bounds what a client can make it hold: a few
-//! connections at once, the time to send headers, and GET only (no body).
+//! connections at once, at most a quarter of them per client network and
+//! half per prefix, idle ones shed for new ones, the time to send headers,
+//! a deadline on every write, and GET only (no body).
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -26,9 +28,9 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
-use tokio::sync::Semaphore;
 
 use super::TransportError;
+use super::connections::{self, ConnectionCaps, Connections, WriteDeadline};
 use super::front::{self, Body, ListenOptions, host_allowed, plain};
 use crate::metrics::{self, Readiness};
 
@@ -39,9 +41,11 @@ pub const HEALTHZ_PATH: &str = "/healthz";
 /// The readiness endpoint.
 pub const READYZ_PATH: &str = "/readyz";
 
-/// Connections the metrics listener serves at once; further ones wait in the
-/// listen backlog. A scraper and a probe or two need no more.
-const MAX_CONNECTIONS: usize = 16;
+/// Connections the metrics listener serves at once, and how many one client
+/// network and one prefix may hold: a scraper and a probe or two need no
+/// more, and a client holding its share leaves the rest to the others (the
+/// kubelet's probes come from the node's address, not a pod's).
+const CAPS: ConnectionCaps = ConnectionCaps { in_all: 16, per_client: 4, per_prefix: 8, per_client_option: "the metrics listener's cap" };
 
 /// How long a client may take to send a request's headers, and how long a
 /// connection may sit idle between requests.
@@ -80,7 +84,7 @@ impl MetricsListener {
     pub fn serve(self) {
         let addrs = self.local_addrs().iter().map(|addr| format!("http://{addr}{METRICS_PATH}")).collect::<Vec<_>>();
         tracing::info!("metrics, /healthz and /readyz served on {}", addrs.join(" and "));
-        let connections = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+        let connections = Arc::new(Connections::new(CAPS));
         let allow_remote = self.allow_remote;
         for listener in self.listeners {
             tokio::spawn(accept(listener, connections.clone(), allow_remote));
@@ -88,29 +92,62 @@ impl MetricsListener {
     }
 }
 
-async fn accept(listener: tokio::net::TcpListener, connections: Arc<Semaphore>, allow_remote: bool) {
+/// Accepts connections while there is a place for them (see
+/// [`super::connections`]: caps per client network, shedding, write
+/// deadline), each served until it closes.
+async fn accept(listener: tokio::net::TcpListener, connections: Arc<Connections>, allow_remote: bool) {
     loop {
-        let permit = connections.clone().acquire_owned().await.expect("the semaphore is never closed");
-        let stream = match listener.accept().await {
-            Ok((stream, _)) => stream,
+        let (stream, peer) = match listener.accept().await {
+            Ok(accepted) => accepted,
             Err(error) => {
                 tracing::debug!("accepting a metrics connection failed: {error}");
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 continue;
             }
         };
+        let place = match connections.place(peer.ip()).await {
+            Ok(place) => Arc::new(place),
+            Err(refusal) => {
+                tracing::debug!(%peer, "refusing a metrics connection: {}", refusal.0);
+                connections::refuse(stream, &refusal);
+                continue;
+            }
+        };
         tokio::spawn(async move {
-            let _permit = permit;
-            let handle =
-                hyper::service::service_fn(
-                    move |request: Request<Incoming>| async move { Ok::<_, Infallible>(answer(&request, allow_remote)) },
-                );
+            let handle = hyper::service::service_fn({
+                let place = place.clone();
+                move |request: Request<Incoming>| {
+                    let busy = place.busy();
+                    let place = place.clone();
+                    async move {
+                        let response = answer(&request, allow_remote);
+                        if response.status().is_client_error() {
+                            place.refused();
+                        }
+                        drop(busy);
+                        Ok::<_, Infallible>(response)
+                    }
+                }
+            });
             let connection = hyper::server::conn::http1::Builder::new()
                 .timer(hyper_util::rt::TokioTimer::new())
                 .header_read_timeout(HEADER_READ_TIMEOUT)
-                .serve_connection(TokioIo::new(stream), handle);
-            if let Err(error) = connection.await {
-                tracing::debug!("metrics connection ended: {error}");
+                .max_buf_size(connections::CONNECTION_BUFFER_BYTES)
+                .serve_connection(TokioIo::new(WriteDeadline::new(stream, Some(place.clone()))), handle);
+            let mut connection = std::pin::pin!(connection);
+            let result = tokio::select! {
+                result = connection.as_mut() => result,
+                _ = place.shed.cancelled() => {
+                    // Its client reads nothing of what it was sent: closed at once.
+                    if place.is_stalled() {
+                        return;
+                    }
+                    connection.as_mut().graceful_shutdown();
+                    connection.await
+                }
+            };
+            if let Err(error) = result {
+                tracing::debug!(%peer, "metrics connection ended: {error}");
             }
         });
     }
