@@ -91,13 +91,20 @@ impl Registry {
         self.current.load_full()
     }
 
-    /// Serves `plugins` from now on, if that changes the catalog. Requests
-    /// already running finish on the snapshot they took. Returns whether the
-    /// catalog changed.
+    /// Serves `plugins` from now on. Requests already running finish on the
+    /// snapshot they took. Returns whether the catalog changed: a plugin
+    /// replaced by one of the same content (its limits changed in the
+    /// configuration, say) is served from the next call on, but changes no
+    /// prompt, cursor or catalog version, and so tells no client.
     pub fn publish(&self, plugins: Vec<Arc<Plugin>>) -> bool {
         let next = Snapshot::new(plugins);
         let current = self.current.load();
         if next.catalog.version() == current.catalog.version() {
+            let same_plugins = next.plugins.len() == current.plugins.len()
+                && next.plugins.iter().zip(&current.plugins).all(|(next, current)| Arc::ptr_eq(next, current));
+            if !same_plugins {
+                self.current.store(Arc::new(next));
+            }
             return false;
         }
         next.warn_of_new_clashes(&current.skipped);

@@ -175,3 +175,21 @@ fn the_least_recently_used_entries_are_evicted_past_the_size_cap() {
     entry_of(cache.path(), "conformance");
     assert!(cache_bytes(cache.path()) <= MIB, "{}", cache_bytes(cache.path()));
 }
+
+#[test]
+fn a_fifo_where_the_entries_live_disables_the_cache_and_hangs_nothing() {
+    // Issue "Hardening, round 3", item 9: a blocking open of `compiled`
+    // waited for a writer for ever, and with it `serve`, `inspect` and `list`.
+    let dir = plugin_dir(&["code_review"]);
+    let cache = tempfile::tempdir().unwrap();
+    let fifo = cache.path().join("compiled");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let stderr = serve_once(dir.path(), cache.path(), &[]);
+    assert!(stderr.contains("compiled cache disabled"), "{stderr}");
+    assert!(stderr.contains(&format!("{}: it is not a directory", fifo.display())), "{stderr}");
+    let inspect = std::process::Command::new(env!("CARGO_BIN_EXE_prompt-host"))
+        .args(["inspect", built_plugin("code_review").to_str().unwrap(), "--cache-dir", cache.path().to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(inspect.status.success(), "{}", String::from_utf8_lossy(&inspect.stderr));
+}

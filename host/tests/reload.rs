@@ -320,3 +320,23 @@ fn a_section_for_no_plugin_is_reported_and_refused_under_require_pinned() {
         )
     );
 }
+
+#[test]
+fn a_limits_only_change_at_sighup_applies_to_the_next_call_and_tells_no_client() {
+    // Issue "Hardening, round 3", item 8: the catalog does not change, so
+    // the registry kept the plugin with its old limits.
+    let dir = plugin_dir(&["hostile"]);
+    let config_dir = tempfile::tempdir().unwrap();
+    let limits = |deadline_ms: u32| format!("[plugins.hostile.limits]\ndeadline_ms = {deadline_ms}\nfuel = 100000000000000\n");
+    let config = config_file(config_dir.path(), &limits(1000));
+    let mut server = Server::start(&["--config", &config, "--plugins", dir.path().to_str().unwrap()]);
+    let spin = |server: &mut Server| server.error("prompts/get", json!({ "name": "spin" }))["message"].as_str().unwrap().to_string();
+    assert_eq!(spin(&mut server), "plugin 'hostile' exceeded its 1000 ms deadline");
+    config_file(config_dir.path(), &limits(100));
+    server.hang_up();
+    server.wait_for_stderr("configuration reloaded");
+    server.wait_for_stderr_count("plugin directory rescanned", 2);
+    assert_eq!(spin(&mut server), "plugin 'hostile' exceeded its 100 ms deadline");
+    assert_eq!(spin(&mut server), "plugin 'hostile' exceeded its 100 ms deadline");
+    assert_eq!(server.drain_notifications(), Vec::<serde_json::Value>::new());
+}

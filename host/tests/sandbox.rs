@@ -327,6 +327,26 @@ fn count(server: &mut Server) -> String {
 }
 
 #[test]
+fn a_spare_cannot_tell_how_long_it_waited_nor_when_the_previous_call_ended() {
+    // Issue "Hardening, round 3", item 7: a spare's start function ran
+    // right after the previous call ended, with the real clocks, so the
+    // next call could read how long the spare waited (and the previous
+    // call could choose it). Now both clocks stand at zero while an
+    // instance starts and run from its call's start.
+    let (_dir, mut server) = serve_plugins(&["fresh_counter"], &[]);
+    for pause_ms in [0, 1500, 0, 1500] {
+        std::thread::sleep(std::time::Duration::from_millis(pause_ms));
+        let text = only_text(&server.get_prompt("clocks", json!({}))).to_string();
+        let (moved_ms, wall_at_start) = text.split_once(' ').unwrap();
+        // The wall clock read the UNIX epoch at the start, and the monotonic
+        // clock moved only within the call (its deadline is 1000 ms), not
+        // while the spare waited 1500 ms.
+        assert_eq!(wall_at_start, "0", "{text}");
+        assert!(moved_ms.parse::<u64>().unwrap() < 1000, "after a pause of {pause_ms} ms: {text}");
+    }
+}
+
+#[test]
 fn every_call_gets_an_instance_that_no_call_has_used() {
     let (_dir, mut server) = serve_plugins(&["fresh_counter"], &[]);
     for _ in 0..30 {

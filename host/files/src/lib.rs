@@ -46,6 +46,26 @@ pub fn open_regular(path: &Path) -> io::Result<(File, std::fs::Metadata)> {
     Ok((file, metadata))
 }
 
+/// Opens the directory at `path` without blocking (a symlink is followed):
+/// a FIFO or a device there is refused at once (`O_DIRECTORY`), never
+/// waited on.
+pub fn open_directory(path: &Path) -> io::Result<File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        let flags = rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::NOCTTY | rustix::fs::OFlags::DIRECTORY;
+        options.custom_flags(flags.bits() as i32);
+    }
+    options.open(path).map_err(|error| match error.raw_os_error() {
+        Some(code) if code == rustix::io::Errno::NOTDIR.raw_os_error() => {
+            io::Error::new(io::ErrorKind::InvalidInput, "it is not a directory".to_string())
+        }
+        _ => error,
+    })
+}
+
 /// Reads the regular file at `path`, at most `max_bytes` of it: larger is
 /// refused before anything is read (and a file growing while read, after
 /// `max_bytes + 1`).

@@ -108,7 +108,11 @@ impl CompiledCache {
             std::io::ErrorKind::AlreadyExists => Ok(()),
             _ => Err(error),
         })?;
-        trusted(&File::open(&entries)?, &entries)?;
+        // Opened as a directory, without blocking: a FIFO put there is
+        // refused, not waited on for ever.
+        let opened = prompt_host_files::open_directory(&entries)
+            .map_err(|error| std::io::Error::new(error.kind(), format!("{}: {error}", entries.display())))?;
+        trusted(&opened, &entries)?;
         let mut hasher = std::hash::DefaultHasher::new();
         engine.precompile_compatibility_hash().hash(&mut hasher);
         Ok(CompiledCache {

@@ -413,17 +413,23 @@ impl Sandbox {
     ) -> Instance {
         let stdout = CapturedOutput::new(limits.output_capture_bytes);
         let stderr = CapturedOutput::new(limits.output_capture_bytes);
+        let clock = CallClock::default();
         let wasi = WasiCtxBuilder::new()
             .stdout(stdout.clone())
             .stderr(stderr.clone())
+            .wall_clock(CallWallClock(clock.clone()))
+            .monotonic_clock(clock.clone())
             .allow_tcp(false)
             .allow_udp(false)
             .allow_ip_name_lookup(false)
             .build();
         let started = Instant::now();
+        let mut table = ResourceTable::new();
+        table.set_max_capacity(MAX_HOST_RESOURCES);
         let state = CallState {
             wasi,
-            table: ResourceTable::new(),
+            clock,
+            table,
             guard: MemoryGuard::new(limits.memory_bytes),
             started,
             deadline: started + limits.deadline,
@@ -576,7 +582,9 @@ impl Instance {
         self
     }
 
+    /// The pack, for its one call: its clocks start now.
     fn take_pack(&mut self) -> Pack {
+        self.store.data().clock.start();
         self.pack.take().expect("an Instance is handed out instantiated, and makes one call")
     }
 
@@ -772,9 +780,62 @@ pub struct CallUsage {
     pub elapsed: Duration,
 }
 
+/// The most WASI resources (streams, pollables, ...) the host holds for one
+/// instance at once: past it, the WASI call that would make one traps. A
+/// prompt needs a handful; wasmtime's default (a million) let a spare's
+/// start hold hundreds of MiB of host memory that no limit counted.
+pub const MAX_HOST_RESOURCES: usize = 4096;
+
+/// The clocks a pack reads: both stand at zero while its instance starts
+/// (its start function and constructors), and run from the moment its call
+/// begins: the monotonic clock from zero, the wall clock as the host's. So
+/// an instance made ahead of time (a spare, started right after the
+/// previous call ended) cannot be told from one made for the call, and
+/// cannot carry when the previous call ended into the next.
+#[derive(Clone, Default)]
+struct CallClock(Arc<std::sync::OnceLock<Instant>>);
+
+impl CallClock {
+    fn start(&self) {
+        let _ = self.0.set(Instant::now());
+    }
+
+    fn started(&self) -> bool {
+        self.0.get().is_some()
+    }
+}
+
+impl wasmtime_wasi::HostMonotonicClock for CallClock {
+    fn resolution(&self) -> u64 {
+        1
+    }
+
+    fn now(&self) -> u64 {
+        self.0.get().map_or(0, |started| u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX))
+    }
+}
+
+/// The wall clock of [`CallClock`]: the UNIX epoch until the call begins.
+struct CallWallClock(CallClock);
+
+impl wasmtime_wasi::HostWallClock for CallWallClock {
+    fn resolution(&self) -> Duration {
+        Duration::from_nanos(1)
+    }
+
+    fn now(&self) -> Duration {
+        match self.0.started() {
+            true => std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default(),
+            false => Duration::ZERO,
+        }
+    }
+}
+
 /// The state of one call's store.
 pub struct CallState {
     wasi: WasiCtx,
+    /// The clocks the pack reads (see [`CallClock`]).
+    clock: CallClock,
     table: ResourceTable,
     guard: MemoryGuard,
     started: Instant,
@@ -1118,6 +1179,21 @@ mod tests {
         // A growth past the limit is refused, and remembered.
         assert!(!guard.memory_growing(3 << 16, 5 << 16, None).unwrap());
         assert_eq!((guard.largest, guard.total, guard.denied), (3 << 16, 5 << 16, Some(5 << 16)));
+    }
+
+    #[test]
+    fn an_instance_holds_at_most_max_host_resources() {
+        // Issue "Hardening, round 3", item 9: 99,000 pollables made in a
+        // start held about 24 MiB of host memory per spare, uncounted.
+        let sandbox = Sandbox::new(SandboxConfig::default()).unwrap();
+        let quota = CallQuota::new(1);
+        let slots = [quota.calls.clone().try_acquire_owned().unwrap(), sandbox.slots.clone().try_acquire_owned().unwrap()];
+        let mut instance = sandbox.new_instance(&Limits::default(), 1, &quota, "acme", slots, false);
+        let table = &mut instance.store.data_mut().table;
+        for _ in 0..MAX_HOST_RESOURCES {
+            table.push(()).unwrap();
+        }
+        assert!(matches!(table.push(()), Err(wasmtime::component::ResourceTableError::Full)));
     }
 
     #[test]

@@ -12,7 +12,8 @@
 //!   most [`SPARE_MEMORY`] of linear memory between them: the shelf drops
 //!   the spare made longest ago to make room, so only recently called
 //!   plugins hold one, and a plugin never called holds none (a plugin whose
-//!   instance alone is larger builds no more after its first);
+//!   instance alone is larger than [`SPARE_MEMORY_EACH`], a quarter of
+//!   that, builds no more after its first, and keeps none);
 //! - a spare is built only when its plugin's quota and the sandbox have a
 //!   free slot at once (it never queues for one); it holds them while it is
 //!   built, as a call would, and gives them back, with any turn in the slow
@@ -39,6 +40,12 @@ pub const SPARES: usize = 16;
 /// The most linear memory the spares of a sandbox hold between them, in
 /// bytes (each counted at the size of all its memories together).
 pub const SPARE_MEMORY: usize = 256 << 20;
+
+/// The most one spare may hold: a quarter of [`SPARE_MEMORY`], so that a
+/// pack whose memory limit was raised cannot push every other pack's spare
+/// off the shelf with one of its own (it builds its instances on the path
+/// of its calls instead).
+pub const SPARE_MEMORY_EACH: usize = SPARE_MEMORY / 4;
 
 /// How one plugin's fresh instances are made: on the path of a call when no
 /// spare is ready, and ahead of its next call after each call.
@@ -130,9 +137,10 @@ impl PackInstances {
             Ok(instance) => {
                 let (spare, held) = instance.shelved();
                 let memory = spare.store.data().guard.total;
-                if memory > SPARE_MEMORY {
-                    // It would never fit: this plugin builds no more.
+                if memory > SPARE_MEMORY_EACH {
+                    // Larger than one spare's share: this plugin builds no more.
                     self.too_large.store(true, Ordering::Relaxed);
+                    return;
                 }
                 // The end of the call that takes this spare may build the
                 // next one as soon as it is on the shelf.
