@@ -57,6 +57,11 @@ pub enum InstallError {
          a registry may be rolling it back; `prompt-host update {name}{to} --allow-downgrade` installs it"
     )]
     OlderVersion { name: String, reference: String, digest: String, version: String, installed: String, to: ToFlag },
+    #[error(
+        "{reference} now names {digest}, which {says}, so it cannot be shown not to be older than the installed version \
+         {installed:?}: a registry may be rolling it back; `prompt-host update {name}{to} --allow-downgrade` installs it"
+    )]
+    UnorderedVersion { name: String, reference: String, digest: String, says: String, installed: String, to: ToFlag },
     #[error("{name:?} is not a valid plugin name: use {} (choose one with --name)", crate::lockfile::PLUGIN_NAME_RULE)]
     InvalidName { name: String },
     #[error(
@@ -362,8 +367,11 @@ impl<'a> Installation<'a> {
     async fn install_source(&self, name: &str, source: &str) -> Result<Sourced, InstallError> {
         check_name(name)?;
         let lockfile = Lockfile::read(&self.lockfile)?;
+        // Compared as the lockfile writes references: `oci://REG/REPO` is
+        // `oci://REG/REPO:latest`, not a new source at every start.
+        let reference = PackReference::parse(source)?;
         match lockfile.get(name) {
-            Some(locked) if locked.reference == source => {
+            Some(locked) if locked.reference == reference.to_string() => {
                 if self.file_state(locked).await == FileState::Agrees {
                     return Ok(Sourced::Served(locked.clone()));
                 }
@@ -381,16 +389,25 @@ impl<'a> Installation<'a> {
                 self.place(locked, Placing::Replace)?;
                 Ok(Sourced::Restored(locked.clone()))
             }
-            // A new source, or none installed yet: the one installed (if any) stays until the new one is in.
-            earlier => {
-                let earlier = earlier.cloned();
-                let reference = PackReference::parse(source)?;
+            // A new source: moved as `update NAME --to` moves it, with the
+            // same checks (never to a digest it was updated past, nor to an
+            // older version, without `update --allow-downgrade`); the one
+            // installed stays until the new one is in.
+            Some(earlier) => {
+                let earlier = earlier.clone();
+                let client = self.client()?;
+                let pack = match self.update_one(&client, &earlier, Some(&reference), false, &|_, _| {}).await? {
+                    Updated::UpToDate(pack) | Updated::Restored(pack) => return Ok(Sourced::Restored(pack)),
+                    Updated::Replaced { pack, .. } | Updated::Moved { pack, .. } => pack,
+                };
+                self.collect_garbage();
+                Ok(Sourced::Installed(pack))
+            }
+            // None installed yet.
+            None => {
                 let client = self.client()?;
                 let digest = client.resolve(&reference).await?;
-                let mut fetched = self.fetch_verified(&client, name, &reference, &digest, None, &|_, _| {}).await?;
-                if let Some(earlier) = &earlier {
-                    fetched.pack = fetched.pack.replacing(earlier);
-                }
+                let fetched = self.fetch_verified(&client, name, &reference, &digest, None, &|_, _| {}).await?;
                 self.record_and_place(&fetched, Placing::Replace)?;
                 self.collect_garbage();
                 Ok(Sourced::Installed(fetched.pack))
@@ -501,21 +518,45 @@ impl<'a> Installation<'a> {
                 actual: sha256,
             });
         }
-        let mut version = None;
+        // Recorded at every install (`add` too), so that the next one is
+        // checked against it.
+        let mut version = self.pack_version(name, &pulled.wasm).await;
         if let Some(Replacing { installed, allow_downgrade, to }) = replacing {
-            version = self.pack_version(name, &pulled.wasm).await;
-            if !allow_downgrade
-                && let (Some(new), Some(old)) = (&version, self.installed_version(installed).await)
-                && is_older(new, &old)
-            {
-                return Err(InstallError::OlderVersion {
+            let installed_version = self.installed_version(installed).await;
+            if !allow_downgrade && let Some(old) = &installed_version {
+                let refused = |says: String| InstallError::UnorderedVersion {
                     name: name.to_string(),
                     reference: reference.to_string(),
                     digest: digest.to_string(),
-                    version: new.clone(),
-                    installed: old,
+                    says,
+                    installed: old.clone(),
                     to: ToFlag(to.cloned()),
-                });
+                };
+                match version_order(version.as_deref(), old) {
+                    VersionOrder::NotOlder => {}
+                    VersionOrder::Older => {
+                        return Err(InstallError::OlderVersion {
+                            name: name.to_string(),
+                            reference: reference.to_string(),
+                            digest: digest.to_string(),
+                            version: version.clone().unwrap_or_default(),
+                            installed: old.clone(),
+                            to: ToFlag(to.cloned()),
+                        });
+                    }
+                    VersionOrder::Unsaid => return Err(refused("says no version (a WIT 0.1 pack has no describe-pack)".to_string())),
+                    VersionOrder::Unordered => {
+                        return Err(refused(format!(
+                            "says version {:?}, which is not a semantic version",
+                            version.clone().unwrap_or_default()
+                        )));
+                    }
+                }
+            }
+            // A pack that says no version does not erase what the lockfile
+            // knew: the next install is checked against that.
+            if version.is_none() {
+                version = installed_version;
             }
         }
         use base64::Engine as _;
@@ -544,7 +585,8 @@ impl<'a> Installation<'a> {
         if let Some(version) = &installed.version {
             return Some(version.clone());
         }
-        let bytes = std::fs::read(self.store.wasm_path(&installed.sha256)).ok()?;
+        // Read as every file is (bounded, a FIFO or device refused at once).
+        let bytes = files::read(&self.store.wasm_path(&installed.sha256), files::MAX_PACK_FILE_BYTES).ok()?;
         if loader::digest(&bytes) != installed.sha256 {
             return None;
         }
@@ -739,13 +781,33 @@ enum Placing {
     Replace,
 }
 
-/// Whether version `new` is lower than `installed`, when both are semantic
-/// versions; other versions are not ordered (the digest history still
-/// applies).
-fn is_older(new: &str, installed: &str) -> bool {
+/// How a pack's version stands to the installed one's.
+#[derive(Debug, PartialEq, Eq)]
+enum VersionOrder {
+    /// Both semantic versions, the new one not lower; or the same text.
+    NotOlder,
+    /// Both semantic versions, the new one lower.
+    Older,
+    /// The new pack says no version.
+    Unsaid,
+    /// Different texts, not both semantic versions: they cannot be ordered.
+    Unordered,
+}
+
+/// The rule an install that replaces another follows (without
+/// `--allow-downgrade`): it must show it is not older than the installed
+/// version. A pack that says no version, or a version that cannot be
+/// ordered against the installed one, cannot show it, and is refused as an
+/// older one is.
+fn version_order(new: Option<&str>, installed: &str) -> VersionOrder {
+    let Some(new) = new else { return VersionOrder::Unsaid };
+    if new == installed {
+        return VersionOrder::NotOlder;
+    }
     match (semver::Version::parse(new), semver::Version::parse(installed)) {
-        (Ok(new), Ok(installed)) => new < installed,
-        _ => false,
+        (Ok(new), Ok(installed)) if new < installed => VersionOrder::Older,
+        (Ok(_), Ok(_)) => VersionOrder::NotOlder,
+        _ => VersionOrder::Unordered,
     }
 }
 

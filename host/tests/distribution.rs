@@ -1823,6 +1823,91 @@ fn a_signature_binds_the_repository_and_cosigns_type_and_a_mirror_is_signed_as_w
     );
 }
 
+/// The last two lines of what a refused command said (loading a pulled pack
+/// to read its version may log its compile first).
+fn last_two_lines(said: &str) -> String {
+    let lines: Vec<&str> = said.trim().lines().collect();
+    lines[lines.len().saturating_sub(2)..].join("\n")
+}
+
+#[test]
+fn a_pack_that_says_no_version_cannot_roll_back_what_the_lockfile_knew() {
+    // Issue "Hardening, round 3", item 10: a validly signed WIT 0.1 pack (no
+    // describe-pack) replaced 0.2.0, the lockfile then held no version, and
+    // the move to an older one refused a moment before was accepted.
+    let signed = Signed::new();
+    let site = &signed.site;
+    let reference = format!("{}:stable", signed.registry.reference("acme/pack"));
+    signed.publish_signed("writing_assistant", "acme/pack", "stable", Some(&signed.key), &[]);
+    site.ok("add", &[&reference]);
+    assert!(site.lockfile().contains("version = \"0.2.0\""), "add records the version: {}", site.lockfile());
+    let (_, unsaid) = signed.publish_signed("code_review", "acme/pack", "stable", Some(&signed.key), &[]);
+    assert_eq!(
+        last_two_lines(&site.refused("update", &[])),
+        format!(
+            "pack: not updated, the installed pack stays: {reference} now names {unsaid}, which says no version (a WIT 0.1 pack has \
+             no describe-pack), so it cannot be shown not to be older than the installed version \"0.2.0\": a registry may be rolling \
+             it back; `prompt-host update pack --allow-downgrade` installs it\nerror: 1 of 1 packs not updated"
+        )
+    );
+    // Told to, it is installed, and the lockfile still knows 0.2.0 ...
+    site.ok("update", &["pack", "--allow-downgrade"]);
+    assert!(site.lockfile().contains("version = \"0.2.0\""), "{}", site.lockfile());
+    // ... so an older version is still refused.
+    let (_, older) = signed.publish_signed("conformance", "acme/pack", "stable", Some(&signed.key), &[]);
+    assert_eq!(
+        last_two_lines(&site.refused("update", &[])),
+        format!(
+            "pack: not updated, the installed pack stays: {reference} now names {older}, version \"0.1.0\", older than the installed \
+             version \"0.2.0\": a registry may be rolling it back; `prompt-host update pack --allow-downgrade` installs it\nerror: 1 of 1 \
+             packs not updated"
+        )
+    );
+}
+
+#[test]
+fn a_source_without_a_tag_is_not_pulled_again_at_start_and_a_source_edited_to_an_older_tag_is_refused() {
+    // Issue "Hardening, round 3", item 11: `oci://REG/REPO` never equalled
+    // the lockfile's `...:latest`, so every start pulled it again with no
+    // rollback check; a source edited back was not checked either.
+    let signed = Signed::new();
+    let site = &signed.site;
+    let untagged = signed.registry.reference("acme/pack");
+    signed.publish_signed("writing_assistant", "acme/pack", "latest", Some(&signed.key), &[]);
+    let (older_reference, older) = signed.publish_signed("conformance", "acme/pack", "one", Some(&signed.key), &[]);
+    let config = std::fs::read_to_string(site.path("prompt-host.toml")).unwrap();
+    let with_source = |source: &str| {
+        std::fs::write(site.path("prompt-host.toml"), format!("{config}[plugins.pack]\nsource = \"{source}\"\n")).unwrap();
+    };
+    with_source(&untagged);
+    let mut server = Server::start(&["--config", &site.config()]);
+    server.wait_for_stderr("pulled from its source and installed");
+    server.close_stdin();
+    let installed = site.lockfile();
+    assert!(installed.contains(&format!("reference = \"{untagged}:latest\"")) && installed.contains("version = \"0.2.0\""), "{installed}");
+
+    // The registry moves `latest` back; a restart serves what is installed.
+    signed.publish_signed("conformance", "acme/pack", "latest", Some(&signed.key), &[]);
+    let mut server = Server::start(&["--config", &site.config()]);
+    server.list_all_names();
+    let log = server.wait_for_stderr("plugin directory rescanned");
+    assert!(!log.contains("pulled from its source and installed"), "{log}");
+    server.close_stdin();
+    assert_eq!(site.lockfile(), installed);
+
+    // A source edited to an older tag is moved to as `update --to` would be: refused.
+    with_source(&older_reference);
+    let mut server = Server::start(&["--config", &site.config()]);
+    let log = server.wait_for_stderr("not installed from its source");
+    let refusal = format!(
+        "{older_reference} now names {older}, version \\\"0.1.0\\\", older than the installed version \\\"0.2.0\\\": a registry may \
+         be rolling it back; `prompt-host update pack --to {older_reference} --allow-downgrade` installs it"
+    );
+    assert!(log.contains(&refusal), "{log}");
+    server.close_stdin();
+    assert_eq!(site.lockfile(), installed);
+}
+
 /// `bytes` with a custom section added: the same component, another digest.
 fn with_custom_section(bytes: &[u8], name: &str) -> Vec<u8> {
     let mut section = vec![name.len() as u8];

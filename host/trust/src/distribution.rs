@@ -77,7 +77,9 @@ impl PackReference {
         let invalid = |why: &str| DistributionError::Reference { reference: text.to_string(), why: why.to_string() };
         let rest =
             text.strip_prefix("oci://").ok_or_else(|| invalid("it must start with oci://, as in oci://registry.example/team/pack:1.0"))?;
-        if !rest.split('/').next().is_some_and(|host| host.contains(['.', ':']) || host == "localhost") {
+        // `acme:1` would be Docker Hub's `docker.io/library/acme`: a
+        // registry is always named, then a repository after a `/`.
+        if !rest.split_once('/').is_some_and(|(host, _)| host.contains(['.', ':']) || host == "localhost") {
             return Err(invalid("it must name the registry (a host, with a port or a dot), then the repository"));
         }
         let reference: Reference = rest.parse().map_err(|error: oci_client::ParseError| invalid(&error.to_string()))?;
@@ -991,15 +993,44 @@ fn http_client(
 /// that go over plain HTTP only to this machine.
 fn environment_proxy() -> reqwest::Proxy {
     let named = |names: &[&str]| names.iter().find_map(|name| std::env::var(name).ok().filter(|value| !value.trim().is_empty()));
-    let https = named(&["HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"]);
-    let http = named(&["http_proxy", "HTTP_PROXY", "ALL_PROXY", "all_proxy"]);
-    reqwest::Proxy::custom(move |url| {
+    let proxies = Proxies {
+        https: named(&["HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"]),
+        http: named(&["http_proxy", "HTTP_PROXY", "ALL_PROXY", "all_proxy"]),
+        exempt: named(&["NO_PROXY", "no_proxy"]).map(|list| Proxies::exempting(&list)),
+    };
+    reqwest::Proxy::custom(move |url| proxies.for_url(url))
+}
+
+/// The proxies to use, and the hosts exempt from them.
+struct Proxies {
+    https: Option<String>,
+    http: Option<String>,
+    /// `NO_PROXY`'s hosts, as hyper-util's matcher (the one reqwest's own
+    /// environment proxies use) reads them with curl's rules: reqwest 0.13's
+    /// `Proxy::custom` never consults `no_proxy`, so it is matched here.
+    exempt: Option<hyper_util::client::proxy::matcher::Matcher>,
+}
+
+impl Proxies {
+    /// A matcher that intercepts every host `no_proxy` does not name.
+    fn exempting(no_proxy: &str) -> hyper_util::client::proxy::matcher::Matcher {
+        const ANY: &str = "http://proxy.invalid";
+        hyper_util::client::proxy::matcher::Matcher::builder().no(no_proxy).http(ANY).https(ANY).build()
+    }
+
+    /// The proxy for `url`, if any.
+    fn for_url(&self, url: &url::Url) -> Option<String> {
         if url.host_str().is_some_and(is_loopback_host) {
             return None;
         }
-        if url.scheme() == "https" { https.clone() } else { http.clone() }
-    })
-    .no_proxy(reqwest::NoProxy::from_env())
+        if let Some(exempt) = &self.exempt
+            && let Ok(uri) = url.as_str().parse::<http::Uri>()
+            && exempt.intercept(&uri).is_none()
+        {
+            return None;
+        }
+        if url.scheme() == "https" { self.https.clone() } else { self.http.clone() }
+    }
 }
 
 /// What a token is asked for.
@@ -1231,6 +1262,29 @@ mod tests {
     use super::*;
 
     #[test]
+    fn no_proxy_exempts_the_hosts_it_names_and_loopback_is_never_proxied() {
+        // Issue "Hardening, round 3", item 12: reqwest's custom proxy never
+        // read NO_PROXY. (A unit test: a registry off loopback is never a
+        // test's target, and loopback is never proxied.)
+        let proxies = Proxies {
+            https: Some("http://proxy.corp:3128".to_string()),
+            http: Some("http://proxy.corp:3128".to_string()),
+            exempt: Some(Proxies::exempting("vm, .internal.example, 10.0.0.0/8")),
+        };
+        let proxy = |url: &str| proxies.for_url(&url::Url::parse(url).unwrap());
+        assert_eq!(proxy("https://vm:5000/v2/"), None);
+        assert_eq!(proxy("https://registry.internal.example/v2/"), None);
+        assert_eq!(proxy("https://internal.example/v2/"), None);
+        assert_eq!(proxy("http://10.1.2.3:5000/v2/"), None);
+        assert_eq!(proxy("https://127.0.0.1:5000/v2/"), None);
+        assert_eq!(proxy("https://localhost/v2/"), None);
+        assert_eq!(proxy("https://ghcr.io/v2/").as_deref(), Some("http://proxy.corp:3128"));
+        assert_eq!(proxy("https://vmx:5000/v2/").as_deref(), Some("http://proxy.corp:3128"));
+        let unexempted = Proxies { exempt: None, ..proxies };
+        assert_eq!(unexempted.for_url(&url::Url::parse("https://vm:5000/v2/").unwrap()).as_deref(), Some("http://proxy.corp:3128"));
+    }
+
+    #[test]
     fn references_name_a_registry_a_repository_and_a_tag_or_digest() {
         let tagged = PackReference::parse("oci://127.0.0.1:5000/acme/pack:1.0").unwrap();
         assert_eq!(
@@ -1252,6 +1306,13 @@ mod tests {
             "invalid pack reference \"ghcr.io/acme/pack:1\": it must start with oci://, as in oci://registry.example/team/pack:1.0"
         );
         assert!(why("oci://acme/pack:1").contains("it must name the registry"), "{}", why("oci://acme/pack:1"));
+        // Not Docker Hub's `library/acme` (issue "Hardening, round 3", item 13).
+        assert_eq!(
+            why("oci://acme:1"),
+            "invalid pack reference \"oci://acme:1\": it must name the registry (a host, with a port or a dot), then the repository"
+        );
+        let untagged = PackReference::parse("oci://127.0.0.1:5000/acme/pack").unwrap();
+        assert_eq!(untagged.to_string(), "oci://127.0.0.1:5000/acme/pack:latest", "one normal form, as the lockfile writes it");
         let sha512 = format!("oci://ghcr.io/acme/pack@sha512:{}", "a".repeat(128));
         assert_eq!(why(&sha512), format!("invalid pack reference {sha512:?}: its digest must be sha256: and 64 hex digits"));
         assert!(why("oci://ghcr.io/acme/pack@sha256:00").contains("invalid reference format"));
