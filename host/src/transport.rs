@@ -1,9 +1,11 @@
 //! Transports: how MCP messages reach the handler. [`stdio`] is the default;
 //! [`http`] serves Streamable HTTP; [`operations`] serves metrics and health;
 //! [`malformed`] answers, on both, a message rmcp cannot parse; `front`
-//! holds what the two HTTP fronts share.
+//! holds what the two HTTP fronts share, and `connections` the places of
+//! their connections (caps per client network, shedding, write deadlines).
 
 pub mod authorization;
+mod connections;
 mod front;
 pub mod http;
 pub mod malformed;
