@@ -497,7 +497,7 @@ def test_tokens_naming_an_unknown_key_wait_for_a_slow_key_set_only_a_few_at_a_ti
 
     jwks = Endpoint(key_set)
     try:
-        with site(authorization_extra=f'jwks_uri = "{jwks.url}/jwks"\njwks_min_refresh_secs = 1\n') as (provider, url, _, log_path):
+        with site(authorization_extra=f'jwks_uri = "{jwks.url}/jwks"\n') as (provider, url, _, log_path):
             keys["set"] = httpx2.get(f"{provider.issuer}/jwks", timeout=10).json()
             assert post(url, provider.token("acme-client")).status_code == 200
             stranger = provider.forge("valid", provider.make_key("stranger"))
