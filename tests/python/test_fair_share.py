@@ -145,8 +145,9 @@ def test_with_few_connections_one_tenant_takes_at_most_half_of_the_streams():
 def test_a_full_session_table_of_one_tenant_refuses_only_its_initialize():
     with site(args=("--max-sessions", "2")) as (provider, url, _, _):
         acme, globex = provider.token("acme-client"), provider.token("globex-client")
-        for _ in range(2):
-            assert post(url, acme).status_code == 200
+        # Two users of acme (one user holds at most half of the table).
+        for token in (acme, provider.token("acme-bob-client")):
+            assert post(url, token).status_code == 200
         full = post(url, acme)
         assert (full.status_code, full.text) == (
             503, "service unavailable: the server holds its maximum of 2 sessions (--max-sessions); retry later, or end a "
@@ -272,3 +273,16 @@ def test_one_user_holds_at_most_its_cap_of_requests_under_way_and_another_tenant
         assert status == 200, body
         for sock in slow:
             sock.close()
+
+
+def test_one_user_holds_at_most_half_of_its_tenants_sessions():
+    # Issue "Hardening, round 3", item 6: with --max-sessions 10, one user
+    # held all ten, and the tenant's other users got 503 on initialize.
+    with site(args=("--max-sessions", "4")) as (provider, url, _, _):
+        alice, bob = provider.token("acme-client"), provider.token("acme-bob-client")
+        for _ in range(2):
+            assert post(url, alice).status_code == 200
+        third = post(url, alice)
+        assert (third.status_code, third.text) == (
+            429, "too many requests: this user holds its maximum of 2 sessions (half of --max-sessions); end one with DELETE\n")
+        assert post(url, bob).status_code == 200

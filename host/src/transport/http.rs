@@ -704,6 +704,13 @@ impl Gate {
         if opens_session && !sessions.has_room().await {
             return plain(StatusCode::SERVICE_UNAVAILABLE, &sessions.full_message());
         }
+        // One user holds at most half of its tenant's sessions.
+        if opens_session
+            && let Some(user) = &user
+            && !sessions.user_has_room(user)
+        {
+            return plain(StatusCode::TOO_MANY_REQUESTS, &sessions.user_full_message());
+        }
         // Cancelled when the response is dropped (sent, or the client
         // gone), or the session it belongs to is closed.
         let session = parts.headers.get(SESSION_ID_HEADER).and_then(|id| id.to_str().ok());
@@ -745,6 +752,9 @@ impl Gate {
         }
         // A new session's id, as its client gets it: bound to the principal.
         if let Some(id) = response.headers().get(SESSION_ID_HEADER).and_then(|id| id.to_str().ok()) {
+            if let Some(user) = &user {
+                sessions.opened_by(id, user);
+            }
             let bound = identity::bind_session(id, &principal);
             let value = hyper::header::HeaderValue::from_str(&bound).expect("a session id and a hex tag are a header value");
             response.headers_mut().insert(SESSION_ID_HEADER, value);

@@ -37,6 +37,9 @@ pub struct CappedSessions {
     /// evicted, or found ended): what is waiting on the session's client
     /// (an elicitation) ends with it.
     closing: std::sync::Mutex<HashMap<SessionId, CancellationToken>>,
+    /// The user (an OAuth token's issuer and subject) who opened each
+    /// session, when one is known: a user holds at most half of the table.
+    owners: std::sync::Mutex<HashMap<SessionId, String>>,
 }
 
 impl CappedSessions {
@@ -49,7 +52,35 @@ impl CappedSessions {
             evictable_after,
             last_used: tokio::sync::Mutex::new(HashMap::new()),
             closing: Default::default(),
+            owners: Default::default(),
         }
+    }
+
+    /// The most sessions one user may hold: half of the table, rounded up.
+    pub fn per_user(&self) -> usize {
+        self.max.div_ceil(2)
+    }
+
+    /// Records that `user` opened the session `id`.
+    pub fn opened_by(&self, id: &str, user: &str) {
+        if self.closing.lock().expect("never poisoned").contains_key(id) {
+            self.owners.lock().expect("never poisoned").insert(SessionId::from(id.to_string()), user.to_string());
+        }
+    }
+
+    /// Whether `user` may open one more session (below [`Self::per_user`]).
+    /// Concurrent initializes of one user may each pass before any is
+    /// recorded: they are bounded by the user's requests under way.
+    pub fn user_has_room(&self, user: &str) -> bool {
+        self.owners.lock().expect("never poisoned").values().filter(|owner| *owner == user).count() < self.per_user()
+    }
+
+    /// What a user is told at its share.
+    pub fn user_full_message(&self) -> String {
+        format!(
+            "too many requests: this user holds its maximum of {} sessions (half of --max-sessions); end one with DELETE",
+            self.per_user()
+        )
     }
 
     /// The token cancelled when the session `id` is closed, if it is open.
@@ -59,6 +90,7 @@ impl CappedSessions {
 
     /// Cancels the token of the session `id`, closed.
     fn closed(&self, id: &SessionId) {
+        self.owners.lock().expect("never poisoned").remove(id);
         if let Some(token) = self.closing.lock().expect("never poisoned").remove(id) {
             token.cancel();
         }
