@@ -2047,6 +2047,21 @@ fn a_hostile_signature_manifest_is_skipped_and_said_and_junk_layers_hide_no_vali
 }
 
 #[test]
+fn a_valid_signature_behind_sixteen_strangers_signatures_is_read() {
+    // Issue "Hardening, round 3", item 13: the first 16 well-formed
+    // signatures were read and the rest never, so 16 strangers' signatures
+    // hid a valid one.
+    let signed = Signed::new();
+    let (reference, digest) = signed.publish_signed("code_review", "acme/crowd", "1", Some(&signed.other_key), &[]);
+    for _ in 1..16 {
+        tool_sign(&signed.registry, "acme/crowd", &digest, &signed.other_key, &["--append"]);
+    }
+    tool_sign(&signed.registry, "acme/crowd", &digest, &signed.key, &["--append"]);
+    let said = signed.site.ok("add", &[&reference]);
+    assert!(said.contains(&format!("({digest}, ")) && said.contains("signed by cosign.pub)"), "{said}");
+}
+
+#[test]
 fn credentials_go_only_over_https_or_to_the_registrys_own_host_on_every_path_and_metadata_realms_are_never_asked() {
     let storage = tempfile::tempdir().unwrap();
     let registry = Registry::start(storage.path(), &[]);

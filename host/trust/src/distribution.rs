@@ -44,12 +44,14 @@ const DOCKER_MANIFEST_MEDIA_TYPE: &str = "application/vnd.docker.distribution.ma
 pub const MAX_MANIFEST_BYTES: usize = 64 << 10;
 /// The most bytes a signed payload may have (cosign's is about 250).
 pub const MAX_SIGNATURE_PAYLOAD_BYTES: usize = 16 << 10;
-/// The most signatures read for one pack: the valid ones, skipping what is
-/// not a signature.
-pub const MAX_SIGNATURES: usize = 16;
 /// The most layers of a signature manifest looked at (each a possible
 /// signature): junk layers hide no valid signature among the first this many.
 pub const MAX_SIGNATURE_LAYERS: usize = 128;
+/// The most signatures read for one pack, skipping what is not a signature:
+/// every one among the first [`MAX_SIGNATURE_LAYERS`] layers, so that
+/// well-formed signatures by strangers hide no valid one behind them (each
+/// payload is at most [`MAX_SIGNATURE_PAYLOAD_BYTES`]: 2 MiB in all).
+pub const MAX_SIGNATURES: usize = MAX_SIGNATURE_LAYERS;
 /// The default bound on a pack's component, pulled or in the plugin
 /// directory, in MiB (`[registry] max_pack_mib`).
 pub const DEFAULT_MAX_PACK_MIB: u64 = 128;
@@ -975,6 +977,7 @@ fn http_client(
         .connect_timeout(CONNECT_TIMEOUT)
         .read_timeout(STALL_TIMEOUT)
         .redirect(redirects)
+        .dns_resolver(CheckedResolver)
         .proxy(environment_proxy());
     for pem in &settings.ca_certificates {
         let certificate = reqwest::Certificate::from_pem(pem).map_err(|error| DistributionError::Certificate(error.to_string()))?;
@@ -984,6 +987,47 @@ fn http_client(
         http = http.resolve_to_addrs(name, addresses);
     }
     http.build().map_err(|error| DistributionError::Certificate(error.to_string()))
+}
+
+/// Resolves names as the system does, then drops every address
+/// [`refused_ip`] refuses (link-local, unspecified, a cloud metadata
+/// service's), before anything connects to it: a registry, or a redirect
+/// it sends (each hop of a blob's redirects resolves here), whose name
+/// resolves only to such addresses fails, naming them. The addresses
+/// returned are the ones connected to, so a name cannot resolve one way for
+/// the check and another for the connection.
+struct CheckedResolver;
+
+impl reqwest::dns::Resolve for CheckedResolver {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let name = name.as_str().to_string();
+        Box::pin(async move {
+            let resolved: Vec<std::net::SocketAddr> = tokio::net::lookup_host((name.as_str(), 0)).await?.collect();
+            let allowed = checked_addresses(&name, resolved)?;
+            Ok(Box::new(allowed.into_iter()) as reqwest::dns::Addrs)
+        })
+    }
+}
+
+/// The addresses of `resolved` a request to `name` may connect to, or why
+/// none: every address [`refused_ip`] refuses is left out.
+fn checked_addresses(name: &str, resolved: Vec<std::net::SocketAddr>) -> Result<Vec<std::net::SocketAddr>, String> {
+    let mut refused = Vec::new();
+    let allowed: Vec<std::net::SocketAddr> = resolved
+        .into_iter()
+        .filter(|address| match refused_ip(address.ip()) {
+            Some(why) => {
+                refused.push(format!("{} ({why})", address.ip()));
+                false
+            }
+            None => true,
+        })
+        .collect();
+    if allowed.is_empty() {
+        let what = if refused.is_empty() { "no address".to_string() } else { format!("only refused addresses: {}", refused.join(", ")) };
+        return Err(format!("{name:?} resolves to {what}"));
+    }
+    Ok(allowed)
 }
 
 /// The proxies the environment names, as curl and reqwest read them
@@ -1260,6 +1304,24 @@ fn error_chain(error: &dyn std::error::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_name_resolving_to_link_local_or_metadata_addresses_is_never_connected_to() {
+        // Issue "Hardening, round 3", item 13: a blob redirect to a name that
+        // resolved to a link-local address was followed. (A unit test of the
+        // check every resolution passes through before a connect: no test
+        // sends a packet off loopback.)
+        let at = |ip: &str| std::net::SocketAddr::new(ip.parse().unwrap(), 443);
+        assert_eq!(
+            checked_addresses("cdn.evil.example", vec![at("169.254.169.254"), at("fe80::1")]),
+            Err("\"cdn.evil.example\" resolves to only refused addresses: 169.254.169.254 (it is a link-local address, where \
+                 cloud metadata services answer), fe80::1 (it is a link-local address, where cloud metadata services answer)"
+                .to_string())
+        );
+        assert_eq!(checked_addresses("cdn.example", vec![at("169.254.1.1"), at("127.0.0.1")]), Ok(vec![at("127.0.0.1")]));
+        assert_eq!(checked_addresses("empty.example", vec![]), Err("\"empty.example\" resolves to no address".to_string()));
+        assert!(checked_addresses("v4mapped.example", vec![at("::ffff:169.254.169.254")]).is_err());
+    }
 
     #[test]
     fn no_proxy_exempts_the_hosts_it_names_and_loopback_is_never_proxied() {

@@ -293,7 +293,7 @@ fn signer(signature: &CosignSignature, policy: &SignaturePolicy, manifest_digest
         return Err(format!("(by {signer}) signs {named:?}, another manifest"));
     }
     let named = &critical.identity.docker_reference;
-    if named != repository {
+    if docker_hub_as_one(named) != docker_hub_as_one(repository) {
         return Err(format!(
             "(by {signer}) signs it in the repository {named:?}, and it is installed from {repository:?} \
              (a pack pulled from a mirror is signed as the repository [registry] mirrors maps it to)"
@@ -334,6 +334,15 @@ pub fn check_at_load(
 }
 
 /// A signature made as cosign makes one: of the simple-signing payload that
+/// A repository with Docker Hub's two names as one: cosign signs a Docker
+/// Hub pack as `index.docker.io/...`, the host binds `docker.io/...`.
+fn docker_hub_as_one(repository: &str) -> &str {
+    match repository.strip_prefix("index.docker.io/") {
+        Some(rest) => &repository[repository.len() - rest.len() - "docker.io/".len()..],
+        None => repository,
+    }
+}
+
 /// names `manifest_digest` in the repository `docker_reference`
 /// (`registry/repository`), with the private key `key_pem` (as
 /// [`signing_key`] reads it). Returns the payload and the base64 signature.
@@ -577,6 +586,16 @@ mod tests {
     const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD;
     const REPOSITORY: &str = "r.example/acme/pack";
     use crate::distribution::Mirrors;
+
+    #[test]
+    fn docker_hubs_two_names_are_one_repository_and_nothing_else_is() {
+        // Issue "Hardening, round 3", item 13: real cosign signs a Docker Hub
+        // pack as index.docker.io/..., the host bound docker.io/....
+        assert_eq!(docker_hub_as_one("index.docker.io/acme/pack"), "docker.io/acme/pack");
+        assert_eq!(docker_hub_as_one("docker.io/acme/pack"), "docker.io/acme/pack");
+        assert_eq!(docker_hub_as_one("ghcr.io/acme/pack"), "ghcr.io/acme/pack");
+        assert_eq!(docker_hub_as_one("evil.index.docker.io/acme/pack"), "evil.index.docker.io/acme/pack");
+    }
 
     fn signer() -> (SigStoreSigner, TrustedKey) {
         let signer = SigningScheme::ECDSA_P256_SHA256_ASN1.create_signer().unwrap();
