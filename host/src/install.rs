@@ -49,19 +49,19 @@ pub enum InstallError {
     Lockfile(#[from] LockfileError),
     #[error(
         "{reference} now names {digest}, which {name} was updated past (it has {installed}): a registry may be \
-         rolling it back; `prompt-host update {name}{to} --allow-downgrade` installs it"
+         rolling it back; `{retry}` installs it"
     )]
-    MovedPast { name: String, reference: String, digest: String, installed: String, to: ToFlag },
+    MovedPast { name: String, reference: String, digest: String, installed: String, retry: Retry },
     #[error(
         "{reference} now names {digest}, version {version:?}, older than the installed version {installed:?}: \
-         a registry may be rolling it back; `prompt-host update {name}{to} --allow-downgrade` installs it"
+         a registry may be rolling it back; `{retry}` installs it"
     )]
-    OlderVersion { name: String, reference: String, digest: String, version: String, installed: String, to: ToFlag },
+    OlderVersion { name: String, reference: String, digest: String, version: String, installed: String, retry: Retry },
     #[error(
         "{reference} now names {digest}, which {says}, so it cannot be shown not to be older than the installed version \
-         {installed:?}: a registry may be rolling it back; `prompt-host update {name}{to} --allow-downgrade` installs it"
+         {installed:?}: a registry may be rolling it back; `{retry}` installs it"
     )]
-    UnorderedVersion { name: String, reference: String, digest: String, says: String, installed: String, to: ToFlag },
+    UnorderedVersion { name: String, reference: String, digest: String, says: String, installed: String, retry: Retry },
     #[error("{name:?} is not a valid plugin name: use {} (choose one with --name)", crate::lockfile::PLUGIN_NAME_RULE)]
     InvalidName { name: String },
     #[error(
@@ -147,7 +147,13 @@ impl<'a> Installation<'a> {
 
     /// `prompt-host add`: installs the pack at `reference` as plugin `name`
     /// (by default the repository's last segment).
-    pub async fn add(&self, reference: &str, name: Option<&str>, progress: Progress<'_>) -> Result<LockedPack, InstallError> {
+    pub async fn add(
+        &self,
+        reference: &str,
+        name: Option<&str>,
+        allow_downgrade: bool,
+        progress: Progress<'_>,
+    ) -> Result<LockedPack, InstallError> {
         let reference = PackReference::parse(reference)?;
         let name = match name {
             Some(name) => name.to_string(),
@@ -159,6 +165,27 @@ impl<'a> Installation<'a> {
         let file = self.plugin_file(&name);
         if lockfile.get(&name).is_some() || file.exists() {
             return Err(InstallError::AlreadyInstalled { name, path: file.display().to_string() });
+        }
+        // A name removed before: checked against what it knew (its digests
+        // and version), as an update is, so that remove then add is no way
+        // around the rollback checks.
+        if let Some(gone) = lockfile.removed(&name) {
+            let client = self.client()?;
+            let digest = client.resolve(&reference).await?;
+            let replacing = Replacing { installed: gone, allow_downgrade, to: Some(&reference), adding: true };
+            if !allow_downgrade && gone.previous_digests.contains(&digest) {
+                return Err(InstallError::MovedPast {
+                    name: name.clone(),
+                    reference: reference.to_string(),
+                    digest,
+                    installed: gone.digest.clone(),
+                    retry: replacing.retry(),
+                });
+            }
+            let mut fetched = self.fetch_verified(&client, &name, &reference, &digest, Some(replacing), progress).await?;
+            fetched.pack = fetched.pack.replacing(gone);
+            self.record_and_place(&fetched, Placing::New)?;
+            return Ok(fetched.pack);
         }
         self.install(&name, &reference, Placing::New, progress).await
     }
@@ -265,7 +292,7 @@ impl<'a> Installation<'a> {
             let outcome = self.update_one(&client, &locked, to.as_ref(), allow_downgrade, progress).await;
             outcomes.push((locked.name.clone(), outcome));
         }
-        self.collect_garbage();
+        self.collect_garbage(&lockfile);
         Ok(outcomes)
     }
 
@@ -302,16 +329,16 @@ impl<'a> Installation<'a> {
                 Updated::Restored(fetched.pack)
             });
         }
+        let replacing = Replacing { installed: locked, allow_downgrade, to, adding: false };
         if !allow_downgrade && locked.previous_digests.contains(&digest) {
             return Err(InstallError::MovedPast {
                 name: locked.name.clone(),
                 reference: reference.to_string(),
                 digest,
                 installed: locked.digest.clone(),
-                to: ToFlag(to.cloned()),
+                retry: replacing.retry(),
             });
         }
-        let replacing = Replacing { installed: locked, allow_downgrade, to };
         let mut fetched = self.fetch_verified(client, &locked.name, &reference, &digest, Some(replacing), progress).await?;
         fetched.pack = fetched.pack.replacing(locked);
         self.record_and_place(&fetched, Placing::Replace)?;
@@ -322,12 +349,13 @@ impl<'a> Installation<'a> {
     /// earlier version of a pack, a removed pack, another plugin's record),
     /// so that nothing but an install carries provenance. A failure is only
     /// logged: the command's work is done.
-    fn collect_garbage(&self) {
-        let installs = match Lockfile::read(&self.lockfile) {
-            Ok(lockfile) => lockfile.packs.into_iter().map(|pack| (pack.name, pack.sha256)).collect(),
+    fn collect_garbage(&self, before: &Lockfile) {
+        let installs = |lockfile: &Lockfile| lockfile.packs.iter().map(|pack| (pack.name.clone(), pack.sha256.clone())).collect();
+        let kept = match Lockfile::read(&self.lockfile) {
+            Ok(lockfile) => installs(&lockfile),
             Err(error) => return tracing::warn!("the pack store was not cleaned: {error}"),
         };
-        if let Err(error) = self.store.retain(&installs) {
+        if let Err(error) = self.store.release(&installs(before), &kept) {
             tracing::warn!("the pack store {} was not cleaned: {error}", self.store.dir().display());
         }
     }
@@ -400,7 +428,7 @@ impl<'a> Installation<'a> {
                     Updated::UpToDate(pack) | Updated::Restored(pack) => return Ok(Sourced::Restored(pack)),
                     Updated::Replaced { pack, .. } | Updated::Moved { pack, .. } => pack,
                 };
-                self.collect_garbage();
+                self.collect_garbage(&lockfile);
                 Ok(Sourced::Installed(pack))
             }
             // None installed yet.
@@ -409,7 +437,6 @@ impl<'a> Installation<'a> {
                 let digest = client.resolve(&reference).await?;
                 let fetched = self.fetch_verified(&client, name, &reference, &digest, None, &|_, _| {}).await?;
                 self.record_and_place(&fetched, Placing::Replace)?;
-                self.collect_garbage();
                 Ok(Sourced::Installed(fetched.pack))
             }
         }
@@ -420,6 +447,7 @@ impl<'a> Installation<'a> {
     pub async fn remove(&self, name: &str) -> Result<LockedPack, InstallError> {
         let _held = self.hold().await?;
         let mut lockfile = Lockfile::read(&self.lockfile)?;
+        let before = lockfile.clone();
         let locked = lockfile.get(name).cloned().ok_or_else(|| not_installed(name, &lockfile))?;
         let file = self.plugin_file(name);
         match std::fs::remove_file(&file) {
@@ -429,7 +457,7 @@ impl<'a> Installation<'a> {
         }
         lockfile.remove(name);
         lockfile.write(&self.lockfile)?;
-        self.collect_garbage();
+        self.collect_garbage(&before);
         Ok(locked)
     }
 
@@ -521,7 +549,7 @@ impl<'a> Installation<'a> {
         // Recorded at every install (`add` too), so that the next one is
         // checked against it.
         let mut version = self.pack_version(name, &pulled.wasm).await;
-        if let Some(Replacing { installed, allow_downgrade, to }) = replacing {
+        if let Some(replacing @ Replacing { installed, allow_downgrade, .. }) = replacing {
             let installed_version = self.installed_version(installed).await;
             if !allow_downgrade && let Some(old) = &installed_version {
                 let refused = |says: String| InstallError::UnorderedVersion {
@@ -530,7 +558,7 @@ impl<'a> Installation<'a> {
                     digest: digest.to_string(),
                     says,
                     installed: old.clone(),
-                    to: ToFlag(to.cloned()),
+                    retry: replacing.retry(),
                 };
                 match version_order(version.as_deref(), old) {
                     VersionOrder::NotOlder => {}
@@ -541,7 +569,7 @@ impl<'a> Installation<'a> {
                             digest: digest.to_string(),
                             version: version.clone().unwrap_or_default(),
                             installed: old.clone(),
-                            to: ToFlag(to.cloned()),
+                            retry: replacing.retry(),
                         });
                     }
                     VersionOrder::Unsaid => return Err(refused("says no version (a WIT 0.1 pack has no describe-pack)".to_string())),
@@ -748,26 +776,40 @@ struct Fetched {
     provenance: Provenance,
 }
 
-/// The installed pack an update replaces, and whether it may be replaced by
-/// an older version.
+/// The installed pack an update replaces (or the removed one an `add` of
+/// its name follows), and whether it may be replaced by an older version.
 #[derive(Clone, Copy)]
 struct Replacing<'a> {
     installed: &'a LockedPack,
     allow_downgrade: bool,
-    /// The reference `update --to` moves it to, if it does.
+    /// The reference `update --to` (or `add`) moves it to, if it does.
     to: Option<&'a PackReference>,
+    /// Whether this is an `add` after a `remove`.
+    adding: bool,
 }
 
-/// ` --to REFERENCE` when an update moves the pack (so that the command a
-/// refusal suggests installs what was asked for), nothing otherwise.
-#[derive(Debug)]
-pub struct ToFlag(Option<PackReference>);
+impl Replacing<'_> {
+    /// The command that installs it anyway, as a refusal says it.
+    fn retry(&self) -> Retry {
+        Retry { name: self.installed.name.clone(), to: self.to.cloned(), adding: self.adding }
+    }
+}
 
-impl std::fmt::Display for ToFlag {
+/// The command a rollback refusal suggests: the same, with
+/// `--allow-downgrade` (so that it installs what was asked for).
+#[derive(Debug)]
+pub struct Retry {
+    name: String,
+    to: Option<PackReference>,
+    adding: bool,
+}
+
+impl std::fmt::Display for Retry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.0 {
-            Some(to) => write!(f, " --to {to}"),
-            None => Ok(()),
+        match (&self.to, self.adding) {
+            (Some(to), true) => write!(f, "prompt-host add {to} --name {} --allow-downgrade", self.name),
+            (Some(to), false) => write!(f, "prompt-host update {} --to {to} --allow-downgrade", self.name),
+            (None, _) => write!(f, "prompt-host update {} --allow-downgrade", self.name),
         }
     }
 }

@@ -1908,6 +1908,33 @@ fn a_source_without_a_tag_is_not_pulled_again_at_start_and_a_source_edited_to_an
     assert_eq!(site.lockfile(), installed);
 }
 
+#[test]
+fn remove_then_add_is_checked_against_what_the_removed_pack_knew() {
+    // Issue "Hardening, round 3", item 11: remove then add forgot the
+    // install's history, and an older pack went in unchecked.
+    let signed = Signed::new();
+    let site = &signed.site;
+    let reference = format!("{}:stable", signed.registry.reference("acme/pack"));
+    signed.publish_signed("writing_assistant", "acme/pack", "stable", Some(&signed.key), &[]);
+    site.ok("add", &[&reference]);
+    site.ok("remove", &["pack"]);
+    assert!(site.lockfile().contains("[[removed]]") && site.lockfile().contains("version = \"0.2.0\""), "{}", site.lockfile());
+    let (_, older) = signed.publish_signed("conformance", "acme/pack", "stable", Some(&signed.key), &[]);
+    let refused = site.refused("add", &[&reference]);
+    assert!(
+        refused.trim().ends_with(&format!(
+            "{reference} now names {older}, version \"0.1.0\", older than the installed version \"0.2.0\": a registry may be rolling \
+             it back; `prompt-host add {reference} --name pack --allow-downgrade` installs it"
+        )),
+        "{refused}"
+    );
+    assert!(!site.path("packs/pack.wasm").exists());
+    let said = site.ok("add", &[&reference, "--allow-downgrade"]);
+    assert!(said.contains(&format!("({older}, ")), "{said}");
+    let lockfile = site.lockfile();
+    assert!(!lockfile.contains("[[removed]]") && lockfile.contains("version = \"0.1.0\""), "{lockfile}");
+}
+
 /// `bytes` with a custom section added: the same component, another digest.
 fn with_custom_section(bytes: &[u8], name: &str) -> Vec<u8> {
     let mut section = vec![name.len() as u8];
@@ -2059,6 +2086,34 @@ fn a_valid_signature_behind_sixteen_strangers_signatures_is_read() {
     tool_sign(&signed.registry, "acme/crowd", &digest, &signed.key, &["--append"]);
     let said = signed.site.ok("add", &[&reference]);
     assert!(said.contains(&format!("({digest}, ")) && said.contains("signed by cosign.pub)"), "{said}");
+}
+
+#[test]
+fn sites_sharing_a_store_keep_each_others_trust_records_when_one_removes_its_pack() {
+    // Issue "Hardening, round 3", item 13: one site's `remove` cleaned the
+    // shared store of every record its lockfile did not name, and the other
+    // site's signed pack was then refused.
+    let signed = Signed::new();
+    let shared = tempfile::tempdir().unwrap();
+    let site = || {
+        let site = Site::new(&format!(
+            "store = \"{}\"\n{}[signatures]\nrequire = true\npublic_keys = [\"cosign.pub\"]\n",
+            shared.path().display(),
+            plain(&signed.registry)
+        ));
+        std::fs::copy(signed.site.path("cosign.pub"), site.path("cosign.pub")).unwrap();
+        site
+    };
+    let (first, second) = (site(), site());
+    let (a, _) = signed.publish_signed("code_review", "acme/a", "1", Some(&signed.key), &[]);
+    let (b, _) = signed.publish_signed("dev_assistant", "acme/b", "1", Some(&signed.key), &[]);
+    first.ok("add", &[&a]);
+    second.ok("add", &[&b]);
+    first.ok("remove", &["a"]);
+    let mut server = Server::start(&["--config", &second.config()]);
+    assert_eq!(server.list_all_names(), vec!["git-commit", "explain-code", "debug-error"]);
+    let log = server.wait_for_stderr("plugin directory rescanned");
+    assert!(!log.contains("refused"), "{log}");
 }
 
 #[test]

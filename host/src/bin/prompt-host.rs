@@ -219,6 +219,11 @@ enum Command {
         /// The plugin's name [default: the repository's last segment].
         #[arg(long)]
         name: Option<String>,
+        /// Install it even if it is older than the pack of that name removed
+        /// before (the lockfile remembers removed packs, so that remove then
+        /// add is no way around the rollback checks).
+        #[arg(long)]
+        allow_downgrade: bool,
         #[command(flatten)]
         plain: PlainHttpArgs,
         #[command(flatten)]
@@ -614,8 +619,8 @@ fn main() -> ExitCode {
             Command::Complete { file, prompt, argument, typed, context, plugin } => {
                 complete(file, prompt, argument, typed, context, plugin).await
             }
-            Command::Add { reference, name, plain, install } => {
-                packs::add(&install.config, &reference, name.as_deref(), plain.plain_http).await
+            Command::Add { reference, name, allow_downgrade, plain, install } => {
+                packs::add(&install.config, &reference, name.as_deref(), allow_downgrade, plain.plain_http).await
             }
             Command::Update { name, to, allow_downgrade, plain_http, install } => {
                 packs::update(&install.config, name.as_deref(), to.as_deref(), allow_downgrade, plain_http).await

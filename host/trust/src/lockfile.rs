@@ -37,7 +37,16 @@ pub struct Lockfile {
     /// The installed packs (`[[pack]]`), sorted by name, one per name.
     #[serde(default, rename = "pack")]
     pub packs: Vec<LockedPack>,
+    /// Packs removed (`[[removed]]`), as they were when removed, one per
+    /// name, at most [`MAX_REMOVED`] (the oldest forgotten first): an `add`
+    /// of the name is checked against what it knew, as an update is, so
+    /// `remove` then `add` is no way around the rollback checks.
+    #[serde(default, rename = "removed", skip_serializing_if = "Vec::is_empty")]
+    pub removed: Vec<LockedPack>,
 }
+
+/// The most removed packs a lockfile remembers.
+pub const MAX_REMOVED: usize = 256;
 
 /// One installed pack.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -132,14 +141,14 @@ impl Lockfile {
         let error = |problem: String| LockfileError { path: path.display().to_string(), problem };
         let text = match prompt_host_files::read_if_exists(path, prompt_host_files::MAX_SMALL_FILE_BYTES) {
             Ok(Some(bytes)) => String::from_utf8(bytes).map_err(|_| error("it is not UTF-8 text".into()))?,
-            Ok(None) => return Ok(Lockfile { version: VERSION, packs: Vec::new() }),
+            Ok(None) => return Ok(Lockfile { version: VERSION, packs: Vec::new(), removed: Vec::new() }),
             Err(other) => return Err(error(other.to_string())),
         };
         let lockfile: Lockfile = toml::from_str(&text).map_err(|problem| error(problem.to_string().trim_end().to_string()))?;
         if lockfile.version != VERSION {
             return Err(error(format!("version {} is not one this host reads ({VERSION})", lockfile.version)));
         }
-        for pack in &lockfile.packs {
+        for pack in lockfile.packs.iter().chain(&lockfile.removed) {
             if !is_plugin_name(&pack.name) {
                 return Err(error(format!("{:?} is not a plugin name ({PLUGIN_NAME_RULE})", pack.name)));
             }
@@ -165,7 +174,11 @@ impl Lockfile {
         let mut options = std::fs::OpenOptions::new();
         options.create(true).truncate(false).write(true);
         #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, rustix::fs::OFlags::NONBLOCK.bits() as i32);
+        std::os::unix::fs::OpenOptionsExt::custom_flags(
+            &mut options,
+            // Not followed if a symlink: a dangling one would create its target.
+            (rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::NOFOLLOW).bits() as i32,
+        );
         let file = options.open(&guard_path).map_err(error)?;
         if !file.metadata().map_err(error)?.is_file() {
             return Err(LockfileError { path: guard_path.display().to_string(), problem: "it is not a regular file".into() });
@@ -192,18 +205,32 @@ impl Lockfile {
         self.packs.iter().find(|pack| pack.name == name)
     }
 
-    /// Records `pack`, in place of any entry with its name.
+    /// Records `pack`, in place of any entry with its name (installed or
+    /// removed).
     pub fn insert(&mut self, pack: LockedPack) {
         self.packs.retain(|locked| locked.name != pack.name);
+        self.removed.retain(|removed| removed.name != pack.name);
         self.packs.push(pack);
         self.packs.sort_by(|a, b| a.name.cmp(&b.name));
     }
 
-    /// Forgets the pack named `name`; whether there was one.
+    /// Takes the pack named `name` out of the installed ones, and remembers
+    /// it among the removed; whether there was one.
     pub fn remove(&mut self, name: &str) -> bool {
-        let before = self.packs.len();
-        self.packs.retain(|pack| pack.name != name);
-        self.packs.len() != before
+        let Some(at) = self.packs.iter().position(|pack| pack.name == name) else { return false };
+        let gone = self.packs.remove(at);
+        self.removed.retain(|removed| removed.name != name);
+        self.removed.push(gone);
+        if self.removed.len() > MAX_REMOVED {
+            self.removed.remove(0);
+        }
+        true
+    }
+
+    /// The pack named `name` as it was when removed, if the lockfile
+    /// remembers one.
+    pub fn removed(&self, name: &str) -> Option<&LockedPack> {
+        self.removed.iter().find(|pack| pack.name == name)
     }
 }
 
@@ -273,7 +300,7 @@ mod tests {
     fn a_name_or_digest_that_could_name_another_file_is_refused_as_the_lockfile_is_read() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(LOCKFILE_NAME);
-        let write = |pack: LockedPack| Lockfile { version: VERSION, packs: vec![pack] }.write(&path).unwrap();
+        let write = |pack: LockedPack| Lockfile { version: VERSION, packs: vec![pack], removed: Vec::new() }.write(&path).unwrap();
         write(LockedPack { name: "../../etc/cron.d/x".into(), ..pack("acme") });
         assert_eq!(
             Lockfile::read(&path).unwrap_err().to_string(),
@@ -286,6 +313,37 @@ mod tests {
         );
         write(pack("acme"));
         assert_eq!(Lockfile::read(&path).unwrap().packs, vec![pack("acme")]);
+    }
+
+    #[test]
+    fn a_removed_pack_is_remembered_until_its_name_is_installed_again() {
+        let mut lockfile = Lockfile::default();
+        lockfile.insert(pack("acme"));
+        assert!(lockfile.remove("acme"));
+        assert!(!lockfile.remove("acme"));
+        assert_eq!((lockfile.get("acme"), lockfile.removed("acme")), (None, Some(&pack("acme"))));
+        lockfile.insert(pack("acme"));
+        assert_eq!((lockfile.get("acme"), lockfile.removed("acme")), (Some(&pack("acme")), None));
+        for index in 0..=MAX_REMOVED {
+            lockfile.insert(pack(&format!("p{index}")));
+            lockfile.remove(&format!("p{index}"));
+        }
+        assert_eq!(lockfile.removed.len(), MAX_REMOVED);
+        assert_eq!(lockfile.removed("p0"), None, "the oldest is forgotten first");
+    }
+
+    #[tokio::test]
+    async fn the_guard_is_never_a_symlink_followed() {
+        // Issue "Hardening, round 3", item 13: a dangling symlink at the
+        // guard's path made the lock create its target.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LOCKFILE_NAME);
+        let target = dir.path().join("elsewhere");
+        std::os::unix::fs::symlink(&target, guard_path(&path)).unwrap();
+        let error = Lockfile::lock(&path).await.unwrap_err();
+        assert_eq!(error.path, guard_path(&path).display().to_string());
+        assert!(error.problem.contains("symbolic links"), "{}", error.problem);
+        assert!(!target.exists());
     }
 
     #[tokio::test]

@@ -98,35 +98,31 @@ impl PackStore {
         serde_json::from_slice(&text).map(Some).map_err(|error| format!("{} is not a provenance record: {error}", path.display()))
     }
 
-    /// Removes every component no install in `installs` (plugin name and
-    /// SHA-256, what the lockfile names) has, and every provenance record
-    /// that is not one of those installs'. Returns how many files were removed.
-    pub fn retain(&self, installs: &std::collections::HashSet<(String, String)>) -> std::io::Result<usize> {
-        let entries = match std::fs::read_dir(self.dir.join("sha256")) {
-            Ok(entries) => entries,
-            Err(missing) if missing.kind() == std::io::ErrorKind::NotFound => return Ok(0),
-            Err(error) => return Err(error),
+    /// Removes what one lockfile let go of: each install of `released`
+    /// (plugin name and SHA-256) that `kept` (what that lockfile names now)
+    /// does not name, its provenance record and, if none of `kept` has it,
+    /// its component. Nothing else is touched, so sites sharing a store keep
+    /// each other's records (a component both hold is removed when one lets
+    /// it go; the other's plugin file and record still serve it). Returns
+    /// how many files were removed.
+    pub fn release(
+        &self,
+        released: &std::collections::HashSet<(String, String)>,
+        kept: &std::collections::HashSet<(String, String)>,
+    ) -> std::io::Result<usize> {
+        let removed = |path: PathBuf| match std::fs::remove_file(path) {
+            Ok(()) => Ok(1),
+            Err(missing) if missing.kind() == std::io::ErrorKind::NotFound => Ok(0),
+            Err(error) => Err(error),
         };
-        let is_digest = |hex: &str| hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit());
-        let mut removed = 0;
-        for entry in entries {
-            let entry = entry?;
-            let file = entry.file_name().to_string_lossy().into_owned();
-            let kept = if let Some(sha256) = file.strip_suffix(".wasm").filter(|hex| is_digest(hex)) {
-                installs.iter().any(|(_, installed)| installed == sha256)
-            } else if let Some((sha256, name)) =
-                file.strip_suffix(".provenance.json").and_then(|rest| rest.split_once('.')).filter(|(hex, _)| is_digest(hex))
-            {
-                installs.contains(&(name.to_string(), sha256.to_string()))
-            } else {
-                continue;
-            };
-            if !kept {
-                std::fs::remove_file(entry.path())?;
-                removed += 1;
+        let mut count = 0;
+        for (name, sha256) in released.difference(kept) {
+            count += removed(self.provenance_path(name, sha256))?;
+            if !kept.iter().any(|(_, held)| held == sha256) {
+                count += removed(self.wasm_path(sha256))?;
             }
         }
-        Ok(removed)
+        Ok(count)
     }
 }
 
@@ -204,7 +200,7 @@ mod tests {
     }
 
     #[test]
-    fn retaining_the_installs_removes_every_other_component_and_record() {
+    fn releasing_installs_removes_only_what_the_lockfile_let_go_of() {
         let dir = tempfile::tempdir().unwrap();
         let store = PackStore::new(dir.path().to_path_buf());
         let record = Provenance {
@@ -213,18 +209,31 @@ mod tests {
             manifest: "e30=".into(),
             signatures: vec![],
         };
-        let (a, b) = ("a".repeat(64), "b".repeat(64));
+        let (a, b, c) = ("a".repeat(64), "b".repeat(64), "c".repeat(64));
         let _ = store.put("acme", &a, b"\0asm a", &record).unwrap();
         let _ = store.put("other", &a, b"\0asm a", &record).unwrap();
         let _ = store.put("acme", &b, b"\0asm b", &record).unwrap();
+        // Another site's install, in the same store (issue #34 item 13).
+        let _ = store.put("elsewhere", &c, b"\0asm c", &record).unwrap();
         std::fs::write(dir.path().join("sha256/notes.txt"), b"not the store's").unwrap();
-        let installs = [("acme".to_string(), a.clone())].into_iter().collect();
-        assert_eq!(store.retain(&installs).unwrap(), 3);
+        let set = |installs: &[(&str, &String)]| installs.iter().map(|(name, sha)| (name.to_string(), sha.to_string())).collect();
+        // acme moved from b to a; other was removed.
+        let released = set(&[("acme", &b), ("other", &a)]);
+        assert_eq!(store.release(&released, &set(&[("acme", &a)])).unwrap(), 3);
         let mut left: Vec<String> = std::fs::read_dir(dir.path().join("sha256"))
             .unwrap()
             .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
         left.sort();
-        assert_eq!(left, vec![format!("{a}.acme.provenance.json"), format!("{a}.wasm"), "notes.txt".to_string()]);
+        assert_eq!(
+            left,
+            vec![
+                format!("{a}.acme.provenance.json"),
+                format!("{a}.wasm"),
+                format!("{c}.elsewhere.provenance.json"),
+                format!("{c}.wasm"),
+                "notes.txt".to_string()
+            ]
+        );
     }
 }
