@@ -102,6 +102,7 @@ pub struct Metrics {
     call_peak_memory: HistogramVec,
     loads: IntCounterVec,
     load_failures: IntCounterVec,
+    spare_failures: IntCounterVec,
     last_load: IntGaugeVec,
     sessions_open: IntGauge,
     requests_in_flight: IntGauge,
@@ -161,6 +162,11 @@ impl Metrics {
             ),
             loads: counter("prompt_host_plugin_loads_total", "Successful loads of a plugin (at start and at each change).", &["plugin"]),
             load_failures: counter("prompt_host_plugin_load_failures_total", "Loads of a plugin that failed.", &["plugin"]),
+            spare_failures: counter(
+                "prompt_host_plugin_spare_failures_total",
+                "Instances of a plugin made ahead of a call that failed to start (the next call builds its own).",
+                &["plugin"],
+            ),
             last_load: register(
                 &registry,
                 IntGaugeVec::new(
@@ -403,6 +409,13 @@ pub fn plugin_load_failed(plugin: &str, still_serving: bool) {
     health().plugins.insert(plugin.to_string(), state);
     if let Some(metrics) = METRICS.get() {
         metrics.load_failures.with_label_values(&[plugin]).inc();
+    }
+}
+
+/// Records that an instance of `plugin` made ahead of a call failed to start.
+pub fn spare_failed(plugin: &str) {
+    if let Some(metrics) = METRICS.get() {
+        metrics.spare_failures.with_label_values(&[plugin]).inc();
     }
 }
 

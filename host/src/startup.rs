@@ -50,6 +50,10 @@ impl CallObserver for Telemetry {
         crate::metrics::call_usage(plugin, usage.fuel, usage.peak_memory_bytes);
         crate::traces::call_usage(usage.fuel, usage.peak_memory_bytes);
     }
+
+    fn spare_failed(&self, plugin: &str) {
+        crate::metrics::spare_failed(plugin);
+    }
 }
 
 /// [`start`], without saying the initial load finished.

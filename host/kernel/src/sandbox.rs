@@ -759,6 +759,10 @@ const HOSTCALL_FUEL_EXHAUSTED: &str = "fuel allocated for hostcalls has been exh
 pub trait CallObserver: Send + Sync {
     /// The call into `plugin` finished, having used `usage`.
     fn call_finished(&self, plugin: &str, usage: &CallUsage);
+
+    /// An instance of `plugin` made ahead of a call failed to start (the
+    /// next call builds its own, and reports what happens to it).
+    fn spare_failed(&self, _plugin: &str) {}
 }
 
 /// The observer of a sandbox no one observes.

@@ -22,8 +22,9 @@
 //!   inherits what its instantiation used: its fuel, its memory, its
 //!   output, and the time it took, so a call's budget covers its instance's
 //!   start as it does when the instance is built on the path;
-//! - a spare whose instantiation failed is dropped without a word: the next
-//!   call builds its own instance, and reports what happens to it;
+//! - a spare whose instantiation failed is dropped, logged at debug and
+//!   counted (`CallObserver::spare_failed`): the next call builds its own
+//!   instance, and reports what happens to it;
 //! - a plugin that is replaced or removed takes its spare with it.
 
 use std::collections::VecDeque;
@@ -155,7 +156,8 @@ impl PackInstances {
                 drop(held);
             }
             Err(failure) => {
-                tracing::debug!(plugin = %self.plugin.escape_debug(), "no spare instance made: the plugin {failure}")
+                tracing::debug!(plugin = %self.plugin.escape_debug(), "no spare instance made: the plugin {failure}");
+                self.sandbox.observer.spare_failed(&self.plugin);
             }
         }
     }
