@@ -170,24 +170,40 @@ impl<'a> Installation<'a> {
         // and version), as an update is, so that remove then add is no way
         // around the rollback checks.
         if let Some(gone) = lockfile.removed(&name) {
-            let client = self.client()?;
-            let digest = client.resolve(&reference).await?;
-            let replacing = Replacing { installed: gone, allow_downgrade, to: Some(&reference), adding: true };
-            if !allow_downgrade && gone.previous_digests.contains(&digest) {
-                return Err(InstallError::MovedPast {
-                    name: name.clone(),
-                    reference: reference.to_string(),
-                    digest,
-                    installed: gone.digest.clone(),
-                    retry: replacing.retry(),
-                });
-            }
-            let mut fetched = self.fetch_verified(&client, &name, &reference, &digest, Some(replacing), progress).await?;
-            fetched.pack = fetched.pack.replacing(gone);
-            self.record_and_place(&fetched, Placing::New)?;
-            return Ok(fetched.pack);
+            return self.install_after_removal(&name, &reference, gone, allow_downgrade, Placing::New, progress).await;
         }
         self.install(&name, &reference, Placing::New, progress).await
+    }
+
+    /// Installs what `reference` names as plugin `name`, removed before as
+    /// `gone`: checked against what it knew (its digests and version), as
+    /// an update is, so that remove then add (or a config's `source`) is no
+    /// way around the rollback checks.
+    async fn install_after_removal(
+        &self,
+        name: &str,
+        reference: &PackReference,
+        gone: &LockedPack,
+        allow_downgrade: bool,
+        placing: Placing,
+        progress: Progress<'_>,
+    ) -> Result<LockedPack, InstallError> {
+        let client = self.client()?;
+        let digest = client.resolve(reference).await?;
+        let replacing = Replacing { installed: gone, allow_downgrade, to: Some(reference), adding: true };
+        if !allow_downgrade && gone.previous_digests.contains(&digest) {
+            return Err(InstallError::MovedPast {
+                name: name.to_string(),
+                reference: reference.to_string(),
+                digest,
+                installed: gone.digest.clone(),
+                retry: replacing.retry(),
+            });
+        }
+        let mut fetched = self.fetch_verified(&client, name, reference, &digest, Some(replacing), progress).await?;
+        fetched.pack = fetched.pack.replacing(gone);
+        self.record_and_place(&fetched, placing)?;
+        Ok(fetched.pack)
     }
 
     /// Holds the lockfile for the rest of a command.
@@ -428,6 +444,13 @@ impl<'a> Installation<'a> {
                     Updated::UpToDate(pack) | Updated::Restored(pack) => return Ok(Sourced::Restored(pack)),
                     Updated::Replaced { pack, .. } | Updated::Moved { pack, .. } => pack,
                 };
+                self.collect_garbage(&lockfile);
+                Ok(Sourced::Installed(pack))
+            }
+            // Removed before: checked against what it knew, as `add` is.
+            None if lockfile.removed(name).is_some() => {
+                let gone = lockfile.removed(name).expect("checked").clone();
+                let pack = self.install_after_removal(name, &reference, &gone, false, Placing::Replace, &|_, _| {}).await?;
                 self.collect_garbage(&lockfile);
                 Ok(Sourced::Installed(pack))
             }

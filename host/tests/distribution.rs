@@ -2117,6 +2117,50 @@ fn sites_sharing_a_store_keep_each_others_trust_records_when_one_removes_its_pac
 }
 
 #[test]
+fn a_docker_configs_identity_token_is_exchanged_at_the_token_service_never_sent_to_the_registry() {
+    // Issue "Hardening, round 3", item 13: the identitytoken (a refresh
+    // token) was sent to the registry as a bearer token.
+    let storage = tempfile::tempdir().unwrap();
+    let registry = Registry::start(storage.path(), &[]);
+    let record = storage.path().join("token-requests.jsonl");
+    let guarded = Registry::spawn(&[
+        "serve-blob-liar",
+        "--upstream",
+        &registry.address,
+        "--bearer",
+        "alice:s3cret-Pa55",
+        "--identity-token",
+        "refresh-0123456789",
+        "--record",
+        record.to_str().unwrap(),
+    ]);
+    let site = Site::new(&plain(&guarded));
+    let reference = format!("{}:1", guarded.reference("acme/pack"));
+    let basic = [
+        ("PROMPT_HOST_REGISTRY_USERNAME", "alice"),
+        ("PROMPT_HOST_REGISTRY_PASSWORD", "s3cret-Pa55"),
+        ("PROMPT_HOST_REGISTRY", guarded.address.as_str()),
+    ];
+    let file = built_plugin("code_review");
+    let published = prompt_host_with(&["publish", file.to_str().unwrap(), &reference, "--config", &site.config()], &basic);
+    assert!(published.status.success(), "{}", String::from_utf8_lossy(&published.stderr));
+    std::fs::remove_file(&record).unwrap();
+    let docker_config = site.path("docker");
+    std::fs::create_dir(&docker_config).unwrap();
+    std::fs::write(
+        docker_config.join("config.json"),
+        json!({"auths": {guarded.address.clone(): {"identitytoken": "refresh-0123456789"}}}).to_string(),
+    )
+    .unwrap();
+    let added = prompt_host_with(&["add", &reference, "--config", &site.config()], &[("DOCKER_CONFIG", docker_config.to_str().unwrap())]);
+    assert!(added.status.success(), "{}", String::from_utf8_lossy(&added.stderr));
+    let requests: Vec<Value> = std::fs::read_to_string(&record).unwrap().lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+    // Resolving the tag and pulling each sign in: two exchanges, no request
+    // to the registry with the identity token.
+    assert_eq!(requests, vec![json!({"scope": "repository:acme/pack:pull", "grant_type": "refresh_token"}); 2]);
+}
+
+#[test]
 fn credentials_go_only_over_https_or_to_the_registrys_own_host_on_every_path_and_metadata_realms_are_never_asked() {
     let storage = tempfile::tempdir().unwrap();
     let registry = Registry::start(storage.path(), &[]);

@@ -321,3 +321,31 @@ fn a_body_that_drips_is_refused_within_seconds() {
     assert!(body.starts_with("request timeout: the body arrived slower than 1024 bytes a second ("), "{body}");
     assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
 }
+
+#[test]
+fn a_client_at_its_cap_with_half_sent_requests_cannot_stall_the_accept_loop() {
+    // Review of issue "Hardening, round 3": a connection picked to make room
+    // with a request begun in hyper's buffer (here, one byte) was shut down
+    // gracefully, which waits for the header timeout, holding its place,
+    // and the accept loop with it.
+    let host = Host::start(&["--max-connections", "16", "--metrics", "127.0.0.1:0"]);
+    let metrics = host.metrics_addr();
+    for (server, cap) in [(host.addr, 8), (metrics, 4)] {
+        let held: Vec<TcpStream> = (0..cap)
+            .map(|_| {
+                let mut stream = connect_from("127.0.0.1", server, false);
+                stream.write_all(b"G").unwrap();
+                stream
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(2200));
+        // Past its first-request grace, one of them makes room for the same
+        // client's new connection at once; other clients are never held up.
+        for from in ["127.0.0.1", "127.0.1.1", "127.0.0.1"] {
+            let (status, _, took) = get_from(from, server, "/healthz");
+            assert_eq!(status, 200, "{server} from {from}");
+            assert!(took < Duration::from_secs(2), "{server} from {from}: {took:?}");
+        }
+        drop(held);
+    }
+}

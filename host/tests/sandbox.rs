@@ -347,6 +347,21 @@ fn a_spare_cannot_tell_how_long_it_waited_nor_when_the_previous_call_ended() {
 }
 
 #[test]
+fn a_spare_cannot_measure_its_wait_with_pollables_made_at_its_start() {
+    // Issue "Hardening, round 3", item 7 (review): the clocks stand still
+    // while an instance starts, but a pollable made then runs from its
+    // making, so a spare's start could keep one and its call see how long
+    // it waited. The host keeps no spare of a pack whose start holds a host
+    // resource: each call's instance is built for it, and the pollables are
+    // never ready.
+    let (_dir, mut server) = serve_plugins(&["spare_timer"], &[]);
+    for pause_ms in [0, 1500, 1500] {
+        std::thread::sleep(std::time::Duration::from_millis(pause_ms));
+        assert_eq!(only_text(&server.get_prompt("waited", json!({}))), "500:pending 1000:pending", "after a pause of {pause_ms} ms");
+    }
+}
+
+#[test]
 fn every_call_gets_an_instance_that_no_call_has_used() {
     let (_dir, mut server) = serve_plugins(&["fresh_counter"], &[]);
     for _ in 0..30 {

@@ -939,6 +939,19 @@ def cmd_serve_blob_liar(args):
 
         def hand_out_token(self):
             query = urllib.parse.parse_qs(urllib.parse.urlparse(self.path).query)
+            if self.command == "POST":
+                # The OAuth2 refresh-token grant Docker uses for an identity
+                # token (the distribution specification's token flow).
+                form = urllib.parse.parse_qs(self.rfile.read(int(self.headers["Content-Length"] or 0)).decode())
+                if args.record:
+                    with open(args.record, "a") as record:
+                        record.write(json.dumps({"scope": form.get("scope", [""])[0], "grant_type": form.get("grant_type", [""])[0]}) + "\n")
+                granted = (args.identity_token and form.get("grant_type") == ["refresh_token"]
+                           and form.get("refresh_token") == [args.identity_token] and form.get("service") == ["liar"])
+                if not granted:
+                    return self.answer(401, {"Content-Type": "application/json"}, b'{"details":"wrong refresh token"}', True)
+                answer = json.dumps({"access_token": token, "expires_in": 300}).encode()
+                return self.answer(200, {"Content-Type": "application/json"}, answer, True)
             if args.record:
                 with open(args.record, "a") as record:
                     sent = "basic" if (self.headers["Authorization"] or "").startswith("Basic ") else "none"
@@ -1155,6 +1168,8 @@ whose digest no longer matches). Prints one JSON line, then serves until killed:
                      "address, PORT its port; default http://ADDRESS/token)")
     sub.add_argument("--record", metavar="FILE", help="with --bearer: append a JSON line per token request to FILE: "
                      "{\"scope\": SCOPE, \"authorization\": \"basic\" or \"none\"}")
+    sub.add_argument("--identity-token", metavar="TOKEN", help="with --bearer: the token service also grants a token for this "
+                     "refresh token (POST grant_type=refresh_token, as Docker exchanges a docker config's identitytoken)")
     sub.add_argument("--stall", action="store_true", help="accept every request and never answer it")
     sub.add_argument("--port", type=int, default=0, help="port (default: a free one)")
 

@@ -81,7 +81,8 @@ pub const MAX_INTROSPECTIONS_IN_FLIGHT: usize = 16;
 pub const SUSPECT_INTROSPECTIONS_IN_FLIGHT: usize = 4;
 /// Of the [`MAX_INTROSPECTIONS_IN_FLIGHT`] turns, those kept for client
 /// networks that presented a valid token within [`SUSPECT_FOR`] (even from a
-/// suspect prefix): junk from fresh addresses never takes them.
+/// suspect prefix) and none the issuer refused since: junk from fresh
+/// addresses never takes them, and a network that sends junk loses them.
 pub const VOUCHED_INTROSPECTIONS_IN_FLIGHT: usize = 4;
 /// The turns every other network shares.
 const CLEAN_INTROSPECTIONS_IN_FLIGHT: usize =
@@ -795,6 +796,8 @@ impl ResourceServer {
             Err(denial @ Denial::IssuerUnavailable(_)) => return Some(Err(denial)),
             Err(denial) => {
                 self.suspects.lock().expect("never poisoned").insert(prefix, (), Instant::now() + SUSPECT_FOR);
+                // A network that sends junk is vouched for no more.
+                self.vouched.lock().expect("never poisoned").remove(&network);
                 (Err(denial), INTROSPECTION_REFUSAL_TTL)
             }
         };

@@ -9,12 +9,14 @@
 //!   at once and closed, before anything is read.
 //! - **Shedding by cost.** When every place is taken, a new connection takes
 //!   the place of one that costs the others most: first a connection whose
-//!   client reads nothing of what it was sent (its write stalled), closed at
-//!   once; else an idle one, from the network holding the most places, the
+//!   client has read nothing of what it was sent for [`STALLED_AFTER`] (its
+//!   write stalled); else an idle one, from the network holding the most places, the
 //!   one with the most refused requests, the one idle longest. A connection is
 //!   never shed before it had [`FIRST_REQUEST_GRACE`] to send its first
 //!   request, and one busy with a request is never shed unless its write is
-//!   stalled.
+//!   stalled. One picked with nothing under way, or stalled, is closed at
+//!   once (hyper's graceful shutdown would wait for a request begun in its
+//!   buffer until the header timeout, holding the place meanwhile).
 //! - **A write deadline.** A write that waits for the client to read for
 //!   [`WRITE_STALL_TIMEOUT`] with no byte taken ends the connection: hyper
 //!   has no write timeout, and its header timeout runs only while it waits
@@ -46,6 +48,11 @@ pub(super) const CONNECTION_BUFFER_BYTES: usize = 64 * 1024;
 /// How long a new connection has to send its first request before it may
 /// be shed to make room for another.
 pub(super) const FIRST_REQUEST_GRACE: Duration = Duration::from_secs(2);
+
+/// How long a write must have waited for the client to read before its
+/// connection counts as stalled (the first to be closed for a new one): a
+/// send buffer full for a moment is an honest client on a slow link.
+pub(super) const STALLED_AFTER: Duration = Duration::from_secs(2);
 
 /// How often a front waiting for a place looks again for one to shed,
 /// besides when a connection becomes idle, stalls or closes: a connection
@@ -92,17 +99,23 @@ struct ConnectionState {
     busy: usize,
     /// Since when none has been, if none is.
     idle_since: Option<Instant>,
-    /// Whether a write waits for the client to read.
-    stalled: bool,
+    /// Since when a write has waited for the client to read, if one does.
+    write_waiting_since: Option<Instant>,
     shed: CancellationToken,
 }
 
 impl ConnectionState {
-    /// Whether it may be shed to make room: its write stalled, or idle after
-    /// its first request or its first-request grace.
+    /// Whether its client has read nothing of what it was sent for
+    /// [`STALLED_AFTER`].
+    fn stalled(&self, now: Instant) -> bool {
+        self.write_waiting_since.is_some_and(|since| now.duration_since(since) >= STALLED_AFTER)
+    }
+
+    /// Whether it may be shed to make room: stalled, or idle after its
+    /// first request or its first-request grace.
     fn sheddable(&self, now: Instant) -> bool {
         !self.shed.is_cancelled()
-            && (self.stalled || (self.busy == 0 && (self.requests > 0 || now.duration_since(self.opened) >= FIRST_REQUEST_GRACE)))
+            && (self.stalled(now) || (self.busy == 0 && (self.requests > 0 || now.duration_since(self.opened) >= FIRST_REQUEST_GRACE)))
     }
 }
 
@@ -188,7 +201,7 @@ impl Connections {
                 refusals: 0,
                 busy: 0,
                 idle_since: Some(now),
-                stalled: false,
+                write_waiting_since: None,
                 shed: shed.clone(),
             },
         );
@@ -225,16 +238,16 @@ fn shed_costliest(states: &mut ConnectionStates, scope: Option<Scope>) -> bool {
     let in_scope = |state: &ConnectionState| scope.is_none_or(|scope| scope.holds(state));
     // A shed connection that took a request as it was picked finishes it
     // first: if that is a long-lived stream, its place is not coming, so
-    // only a shed connection with nothing under way (or stalled, closed at
-    // once) counts as closing.
-    if states.open.values().any(|state| in_scope(state) && state.shed.is_cancelled() && (state.busy == 0 || state.stalled)) {
+    // only a shed connection with nothing under way, or stalled (each
+    // closed at once), counts as closing.
+    let now = Instant::now();
+    if states.open.values().any(|state| in_scope(state) && state.shed.is_cancelled() && (state.busy == 0 || state.stalled(now))) {
         return true;
     }
-    let now = Instant::now();
     let clients = &states.clients;
     let Some(state) = states.open.values_mut().filter(|state| in_scope(state) && state.sheddable(now)).max_by_key(|state| {
         (
-            state.stalled,
+            state.stalled(now),
             clients.get(&state.client).copied().unwrap_or(0),
             state.refusals,
             std::cmp::Reverse(state.idle_since.unwrap_or(now)),
@@ -280,16 +293,16 @@ impl Place {
         self.with_state(|state| state.refusals += 1);
     }
 
-    /// Whether a write on it waits for the client to read.
-    pub(super) fn is_stalled(&self) -> bool {
-        self.states.lock().expect("never poisoned").open.get(&self.id).is_some_and(|state| state.stalled)
+    /// Whether, picked to make room, it closes at once: it has nothing under
+    /// way (hyper's graceful shutdown would wait for a request begun in its
+    /// buffer until the header timeout), or its client reads nothing.
+    pub(super) fn closes_at_once(&self) -> bool {
+        let now = Instant::now();
+        self.states.lock().expect("never poisoned").open.get(&self.id).is_some_and(|state| state.busy == 0 || state.stalled(now))
     }
 
-    fn set_stalled(&self, stalled: bool) {
-        self.with_state(|state| state.stalled = stalled);
-        if stalled {
-            self.changed.notify_waiters();
-        }
+    fn set_write_waiting(&self, waiting: bool) {
+        self.with_state(|state| state.write_waiting_since = waiting.then(Instant::now));
     }
 }
 
@@ -360,7 +373,7 @@ impl<IO> WriteDeadline<IO> {
                     Some(sleep) => sleep,
                     None => {
                         if let Some(place) = &self.place {
-                            place.set_stalled(true);
+                            place.set_write_waiting(true);
                         }
                         self.stalled.insert(Box::pin(tokio::time::sleep(WRITE_STALL_TIMEOUT)))
                     }
@@ -377,7 +390,7 @@ impl<IO> WriteDeadline<IO> {
                 if self.stalled.take().is_some()
                     && let Some(place) = &self.place
                 {
-                    place.set_stalled(false);
+                    place.set_write_waiting(false);
                 }
                 ready
             }
@@ -524,7 +537,7 @@ mod tests {
         one_b.refused();
         // A busy one whose write stalled goes before any idle one.
         let busy = two.busy();
-        two.set_stalled(true);
+        two.with_state(|state| state.write_waiting_since = Some(Instant::now() - STALLED_AFTER));
         // Within one network, its own.
         assert!(shed(Some(Scope::Client(ip("10.0.2.1")))));
         assert!(three.shed.is_cancelled() && !two.shed.is_cancelled());

@@ -531,15 +531,15 @@ fn serve_connection<S: ServerHandler + Clone + Send + Sync + 'static>(
         let result = tokio::select! {
             result = connection.as_mut() => result,
             _ = shed.cancelled() => {
-                // Its client reads nothing of what it was sent: closed at
-                // once, whatever it holds.
-                if place.as_ref().is_some_and(|place| place.is_stalled()) {
-                    tracing::debug!(%peer, "closing a connection whose client reads nothing, to make room for a new one");
+                // Nothing under way, or a client that reads nothing: closed
+                // at once, whatever it holds.
+                if place.as_ref().is_some_and(|place| place.closes_at_once()) {
+                    tracing::debug!(%peer, "closing a connection to make room for a new one");
                     return;
                 }
-                // A request may have arrived since it was picked: it is
-                // answered, in full, and the connection closes after it.
-                tracing::debug!(%peer, "closing an idle connection to make room for a new one");
+                // A request arrived since it was picked: it is answered, in
+                // full, and the connection closes after it.
+                tracing::debug!(%peer, "closing a connection after its request, to make room for a new one");
                 connection.as_mut().graceful_shutdown();
                 tokio::select! {
                     result = connection.as_mut() => result,
@@ -695,6 +695,11 @@ impl Gate {
             call = None;
             under_way = None;
         }
+        // Shared with the elicitation's place below: a request that comes
+        // to wait for its client's answer is counted as a stream from then
+        // on, not also as a request under way (its answer is another
+        // request, which must find room).
+        let under_way = Arc::new(std::sync::Mutex::new(under_way));
         // Only an `initialize` opens a session (the revisions before
         // 2026-07-28; later ones have none): a stateless request is never
         // refused for the session cap. One that names a session opens none
@@ -707,7 +712,7 @@ impl Gate {
         // One user holds at most half of its tenant's sessions.
         if opens_session
             && let Some(user) = &user
-            && !sessions.user_has_room(user)
+            && !sessions.user_has_room(user).await
         {
             return plain(StatusCode::TOO_MANY_REQUESTS, &sessions.user_full_message());
         }
@@ -722,12 +727,11 @@ impl Gate {
         // connection until answered, as a stream: it takes a stream's place.
         parts.extensions.insert(crate::handler::StreamPlace {
             take: {
-                let (streams, tenant, user) = (self.streams.clone(), tenant.to_string(), user.clone());
+                let (streams, tenant, user, under_way) = (self.streams.clone(), tenant.to_string(), user.clone(), under_way.clone());
                 Arc::new(move || {
-                    streams
-                        .admit(&tenant, user.as_deref())
-                        .map(|held| Box::new(held) as Box<dyn std::any::Any + Send + Sync>)
-                        .map_err(|(_, refusal)| refusal)
+                    let held = streams.admit(&tenant, user.as_deref()).map_err(|(_, refusal)| refusal)?;
+                    under_way.lock().expect("never poisoned").take();
+                    Ok(Box::new(held) as Box<dyn std::any::Any + Send + Sync>)
                 })
             },
             stopping: self.streams_end.clone(),
@@ -793,8 +797,9 @@ impl Gate {
 /// How long a request body may take before it must arrive at
 /// [`MIN_BODY_BYTES_PER_SECOND`] (within `--body-read-timeout-ms` in all).
 const BODY_RATE_GRACE: Duration = Duration::from_secs(2);
-/// The slowest a request body may arrive, on average since its headers,
-/// once [`BODY_RATE_GRACE`] is over: a client dripping a byte every few
+/// The slowest a request body may arrive, on average since the request was
+/// admitted (its headers read and its token checked), once
+/// [`BODY_RATE_GRACE`] is over: a client dripping a byte every few
 /// seconds is answered 408 within seconds, not at the total timeout.
 const MIN_BODY_BYTES_PER_SECOND: u64 = 1024;
 

@@ -138,8 +138,8 @@ async fn accept(listener: tokio::net::TcpListener, connections: Arc<Connections>
             let result = tokio::select! {
                 result = connection.as_mut() => result,
                 _ = place.shed.cancelled() => {
-                    // Its client reads nothing of what it was sent: closed at once.
-                    if place.is_stalled() {
+                    // Nothing under way, or a client that reads nothing: closed at once.
+                    if place.closes_at_once() {
                         return;
                     }
                     connection.as_mut().graceful_shutdown();

@@ -800,14 +800,10 @@ impl RegistryClient {
         };
         let challenge = response.headers().get(reqwest::header::WWW_AUTHENTICATE).and_then(|value| value.to_str().ok()).map(str::to_string);
         drop(response);
-        // After the probe, so that a registry on this machine that speaks
-        // plain HTTP is found for an identity token too.
-        if let Some(Credentials::IdentityToken(token)) = &credentials {
-            return Ok(Token::Bearer(token.clone()));
-        }
-        let basic = match credentials {
-            Some(Credentials::Basic(user, password)) => Some((user, password)),
-            _ => None,
+        let (basic, identity_token) = match credentials {
+            Some(Credentials::Basic(user, password)) => (Some((user, password)), None),
+            Some(Credentials::IdentityToken(token)) => (None, Some(token)),
+            None => (None, None),
         };
         let Some(challenge) = challenge else { return Ok(Token::None) };
         let Some((realm, service)) = bearer_challenge(&challenge) else {
@@ -823,13 +819,29 @@ impl RegistryClient {
             realm_url.query_pairs_mut().append_pair("service", service);
         }
         let may_send_credentials = credentials_may_go_to(&realm_url, reference.resolve_registry());
-        let withheld = basic.is_some() && !may_send_credentials;
+        let withheld = (basic.is_some() || identity_token.is_some()) && !may_send_credentials;
         // No redirect: the guard has looked at this URL, and only at it.
         let token_http = match checked_realm_addresses(&realm_url).await.map_err(refused)? {
             Some((name, addresses)) => self.client(reqwest::redirect::Policy::none(), Some((&name, &addresses)))?,
             None => self.token_http.clone(),
         };
-        let mut request = token_http.get(realm_url);
+        // The docker config's identity token is a refresh token: exchanged
+        // at the token service (the distribution specification's OAuth2
+        // token flow, as Docker does), never sent to the registry itself.
+        let mut request = match identity_token.filter(|_| may_send_credentials) {
+            Some(refresh_token) => {
+                let mut form = url::form_urlencoded::Serializer::new(String::new());
+                form.append_pair("grant_type", "refresh_token").append_pair("refresh_token", &refresh_token);
+                form.append_pair("client_id", "prompt-host");
+                for (key, value) in realm_url.query_pairs() {
+                    form.append_pair(&key, &value);
+                }
+                let mut endpoint = realm_url.clone();
+                endpoint.set_query(None);
+                token_http.post(endpoint).header(reqwest::header::CONTENT_TYPE, "application/x-www-form-urlencoded").body(form.finish())
+            }
+            None => token_http.get(realm_url),
+        };
         if let Some((user, password)) = basic.filter(|_| may_send_credentials) {
             request = request.basic_auth(user, Some(password));
         }

@@ -333,7 +333,6 @@ pub fn check_at_load(
     verify(&provenance.manifest_digest, &mirrors.signed_repository(&reference), &provenance.signatures, policy)
 }
 
-/// A signature made as cosign makes one: of the simple-signing payload that
 /// A repository with Docker Hub's two names as one: cosign signs a Docker
 /// Hub pack as `index.docker.io/...`, the host binds `docker.io/...`.
 fn docker_hub_as_one(repository: &str) -> &str {
@@ -343,6 +342,7 @@ fn docker_hub_as_one(repository: &str) -> &str {
     }
 }
 
+/// A signature made as cosign makes one: of the simple-signing payload that
 /// names `manifest_digest` in the repository `docker_reference`
 /// (`registry/repository`), with the private key `key_pem` (as
 /// [`signing_key`] reads it). Returns the payload and the base64 signature.

@@ -13,7 +13,10 @@
 //!   the spare made longest ago to make room, so only recently called
 //!   plugins hold one, and a plugin never called holds none (a plugin whose
 //!   instance alone is larger than [`SPARE_MEMORY_EACH`], a quarter of
-//!   that, builds no more after its first, and keeps none);
+//!   that, builds no more after its first, and keeps none; nor does one
+//!   whose start keeps a host resource, such as a clock's pollable, whose
+//!   deadline runs from its making and so could time how long a spare
+//!   waited);
 //! - a spare is built only when its plugin's quota and the sandbox have a
 //!   free slot at once (it never queues for one); it holds them while it is
 //!   built, as a call would, and gives them back, with any turn in the slow
@@ -60,8 +63,9 @@ pub struct PackInstances {
     key: u64,
     /// Whether a task is building this plugin's spare now.
     making: AtomicBool,
-    /// Whether its instances are too large for the shelf to hold one.
-    too_large: AtomicBool,
+    /// Whether it builds no spares: its instances are too large for the
+    /// shelf to hold one, or its start keeps host resources.
+    builds_no_spares: AtomicBool,
 }
 
 /// Keys of the shelf, one per [`PackInstances`] ever made.
@@ -80,7 +84,7 @@ impl PackInstances {
             plugin,
             key,
             making: AtomicBool::new(false),
-            too_large: AtomicBool::new(false),
+            builds_no_spares: AtomicBool::new(false),
         })
     }
 
@@ -125,7 +129,8 @@ impl PackInstances {
     /// Builds the plugin's spare, unless it has one, one is being built, a
     /// slot is not free at once, or its instances are too large to keep.
     async fn make_spare(&self, copy_budget: usize) {
-        if self.too_large.load(Ordering::Relaxed) || self.sandbox.spares.holds(self.key) || self.making.swap(true, Ordering::AcqRel) {
+        if self.builds_no_spares.load(Ordering::Relaxed) || self.sandbox.spares.holds(self.key) || self.making.swap(true, Ordering::AcqRel)
+        {
             return;
         }
         // Lets the next call make one, however this one ends (a panic, or
@@ -137,10 +142,22 @@ impl PackInstances {
         match instance.instantiated(&self.pre).await {
             Ok(instance) => {
                 let (spare, held) = instance.shelved();
+                // A start that keeps a host resource (a clock's pollable,
+                // whose deadline runs from its making) could measure how
+                // long the spare waited: such a pack builds each instance
+                // for its call instead.
+                if !spare.store.data().table.is_empty() {
+                    self.builds_no_spares.store(true, Ordering::Relaxed);
+                    tracing::debug!(
+                        plugin = %self.plugin.escape_debug(),
+                        "no spare instances for this plugin: its start keeps host resources, which could time how long a spare waited"
+                    );
+                    return;
+                }
                 let memory = spare.store.data().guard.total;
                 if memory > SPARE_MEMORY_EACH {
                     // Larger than one spare's share: this plugin builds no more.
-                    self.too_large.store(true, Ordering::Relaxed);
+                    self.builds_no_spares.store(true, Ordering::Relaxed);
                     return;
                 }
                 // The end of the call that takes this spare may build the

@@ -68,11 +68,51 @@ impl CappedSessions {
         }
     }
 
-    /// Whether `user` may open one more session (below [`Self::per_user`]).
-    /// Concurrent initializes of one user may each pass before any is
-    /// recorded: they are bounded by the user's requests under way.
-    pub fn user_has_room(&self, user: &str) -> bool {
-        self.owners.lock().expect("never poisoned").values().filter(|owner| *owner == user).count() < self.per_user()
+    /// Whether `user` may open one more session (below [`Self::per_user`]):
+    /// at its share, its sessions rmcp has ended are forgotten first, then
+    /// its own session unused longest is closed if it has been unused for
+    /// `evictable_after`. Concurrent initializes of one user may each pass
+    /// before any is recorded: they are bounded by its requests under way.
+    pub async fn user_has_room(&self, user: &str) -> bool {
+        let mine = || -> Vec<SessionId> {
+            let owners = self.owners.lock().expect("never poisoned");
+            owners.iter().filter(|(_, owner)| *owner == user).map(|(id, _)| id.clone()).collect()
+        };
+        let held = mine();
+        if held.len() < self.per_user() {
+            return true;
+        }
+        let mut last_used = self.last_used.lock().await;
+        for id in &held {
+            if !self.inner.has_session(id).await.unwrap_or(false) {
+                last_used.remove(id);
+                self.closed(id);
+            }
+        }
+        let held = mine();
+        if held.len() < self.per_user() {
+            crate::metrics::sessions_open(last_used.len());
+            return true;
+        }
+        let Some(oldest) = held
+            .iter()
+            .filter_map(|id| last_used.get(id).map(|used| (id, *used)))
+            .filter(|(_, used)| used.elapsed() >= self.evictable_after)
+            .min_by_key(|(_, used)| *used)
+            .map(|(id, _)| id.clone())
+        else {
+            return false;
+        };
+        last_used.remove(&oldest);
+        self.closed(&oldest);
+        crate::metrics::sessions_open(last_used.len());
+        drop(last_used);
+        let session = crate::identity::session_label(&oldest);
+        tracing::info!(%session, "closing a user's longest-idle HTTP session to make room for its new one");
+        if let Err(error) = self.inner.close_session(&oldest).await {
+            tracing::warn!(%session, "closing an idle session failed: {error}");
+        }
+        true
     }
 
     /// What a user is told at its share.
@@ -248,6 +288,32 @@ mod tests {
         let (second, _transport) = idle.create_session().await.unwrap();
         assert!(!idle.has_session(&first).await.unwrap());
         assert!(idle.has_session(&second).await.unwrap());
+        assert_eq!(idle.last_used.lock().await.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_user_at_its_share_gets_room_from_its_own_ended_or_idle_sessions_only() {
+        // Issue "Hardening, round 3", item 6 (review): ended sessions kept
+        // counting against their user's share for good.
+        let sessions = CappedSessions::new(4, Duration::from_secs(3600));
+        let mut ids = Vec::new();
+        for _ in 0..2 {
+            let (id, _transport) = sessions.create_session().await.unwrap();
+            sessions.opened_by(&id, "alice");
+            ids.push(id);
+        }
+        assert!(!sessions.user_has_room("alice").await);
+        assert!(sessions.user_has_room("bob").await);
+        // Ended by rmcp on its own: forgotten when alice needs room.
+        sessions.inner.close_session(&ids[0]).await.unwrap();
+        assert!(sessions.user_has_room("alice").await);
+        // Idle long enough: alice's own oldest makes room.
+        let idle = CappedSessions::new(4, Duration::ZERO);
+        for _ in 0..2 {
+            let (id, _transport) = idle.create_session().await.unwrap();
+            idle.opened_by(&id, "alice");
+        }
+        assert!(idle.user_has_room("alice").await);
         assert_eq!(idle.last_used.lock().await.len(), 1);
     }
 
