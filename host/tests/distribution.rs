@@ -1935,6 +1935,30 @@ fn remove_then_add_is_checked_against_what_the_removed_pack_knew() {
     assert!(!lockfile.contains("[[removed]]") && lockfile.contains("version = \"0.1.0\""), "{lockfile}");
 }
 
+#[test]
+fn a_fifo_in_place_of_the_stores_copy_hangs_no_update() {
+    // Issue "Hardening, round 3", item 13: the store's copy was read with a
+    // blocking, unbounded read to learn the installed version (a FIFO hung
+    // `update` holding the lockfile guard; a symlink to /dev/zero grew).
+    let signed = Signed::new();
+    let site = &signed.site;
+    let reference = format!("{}:stable", signed.registry.reference("acme/pack"));
+    signed.publish_signed("conformance", "acme/pack", "stable", Some(&signed.key), &[]);
+    site.ok("add", &[&reference]);
+    // A lockfile from before versions were recorded at add: the installed
+    // version is then read from the store's copy.
+    let lockfile = site.lockfile();
+    assert!(lockfile.contains("version = \"0.1.0\"\n"), "{lockfile}");
+    std::fs::write(site.path("prompt-host.lock"), lockfile.replace("version = \"0.1.0\"\n", "")).unwrap();
+    let stored = site.path(&format!("prompt-host-store/sha256/{}.wasm", sha256_of("conformance")));
+    std::fs::remove_file(&stored).unwrap();
+    assert!(Command::new("mkfifo").arg(&stored).status().unwrap().success());
+    let (_, newer) = signed.publish_signed("writing_assistant", "acme/pack", "stable", Some(&signed.key), &[]);
+    let updated = prompt_host_within(&["update", "--config", &site.config()]);
+    assert!(updated.status.success(), "{}", stderr(&updated));
+    assert!(site.lockfile().contains(&format!("digest = \"{newer}\"")), "{}", site.lockfile());
+}
+
 /// `bytes` with a custom section added: the same component, another digest.
 fn with_custom_section(bytes: &[u8], name: &str) -> Vec<u8> {
     let mut section = vec![name.len() as u8];

@@ -37,9 +37,14 @@ async fn fresh_counter(sandbox: &Arc<Sandbox>, id: &str) -> Plugin {
 
 /// The built fixture `fixture`, loaded as `id`.
 async fn load(sandbox: &Arc<Sandbox>, fixture: &str, id: &str) -> Plugin {
+    load_with(sandbox, fixture, id, PluginSettings::default()).await
+}
+
+/// The built fixture `fixture`, loaded as `id` with `settings`.
+async fn load_with(sandbox: &Arc<Sandbox>, fixture: &str, id: &str, settings: PluginSettings) -> Plugin {
     let bytes = std::fs::read(built_plugin(fixture)).unwrap();
     let source = PluginSource { id: id.to_string(), origin: "test".into(), bytes, bundle: None };
-    Loader::new(sandbox.clone(), None).load(source, PluginSettings::default()).await.unwrap()
+    Loader::new(sandbox.clone(), None).load(source, settings).await.unwrap()
 }
 
 /// What `count` answers: how many times its instance's counter was
@@ -103,9 +108,9 @@ async fn a_called_plugin_keeps_one_fresh_spare_which_costs_its_call_what_buildin
     for usage in from_spares {
         // Fuel is deterministic: a spare's call is charged for its
         // instantiation as the call on an instance built on the path was.
-        // (This Rust fixture runs its constructors in its first export
-        // call, so its instantiation costs one unit: a spare that came
-        // with a fresh budget shows one unit less.)
+        // (This fixture's start, its `_initialize`, runs as it is
+        // instantiated: a spare that came with a fresh budget would show
+        // less.)
         assert_eq!(usage.fuel, on_the_path.fuel, "{usages:?}");
         assert_eq!(usage.peak_memory_bytes, on_the_path.peak_memory_bytes, "{usages:?}");
     }
@@ -175,4 +180,28 @@ async fn a_spare_is_handed_to_one_of_two_calls_at_once() {
     // spare the first one's end made, if that came first.
     let handed_out = sandbox.spares().handed_out;
     assert!((1..=2).contains(&handed_out), "{handed_out}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pack_whose_instance_is_larger_than_one_spares_share_keeps_no_spare() {
+    // Issue "Hardening, round 3", item 9: a pack with a raised memory limit
+    // could fill the shelf with its own spare and push every other pack's
+    // off. A spare may hold at most a quarter of the shelf (64 MiB).
+    let mut settings = PluginSettings::default();
+    settings.limits.memory_bytes = 128 << 20;
+    let config = SandboxConfig::default().fitting(&settings.limits);
+    let sandbox = Arc::new(Sandbox::new(config).unwrap());
+    let small = fresh_counter(&sandbox, "small").await;
+    assert_eq!(count(&small).await, "2");
+    assert!(spares_reach(&sandbox, 1).await);
+    let big = load_with(&sandbox, "big_start", "big", settings).await;
+    for _ in 0..3 {
+        assert_eq!(text(&big, "size").await, (80usize << 20).to_string());
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let spares = sandbox.spares();
+    assert_eq!(spares.held, 1, "only the small pack's spare is on the shelf");
+    assert!(spares.memory_bytes < 64 << 20, "{}", spares.memory_bytes);
+    assert_eq!(count(&small).await, "2");
+    assert_eq!(sandbox.spares().handed_out, 1, "the small pack's call took its spare");
 }
