@@ -286,3 +286,40 @@ def test_one_user_holds_at_most_half_of_its_tenants_sessions():
         assert (third.status_code, third.text) == (
             429, "too many requests: this user holds its maximum of 2 sessions (half of --max-sessions); end one with DELETE\n")
         assert post(url, bob).status_code == 200
+
+
+def test_an_elicitation_waiting_for_its_answer_leaves_room_for_the_answer():
+    # Review of issue "Hardening, round 3": a prompts/get that waits for its
+    # client's answer to an elicitation took a stream's place and also kept
+    # counting as a request under way, so at the user's cap of requests the
+    # answer itself was refused (429) until the elicitation timed out.
+    from test_authorization import PROMPT, with_session
+    with site(args=("--max-streams-per-user", "1"), packs={"acme": ["conformance"], "globex": ["dev_assistant"]}) \
+            as (provider, url, _, _):
+        token = provider.token("acme-client")
+        init = dict(INITIALIZE, params=dict(INITIALIZE["params"], capabilities={"elicitation": {}}))
+        opened = post(url, token, init)
+        assert opened.status_code == 200, opened.text
+        session = opened.headers["mcp-session-id"]
+        assert post(url, token, {"jsonrpc": "2.0", "method": "notifications/initialized"}, with_session(session)).status_code == 202
+        parts = urlsplit(url)
+        body = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "prompts/get", "params": {"name": PROMPT}})
+        head = (f"POST {parts.path} HTTP/1.1\r\nHost: {parts.netloc}\r\nAuthorization: Bearer {token}\r\n"
+                f"Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-11-25\r\nContent-Type: application/json\r\n"
+                f"Accept: application/json, text/event-stream\r\nContent-Length: {len(body)}\r\n\r\n")
+        with connect(url) as sock:
+            sock.sendall((head + body).encode())
+            seen = b""
+            while b'"method":"elicitation/create"' not in seen:
+                chunk = sock.recv(65536)
+                assert chunk, seen
+                seen += chunk
+            asked = next(json.loads(line[len(b"data: "):]) for line in seen.split(b"\n")
+                         if line.startswith(b"data: ") and b"elicitation/create" in line)
+            answer = {"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept", "content": {"context": "mine"}}}
+            answered = post(url, token, answer, with_session(session))
+            assert answered.status_code == 202, (answered.status_code, answered.text)
+            while b"Prompt with context: 'mine'" not in seen:
+                chunk = sock.recv(65536)
+                assert chunk, seen
+                seen += chunk
