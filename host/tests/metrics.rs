@@ -334,3 +334,48 @@ fn a_prompt_that_asks_for_input_is_counted_as_input_required_then_its_answer_as_
     assert_value(&text, &get_prompt_outcome("conformance", "ok"), 1.0);
     assert_promtool_accepts(&text);
 }
+
+#[test]
+fn a_spare_that_fails_to_start_is_counted_and_the_next_call_builds_its_own() {
+    // chatty_start's start copies 1.2 MiB out in one host call: under
+    // 1 MiB replies, a get's copy budget (1.31 MiB) lets it, a completion's
+    // (1.06 MiB) does not. A spare is built under the budget of the call
+    // that just ended, so only the spare made after the completion fails.
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("prompt-host.toml");
+    std::fs::write(&config, "[limits]\nmax_reply_kib = 1024\n").unwrap();
+    let (_plugins, mut server) = serve_plugins(&["chatty_start"], &["--config", config.to_str().unwrap(), "--metrics", "127.0.0.1:0"]);
+    let addr = metrics_addr(&server);
+    let failures = "prompt_host_plugin_spare_failures_total{plugin=\"chatty_start\"}";
+    let complete = json!({ "ref": { "type": "ref/prompt", "name": "hello" }, "argument": { "name": "who", "value": "" } });
+
+    let spare_made = "spare instance made plugin=chatty_start";
+    // Built on the path; its spare, under a get's budget, starts.
+    assert_eq!(only_text(&server.get_prompt("hello", json!({}))), "hello");
+    server.wait_for_stderr_count(spare_made, 1);
+    // Takes that spare; the spare made after it fails to start.
+    assert_eq!(server.result("completion/complete", complete.clone())["completion"]["values"], json!(["world"]));
+    assert!(eventually(|| value(&scrape(addr), failures) == Some(1.0)), "{}", scrape(addr));
+    // Builds its own instance, and succeeds; its spare starts.
+    assert_eq!(only_text(&server.get_prompt("hello", json!({}))), "hello");
+    server.wait_for_stderr_count(spare_made, 2);
+    assert_eq!(server.result("completion/complete", complete)["completion"]["values"], json!(["world"]));
+    assert!(eventually(|| value(&scrape(addr), failures) == Some(2.0)), "{}", scrape(addr));
+    // Every call succeeded, and only the two spares made after a completion failed.
+    let text = scrape(addr);
+    assert_eq!(server.wait_for_stderr_count(spare_made, 2).matches(spare_made).count(), 2);
+    assert_value(&text, &get_prompt_outcome("chatty_start", "ok"), 2.0);
+    assert_value(&text, "prompt_host_plugin_calls_total{method=\"completion/complete\",outcome=\"ok\",plugin=\"chatty_start\"}", 2.0);
+}
+
+/// Waits up to 10 s for `condition`, and says whether it came true.
+fn eventually(condition: impl Fn() -> bool) -> bool {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !condition() {
+        if std::time::Instant::now() > until {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    true
+}

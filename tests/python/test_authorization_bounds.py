@@ -282,6 +282,39 @@ def test_junk_from_never_used_addresses_does_not_starve_networks_that_presented_
         assert set(junk_answers) <= {401, 503}, junk_answers
 
 
+def test_a_network_that_sends_junk_loses_the_turns_its_valid_token_earned():
+    # Issue "Hardening, round 3", item 5: a network that presented a valid
+    # token lately has 4 turns of its own, even from a suspect /24, until the
+    # issuer refuses a token from it.
+    with introspected_site(delay=0.0) as (introspector, provider, url, log_path):
+        a = "127.0.6.1"
+
+        def valid_while_the_suspect_turns_are_taken():
+            """A fresh valid token from `a` while junk from its /24 holds the
+            4 suspect turns for longer than a request waits for a turn (5 s)."""
+            introspector.delay = 6.0
+            junk = [threading.Thread(target=request_from, args=(f"127.0.6.{host}", url, f"junk{uuid.uuid4().hex}"))
+                    for host in (2, 3) for _ in range(2)]
+            for thread in junk:
+                thread.start()
+            time.sleep(0.5)
+            answer = request_from(a, url, introspector.issue(provider.issuer, url))
+            for thread in junk:
+                thread.join()
+            introspector.delay = 0.0
+            return answer
+
+        # `a` presents a valid token; a neighbour's junk makes the /24 suspect.
+        assert request_from(a, url, introspector.issue(provider.issuer, url))[0] == 200
+        assert request_from("127.0.6.2", url, f"junk{uuid.uuid4().hex}")[0] == 401
+        # Vouched for: its own turns serve it.
+        assert valid_while_the_suspect_turns_are_taken()[0] == 200
+        # It sends junk: vouched for no more, it waits behind its /24's junk.
+        assert request_from(a, url, f"junk{uuid.uuid4().hex}")[0] == 401
+        assert valid_while_the_suspect_turns_are_taken() == (503, b"service unavailable: access tokens cannot be checked now\n")
+        assert 'reason="the 4 introspection turns of its kind stayed taken for 5 s"' in log_path.read_text()
+
+
 def test_a_client_that_goes_away_keeps_its_turns_until_the_issuer_answers():
     with introspected_site(delay=1.0) as (introspector, _, url, _):
         parts = urlsplit(url)

@@ -165,6 +165,7 @@ impl PackInstances {
                 drop(making);
                 let pushed_off = self.sandbox.spares.put(self.key, memory, spare);
                 self.sandbox.spares_made.fetch_add(1, Ordering::Relaxed);
+                tracing::debug!(plugin = %self.plugin.escape_debug(), "spare instance made");
                 // What no longer fits is dropped outside the shelf's lock,
                 // and before the slots the spare held while it was built:
                 // until then those slots keep a call from needing a pool
