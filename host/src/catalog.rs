@@ -11,6 +11,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use rmcp::model::{MetaObject, Prompt};
+
+use crate::arguments::{PromptArguments, SCHEMA_META_KEY};
 use sha2::{Digest, Sha256};
 
 pub use cursor::CursorError;
@@ -26,6 +28,9 @@ pub struct PluginSummary {
     pub prefix: String,
     /// Its prompts, under the names it declared them with, in its order.
     pub prompts: Vec<Prompt>,
+    /// The typed arguments of each prompt, in the same order (0.3 packs);
+    /// empty otherwise.
+    pub typed: Vec<Arc<PromptArguments>>,
 }
 
 /// One served prompt.
@@ -42,15 +47,22 @@ pub struct Entry {
     pub served_by: Arc<str>,
     /// The name the owning plugin declared it with.
     pub declared_name: String,
+    /// Its typed arguments (a 0.3 pack's prompt), shared with the plugin.
+    pub typed: Option<Arc<PromptArguments>>,
 }
 
 impl Entry {
     /// The prompt as `prompts/list` shows it: with a `_meta` naming the
-    /// plugin that serves it.
+    /// plugin that serves it, and the JSON Schema of its typed arguments
+    /// (under [`SCHEMA_META_KEY`]: MCP's `PromptArgument` has no `_meta` of
+    /// its own in any revision, and the SDKs drop what it does not define).
     pub fn listed(&self) -> Prompt {
         let mut prompt = self.prompt.clone();
         let mut meta = serde_json::Map::new();
         meta.insert(PLUGIN_META_KEY.to_string(), serde_json::Value::String(self.served_by.to_string()));
+        if let Some(typed) = self.typed.as_ref().filter(|typed| !typed.0.is_empty()) {
+            meta.insert(SCHEMA_META_KEY.to_string(), typed.schema());
+        }
         prompt.meta = Some(MetaObject(meta));
         prompt
     }
@@ -106,7 +118,7 @@ impl Catalog {
         for index in order {
             let plugin = &plugins[index];
             let served_by: Arc<str> = Arc::from(plugin.id.as_str());
-            for declared in &plugin.prompts {
+            for (at, declared) in plugin.prompts.iter().enumerate() {
                 let name = served_name(&plugin.prefix, &declared.name);
                 if let Some(&existing) = catalog.by_name.get(&name) {
                     let owner = catalog.entries[existing].plugin;
@@ -116,7 +128,14 @@ impl Catalog {
                 let mut prompt = declared.clone();
                 prompt.name = name.clone();
                 catalog.by_name.insert(name, catalog.entries.len());
-                catalog.entries.push(Entry { prompt, plugin: index, served_by: served_by.clone(), declared_name: declared.name.clone() });
+                let typed = plugin.typed.get(at).cloned();
+                catalog.entries.push(Entry {
+                    prompt,
+                    plugin: index,
+                    served_by: served_by.clone(),
+                    declared_name: declared.name.clone(),
+                    typed,
+                });
             }
         }
         (catalog, skipped)
@@ -208,6 +227,7 @@ mod tests {
             digest: format!("digest-of-{id}"),
             prefix: prefix.into(),
             prompts: names.iter().map(|name| Prompt::new(*name, None::<String>, None)).collect(),
+            typed: Vec::new(),
         }
     }
 

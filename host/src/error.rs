@@ -9,6 +9,7 @@
 use rmcp::model::{ErrorCode, ErrorData};
 use serde_json::{Value, json};
 
+use crate::arguments::Refused;
 use crate::catalog::CursorError;
 use crate::convert::NonStringArgument;
 use crate::input::InputError;
@@ -24,6 +25,9 @@ pub enum RequestError {
     MissingArguments { prompt: String, missing: Vec<String> },
     #[error("prompt '{prompt}': {problem}")]
     NonStringArgument { prompt: String, problem: NonStringArgument },
+    /// A value not of the kind its argument declared (WIT 0.3).
+    #[error("prompt '{prompt}': argument '{}' must be {}, not \"{}\"", .refused.argument, .refused.expected, .refused.given)]
+    InvalidArgument { prompt: String, refused: Refused },
     #[error("the arguments of prompt '{prompt}' are {bytes} bytes, more than the limit of {limit}")]
     ArgumentsTooLarge { prompt: String, bytes: usize, limit: usize },
     #[error("prompt '{prompt}': {problem}")]
@@ -47,6 +51,9 @@ impl RequestError {
             RequestError::MissingArguments { prompt, missing } => json!({ "prompt": prompt, "missing": missing }),
             RequestError::NonStringArgument { prompt, problem } => {
                 json!({ "prompt": prompt, "argument": problem.name })
+            }
+            RequestError::InvalidArgument { prompt, refused } => {
+                json!({ "prompt": prompt, "argument": refused.argument, "expected": refused.expected })
             }
             RequestError::ArgumentsTooLarge { prompt, limit, .. } => {
                 json!({ "prompt": prompt, "limit": { "bytes": limit } })

@@ -241,7 +241,7 @@ impl PromptServer {
     ) -> Result<GetPromptResponse, RequestError> {
         let snapshot = self.registry.snapshot();
         let (entry, plugin) = snapshot.resolve(&request.name).ok_or_else(|| unknown_prompt(&snapshot, &request.name))?;
-        let arguments = convert::arguments(request.arguments.as_ref())
+        let mut arguments = convert::arguments(request.arguments.as_ref())
             .map_err(|problem| RequestError::NonStringArgument { prompt: request.name.clone(), problem })?;
         check_argument_size(&request.name, &arguments, plugin.limits(), 0)?;
         let missing: Vec<String> = entry
@@ -251,6 +251,11 @@ impl PromptServer {
             .collect();
         if !missing.is_empty() {
             return Err(RequestError::MissingArguments { prompt: request.name, missing });
+        }
+        // Typed arguments (0.3): defaults filled in, every declared value
+        // checked, before the pack runs.
+        if let Some(typed) = &entry.typed {
+            typed.apply(&mut arguments).map_err(|refused| RequestError::InvalidArgument { prompt: request.name.clone(), refused })?;
         }
         let input_error = |problem: InputError| RequestError::Input { prompt: request.name.clone(), problem };
         // Made only where a state is opened or sealed: most calls need none.
@@ -351,6 +356,11 @@ impl PromptServer {
         let argument = &request.argument;
         let typed = provider::Argument { name: argument.name.clone(), value: argument.value.clone() };
         check_argument_size(&reference.name, context.iter().chain([&typed]), plugin.limits(), 0)?;
+        // Choices and booleans (0.3) are completed from the declaration:
+        // the pack does not run.
+        if let Some(completion) = plugin.declared_completion(&entry.declared_name, &argument.name, &argument.value) {
+            return Ok(plugin.bounded_on_the_wire(&entry.declared_name, CompleteResult::new(convert::completion(completion)))?);
+        }
         let call = plugin.complete(&entry.declared_name, &argument.name, &argument.value, &context);
         let completion = plugin_call(plugin, metrics::Method::Complete, call, error::outcome).await?;
         Ok(plugin.bounded_on_the_wire(&entry.declared_name, CompleteResult::new(convert::completion(completion)))?)

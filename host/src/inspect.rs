@@ -91,6 +91,10 @@ pub struct PackDescription {
     pub license: Option<String>,
     pub homepage: Option<String>,
     pub repository: Option<String>,
+    /// What it wants to see (WIT 0.3), one line each: `folder logs`,
+    /// `origin https://api.example.com/v1/`, `value API_TOKEN`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub wants: Vec<String>,
 }
 
 impl From<crate::bindings::provider_v0_2::PackInfo> for PackDescription {
@@ -103,6 +107,7 @@ impl From<crate::bindings::provider_v0_2::PackInfo> for PackDescription {
             license: info.license,
             homepage: info.homepage,
             repository: info.repository,
+            wants: Vec::new(),
         }
     }
 }
@@ -183,6 +188,15 @@ pub async fn inspect(path: &Path, config: &ServeConfig) -> Result<Report, LoadFa
     }
     report.listing = trace.listing.map(ListingCost::from);
     report.pack = trace.info.map(PackDescription::from);
+    if let (Some(pack), Some(wants)) = (&mut report.pack, &trace.wants) {
+        let folders = wants.folders.iter().map(|folder| match &folder.description {
+            Some(description) => format!("folder {}: {description}", folder.name),
+            None => format!("folder {}", folder.name),
+        });
+        let origins = wants.origins.iter().map(|origin| format!("origin {origin}"));
+        let values = wants.env.iter().map(|name| format!("value {name}"));
+        pack.wants = folders.chain(origins).chain(values).collect();
+    }
     report.signature = trace.signature.take();
     let prompts = match &loaded {
         Ok(plugin) => plugin.prompts(),
@@ -207,7 +221,11 @@ async fn completions(plugin: &Plugin, prefix: &str) -> (Vec<ArgumentCompletions>
         .collect();
     let mut found = Vec::new();
     for &(prompt, argument) in arguments.iter().take(MAX_COMPLETIONS_TRIED) {
-        let (values, has_more, error) = match plugin.complete(prompt, argument, "", &[]).await {
+        let completed = match plugin.declared_completion(prompt, argument, "") {
+            Some(completion) => Ok(completion),
+            None => plugin.complete(prompt, argument, "", &[]).await,
+        };
+        let (values, has_more, error) = match completed {
             Ok(completion) => (completion.values, completion.has_more, None),
             Err(error) => (Vec::new(), false, Some(error.to_string())),
         };

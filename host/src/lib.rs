@@ -3,7 +3,7 @@
 //!
 //! This crate is the server. Below it, and kept apart by the compiler, are
 //! the sandbox kernel (`prompt-host-kernel`: [`plugin`], [`validate`],
-//! [`sandbox`], [`cache`], [`limits`], [`log_budget`], [`bindings`]; no
+//! [`arguments`], [`sandbox`], [`cache`], [`limits`], [`log_budget`], [`bindings`]; no
 //! protocol, HTTP, registries or telemetry), the trust chain
 //! (`prompt-host-trust`: [`pack_store`], [`lockfile`], [`signature`],
 //! [`distribution`]; no WebAssembly runtime, no protocol) and the one way a
@@ -25,6 +25,9 @@
 //! - [`convert`]: WIT types to MCP types and back;
 //! - [`plugin`]: a loaded plugin and calls into it;
 //! - [`validate`]: checks on everything a plugin returns;
+//! - [`arguments`]: typed prompt arguments (WIT 0.3): values checked
+//!   against their declared kinds, completions of choices and booleans, the
+//!   schema clients see;
 //! - [`sandbox`]: the engine and one fresh store per call, in each plugin's
 //!   share of the slots;
 //! - [`limits`]: every limit a plugin runs under, declared once;
@@ -39,8 +42,9 @@
 //! - [`identity`]: who a request comes from (tenant, issuer, subject), the
 //!   session ids bound to it, and the keyed labels naming sessions in logs
 //!   and traces (it depends on none of them either);
-//! - [`bindings`]: generated from the WIT packages (0.1 and 0.2, side by
-//!   side), and the one adapter from 0.2's types into the host's;
+//! - [`bindings`]: generated from the WIT packages (0.1, 0.2 and 0.3, side
+//!   by side), and the one adapter from each later version's types into the
+//!   host's;
 //! - [`files`]: reading a file the host is given: opened without blocking,
 //!   a regular file only, bounded (it depends on no other module).
 //!
@@ -88,5 +92,5 @@ pub mod watch;
 // keeps them apart; their modules are here under the names they have always
 // had, for the modules above and for tests.
 pub use prompt_host_files as files;
-pub use prompt_host_kernel::{bindings, cache, limits, log_budget, plugin, sandbox, validate};
+pub use prompt_host_kernel::{arguments, bindings, cache, limits, log_budget, plugin, sandbox, validate};
 pub use prompt_host_trust::{distribution, lockfile, pack_store, signature};

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use sha2::{Digest, Sha256};
 use wasmtime::component::Component;
 
-use crate::bindings::{PROVIDER_INTERFACE, PackPre, WitVersion, provider, provider_v0_2};
+use crate::bindings::{PROVIDER_INTERFACE, PackPre, WitVersion, provider, provider_v0_2, provider_v0_3};
 use crate::cache::{CompiledCache, Origin};
 use crate::files;
 use crate::limits::Limits;
@@ -27,17 +27,21 @@ use crate::signature::{self, SignatureError, SignaturePolicy, Verified};
 use crate::validate::{self, Answer, Problem};
 
 /// The versions of the WIT package this host accepts, for people:
-/// "prompt-host:prompts 0.1.x or 0.2.x" (a 0.y release is compatible within
+/// "prompt-host:prompts 0.1.x, 0.2.x or 0.3.x" (a 0.y release is compatible within
 /// y; see [`WitVersion::ACCEPTED`]).
 pub fn accepted_wit_versions() -> String {
     let package = PROVIDER_INTERFACE.split_once('/').map_or(PROVIDER_INTERFACE, |(package, _)| package);
     format!("{package} {}", accepted_versions())
 }
 
-/// "0.1.x or 0.2.x".
+/// "0.1.x, 0.2.x or 0.3.x".
 fn accepted_versions() -> String {
     let versions: Vec<String> = WitVersion::ACCEPTED.iter().map(|version| format!("{version}.x")).collect();
-    versions.join(" or ")
+    match versions.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => String::new(),
+    }
 }
 
 /// The bytes of a plugin and where they came from.
@@ -301,8 +305,10 @@ pub struct LoadTrace {
     /// The prompts as declared, when they failed validation (a loaded
     /// plugin holds its own).
     pub invalid_prompts: Vec<provider::Prompt>,
-    /// What a 0.2 pack said it is, when it said it.
+    /// What a 0.2 or 0.3 pack said it is, when it said it.
     pub info: Option<provider_v0_2::PackInfo>,
+    /// What a 0.3 pack said it wants to see, when it said it.
+    pub wants: Option<provider_v0_3::Wants>,
     /// Who signed it, when a trusted key did.
     pub signature: Option<Verified>,
 }
@@ -389,17 +395,15 @@ impl Loader {
         };
         let outcome = listed.as_ref().map_or_else(CallFailure::kind, |_| crate::metrics::OK);
         crate::metrics::listed(&source.id, outcome, listing.elapsed());
-        let (prompts, info, usage) = listed.map_err(|failure| LoadError::List(validate::call_failure(failure)))?;
+        let (listing, usage) = listed.map_err(|failure| LoadError::List(validate::call_failure(failure)))?;
         trace.listing = Some(usage);
-        trace.info = info.clone();
-        let mut problems = info.as_ref().map(validate::pack_info).unwrap_or_default();
-        problems.extend(validate::prompt_definitions(&prompts, &settings.limits));
-        if !problems.is_empty() {
+        trace.info = listing.info.clone();
+        trace.wants = listing.wants.clone();
+        let checked = validate::listing(listing, &settings.limits).map_err(|(problems, prompts)| {
             trace.invalid_prompts = prompts;
-            return Err(LoadError::Definitions(problems));
-        }
-        let plugin = Plugin::new(source.id, digest, settings.prefix, prompts, settings.limits, quota, pre, self.sandbox.clone());
-        Ok(plugin.with_info(info))
+            LoadError::Definitions(problems)
+        })?;
+        Ok(Plugin::new(source.id, digest, settings.prefix, checked, settings.limits, quota, pre, self.sandbox.clone()))
     }
 
     /// Checks that the bytes are a component, then takes its compiled form

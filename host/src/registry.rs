@@ -67,6 +67,7 @@ fn summary(plugin: &Plugin) -> PluginSummary {
         digest: plugin.digest().to_string(),
         prefix: plugin.prefix().to_string(),
         prompts: plugin.prompts().iter().map(|prompt| convert::prompt(prompt, &prompt.name)).collect(),
+        typed: plugin.typed().to_vec(),
     }
 }
 

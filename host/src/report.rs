@@ -44,6 +44,13 @@ impl fmt::Display for Report {
                     writeln!(f, "    {label:<8} {}", printable(&value))?;
                 }
             }
+            if !pack.wants.is_empty() {
+                // Nothing is granted yet: a pack sees no files, network or environment.
+                writeln!(f, "    wants    (not granted: this host gives packs no files, network or environment)")?;
+                for wanted in &pack.wants {
+                    writeln!(f, "             {}", printable(wanted))?;
+                }
+            }
         }
         match self.compile_ms {
             Some(compile_ms) if self.from_cache => writeln!(f, "  compile   from the compiled cache in {compile_ms:.1} ms")?,

@@ -7,6 +7,9 @@
 //! - [`plugin`]: a loaded plugin and calls into it;
 //! - [`validate`]: checks on everything a plugin returns, and the one rule
 //!   for text a pack or a client controls shown in an error;
+//! - [`arguments`]: typed prompt arguments (0.3): a client's value checked
+//!   against what the pack declared, completions of choices and booleans,
+//!   and the schema clients see;
 //! - [`sandbox`]: the engine and one fresh store per call, in each plugin's
 //!   share of the slots, with what each call used reported to a
 //!   [`sandbox::CallObserver`];
@@ -14,8 +17,9 @@
 //! - [`limits`]: every limit a plugin runs under, declared once;
 //! - [`log_budget`]: at most so many log lines of a kind per window, for
 //!   what a pack or a client can make the host log;
-//! - [`bindings`]: generated from the WIT packages (0.1 and 0.2, side by
-//!   side), and the one adapter from 0.2's types into the host's.
+//! - [`bindings`]: generated from the WIT packages (0.1, 0.2 and 0.3, side
+//!   by side), and the one adapter from each later version's types into the
+//!   host's.
 //!
 //! It must never depend on the protocol (rmcp), HTTP (hyper, reqwest),
 //! registries and signatures (oci-client, sigstore, jsonwebtoken), or
@@ -24,6 +28,7 @@
 //! checks its dependency tree.
 #![warn(missing_docs)]
 
+pub mod arguments;
 pub mod bindings;
 pub mod cache;
 pub mod limits;

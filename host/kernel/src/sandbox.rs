@@ -30,7 +30,9 @@ use wasmtime::{
 };
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
-use crate::bindings::{Pack, PackPre, PromptAnswer, WitVersion, from_v0_2, provider, provider_v0_2, v0_1, v0_2};
+use crate::bindings::{
+    Pack, PackPre, PromptAnswer, WitVersion, from_v0_2, from_v0_3, provider, provider_v0_2, provider_v0_3, v0_1, v0_2, v0_3,
+};
 use crate::limits::Limits;
 use crate::log_budget::{Admission, LogBudget, LogWindow};
 
@@ -345,6 +347,7 @@ impl Sandbox {
         Ok(match version {
             WitVersion::V0_1 => PackPre::V0_1(v0_1::PromptPackPre::new(instance_pre).map_err(link_error)?),
             WitVersion::V0_2 => PackPre::V0_2(v0_2::PromptPackPre::new(instance_pre).map_err(link_error)?),
+            WitVersion::V0_3 => PackPre::V0_3(v0_3::PromptPackPre::new(instance_pre).map_err(link_error)?),
         })
     }
 
@@ -543,6 +546,7 @@ impl Instance {
         let result = match pre {
             PackPre::V0_1(pre) => tokio::time::timeout(deadline, pre.instantiate_async(store)).await.map(|r| r.map(Pack::V0_1)),
             PackPre::V0_2(pre) => tokio::time::timeout(deadline, pre.instantiate_async(store)).await.map(|r| r.map(Pack::V0_2)),
+            PackPre::V0_3(pre) => tokio::time::timeout(deadline, pre.instantiate_async(store)).await.map(|r| r.map(Pack::V0_3)),
         };
         self.pack = Some(self.settle(result, false)?);
         Ok(self)
@@ -593,16 +597,16 @@ impl Instance {
     }
 
     /// Calls the plugin's `list-prompts` (after `describe-pack`, for a 0.2
-    /// pack, in the same instance and within the same deadline), and says
-    /// what the calls cost.
-    pub async fn list_prompts(mut self) -> Result<(Vec<provider::Prompt>, Option<provider_v0_2::PackInfo>, CallUsage), CallFailure> {
+    /// or 0.3 pack, in the same instance and within the same deadline), and
+    /// says what the calls cost.
+    pub async fn list_prompts(mut self) -> Result<(Listing, CallUsage), CallFailure> {
         let pack = self.take_pack();
-        let (prompts, info) = match pack {
+        let listing = match pack {
             Pack::V0_1(pack) => {
                 let remaining = self.remaining();
                 let call = pack.prompt_host_prompts_prompt_provider().call_list_prompts(&mut self.store);
                 let result = tokio::time::timeout(remaining, call).await;
-                (self.settle(result, true)?, None)
+                Listing { prompts: self.settle(result, true)?, ..Listing::default() }
             }
             Pack::V0_2(pack) => {
                 let provider = pack.prompt_host_prompts_prompt_provider();
@@ -613,10 +617,22 @@ impl Instance {
                 let remaining = self.remaining();
                 let call = provider.call_list_prompts(&mut self.store);
                 let result = tokio::time::timeout(remaining, call).await;
-                (from_v0_2::prompts(self.settle(result, true)?), Some(info))
+                Listing { prompts: from_v0_2::prompts(self.settle(result, true)?), info: Some(info), ..Listing::default() }
+            }
+            Pack::V0_3(pack) => {
+                let provider = pack.prompt_host_prompts_prompt_provider();
+                let remaining = self.remaining();
+                let call = provider.call_describe_pack(&mut self.store);
+                let result = tokio::time::timeout(remaining, call).await;
+                let (info, wants) = from_v0_3::info(self.settle(result, false)?);
+                let remaining = self.remaining();
+                let call = provider.call_list_prompts(&mut self.store);
+                let result = tokio::time::timeout(remaining, call).await;
+                let declared = self.settle(result, true)?;
+                Listing { prompts: from_v0_3::prompts(&declared), declared: Some(declared), info: Some(info), wants: Some(wants) }
             }
         };
-        Ok((prompts, info, self.usage()))
+        Ok((listing, self.usage()))
     }
 
     /// Calls the plugin's `get-prompt`, with the answers to the forms it
@@ -640,6 +656,13 @@ impl Instance {
                 let call = pack.prompt_host_prompts_prompt_provider().call_get_prompt(store, name, &arguments, input);
                 let result = tokio::time::timeout(remaining, call).await;
                 result.map(|r| r.map(|answer| answer.map(from_v0_2::answer).map_err(from_v0_2::error)))
+            }
+            Pack::V0_3(pack) => {
+                let arguments = from_v0_3::arguments(arguments);
+                let input = input.map(from_v0_3::input);
+                let call = pack.prompt_host_prompts_prompt_provider().call_get_prompt(store, name, &arguments, input.as_ref());
+                let result = tokio::time::timeout(remaining, call).await;
+                result.map(|r| r.map(|answer| answer.map(from_v0_3::answer).map_err(from_v0_3::error)))
             }
         };
         self.settle(result, true)
@@ -665,6 +688,12 @@ impl Instance {
                 let call = pack.prompt_host_prompts_prompt_provider().call_complete(store, prompt, argument, value, &context);
                 let result = tokio::time::timeout(remaining, call).await;
                 result.map(|r| r.map(|answer| answer.map(from_v0_2::completion).map_err(from_v0_2::error)))
+            }
+            Pack::V0_3(pack) => {
+                let context = from_v0_3::arguments(context);
+                let call = pack.prompt_host_prompts_prompt_provider().call_complete(store, prompt, argument, value, &context);
+                let result = tokio::time::timeout(remaining, call).await;
+                result.map(|r| r.map(|answer| answer.map(from_v0_3::completion).map_err(from_v0_3::error)))
             }
         };
         self.settle(result, true)
@@ -833,6 +862,20 @@ impl wasmtime_wasi::HostWallClock for CallWallClock {
             false => Duration::ZERO,
         }
     }
+}
+
+/// What a pack's `list-prompts` (and `describe-pack`) answered, in the
+/// host's types, and what 0.3 added in 0.3's, for `validate`.
+#[derive(Default)]
+pub struct Listing {
+    /// The prompts, in the host's types.
+    pub prompts: Vec<provider::Prompt>,
+    /// The prompts as a 0.3 pack declared them, with their arguments' kinds.
+    pub declared: Option<Vec<provider_v0_3::Prompt>>,
+    /// What a 0.2 or 0.3 pack says it is.
+    pub info: Option<provider_v0_2::PackInfo>,
+    /// What a 0.3 pack wants to see.
+    pub wants: Option<provider_v0_3::Wants>,
 }
 
 /// The state of one call's store.

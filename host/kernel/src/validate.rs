@@ -18,9 +18,10 @@ use std::collections::HashSet;
 
 use unicode_properties::{GeneralCategory, UnicodeGeneralCategory};
 
-use crate::bindings::{provider, provider_v0_2};
+use crate::arguments::{self, Declared, Kind, Pattern, PromptArguments};
+use crate::bindings::{provider, provider_v0_2, provider_v0_3};
 use crate::limits::Limits;
-use crate::sandbox::CallFailure;
+use crate::sandbox::{CallFailure, Listing};
 
 /// One thing wrong with a plugin, and how its author can fix it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -143,12 +144,17 @@ fn push_printable(shown: &mut String, c: char) {
 /// printable text: JSON writes a quote, a backslash, LF and TAB of it in two
 /// bytes, so on the wire a message takes at most twice that and the marker.
 pub fn error_message(message: impl AsRef<str>) -> String {
-    let message = message.as_ref();
-    let mut shown = String::with_capacity(message.len().min(MAX_ERROR_MESSAGE_BYTES));
+    cut_printable(message.as_ref(), MAX_ERROR_MESSAGE_BYTES)
+}
+
+/// `text` made [`printable`] and cut to `max_bytes` (escapes included), as
+/// [`error_message`] cuts at its limit.
+pub fn cut_printable(message: &str, max_bytes: usize) -> String {
+    let mut shown = String::with_capacity(message.len().min(max_bytes));
     for (at, c) in message.char_indices() {
         let before = shown.len();
         push_printable(&mut shown, c);
-        if shown.len() > MAX_ERROR_MESSAGE_BYTES {
+        if shown.len() > max_bytes {
             shown.truncate(before);
             return format!("{shown}{TRUNCATION_MARKER} {} more bytes]", message.len() - at);
         }
@@ -175,10 +181,52 @@ const HINT_DUPLICATE: &str = "give each prompt, and each argument of one prompt,
 const HINT_ICON_SRC: &str = "use an absolute URI, such as https://example.com/icon.png or a data: URI";
 const HINT_ICON_MIME: &str = "use an image media type, such as image/png or image/svg+xml";
 
+/// A pack's listing, checked: what the host serves.
+pub struct CheckedListing {
+    /// The prompts, with each typed argument's hint in its description.
+    pub prompts: Vec<provider::Prompt>,
+    /// The typed arguments of each prompt (0.3 packs), or none.
+    pub typed: Vec<PromptArguments>,
+    /// What a 0.2 or 0.3 pack says it is.
+    pub info: Option<provider_v0_2::PackInfo>,
+    /// What a 0.3 pack wants to see.
+    pub wants: Option<provider_v0_3::Wants>,
+}
+
+/// Checks everything a pack's `describe-pack` and `list-prompts` answered
+/// ([`pack_info`], [`wants`], [`argument_declarations`],
+/// [`prompt_definitions`]). A listing with any problem is not served: the
+/// problems, and the prompts as declared, for the report.
+pub fn listing(listing: Listing, limits: &Limits) -> Result<CheckedListing, (Vec<Problem>, Vec<provider::Prompt>)> {
+    let Listing { mut prompts, declared, info, wants } = listing;
+    let mut problems = info.as_ref().map(pack_info).unwrap_or_default();
+    problems.extend(wants.as_ref().map(self::wants).unwrap_or_default());
+    let typed = match declared {
+        Some(declared) => {
+            let (typed, found) = argument_declarations(&declared);
+            problems.extend(found);
+            typed
+        }
+        None => Vec::new(),
+    };
+    // The hints are part of the descriptions the size limit counts.
+    for (prompt, typed) in prompts.iter_mut().zip(&typed) {
+        typed.describe(prompt);
+    }
+    problems.extend(prompt_definitions(&prompts, &typed, limits));
+    if !problems.is_empty() {
+        return Err((problems, prompts));
+    }
+    Ok(CheckedListing { prompts, typed, info, wants })
+}
+
 /// Checks a plugin's prompt definitions: their number and their size in all
-/// against the limits, usable, unique names, and well-formed icons. Returns
-/// every problem found, in declaration order; a plugin with any is not loaded.
-pub fn prompt_definitions(prompts: &[provider::Prompt], limits: &Limits) -> Vec<Problem> {
+/// against the limits (with the schema the host adds to each prompt's
+/// `_meta` for typed arguments, `typed`: one per prompt for a 0.3 pack,
+/// empty otherwise), usable, unique names,
+/// and well-formed icons. Returns every problem found, in declaration
+/// order; a plugin with any is not loaded.
+pub fn prompt_definitions(prompts: &[provider::Prompt], typed: &[PromptArguments], limits: &Limits) -> Vec<Problem> {
     let mut problems = Vec::new();
     let mut report = |problem: String, hint| problems.push(Problem { problem, hint: Some(hint) });
     if prompts.len() > limits.max_prompts {
@@ -186,7 +234,7 @@ pub fn prompt_definitions(prompts: &[provider::Prompt], limits: &Limits) -> Vec<
         report(format!("{} prompts, more than the limit of {}", prompts.len(), limits.max_prompts), HINT_TOO_MANY);
         return problems;
     }
-    let bytes: usize = prompts.iter().map(definition_bytes).sum();
+    let bytes: usize = prompts.iter().map(definition_bytes).sum::<usize>() + typed.iter().map(typed_bytes).sum::<usize>();
     if bytes > limits.max_catalog_bytes {
         report(format!("the definitions are {bytes} bytes in all, more than the limit of {}", limits.max_catalog_bytes), HINT_TOO_LARGE);
     }
@@ -402,6 +450,212 @@ pub fn pack_info(info: &provider_v0_2::PackInfo) -> Vec<Problem> {
     problems
 }
 
+/// What the host adds on the wire for one prompt's typed arguments: the
+/// schema in the prompt's `_meta` (the hints are in the descriptions by
+/// then, and counted with them).
+fn typed_bytes(typed: &PromptArguments) -> usize {
+    if typed.0.is_empty() {
+        return 0;
+    }
+    // The key, its quotes and the colon.
+    json_bytes(&typed.schema()) + arguments::SCHEMA_META_KEY.len() + 3
+}
+
+/// The most problems with typed arguments reported for one pack.
+const MAX_PROBLEMS: usize = 100;
+
+const HINT_ARGUMENT_KIND: &str = "declare at most 100 distinct, non-empty choices of at most 256 bytes, bounds with min <= max \
+     (finite numbers), at most 16 patterns per pack of at most 1 KiB each in the regex crate's syntax, at most 16 lowercase URI \
+     schemes, and a default and at most 8 examples of the argument's kind";
+
+/// Checks the typed arguments of a 0.3 pack's prompts, and turns them into
+/// the host's [`PromptArguments`], one per prompt: each choice, bound,
+/// pattern (compiled here, once), scheme, default and example. Returns them
+/// with every problem found; a plugin with any is not loaded.
+pub fn argument_declarations(declared: &[provider_v0_3::Prompt]) -> (Vec<PromptArguments>, Vec<Problem>) {
+    let mut problems = Vec::new();
+    let patterns = declared
+        .iter()
+        .flat_map(|prompt| &prompt.arguments)
+        .filter(|argument| matches!(&argument.kind, Some(provider_v0_3::ArgumentKind::Text(text)) if text.pattern.is_some()))
+        .count();
+    if patterns > arguments::MAX_PATTERNS {
+        // None is compiled: each keeps memory of its own.
+        let problem = format!("{patterns} argument patterns, more than the limit of {}", arguments::MAX_PATTERNS);
+        return (Vec::new(), vec![Problem { problem, hint: Some(HINT_ARGUMENT_KIND) }]);
+    }
+    let typed = declared
+        .iter()
+        .map(|prompt| {
+            PromptArguments(
+                prompt
+                    .arguments
+                    .iter()
+                    .map(|argument| {
+                        // Names not yet checked (prompt_definitions does): cut.
+                        let name = |name: &str| cut_printable(name, MAX_NAME_BYTES);
+                        let at = format!("prompt {:?}, argument {:?}", name(&prompt.name), name(&argument.name));
+                        let mut report = |problem: String| {
+                            if problems.len() < MAX_PROBLEMS {
+                                problems.push(Problem { problem: format!("{at}: {problem}"), hint: Some(HINT_ARGUMENT_KIND) })
+                            }
+                        };
+                        let kind = argument.kind.as_ref().and_then(|kind| argument_kind(kind).map_err(&mut report).ok());
+                        let mut value = |what: &str, value: &str| {
+                            if value.len() > arguments::MAX_VALUE_BYTES {
+                                report(format!("{what} is {} bytes, more than the limit of {}", value.len(), arguments::MAX_VALUE_BYTES));
+                            } else if let Some(Err(expected)) = kind.as_ref().map(|kind| kind.check(value)) {
+                                report(format!("{what} {:?} is not {expected}", printable(value)));
+                            }
+                        };
+                        if let Some(default) = &argument.default {
+                            value("default", default);
+                        }
+                        for example in &argument.examples {
+                            value("example", example);
+                        }
+                        if argument.examples.len() > arguments::MAX_EXAMPLES {
+                            report(format!("{} examples, more than the limit of {}", argument.examples.len(), arguments::MAX_EXAMPLES));
+                        }
+                        Declared {
+                            name: argument.name.clone(),
+                            required: argument.required && argument.default.is_none(),
+                            kind,
+                            default: argument.default.clone(),
+                            examples: argument.examples.clone(),
+                        }
+                    })
+                    .collect(),
+            )
+        })
+        .collect();
+    (typed, problems)
+}
+
+/// One declared kind, checked and turned into the host's.
+fn argument_kind(kind: &provider_v0_3::ArgumentKind) -> Result<Kind, String> {
+    use provider_v0_3::ArgumentKind as Declared;
+    Ok(match kind {
+        Declared::Text(text) => Kind::Text {
+            max_length: text.max_length,
+            pattern: text.pattern.as_deref().map(Pattern::compile).transpose().map_err(|problem| format!("pattern {problem}"))?,
+        },
+        Declared::Integer(bounds) => {
+            if let (Some(min), Some(max)) = (bounds.min, bounds.max)
+                && min > max
+            {
+                return Err(format!("min {min} is more than max {max}"));
+            }
+            Kind::Integer { min: bounds.min, max: bounds.max }
+        }
+        Declared::Number(bounds) => {
+            if [bounds.min, bounds.max].into_iter().flatten().any(|bound| !bound.is_finite()) {
+                return Err("a bound is not a finite number".to_string());
+            }
+            if let (Some(min), Some(max)) = (bounds.min, bounds.max)
+                && min > max
+            {
+                return Err(format!("min {min} is more than max {max}"));
+            }
+            Kind::Number { min: bounds.min, max: bounds.max }
+        }
+        Declared::Boolean => Kind::Boolean,
+        Declared::Choice(choices) => {
+            if choices.is_empty() || choices.len() > arguments::MAX_CHOICES {
+                return Err(format!("{} choices: declare from 1 to {}", choices.len(), arguments::MAX_CHOICES));
+            }
+            let mut seen = HashSet::new();
+            for choice in choices {
+                if choice.is_empty() || choice.len() > arguments::MAX_VALUE_BYTES {
+                    return Err(format!("choice {:?} is empty or longer than {} bytes", error_message(choice), arguments::MAX_VALUE_BYTES));
+                }
+                if choice.chars().any(|c| c.is_control() || is_format(c)) {
+                    return Err(format!("choice {:?} holds control or format characters", printable(choice)));
+                }
+                if !seen.insert(choice.as_str()) {
+                    return Err(format!("choice {choice:?} is declared more than once"));
+                }
+            }
+            Kind::Choice(choices.clone())
+        }
+        Declared::Uri(uri) => {
+            if uri.schemes.len() > arguments::MAX_SCHEMES {
+                return Err(format!("{} schemes, more than the limit of {}", uri.schemes.len(), arguments::MAX_SCHEMES));
+            }
+            for scheme in &uri.schemes {
+                let mut chars = scheme.chars();
+                let valid = chars.next().is_some_and(|first| first.is_ascii_lowercase())
+                    && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '+' | '-' | '.'))
+                    && scheme.len() <= 32;
+                if !valid {
+                    return Err(format!("scheme {:?} is not a lowercase URI scheme", error_message(scheme)));
+                }
+            }
+            Kind::Uri { schemes: uri.schemes.clone() }
+        }
+    })
+}
+
+/// The most folders, origins or values a pack may want, each.
+pub const MAX_WANTS: usize = 16;
+
+const HINT_WANTS: &str = "describe-pack: want at most 16 folders (each named like \"logs\"), 16 origins (each like \
+     \"https://api.example.com\" with an optional path prefix) and 16 values (each like \"API_TOKEN\")";
+
+/// Checks what a 0.3 pack says it wants to see: at most [`MAX_WANTS`] of
+/// each; folder names a path segment can carry, origins `http:` or
+/// `https:` URLs with a host and nothing after the path, value names of
+/// ASCII letters, digits and `_`, each unique. Returns every problem.
+pub fn wants(wants: &provider_v0_3::Wants) -> Vec<Problem> {
+    let mut problems = Vec::new();
+    let mut report = |problem: String| problems.push(Problem { problem, hint: Some(HINT_WANTS) });
+    for (what, count) in [("folders", wants.folders.len()), ("origins", wants.origins.len()), ("values", wants.env.len())] {
+        if count > MAX_WANTS {
+            report(format!("the pack wants {count} {what}, more than the limit of {MAX_WANTS}"));
+        }
+    }
+    let mut seen = HashSet::new();
+    for folder in &wants.folders {
+        let mut chars = folder.name.chars();
+        let valid = chars.next().is_some_and(|first| first.is_ascii_lowercase())
+            && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
+            && folder.name.len() <= 64;
+        if !valid {
+            report(format!("wanted folder {:?} is not a name such as \"logs\"", error_message(&folder.name)));
+        } else if !seen.insert(folder.name.as_str()) {
+            report(format!("wanted folder {:?} is named more than once", folder.name));
+        }
+        if folder.description.as_ref().is_some_and(|description| description.len() > MAX_PACK_INFO_FIELD_BYTES) {
+            report(format!("the description of wanted folder {:?} is more than {MAX_PACK_INFO_FIELD_BYTES} bytes", folder.name));
+        }
+    }
+    for origin in &wants.origins {
+        let parsed = url::Url::parse(origin).ok().filter(|url| {
+            matches!(url.scheme(), "https" | "http")
+                && url.host().is_some()
+                && url.username().is_empty()
+                && url.password().is_none()
+                && url.query().is_none()
+                && url.fragment().is_none()
+        });
+        if origin.len() > MAX_PACK_INFO_FIELD_BYTES || parsed.is_none() {
+            report(format!(
+                "wanted origin {:?} is not an https: or http: URL with a host, and no user, query or fragment",
+                error_message(origin)
+            ));
+        }
+    }
+    let mut seen = HashSet::new();
+    for name in &wants.env {
+        if name.is_empty() || name.len() > 128 || !name.bytes().all(|byte| byte.is_ascii_alphanumeric() || byte == b'_') {
+            report(format!("wanted value {:?} is not a name such as \"API_TOKEN\"", error_message(name)));
+        } else if !seen.insert(name.as_str()) {
+            report(format!("wanted value {name:?} is named more than once"));
+        }
+    }
+    problems
+}
+
 /// The bytes of every string in one prompt definition, on the wire.
 fn definition_bytes(prompt: &provider::Prompt) -> usize {
     let optional = |text: &Option<String>| text.as_deref().map_or(0, json_escaped_len);
@@ -571,7 +825,7 @@ mod tests {
 
     fn problems(prompts: &[provider::Prompt], max_prompts: usize) -> Vec<String> {
         let limits = Limits { max_prompts, ..Limits::default() };
-        prompt_definitions(prompts, &limits).into_iter().map(|problem| problem.problem).collect()
+        prompt_definitions(prompts, &[], &limits).into_iter().map(|problem| problem.problem).collect()
     }
 
     #[test]
@@ -604,7 +858,7 @@ mod tests {
             sizes: Vec::new(),
             theme: None,
         });
-        let found = prompt_definitions(&[prompt("a", &[]), prompt("a", &[]), with_icon], &Limits::default());
+        let found = prompt_definitions(&[prompt("a", &[]), prompt("a", &[]), with_icon], &[], &Limits::default());
         let found: Vec<(&str, &str)> = found.iter().map(|p| (p.problem.as_str(), p.hint.unwrap())).collect();
         assert_eq!(
             found,
@@ -642,10 +896,10 @@ mod tests {
         described.description = Some("d".repeat(90));
         // 1 (name) + 1 (argument) + 90 (description) = 92 bytes.
         let limits = Limits { max_catalog_bytes: 91, ..Limits::default() };
-        let found: Vec<String> = prompt_definitions(&[described.clone()], &limits).into_iter().map(|p| p.problem).collect();
+        let found: Vec<String> = prompt_definitions(&[described.clone()], &[], &limits).into_iter().map(|p| p.problem).collect();
         assert_eq!(found, ["the definitions are 92 bytes in all, more than the limit of 91"]);
         let limits = Limits { max_catalog_bytes: 92, ..Limits::default() };
-        assert_eq!(prompt_definitions(&[described], &limits), vec![]);
+        assert_eq!(prompt_definitions(&[described], &[], &limits), vec![]);
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! Test fixture: a pack that exports `prompt-host:prompts/prompt-provider`
-//! at version 0.3.0, which this host must refuse with a clear message.
+//! at version 0.9.0, which this host must refuse with a clear message.
 
 wit_bindgen::generate!({ path: "wit", world: "prompt-pack" });
 

@@ -29,19 +29,17 @@ pub async fn load(sandbox: &Arc<Sandbox>, path: &Path, limits: Limits) -> Result
     let bytes = std::fs::read(path).map_err(|error| format!("cannot read {}: {error}", path.display()))?;
     let component = sandbox.compile(&bytes).map_err(|error| error.to_string())?;
     let pre = sandbox
-        .prepare(&component, WitVersion::V0_2)
+        .prepare(&component, WitVersion::V0_3)
+        .or_else(|_| sandbox.prepare(&component, WitVersion::V0_2))
         .or_else(|_| sandbox.prepare(&component, WitVersion::V0_1))
         .map_err(|error| format!("not a prompt pack: {error}"))?;
     let id = path.file_stem().unwrap_or_default().to_string_lossy().into_owned();
     let quota = CallQuota::new(limits.concurrent_calls);
     let budget = validate::copy_budget(Answer::Definitions, &limits);
     let instance = sandbox.instantiate(&pre, &limits, budget, &quota, &id).await.map_err(|failure| failure.to_string())?;
-    let (prompts, info, _) = instance.list_prompts().await.map_err(|failure| failure.to_string())?;
-    let mut problems = info.as_ref().map(validate::pack_info).unwrap_or_default();
-    problems.extend(validate::prompt_definitions(&prompts, &limits));
-    if !problems.is_empty() {
-        return Err(format!("{} problems in what it says it is and in its prompt definitions", problems.len()));
-    }
+    let (listing, _) = instance.list_prompts().await.map_err(|failure| failure.to_string())?;
+    let checked = validate::listing(listing, &limits)
+        .map_err(|(problems, _)| format!("{} problems in what it says it is and in its prompt definitions", problems.len()))?;
     let digest = String::new();
-    Ok(Plugin::new(id, digest, String::new(), prompts, limits, quota, pre, sandbox.clone()).with_info(info))
+    Ok(Plugin::new(id, digest, String::new(), checked, limits, quota, pre, sandbox.clone()))
 }

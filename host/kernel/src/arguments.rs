@@ -1,0 +1,554 @@
+//! Typed prompt arguments (WIT 0.3): what a pack declared an argument to
+//! take, checked once at load (`validate::argument_declarations` builds
+//! these), and then, for every request, a client's value checked against
+//! it before the pack runs, completions of choices and booleans answered
+//! without running the pack, and the declaration shown to clients (a JSON
+//! Schema fragment, and a short hint for clients that show only text).
+//!
+//! MCP passes every argument value as a string, and so does the host: a
+//! value that passes reaches the pack exactly as the client wrote it.
+
+use serde_json::{Value, json};
+
+use crate::bindings::provider;
+
+/// The most choices an argument may declare (also the most values one
+/// `completion/complete` answer may hold).
+pub const MAX_CHOICES: usize = 100;
+/// The longest choice, default or example, in bytes.
+pub const MAX_VALUE_BYTES: usize = 256;
+/// The most examples an argument may give.
+pub const MAX_EXAMPLES: usize = 8;
+/// The longest pattern, in bytes.
+pub const MAX_PATTERN_BYTES: usize = 1 << 10;
+/// The most memory one compiled pattern may take (the `regex` crate's size
+/// limit, for the program and for its lazy DFA each).
+pub const MAX_PATTERN_COMPILED_BYTES: usize = 256 << 10;
+/// The most patterns one pack may declare: each compiled keeps up to a few
+/// MiB (its programs and DFAs), so their number is bounded, not only their size.
+pub const MAX_PATTERNS: usize = 16;
+/// The most schemes a URI argument may name.
+pub const MAX_SCHEMES: usize = 16;
+/// The most of a client's value quoted back in a refusal, in bytes.
+pub const MAX_SHOWN_VALUE_BYTES: usize = 256;
+/// The key of a listed prompt's `_meta` under which the host puts the
+/// JSON Schema of its typed arguments.
+pub const SCHEMA_META_KEY: &str = "prompt-host/arguments";
+/// The most choices a refusal or a hint lists before saying how many more.
+const LISTED_CHOICES: usize = 10;
+
+/// What values an argument takes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Kind {
+    /// Any text, within bounds.
+    Text {
+        /// The most characters (Unicode scalar values).
+        max_length: Option<u32>,
+        /// The pattern the whole value must match.
+        pattern: Option<Pattern>,
+    },
+    /// A whole number in decimal, within inclusive bounds.
+    Integer {
+        /// The least value.
+        min: Option<i64>,
+        /// The greatest value.
+        max: Option<i64>,
+    },
+    /// A number as JSON writes one, within inclusive bounds.
+    Number {
+        /// The least value.
+        min: Option<f64>,
+        /// The greatest value.
+        max: Option<f64>,
+    },
+    /// `true` or `false`.
+    Boolean,
+    /// One of these strings, exactly.
+    Choice(Vec<String>),
+    /// An absolute URI, of one of these schemes if any are named.
+    Uri {
+        /// The schemes allowed, lowercase; empty means any.
+        schemes: Vec<String>,
+    },
+}
+
+/// A pattern as the pack wrote it, and compiled, anchored at both ends.
+#[derive(Debug, Clone)]
+pub struct Pattern {
+    /// As the pack wrote it.
+    pub source: String,
+    /// `^(?:source)$`, compiled.
+    pub regex: regex::Regex,
+}
+
+impl PartialEq for Pattern {
+    fn eq(&self, other: &Pattern) -> bool {
+        self.source == other.source
+    }
+}
+
+impl Pattern {
+    /// `source` compiled, anchored at both ends, within the size limits;
+    /// else why not.
+    pub fn compile(source: &str) -> Result<Pattern, String> {
+        if source.len() > MAX_PATTERN_BYTES {
+            return Err(format!("is {} bytes, more than the limit of {MAX_PATTERN_BYTES}", source.len()));
+        }
+        let build = |pattern: &str| {
+            regex::RegexBuilder::new(pattern)
+                .size_limit(MAX_PATTERN_COMPILED_BYTES)
+                .dfa_size_limit(MAX_PATTERN_COMPILED_BYTES)
+                .build()
+                .map_err(|error| match error {
+                    regex::Error::CompiledTooBig(limit) => format!("compiles to more than {limit} bytes"),
+                    error => format!("does not compile: {}", error.to_string().lines().last().unwrap_or_default().trim()),
+                })
+        };
+        // Alone first: a source such as `a)|(?:.*` would otherwise close the
+        // anchoring group and match anything.
+        build(source)?;
+        let regex = build(&format!("^(?:{source})$"))?;
+        Ok(Pattern { source: source.to_string(), regex })
+    }
+}
+
+/// One argument as a 0.3 pack declared it, checked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Declared {
+    /// The argument's name.
+    pub name: String,
+    /// Whether a client must pass it (never, with a default).
+    pub required: bool,
+    /// What values it takes; none means any string.
+    pub kind: Option<Kind>,
+    /// The value passed when a client gives none: of the kind.
+    pub default: Option<String>,
+    /// Example values: of the kind.
+    pub examples: Vec<String>,
+}
+
+/// The declared arguments of one prompt of a 0.3 pack, in declaration order.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PromptArguments(pub Vec<Declared>);
+
+/// Completions answered from a declaration: the values that start with
+/// what the user typed, at most [`MAX_CHOICES`], and how many matched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Completed {
+    /// The values, in declaration order.
+    pub values: Vec<String>,
+    /// How many values matched in all.
+    pub total: usize,
+    /// Whether more matched than `values` holds.
+    pub has_more: bool,
+}
+
+impl Kind {
+    /// Whether `value` is of this kind; else what was expected
+    /// ([`Kind::expected`]).
+    pub fn check(&self, value: &str) -> Result<(), String> {
+        let fits = match self {
+            Kind::Text { max_length, pattern } => {
+                max_length.is_none_or(|max| value.chars().count() <= max as usize)
+                    && pattern.as_ref().is_none_or(|pattern| pattern.regex.is_match(value))
+            }
+            Kind::Integer { min, max } => {
+                integer(value).is_some_and(|number| min.is_none_or(|min| number >= min) && max.is_none_or(|max| number <= max))
+            }
+            Kind::Number { min, max } => {
+                number(value).is_some_and(|number| min.is_none_or(|min| number >= min) && max.is_none_or(|max| number <= max))
+            }
+            Kind::Boolean => value == "true" || value == "false",
+            Kind::Choice(choices) => choices.iter().any(|choice| choice == value),
+            Kind::Uri { schemes } => absolute_uri(value).is_some_and(|scheme| schemes.is_empty() || schemes.contains(&scheme)),
+        };
+        if fits { Ok(()) } else { Err(self.expected()) }
+    }
+
+    /// What a value of this kind is, as a person reads it: `an integer from
+    /// 1 to 10`, `one of: short, long`.
+    pub fn expected(&self) -> String {
+        match self {
+            Kind::Text { max_length, pattern } => {
+                let mut expected = "text".to_string();
+                if let Some(max) = max_length {
+                    expected.push_str(&format!(" of at most {max} characters"));
+                }
+                if let Some(pattern) = pattern {
+                    expected.push_str(&format!(" matching the pattern {:?}", pattern.source));
+                }
+                expected
+            }
+            Kind::Integer { min, max } => format!("an integer{}", bounds(min.map(|min| min.to_string()), max.map(|max| max.to_string()))),
+            Kind::Number { min, max } => format!("a number{}", bounds(min.map(number_text), max.map(number_text))),
+            Kind::Boolean => "true or false".to_string(),
+            Kind::Choice(choices) => format!("one of: {}", listed(choices)),
+            Kind::Uri { schemes } if schemes.is_empty() => "an absolute URI".to_string(),
+            Kind::Uri { schemes } => format!("an absolute URI of scheme {}", schemes.join(" or ")),
+        }
+    }
+
+    /// The JSON Schema of a value of this kind (the value the string
+    /// holds: `{"type": "integer"}` for `"42"`).
+    fn schema(&self) -> serde_json::Map<String, Value> {
+        let mut schema = serde_json::Map::new();
+        let mut set = |key: &str, value: Value| {
+            schema.insert(key.to_string(), value);
+        };
+        match self {
+            Kind::Text { max_length, pattern } => {
+                set("type", json!("string"));
+                if let Some(max) = max_length {
+                    set("maxLength", json!(max));
+                }
+                if let Some(pattern) = pattern {
+                    set("pattern", json!(format!("^(?:{})$", pattern.source)));
+                }
+            }
+            Kind::Integer { min, max } => {
+                set("type", json!("integer"));
+                min.inspect(|min| set("minimum", json!(min)));
+                max.inspect(|max| set("maximum", json!(max)));
+            }
+            Kind::Number { min, max } => {
+                set("type", json!("number"));
+                min.inspect(|min| set("minimum", json!(min)));
+                max.inspect(|max| set("maximum", json!(max)));
+            }
+            Kind::Boolean => set("type", json!("boolean")),
+            Kind::Choice(choices) => {
+                set("type", json!("string"));
+                set("enum", json!(choices));
+            }
+            Kind::Uri { schemes } => {
+                set("type", json!("string"));
+                set("format", json!("uri"));
+                if !schemes.is_empty() {
+                    let schemes: Vec<String> = schemes.iter().map(|scheme| regex::escape(scheme)).collect();
+                    set("pattern", json!(format!("^(?:{}):", schemes.join("|"))));
+                }
+            }
+        }
+        schema
+    }
+
+    /// `value` (of this kind) as the JSON value the schema describes.
+    fn typed(&self, value: &str) -> Value {
+        match self {
+            Kind::Integer { .. } => integer(value).map_or_else(|| json!(value), |number| json!(number)),
+            Kind::Number { .. } => number(value).map_or_else(|| json!(value), |number| json!(number)),
+            Kind::Boolean => json!(value == "true"),
+            _ => json!(value),
+        }
+    }
+
+    /// The values the host completes from the declaration (choices and
+    /// booleans); none for kinds whose completions the pack gives.
+    fn values(&self) -> Option<Vec<&str>> {
+        match self {
+            Kind::Boolean => Some(vec!["true", "false"]),
+            Kind::Choice(choices) => Some(choices.iter().map(String::as_str).collect()),
+            _ => None,
+        }
+    }
+}
+
+impl Declared {
+    /// The short hint a listed description ends with, for clients that
+    /// show only text: `one of: short, long; default short`. None for an
+    /// argument with neither a kind nor a default.
+    pub fn hint(&self) -> Option<String> {
+        let kind = self.kind.as_ref().map(Kind::expected);
+        let default = self.default.as_ref().map(|default| format!("default {default}"));
+        match (kind, default) {
+            (None, None) => None,
+            (Some(kind), None) => Some(kind),
+            (None, Some(default)) => Some(default),
+            (Some(kind), Some(default)) => Some(format!("{kind}; {default}")),
+        }
+    }
+
+    /// The description as listed: the pack's, and the hint after it.
+    pub fn described(&self, description: Option<&str>) -> Option<String> {
+        match (description, self.hint()) {
+            (description, None) => description.map(str::to_string),
+            (None, Some(hint)) => Some(format!("({hint})")),
+            (Some(description), Some(hint)) => Some(format!("{description} ({hint})")),
+        }
+    }
+
+    /// The argument's JSON Schema fragment: its kind, default and examples.
+    pub fn schema(&self) -> Value {
+        let mut schema = self.kind.as_ref().map(Kind::schema).unwrap_or_else(|| {
+            let mut schema = serde_json::Map::new();
+            schema.insert("type".into(), json!("string"));
+            schema
+        });
+        let typed = |value: &str| self.kind.as_ref().map_or_else(|| json!(value), |kind| kind.typed(value));
+        if let Some(default) = &self.default {
+            schema.insert("default".into(), typed(default));
+        }
+        if !self.examples.is_empty() {
+            schema.insert("examples".into(), Value::Array(self.examples.iter().map(|example| typed(example)).collect()));
+        }
+        Value::Object(schema)
+    }
+
+    /// The completions of this argument the host answers itself, for what
+    /// the user typed (`typed`): the values that start with it. None when
+    /// the pack answers them.
+    pub fn complete(&self, typed: &str) -> Option<Completed> {
+        let values = self.kind.as_ref()?.values()?;
+        let matching: Vec<&str> = values.into_iter().filter(|value| value.starts_with(typed)).collect();
+        let total = matching.len();
+        let values: Vec<String> = matching.into_iter().take(MAX_CHOICES).map(str::to_string).collect();
+        Some(Completed { has_more: total > values.len(), values, total })
+    }
+}
+
+/// A client's value that is not of its argument's kind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refused {
+    /// The argument.
+    pub argument: String,
+    /// What it takes ([`Kind::expected`]).
+    pub expected: String,
+    /// What was given, made printable and cut to [`MAX_SHOWN_VALUE_BYTES`].
+    pub given: String,
+}
+
+impl PromptArguments {
+    /// Fills in the default of each declared argument the client left out,
+    /// then checks every declared argument's value against its kind: the
+    /// first that is not of it is refused. Undeclared arguments pass as
+    /// they came.
+    pub fn apply(&self, arguments: &mut Vec<provider::Argument>) -> Result<(), Refused> {
+        for declared in &self.0 {
+            if let Some(default) = &declared.default
+                && !arguments.iter().any(|argument| argument.name == declared.name)
+            {
+                arguments.push(provider::Argument { name: declared.name.clone(), value: default.clone() });
+            }
+        }
+        for argument in arguments.iter() {
+            let Some(kind) = self.get(&argument.name).and_then(|declared| declared.kind.as_ref()) else { continue };
+            kind.check(&argument.value).map_err(|expected| Refused {
+                argument: argument.name.clone(),
+                expected,
+                given: crate::validate::cut_printable(&argument.value, MAX_SHOWN_VALUE_BYTES),
+            })?;
+        }
+        Ok(())
+    }
+
+    /// `prompt`'s argument descriptions as listed: each with the hint of its
+    /// declaration ([`Declared::described`]), and not required when it has
+    /// a default.
+    pub fn describe(&self, prompt: &mut provider::Prompt) {
+        for argument in &mut prompt.arguments {
+            if let Some(declared) = self.get(&argument.name) {
+                argument.description = declared.described(argument.description.as_deref());
+                argument.required = declared.required;
+            }
+        }
+    }
+
+    /// The declaration of argument `name`, if declared.
+    pub fn get(&self, name: &str) -> Option<&Declared> {
+        self.0.iter().find(|declared| declared.name == name)
+    }
+
+    /// The JSON Schema of the prompt's arguments as an object: each
+    /// argument's fragment under `properties`, and those a client must pass
+    /// under `required`.
+    pub fn schema(&self) -> Value {
+        let properties: serde_json::Map<String, Value> = self.0.iter().map(|declared| (declared.name.clone(), declared.schema())).collect();
+        let required: Vec<&str> = self.0.iter().filter(|declared| declared.required).map(|declared| declared.name.as_str()).collect();
+        json!({ "type": "object", "properties": properties, "required": required })
+    }
+}
+
+/// A decimal integer as people write one: an optional `-`, then digits (no
+/// `+`, no spaces; leading zeros allowed).
+fn integer(value: &str) -> Option<i64> {
+    let digits = value.strip_prefix('-').unwrap_or(value);
+    if digits.is_empty() || !digits.bytes().all(|byte| byte.is_ascii_digit()) {
+        return None;
+    }
+    value.parse().ok()
+}
+
+/// A finite number, written as JSON writes one (no spaces, no `NaN`).
+fn number(value: &str) -> Option<f64> {
+    if value.is_empty() || value.trim() != value {
+        return None;
+    }
+    serde_json::from_str::<serde_json::Number>(value).ok()?.as_f64().filter(|number| number.is_finite())
+}
+
+/// The scheme of `value`, lowercase, if it is an absolute URI with no
+/// whitespace or control character anywhere (the URL parser would strip or
+/// encode them, and the pack gets the value as written).
+fn absolute_uri(value: &str) -> Option<String> {
+    if value.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return None;
+    }
+    url::Url::parse(value).ok().map(|url| url.scheme().to_string())
+}
+
+/// ` from 1 to 10`, ` of at least 1`, ` of at most 10`, or nothing.
+fn bounds(min: Option<String>, max: Option<String>) -> String {
+    match (min, max) {
+        (Some(min), Some(max)) => format!(" from {min} to {max}"),
+        (Some(min), None) => format!(" of at least {min}"),
+        (None, Some(max)) => format!(" of at most {max}"),
+        (None, None) => String::new(),
+    }
+}
+
+/// A bound as people read it: `1`, `0.5`, `1e-300` (never 300 digits).
+fn number_text(number: f64) -> String {
+    if number.fract() == 0.0 && number.abs() < 1e15 { format!("{}", number as i64) } else { json!(number).to_string() }
+}
+
+/// `a, b, c`, or the first few and how many more.
+fn listed(choices: &[String]) -> String {
+    let shown = choices.iter().take(LISTED_CHOICES).map(String::as_str).collect::<Vec<_>>().join(", ");
+    match choices.len().saturating_sub(LISTED_CHOICES) {
+        0 => shown,
+        more => format!("{shown} and {more} more"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn declared(kind: Kind) -> Declared {
+        Declared { name: "a".into(), required: false, kind: Some(kind), default: None, examples: Vec::new() }
+    }
+
+    #[test]
+    fn each_kind_accepts_its_values_and_names_what_it_expected() {
+        let text = Kind::Text { max_length: Some(3), pattern: Some(Pattern::compile("[a-z]+").unwrap()) };
+        assert_eq!(text.check("abc"), Ok(()));
+        assert_eq!(text.check("abcd"), Err("text of at most 3 characters matching the pattern \"[a-z]+\"".into()));
+        // Anchored: a match inside the value is not enough.
+        assert!(text.check("1a").is_err());
+        assert_eq!(Kind::Text { max_length: Some(2), pattern: None }.check("éé"), Ok(()));
+        let integer = Kind::Integer { min: Some(1), max: Some(10) };
+        assert_eq!(integer.check("10"), Ok(()));
+        for refused in ["11", "0", "+5", " 5", "5.0", "", "-", "1e1", "99999999999999999999"] {
+            assert_eq!(integer.check(refused), Err("an integer from 1 to 10".into()), "{refused:?}");
+        }
+        assert_eq!(Kind::Integer { min: None, max: None }.check("-12"), Ok(()));
+        let number = Kind::Number { min: Some(-1.5), max: None };
+        for accepted in ["-1.5", "0", "1e3", "2.25"] {
+            assert_eq!(number.check(accepted), Ok(()), "{accepted:?}");
+        }
+        for refused in ["-2", "NaN", "inf", "1e400", " 1", ".5", "0x10"] {
+            assert_eq!(number.check(refused), Err("a number of at least -1.5".into()), "{refused:?}");
+        }
+        assert_eq!(Kind::Boolean.check("true"), Ok(()));
+        assert_eq!(Kind::Boolean.check("True"), Err("true or false".into()));
+        let choice = Kind::Choice(vec!["short".into(), "long".into()]);
+        assert_eq!(choice.check("long"), Ok(()));
+        assert_eq!(choice.check("Long"), Err("one of: short, long".into()));
+        let uri = Kind::Uri { schemes: vec!["https".into(), "file".into()] };
+        assert_eq!(uri.check("HTTPS://example.com/a"), Ok(()));
+        assert_eq!(uri.check("file:///src/main.py"), Ok(()));
+        assert_eq!(uri.check("http://example.com"), Err("an absolute URI of scheme https or file".into()));
+        assert_eq!(Kind::Uri { schemes: vec![] }.check("relative/path"), Err("an absolute URI".into()));
+        // The URL parser strips or encodes these; the pack would get them raw.
+        for refused in ["https://exa\r\nmple.com", "\u{1}https://x", "https://x/a b"] {
+            assert!(uri.check(refused).is_err(), "{refused:?}");
+        }
+        assert_eq!(Kind::Number { min: Some(-1e300), max: Some(1e-300) }.expected(), "a number from -1e+300 to 1e-300");
+    }
+
+    #[test]
+    fn defaults_fill_absent_arguments_and_every_declared_value_is_checked() {
+        let arguments = PromptArguments(vec![
+            Declared { default: Some("short".into()), ..declared(Kind::Choice(vec!["short".into(), "long".into()])) },
+            Declared { name: "n".into(), ..declared(Kind::Integer { min: Some(1), max: None }) },
+        ]);
+        let argument = |name: &str, value: &str| provider::Argument { name: name.into(), value: value.into() };
+        let mut given = vec![argument("n", "2"), argument("extra", "anything")];
+        assert_eq!(arguments.apply(&mut given), Ok(()));
+        let pairs: Vec<(&str, &str)> = given.iter().map(|argument| (argument.name.as_str(), argument.value.as_str())).collect();
+        assert_eq!(pairs, [("n", "2"), ("extra", "anything"), ("a", "short")]);
+        let mut given = vec![argument("a", "long"), argument("n", &format!("0\u{1b}{}", "9".repeat(300)))];
+        let refused = arguments.apply(&mut given).unwrap_err();
+        assert_eq!((refused.argument.as_str(), refused.expected.as_str()), ("n", "an integer of at least 1"));
+        // 256 bytes kept: "0", the escape's 6, and 249 of the 300 nines.
+        assert_eq!(refused.given, format!("0\\u{{1b}}{}... [cut by prompt-host: 51 more bytes]", "9".repeat(249)));
+    }
+
+    #[test]
+    fn a_long_list_of_choices_is_shown_cut() {
+        let choices: Vec<String> = (0..25).map(|n| format!("c{n}")).collect();
+        assert_eq!(Kind::Choice(choices).expected(), "one of: c0, c1, c2, c3, c4, c5, c6, c7, c8, c9 and 15 more");
+    }
+
+    #[test]
+    fn patterns_are_bounded_in_source_and_compiled_size() {
+        assert_eq!(Pattern::compile(&"a".repeat(MAX_PATTERN_BYTES + 1)).unwrap_err(), "is 1025 bytes, more than the limit of 1024");
+        assert!(Pattern::compile("(").unwrap_err().starts_with("does not compile: "));
+        assert!(Pattern::compile(r"\w{1000}\w{1000}").unwrap_err().starts_with("compiles to more than "));
+        // Look-around is not in the linear-time syntax.
+        assert!(Pattern::compile("(?=a)a").is_err());
+        // A source cannot close the anchoring group.
+        assert!(Pattern::compile("a)|(?:.*").unwrap_err().starts_with("does not compile: "));
+    }
+
+    #[test]
+    fn the_host_completes_choices_and_booleans_by_prefix_and_nothing_else() {
+        let choice = declared(Kind::Choice(vec!["formal".into(), "casual".into(), "friendly".into()]));
+        assert_eq!(choice.complete("f"), Some(Completed { values: vec!["formal".into(), "friendly".into()], total: 2, has_more: false }));
+        assert_eq!(
+            choice.complete(""),
+            Some(Completed { values: vec!["formal".into(), "casual".into(), "friendly".into()], total: 3, has_more: false })
+        );
+        assert_eq!(choice.complete("x"), Some(Completed { values: vec![], total: 0, has_more: false }));
+        assert_eq!(declared(Kind::Boolean).complete("t"), Some(Completed { values: vec!["true".into()], total: 1, has_more: false }));
+        assert_eq!(declared(Kind::Integer { min: None, max: None }).complete(""), None);
+        let untyped = Declared { kind: None, ..declared(Kind::Boolean) };
+        assert_eq!(untyped.complete(""), None);
+    }
+
+    #[test]
+    fn schemas_and_hints_say_the_kind_the_default_and_the_examples() {
+        let tone = Declared {
+            name: "tone".into(),
+            required: false,
+            kind: Some(Kind::Choice(vec!["short".into(), "long".into()])),
+            default: Some("short".into()),
+            examples: Vec::new(),
+        };
+        assert_eq!(tone.hint().as_deref(), Some("one of: short, long; default short"));
+        assert_eq!(tone.described(Some("How long")).as_deref(), Some("How long (one of: short, long; default short)"));
+        assert_eq!(tone.schema(), json!({ "type": "string", "enum": ["short", "long"], "default": "short" }));
+        let count = Declared {
+            name: "count".into(),
+            required: true,
+            kind: Some(Kind::Integer { min: Some(1), max: None }),
+            default: None,
+            examples: vec!["3".into()],
+        };
+        assert_eq!(count.schema(), json!({ "type": "integer", "minimum": 1, "examples": [3] }));
+        let arguments = PromptArguments(vec![tone, count]);
+        assert_eq!(
+            arguments.schema(),
+            json!({
+                "type": "object",
+                "properties": {
+                    "tone": { "type": "string", "enum": ["short", "long"], "default": "short" },
+                    "count": { "type": "integer", "minimum": 1, "examples": [3] },
+                },
+                "required": ["count"],
+            })
+        );
+        let plain = Declared { name: "x".into(), required: false, kind: None, default: None, examples: Vec::new() };
+        assert_eq!((plain.hint(), plain.described(Some("d")).as_deref()), (None, Some("d")));
+    }
+}
