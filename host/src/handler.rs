@@ -358,7 +358,7 @@ impl PromptServer {
         check_argument_size(&reference.name, context.iter().chain([&typed]), plugin.limits(), 0)?;
         // Choices and booleans (0.3) are completed from the declaration:
         // the pack does not run.
-        if let Some(completion) = plugin.declared_completion(&entry.declared_name, &argument.name, &argument.value) {
+        if let Some(completion) = entry.typed.as_ref().and_then(|typed| typed.completion(&argument.name, &argument.value)) {
             return Ok(plugin.bounded_on_the_wire(&entry.declared_name, CompleteResult::new(convert::completion(completion)))?);
         }
         let call = plugin.complete(&entry.declared_name, &argument.name, &argument.value, &context);

@@ -214,14 +214,17 @@ pub async fn inspect(path: &Path, config: &ServeConfig) -> Result<Report, LoadFa
 /// for the first [`MAX_COMPLETIONS_TRIED`] arguments; and how many were not
 /// tried.
 async fn completions(plugin: &Plugin, prefix: &str) -> (Vec<ArgumentCompletions>, usize) {
-    let arguments: Vec<(&str, &str)> = plugin
+    let arguments: Vec<(usize, &str, &str)> = plugin
         .prompts()
         .iter()
-        .flat_map(|prompt| prompt.arguments.iter().map(|argument| (prompt.name.as_str(), argument.name.as_str())))
+        .enumerate()
+        .flat_map(|(at, prompt)| prompt.arguments.iter().map(move |argument| (at, prompt.name.as_str(), argument.name.as_str())))
         .collect();
     let mut found = Vec::new();
-    for &(prompt, argument) in arguments.iter().take(MAX_COMPLETIONS_TRIED) {
-        let completed = match plugin.declared_completion(prompt, argument, "") {
+    for &(at, prompt, argument) in arguments.iter().take(MAX_COMPLETIONS_TRIED) {
+        // As `serve` answers: choices and booleans from the declaration.
+        let declared = plugin.typed().get(at).and_then(|typed| typed.completion(argument, ""));
+        let completed = match declared {
             Some(completion) => Ok(completion),
             None => plugin.complete(prompt, argument, "", &[]).await,
         };

@@ -52,6 +52,14 @@ impl Registry {
     /// a free port before the registry binds it, so another process may take
     /// the port in between: a registry that exits before listening is
     /// started again.
+    /// A registry in front of `upstream` whose token service signs in
+    /// `alice:s3cret-Pa55` only, started with `extra` arguments.
+    fn guarded(upstream: &Registry, extra: &[&str]) -> Registry {
+        let mut args = vec!["serve-blob-liar", "--upstream", upstream.address.as_str(), "--bearer", "alice:s3cret-Pa55"];
+        args.extend_from_slice(extra);
+        Registry::spawn(&args)
+    }
+
     fn spawn(args: &[&str]) -> Registry {
         for _ in 0..3 {
             let mut child = tool_command(args).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
@@ -440,7 +448,7 @@ fn a_registry_behind_a_token_service_is_signed_in_to_with_bounded_answers_and_on
     let digest = publish(&site, "code_review", &format!("{}:1", registry.reference("acme/pack")));
 
     // Signed in through the token service the registry names, with the credentials for it.
-    let guarded = Registry::spawn(&["serve-blob-liar", "--upstream", &registry.address, "--bearer", "alice:s3cret-Pa55"]);
+    let guarded = Registry::guarded(&registry, &[]);
     let reference = format!("{}:1", guarded.reference("acme/pack"));
     let behind_tokens = Site::new(&plain(&guarded));
     let refused = behind_tokens.refused("add", &[&reference]);
@@ -455,8 +463,7 @@ fn a_registry_behind_a_token_service_is_signed_in_to_with_bounded_answers_and_on
     assert!(added.status.success() && said.contains(&format!("({digest}, ")), "{said}");
 
     // A token answer past its bound is refused before it is read whole.
-    let flooding =
-        Registry::spawn(&["serve-blob-liar", "--upstream", &registry.address, "--bearer", "alice:s3cret-Pa55", "--token-bytes", "100000"]);
+    let flooding = Registry::guarded(&registry, &["--token-bytes", "100000"]);
     let flooded = Site::new(&plain(&flooding));
     let credentials = [
         ("PROMPT_HOST_REGISTRY_USERNAME", "alice"),
@@ -2140,6 +2147,11 @@ fn sites_sharing_a_store_keep_each_others_trust_records_when_one_removes_its_pac
     assert!(!log.contains("refused"), "{log}");
 }
 
+/// The token requests a guarded registry recorded (`--record`), one JSON object each.
+fn recorded(record: &std::path::Path) -> Vec<Value> {
+    std::fs::read_to_string(record).unwrap().lines().map(|line| serde_json::from_str(line).unwrap()).collect()
+}
+
 #[test]
 fn a_docker_configs_identity_token_is_exchanged_at_the_token_service_never_sent_to_the_registry() {
     // Issue "Hardening, round 3", item 13: the identitytoken (a refresh
@@ -2147,17 +2159,7 @@ fn a_docker_configs_identity_token_is_exchanged_at_the_token_service_never_sent_
     let storage = tempfile::tempdir().unwrap();
     let registry = Registry::start(storage.path(), &[]);
     let record = storage.path().join("token-requests.jsonl");
-    let guarded = Registry::spawn(&[
-        "serve-blob-liar",
-        "--upstream",
-        &registry.address,
-        "--bearer",
-        "alice:s3cret-Pa55",
-        "--identity-token",
-        "refresh-0123456789",
-        "--record",
-        record.to_str().unwrap(),
-    ]);
+    let guarded = Registry::guarded(&registry, &["--identity-token", "refresh-0123456789", "--record", record.to_str().unwrap()]);
     let site = Site::new(&plain(&guarded));
     let reference = format!("{}:1", guarded.reference("acme/pack"));
     let basic = [
@@ -2178,7 +2180,7 @@ fn a_docker_configs_identity_token_is_exchanged_at_the_token_service_never_sent_
     .unwrap();
     let added = prompt_host_with(&["add", &reference, "--config", &site.config()], &[("DOCKER_CONFIG", docker_config.to_str().unwrap())]);
     assert!(added.status.success(), "{}", String::from_utf8_lossy(&added.stderr));
-    let requests: Vec<Value> = std::fs::read_to_string(&record).unwrap().lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+    let requests = recorded(&record);
     // Resolving the tag and pulling each sign in: two exchanges, no request
     // to the registry with the identity token.
     assert_eq!(requests, vec![json!({"scope": "repository:acme/pack:pull", "grant_type": "refresh_token"}); 2]);
@@ -2190,15 +2192,7 @@ fn credentials_go_only_over_https_or_to_the_registrys_own_host_on_every_path_and
     let registry = Registry::start(storage.path(), &[]);
     let keys = tool(&["keygen", "--out", storage.path().join("keys").to_str().unwrap()]);
     let record = storage.path().join("token-requests.jsonl");
-    let guarded = Registry::spawn(&[
-        "serve-blob-liar",
-        "--upstream",
-        &registry.address,
-        "--bearer",
-        "alice:s3cret-Pa55",
-        "--record",
-        record.to_str().unwrap(),
-    ]);
+    let guarded = Registry::guarded(&registry, &["--record", record.to_str().unwrap()]);
     let site = Site::new(&plain(&guarded));
     let credentials = |registry: &Registry| {
         vec![
@@ -2225,7 +2219,7 @@ fn credentials_go_only_over_https_or_to_the_registrys_own_host_on_every_path_and
     let at_digest = format!("{}@{digest}", guarded.reference("acme/pack"));
     let signing = run(&["sign", &at_digest, "--key", keys["private"].as_str().unwrap(), "--config", &site.config()], &guarded);
     assert!(signing.status.success(), "{}", String::from_utf8_lossy(&signing.stderr));
-    let requests: Vec<Value> = std::fs::read_to_string(&record).unwrap().lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+    let requests = recorded(&record);
     assert_eq!(
         requests,
         vec![
@@ -2236,17 +2230,7 @@ fn credentials_go_only_over_https_or_to_the_registrys_own_host_on_every_path_and
 
     // A token service on this machine but not the registry's host gets no credentials, on any path.
     let record = storage.path().join("other-host.jsonl");
-    let other_host = Registry::spawn(&[
-        "serve-blob-liar",
-        "--upstream",
-        &registry.address,
-        "--bearer",
-        "alice:s3cret-Pa55",
-        "--realm",
-        "http://localhost:PORT/token",
-        "--record",
-        record.to_str().unwrap(),
-    ]);
+    let other_host = Registry::guarded(&registry, &["--realm", "http://localhost:PORT/token", "--record", record.to_str().unwrap()]);
     let elsewhere = Site::new(&plain(&other_host));
     let realm = format!("http://localhost:{}/token", other_host.address.rsplit(':').next().unwrap());
     let withheld = format!(
@@ -2279,8 +2263,7 @@ fn credentials_go_only_over_https_or_to_the_registrys_own_host_on_every_path_and
         ("https://metadata.google.internal/computeMetadata/v1/", "it is a cloud metadata service's name"),
         ("http://token.example/token", "it is plain HTTP on another machine: a token service is reached over HTTPS"),
     ] {
-        let liar =
-            Registry::spawn(&["serve-blob-liar", "--upstream", &registry.address, "--bearer", "alice:s3cret-Pa55", "--realm", realm]);
+        let liar = Registry::guarded(&registry, &["--realm", realm]);
         let site = Site::new(&plain(&liar));
         let realm = realm.replace("PORT", liar.address.rsplit(':').next().unwrap());
         let refusal = format!("error: {} names the token service {realm:?}, which is refused: {why}", liar.address);

@@ -31,9 +31,7 @@ impl Host {
 
     /// The metrics listener's address, when started with `--metrics`.
     fn metrics_addr(&self) -> SocketAddr {
-        let log = support::wait_for_text(&self.stderr, "metrics, /healthz and /readyz served on http://", 1);
-        let rest = &log[log.find("served on http://").unwrap() + "served on http://".len()..];
-        rest[..rest.find("/metrics").unwrap()].parse().unwrap()
+        support::metrics_address(&self.stderr)
     }
 }
 

@@ -15,15 +15,7 @@ use support::{Server, http_exchange, only_text, plugin_dir, serve_plugins, spawn
 
 /// The metrics listener's address, from the line the server logs.
 fn metrics_addr(server: &Server) -> SocketAddr {
-    address_in(&server.wait_for_stderr(METRICS_SERVED))
-}
-
-/// What the server logs once the metrics listener serves, before its URL.
-const METRICS_SERVED: &str = "metrics, /healthz and /readyz served on http://";
-
-fn address_in(log: &str) -> SocketAddr {
-    let rest = &log[log.find(METRICS_SERVED).unwrap() + METRICS_SERVED.len()..];
-    rest[..rest.find("/metrics").unwrap()].parse().unwrap()
+    support::metrics_address_in(&server.wait_for_stderr(support::METRICS_SERVED))
 }
 
 /// A GET of `path` with `Host: host`: the status and the body.
@@ -272,7 +264,7 @@ fn the_metrics_listener_checks_host_and_stays_on_loopback() {
 fn open_http_sessions_are_counted() {
     let dir = plugin_dir(&["code_review"]);
     let (mut child, stderr, addr) = spawn_http("127.0.0.1:0", &["--plugins", dir.path().to_str().unwrap(), "--metrics", "127.0.0.1:0"]);
-    let metrics = address_in(&support::wait_for_text(&stderr, METRICS_SERVED, 1));
+    let metrics = support::metrics_address(&stderr);
     assert_value(&scrape(metrics), "prompt_host_sessions_open", 0.0);
     let (status, response) = http_exchange(addr, &support::http_post("localhost", "", support::HTTP_INITIALIZE));
     assert_eq!(status, 200, "{response}");

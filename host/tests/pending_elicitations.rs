@@ -48,9 +48,7 @@ impl HttpHost {
         let mut args = vec!["--plugins", plugins.path().to_str().unwrap(), "--metrics", "127.0.0.1:0"];
         args.extend_from_slice(extra);
         let (child, stderr, addr) = spawn_http("127.0.0.1:0", &args);
-        let log = wait_for_text(&stderr, "metrics, /healthz and /readyz served on http://", 1);
-        let rest = &log[log.find("served on http://").unwrap() + "served on http://".len()..];
-        let metrics = rest[..rest.find("/metrics").unwrap()].parse().unwrap();
+        let metrics = support::metrics_address(&stderr);
         HttpHost { child, stderr, addr, metrics, _plugins: plugins }
     }
 

@@ -14,6 +14,15 @@ fn report_error(server: &mut Server, arguments: Value) -> Value {
     server.error("prompts/get", json!({ "name": "report", "arguments": arguments }))
 }
 
+/// `prompt-host inspect` of the built fixture `fixture`: its exit status and report.
+fn inspect(fixture: &str) -> (Option<i32>, String) {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_prompt-host"))
+        .args(["inspect", built_plugin(fixture).to_str().unwrap()])
+        .output()
+        .unwrap();
+    (output.status.code(), String::from_utf8(output.stdout).unwrap())
+}
+
 #[test]
 fn every_kind_refuses_what_it_does_not_take_before_the_pack_runs() {
     let (_dir, mut server) = serve_plugins(&["typed_arguments"], &[]);
@@ -137,12 +146,8 @@ fn each_argument_is_listed_with_a_hint_and_its_schema_in_the_prompts_meta() {
 
 #[test]
 fn a_pack_whose_declarations_break_a_bound_is_refused_at_load_naming_each() {
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_prompt-host"))
-        .args(["inspect", built_plugin("hostile_kinds").to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(1));
-    let report = String::from_utf8(output.stdout).unwrap();
+    let (status, report) = inspect("hostile_kinds");
+    assert_eq!(status, Some(1));
     for problem in [
         "1. wanted folder \"../etc\" is not a name such as \"logs\"",
         "2. wanted origin \"ftp://x\" is not an https: or http: URL with a host, and no user, query or fragment",
@@ -160,12 +165,8 @@ fn a_pack_whose_declarations_break_a_bound_is_refused_at_load_naming_each() {
 
 #[test]
 fn inspect_shows_what_a_pack_wants_and_that_none_of_it_is_granted() {
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_prompt-host"))
-        .args(["inspect", built_plugin("typed_arguments").to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(0));
-    let report = String::from_utf8(output.stdout).unwrap();
+    let (status, report) = inspect("typed_arguments");
+    assert_eq!(status, Some(0));
     let wants = "    wants    (not granted: this host gives packs no files, network or environment)\n             folder logs: recent log lines\n             origin https://api.example.com/v1/\n             value API_TOKEN\n";
     assert!(report.contains(wants), "{report}");
     // Completions of a choice come from the declaration; the pack's complete traps.

@@ -335,7 +335,7 @@ impl PromptArguments {
             kind.check(&argument.value).map_err(|expected| Refused {
                 argument: argument.name.clone(),
                 expected,
-                given: crate::validate::cut_printable(&argument.value, MAX_SHOWN_VALUE_BYTES),
+                given: crate::shown::cut_printable(&argument.value, MAX_SHOWN_VALUE_BYTES),
             })?;
         }
         Ok(())
@@ -356,6 +356,15 @@ impl PromptArguments {
     /// The declaration of argument `name`, if declared.
     pub fn get(&self, name: &str) -> Option<&Declared> {
         self.0.iter().find(|declared| declared.name == name)
+    }
+
+    /// The completion the host answers itself for argument `argument`
+    /// from its declaration (a choice or a boolean), for what the user
+    /// typed; none when the pack answers it.
+    pub fn completion(&self, argument: &str, typed: &str) -> Option<provider::Completion> {
+        let completed = self.get(argument)?.complete(typed)?;
+        let total = u32::try_from(completed.total).unwrap_or(u32::MAX);
+        Some(provider::Completion { values: completed.values, total: Some(total), has_more: completed.has_more })
     }
 
     /// The JSON Schema of the prompt's arguments as an object: each

@@ -6,7 +6,7 @@
 //! on those below it:
 //! - [`plugin`]: a loaded plugin and calls into it;
 //! - [`validate`]: checks on everything a plugin returns, and the one rule
-//!   for text a pack or a client controls shown in an error;
+//!   for text a pack or a client controls shown in an error (from [`shown`]);
 //! - [`arguments`]: typed prompt arguments (0.3): a client's value checked
 //!   against what the pack declared, completions of choices and booleans,
 //!   and the schema clients see;
@@ -17,6 +17,8 @@
 //! - [`limits`]: every limit a plugin runs under, declared once;
 //! - [`log_budget`]: at most so many log lines of a kind per window, for
 //!   what a pack or a client can make the host log;
+//! - [`shown`]: text a pack or a client controls, made printable and cut:
+//!   the one rule, wherever such text is shown;
 //! - [`bindings`]: generated from the WIT packages (0.1, 0.2 and 0.3, side
 //!   by side), and the one adapter from each later version's types into the
 //!   host's.
@@ -35,4 +37,5 @@ pub mod limits;
 pub mod log_budget;
 pub mod plugin;
 pub mod sandbox;
+pub mod shown;
 pub mod validate;

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use crate::arguments::PromptArguments;
-use crate::bindings::{PackPre, PromptAnswer, WitVersion, provider, provider_v0_2, provider_v0_3};
+use crate::bindings::{PackPre, PromptAnswer, WitVersion, provider, provider_v0_2};
 use crate::limits::Limits;
 use crate::sandbox::spares::PackInstances;
 use crate::sandbox::{CallFailure, CallQuota, CallState, Sandbox};
@@ -20,8 +20,6 @@ pub struct Plugin {
     /// The typed arguments of each prompt, in the order of `prompts` (0.3
     /// packs); empty otherwise.
     typed: Vec<Arc<PromptArguments>>,
-    /// What the pack wants to see (0.3 packs), validated.
-    wants: Option<provider_v0_3::Wants>,
     /// Its fresh instances: how they are made, under its limits and in its
     /// share of the sandbox.
     instances: Arc<PackInstances>,
@@ -111,30 +109,15 @@ impl Plugin {
         sandbox: Arc<Sandbox>,
     ) -> Plugin {
         let instances = PackInstances::new(sandbox, pre, limits, quota, id.clone());
-        let CheckedListing { prompts, typed, info, wants } = listing;
+        let CheckedListing { prompts, typed, info } = listing;
         let typed = typed.into_iter().map(Arc::new).collect();
-        Plugin { id, digest, prefix, prompts, typed, wants, instances, info }
+        Plugin { id, digest, prefix, prompts, typed, instances, info }
     }
 
     /// The typed arguments of each prompt, in the order of [`Plugin::prompts`]
     /// (0.3 packs); empty for a pack of an earlier version.
     pub fn typed(&self) -> &[Arc<PromptArguments>] {
         &self.typed
-    }
-
-    /// The completion the host answers itself for argument `argument` of
-    /// prompt `prompt` (the name the pack declared), from its declaration:
-    /// a choice or a boolean (0.3). None when the pack answers it.
-    pub fn declared_completion(&self, prompt: &str, argument: &str, value: &str) -> Option<provider::Completion> {
-        let at = self.prompts.iter().position(|declared| declared.name == prompt)?;
-        let completed = self.typed.get(at)?.get(argument)?.complete(value)?;
-        let total = u32::try_from(completed.total).unwrap_or(u32::MAX);
-        Some(provider::Completion { values: completed.values, total: Some(total), has_more: completed.has_more })
-    }
-
-    /// What the pack wants to see (0.3 packs).
-    pub fn wants(&self) -> Option<&provider_v0_3::Wants> {
-        self.wants.as_ref()
     }
 
     /// What the pack says it is: its name, version, authors... (0.2 packs).

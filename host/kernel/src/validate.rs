@@ -16,12 +16,13 @@
 
 use std::collections::HashSet;
 
-use unicode_properties::{GeneralCategory, UnicodeGeneralCategory};
-
 use crate::arguments::{self, Declared, Kind, Pattern, PromptArguments};
 use crate::bindings::{provider, provider_v0_2, provider_v0_3};
 use crate::limits::Limits;
+// The one rule for text a pack or a client controls, as it may be shown;
+// below `arguments`, which quotes client values with it.
 use crate::sandbox::{CallFailure, Listing};
+pub use crate::shown::{TRUNCATION_MARKER, cut_printable, is_format, printable};
 
 /// One thing wrong with a plugin, and how its author can fix it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -39,9 +40,6 @@ pub const MAX_NAME_BYTES: usize = 256;
 /// (with [`TRUNCATION_MARKER`]) before they reach a client or the log.
 pub const MAX_ERROR_MESSAGE_BYTES: usize = 4 << 10;
 
-/// What follows a message cut at [`MAX_ERROR_MESSAGE_BYTES`].
-pub const TRUNCATION_MARKER: &str = "... [cut by prompt-host:";
-
 /// Room, per message of a reply, for what the host allocates besides the
 /// message's strings when it copies it.
 const COPY_ALLOWANCE_PER_MESSAGE: usize = 1 << 10;
@@ -57,7 +55,8 @@ pub const MAX_FORMS: usize = 8;
 /// The most fields one form may hold.
 pub const MAX_FORM_FIELDS: usize = 32;
 /// The most choices one enum field may offer.
-pub const MAX_ENUM_CHOICES: usize = 100;
+/// (As many as a typed argument may declare.)
+pub const MAX_ENUM_CHOICES: usize = arguments::MAX_CHOICES;
 
 /// The calls into a pack, by what they return.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -114,28 +113,6 @@ pub fn base64_len(bytes: usize) -> usize {
     bytes.div_ceil(3).saturating_mul(4)
 }
 
-/// Text a pack wrote, as it may be shown (in an error message, a report, a
-/// log): control and format characters (an escape sequence, a carriage
-/// return, NUL, a bidirectional override) are written escaped, `\u{1b}`;
-/// the rest, newlines and tabs included, as is. A client that prints an
-/// error to a terminal is not open to escape injection.
-pub fn printable(text: &str) -> String {
-    let mut shown = String::with_capacity(text.len());
-    for c in text.chars() {
-        push_printable(&mut shown, c);
-    }
-    shown
-}
-
-fn push_printable(shown: &mut String, c: char) {
-    use std::fmt::Write as _;
-    match c {
-        '\n' | '\t' => shown.push(c),
-        c if c.is_control() || is_format(c) => write!(shown, "{}", c.escape_unicode()).expect("writing to a String"),
-        c => shown.push(c),
-    }
-}
-
 /// An error or panic message from a pack (or any text from outside quoted
 /// in an error: a client's method name), as a client and the log may be
 /// shown it: made [`printable`], and cut to [`MAX_ERROR_MESSAGE_BYTES`]
@@ -145,21 +122,6 @@ fn push_printable(shown: &mut String, c: char) {
 /// bytes, so on the wire a message takes at most twice that and the marker.
 pub fn error_message(message: impl AsRef<str>) -> String {
     cut_printable(message.as_ref(), MAX_ERROR_MESSAGE_BYTES)
-}
-
-/// `text` made [`printable`] and cut to `max_bytes` (escapes included), as
-/// [`error_message`] cuts at its limit.
-pub fn cut_printable(message: &str, max_bytes: usize) -> String {
-    let mut shown = String::with_capacity(message.len().min(max_bytes));
-    for (at, c) in message.char_indices() {
-        let before = shown.len();
-        push_printable(&mut shown, c);
-        if shown.len() > max_bytes {
-            shown.truncate(before);
-            return format!("{shown}{TRUNCATION_MARKER} {} more bytes]", message.len() - at);
-        }
-    }
-    shown
 }
 
 /// A call failure with any message the pack wrote cut as [`error_message`] cuts it.
@@ -189,8 +151,6 @@ pub struct CheckedListing {
     pub typed: Vec<PromptArguments>,
     /// What a 0.2 or 0.3 pack says it is.
     pub info: Option<provider_v0_2::PackInfo>,
-    /// What a 0.3 pack wants to see.
-    pub wants: Option<provider_v0_3::Wants>,
 }
 
 /// Checks everything a pack's `describe-pack` and `list-prompts` answered
@@ -217,7 +177,7 @@ pub fn listing(listing: Listing, limits: &Limits) -> Result<CheckedListing, (Vec
     if !problems.is_empty() {
         return Err((problems, prompts));
     }
-    Ok(CheckedListing { prompts, typed, info, wants })
+    Ok(CheckedListing { prompts, typed, info })
 }
 
 /// Checks a plugin's prompt definitions: their number and their size in all
@@ -754,13 +714,6 @@ fn content(content: &provider::Content) -> Result<(), String> {
 /// (Unicode category Cc) and no format characters (Cf: bidirectional
 /// controls, zero-width characters, byte order marks), which make a name
 /// display as another.
-/// Whether `c` is an invisible formatting character (Unicode Cf: a
-/// bidirectional override, a zero-width joiner), which makes text display as
-/// other text.
-pub fn is_format(c: char) -> bool {
-    c.general_category() == GeneralCategory::Format
-}
-
 fn usable_name(name: &str) -> Result<(), (String, &'static str)> {
     if name.is_empty() {
         return Err(("is empty".into(), HINT_NAME));

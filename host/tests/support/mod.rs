@@ -355,6 +355,20 @@ impl Server {
     }
 }
 
+/// What the server logs once the metrics listener serves, before its URL.
+pub const METRICS_SERVED: &str = "metrics, /healthz and /readyz served on http://";
+
+/// The metrics listener's address, once the server has logged it in `stderr`.
+pub fn metrics_address(stderr: &Mutex<String>) -> std::net::SocketAddr {
+    metrics_address_in(&wait_for_text(stderr, METRICS_SERVED, 1))
+}
+
+/// The metrics listener's address, from the server's log `log`.
+pub fn metrics_address_in(log: &str) -> std::net::SocketAddr {
+    let rest = &log[log.find(METRICS_SERVED).unwrap() + METRICS_SERVED.len()..];
+    rest[..rest.find("/metrics").unwrap()].parse().unwrap()
+}
+
 /// Collects what `child` writes to its (piped) stderr, as it comes.
 pub fn collect_stderr(child: &mut Child) -> Arc<Mutex<String>> {
     let stderr = Arc::new(Mutex::new(String::new()));
