@@ -763,6 +763,70 @@ fn is_token(text: &str) -> bool {
 mod tests {
     use super::*;
 
+    /// A 0.3 prompt named `name` whose arguments `a0`, `a1`... each take `kind`, with `default`.
+    fn typed_prompt(name: &str, arguments: usize, kind: provider_v0_3::ArgumentKind, default: Option<&str>) -> provider_v0_3::Prompt {
+        provider_v0_3::Prompt {
+            name: name.into(),
+            title: None,
+            description: None,
+            arguments: (0..arguments)
+                .map(|at| provider_v0_3::PromptArgument {
+                    name: format!("a{at}"),
+                    title: None,
+                    description: None,
+                    required: false,
+                    kind: Some(kind.clone()),
+                    default: default.map(str::to_string),
+                    examples: Vec::new(),
+                })
+                .collect(),
+            icons: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_pack_declares_at_most_16_patterns_and_none_is_compiled_past_that() {
+        let pattern = provider_v0_3::ArgumentKind::Text(provider_v0_3::TextKind { max_length: None, pattern: Some("a".into()) });
+        let (typed, problems) = argument_declarations(&[typed_prompt("p", 16, pattern.clone(), None)]);
+        assert_eq!((typed[0].0.len(), problems), (16, vec![]));
+        let (typed, problems) = argument_declarations(&[typed_prompt("p", 17, pattern, None)]);
+        assert!(typed.is_empty());
+        assert_eq!(
+            problems.iter().map(|problem| problem.problem.as_str()).collect::<Vec<_>>(),
+            ["17 argument patterns, more than the limit of 16"]
+        );
+    }
+
+    #[test]
+    fn problems_with_typed_arguments_quote_names_cut_and_stop_at_100() {
+        let long_name = format!("\u{1b}{}", "n".repeat(10_000));
+        let (_, problems) = argument_declarations(&[typed_prompt(&long_name, 150, provider_v0_3::ArgumentKind::Boolean, Some("yes"))]);
+        assert_eq!(problems.len(), 100);
+        let shown = cut_printable(&long_name, MAX_NAME_BYTES);
+        assert_eq!(problems[0].problem, format!("prompt {shown:?}, argument \"a0\": default \"yes\" is not true or false"));
+        assert!(shown.len() < 300 && shown.ends_with("... [cut by prompt-host: 9750 more bytes]"), "{shown}");
+    }
+
+    #[test]
+    fn the_hints_added_to_descriptions_count_toward_the_catalog_limit() {
+        let choices = provider_v0_3::ArgumentKind::Choice((0..10).map(|n| format!("choice{n:02}")).collect());
+        let declared = vec![typed_prompt("p", 1, choices, None)];
+        let (typed, _) = argument_declarations(&declared);
+        let undescribed = crate::bindings::from_v0_3::prompts(&declared);
+        // What the definitions and the schema take, without the hint.
+        let counted = prompt_definitions(&undescribed, &typed, &Limits { max_catalog_bytes: 0, ..Limits::default() });
+        let without_hint: usize = counted[0].problem.split(' ').nth(3).unwrap().parse().unwrap();
+        let limits = Limits { max_catalog_bytes: without_hint, ..Limits::default() };
+        assert_eq!(prompt_definitions(&undescribed, &typed, &limits), vec![]);
+        let listed = Listing { prompts: undescribed, declared: Some(declared), ..Listing::default() };
+        let (problems, _) = listing(listed, &limits).err().expect("the hint takes the listing past the limit");
+        let hint = "(one of: choice00, choice01, choice02, choice03, choice04, choice05, choice06, choice07, choice08, choice09)";
+        assert_eq!(
+            problems[0].problem,
+            format!("the definitions are {} bytes in all, more than the limit of {without_hint}", without_hint + hint.len())
+        );
+    }
+
     fn prompt(name: &str, arguments: &[&str]) -> provider::Prompt {
         provider::Prompt {
             name: name.into(),
