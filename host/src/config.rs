@@ -53,6 +53,10 @@
 //! public_keys = ["keys/acme.pub"] # this plugin's own signers: with identities = [...], or either
 //!                                 # alone, they replace signatures.public_keys AND signatures.identities
 //!
+//! [plugins.acme.grants]           # what it may see of what it asks for (WIT 0.3); nothing by default
+//! folders = { logs = "/var/log/acme" }            # read-only, as /logs in the pack
+//! env = { API_TOKEN = { file = "secrets/acme" } } # or a value: REGION = "eu-west-1"
+//!
 //! [authorization]                 # --http as an OAuth 2.1 resource server
 //! resource = "https://prompts.example/mcp"  # this server's URI: the tokens' audience
 //! issuer = "https://idp.example"  # the authorization server whose tokens count
@@ -82,6 +86,7 @@
 
 mod authorization;
 mod elicitation;
+mod grants;
 mod registry;
 mod sandbox;
 mod server;
@@ -95,6 +100,7 @@ use serde::Deserialize;
 
 use crate::catalog::DEFAULT_PAGE_SIZE;
 use crate::distribution::RegistrySettings;
+use crate::grants::Grants;
 use crate::handler::DEFAULT_LIST_TTL_MS;
 use crate::input::ElicitationLimits;
 use crate::limits::{LimitOverrides, Limits};
@@ -214,6 +220,12 @@ pub struct PluginConfig {
     /// The identities its keyless signature may be by, in place of
     /// `signatures.identities` (checked against `signatures.trusted_root`).
     pub identities: Option<Vec<Identity>>,
+    /// What it is granted to see, as written (`[plugins.NAME.grants]`).
+    #[serde(default)]
+    grants: grants::GrantsSection,
+    /// Those grants, checked and read (paths relative to the config file).
+    #[serde(skip)]
+    pub granted: Grants,
 }
 
 impl Default for ServeConfig {
@@ -284,6 +296,7 @@ impl ServeConfig {
             pack_store: self.pack_store.clone(),
             lockfile: self.lockfile.clone(),
             mirrors: self.registry.mirrors.clone(),
+            grants: configured.granted,
         }
     }
 
@@ -429,6 +442,7 @@ impl ServeConfig {
                     "plugins.{name}.public_keys is empty: name at least one key file, or leave it out to trust signatures.public_keys and signatures.identities"
                 ));
             }
+            plugin.granted = plugin.grants.apply(name, folder)?;
             if let Some(keys) = &plugin.public_keys {
                 plugin.trusted_keys = Some(read_keys(&format!("plugins.{name}.public_keys"), keys, folder)?);
             }

@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use crate::arguments::Refused;
 use crate::catalog::CursorError;
 use crate::convert::NonStringArgument;
+use crate::grants::GrantRefusal;
 use crate::input::InputError;
 use crate::plugin::PluginError;
 use crate::sandbox::CallFailure;
@@ -119,7 +120,8 @@ fn limit(failure: &CallFailure) -> Option<Value> {
         CallFailure::StackOverflow { limit_bytes } => Some(json!({ "bytes": limit_bytes })),
         CallFailure::Busy { limit, .. } => Some(json!({ "concurrentCalls": limit })),
         CallFailure::CopyBudget { budget } => Some(json!({ "bytes": budget })),
-        CallFailure::Panic { .. } | CallFailure::Trap { .. } => None,
+        CallFailure::Grant(GrantRefusal::Budget { budget, limit }) => Some(json!({ "budget": budget.key(), "limit": limit })),
+        CallFailure::Grant(GrantRefusal::NotGranted { .. }) | CallFailure::Panic { .. } | CallFailure::Trap { .. } => None,
     }
 }
 

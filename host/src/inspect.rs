@@ -57,6 +57,12 @@ pub struct Report {
     /// Arguments whose completion was not tried: past the first
     /// [`MAX_COMPLETIONS_TRIED`].
     pub completions_not_tried: usize,
+    /// What its calls would see under this configuration: what it asks
+    /// for and the config grants (never a value itself).
+    pub granted: Vec<String>,
+    /// What it asks for and the config does not grant, and what the config
+    /// grants and it does not ask for (each with its config key).
+    pub withheld: Vec<String>,
     /// Why the server would refuse the plugin; empty when it would load it.
     pub problems: Vec<Problem>,
 }
@@ -171,6 +177,8 @@ pub async fn inspect(path: &Path, config: &ServeConfig) -> Result<Report, LoadFa
         prompts: Vec::new(),
         completions: Vec::new(),
         completions_not_tried: 0,
+        granted: Vec::new(),
+        withheld: Vec::new(),
         problems: Vec::new(),
     };
     let prefix = settings.prefix.clone();
@@ -198,6 +206,8 @@ pub async fn inspect(path: &Path, config: &ServeConfig) -> Result<Report, LoadFa
         pack.wants = folders.chain(origins).chain(values).collect();
     }
     report.signature = trace.signature.take();
+    report.granted = trace.sight.as_ref().map(|sight| sight.given()).unwrap_or_default();
+    report.withheld = trace.withheld.iter().map(ToString::to_string).collect();
     let prompts = match &loaded {
         Ok(plugin) => plugin.prompts(),
         Err(_) => &trace.invalid_prompts,

@@ -92,5 +92,5 @@ pub mod watch;
 // keeps them apart; their modules are here under the names they have always
 // had, for the modules above and for tests.
 pub use prompt_host_files as files;
-pub use prompt_host_kernel::{arguments, bindings, cache, limits, log_budget, plugin, sandbox, validate};
+pub use prompt_host_kernel::{arguments, bindings, cache, grants, limits, log_budget, plugin, sandbox, validate};
 pub use prompt_host_trust::{distribution, lockfile, pack_store, signature};

@@ -18,6 +18,7 @@ use wasmtime::component::Component;
 use crate::bindings::{PROVIDER_INTERFACE, PackPre, WitVersion, provider, provider_v0_2, provider_v0_3};
 use crate::cache::{CompiledCache, Origin};
 use crate::files;
+use crate::grants::{Grants, Sight, Withheld};
 use crate::limits::Limits;
 use crate::lockfile::{LockedPack, Lockfile};
 use crate::pack_store::PackStore;
@@ -121,6 +122,8 @@ pub struct PluginSettings {
     pub lockfile: Option<PathBuf>,
     /// Which repository a pack pulled from a mirror is signed as.
     pub mirrors: crate::distribution::Mirrors,
+    /// What the operator grants it to see, of what it asks for.
+    pub grants: Grants,
 }
 
 /// Why a plugin could not be loaded. Each says what is wrong; [`LoadError::hint`]
@@ -311,6 +314,10 @@ pub struct LoadTrace {
     pub wants: Option<provider_v0_3::Wants>,
     /// Who signed it, when a trusted key did.
     pub signature: Option<Verified>,
+    /// What its calls see of what it asked for, once it loaded.
+    pub sight: Option<Sight>,
+    /// What it asked for and was not granted, and what was granted and not asked for.
+    pub withheld: Vec<Withheld>,
 }
 
 /// Loads plugins: compiles them (or takes them from the compiled cache),
@@ -399,11 +406,23 @@ impl Loader {
         trace.listing = Some(usage);
         trace.info = listing.info.clone();
         trace.wants = listing.wants.clone();
+        let wants = listing.wants.clone();
         let checked = validate::listing(listing, &settings.limits).map_err(|(problems, prompts)| {
             trace.invalid_prompts = prompts;
             LoadError::Definitions(problems)
         })?;
-        Ok(Plugin::new(source.id, digest, settings.prefix, checked, settings.limits, quota, pre, self.sandbox.clone()))
+        let (sight, withheld) = Sight::between(&source.id, wants.as_ref(), &settings.grants);
+        for withheld in &withheld {
+            match withheld {
+                Withheld::NotGranted { .. } | Withheld::Unavailable { .. } => {
+                    tracing::info!(plugin = %source.id.escape_debug(), "{withheld}")
+                }
+                Withheld::NotAsked { .. } => tracing::warn!(plugin = %source.id.escape_debug(), "{withheld}"),
+            }
+        }
+        trace.withheld = withheld;
+        trace.sight = Some(sight.clone());
+        Ok(Plugin::new(source.id, digest, settings.prefix, checked, settings.limits, quota, pre, self.sandbox.clone(), sight))
     }
 
     /// Checks that the bytes are a component, then takes its compiled form

@@ -44,12 +44,20 @@ impl fmt::Display for Report {
                     writeln!(f, "    {label:<8} {}", printable(&value))?;
                 }
             }
-            if !pack.wants.is_empty() {
-                // Nothing is granted yet: a pack sees no files, network or environment.
-                writeln!(f, "    wants    (not granted: this host gives packs no files, network or environment)")?;
-                for wanted in &pack.wants {
-                    writeln!(f, "             {}", printable(wanted))?;
-                }
+            for (index, wanted) in pack.wants.iter().enumerate() {
+                let label = if index == 0 { "wants" } else { "" };
+                writeln!(f, "    {label:<8} {}", printable(wanted))?;
+            }
+        }
+        if self.pack.as_ref().is_some_and(|pack| !pack.wants.is_empty()) || !self.withheld.is_empty() {
+            // Under this configuration: what its calls would see, and what they would not.
+            match self.granted.is_empty() {
+                true => writeln!(f, "  granted   nothing (no folder, value or network)")?,
+                false => writeln!(f, "  granted   {}", self.granted.join("\n            "))?,
+            }
+            for (index, withheld) in self.withheld.iter().enumerate() {
+                let label = if index == 0 { "withheld" } else { "" };
+                writeln!(f, "  {label:<9} {}", printable(withheld))?;
             }
         }
         match self.compile_ms {

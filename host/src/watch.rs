@@ -241,6 +241,7 @@ impl PluginDirectory {
             loaded.failed.remove(&id);
             loaded.settings.insert(id.clone(), config.plugin_settings(&id));
             let plugin = Arc::new(plugin);
+            log_sight_change(&id, loaded.plugins.get(&id).map(|before| before.sight()), plugin.sight());
             crate::metrics::plugin_loaded(&id);
             tracing::info!(
                 plugin = %id.escape_debug(),
@@ -390,6 +391,23 @@ fn restart_only_change(current: &ServeConfig, new: &ServeConfig) -> Option<&'sta
     ]
     .into_iter()
     .find_map(|(key, changed)| changed.then_some(key))
+}
+
+/// Logs, in one line, what a plugin's calls see of the machine when it is
+/// first loaded seeing something, and whenever that changes (a grant
+/// added, narrowed or removed at SIGHUP, or an update asking for more or
+/// less): calls under way keep what they started with.
+fn log_sight_change(id: &str, before: Option<&crate::grants::Sight>, now: &crate::grants::Sight) {
+    let listed = |given: Vec<String>| if given.is_empty() { "nothing".to_string() } else { given.join(", ") };
+    let now = now.given();
+    match before.map(|before| before.given()) {
+        None if now.is_empty() => {}
+        None => tracing::info!(plugin = %id.escape_debug(), "granted: {}", listed(now)),
+        Some(before) if before == now => {}
+        Some(before) => {
+            tracing::info!(plugin = %id.escape_debug(), "grants changed for the next call: now {}; before {}", listed(now), listed(before))
+        }
+    }
 }
 
 /// The sandbox settings that only a new engine can change.

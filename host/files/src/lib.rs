@@ -97,6 +97,63 @@ pub fn read_text(path: &Path) -> io::Result<String> {
     String::from_utf8(read(path, MAX_SMALL_FILE_BYTES)?).map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "it is not UTF-8 text"))
 }
 
+/// How [`open_beneath`] opens a path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Beneath {
+    /// To read it: a regular file or a directory, anything else refused
+    /// (see [`open_beneath`]).
+    Read,
+    /// To read it as a directory only.
+    Directory,
+    /// Only to look at it (`O_PATH`): whatever it is, even a FIFO, nothing
+    /// of it is opened for reading; for `fstat` and `readlinkat`.
+    Look,
+}
+
+/// Opens `path` inside the directory `dir`, for a pack that was granted
+/// that directory: the kernel resolves the path (`openat2` with
+/// `RESOLVE_BENEATH`), so no `..`, absolute path or symlink, even one
+/// swapped in while the path is resolved, can name anything outside
+/// `dir` (refused with `EXDEV`); `/proc`-style magic links are refused
+/// too. A final symlink is followed only if `follow` (else `ELOOP`, or the
+/// link itself with [`Beneath::Look`]). The open never blocks
+/// (`O_NONBLOCK`): to read, only a regular file or a directory is kept,
+/// and a FIFO, a socket or a device is closed at once and refused with
+/// `EACCES`, before any read could wait on it. Returns the descriptor and
+/// what `fstat` says of it.
+pub fn open_beneath<Fd: std::os::fd::AsFd>(
+    dir: Fd,
+    path: &str,
+    follow: bool,
+    how: Beneath,
+) -> io::Result<(std::os::fd::OwnedFd, rustix::fs::Stat)> {
+    use rustix::fs::{FileType, Mode, OFlags, ResolveFlags};
+    // openat2 refuses flags that do not go with O_PATH (O_NONBLOCK, O_NOCTTY),
+    // where open ignores them; an O_PATH open reads nothing, so cannot block.
+    let mut flags = match how {
+        Beneath::Read => OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY,
+        Beneath::Directory => OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::DIRECTORY,
+        Beneath::Look => OFlags::PATH,
+    } | OFlags::CLOEXEC;
+    if !follow {
+        flags |= OFlags::NOFOLLOW;
+    }
+    let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
+    // An empty path names the directory itself, as "." does.
+    let path = if path.is_empty() { "." } else { path };
+    let fd = rustix::fs::openat2(dir, path, flags, Mode::empty(), resolve).map_err(|errno| match errno {
+        // What opening a socket file answers: refused as a FIFO or a device is.
+        rustix::io::Errno::NXIO => rustix::io::Errno::ACCESS,
+        errno => errno,
+    })?;
+    let stat = rustix::fs::fstat(&fd)?;
+    let kind = FileType::from_raw_mode(stat.st_mode);
+    if how != Beneath::Look && !matches!(kind, FileType::RegularFile | FileType::Directory) {
+        return Err(io::Error::from(rustix::io::Errno::ACCESS));
+    }
+    Ok((fd, stat))
+}
+
 /// What a file that is not a regular file is, for messages.
 fn kind(metadata: &std::fs::Metadata) -> &'static str {
     #[cfg(unix)]
@@ -119,6 +176,35 @@ fn kind(metadata: &std::fs::Metadata) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_path_beneath_a_directory_stays_beneath_it_and_never_blocks() {
+        use std::os::unix::fs::symlink;
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret"), b"outside").unwrap();
+        let granted = tempfile::tempdir().unwrap();
+        let root = granted.path();
+        std::fs::create_dir(root.join("sub")).unwrap();
+        std::fs::write(root.join("sub/inside"), b"inside").unwrap();
+        symlink(outside.path().join("secret"), root.join("out")).unwrap();
+        symlink("sub/inside", root.join("in")).unwrap();
+        symlink("../../../../../../../../etc/passwd", root.join("sub/up")).unwrap();
+        assert!(std::process::Command::new("mkfifo").arg(root.join("pipe")).status().unwrap().success());
+        let dir = open_directory(root).unwrap();
+        let errno = |path: &str, follow: bool, how: Beneath| open_beneath(&dir, path, follow, how).unwrap_err().raw_os_error();
+        let exdev = Some(rustix::io::Errno::XDEV.raw_os_error());
+        for escape in ["..", "../x", "sub/../../x", "/etc/passwd", "out", "sub/up"] {
+            assert_eq!(errno(escape, true, Beneath::Read), exdev, "{escape}");
+        }
+        assert_eq!(errno("in", false, Beneath::Read), Some(rustix::io::Errno::LOOP.raw_os_error()));
+        assert_eq!(errno("pipe", true, Beneath::Read), Some(rustix::io::Errno::ACCESS.raw_os_error()));
+        assert_eq!(errno("sub/inside", true, Beneath::Directory), Some(rustix::io::Errno::NOTDIR.raw_os_error()));
+        let (fd, stat) = open_beneath(&dir, "in", true, Beneath::Read).unwrap();
+        assert_eq!(stat.st_size, 6);
+        assert_eq!(std::io::read_to_string(File::from(fd)).unwrap(), "inside");
+        assert!(open_beneath(&dir, "pipe", true, Beneath::Look).is_ok(), "looking at a FIFO opens nothing of it");
+        assert!(open_beneath(&dir, "", true, Beneath::Directory).is_ok());
+    }
 
     #[test]
     fn a_fifo_a_directory_or_a_large_file_is_refused_without_blocking() {

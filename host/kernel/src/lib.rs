@@ -33,6 +33,7 @@
 pub mod arguments;
 pub mod bindings;
 pub mod cache;
+pub mod grants;
 pub mod limits;
 pub mod log_budget;
 pub mod plugin;

@@ -226,6 +226,27 @@ declare_limits! {
     table: "bytes of the state a pack returns with its forms (0.2 packs)"
         => "-32603, naming the limit; a client's `requestState` longer than the largest the host seals is refused -32602 before it is read";
 
+    /// Files and folders one call may open in the folders granted to its
+    /// pack (WIT 0.3 grants).
+    grant_files_opened: usize = 256 Count as grant_files_opened, 1..=4096;
+    table: "files and folders one call opens in its pack's granted folders"
+        => "-32603 `plugin 'acme' used up its per-call budget of 256 files opened in granted folders (limits.grant_files_opened)...`";
+
+    /// Bytes one call may read from the files of its granted folders.
+    grant_read_bytes: usize = 4096 KiB as grant_read_kib, 1..=MAX_MIB << 10;
+    table: "bytes one call reads from its pack's granted folders"
+        => "-32603, naming `limits.grant_read_kib`";
+
+    /// Directory entries one call may list in its granted folders.
+    grant_dir_entries: usize = 10000 Count as grant_dir_entries, 1..=u64::MAX;
+    table: "directory entries one call lists in its pack's granted folders"
+        => "-32603, naming `limits.grant_dir_entries`";
+
+    /// Time one call may spend in host I/O on its granted folders.
+    grant_io_time: Duration = 500 Milliseconds as grant_io_ms, 1..=MAX_DEADLINE_MS;
+    table: "time one call spends in host I/O on its pack's granted folders (the call's deadline still applies)"
+        => "-32603, naming `limits.grant_io_ms`";
+
     /// Bytes of stdout and of stderr kept from one call, for the log.
     output_capture_bytes: usize = 16 KiB as output_capture_kib, 0..=MAX_MIB << 10;
     table: "captured stdout and stderr per stream per call"

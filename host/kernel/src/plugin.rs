@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use crate::arguments::PromptArguments;
 use crate::bindings::{PackPre, PromptAnswer, WitVersion, provider, provider_v0_2};
+use crate::grants::Sight;
 use crate::limits::Limits;
 use crate::sandbox::spares::PackInstances;
 use crate::sandbox::{CallFailure, CallQuota, CallState, Sandbox};
@@ -97,7 +98,7 @@ impl PluginError {
 impl Plugin {
     /// A plugin of prompts already listed and checked (the loader's work:
     /// [`validate::listing`]; this does not check them again), called
-    /// through `pre` in `sandbox`, `quota` calls at a time.
+    /// through `pre` in `sandbox`, `quota` calls at a time, each seeing `sight`.
     pub fn new(
         id: String,
         digest: String,
@@ -107,8 +108,9 @@ impl Plugin {
         quota: CallQuota,
         pre: PackPre<CallState>,
         sandbox: Arc<Sandbox>,
+        sight: Sight,
     ) -> Plugin {
-        let instances = PackInstances::new(sandbox, pre, limits, quota, id.clone());
+        let instances = PackInstances::new(sandbox, pre, limits, quota, id.clone(), Arc::new(sight));
         let CheckedListing { prompts, typed, info } = listing;
         let typed = typed.into_iter().map(Arc::new).collect();
         Plugin { id, digest, prefix, prompts, typed, instances, info }
@@ -153,6 +155,12 @@ impl Plugin {
     /// The limits each call into this plugin runs under.
     pub fn limits(&self) -> &Limits {
         self.instances.limits()
+    }
+
+    /// What each call into this plugin sees of the machine: what its pack
+    /// asked for and the operator granted.
+    pub fn sight(&self) -> &Sight {
+        self.instances.sight()
     }
 
     fn failed(&self, failure: CallFailure) -> PluginError {

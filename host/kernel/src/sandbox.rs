@@ -13,9 +13,12 @@
 //! - and a bound on how many instances run at once: in all, and of each
 //!   plugin (its [`CallQuota`]), so one plugin can only exhaust its own share.
 //!
-//! Plugins get WASI with nothing granted: no files, no environment, no
-//! arguments, no network, empty stdin. What they print is captured and logged,
-//! never written to the host's stdout.
+//! Plugins get WASI with nothing granted but what their pack asked for and
+//! the operator granted ([`crate::grants`]: read-only folders through the
+//! host's own `wasi:filesystem`, named values through the environment, each
+//! call's use metered): no other files, no other environment, no
+//! arguments, no network, empty stdin. What they print is captured and
+//! logged, never written to the host's stdout.
 //!
 //! This module knows nothing of MCP.
 
@@ -33,6 +36,8 @@ use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use crate::bindings::{
     Pack, PackPre, PromptAnswer, WitVersion, from_v0_2, from_v0_3, provider, provider_v0_2, provider_v0_3, v0_1, v0_2, v0_3,
 };
+use crate::grants::folders::{self, CallFolders, FolderView, OpenInAll};
+use crate::grants::{GrantRefusal, IoMeter, IoUsage, Sight};
 use crate::limits::Limits;
 use crate::log_budget::{Admission, LogBudget, LogWindow};
 
@@ -145,6 +150,10 @@ pub enum CallFailure {
         /// Whose slots were full.
         scope: BusyScope,
     },
+    /// The call used a folder its pack was not granted, or went past a
+    /// budget of what it was granted.
+    #[error("{0}")]
+    Grant(GrantRefusal),
     /// The call's answer, or a call it made to the host, was larger than
     /// the host copies out of one call.
     #[error("returned more than the {budget} bytes the host copies out of one call")]
@@ -205,6 +214,8 @@ impl CallFailure {
             CallFailure::Trap { .. } => "trap",
             CallFailure::Busy { .. } => "busy",
             CallFailure::CopyBudget { .. } => "invalid-reply",
+            CallFailure::Grant(GrantRefusal::Budget { .. }) => "grant-budget",
+            CallFailure::Grant(GrantRefusal::NotGranted { .. }) => "not-granted",
         }
     }
 }
@@ -290,6 +301,10 @@ pub struct Sandbox {
     /// How many spares were built, and how many calls took one.
     spares_made: AtomicU64,
     spares_handed_out: AtomicU64,
+    /// Descriptors of granted folders open now, across every call.
+    open_in_all: Arc<OpenInAll>,
+    /// What a call sees when its plugin sees nothing (a listing's).
+    no_sight: Arc<Sight>,
 }
 
 impl Sandbox {
@@ -306,6 +321,8 @@ impl Sandbox {
         };
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(|e| PrepareError::Link(e.to_string()))?;
+        // The filesystem interfaces are the host's own: granted folders, read-only and metered.
+        folders::add_to_linker(&mut linker, CallState::folders).map_err(|e| PrepareError::Link(e.to_string()))?;
         let running = Arc::new(RunningCalls::default());
         start_epoch_ticker(&engine, running.clone());
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
@@ -320,6 +337,8 @@ impl Sandbox {
             spares: Shelf::new(SPARES, SPARE_MEMORY),
             spares_made: AtomicU64::new(0),
             spares_handed_out: AtomicU64::new(0),
+            open_in_all: Arc::default(),
+            no_sight: Arc::default(),
             config,
         })
     }
@@ -365,7 +384,7 @@ impl Sandbox {
         plugin: &str,
     ) -> Result<Instance, CallFailure> {
         let slots = self.call_slots(quota).await?;
-        self.new_instance(limits, copy_budget, quota, plugin, slots, true).instantiated(pre).await
+        self.new_instance(limits, copy_budget, quota, plugin, &self.no_sight.clone(), slots, true).instantiated(pre).await
     }
 
     /// The spare instances the sandbox holds now, and how many calls took one.
@@ -411,13 +430,18 @@ impl Sandbox {
         copy_budget: usize,
         quota: &CallQuota,
         plugin: &str,
+        sight: &Arc<Sight>,
         slots: [OwnedSemaphorePermit; 2],
         reported: bool,
     ) -> Instance {
         let stdout = CapturedOutput::new(limits.output_capture_bytes);
         let stderr = CapturedOutput::new(limits.output_capture_bytes);
         let clock = CallClock::default();
-        let wasi = WasiCtxBuilder::new()
+        let mut wasi = WasiCtxBuilder::new();
+        for (name, value) in &sight.values {
+            wasi.env(name, value.expose());
+        }
+        let wasi = wasi
             .stdout(stdout.clone())
             .stderr(stderr.clone())
             .wall_clock(CallWallClock(clock.clone()))
@@ -439,6 +463,7 @@ impl Sandbox {
             slow_lane: self.slow_lane.clone(),
             plugin_slow_turn: quota.slow_turn.clone(),
             slow_turn: Arc::default(),
+            folders: CallFolders::new(sight.clone(), Arc::new(IoMeter::new(limits)), self.open_in_all.clone()),
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|state| &mut state.guard);
@@ -720,6 +745,7 @@ impl Instance {
             fuel: self.limits.fuel - self.store.get_fuel().unwrap_or(0),
             peak_memory_bytes: self.store.data().guard.largest,
             elapsed: self.store.data().started.elapsed(),
+            io: self.store.data().folders.meter().usage(),
         }
     }
 
@@ -750,6 +776,9 @@ impl Instance {
     fn classify(&self, error: &wasmtime::Error) -> CallFailure {
         if error.is::<DeadlineReached>() {
             return CallFailure::DeadlineExceeded { deadline: self.limits.deadline };
+        }
+        if let Some(refusal) = error.chain().find_map(|cause| cause.downcast_ref::<GrantRefusal>()) {
+            return CallFailure::Grant(refusal.clone());
         }
         match error.downcast_ref::<Trap>() {
             Some(Trap::OutOfFuel) => return CallFailure::OutOfFuel { budget: self.limits.fuel },
@@ -804,6 +833,8 @@ impl CallObserver for Unobserved {
 /// What one call cost, from instantiation to its answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CallUsage {
+    /// What it used of its pack's granted folders.
+    pub io: IoUsage,
     /// Fuel burned.
     pub fuel: u64,
     /// The size its largest linear memory reached: what the memory limit,
@@ -893,6 +924,15 @@ pub struct CallState {
     /// The call's turns, its plugin's and the slow lane's, once it is a long
     /// call.
     slow_turn: Arc<std::sync::Mutex<Option<[OwnedSemaphorePermit; 2]>>>,
+    /// What its pack was granted, and what the call used of it.
+    folders: CallFolders,
+}
+
+impl CallState {
+    /// The view the granted folders' `wasi:filesystem` works on.
+    fn folders(&mut self) -> FolderView<'_> {
+        FolderView { table: &mut self.table, folders: &self.folders, begun: self.clock.started() }
+    }
 }
 
 impl WasiView for CallState {
@@ -1235,7 +1275,7 @@ mod tests {
         let sandbox = Sandbox::new(SandboxConfig::default()).unwrap();
         let quota = CallQuota::new(1);
         let slots = [quota.calls.clone().try_acquire_owned().unwrap(), sandbox.slots.clone().try_acquire_owned().unwrap()];
-        let mut instance = sandbox.new_instance(&Limits::default(), 1, &quota, "acme", slots, false);
+        let mut instance = sandbox.new_instance(&Limits::default(), 1, &quota, "acme", &Arc::default(), slots, false);
         let table = &mut instance.store.data_mut().table;
         for _ in 0..MAX_HOST_RESOURCES {
             table.push(()).unwrap();
@@ -1250,7 +1290,7 @@ mod tests {
         let lane = sandbox.slow_lane.available_permits();
         let slots = || [quota.calls.clone().try_acquire_owned().unwrap(), sandbox.slots.clone().try_acquire_owned().unwrap()];
         let limits = Limits { deadline: Duration::from_millis(1000), ..Limits::default() };
-        let mut instance = sandbox.new_instance(&limits, 1, &quota, "acme", slots(), false);
+        let mut instance = sandbox.new_instance(&limits, 1, &quota, "acme", &Arc::default(), slots(), false);
         assert_eq!(sandbox.running.count.load(Ordering::SeqCst), 1);
         // Its start ran long: it took the plugin's turn and one of the lane's.
         let turn = [quota.slow_turn.clone().try_acquire_owned().unwrap(), sandbox.slow_lane.clone().try_acquire_owned().unwrap()];

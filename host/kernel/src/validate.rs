@@ -576,11 +576,7 @@ pub fn wants(wants: &provider_v0_3::Wants) -> Vec<Problem> {
     }
     let mut seen = HashSet::new();
     for folder in &wants.folders {
-        let mut chars = folder.name.chars();
-        let valid = chars.next().is_some_and(|first| first.is_ascii_lowercase())
-            && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
-            && folder.name.len() <= 64;
-        if !valid {
+        if !crate::grants::is_folder_name(&folder.name) {
             report(format!("wanted folder {:?} is not a name such as \"logs\"", error_message(&folder.name)));
         } else if !seen.insert(folder.name.as_str()) {
             report(format!("wanted folder {:?} is named more than once", folder.name));
@@ -607,7 +603,7 @@ pub fn wants(wants: &provider_v0_3::Wants) -> Vec<Problem> {
     }
     let mut seen = HashSet::new();
     for name in &wants.env {
-        if name.is_empty() || name.len() > 128 || !name.bytes().all(|byte| byte.is_ascii_alphanumeric() || byte == b'_') {
+        if !crate::grants::is_value_name(name) {
             report(format!("wanted value {:?} is not a name such as \"API_TOKEN\"", error_message(name)));
         } else if !seen.insert(name.as_str()) {
             report(format!("wanted value {name:?} is named more than once"));

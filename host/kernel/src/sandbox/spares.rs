@@ -36,6 +36,7 @@ use std::sync::{Arc, Mutex};
 
 use super::{CallFailure, CallQuota, CallState, Instance, Sandbox};
 use crate::bindings::PackPre;
+use crate::grants::Sight;
 use crate::limits::Limits;
 
 /// The most spare instances a sandbox holds, across all its plugins.
@@ -59,6 +60,8 @@ pub struct PackInstances {
     limits: Limits,
     quota: CallQuota,
     plugin: String,
+    /// What its calls see of the machine.
+    sight: Arc<Sight>,
     /// This plugin's place on the sandbox's shelf.
     key: u64,
     /// Whether a task is building this plugin's spare now.
@@ -73,8 +76,15 @@ static NEXT_KEY: AtomicU64 = AtomicU64::new(0);
 
 impl PackInstances {
     /// The instances of the plugin `plugin`, made from `pre` in `sandbox`
-    /// under `limits`, `quota` calls at a time.
-    pub fn new(sandbox: Arc<Sandbox>, pre: PackPre<CallState>, limits: Limits, quota: CallQuota, plugin: String) -> Arc<PackInstances> {
+    /// under `limits`, `quota` calls at a time, seeing `sight`.
+    pub fn new(
+        sandbox: Arc<Sandbox>,
+        pre: PackPre<CallState>,
+        limits: Limits,
+        quota: CallQuota,
+        plugin: String,
+        sight: Arc<Sight>,
+    ) -> Arc<PackInstances> {
         let key = NEXT_KEY.fetch_add(1, Ordering::Relaxed);
         Arc::new(PackInstances {
             sandbox,
@@ -82,6 +92,7 @@ impl PackInstances {
             limits,
             quota,
             plugin,
+            sight,
             key,
             making: AtomicBool::new(false),
             builds_no_spares: AtomicBool::new(false),
@@ -98,6 +109,11 @@ impl PackInstances {
         &self.limits
     }
 
+    /// What each call sees of the machine.
+    pub fn sight(&self) -> &Sight {
+        &self.sight
+    }
+
     /// A fresh instance for one call, once the plugin's quota and then the
     /// sandbox have a free slot: the spare made ahead of it if there is one,
     /// else one built now. The host copies at most `copy_budget` bytes out of
@@ -110,7 +126,10 @@ impl PackInstances {
                 Ok(spare.hand_out(slots, copy_budget, &self.sandbox))
             }
             None => {
-                self.sandbox.new_instance(&self.limits, copy_budget, &self.quota, &self.plugin, slots, true).instantiated(&self.pre).await
+                self.sandbox
+                    .new_instance(&self.limits, copy_budget, &self.quota, &self.plugin, &self.sight, slots, true)
+                    .instantiated(&self.pre)
+                    .await
             }
         }
     }
@@ -138,7 +157,7 @@ impl PackInstances {
         let making = Making(&self.making);
         let slots = (self.quota.calls.clone().try_acquire_owned(), self.sandbox.slots.clone().try_acquire_owned());
         let (Ok(own), Ok(slot)) = slots else { return };
-        let instance = self.sandbox.new_instance(&self.limits, copy_budget, &self.quota, &self.plugin, [own, slot], false);
+        let instance = self.sandbox.new_instance(&self.limits, copy_budget, &self.quota, &self.plugin, &self.sight, [own, slot], false);
         match instance.instantiated(&self.pre).await {
             Ok(instance) => {
                 let (spare, held) = instance.shelved();

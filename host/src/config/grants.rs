@@ -1,0 +1,140 @@
+//! `[plugins.NAME.grants]`: what the operator lets one pack see of the
+//! machine (read by the kernel's `grants`, which gives a pack only what it
+//! also asked for).
+//!
+//! ```toml
+//! [plugins.insights.grants.folders]   # the pack's name for a folder = the host's folder, read-only
+//! logs = "/var/log/app"
+//! project = "../project"               # relative to the config file
+//!
+//! [plugins.insights.grants.env]        # named values, through the environment
+//! REGION = "eu-west-1"
+//! API_TOKEN = { file = "secrets/api-token" }   # read at start and at SIGHUP; one trailing newline dropped
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::grants::{Grants, Secret, is_folder_name, is_value_name};
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GrantsSection {
+    #[serde(default)]
+    folders: BTreeMap<String, PathBuf>,
+    #[serde(default)]
+    env: BTreeMap<String, ValueGrant>,
+    /// Outgoing HTTP is not granted by this version: named, so that the
+    /// refusal says so rather than calling the key unknown.
+    #[serde(default, deserialize_with = "present")]
+    http: bool,
+}
+
+/// Whether the key is there, whatever its value.
+fn present<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<bool, D::Error> {
+    serde::de::IgnoredAny::deserialize(deserializer).map(|_| true)
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+enum ValueGrant {
+    Value(String),
+    File { file: PathBuf },
+}
+
+impl GrantsSection {
+    /// The grants of plugin `plugin`, with paths relative to `folder` (the
+    /// config file's): each folder must be a directory now, each secret
+    /// file readable now (it is read here, so a SIGHUP reads it again).
+    pub(super) fn apply(&self, plugin: &str, folder: &Path) -> Result<Grants, String> {
+        let section = format!("plugins.{plugin}.grants");
+        if self.http {
+            return Err(format!(
+                "{section}.http: this version grants no outgoing HTTP (folders and env only): a pack that calls out is refused at call time"
+            ));
+        }
+        let mut grants = Grants::default();
+        for (name, path) in &self.folders {
+            if !is_folder_name(name) {
+                return Err(format!(
+                    "{section}.folders: {name:?} is not a folder name a pack can ask for (a lowercase letter, then letters, digits, - or _)"
+                ));
+            }
+            let path = folder.join(path);
+            crate::files::open_directory(&path)
+                .map_err(|error| format!("{section}.folders.{name}: cannot open {} as a folder: {error}", path.display()))?;
+            grants.folders.insert(name.clone(), path);
+        }
+        for (name, value) in &self.env {
+            if !is_value_name(name) {
+                return Err(format!("{section}.env: {name:?} is not a value name a pack can ask for (ASCII letters, digits and _)"));
+            }
+            let value = match value {
+                ValueGrant::Value(value) => value.clone(),
+                ValueGrant::File { file } => {
+                    let path = folder.join(file);
+                    let text = crate::files::read_text(&path)
+                        .map_err(|error| format!("{section}.env.{name}: cannot read {}: {error}", path.display()))?;
+                    let text = text.strip_suffix('\n').map(|text| text.strip_suffix('\r').unwrap_or(text)).unwrap_or(&text);
+                    text.to_string()
+                }
+            };
+            if value.contains('\0') {
+                return Err(format!("{section}.env.{name}: the value holds a NUL character, which an environment cannot carry"));
+            }
+            grants.values.insert(name.clone(), Secret::new(value));
+        }
+        Ok(grants)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn section(text: &str) -> GrantsSection {
+        toml::from_str(text).unwrap()
+    }
+
+    #[test]
+    fn folders_and_values_are_read_relative_to_the_config_file() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("logs")).unwrap();
+        std::fs::write(dir.path().join("token"), "s3cret\n").unwrap();
+        let grants = section("folders = { logs = \"logs\" }\nenv = { TOKEN = { file = \"token\" }, REGION = \"eu\" }\n")
+            .apply("acme", dir.path())
+            .unwrap();
+        assert_eq!(grants.folders["logs"], dir.path().join("logs"));
+        assert_eq!(grants.values["TOKEN"].expose(), "s3cret");
+        assert_eq!(grants.values["REGION"].expose(), "eu");
+    }
+
+    #[test]
+    fn each_mistake_is_named_by_its_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let refused = |text: &str| section(text).apply("acme", dir.path()).unwrap_err();
+        assert_eq!(
+            refused("folders = { Logs = \"/tmp\" }"),
+            "plugins.acme.grants.folders: \"Logs\" is not a folder name a pack can ask for (a lowercase letter, then letters, digits, - or _)"
+        );
+        assert!(
+            refused("folders = { logs = \"missing\" }").starts_with(&format!(
+                "plugins.acme.grants.folders.logs: cannot open {} as a folder: ",
+                dir.path().join("missing").display()
+            )),
+        );
+        assert_eq!(
+            refused("env = { \"A-B\" = \"x\" }"),
+            "plugins.acme.grants.env: \"A-B\" is not a value name a pack can ask for (ASCII letters, digits and _)"
+        );
+        assert!(refused("env = { T = { file = \"none\" } }").starts_with("plugins.acme.grants.env.T: cannot read "));
+        assert_eq!(
+            refused("http = [\"https://api.example.com\"]"),
+            "plugins.acme.grants.http: this version grants no outgoing HTTP (folders and env only): a pack that calls out is refused at call time"
+        );
+        std::fs::write(dir.path().join("file"), "x").unwrap();
+        assert!(refused("folders = { logs = \"file\" }").ends_with("it is not a directory"));
+    }
+}

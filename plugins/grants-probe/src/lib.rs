@@ -1,0 +1,218 @@
+//! Test fixture (WIT 0.3): a pack that asks to see folders `project`, `logs`
+//! and `private`, and values `GREETING` and `API_TOKEN`, and whose prompts
+//! try, through Rust's own `std::fs` and `std::env`, everything a pack could
+//! do with what it was granted (and more). Each prompt answers one line per
+//! attempt, so a test sees exactly what the host allowed:
+//! - `read` (`path`): reads the file whole: `read N bytes: TEXT` (the
+//!   first 64 characters) or `error KIND: MESSAGE`;
+//! - `list` (`path`): lists a folder: `N entries: NAMES` (sorted, the first 20);
+//! - `change` (`path`): tries to write, create, rename, remove, link and
+//!   set the times of `path`, one line each;
+//! - `env` (`name`): `NAME=VALUE` or `NAME is not set`;
+//! - `read-many` (`path`, `times`): reads the file that many times, and
+//!   answers the distinct contents it saw (for a file swapped while read);
+//! - `open-many` (`path`, `count`): opens the file that many times at once;
+//! - `stat` (`path`): what the file is, without following a final symlink.
+//!
+//! Its start reads `/logs` (it must see nothing then: a spare made ahead of
+//! a call must not carry what a folder held into the call).
+
+wit_bindgen::generate!({ path: "../../wit/0.3", world: "prompt-pack" });
+
+use exports::prompt_host::prompts::prompt_provider::*;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Whether the start could list `/logs` (it must not).
+static START_SAW_LOGS: AtomicBool = AtomicBool::new(false);
+
+/// The module's initializer, run as the component is instantiated (its start).
+#[unsafe(no_mangle)]
+pub extern "C" fn _initialize() {
+    START_SAW_LOGS.store(std::fs::read_dir("/logs").is_ok(), Ordering::Relaxed);
+}
+
+fn argument(name: &str) -> PromptArgument {
+    PromptArgument { name: name.into(), title: None, description: None, required: true, kind: None, default: None, examples: Vec::new() }
+}
+
+fn prompt(name: &str, arguments: &[&str]) -> Prompt {
+    Prompt { name: name.into(), title: None, description: None, arguments: arguments.iter().map(|a| argument(a)).collect(), icons: Vec::new() }
+}
+
+fn failed(error: std::io::Error) -> String {
+    format!("error {:?}: {error}", error.kind())
+}
+
+fn value<'a>(arguments: &'a [Argument], name: &str) -> &'a str {
+    arguments.iter().find(|argument| argument.name == name).map_or("", |argument| argument.value.as_str())
+}
+
+/// Reads the whole file in chunks, as a log reader would: no size taken
+/// from its metadata (`std::fs::read` would reserve a 10 GiB sparse file's
+/// size first, and fail in the pack's own allocator).
+fn read_file(path: &str) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path)?;
+    let (mut bytes, mut chunk) = (Vec::new(), vec![0; 64 << 10]);
+    loop {
+        match file.read(&mut chunk)? {
+            0 => return Ok(bytes),
+            read => bytes.extend_from_slice(&chunk[..read]),
+        }
+    }
+}
+
+fn read(path: &str) -> String {
+    match read_file(path) {
+        Ok(bytes) => format!("read {} bytes: {}", bytes.len(), String::from_utf8_lossy(&bytes).chars().take(64).collect::<String>()),
+        Err(error) => failed(error),
+    }
+}
+
+fn list(path: &str) -> String {
+    match std::fs::read_dir(path) {
+        Ok(entries) => {
+            let mut names = Vec::new();
+            for entry in entries {
+                match entry {
+                    Ok(entry) => names.push(entry.file_name().to_string_lossy().into_owned()),
+                    Err(error) => return failed(error),
+                }
+            }
+            names.sort();
+            let count = names.len();
+            names.truncate(20);
+            format!("{count} entries: {}", names.join(", "))
+        }
+        Err(error) => failed(error),
+    }
+}
+
+fn attempt(what: &str, result: std::io::Result<()>) -> String {
+    match result {
+        Ok(()) => format!("{what}: done"),
+        Err(error) => format!("{what}: {}", failed(error)),
+    }
+}
+
+fn change(path: &str) -> String {
+    let times = || -> std::io::Result<()> {
+        let file = std::fs::File::open(path)?;
+        file.set_modified(std::time::SystemTime::UNIX_EPOCH)
+    };
+    [
+        attempt("write", std::fs::write(path, b"changed")),
+        attempt("append", std::fs::OpenOptions::new().append(true).open(path).map(drop)),
+        attempt("create", std::fs::write(format!("{path}.new"), b"new")),
+        attempt("mkdir", std::fs::create_dir(format!("{path}.d"))),
+        attempt("rename", std::fs::rename(path, format!("{path}.moved"))),
+        attempt("remove", std::fs::remove_file(path)),
+        attempt("link", std::fs::hard_link(path, format!("{path}.link"))),
+        attempt("set-times", times()),
+    ]
+    .join("\n")
+}
+
+fn read_many(path: &str, times: usize) -> String {
+    let mut seen = std::collections::BTreeSet::new();
+    for _ in 0..times {
+        seen.insert(match read_file(path) {
+            Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+            Err(error) => failed(error),
+        });
+    }
+    format!("read {times} times; saw: {}", seen.into_iter().collect::<Vec<_>>().join(" | "))
+}
+
+fn open_many(path: &str, count: usize) -> String {
+    let mut open = Vec::new();
+    for _ in 0..count {
+        match std::fs::File::open(path) {
+            Ok(file) => open.push(file),
+            Err(error) => return format!("opened {}, then {}", open.len(), failed(error)),
+        }
+    }
+    format!("opened {}", open.len())
+}
+
+fn stat(path: &str) -> String {
+    match std::fs::symlink_metadata(path) {
+        Ok(metadata) => {
+            let kind = if metadata.is_symlink() {
+                "symlink"
+            } else if metadata.is_dir() {
+                "folder"
+            } else if metadata.is_file() {
+                "file"
+            } else {
+                "other"
+            };
+            format!("{kind} of {} bytes", metadata.len())
+        }
+        Err(error) => failed(error),
+    }
+}
+
+struct GrantsProbe;
+
+impl Guest for GrantsProbe {
+    fn describe_pack() -> PackInfo {
+        let folder = |name: &str| WantedFolder { name: name.into(), description: Some(format!("the {name} folder")) };
+        PackInfo {
+            name: "grants-probe".into(),
+            version: "0.1.0".into(),
+            description: None,
+            authors: Vec::new(),
+            license: None,
+            homepage: None,
+            repository: None,
+            wants: Wants {
+                folders: vec![folder("project"), folder("logs"), folder("private")],
+                origins: Vec::new(),
+                env: vec!["GREETING".into(), "API_TOKEN".into()],
+            },
+        }
+    }
+
+    fn list_prompts() -> Vec<Prompt> {
+        vec![
+            prompt("read", &["path"]),
+            prompt("list", &["path"]),
+            prompt("change", &["path"]),
+            prompt("env", &["name"]),
+            prompt("read-many", &["path", "times"]),
+            prompt("open-many", &["path", "count"]),
+            prompt("stat", &["path"]),
+            prompt("start", &[]),
+        ]
+    }
+
+    fn get_prompt(name: String, arguments: Vec<Argument>, _input: Option<Input>) -> Result<PromptAnswer, PromptError> {
+        let path = value(&arguments, "path");
+        let number = |name: &str| value(&arguments, name).parse::<usize>().unwrap_or(0);
+        let text = match name.as_str() {
+            "read" => read(path),
+            "list" => list(path),
+            "change" => change(path),
+            "env" => {
+                let name = value(&arguments, "name");
+                std::env::var(name).map_or_else(|_| format!("{name} is not set"), |value| format!("{name}={value}"))
+            }
+            "read-many" => read_many(path, number("times")),
+            "open-many" => open_many(path, number("count")),
+            "stat" => stat(path),
+            "start" => format!("the start saw /logs: {}", START_SAW_LOGS.load(Ordering::Relaxed)),
+            _ => return Err(PromptError::NotFound),
+        };
+        Ok(PromptAnswer::Reply(PromptReply {
+            description: None,
+            messages: vec![Message { role: Role::User, content: Content::Text(TextContent { text, annotations: None }) }],
+        }))
+    }
+
+    fn complete(_prompt: String, _argument: String, _value: String, _context: Vec<Argument>) -> Result<Completion, PromptError> {
+        Ok(Completion { values: Vec::new(), total: None, has_more: false })
+    }
+}
+
+export!(GrantsProbe);
