@@ -376,7 +376,7 @@ impl ServeConfig {
     /// relative path in it (server.plugins, server.cache_dir) is relative to
     /// `folder`. The error names the offending key.
     pub fn from_toml_in(text: &str, folder: &Path) -> Result<ServeConfig, String> {
-        let file: ConfigFile = toml::from_str(text).map_err(|error| error.to_string().trim_end().to_string())?;
+        let file: ConfigFile = toml::from_str(text).map_err(|error| toml_error(text, &error))?;
         file.limits.check("limits")?;
         for (name, plugin) in &file.plugins {
             plugin.limits.check(&format!("plugins.{name}.limits"))?;
@@ -536,6 +536,27 @@ struct ConfigFile {
     tenants: BTreeMap<String, TenantSection>,
 }
 
+/// What is wrong in a config file's text, and where (line and column):
+/// never the line itself, which toml's own message quotes, and which may
+/// hold a granted secret.
+fn toml_error(text: &str, error: &toml::de::Error) -> String {
+    let message = error.message().trim_end();
+    match error.span() {
+        Some(span) => {
+            let before = &text[..span.start.min(text.len())];
+            let line = before.matches('\n').count() + 1;
+            let column = before.rsplit('\n').next().map_or(0, |line| line.chars().count()) + 1;
+            // The key the line sets, if it sets one: what comes before its `=`.
+            let whole = text.lines().nth(line - 1).unwrap_or("");
+            match whole.split_once('=').map(|(key, _)| key.trim()).filter(|key| !key.is_empty() && !key.contains(['"', '\'', '{'])) {
+                Some(key) => format!("line {line}, column {column}, key {key}: {message}"),
+                None => format!("line {line}, column {column}: {message}"),
+            }
+        }
+        None => message.to_string(),
+    }
+}
+
 /// `value`, which `key` gives, must be at least 1.
 fn positive(key: &str, value: u64) -> Result<(), String> {
     if value == 0 { Err(format!("{key} must be at least 1")) } else { Ok(()) }
@@ -644,6 +665,20 @@ mod tests {
         assert_eq!(other.prefix, "");
         assert_eq!(other.limits.fuel, 1000);
         assert_eq!(other.limits.deadline, Limits::default().deadline);
+    }
+
+    #[test]
+    fn a_mistake_is_placed_by_line_and_column_and_never_quotes_the_line() {
+        // The line may hold a granted secret: toml's own message quotes it.
+        for text in [
+            "[plugins.acme.grants.env]\nAPI_TOKEN = hunter2secret\n",
+            "[plugins.acme.grants.env]\nAPI_TOKEN = { value = \"hunter2secret\" }\n",
+            "[plugins.acme.grants.env]\nAPI_TOKEN = \"hunter2\"secret\"\n",
+        ] {
+            let error = ServeConfig::from_toml(text).unwrap_err();
+            assert!(!error.contains("hunter2"), "{error}");
+            assert!(error.starts_with("line 2, column "), "{error}");
+        }
     }
 
     #[test]

@@ -196,13 +196,12 @@ fn client_mistakes_get_invalid_params_naming_the_problem() {
         (
             "prompts/get",
             json!({ "name": "analyze-project", "arguments": { "timeframe": "2y", "fileUri": "file:///a.py" } }),
-            "plugin 'project_insights' rejected the arguments of prompt 'analyze-project': timeframe '2y' is not one of 15m, 1h, 6h, 24h, 7d",
+            "prompt 'analyze-project': argument 'timeframe' must be one of: 15m, 1h, 6h, 24h, 7d, not \"2y\"",
         ),
         (
             "prompts/get",
             json!({ "name": "analyze-project", "arguments": { "timeframe": "1h", "fileUri": "x" } }),
-            "plugin 'project_insights' rejected the arguments of prompt 'analyze-project': \
-             fileUri 'x' is not an absolute URI, such as file:///src/app.py: relative URL without a base",
+            "prompt 'analyze-project': argument 'fileUri' must be an absolute URI of scheme file, not \"x\"",
         ),
         ("prompts/get", json!({}), "invalid params for prompts/get: missing field `name`"),
         (

@@ -106,52 +106,132 @@ pub enum Beneath {
     /// To read it as a directory only.
     Directory,
     /// Only to look at it (`O_PATH`): whatever it is, even a FIFO, nothing
-    /// of it is opened for reading; for `fstat` and `readlinkat`.
+    /// of it is opened; for `fstat` and `readlinkat`.
     Look,
 }
 
 /// Opens `path` inside the directory `dir`, for a pack that was granted
 /// that directory: the kernel resolves the path (`openat2` with
 /// `RESOLVE_BENEATH`), so no `..`, absolute path or symlink, even one
-/// swapped in while the path is resolved, can name anything outside
-/// `dir` (refused with `EXDEV`); `/proc`-style magic links are refused
-/// too. A final symlink is followed only if `follow` (else `ELOOP`, or the
-/// link itself with [`Beneath::Look`]). The open never blocks
-/// (`O_NONBLOCK`): to read, only a regular file or a directory is kept,
-/// and a FIFO, a socket or a device is closed at once and refused with
-/// `EACCES`, before any read could wait on it. Returns the descriptor and
-/// what `fstat` says of it.
+/// swapped in while the path is resolved, can name anything outside `dir`
+/// (refused with `EXDEV`); nor can it cross into another filesystem
+/// mounted inside (`RESOLVE_NO_XDEV`: a `/proc` or a network mount below a
+/// granted folder stays out of reach), or follow `/proc`-style magic
+/// links. A final symlink is followed only if `follow` (else `ELOOP`, or
+/// the link itself with [`Beneath::Look`]). The path is first only looked
+/// at (`O_PATH`, which opens nothing of the file and cannot block): to
+/// read, only a regular file or a directory is then opened, non-blocking,
+/// and checked to be the same file, so a FIFO, a socket or a device is
+/// refused with `EACCES` without its open ever running (a driver's open,
+/// a FIFO's writer woken). An empty path names nothing (`ENOENT`). Returns
+/// the descriptor and what `fstat` says of it.
 pub fn open_beneath<Fd: std::os::fd::AsFd>(
     dir: Fd,
     path: &str,
     follow: bool,
     how: Beneath,
 ) -> io::Result<(std::os::fd::OwnedFd, rustix::fs::Stat)> {
-    use rustix::fs::{FileType, Mode, OFlags, ResolveFlags};
-    // openat2 refuses flags that do not go with O_PATH (O_NONBLOCK, O_NOCTTY),
-    // where open ignores them; an O_PATH open reads nothing, so cannot block.
-    let mut flags = match how {
-        Beneath::Read => OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY,
-        Beneath::Directory => OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::DIRECTORY,
-        Beneath::Look => OFlags::PATH,
-    } | OFlags::CLOEXEC;
-    if !follow {
-        flags |= OFlags::NOFOLLOW;
+    use rustix::fs::{FileType, OFlags};
+    use rustix::io::Errno;
+    if path.is_empty() {
+        return Err(io::Error::from(Errno::NOENT));
     }
-    let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
-    // An empty path names the directory itself, as "." does.
-    let path = if path.is_empty() { "." } else { path };
-    let fd = rustix::fs::openat2(dir, path, flags, Mode::empty(), resolve).map_err(|errno| match errno {
-        // What opening a socket file answers: refused as a FIFO or a device is.
-        rustix::io::Errno::NXIO => rustix::io::Errno::ACCESS,
-        errno => errno,
+    let dir = dir.as_fd();
+    let no_follow = if follow { OFlags::empty() } else { OFlags::NOFOLLOW };
+    let looked_at = resolve_beneath(dir, path, OFlags::PATH | OFlags::CLOEXEC | no_follow)?;
+    let seen = rustix::fs::fstat(&looked_at)?;
+    let kind = FileType::from_raw_mode(seen.st_mode);
+    let flags = match (how, kind) {
+        (Beneath::Look, _) => return Ok((looked_at, seen)),
+        (_, FileType::Symlink) => return Err(io::Error::from(Errno::LOOP)),
+        (Beneath::Directory, FileType::Directory) | (Beneath::Read, FileType::Directory) => OFlags::DIRECTORY,
+        (Beneath::Directory, FileType::RegularFile) => return Err(io::Error::from(Errno::NOTDIR)),
+        (Beneath::Read, FileType::RegularFile) => OFlags::empty(),
+        _ => return Err(io::Error::from(Errno::ACCESS)),
+    };
+    drop(looked_at);
+    let flags = flags | OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC | no_follow;
+    let opened = resolve_beneath(dir, path, flags).map_err(|error| match error.raw_os_error() {
+        // What opening a socket file answers (it was swapped in since).
+        Some(code) if code == Errno::NXIO.raw_os_error() => io::Error::from(Errno::ACCESS),
+        _ => error,
     })?;
-    let stat = rustix::fs::fstat(&fd)?;
-    let kind = FileType::from_raw_mode(stat.st_mode);
-    if how != Beneath::Look && !matches!(kind, FileType::RegularFile | FileType::Directory) {
-        return Err(io::Error::from(rustix::io::Errno::ACCESS));
+    let stat = rustix::fs::fstat(&opened)?;
+    // Swapped for another file between the look and the open: refused.
+    if (stat.st_dev, stat.st_ino) != (seen.st_dev, seen.st_ino) {
+        return Err(io::Error::from(Errno::ACCESS));
     }
-    Ok((fd, stat))
+    Ok((opened, stat))
+}
+
+/// `openat2` of `path` beneath `dir`, not crossing mounts or magic links,
+/// tried again on `EAGAIN` (a `..` resolved while something was renamed).
+fn resolve_beneath(dir: std::os::fd::BorrowedFd<'_>, path: &str, flags: rustix::fs::OFlags) -> io::Result<std::os::fd::OwnedFd> {
+    use rustix::fs::{Mode, ResolveFlags};
+    let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS | ResolveFlags::NO_XDEV;
+    let mut tries = 0;
+    loop {
+        match rustix::fs::openat2(dir, path, flags, Mode::empty(), resolve) {
+            Err(rustix::io::Errno::AGAIN) if tries < 4 => tries += 1,
+            result => return result.map_err(io::Error::from),
+        }
+    }
+}
+
+/// Opens the directory an operator granted (following symlinks in the
+/// operator's own path), refusing a filesystem a pack may not read: the
+/// kernel's own (procfs, sysfs and the like expose the host and its other
+/// processes), and a network or FUSE filesystem (a read of it can hang
+/// past a call's deadline, where a local disk's cannot).
+pub fn open_granted_folder(path: &Path) -> io::Result<std::os::fd::OwnedFd> {
+    let dir = std::os::fd::OwnedFd::from(open_directory(path)?);
+    let kind = rustix::fs::fstatfs(&dir)?.f_type as i64;
+    if let Some(name) = REFUSED_FILESYSTEMS.iter().find(|(magic, _)| *magic == kind).map(|(_, name)| name) {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!("it is on {name}, which a pack may not read: grant a folder on a local disk"),
+        ));
+    }
+    Ok(dir)
+}
+
+/// Filesystems a granted folder may not be on, by their magic number
+/// (`statfs(2)`), with what the refusal calls them.
+const REFUSED_FILESYSTEMS: &[(i64, &str)] = &[
+    (0x9fa0, "procfs"),
+    (0x6265_6572, "sysfs"),
+    (0x1cd1, "devpts"),
+    (0x6462_6720, "debugfs"),
+    (0x7472_6163, "tracefs"),
+    (0x7363_6673, "securityfs"),
+    (0x0027_e0eb, "a cgroup filesystem"),
+    (0x6367_7270, "a cgroup filesystem"),
+    (0xcafe_4a11, "bpffs"),
+    (0x6265_6570, "configfs"),
+    (0x6165_676c, "pstore"),
+    (0xde5e_81e4, "efivarfs"),
+    (0x6573_5546, "a FUSE filesystem"),
+    (0x6969, "NFS"),
+    (0x517b, "SMB"),
+    (0xff53_4d42, "CIFS"),
+    (0xfe53_4d42, "SMB2"),
+    (0x00c3_6400, "Ceph"),
+    (0x5346_414f, "AFS"),
+    (0x0102_1997, "9p"),
+];
+
+/// Raises this process's soft limit on open descriptors to its hard limit,
+/// and returns the soft limit in force after: so that the host's own caps
+/// (connections, granted folders), not a low default soft limit (often
+/// 1024), are what bound its descriptors.
+pub fn raise_descriptor_limit() -> u64 {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let limit = getrlimit(Resource::Nofile);
+    let (Some(soft), Some(hard)) = (limit.current, limit.maximum) else { return limit.current.unwrap_or(u64::MAX) };
+    if soft >= hard || setrlimit(Resource::Nofile, Rlimit { current: Some(hard), maximum: Some(hard) }).is_err() {
+        return soft;
+    }
+    hard
 }
 
 /// What a file that is not a regular file is, for messages.
@@ -203,7 +283,11 @@ mod tests {
         assert_eq!(stat.st_size, 6);
         assert_eq!(std::io::read_to_string(File::from(fd)).unwrap(), "inside");
         assert!(open_beneath(&dir, "pipe", true, Beneath::Look).is_ok(), "looking at a FIFO opens nothing of it");
-        assert!(open_beneath(&dir, "", true, Beneath::Directory).is_ok());
+        assert_eq!(errno("proc-mount-absent", true, Beneath::Look), Some(rustix::io::Errno::NOENT.raw_os_error()));
+        let procfs = open_granted_folder(Path::new("/proc")).unwrap_err().to_string();
+        assert_eq!(procfs, "it is on procfs, which a pack may not read: grant a folder on a local disk");
+        assert!(open_beneath(&dir, ".", true, Beneath::Directory).is_ok());
+        assert_eq!(errno("", true, Beneath::Look), Some(rustix::io::Errno::NOENT.raw_os_error()));
     }
 
     #[test]

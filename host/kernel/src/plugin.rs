@@ -110,7 +110,7 @@ impl Plugin {
         sandbox: Arc<Sandbox>,
         sight: Sight,
     ) -> Plugin {
-        let instances = PackInstances::new(sandbox, pre, limits, quota, id.clone(), Arc::new(sight));
+        let instances = PackInstances::new(sandbox, pre, limits, quota, id.clone(), sight);
         let CheckedListing { prompts, typed, info } = listing;
         let typed = typed.into_iter().map(Arc::new).collect();
         Plugin { id, digest, prefix, prompts, typed, instances, info }

@@ -36,7 +36,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use crate::bindings::{
     Pack, PackPre, PromptAnswer, WitVersion, from_v0_2, from_v0_3, provider, provider_v0_2, provider_v0_3, v0_1, v0_2, v0_3,
 };
-use crate::grants::folders::{self, CallFolders, FolderView, OpenInAll};
+use crate::grants::folders::{self, CallFolders, Descriptors, FolderView, PluginFolders};
 use crate::grants::{GrantRefusal, IoMeter, IoUsage, Sight};
 use crate::limits::Limits;
 use crate::log_budget::{Admission, LogBudget, LogWindow};
@@ -302,9 +302,9 @@ pub struct Sandbox {
     spares_made: AtomicU64,
     spares_handed_out: AtomicU64,
     /// Descriptors of granted folders open now, across every call.
-    open_in_all: Arc<OpenInAll>,
+    descriptors: Arc<Descriptors>,
     /// What a call sees when its plugin sees nothing (a listing's).
-    no_sight: Arc<Sight>,
+    no_sight: Arc<PluginFolders>,
 }
 
 impl Sandbox {
@@ -337,8 +337,8 @@ impl Sandbox {
             spares: Shelf::new(SPARES, SPARE_MEMORY),
             spares_made: AtomicU64::new(0),
             spares_handed_out: AtomicU64::new(0),
-            open_in_all: Arc::default(),
-            no_sight: Arc::default(),
+            descriptors: Arc::new(Descriptors::for_process()),
+            no_sight: Arc::new(PluginFolders::new(Sight::default(), 1)),
             config,
         })
     }
@@ -387,6 +387,12 @@ impl Sandbox {
         self.new_instance(limits, copy_budget, quota, plugin, &self.no_sight.clone(), slots, true).instantiated(pre).await
     }
 
+    /// The folders of a plugin whose calls see `sight`, in its share of the
+    /// sandbox's descriptors.
+    pub fn plugin_folders(&self, sight: Sight) -> Arc<PluginFolders> {
+        Arc::new(PluginFolders::new(sight, self.descriptors.share()))
+    }
+
     /// The spare instances the sandbox holds now, and how many calls took one.
     pub fn spares(&self) -> Spares {
         let (held, memory_bytes) = self.spares.contents();
@@ -430,7 +436,7 @@ impl Sandbox {
         copy_budget: usize,
         quota: &CallQuota,
         plugin: &str,
-        sight: &Arc<Sight>,
+        sight: &Arc<PluginFolders>,
         slots: [OwnedSemaphorePermit; 2],
         reported: bool,
     ) -> Instance {
@@ -438,7 +444,7 @@ impl Sandbox {
         let stderr = CapturedOutput::new(limits.output_capture_bytes);
         let clock = CallClock::default();
         let mut wasi = WasiCtxBuilder::new();
-        for (name, value) in &sight.values {
+        for (name, value) in &sight.sight().values {
             wasi.env(name, value.expose());
         }
         let wasi = wasi
@@ -463,7 +469,7 @@ impl Sandbox {
             slow_lane: self.slow_lane.clone(),
             plugin_slow_turn: quota.slow_turn.clone(),
             slow_turn: Arc::default(),
-            folders: CallFolders::new(sight.clone(), Arc::new(IoMeter::new(limits)), self.open_in_all.clone()),
+            folders: CallFolders::new(sight.clone(), Arc::new(IoMeter::new(limits)), self.descriptors.clone()),
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|state| &mut state.guard);
@@ -1275,7 +1281,7 @@ mod tests {
         let sandbox = Sandbox::new(SandboxConfig::default()).unwrap();
         let quota = CallQuota::new(1);
         let slots = [quota.calls.clone().try_acquire_owned().unwrap(), sandbox.slots.clone().try_acquire_owned().unwrap()];
-        let mut instance = sandbox.new_instance(&Limits::default(), 1, &quota, "acme", &Arc::default(), slots, false);
+        let mut instance = sandbox.new_instance(&Limits::default(), 1, &quota, "acme", &sandbox.no_sight.clone(), slots, false);
         let table = &mut instance.store.data_mut().table;
         for _ in 0..MAX_HOST_RESOURCES {
             table.push(()).unwrap();
@@ -1290,7 +1296,7 @@ mod tests {
         let lane = sandbox.slow_lane.available_permits();
         let slots = || [quota.calls.clone().try_acquire_owned().unwrap(), sandbox.slots.clone().try_acquire_owned().unwrap()];
         let limits = Limits { deadline: Duration::from_millis(1000), ..Limits::default() };
-        let mut instance = sandbox.new_instance(&limits, 1, &quota, "acme", &Arc::default(), slots(), false);
+        let mut instance = sandbox.new_instance(&limits, 1, &quota, "acme", &sandbox.no_sight.clone(), slots(), false);
         assert_eq!(sandbox.running.count.load(Ordering::SeqCst), 1);
         // Its start ran long: it took the plugin's turn and one of the lane's.
         let turn = [quota.slow_turn.clone().try_acquire_owned().unwrap(), sandbox.slow_lane.clone().try_acquire_owned().unwrap()];

@@ -37,11 +37,21 @@ fn present<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<bool, D:
     serde::de::IgnoredAny::deserialize(deserializer).map(|_| true)
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Deserialize)]
 #[serde(untagged)]
 enum ValueGrant {
     Value(String),
     File { file: PathBuf },
+}
+
+/// Shows no value: a granted value is a secret wherever it is shown.
+impl std::fmt::Debug for ValueGrant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ValueGrant::Value(value) => write!(f, "Value({} bytes)", value.len()),
+            ValueGrant::File { file } => write!(f, "File({})", file.display()),
+        }
+    }
 }
 
 impl GrantsSection {
@@ -63,8 +73,12 @@ impl GrantsSection {
                 ));
             }
             let path = folder.join(path);
-            crate::files::open_directory(&path)
-                .map_err(|error| format!("{section}.folders.{name}: cannot open {} as a folder: {error}", path.display()))?;
+            let cannot = |error: std::io::Error| format!("{section}.folders.{name}: cannot grant {}: {error}", path.display());
+            let dir = crate::files::open_granted_folder(&path).map_err(cannot)?;
+            // A kernel without openat2 (before Linux 5.6), or a seccomp
+            // profile that forbids it, could give no granted folder at all:
+            // said here, not at every call.
+            crate::files::open_beneath(&dir, ".", true, crate::files::Beneath::Directory).map_err(cannot)?;
             grants.folders.insert(name.clone(), path);
         }
         for (name, value) in &self.env {
@@ -120,10 +134,8 @@ mod tests {
             "plugins.acme.grants.folders: \"Logs\" is not a folder name a pack can ask for (a lowercase letter, then letters, digits, - or _)"
         );
         assert!(
-            refused("folders = { logs = \"missing\" }").starts_with(&format!(
-                "plugins.acme.grants.folders.logs: cannot open {} as a folder: ",
-                dir.path().join("missing").display()
-            )),
+            refused("folders = { logs = \"missing\" }")
+                .starts_with(&format!("plugins.acme.grants.folders.logs: cannot grant {}: ", dir.path().join("missing").display())),
         );
         assert_eq!(
             refused("env = { \"A-B\" = \"x\" }"),
@@ -136,5 +148,9 @@ mod tests {
         );
         std::fs::write(dir.path().join("file"), "x").unwrap();
         assert!(refused("folders = { logs = \"file\" }").ends_with("it is not a directory"));
+        assert_eq!(
+            refused("folders = { proc = \"/proc\" }"),
+            "plugins.acme.grants.folders.proc: cannot grant /proc: it is on procfs, which a pack may not read: grant a folder on a local disk"
+        );
     }
 }

@@ -137,16 +137,8 @@ fn cannot_listen(addr: SocketAddr, error: &std::io::Error) -> String {
 /// so that the connection cap, not a low default soft limit (often 1024),
 /// is what bounds connections.
 fn raise_descriptor_limit() {
-    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
-    let limit = getrlimit(Resource::Nofile);
-    let (Some(soft), Some(hard)) = (limit.current, limit.maximum) else { return };
-    if soft >= hard {
-        return;
-    }
-    match setrlimit(Resource::Nofile, Rlimit { current: Some(hard), maximum: Some(hard) }) {
-        Ok(()) => tracing::debug!(from = soft, to = hard, "raised the open-descriptor limit"),
-        Err(error) => tracing::warn!(soft, hard, "cannot raise the open-descriptor limit: {error}"),
-    }
+    let limit = crate::files::raise_descriptor_limit();
+    tracing::debug!(limit, "open-descriptor limit");
 }
 
 /// A plain-text answer: `text` and a newline.

@@ -163,12 +163,59 @@ pub mod bindings_v0_2 {
     });
 }
 
+/// The bindings generated from WIT 0.3, whose types that 0.1 or 0.2 has too
+/// are theirs (`with`); what 0.3 adds (argument kinds, what a pack asks to
+/// see) is its own. The world is renamed so that its export macro does not
+/// collide with the others'.
+#[doc(hidden)]
+pub mod bindings_v0_3 {
+    wit_bindgen::generate!({
+        inline: "package prompt-pack:sdk3; world prompt-pack-v0-3 { include prompt-host:prompts/prompt-pack@0.3.0; }",
+        path: "../../wit/0.3",
+        world: "prompt-pack-v0-3",
+        pub_export_macro: true,
+        export_macro_name: "export_pack_v0_3",
+        default_bindings_module: "prompt_pack::bindings_v0_3",
+        additional_derives: [PartialEq],
+        with: {
+            "prompt-host:prompts/prompt-provider@0.3.0/role": crate::Role,
+            "prompt-host:prompts/prompt-provider@0.3.0/icon-theme": crate::IconTheme,
+            "prompt-host:prompts/prompt-provider@0.3.0/icon": crate::Icon,
+            "prompt-host:prompts/prompt-provider@0.3.0/annotations": crate::Annotations,
+            "prompt-host:prompts/prompt-provider@0.3.0/text-content": crate::TextContent,
+            "prompt-host:prompts/prompt-provider@0.3.0/media-content": crate::MediaContent,
+            "prompt-host:prompts/prompt-provider@0.3.0/resource-body": crate::ResourceBody,
+            "prompt-host:prompts/prompt-provider@0.3.0/embedded-resource": crate::EmbeddedResource,
+            "prompt-host:prompts/prompt-provider@0.3.0/resource-link": crate::ResourceLink,
+            "prompt-host:prompts/prompt-provider@0.3.0/content": crate::Content,
+            "prompt-host:prompts/prompt-provider@0.3.0/message": crate::Message,
+            "prompt-host:prompts/prompt-provider@0.3.0/prompt-reply": crate::PromptReply,
+            "prompt-host:prompts/prompt-provider@0.3.0/argument": crate::Argument,
+            "prompt-host:prompts/prompt-provider@0.3.0/prompt-error": crate::PromptError,
+            "prompt-host:prompts/prompt-provider@0.3.0/completion": crate::Completion,
+            "prompt-host:prompts/prompt-provider@0.3.0/field-kind": crate::FieldKind,
+            "prompt-host:prompts/prompt-provider@0.3.0/enum-field": crate::EnumField,
+            "prompt-host:prompts/prompt-provider@0.3.0/form-field": crate::FormField,
+            "prompt-host:prompts/prompt-provider@0.3.0/form": crate::Form,
+            "prompt-host:prompts/prompt-provider@0.3.0/input-required": crate::InputRequired,
+            "prompt-host:prompts/prompt-provider@0.3.0/field-value": crate::FieldValue,
+            "prompt-host:prompts/prompt-provider@0.3.0/field-answer": crate::FieldAnswer,
+            "prompt-host:prompts/prompt-provider@0.3.0/form-response": crate::FormResponse,
+            "prompt-host:prompts/prompt-provider@0.3.0/form-answer": crate::FormAnswer,
+            "prompt-host:prompts/prompt-provider@0.3.0/input": crate::Input,
+            "prompt-host:prompts/prompt-provider@0.3.0/prompt-answer": crate::PromptAnswer,
+        },
+    });
+}
+
 /// Exports a type implementing [`Guest`] (or [`TemplatePack`]) as the pack's
-/// `prompt-provider`, WIT 0.1. For 0.2, see [`v0_2::export_pack`].
+/// `prompt-provider`, WIT 0.1. For 0.2, see [`v0_2::export_pack`]; for 0.3,
+/// [`v0_3::export_pack`].
 pub use bindings::export_pack;
 
 mod input;
 mod template;
+pub mod v0_3;
 
 pub use input::*;
 pub use template::{Template, TemplateMistake, TemplatePack, check_templates, template};

@@ -20,9 +20,11 @@
 //! - **fresh**: nothing is read while an instance starts (before its call
 //!   begins: `access`), so a spare made ahead of time cannot carry what a
 //!   folder held then into a later call;
-//! - **bounded in all**: at most [`MAX_OPEN_IN_ALL`] descriptors of granted
-//!   folders are open at once across the sandbox (`busy` past it), beside
-//!   each call's own budget.
+//! - **bounded in all**: each call opens each folder's root once (counted
+//!   as a file opened), and the descriptors of granted folders open at
+//!   once are bounded across the sandbox ([`Descriptors`]: at most
+//!   [`MAX_OPEN_IN_ALL`], and at most a quarter of the process's descriptor
+//!   limit) and for each plugin (a quarter of that), `busy` past either.
 //!
 //! The descriptors a pack holds are wasmtime-wasi's resource types by name
 //! (the other WASI interfaces are still wasmtime-wasi's); the table entries
@@ -53,23 +55,92 @@ pub const READ_CHUNK: usize = 64 << 10;
 
 /// The most descriptors of granted folders open at once, across every call
 /// of every pack: beside each call's `grant_files_opened`, so that 64 calls
-/// at once cannot hold 64 budgets' worth of the host's descriptors.
+/// at once cannot hold 64 budgets' worth of the host's descriptors. Lower
+/// when the process may open fewer ([`Descriptors::for_process`]).
 pub const MAX_OPEN_IN_ALL: usize = 4096;
 
 /// The longest path a pack may pass, in bytes (Linux's `PATH_MAX`).
 const MAX_PATH: usize = 4096;
 
-/// Descriptors of granted folders open now, across the sandbox.
-#[derive(Debug, Default)]
-pub struct OpenInAll(AtomicUsize);
-
-/// One descriptor counted in [`OpenInAll`] while it lives.
+/// Descriptors of granted folders open now, and the most that may be:
+/// across the sandbox, or of one plugin.
 #[derive(Debug)]
-struct Held(Arc<OpenInAll>);
+pub struct Descriptors {
+    open: AtomicUsize,
+    cap: usize,
+}
+
+impl Descriptors {
+    /// At most `cap` open at once.
+    pub fn new(cap: usize) -> Descriptors {
+        Descriptors { open: AtomicUsize::new(0), cap }
+    }
+
+    /// The sandbox's: [`MAX_OPEN_IN_ALL`], or a quarter of the descriptors
+    /// this process may open (its soft limit, raised to the hard limit
+    /// first), whichever is less, so that granted folders can never take
+    /// the descriptors the server needs for its own files and connections.
+    pub fn for_process() -> Descriptors {
+        let limit = prompt_host_files::raise_descriptor_limit();
+        Descriptors::new(MAX_OPEN_IN_ALL.min(usize::try_from(limit / 4).unwrap_or(usize::MAX)).max(4))
+    }
+
+    /// One plugin's share of these: a quarter, so that one pack's calls
+    /// cannot hold every granted descriptor.
+    pub fn share(&self) -> usize {
+        (self.cap / 4).max(1)
+    }
+
+    fn take(&self) -> bool {
+        if self.open.fetch_add(1, Ordering::Relaxed) >= self.cap {
+            self.open.fetch_sub(1, Ordering::Relaxed);
+            return false;
+        }
+        true
+    }
+
+    fn give_back(&self) {
+        self.open.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// How many are open now.
+    pub fn open(&self) -> usize {
+        self.open.load(Ordering::Relaxed)
+    }
+}
+
+/// What one plugin's calls see, and the descriptors they hold between them.
+#[derive(Debug)]
+pub struct PluginFolders {
+    sight: Sight,
+    descriptors: Descriptors,
+}
+
+impl PluginFolders {
+    /// The folders of a plugin that sees `sight`, holding at most `share`
+    /// descriptors at once.
+    pub fn new(sight: Sight, share: usize) -> PluginFolders {
+        PluginFolders { sight, descriptors: Descriptors::new(share) }
+    }
+
+    /// What its calls see.
+    pub fn sight(&self) -> &Sight {
+        &self.sight
+    }
+}
+
+/// One descriptor counted in the sandbox's [`Descriptors`] and its
+/// plugin's while it lives.
+#[derive(Debug)]
+struct Held {
+    all: Arc<Descriptors>,
+    plugin: Arc<PluginFolders>,
+}
 
 impl Drop for Held {
     fn drop(&mut self) {
-        self.0.0.fetch_sub(1, Ordering::Relaxed);
+        self.all.give_back();
+        self.plugin.descriptors.give_back();
     }
 }
 
@@ -83,8 +154,9 @@ struct Opened {
 /// What a descriptor a pack holds is.
 enum Node {
     /// The preopen of folder `folder` (an index into the sight's folders),
-    /// opened on its first use in the call.
-    Root { folder: usize, opened: Option<Arc<Opened>> },
+    /// opened on its first use in the call, once however many preopens of
+    /// it the pack asks for.
+    Root { folder: usize },
     /// A directory opened beneath one.
     Dir(Arc<Opened>),
     /// A regular file opened beneath one.
@@ -100,16 +172,19 @@ struct Entries {
 /// What the calls of one plugin are granted, and what this call used: the
 /// part of a call's state the granted folders need.
 pub struct CallFolders {
-    sight: Arc<Sight>,
+    plugin: Arc<PluginFolders>,
     meter: Arc<IoMeter>,
-    open: Arc<OpenInAll>,
+    all: Arc<Descriptors>,
+    /// Each folder's root, once opened in this call.
+    roots: std::sync::Mutex<Vec<Option<Arc<Opened>>>>,
 }
 
 impl CallFolders {
-    /// The folders `sight` gives one call metered by `meter`, counted in
-    /// `open` with every other call's.
-    pub fn new(sight: Arc<Sight>, meter: Arc<IoMeter>, open: Arc<OpenInAll>) -> CallFolders {
-        CallFolders { sight, meter, open }
+    /// The folders `plugin` sees, for one call metered by `meter`, their
+    /// descriptors counted in `all` with every other call's.
+    pub fn new(plugin: Arc<PluginFolders>, meter: Arc<IoMeter>, all: Arc<Descriptors>) -> CallFolders {
+        let roots = std::sync::Mutex::new(vec![None; plugin.sight.folders.len()]);
+        CallFolders { plugin, meter, all, roots }
     }
 
     /// The call's meter.
@@ -177,14 +252,23 @@ impl FolderView<'_> {
         Err(code.into())
     }
 
-    /// Counts one more open descriptor in all, unless there are too many
-    /// (then the descriptor, opened already, is closed when the caller drops it).
+    fn sight(&self) -> &Sight {
+        &self.folders.plugin.sight
+    }
+
+    /// Counts one more open descriptor, in all and of the plugin, unless
+    /// either has too many (then the descriptor, opened already, is closed
+    /// when the caller drops it).
     fn hold(&self) -> FsResult<Held> {
-        if self.folders.open.0.fetch_add(1, Ordering::Relaxed) >= MAX_OPEN_IN_ALL {
-            self.folders.open.0.fetch_sub(1, Ordering::Relaxed);
+        let (all, plugin) = (&self.folders.all, &self.folders.plugin);
+        if !all.take() {
             return Err(ErrorCode::Busy.into());
         }
-        Ok(Held(self.folders.open.clone()))
+        if !plugin.descriptors.take() {
+            all.give_back();
+            return Err(ErrorCode::Busy.into());
+        }
+        Ok(Held { all: all.clone(), plugin: plugin.clone() })
     }
 
     fn opened(&self, fd: OwnedFd) -> FsResult<Arc<Opened>> {
@@ -197,24 +281,39 @@ impl FolderView<'_> {
             return self.deny(ErrorCode::Access);
         }
         let folder = match self.table.get(&node(fd))? {
-            Node::Dir(dir) | Node::Root { opened: Some(dir), .. } => return Ok(dir.clone()),
+            Node::Dir(dir) => return Ok(dir.clone()),
             Node::File(_) => return Err(ErrorCode::NotDirectory.into()),
-            Node::Root { folder, opened: None } => *folder,
+            Node::Root { folder } => *folder,
         };
-        let seen = &self.folders.sight.folders[folder];
-        let Some(path) = &seen.path else {
+        if let Some(root) = &self.folders.roots.lock().unwrap()[folder] {
+            return Ok(root.clone());
+        }
+        let seen = &self.sight().folders[folder];
+        let Some(path) = seen.path.clone() else {
             self.meter().denied();
-            let refusal = GrantRefusal::NotGranted { plugin: self.folders.sight.plugin.clone(), folder: seen.name.clone() };
+            let refusal = GrantRefusal::NotGranted { plugin: self.sight().plugin.clone(), folder: seen.name.clone() };
             return Err(refused(refusal));
         };
+        self.meter().charge(Budget::FilesOpened, 1).map_err(refused)?;
         let started = Instant::now();
-        let opened = prompt_host_files::open_directory(path).map_err(os_error);
+        // The operator's path, as it is now (a folder swapped in by a
+        // deployment is followed), and of a filesystem a pack may read.
+        let opened = prompt_host_files::open_granted_folder(&path).map_err(os_error);
         self.meter().spent_since(started).map_err(refused)?;
-        let opened = self.opened(opened?.into())?;
-        if let Node::Root { opened: slot, .. } = self.table.get_mut(&node(fd))? {
-            *slot = Some(opened.clone());
-        }
+        let opened = self.opened(opened?)?;
+        self.folders.roots.lock().unwrap()[folder] = Some(opened.clone());
         Ok(opened)
+    }
+
+    /// Whether `fd` is the preopen of a folder the pack asked for and was
+    /// not granted: looking at the folder itself (`stat`) says so with
+    /// `access`, without failing the call, so that a pack can do without it;
+    /// any use of what is beneath it fails the call.
+    fn withheld(&self, fd: &Resource<types::Descriptor>) -> bool {
+        match self.table.get(&node(fd)) {
+            Ok(Node::Root { folder }) => self.sight().folders[*folder].path.is_none(),
+            _ => false,
+        }
     }
 
     /// The regular file `fd` names.
@@ -233,6 +332,9 @@ impl FolderView<'_> {
         follow: bool,
         how: Beneath,
     ) -> FsResult<(OwnedFd, rustix::fs::Stat)> {
+        if how == Beneath::Look && self.withheld(fd) && matches!(path, "." | "./") {
+            return self.deny(ErrorCode::Access);
+        }
         let dir = self.dir(fd)?;
         if path.len() > MAX_PATH {
             return Err(ErrorCode::NameTooLong.into());
@@ -347,9 +449,10 @@ impl InputStream for FileStream {
 impl preopens::Host for FolderView<'_> {
     fn get_directories(&mut self) -> wasmtime::Result<Vec<(Resource<types::Descriptor>, String)>> {
         let mut directories = Vec::new();
-        for (folder, seen) in self.folders.sight.folders.iter().enumerate() {
-            let root = self.table.push(Node::Root { folder, opened: None })?;
-            directories.push((Resource::new_own(root.rep()), format!("/{}", seen.name)));
+        let names: Vec<String> = self.sight().folders.iter().map(|seen| format!("/{}", seen.name)).collect();
+        for (folder, name) in names.into_iter().enumerate() {
+            let root = self.table.push(Node::Root { folder })?;
+            directories.push((Resource::new_own(root.rep()), name));
         }
         Ok(directories)
     }
@@ -411,7 +514,7 @@ impl HostDescriptor for FolderView<'_> {
         let size = usize::try_from(len).unwrap_or(usize::MAX);
         match read_at(&opened, self.meter(), size, offset) {
             Ok(bytes) => {
-                let end = bytes.is_empty() && size > 0;
+                let end = bytes.is_empty();
                 Ok((bytes, end))
             }
             Err(ReadFailure::Refused(refusal)) => Err(refused(refusal)),
@@ -445,11 +548,17 @@ impl HostDescriptor for FolderView<'_> {
     }
 
     async fn stat(&mut self, fd: Resource<types::Descriptor>) -> FsResult<DescriptorStat> {
+        if self.withheld(&fd) {
+            return self.deny(ErrorCode::Access);
+        }
         let stat = self.fstat(&fd)?;
         Ok(self.stat_of(&stat))
     }
 
     async fn stat_at(&mut self, fd: Resource<types::Descriptor>, path_flags: types::PathFlags, path: String) -> FsResult<DescriptorStat> {
+        if self.withheld(&fd) && matches!(path.as_str(), "" | "." | "./") {
+            return self.deny(ErrorCode::Access);
+        }
         let follow = path_flags.contains(types::PathFlags::SYMLINK_FOLLOW);
         let (_looked_at, stat) = self.open_beneath(&fd, &path, follow, Beneath::Look)?;
         Ok(self.stat_of(&stat))
@@ -510,9 +619,20 @@ impl HostDescriptor for FolderView<'_> {
     }
 
     async fn readlink_at(&mut self, fd: Resource<types::Descriptor>, path: String) -> FsResult<String> {
-        let (link, _) = self.open_beneath(&fd, &path, false, Beneath::Look)?;
-        let target = rustix::fs::readlinkat(&link, "", Vec::new()).map_err(|errno| os_error(errno.into()))?;
-        target.into_string().map_err(|_| ErrorCode::IllegalByteSequence.into())
+        let (link, stat) = self.open_beneath(&fd, &path, false, Beneath::Look)?;
+        if FileType::from_raw_mode(stat.st_mode) != FileType::Symlink {
+            return Err(ErrorCode::Invalid.into());
+        }
+        let started = Instant::now();
+        let target = rustix::fs::readlinkat(&link, "", Vec::new()).map_err(|errno| os_error(errno.into()));
+        self.meter().spent_since(started).map_err(refused)?;
+        let target = target?.into_string().map_err(|_| FsError::from(ErrorCode::IllegalByteSequence))?;
+        // An absolute target says where on the host the folder is; it could
+        // not be followed anyway.
+        if target.starts_with('/') {
+            return self.deny(ErrorCode::NotPermitted);
+        }
+        Ok(target)
     }
 
     async fn remove_directory_at(&mut self, _fd: Resource<types::Descriptor>, _path: String) -> FsResult<()> {
@@ -552,11 +672,19 @@ impl HostDescriptor for FolderView<'_> {
     }
 
     async fn is_same_object(&mut self, a: Resource<types::Descriptor>, b: Resource<types::Descriptor>) -> wasmtime::Result<bool> {
-        let (Ok(a), Ok(b)) = (self.fstat(&a), self.fstat(&b)) else { return Ok(false) };
+        // A refusal that ends the call ends it here too; an error code only says "not the same".
+        let stat = |view: &mut Self, fd| match view.fstat(fd) {
+            Ok(stat) => Ok(Some(stat)),
+            Err(error) => error.downcast().map(|_code| None),
+        };
+        let (Some(a), Some(b)) = (stat(self, &a)?, stat(self, &b)?) else { return Ok(false) };
         Ok((a.st_dev, a.st_ino) == (b.st_dev, b.st_ino))
     }
 
     async fn metadata_hash(&mut self, fd: Resource<types::Descriptor>) -> FsResult<types::MetadataHashValue> {
+        if self.withheld(&fd) {
+            return self.deny(ErrorCode::Access);
+        }
         let stat = self.fstat(&fd)?;
         Ok(metadata_hash(&stat))
     }
@@ -573,9 +701,14 @@ impl HostDescriptor for FolderView<'_> {
     }
 }
 
-/// Equal for the same file, and unlike for others: the device and inode.
+/// Equal for the same file, and unlike for others: a hash of its device
+/// and inode (not the numbers themselves, which say where on the host's
+/// disks a file is).
 fn metadata_hash(stat: &rustix::fs::Stat) -> types::MetadataHashValue {
-    types::MetadataHashValue { lower: stat.st_ino, upper: stat.st_dev }
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::new().chain_update(stat.st_dev.to_le_bytes()).chain_update(stat.st_ino.to_le_bytes()).finalize();
+    let half = |range: std::ops::Range<usize>| u64::from_le_bytes(digest[range].try_into().expect("8 bytes"));
+    types::MetadataHashValue { lower: half(0..8), upper: half(8..16) }
 }
 
 impl HostDirectoryEntryStream for FolderView<'_> {

@@ -37,6 +37,7 @@ use std::sync::{Arc, Mutex};
 use super::{CallFailure, CallQuota, CallState, Instance, Sandbox};
 use crate::bindings::PackPre;
 use crate::grants::Sight;
+use crate::grants::folders::PluginFolders;
 use crate::limits::Limits;
 
 /// The most spare instances a sandbox holds, across all its plugins.
@@ -61,7 +62,7 @@ pub struct PackInstances {
     quota: CallQuota,
     plugin: String,
     /// What its calls see of the machine.
-    sight: Arc<Sight>,
+    sight: Arc<PluginFolders>,
     /// This plugin's place on the sandbox's shelf.
     key: u64,
     /// Whether a task is building this plugin's spare now.
@@ -83,8 +84,9 @@ impl PackInstances {
         limits: Limits,
         quota: CallQuota,
         plugin: String,
-        sight: Arc<Sight>,
+        sight: Sight,
     ) -> Arc<PackInstances> {
+        let sight = sandbox.plugin_folders(sight);
         let key = NEXT_KEY.fetch_add(1, Ordering::Relaxed);
         Arc::new(PackInstances {
             sandbox,
@@ -111,7 +113,7 @@ impl PackInstances {
 
     /// What each call sees of the machine.
     pub fn sight(&self) -> &Sight {
-        &self.sight
+        self.sight.sight()
     }
 
     /// A fresh instance for one call, once the plugin's quota and then the

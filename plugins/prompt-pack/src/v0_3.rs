@@ -1,0 +1,206 @@
+//! Everything a pack targeting WIT 0.3 needs: `use prompt_pack::v0_3::*;`.
+//! The same types and helpers as 0.2, except that prompts and their
+//! arguments are 0.3's, which may declare a **kind** the host checks before
+//! the pack runs, and that the pack says what it asks to see of the
+//! machine ([`PackInfo::folder`], [`PackInfo::env`]), which the operator
+//! may grant.
+//!
+//! Each kind is one call on an argument:
+//!
+//! ```
+//! use prompt_pack::v0_3::*;
+//!
+//! let tone = optional("tone", "How it should sound").choice(["formal", "casual"]).default("formal");
+//! let count = required("count", "How many").integer(Some(1), Some(10)).example("3");
+//! let source = required("fileUri", "The file").uri(["file"]);
+//! assert_eq!(tone.kind, Some(ArgumentKind::Choice(vec!["formal".into(), "casual".into()])));
+//! assert_eq!(count.kind, Some(ArgumentKind::Integer(IntegerKind { min: Some(1), max: Some(10) })));
+//! assert_eq!(source.kind, Some(ArgumentKind::Uri(UriKind { schemes: vec!["file".into()] })));
+//! ```
+//!
+//! The host refuses a value that is not of its argument's kind with
+//! -32602, and the pack is not called; it fills in defaults; it answers
+//! completions of choices and booleans itself, so `complete` sees only the
+//! other arguments. A pack reads a granted folder `/logs` with
+//! `std::fs`; `std::fs::metadata("/logs")` fails (`PermissionDenied`)
+//! without failing the call when the operator did not grant it, so a pack
+//! can do without; any read beneath a folder not granted fails the call,
+//! naming the config key that would grant it.
+
+pub use crate::*;
+
+pub use crate::bindings_v0_3::exports::prompt_host::prompts::prompt_provider::{
+    ArgumentKind, Guest, IntegerKind, NumberKind, PackInfo, Prompt, PromptArgument, TextKind, UriKind, WantedFolder, Wants,
+};
+
+/// Exports a type implementing the 0.3 [`Guest`] as the pack's
+/// `prompt-provider`, WIT 0.3.
+pub use crate::bindings_v0_3::export_pack_v0_3 as export_pack;
+
+/// Declares a prompt with a description and no arguments yet.
+pub fn prompt(name: &str, description: &str) -> Prompt {
+    Prompt {
+        name: name.to_string(),
+        title: None,
+        description: Some(description.to_string()),
+        arguments: Vec::new(),
+        icons: Vec::new(),
+    }
+}
+
+impl Prompt {
+    /// Sets the human-readable title.
+    pub fn title(mut self, title: &str) -> Self {
+        self.title = Some(title.to_string());
+        self
+    }
+
+    /// Adds an argument, after the ones already declared.
+    pub fn argument(mut self, argument: PromptArgument) -> Self {
+        self.arguments.push(argument);
+        self
+    }
+
+    /// Adds an icon.
+    pub fn icon(mut self, icon: Icon) -> Self {
+        self.icons.push(icon);
+        self
+    }
+}
+
+/// Declares an argument a client must pass, of any text until a kind is set.
+pub fn required(name: &str, description: &str) -> PromptArgument {
+    PromptArgument {
+        name: name.to_string(),
+        title: None,
+        description: Some(description.to_string()),
+        required: true,
+        kind: None,
+        default: None,
+        examples: Vec::new(),
+    }
+}
+
+/// Declares an argument a client may leave out.
+pub fn optional(name: &str, description: &str) -> PromptArgument {
+    PromptArgument { required: false, ..required(name, description) }
+}
+
+impl PromptArgument {
+    /// Sets the human-readable title.
+    pub fn title(mut self, title: &str) -> Self {
+        self.title = Some(title.to_string());
+        self
+    }
+
+    /// One of these choices, exactly (the host completes them).
+    pub fn choice<S: Into<String>>(mut self, choices: impl IntoIterator<Item = S>) -> Self {
+        self.kind = Some(ArgumentKind::Choice(choices.into_iter().map(Into::into).collect()));
+        self
+    }
+
+    /// `true` or `false` (the host completes it).
+    pub fn boolean(mut self) -> Self {
+        self.kind = Some(ArgumentKind::Boolean);
+        self
+    }
+
+    /// A whole number, within these bounds (each inclusive, none for no bound).
+    pub fn integer(mut self, min: Option<i64>, max: Option<i64>) -> Self {
+        self.kind = Some(ArgumentKind::Integer(IntegerKind { min, max }));
+        self
+    }
+
+    /// A number, within these bounds (each inclusive and finite).
+    pub fn number(mut self, min: Option<f64>, max: Option<f64>) -> Self {
+        self.kind = Some(ArgumentKind::Number(NumberKind { min, max }));
+        self
+    }
+
+    /// Text of at most `max_length` characters, matching `pattern` whole
+    /// (Rust `regex` syntax), each optional.
+    pub fn text(mut self, max_length: Option<u32>, pattern: Option<&str>) -> Self {
+        self.kind = Some(ArgumentKind::Text(TextKind { max_length, pattern: pattern.map(str::to_string) }));
+        self
+    }
+
+    /// An absolute URI of one of these schemes (none given: any scheme).
+    pub fn uri<S: Into<String>>(mut self, schemes: impl IntoIterator<Item = S>) -> Self {
+        self.kind = Some(ArgumentKind::Uri(UriKind { schemes: schemes.into_iter().map(Into::into).collect() }));
+        self
+    }
+
+    /// The value the host passes when the client gives none (of the
+    /// argument's kind): the argument is then never missing.
+    pub fn default(mut self, value: &str) -> Self {
+        self.default = Some(value.to_string());
+        self
+    }
+
+    /// An example value, shown to clients in the argument's schema.
+    pub fn example(mut self, value: &str) -> Self {
+        self.examples.push(value.to_string());
+        self
+    }
+}
+
+impl From<crate::PackInfo> for PackInfo {
+    /// A 0.2 pack info (such as [`cargo_pack_info!`](crate::cargo_pack_info)
+    /// makes) that asks to see nothing.
+    fn from(info: crate::PackInfo) -> Self {
+        PackInfo {
+            name: info.name,
+            version: info.version,
+            description: info.description,
+            authors: info.authors,
+            license: info.license,
+            homepage: info.homepage,
+            repository: info.repository,
+            wants: Wants { folders: Vec::new(), origins: Vec::new(), env: Vec::new() },
+        }
+    }
+}
+
+impl PackInfo {
+    /// Asks to read a folder, which the pack then reads as `/<name>` if
+    /// the operator grants it (`[plugins.PACK.grants.folders]`), saying why.
+    pub fn folder(mut self, name: &str, why: &str) -> Self {
+        self.wants.folders.push(WantedFolder { name: name.to_string(), description: Some(why.to_string()) });
+        self
+    }
+
+    /// Asks to read the environment value `name` (`std::env::var`), if
+    /// the operator grants it (`[plugins.PACK.grants.env]`).
+    pub fn env(mut self, name: &str) -> Self {
+        self.wants.env.push(name.to_string());
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pack_info_asks_for_folders_and_values_in_one_line_each() {
+        let info = PackInfo::from(crate::PackInfo::from_cargo("acme", "1.0.0", "", "", "", "", ""))
+            .folder("logs", "recent log lines")
+            .env("API_TOKEN");
+        assert_eq!(info.wants.folders, [WantedFolder { name: "logs".into(), description: Some("recent log lines".into()) }]);
+        assert_eq!(info.wants.env, ["API_TOKEN"]);
+        assert_eq!((info.name.as_str(), info.version.as_str()), ("acme", "1.0.0"));
+    }
+
+    #[test]
+    fn kinds_defaults_and_examples_are_declared_on_the_argument() {
+        let flag = optional("verbose", "Say more").boolean().default("false");
+        assert_eq!((&flag.kind, &flag.default, flag.required), (&Some(ArgumentKind::Boolean), &Some("false".into()), false));
+        let title = required("title", "A title").text(Some(20), Some("[A-Za-z ]+")).example("Weekly");
+        assert_eq!(title.kind, Some(ArgumentKind::Text(TextKind { max_length: Some(20), pattern: Some("[A-Za-z ]+".into()) })));
+        assert_eq!(title.examples, ["Weekly"]);
+        let ratio = optional("ratio", "A share").number(Some(0.0), Some(1.0));
+        assert_eq!(ratio.kind, Some(ArgumentKind::Number(NumberKind { min: Some(0.0), max: Some(1.0) })));
+        let p = prompt("report", "Reports").title("Report").argument(flag);
+        assert_eq!((p.title.as_deref(), p.arguments.len()), (Some("Report"), 1));
+    }
+}
