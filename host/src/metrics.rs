@@ -27,6 +27,9 @@ use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 
 use arc_swap::ArcSwap;
+
+use crate::grants::IoUsage;
+use crate::sandbox::CallUsage;
 use prometheus::{
     Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry, TextEncoder,
 };
@@ -91,7 +94,26 @@ struct PluginSeries {
     seconds: [OnceLock<Histogram>; METHODS.len()],
     fuel: OnceLock<Histogram>,
     peak_memory: OnceLock<Histogram>,
+    /// What its calls did with their grants, in the order of [`GRANTED`].
+    granted: [OnceLock<IntCounter>; 4],
 }
+
+/// The per-plugin counters of what calls did with the folders they were
+/// granted: name, help, and which part of a call's [`IoUsage`] each counts.
+const GRANTED: [(&str, &str, fn(&IoUsage) -> u64); 4] = [
+    ("prompt_host_plugin_granted_files_opened_total", "Files and folders calls opened in the plugin's granted folders.", |io| {
+        io.files_opened
+    }),
+    ("prompt_host_plugin_granted_read_bytes_total", "Bytes calls read from the plugin's granted folders.", |io| io.read_bytes),
+    ("prompt_host_plugin_granted_dir_entries_total", "Directory entries calls listed in the plugin's granted folders.", |io| {
+        io.dir_entries
+    }),
+    (
+        "prompt_host_plugin_granted_denials_total",
+        "Uses of granted folders refused: a path out of a folder, a FIFO, socket or device, a write, a folder not granted.",
+        |io| io.denials,
+    ),
+];
 
 /// Every metric the host serves.
 pub struct Metrics {
@@ -100,6 +122,7 @@ pub struct Metrics {
     call_seconds: HistogramVec,
     call_fuel: HistogramVec,
     call_peak_memory: HistogramVec,
+    granted: [IntCounterVec; 4],
     loads: IntCounterVec,
     load_failures: IntCounterVec,
     spare_failures: IntCounterVec,
@@ -160,6 +183,7 @@ impl Metrics {
                 "The size one call's largest linear memory reached, in bytes.",
                 MEMORY_BUCKETS,
             ),
+            granted: GRANTED.map(|(name, help, _)| counter(name, help, &["plugin"])),
             loads: counter("prompt_host_plugin_loads_total", "Successful loads of a plugin (at start and at each change).", &["plugin"]),
             load_failures: counter("prompt_host_plugin_load_failures_total", "Loads of a plugin that failed.", &["plugin"]),
             spare_failures: counter(
@@ -284,13 +308,20 @@ fn record_call(metrics: &Metrics, plugin: &str, method: Method, outcome: &'stati
 }
 
 /// Records what one call into plugin `plugin` cost (every call, whatever its
-/// method and outcome).
-pub fn call_usage(plugin: &str, fuel: u64, peak_memory_bytes: usize) {
+/// method and outcome). What it did with its grants makes series only for
+/// a plugin whose calls used some.
+pub fn call_usage(plugin: &str, usage: &CallUsage) {
     if let Some(metrics) = METRICS.get() {
         metrics.with_series(plugin, |series| {
-            series.fuel.get_or_init(|| metrics.call_fuel.with_label_values(&[plugin])).observe(fuel as f64);
+            series.fuel.get_or_init(|| metrics.call_fuel.with_label_values(&[plugin])).observe(usage.fuel as f64);
             let peak_memory = series.peak_memory.get_or_init(|| metrics.call_peak_memory.with_label_values(&[plugin]));
-            peak_memory.observe(peak_memory_bytes as f64);
+            peak_memory.observe(usage.peak_memory_bytes as f64);
+            for (index, (_, _, part)) in GRANTED.iter().enumerate() {
+                let amount = part(&usage.io);
+                if amount > 0 {
+                    series.granted[index].get_or_init(|| metrics.granted[index].with_label_values(&[plugin])).inc_by(amount);
+                }
+            }
         });
     }
 }

@@ -47,8 +47,8 @@ struct Telemetry;
 
 impl CallObserver for Telemetry {
     fn call_finished(&self, plugin: &str, usage: &CallUsage) {
-        crate::metrics::call_usage(plugin, usage.fuel, usage.peak_memory_bytes);
-        crate::traces::call_usage(usage.fuel, usage.peak_memory_bytes);
+        crate::metrics::call_usage(plugin, usage);
+        crate::traces::call_usage(usage);
     }
 
     fn spare_failed(&self, plugin: &str) {

@@ -266,14 +266,22 @@ impl PluginCallSpan {
 
 /// Records what a call into a pack cost on the current span (the call's,
 /// see [`PluginCallSpan::within`]); outside one, nothing.
-pub fn call_usage(fuel: u64, peak_memory_bytes: usize) {
+pub fn call_usage(usage: &crate::sandbox::CallUsage) {
     if TRACER.get().is_none() {
         return;
     }
     Context::map_current(|context| {
         let span = context.span();
-        span.set_attribute(KeyValue::new("prompt_host.plugin.fuel_used", fuel as i64));
-        span.set_attribute(KeyValue::new("prompt_host.plugin.peak_memory_bytes", peak_memory_bytes as i64));
+        span.set_attribute(KeyValue::new("prompt_host.plugin.fuel_used", usage.fuel as i64));
+        span.set_attribute(KeyValue::new("prompt_host.plugin.peak_memory_bytes", usage.peak_memory_bytes as i64));
+        // What it did with its grants, on the spans of calls that used any.
+        let io = &usage.io;
+        if *io != crate::grants::IoUsage::default() {
+            span.set_attribute(KeyValue::new("prompt_host.plugin.granted.files_opened", io.files_opened as i64));
+            span.set_attribute(KeyValue::new("prompt_host.plugin.granted.read_bytes", io.read_bytes as i64));
+            span.set_attribute(KeyValue::new("prompt_host.plugin.granted.dir_entries", io.dir_entries as i64));
+            span.set_attribute(KeyValue::new("prompt_host.plugin.granted.denials", io.denials as i64));
+        }
     });
 }
 

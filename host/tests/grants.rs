@@ -61,6 +61,12 @@ impl Site {
     fn serve(&self) -> Server {
         Server::start(&["--config", self.path("config.toml").to_str().unwrap()])
     }
+
+    fn serve_with_metrics(&self) -> (Server, std::net::SocketAddr) {
+        let server = Server::start(&["--config", self.path("config.toml").to_str().unwrap(), "--metrics", "127.0.0.1:0"]);
+        let address = support::metrics_address_in(&server.wait_for_stderr(support::METRICS_SERVED));
+        (server, address)
+    }
 }
 
 fn ask(server: &mut Server, prompt: &str, arguments: Value) -> String {
@@ -189,7 +195,12 @@ fn a_budget_overrun_fails_the_call_naming_the_budget_and_the_host_serves_on() {
     // Exactly the budget is allowed.
     std::fs::write(site.path("project/full"), vec![b'x'; 64 << 10]).unwrap();
     assert_eq!(&read(&mut server, "/project/full")[..20], "read 65536 bytes: xx");
+    // The folder's root counts as one: 31 files and it are exactly the budget of 32; one more is not.
     assert_eq!(ask(&mut server, "open-many", json!({ "path": "/project/main.py", "count": "31" })), "opened 31");
+    assert_eq!(
+        failure(&mut server, "open-many", json!({ "path": "/project/main.py", "count": "32" })),
+        budget("32 files opened", "grant_files_opened", 32)
+    );
     assert_eq!(read(&mut server, "/project/main.py"), "read 12 bytes: print('hi')\n");
 }
 
@@ -372,4 +383,81 @@ fn analyze_project_embeds_the_granted_logs_and_code_file() {
     );
     assert_eq!(outside["code"], -32602, "{outside}");
     assert!(outside["message"].as_str().unwrap().contains("names no file in the project folder"), "{outside}");
+}
+
+/// What calls do with their grants is counted per plugin: files opened
+/// (a folder's root once per call, then each file), bytes read, entries
+/// listed and uses refused; a plugin that uses no grant gets no series.
+#[test]
+fn what_calls_do_with_their_grants_is_counted_per_plugin() {
+    let site = Site::new("");
+    let (mut server, address) = site.serve_with_metrics();
+    assert_eq!(read(&mut server, "/project/main.py"), "read 12 bytes: print('hi')\n");
+    assert_eq!(read(&mut server, "/project/link_out"), "error PermissionDenied: Operation not permitted (os error 63)");
+    assert_eq!(ask(&mut server, "list", json!({ "path": "/project/sub" })), "1 entries: inside.txt");
+    assert_eq!(ask(&mut server, "other-env", json!({ "name": "GREETING" })), "GREETING is not set");
+    let (status, response) = support::http_exchange(address, "GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+    assert_eq!(status, 200);
+    let series =
+        |name: &str| response.lines().find(|line| line.starts_with(&format!("{name}{{plugin=\"grants_probe\"}} "))).map(str::to_string);
+    // Three calls, each opening /project once; then main.py, the refused
+    // link_out (an attempt counts: a pack looping on refusals is bounded
+    // too), and sub/ and its listing.
+    assert_eq!(
+        series("prompt_host_plugin_granted_files_opened_total").as_deref(),
+        Some("prompt_host_plugin_granted_files_opened_total{plugin=\"grants_probe\"} 7")
+    );
+    assert_eq!(
+        series("prompt_host_plugin_granted_read_bytes_total").as_deref(),
+        Some("prompt_host_plugin_granted_read_bytes_total{plugin=\"grants_probe\"} 12")
+    );
+    assert_eq!(
+        series("prompt_host_plugin_granted_dir_entries_total").as_deref(),
+        Some("prompt_host_plugin_granted_dir_entries_total{plugin=\"grants_probe\"} 1")
+    );
+    // The refused link_out, and each call's start, which tries /logs before its call begins.
+    assert_eq!(
+        series("prompt_host_plugin_granted_denials_total").as_deref(),
+        Some("prompt_host_plugin_granted_denials_total{plugin=\"grants_probe\"} 4")
+    );
+    assert!(!response.contains("granted_files_opened_total{plugin=\"other_probe\"}"), "{response}");
+}
+
+/// 64 calls at once, each holding 200 files open: the pack's quota runs 16
+/// of them at a time, and its share of the granted descriptors (a quarter
+/// of the sandbox's) refuses the opens past it with `busy`; every call is
+/// answered, and every descriptor is closed afterwards.
+#[test]
+fn sixty_four_calls_at_once_stay_within_the_packs_share_of_descriptors() {
+    let site = Site::new("");
+    let mut server = site.serve();
+    let pid = server.pid();
+    let descriptors = || std::fs::read_dir(format!("/proc/{pid}/fd")).unwrap().count();
+    assert_eq!(read(&mut server, "/project/main.py"), "read 12 bytes: print('hi')\n");
+    let before = descriptors();
+    let calls: Vec<u64> = (0..64)
+        .map(|_| {
+            server.send_request("prompts/get", json!({ "name": "open-many", "arguments": { "path": "/project/main.py", "count": "200" } }))
+        })
+        .collect();
+    let mut busy = 0;
+    for call in calls {
+        let response = server.response(call);
+        let text = response["result"]["messages"][0]["content"]["text"].as_str().unwrap_or_else(|| panic!("{response}")).to_string();
+        if text == "opened 200" {
+            continue;
+        }
+        let (opened, error) = text.strip_prefix("opened ").and_then(|rest| rest.split_once(", then ")).unwrap_or_else(|| panic!("{text}"));
+        assert!(opened.parse::<usize>().unwrap() < 200, "{text}");
+        assert_eq!(error, "error ResourceBusy: Resource busy (os error 10)");
+        busy += 1;
+    }
+    assert!(busy > 0, "16 calls of 201 descriptors each fit in the pack's share");
+    // Every descriptor a call held is closed once it is answered (spares hold none).
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while descriptors() > before && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(descriptors(), before);
+    assert_eq!(read(&mut server, "/project/main.py"), "read 12 bytes: print('hi')\n");
 }
