@@ -98,9 +98,13 @@ struct PluginSeries {
     granted: [OnceLock<IntCounter>; 4],
 }
 
+/// One per-plugin counter of what calls did with their grants: its name,
+/// its help, and which part of a call's [`IoUsage`] it counts.
+type GrantedCounter = (&'static str, &'static str, fn(&IoUsage) -> u64);
+
 /// The per-plugin counters of what calls did with the folders they were
-/// granted: name, help, and which part of a call's [`IoUsage`] each counts.
-const GRANTED: [(&str, &str, fn(&IoUsage) -> u64); 4] = [
+/// granted.
+const GRANTED: [GrantedCounter; 4] = [
     ("prompt_host_plugin_granted_files_opened_total", "Files and folders calls opened in the plugin's granted folders.", |io| {
         io.files_opened
     }),
