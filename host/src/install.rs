@@ -492,7 +492,7 @@ impl<'a> Installation<'a> {
         for locked in &lockfile.packs {
             let state = self.file_state(locked).await;
             let file = self.plugin_file(&locked.name);
-            let prompts = if state == FileState::Missing { None } else { self.prompt_count(&file).await };
+            let (prompts, granted) = if state == FileState::Missing { (None, Vec::new()) } else { self.served(&file).await };
             let tag = PackReference::parse(&locked.reference).ok().and_then(|reference| reference.tag().map(str::to_string));
             listed.push(Listed {
                 name: locked.name.clone(),
@@ -502,6 +502,7 @@ impl<'a> Installation<'a> {
                 sha256: Some(locked.sha256.clone()),
                 signer: Some(locked.signer.clone()),
                 prompts,
+                granted,
                 state,
             });
         }
@@ -512,6 +513,7 @@ impl<'a> Installation<'a> {
             if lockfile.get(&name).is_some() {
                 continue;
             }
+            let (prompts, granted) = self.served(&file).await;
             listed.push(Listed {
                 name,
                 source: file.display().to_string(),
@@ -519,7 +521,8 @@ impl<'a> Installation<'a> {
                 digest: None,
                 sha256: files::read(&file, self.config.registry.max_pack_bytes).ok().map(|bytes| loader::digest(&bytes)),
                 signer: None,
-                prompts: self.prompt_count(&file).await,
+                prompts,
+                granted,
                 state: FileState::NotLocked,
             });
         }
@@ -694,13 +697,19 @@ impl<'a> Installation<'a> {
         .expect("reading a plugin file does not panic")
     }
 
-    /// How many prompts the plugin file serves, loaded as the server would;
-    /// `None` if it does not load.
-    async fn prompt_count(&self, file: &Path) -> Option<usize> {
-        let source = PluginSource::read_off_runtime(file, self.config.registry.max_pack_bytes).await.ok()?;
-        let settings = self.config.plugin_settings(&source.id);
-        let loader = startup::loader_for_one(&source, &settings, self.config).ok()?;
-        loader.load(source, settings).await.ok().map(|plugin| plugin.prompts().len())
+    /// How many prompts the plugin file serves, loaded as the server would
+    /// (`None` if it does not load), and what its calls are granted to see.
+    async fn served(&self, file: &Path) -> (Option<usize>, Vec<String>) {
+        let loaded = async {
+            let source = PluginSource::read_off_runtime(file, self.config.registry.max_pack_bytes).await.ok()?;
+            let settings = self.config.plugin_settings(&source.id);
+            let loader = startup::loader_for_one(&source, &settings, self.config).ok()?;
+            loader.load(source, settings).await.ok()
+        };
+        match loaded.await {
+            Some(plugin) => (Some(plugin.prompts().len()), plugin.sight().given()),
+            None => (None, Vec::new()),
+        }
     }
 }
 
@@ -763,6 +772,9 @@ pub struct Listed {
     pub signer: Option<String>,
     /// The prompts it serves; `None` when it does not load.
     pub prompts: Option<usize>,
+    /// What its calls are granted to see (never a value itself).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub granted: Vec<String>,
     pub state: FileState,
 }
 

@@ -252,6 +252,24 @@ fn values_reach_only_the_pack_that_asked_and_was_granted_and_nothing_shows_them(
         site.path("logs").display()
     );
     assert!(report.contains(&granted), "{report}");
+    // `list` shows what each plugin is granted, and no value.
+    let listed = std::process::Command::new(env!("CARGO_BIN_EXE_prompt-host"))
+        .args(["list", "--config", site.path("config.toml").to_str().unwrap()])
+        .output()
+        .unwrap();
+    let listed = String::from_utf8(listed.stdout).unwrap();
+    let probe = listed.lines().find(|line| line.starts_with("grants_probe\t")).unwrap_or_else(|| panic!("{listed}"));
+    assert!(
+        probe.ends_with(&format!(
+            "\tgranted: folder project = {} (read-only), folder logs = {} (read-only), value GREETING, value API_TOKEN",
+            site.path("project").display(),
+            site.path("logs").display()
+        )),
+        "{probe}"
+    );
+    assert!(!listed.contains(SECRET));
+    let other = listed.lines().find(|line| line.starts_with("other_probe\t")).unwrap_or_else(|| panic!("{listed}"));
+    assert!(!other.contains("granted"), "{other}");
 }
 
 #[test]

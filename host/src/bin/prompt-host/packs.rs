@@ -222,7 +222,7 @@ fn line(pack: &Listed) -> String {
     let or_dash = |value: &Option<String>| value.clone().unwrap_or_else(|| "-".into());
     let prompts =
         pack.prompts.map_or_else(|| "does not load".to_string(), |count| format!("{count} prompt{}", if count == 1 { "" } else { "s" }));
-    format!(
+    let line = format!(
         "{}\t{}\t{}\t{}\t{}\t{}\t{}",
         pack.name,
         pack.source,
@@ -231,7 +231,11 @@ fn line(pack: &Listed) -> String {
         or_dash(&pack.signer),
         prompts,
         pack.state
-    )
+    );
+    match pack.granted.is_empty() {
+        true => line,
+        false => format!("{line}\tgranted: {}", pack.granted.join(", ")),
+    }
 }
 
 /// For `serve`: installs the packs the config names by source, before the
