@@ -29,7 +29,7 @@ type Section = fn(&Setup, usize, &mut Report) -> anyhow::Result<()>;
 
 /// The sections, by the names `--only` takes, in the order a full run
 /// measures them.
-const SECTIONS: [(&str, Section); 13] = [
+const SECTIONS: [(&str, Section); 14] = [
     ("stdio", |setup, rounds, report| stdio_get(setup, rounds, report)),
     ("sandbox", |setup, _, report| sandbox_alone(setup, report)),
     ("http", |setup, rounds, report| http_get(setup, rounds, report)),
@@ -43,6 +43,7 @@ const SECTIONS: [(&str, Section); 13] = [
     ("idle", |setup, _, report| idle_wakeups(setup, report)),
     ("copy", |setup, _, report| copy_budget_memory(setup, report)),
     ("metrics", |setup, rounds, report| metrics_overhead(setup, rounds, report)),
+    ("grants", |setup, rounds, report| granted_calls(setup, rounds, report)),
 ];
 
 fn usage() -> String {
@@ -276,13 +277,19 @@ impl StdioServer {
     /// `total` prompts/get of code_review with `in_flight` outstanding,
     /// written as `writes` says.
     fn load(&mut self, total: u64, in_flight: u64, writes: Writes) -> anyhow::Result<Load> {
+        self.load_prompt(total, in_flight, writes, &Asked::code_review())
+    }
+
+    /// [`StdioServer::load`] of the prompt `asked` names, each answer
+    /// checked to hold what it expects.
+    fn load_prompt(&mut self, total: u64, in_flight: u64, writes: Writes, asked: &Asked) -> anyhow::Result<Load> {
         let first = self.next_id;
         let mut sent_at: HashMap<u64, Instant> = HashMap::with_capacity(in_flight as usize);
         let mut latencies = Vec::with_capacity(total as usize);
         let started = Instant::now();
         let mut sent = 0;
         while sent < in_flight.min(total) {
-            self.send_get(first + sent, &mut sent_at)?;
+            self.send_get(first + sent, &mut sent_at, asked)?;
             if writes == Writes::PerMessage {
                 self.stdin.flush()?;
             }
@@ -292,11 +299,11 @@ impl StdioServer {
         while (latencies.len() as u64) < total {
             let line = self.read_line()?;
             let Some(id) = response_id(&line) else { continue };
-            ensure!(line.contains(EXPECTED_TEXT_JSON), "request {id} was answered {line}");
+            ensure!(line.contains(asked.expected), "request {id} was answered {line}");
             let at = sent_at.remove(&id).context("a response to no request")?;
             latencies.push(at.elapsed());
             if sent < total {
-                self.send_get(first + sent, &mut sent_at)?;
+                self.send_get(first + sent, &mut sent_at, asked)?;
                 sent += 1;
             }
             match writes {
@@ -310,17 +317,32 @@ impl StdioServer {
         Ok(Load::new(started.elapsed(), latencies))
     }
 
-    fn send_get(&mut self, id: u64, sent_at: &mut HashMap<u64, Instant>) -> anyhow::Result<()> {
+    fn send_get(&mut self, id: u64, sent_at: &mut HashMap<u64, Instant>, asked: &Asked) -> anyhow::Result<()> {
         sent_at.insert(id, Instant::now());
         let request = json!({
             "jsonrpc": "2.0", "id": id, "method": "prompts/get",
-            "params": { "name": "code_review", "arguments": { "code": CODE } }
+            "params": { "name": asked.prompt, "arguments": asked.arguments }
         });
         self.send(&request.to_string())
     }
 
     fn pid(&self) -> u32 {
         self.child.id()
+    }
+}
+
+/// A prompt the driver asks for, and what each answer must hold (as
+/// serialized JSON).
+struct Asked {
+    prompt: &'static str,
+    arguments: Value,
+    expected: &'static str,
+}
+
+impl Asked {
+    /// `code_review`, as every section but `grants` asks for it.
+    fn code_review() -> Asked {
+        Asked { prompt: "code_review", arguments: json!({ "code": CODE }), expected: EXPECTED_TEXT_JSON }
     }
 }
 
@@ -1028,6 +1050,45 @@ fn other_languages(setup: &Setup, report: &mut Report) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// What a grant costs a call: the fixture `grants_probe` over stdio, 1 in
+/// flight, raw driver, one message per write, the three alternated in each
+/// round: granted a folder and reading one 4 KiB file from it; granted it
+/// and reading nothing (its `env` prompt); and served with no grants,
+/// reading nothing.
+fn granted_calls(setup: &Setup, rounds: usize, report: &mut Report) -> anyhow::Result<()> {
+    let dir = setup.plugin_dir("grants", &["grants_probe"])?;
+    let project = setup.dir("grants-project")?;
+    std::fs::write(project.join("page.txt"), "x".repeat(4096))?;
+    let granted = setup.work.path().join("granted.toml");
+    std::fs::write(&granted, format!("[plugins.grants_probe.grants.folders]\nproject = {:?}\n", project.display().to_string()))?;
+    let none = setup.work.path().join("none.toml");
+    std::fs::write(&none, "")?;
+    let cache = setup.work.path().join("grants-cache");
+    let read = || Asked { prompt: "read", arguments: json!({ "path": "/project/page.txt" }), expected: "read 4096 bytes: xxxx" };
+    let nothing = || Asked { prompt: "env", arguments: json!({ "name": "GREETING" }), expected: "GREETING is not set" };
+    let cases: [(&str, &Path, Asked); 3] = [
+        ("granted a folder, reading one 4 KiB file from it", &granted, read()),
+        ("granted a folder, reading nothing", &granted, nothing()),
+        ("granted nothing, reading nothing", &none, nothing()),
+    ];
+    let mut loads: Vec<Vec<Load>> = vec![Vec::new(); cases.len()];
+    for _ in 0..rounds {
+        for (index, (_, config, asked)) in cases.iter().enumerate() {
+            let mut server = StdioServer::start(&setup.bin("prompt-host"), &host_args(config, &dir, &cache))?;
+            server.load_prompt(200, 1, Writes::PerMessage, asked)?;
+            loads[index].push(server.load_prompt(2000, 1, Writes::PerMessage, asked)?);
+        }
+    }
+    for ((what, _, _), loads) in cases.iter().zip(&loads) {
+        let load = Load::median(loads);
+        report.facts.push((
+            format!("grants_probe over stdio, {what}: 1 in flight, 2000 requests, raw driver (median of {rounds} rounds): req/s, p50, p99"),
+            format!("{:.0}, {}, {}", load.per_second, micros(load.p50), micros(load.p99)),
+        ));
+    }
+    Ok(())
+}
+
 fn file_to_list_changed(setup: &Setup, report: &mut Report) -> anyhow::Result<()> {
     let dir = setup.plugin_dir("landing", &["code_review"])?;
     let cache = setup.dir("landing-cache")?;
@@ -1091,7 +1152,7 @@ fn tail_under_spinners(setup: &Setup, spinners: u64, report: &mut Report) -> any
     while Instant::now() < until {
         id += 1;
         let mut sent_at = HashMap::new();
-        server.send_get(id, &mut sent_at)?;
+        server.send_get(id, &mut sent_at, &Asked::code_review())?;
         server.stdin.flush()?;
         loop {
             let line = server.read_line()?;
