@@ -63,6 +63,28 @@ async def test_an_image_prompt_carries_the_packs_png(client):
 
 
 @pytest.mark.anyio
+async def test_typed_arguments_reach_the_client_as_a_json_schema_in_meta(client):
+    # The bundled analyze-project declares typed arguments (WIT 0.3).
+    prompts, cursor = [], None
+    while True:
+        page = await client.list_prompts(cursor=cursor)
+        prompts.extend(page.prompts)
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    analyze = next(prompt for prompt in prompts if prompt.name == "analyze-project")
+    assert analyze.meta["prompt-host/arguments"] == {
+        "type": "object",
+        "properties": {
+            "timeframe": {"type": "string", "enum": ["15m", "1h", "6h", "24h", "7d"]},
+            "fileUri": {"type": "string", "format": "uri", "pattern": "^(?:file):", "examples": ["file:///src/app.py"]},
+        },
+        "required": ["timeframe", "fileUri"],
+    }
+    assert analyze.arguments[0].description == "Time period to analyze logs (one of: 15m, 1h, 6h, 24h, 7d)"
+
+
+@pytest.mark.anyio
 async def test_an_embedded_resource_arrives_whole(client):
     result = await client.get_prompt("analyze-project", {"timeframe": "7d", "fileUri": "file:///srv/app.py"})
     embedded = result.messages[3].content

@@ -65,6 +65,29 @@ test("an image prompt carries the pack's PNG, base64-encoded", async () => {
   ]);
 });
 
+// The bundled analyze-project declares typed arguments (WIT 0.3): the SDK
+// client reads their JSON Schema in the prompt's _meta, and the hint in
+// each description.
+test("typed arguments reach the client as a JSON Schema in _meta", async () => {
+  const prompts = [];
+  let cursor;
+  do {
+    const page = await client.listPrompts(cursor ? { cursor } : {});
+    prompts.push(...page.prompts);
+    cursor = page.nextCursor;
+  } while (cursor);
+  const analyze = prompts.find((prompt) => prompt.name === "analyze-project");
+  assert.deepEqual(analyze._meta["prompt-host/arguments"], {
+    type: "object",
+    properties: {
+      timeframe: { type: "string", enum: ["15m", "1h", "6h", "24h", "7d"] },
+      fileUri: { type: "string", format: "uri", pattern: "^(?:file):", examples: ["file:///src/app.py"] },
+    },
+    required: ["timeframe", "fileUri"],
+  });
+  assert.equal(analyze.arguments[0].description, "Time period to analyze logs (one of: 15m, 1h, 6h, 24h, 7d)");
+});
+
 test("an embedded resource arrives whole", async () => {
   const result = await client.getPrompt({ name: "analyze-project", arguments: { timeframe: "24h", fileUri: "file:///app/main.py" } });
   assert.equal(result.messages.length, 4);
