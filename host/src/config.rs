@@ -538,23 +538,49 @@ struct ConfigFile {
 
 /// What is wrong in a config file's text, and where (line and column):
 /// never the line itself, which toml's own message quotes, and which may
-/// hold a granted secret.
+/// hold a granted secret. The key the line sets is named when it is a bare
+/// key; within a `grants` table (and on a line that names one), quoted
+/// parts of the message, which may be the value, are left out too, and no
+/// key is named (the line may be inside a multi-line secret).
 fn toml_error(text: &str, error: &toml::de::Error) -> String {
     let message = error.message().trim_end();
-    match error.span() {
-        Some(span) => {
-            let before = &text[..span.start.min(text.len())];
-            let line = before.matches('\n').count() + 1;
-            let column = before.rsplit('\n').next().map_or(0, |line| line.chars().count()) + 1;
-            // The key the line sets, if it sets one: what comes before its `=`.
-            let whole = text.lines().nth(line - 1).unwrap_or("");
-            match whole.split_once('=').map(|(key, _)| key.trim()).filter(|key| !key.is_empty() && !key.contains(['"', '\'', '{'])) {
-                Some(key) => format!("line {line}, column {column}, key {key}: {message}"),
-                None => format!("line {line}, column {column}: {message}"),
-            }
-        }
-        None => message.to_string(),
+    let Some(span) = error.span() else { return message.to_string() };
+    let before = text.get(..span.start).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |line| line.chars().count()) + 1;
+    let whole = text.lines().nth(line - 1).unwrap_or("");
+    let table = text.lines().take(line).filter(|line| line.trim_start().starts_with('[')).last().unwrap_or("");
+    if table.contains("grants") || whole.contains("grants") {
+        return format!("line {line}, column {column}: {} (in a grants table, values are not shown)", without_quoted(message));
     }
+    let key: String = whole.trim_start().chars().take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')).collect();
+    let sets = whole.trim_start()[key.len()..].trim_start().starts_with('=');
+    match key.is_empty() || !sets {
+        true => format!("line {line}, column {column}: {message}"),
+        false => format!("line {line}, column {column}, key {key}: {message}"),
+    }
+}
+
+/// `message` with whatever it quotes (`"..."`, `` `...` ``) left out.
+fn without_quoted(message: &str) -> String {
+    let mut out = String::new();
+    let mut quote = None;
+    for c in message.chars() {
+        match quote {
+            Some(open) if c == open => {
+                out.push('…');
+                out.push(c);
+                quote = None;
+            }
+            Some(_) => {}
+            None if c == '"' || c == '`' => {
+                out.push(c);
+                quote = Some(c);
+            }
+            None => out.push(c),
+        }
+    }
+    out
 }
 
 /// `value`, which `key` gives, must be at least 1.
@@ -674,10 +700,15 @@ mod tests {
             "[plugins.acme.grants.env]\nAPI_TOKEN = hunter2secret\n",
             "[plugins.acme.grants.env]\nAPI_TOKEN = { value = \"hunter2secret\" }\n",
             "[plugins.acme.grants.env]\nAPI_TOKEN = \"hunter2\"secret\"\n",
+            "[plugins.acme.grants]\nenv = \"API_TOKEN=hunter2secret\"\n",
+            "[plugins.acme.grants.env]\nAPI_TOKEN = 123456789012345678901234567890123456789012hunter2\n",
+            "[plugins.acme.grants.env]\nAPI_TOKEN: hunter2secret\n",
+            "[plugins.acme.grants.env]\nAPI_TOKEN = \"\"\"\nse=hunter2 \\q\n\"\"\"\n",
         ] {
             let error = ServeConfig::from_toml(text).unwrap_err();
             assert!(!error.contains("hunter2"), "{error}");
-            assert!(error.starts_with("line 2, column "), "{error}");
+            assert!(error.starts_with("line 2, column ") || error.starts_with("line 3, column "), "{error}");
+            assert!(error.ends_with("(in a grants table, values are not shown)"), "{error}");
         }
     }
 

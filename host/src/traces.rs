@@ -281,6 +281,7 @@ pub fn call_usage(usage: &crate::sandbox::CallUsage) {
             span.set_attribute(KeyValue::new("prompt_host.plugin.granted.read_bytes", io.read_bytes as i64));
             span.set_attribute(KeyValue::new("prompt_host.plugin.granted.dir_entries", io.dir_entries as i64));
             span.set_attribute(KeyValue::new("prompt_host.plugin.granted.denials", io.denials as i64));
+            span.set_attribute(KeyValue::new("prompt_host.plugin.granted.io_us", io.io_time.as_micros() as i64));
         }
     });
 }

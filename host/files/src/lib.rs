@@ -149,7 +149,6 @@ pub fn open_beneath<Fd: std::os::fd::AsFd>(
         (Beneath::Read, FileType::RegularFile) => OFlags::empty(),
         _ => return Err(io::Error::from(Errno::ACCESS)),
     };
-    drop(looked_at);
     let flags = flags | OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC | no_follow;
     let opened = resolve_beneath(dir, path, flags).map_err(|error| match error.raw_os_error() {
         // What opening a socket file answers (it was swapped in since).
@@ -157,10 +156,14 @@ pub fn open_beneath<Fd: std::os::fd::AsFd>(
         _ => error,
     })?;
     let stat = rustix::fs::fstat(&opened)?;
-    // Swapped for another file between the look and the open: refused.
-    if (stat.st_dev, stat.st_ino) != (seen.st_dev, seen.st_ino) {
+    // Swapped for another file between the look and the open: refused. The
+    // look is still open, so its inode cannot have been freed and its
+    // number given to the file swapped in.
+    let same = |stat: &rustix::fs::Stat| (stat.st_dev, stat.st_ino, FileType::from_raw_mode(stat.st_mode));
+    if same(&stat) != same(&seen) {
         return Err(io::Error::from(Errno::ACCESS));
     }
+    drop(looked_at);
     Ok((opened, stat))
 }
 

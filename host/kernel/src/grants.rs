@@ -209,7 +209,13 @@ impl Sight {
         let folders = self
             .folders
             .iter()
-            .filter_map(|folder| folder.path.as_ref().map(|path| format!("folder {} = {} (read-only)", folder.name, path.display())));
+            // The operator's path, escaped: a list's columns are tab-separated.
+            .filter_map(|folder| {
+                folder
+                    .path
+                    .as_ref()
+                    .map(|path| format!("folder {} = {} (read-only)", folder.name, path.display().to_string().escape_debug()))
+            });
         folders.chain(self.values.iter().map(|(name, _)| format!("value {name}"))).collect()
     }
 }

@@ -11,7 +11,9 @@
 //! - `env` (`name`): `NAME=VALUE` or `NAME is not set`;
 //! - `read-many` (`path`, `times`): reads the file that many times, and
 //!   answers the distinct contents it saw (for a file swapped while read);
-//! - `open-many` (`path`, `count`): opens the file that many times at once;
+//! - `open-many` (`path`, `count`, and `hold_ms`, undeclared): opens the file
+//!   that many times at once, and holds them until `hold_ms` after the call
+//!   began;
 //! - `stat` (`path`): what the file is, without following a final symlink.
 //!
 //! Its start reads `/logs` (it must see nothing then: a spare made ahead of
@@ -124,15 +126,25 @@ fn read_many(path: &str, times: usize) -> String {
     format!("read {times} times; saw: {}", seen.into_iter().collect::<Vec<_>>().join(" | "))
 }
 
-fn open_many(path: &str, count: usize) -> String {
+/// Opens the file `count` times, and keeps them all open until `hold_ms`
+/// after the call began (so that calls running at once hold theirs at once).
+fn open_many(path: &str, count: usize, hold_ms: u64) -> String {
+    let began = std::time::Instant::now();
     let mut open = Vec::new();
+    let mut outcome = None;
     for _ in 0..count {
         match std::fs::File::open(path) {
             Ok(file) => open.push(file),
-            Err(error) => return format!("opened {}, then {}", open.len(), failed(error)),
+            Err(error) => {
+                outcome = Some(format!("opened {}, then {}", open.len(), failed(error)));
+                break;
+            }
         }
     }
-    format!("opened {}", open.len())
+    while began.elapsed() < std::time::Duration::from_millis(hold_ms) {
+        std::hint::spin_loop();
+    }
+    outcome.unwrap_or_else(|| format!("opened {}", open.len()))
 }
 
 fn stat(path: &str) -> String {
@@ -199,7 +211,7 @@ impl Guest for GrantsProbe {
                 std::env::var(name).map_or_else(|_| format!("{name} is not set"), |value| format!("{name}={value}"))
             }
             "read-many" => read_many(path, number("times")),
-            "open-many" => open_many(path, number("count")),
+            "open-many" => open_many(path, number("count"), number("hold_ms") as u64),
             "stat" => stat(path),
             "start" => format!("the start saw /logs: {}", START_SAW_LOGS.load(Ordering::Relaxed)),
             _ => return Err(PromptError::NotFound),

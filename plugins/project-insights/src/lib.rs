@@ -34,9 +34,11 @@ const CHECKLIST: &str = "\
 const TIMEFRAMES: &[(&str, u64)] = &[("15m", 900), ("1h", 3600), ("6h", 6 * 3600), ("24h", 24 * 3600), ("7d", 7 * 24 * 3600)];
 
 /// The most of each log file read: its end.
-const LOG_TAIL_BYTES: u64 = 64 << 10;
-/// The most log lines embedded, the latest.
-const MAX_LOG_LINES: usize = 200;
+const LOG_TAIL_BYTES: u64 = 32 << 10;
+/// How many log files are read: the most recently written.
+const MAX_LOG_FILES: usize = 8;
+/// The most log records (a stamped line and the lines after it) embedded, the latest.
+const MAX_LOG_RECORDS: usize = 200;
 /// The largest code file embedded.
 const MAX_CODE_BYTES: u64 = 256 << 10;
 
@@ -104,35 +106,64 @@ fn failed(what: &str, error: std::io::Error) -> PromptError {
     PromptError::Internal(format!("{what}: {error}"))
 }
 
-/// The lines of the `*.log` files in `/logs` stamped within the last
-/// `seconds` (each line starting with an RFC 3339 time, as
-/// `2026-11-27T21:30:00Z`), from the end of each file, at most
-/// [`MAX_LOG_LINES`], oldest first; a file whose lines carry no time gives
-/// its last lines.
+/// The log records of the [`MAX_LOG_FILES`] `*.log` files in `/logs`
+/// written last, stamped within the last `seconds`, latest last: a record
+/// is a line starting with an RFC 3339 time (`2026-11-27T21:30:00Z`, with
+/// a fraction or an offset or neither: no offset is read as UTC) and the
+/// lines after it (a stack trace). A file whose lines carry no time gives
+/// its last lines, as of when it was written. Within the default budgets
+/// of a grant: 8 files of at most 32 KiB each; a folder of more entries
+/// than `grant_dir_entries` needs that budget raised.
 fn recent_lines(seconds: u64) -> Result<String, PromptError> {
     let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |now| now.as_secs());
-    let mut names: Vec<String> = std::fs::read_dir("/logs")
+    let mut files: Vec<(u64, String)> = std::fs::read_dir("/logs")
         .map_err(|error| failed("listing /logs", error))?
-        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
-        .filter(|name| name.ends_with(".log"))
+        .filter_map(|entry| {
+            let entry = entry.ok()?;
+            let name = entry.file_name().into_string().ok()?;
+            let metadata = entry.metadata().ok().filter(|metadata| metadata.is_file())?;
+            let written = metadata.modified().ok()?.duration_since(UNIX_EPOCH).map_or(0, |time| time.as_secs());
+            name.to_ascii_lowercase().ends_with(".log").then_some((written, name))
+        })
         .collect();
-    names.sort();
-    let mut lines = Vec::new();
-    for name in names {
-        let tail = tail(&format!("/logs/{name}")).map_err(|error| failed(&format!("reading /logs/{name}"), error))?;
-        let stamped = tail.lines().filter_map(|line| stamp(line).map(|time| (time, line)));
-        let recent: Vec<String> = stamped.filter(|(time, _)| now.saturating_sub(*time) <= seconds).map(|(_, line)| format!("{name}: {line}")).collect();
-        if recent.is_empty() && tail.lines().all(|line| stamp(line).is_none()) {
-            lines.extend(tail.lines().map(|line| format!("{name}: {line}")));
-        } else {
-            lines.extend(recent);
+    files.sort_by(|a, b| b.cmp(a));
+    files.truncate(MAX_LOG_FILES);
+    let mut records: Vec<(u64, String)> = Vec::new();
+    for (written, name) in files {
+        let Ok(tail) = tail(&format!("/logs/{name}")) else { continue };
+        records.extend(log_records(&name, &tail, written).into_iter().filter(|(time, _)| now.saturating_sub(*time) <= seconds));
+    }
+    records.sort_by_key(|(time, _)| *time);
+    let skip = records.len().saturating_sub(MAX_LOG_RECORDS);
+    let lines: Vec<String> = records.into_iter().skip(skip).map(|(_, record)| record).collect();
+    match lines.is_empty() {
+        true => Ok("(no log lines in this timeframe)".to_string()),
+        false => Ok(lines.join("\n")),
+    }
+}
+
+/// The records of one file's `text`, each with its time: a stamped line
+/// with the unstamped lines after it; with no stamp at all, its last 50
+/// lines at the time the file was `written`.
+fn log_records(name: &str, text: &str, written: u64) -> Vec<(u64, String)> {
+    let mut records: Vec<(u64, String)> = Vec::new();
+    for line in text.lines() {
+        match (stamp(line), records.last_mut()) {
+            (Some(time), _) => records.push((time, format!("{name}: {line}"))),
+            (None, Some((_, record))) => {
+                record.push('\n');
+                record.push_str(line);
+            }
+            // Before the first stamp of the tail: the end of a record cut off.
+            (None, None) => {}
         }
     }
-    let skip = lines.len().saturating_sub(MAX_LOG_LINES);
-    match lines.len() {
-        0 => Ok("(no log lines in this timeframe)".to_string()),
-        _ => Ok(lines[skip..].join("\n")),
+    if records.is_empty() {
+        let lines: Vec<&str> = text.lines().collect();
+        let last = &lines[lines.len().saturating_sub(50)..];
+        return last.iter().map(|line| (written, format!("{name}: {line}"))).collect();
     }
+    records
 }
 
 /// The last [`LOG_TAIL_BYTES`] of a file, from its first whole line.
@@ -150,11 +181,12 @@ fn tail(path: &str) -> std::io::Result<String> {
     })
 }
 
-/// The time a log line starts with (`YYYY-MM-DDTHH:MM:SS`, then anything),
-/// in seconds since the UNIX epoch, read as UTC.
+/// The time a log line starts with (`YYYY-MM-DDTHH:MM:SS`, then an optional
+/// fraction, then `Z`, an offset `+HH:MM` or `-HHMM`, or nothing, read as
+/// UTC), in seconds since the UNIX epoch.
 fn stamp(line: &str) -> Option<u64> {
     let bytes = line.as_bytes();
-    if bytes.len() < 19 || bytes[4] != b'-' || bytes[7] != b'-' || !matches!(bytes[10], b'T' | b' ') || bytes[13] != b':' || bytes[16] != b':' {
+    if bytes.len() < 19 || bytes[4] != b'-' || bytes[7] != b'-' || !matches!(bytes[10], b'T' | b't' | b' ') || bytes[13] != b':' || bytes[16] != b':' {
         return None;
     }
     let number = |range: std::ops::Range<usize>| line.get(range)?.parse::<i64>().ok();
@@ -167,14 +199,27 @@ fn stamp(line: &str) -> Option<u64> {
     let day_of_year = (153 * (month + if month > 2 { -3 } else { 9 }) + 2) / 5 + day - 1;
     let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
     let days = era * 146_097 + day_of_era - 719_468;
-    u64::try_from(days * 86_400 + hour * 3600 + minute * 60 + second).ok()
+    let local = days * 86_400 + hour * 3600 + minute * 60 + second;
+    // After the seconds: a fraction, then the offset from UTC, if any.
+    let rest = &line[19..];
+    let rest = rest.strip_prefix(['.', ',']).map_or(rest, |fraction| fraction.trim_start_matches(|c: char| c.is_ascii_digit()));
+    let offset = match rest.as_bytes().first() {
+        Some(b'+' | b'-') => {
+            let digits: String = rest[1..].chars().filter(|c| *c != ':').take(4).collect();
+            let hours = digits.get(0..2)?.parse::<i64>().ok()?;
+            let minutes = digits.get(2..4).and_then(|minutes| minutes.parse::<i64>().ok()).unwrap_or(0);
+            let sign = if rest.starts_with('-') { -1 } else { 1 };
+            sign * (hours * 3600 + minutes * 60)
+        }
+        _ => 0,
+    };
+    u64::try_from(local - offset).ok()
 }
 
 /// The code file `file_uri` names, inside the project folder
 /// (`file:///src/app.py` is `/project/src/app.py`), as a resource.
 fn code_file(file_uri: &str) -> Result<Content, PromptError> {
-    let path = file_uri.strip_prefix("file://").and_then(|rest| rest.find('/').map(|slash| &rest[slash..])).unwrap_or("/");
-    let path = percent_decode(path);
+    let path = percent_decode(&uri_path(file_uri));
     let inside = format!("/project{path}");
     let refuse = |why: String| PromptError::InvalidArguments(format!("fileUri '{file_uri}' {why}"));
     let metadata = std::fs::metadata(&inside).map_err(|error| refuse(format!("names no file in the project folder ({error})")))?;
@@ -187,6 +232,18 @@ fn code_file(file_uri: &str) -> Result<Content, PromptError> {
     let bytes = std::fs::read(&inside).map_err(|error| failed(&format!("reading {path}"), error))?;
     let text = String::from_utf8(bytes).map_err(|_| refuse("is not UTF-8 text".to_string()))?;
     Ok(text_resource(file_uri, mime_type(&path), text))
+}
+
+/// The path of a `file:` URI (the host checked the scheme, in any case):
+/// after `//` and an authority if there are, before any `?` or `#`.
+fn uri_path(file_uri: &str) -> String {
+    let rest = file_uri.split_once(':').map_or("", |(_, rest)| rest);
+    let rest = match rest.strip_prefix("//") {
+        Some(authority_and_path) => authority_and_path.find('/').map_or("", |slash| &authority_and_path[slash..]),
+        None => rest,
+    };
+    let path = rest.split(['?', '#']).next().unwrap_or("");
+    if path.starts_with('/') { path.to_string() } else { format!("/{path}") }
 }
 
 /// `%XX` escapes decoded (invalid ones kept as written).
@@ -212,7 +269,8 @@ fn percent_decode(path: &str) -> String {
 
 /// The MIME type of a code file, by its extension.
 fn mime_type(path: &str) -> &'static str {
-    match path.rsplit_once('.').map(|(_, extension)| extension) {
+    let extension = path.rsplit_once('.').map(|(_, extension)| extension.to_ascii_lowercase());
+    match extension.as_deref() {
         Some("py") => "text/x-python",
         Some("rs") => "text/x-rust",
         Some("js" | "mjs") => "text/javascript",
@@ -242,7 +300,28 @@ mod tests {
     }
 
     #[test]
+    fn offsets_and_fractions_are_read() {
+        assert_eq!(stamp("2026-11-27T22:30:00+01:00 x"), Some(1_795_815_000));
+        assert_eq!(stamp("2026-11-27T16:30:00.123-0500 x"), Some(1_795_815_000));
+        assert_eq!(stamp("2026-11-27 21:30:00,5 x"), Some(1_795_815_000));
+    }
+
+    #[test]
+    fn a_stack_trace_stays_with_its_line() {
+        let text = "cut off\n2026-11-27T21:30:00Z ERROR boom\n  at main.py:3\n2026-11-27T21:31:00Z INFO ok\n";
+        assert_eq!(
+            log_records("app.log", text, 0),
+            [(1_795_815_000, "app.log: 2026-11-27T21:30:00Z ERROR boom\n  at main.py:3".to_string()), (1_795_815_060, "app.log: 2026-11-27T21:31:00Z INFO ok".to_string())]
+        );
+        assert_eq!(log_records("plain.log", "a\nb\n", 7), [(7, "plain.log: a".to_string()), (7, "plain.log: b".to_string())]);
+    }
+
+    #[test]
     fn uris_become_paths_inside_the_project() {
+        assert_eq!(uri_path("file:///src/app.py"), "/src/app.py");
+        assert_eq!(uri_path("FILE://host/src/app.py?x=1#L10"), "/src/app.py");
+        assert_eq!(uri_path("file:/src/app.py"), "/src/app.py");
+        assert_eq!(mime_type("/src/APP.PY"), "text/x-python");
         assert_eq!(percent_decode("/src/my%20app.py"), "/src/my app.py");
         assert_eq!(percent_decode("/a%zz"), "/a%zz");
         assert_eq!(mime_type("/src/app.py"), "text/x-python");

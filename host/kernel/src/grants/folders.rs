@@ -695,20 +695,44 @@ impl HostDescriptor for FolderView<'_> {
         path_flags: types::PathFlags,
         path: String,
     ) -> FsResult<types::MetadataHashValue> {
+        if self.withheld(&fd) && matches!(path.as_str(), "" | "." | "./") {
+            return self.deny(ErrorCode::Access);
+        }
+        // wasi-libc asks for each entry a listing returns (its d_ino): an
+        // entry that is a mount point (not crossed) or is gone by now would
+        // end the pack's listing, so one name the folder holds gets a hash
+        // of the folder and the name instead, and no refusal is counted.
+        let dir = self.dir(&fd)?;
+        if path.len() > MAX_PATH {
+            return Err(ErrorCode::NameTooLong.into());
+        }
         let follow = path_flags.contains(types::PathFlags::SYMLINK_FOLLOW);
-        let (_looked_at, stat) = self.open_beneath(&fd, &path, follow, Beneath::Look)?;
-        Ok(metadata_hash(&stat))
+        let started = Instant::now();
+        let looked = open_beneath(&dir.fd, &path, follow, Beneath::Look);
+        self.meter().spent_since(started).map_err(refused)?;
+        match looked {
+            Ok((_looked_at, stat)) => Ok(metadata_hash(&stat)),
+            Err(_) if !path.contains('/') && !path.starts_with('.') => {
+                let folder = rustix::fs::fstat(&dir.fd).map_err(|errno| os_error(errno.into()))?;
+                Ok(keyed_hash(&(folder.st_dev, folder.st_ino, path)))
+            }
+            Err(error) => Err(os_error(error)),
+        }
     }
 }
 
 /// Equal for the same file, and unlike for others: a hash of its device
-/// and inode (not the numbers themselves, which say where on the host's
-/// disks a file is).
+/// and inode, keyed with a secret of this process (SipHash, std's
+/// `RandomState`), so that neither number can be recovered from it.
 fn metadata_hash(stat: &rustix::fs::Stat) -> types::MetadataHashValue {
-    use sha2::{Digest, Sha256};
-    let digest = Sha256::new().chain_update(stat.st_dev.to_le_bytes()).chain_update(stat.st_ino.to_le_bytes()).finalize();
-    let half = |range: std::ops::Range<usize>| u64::from_le_bytes(digest[range].try_into().expect("8 bytes"));
-    types::MetadataHashValue { lower: half(0..8), upper: half(8..16) }
+    keyed_hash(&(stat.st_dev, stat.st_ino))
+}
+
+fn keyed_hash(value: &impl std::hash::Hash) -> types::MetadataHashValue {
+    use std::hash::BuildHasher;
+    static KEY: std::sync::OnceLock<std::collections::hash_map::RandomState> = std::sync::OnceLock::new();
+    let key = KEY.get_or_init(std::collections::hash_map::RandomState::new);
+    types::MetadataHashValue { lower: key.hash_one((value, 0u8)), upper: key.hash_one((value, 1u8)) }
 }
 
 impl HostDirectoryEntryStream for FolderView<'_> {
