@@ -722,12 +722,17 @@ fn check_argument_size<'a>(
 }
 
 /// Logs a failed request once, and converts the error for the wire: a
-/// plugin's failure at warn for the operator, a client's own mistake at
-/// debug. What a client or a pack wrote (the prompt name, the message) goes
-/// in escaped fields, never in the log line's message.
+/// plugin's failure at warn for the operator; arguments the pack refused
+/// at info, naming the prompt (a client's mistake, not the pack's
+/// failure); a client's other mistakes at debug. What a client or a pack
+/// wrote (the prompt name, the message) goes in escaped fields, never in
+/// the log line's message.
 fn log_failure(method: &str, prompt: &str, error: RequestError) -> ErrorData {
     let prompt = crate::validate::error_message(prompt);
     match &error {
+        RequestError::Plugin(refused @ PluginError::InvalidArguments { .. }) => {
+            tracing::info!(method, prompt = ?prompt, plugin = refused.plugin(), error = ?refused.to_string(), "arguments refused by the plugin");
+        }
         RequestError::Plugin(plugin_error) => {
             tracing::warn!(method, prompt = ?prompt, plugin = plugin_error.plugin(), error = ?plugin_error.to_string(), "plugin call failed");
         }

@@ -354,8 +354,10 @@ impl PluginDirectory {
                 };
                 crate::metrics::reloaded();
                 match directory.rescan(retry_failed).await {
-                    // Start-up logs what is served; after, only serving nothing is news.
-                    Ok(rescan) if rescan.served.prompts == 0 => rescan.served.log(Some(&directory.dir)),
+                    // What is served, after every rescan that changed it (or
+                    // that leaves nothing served): one line an operator can
+                    // read the state from, as at start-up.
+                    Ok(rescan) if rescan.published || rescan.served.prompts == 0 => rescan.served.log(Some(&directory.dir)),
                     Ok(_) => {}
                     Err(error) => tracing::error!(dir = %directory.dir.display(), "cannot rescan the plugin directory: {error}"),
                 }

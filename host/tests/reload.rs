@@ -53,6 +53,12 @@ fn a_rescan_that_changes_nothing_notifies_no_one() {
     server.hang_up();
     server.notification(LIST_CHANGED);
     assert_eq!(server.list_all_names().len(), 4);
+    // The line on what is served comes at start, and after the rescan that
+    // changed it; not after the one that changed nothing.
+    let log = server.wait_for_stderr("serving 4 prompts from 2 plugins");
+    let served: Vec<&str> = log.lines().filter(|line| line.contains("INFO prompt_host::watch: serving ")).collect();
+    assert_eq!(served.len(), 2, "{log}");
+    assert!(served[0].contains("serving 1 prompt from 1 plugin"), "{log}");
 }
 
 #[test]

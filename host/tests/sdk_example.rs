@@ -143,6 +143,11 @@ fn a_code_prompt_asks_with_a_form_of_typed_fields_and_its_state_comes_back() {
         "plugin 'writing_assistant' rejected the arguments of prompt 'draft_email': an email needs a recipient, and \
          the user declined to give one"
     );
+    // A client's mistake, not the pack's failure: logged at info, naming the prompt.
+    let log = server.wait_for_stderr("arguments refused by the plugin");
+    let line = log.lines().find(|line| line.contains("arguments refused by the plugin")).unwrap();
+    assert!(line.contains(" INFO ") && line.contains("prompt=\"draft_email\"") && line.contains("plugin=\"writing_assistant\""), "{line}");
+    assert!(!log.contains("plugin call failed"), "{log}");
 }
 
 #[test]
