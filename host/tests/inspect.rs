@@ -346,7 +346,10 @@ fn complete_tries_completions_from_the_command_line() {
 
     let unknown = prompt_host().args(["complete", pack.to_str().unwrap(), "explain", "language"]).output().unwrap();
     assert_eq!(unknown.status.code(), Some(1));
-    assert_eq!(String::from_utf8_lossy(&unknown.stderr), "error: unknown prompt 'explain'\n");
+    assert_eq!(
+        String::from_utf8_lossy(&unknown.stderr),
+        format!("error: unknown prompt 'explain'; {} serves: git-commit, explain-code, debug-error\n", pack.display())
+    );
 }
 
 #[test]

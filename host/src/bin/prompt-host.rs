@@ -936,12 +936,8 @@ async fn get(
     }
     let arguments = arguments.into_iter().map(|(name, value)| (name, serde_json::Value::String(value))).collect();
     let request = rmcp::model::GetPromptRequestParams::new(prompt).with_arguments(arguments);
-    let mut result = server.get_prompt_answering(request, answer_forms(answers)).await.map_err(|error| match error {
-        RequestError::UnknownPrompt { .. } => {
-            anyhow::anyhow!("{error}; {} serves: {}", file.display(), list_or_none(&server.prompt_names()))
-        }
-        other => other.into(),
-    })?;
+    let result = server.get_prompt_answering(request, answer_forms(answers)).await;
+    let mut result = result.map_err(|error| naming_what_it_serves(error, &file, &server))?;
     // As a client of a handshake revision sees it (rmcp drops the field then).
     result.result_type = None;
     println!("{}", serde_json::to_string_pretty(&result)?);
@@ -982,6 +978,16 @@ async fn serve_one(file: &std::path::Path, config: &ServeConfig) -> anyhow::Resu
     Ok(PromptServer::new(registry, prompt_host::catalog::DEFAULT_PAGE_SIZE))
 }
 
+/// `error`, and when it is an unknown prompt, what `file` serves instead.
+fn naming_what_it_serves(error: RequestError, file: &std::path::Path, server: &PromptServer) -> anyhow::Error {
+    match error {
+        RequestError::UnknownPrompt { .. } => {
+            anyhow::anyhow!("{error}; {} serves: {}", file.display(), list_or_none(&server.prompt_names()))
+        }
+        other => other.into(),
+    }
+}
+
 fn list_or_none(names: &[String]) -> String {
     if names.is_empty() { "none".to_string() } else { names.join(", ") }
 }
@@ -1000,7 +1006,7 @@ async fn complete(
     if !context.is_empty() {
         request.context = Some(CompletionContext::with_arguments(context.into_iter().collect()));
     }
-    let mut result = server.complete_result(request).await?;
+    let mut result = server.complete_result(request).await.map_err(|error| naming_what_it_serves(error, &file, &server))?;
     // As a client of a handshake revision sees it (rmcp drops the field then).
     result.result_type = None;
     println!("{}", serde_json::to_string_pretty(&result)?);
