@@ -4,8 +4,8 @@
 //! The files come from `host/templates/<language>/`, with `{{name}}`
 //! replaced by the pack's name, plus what every pack needs from this
 //! repository, copied as they are: the WIT package (0.2, which new packs
-//! target) and, for Rust, the SDK (which generates bindings for 0.1 and 0.2,
-//! and so needs both WIT files where the repository has them) and the lock
+//! target) and, for Rust, the SDK (which generates bindings for 0.1, 0.2
+//! and 0.3, and so needs every WIT file where the repository has it) and the lock
 //! file it is tested with. They are compiled into the binary, so
 //! `new` works wherever the binary is.
 
@@ -50,10 +50,11 @@ const fn copied(path: &'static str, contents: &'static str) -> TemplateFile {
 /// builds against.
 const WIT: TemplateFile = copied("wit/prompt-provider.wit", include_str!("../../wit/0.2/prompt-provider.wit"));
 
-/// Both WIT packages, laid out as in this repository, where the Rust SDK
+/// Every WIT package, laid out as in this repository, where the Rust SDK
 /// finds them.
 const WIT_0_1: TemplateFile = copied("wit/prompt-provider.wit", include_str!("../../wit/prompt-provider.wit"));
 const WIT_0_2: TemplateFile = copied("wit/0.2/prompt-provider.wit", include_str!("../../wit/0.2/prompt-provider.wit"));
+const WIT_0_3: TemplateFile = copied("wit/0.3/prompt-provider.wit", include_str!("../../wit/0.3/prompt-provider.wit"));
 
 const RUST: &[TemplateFile] = &[
     template("Cargo.toml", include_str!("../templates/rust/Cargo.toml")),
@@ -63,12 +64,14 @@ const RUST: &[TemplateFile] = &[
     template(".gitignore", include_str!("../templates/rust/.gitignore")),
     WIT_0_1,
     WIT_0_2,
+    WIT_0_3,
     // The SDK is not published yet: each pack gets a copy, and the versions
     // of its dependencies that the plugins workspace is tested with.
     copied("sdk/prompt-pack/Cargo.toml", SDK_MANIFEST),
     copied("sdk/prompt-pack/src/lib.rs", include_str!("../../plugins/prompt-pack/src/lib.rs")),
     copied("sdk/prompt-pack/src/input.rs", include_str!("../../plugins/prompt-pack/src/input.rs")),
     copied("sdk/prompt-pack/src/template.rs", include_str!("../../plugins/prompt-pack/src/template.rs")),
+    copied("sdk/prompt-pack/src/v0_3.rs", include_str!("../../plugins/prompt-pack/src/v0_3.rs")),
     copied("Cargo.lock", include_str!("../../plugins/Cargo.lock")),
 ];
 
@@ -236,6 +239,22 @@ mod tests {
         let file = dir.path().join("a-file");
         std::fs::write(&file, "").unwrap();
         assert!(matches!(create(&file, "acme", Language::Rust), Err(ScaffoldError::NotADirectory(_))));
+    }
+
+    /// A Rust pack gets every source file of the SDK and every WIT package
+    /// its bindings read: a file added to either is vendored too.
+    #[test]
+    fn a_rust_pack_vendors_every_file_of_the_sdk_and_every_wit_package() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let vendored: Vec<&str> = RUST.iter().map(|file| file.path).collect();
+        for entry in std::fs::read_dir(root.join("plugins/prompt-pack/src")).unwrap() {
+            let name = entry.unwrap().file_name().into_string().unwrap();
+            let path = format!("sdk/prompt-pack/src/{name}");
+            assert!(vendored.contains(&path.as_str()), "{path} is not vendored into a new Rust pack");
+        }
+        for wit in ["wit/prompt-provider.wit", "wit/0.2/prompt-provider.wit", "wit/0.3/prompt-provider.wit"] {
+            assert!(root.join(wit).exists() && vendored.contains(&wit), "{wit}");
+        }
     }
 
     /// The pins a new pack gets are the ones this repository tests with.
