@@ -43,13 +43,6 @@ pub struct Grants {
     pub values: BTreeMap<String, Secret>,
 }
 
-impl Grants {
-    /// Whether nothing is granted.
-    pub fn is_empty(&self) -> bool {
-        self.folders.is_empty() && self.values.is_empty()
-    }
-}
-
 /// Whether `name` may name a folder a pack asks for (and its preopen,
 /// `/<name>`): a lowercase ASCII letter, then lowercase letters, digits,
 /// `-` or `_`, at most 64 in all.
@@ -196,11 +189,6 @@ impl Sight {
             withheld.push(Withheld::NotAsked { what: format!("value '{}'", name.escape_debug()), key: value_key(plugin, name) });
         }
         (sight, withheld)
-    }
-
-    /// Whether the calls see anything at all.
-    pub fn is_empty(&self) -> bool {
-        self.folders.is_empty() && self.values.is_empty()
     }
 
     /// What is given, one item each (`folder logs = /var/log/app`, `value
@@ -397,7 +385,7 @@ mod tests {
         );
         // A pack before 0.3 asks for nothing, and is given nothing.
         let (sight, withheld) = Sight::between("old", None, &grants);
-        assert!(sight.is_empty());
+        assert!(sight.folders.is_empty() && sight.values.is_empty());
         assert_eq!(withheld.len(), 4);
     }
 

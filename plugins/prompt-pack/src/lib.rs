@@ -213,6 +213,44 @@ pub mod bindings_v0_3 {
 /// [`v0_3::export_pack`].
 pub use bindings::export_pack;
 
+/// `prompt(name, description)` and the builder methods of a prompt, for
+/// the prompt and argument types of a WIT version (0.1's, which 0.2
+/// shares, and 0.3's): one definition for both.
+macro_rules! prompt_builder {
+    ($prompt:ident, $argument:ident) => {
+        /// Declares a prompt with a description and no arguments yet.
+        pub fn prompt(name: &str, description: &str) -> $prompt {
+            $prompt {
+                name: name.to_string(),
+                title: None,
+                description: Some(description.to_string()),
+                arguments: Vec::new(),
+                icons: Vec::new(),
+            }
+        }
+
+        impl $prompt {
+            /// Sets the human-readable title.
+            pub fn title(mut self, title: &str) -> Self {
+                self.title = Some(title.to_string());
+                self
+            }
+
+            /// Adds an argument, after the ones already declared.
+            pub fn argument(mut self, argument: $argument) -> Self {
+                self.arguments.push(argument);
+                self
+            }
+
+            /// Adds an icon.
+            pub fn icon(mut self, icon: $crate::Icon) -> Self {
+                self.icons.push(icon);
+                self
+            }
+        }
+    };
+}
+
 mod input;
 mod template;
 pub mod v0_3;
@@ -244,36 +282,7 @@ pub use bindings::exports::prompt_host::prompts::prompt_provider::{
     ResourceLink, Role, TextContent,
 };
 
-/// Declares a prompt with a description and no arguments yet.
-pub fn prompt(name: &str, description: &str) -> Prompt {
-    Prompt {
-        name: name.to_string(),
-        title: None,
-        description: Some(description.to_string()),
-        arguments: Vec::new(),
-        icons: Vec::new(),
-    }
-}
-
-impl Prompt {
-    /// Sets the human-readable title.
-    pub fn title(mut self, title: &str) -> Self {
-        self.title = Some(title.to_string());
-        self
-    }
-
-    /// Adds an argument, after the ones already declared.
-    pub fn argument(mut self, argument: PromptArgument) -> Self {
-        self.arguments.push(argument);
-        self
-    }
-
-    /// Adds an icon.
-    pub fn icon(mut self, icon: Icon) -> Self {
-        self.icons.push(icon);
-        self
-    }
-}
+prompt_builder!(Prompt, PromptArgument);
 
 /// Declares an argument a client must pass.
 pub fn required(name: &str, description: &str) -> PromptArgument {

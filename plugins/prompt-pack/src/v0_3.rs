@@ -37,36 +37,7 @@ pub use crate::bindings_v0_3::exports::prompt_host::prompts::prompt_provider::{
 /// `prompt-provider`, WIT 0.3.
 pub use crate::bindings_v0_3::export_pack_v0_3 as export_pack;
 
-/// Declares a prompt with a description and no arguments yet.
-pub fn prompt(name: &str, description: &str) -> Prompt {
-    Prompt {
-        name: name.to_string(),
-        title: None,
-        description: Some(description.to_string()),
-        arguments: Vec::new(),
-        icons: Vec::new(),
-    }
-}
-
-impl Prompt {
-    /// Sets the human-readable title.
-    pub fn title(mut self, title: &str) -> Self {
-        self.title = Some(title.to_string());
-        self
-    }
-
-    /// Adds an argument, after the ones already declared.
-    pub fn argument(mut self, argument: PromptArgument) -> Self {
-        self.arguments.push(argument);
-        self
-    }
-
-    /// Adds an icon.
-    pub fn icon(mut self, icon: Icon) -> Self {
-        self.icons.push(icon);
-        self
-    }
-}
+prompt_builder!(Prompt, PromptArgument);
 
 /// Declares an argument a client must pass, of any text until a kind is set.
 pub fn required(name: &str, description: &str) -> PromptArgument {

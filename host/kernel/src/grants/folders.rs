@@ -59,6 +59,9 @@ pub const READ_CHUNK: usize = 64 << 10;
 /// when the process may open fewer ([`Descriptors::for_process`]).
 pub const MAX_OPEN_IN_ALL: usize = 4096;
 
+/// A path opened beneath a folder, and what `fstat` says of it.
+type OpenedBeneath = (OwnedFd, rustix::fs::Stat);
+
 /// The longest path a pack may pass, in bytes (Linux's `PATH_MAX`).
 const MAX_PATH: usize = 4096;
 
@@ -101,11 +104,6 @@ impl Descriptors {
 
     fn give_back(&self) {
         self.open.fetch_sub(1, Ordering::Relaxed);
-    }
-
-    /// How many are open now.
-    pub fn open(&self) -> usize {
-        self.open.load(Ordering::Relaxed)
     }
 }
 
@@ -324,15 +322,27 @@ impl FolderView<'_> {
         }
     }
 
-    /// Opens `path` beneath the directory `fd` names, as `how`, counted.
-    fn open_beneath(
+    /// What `fstat` says of the descriptor `fd` itself; for a folder asked
+    /// for and not granted, `access`, without failing the call.
+    fn look_at_itself(&mut self, fd: &Resource<types::Descriptor>) -> FsResult<rustix::fs::Stat> {
+        if self.withheld(fd) {
+            return self.deny(ErrorCode::Access);
+        }
+        self.fstat(fd)
+    }
+
+    /// Resolves `path` beneath the directory `fd` names, as `how`, timed:
+    /// the folder, and what the system said. Looking at a folder asked for
+    /// and not granted (`.`, or no path) is `access`, without failing the
+    /// call (see [`FolderView::withheld`]).
+    fn resolve(
         &mut self,
         fd: &Resource<types::Descriptor>,
         path: &str,
         follow: bool,
         how: Beneath,
-    ) -> FsResult<(OwnedFd, rustix::fs::Stat)> {
-        if how == Beneath::Look && self.withheld(fd) && matches!(path, "." | "./") {
+    ) -> FsResult<(Arc<Opened>, std::io::Result<OpenedBeneath>)> {
+        if how == Beneath::Look && self.withheld(fd) && matches!(path, "" | "." | "./") {
             return self.deny(ErrorCode::Access);
         }
         let dir = self.dir(fd)?;
@@ -340,8 +350,21 @@ impl FolderView<'_> {
             return Err(ErrorCode::NameTooLong.into());
         }
         let started = Instant::now();
-        let opened = open_beneath(&dir.fd, path, follow, how);
+        let resolved = open_beneath(&dir.fd, path, follow, how);
         self.meter().spent_since(started).map_err(refused)?;
+        Ok((dir, resolved))
+    }
+
+    /// Opens `path` beneath the directory `fd` names, as `how`, counting a
+    /// refusal (out of the folder, a special file, a final symlink).
+    fn open_beneath(
+        &mut self,
+        fd: &Resource<types::Descriptor>,
+        path: &str,
+        follow: bool,
+        how: Beneath,
+    ) -> FsResult<OpenedBeneath> {
+        let (_, opened) = self.resolve(fd, path, follow, how)?;
         opened.map_err(|error| {
             let errno = error.raw_os_error();
             if [rustix::io::Errno::XDEV, rustix::io::Errno::ACCESS, rustix::io::Errno::LOOP]
@@ -548,17 +571,11 @@ impl HostDescriptor for FolderView<'_> {
     }
 
     async fn stat(&mut self, fd: Resource<types::Descriptor>) -> FsResult<DescriptorStat> {
-        if self.withheld(&fd) {
-            return self.deny(ErrorCode::Access);
-        }
-        let stat = self.fstat(&fd)?;
+        let stat = self.look_at_itself(&fd)?;
         Ok(self.stat_of(&stat))
     }
 
     async fn stat_at(&mut self, fd: Resource<types::Descriptor>, path_flags: types::PathFlags, path: String) -> FsResult<DescriptorStat> {
-        if self.withheld(&fd) && matches!(path.as_str(), "" | "." | "./") {
-            return self.deny(ErrorCode::Access);
-        }
         let follow = path_flags.contains(types::PathFlags::SYMLINK_FOLLOW);
         let (_looked_at, stat) = self.open_beneath(&fd, &path, follow, Beneath::Look)?;
         Ok(self.stat_of(&stat))
@@ -682,10 +699,7 @@ impl HostDescriptor for FolderView<'_> {
     }
 
     async fn metadata_hash(&mut self, fd: Resource<types::Descriptor>) -> FsResult<types::MetadataHashValue> {
-        if self.withheld(&fd) {
-            return self.deny(ErrorCode::Access);
-        }
-        let stat = self.fstat(&fd)?;
+        let stat = self.look_at_itself(&fd)?;
         Ok(metadata_hash(&stat))
     }
 
@@ -695,21 +709,12 @@ impl HostDescriptor for FolderView<'_> {
         path_flags: types::PathFlags,
         path: String,
     ) -> FsResult<types::MetadataHashValue> {
-        if self.withheld(&fd) && matches!(path.as_str(), "" | "." | "./") {
-            return self.deny(ErrorCode::Access);
-        }
         // wasi-libc asks for each entry a listing returns (its d_ino): an
         // entry that is a mount point (not crossed) or is gone by now would
         // end the pack's listing, so one name the folder holds gets a hash
         // of the folder and the name instead, and no refusal is counted.
-        let dir = self.dir(&fd)?;
-        if path.len() > MAX_PATH {
-            return Err(ErrorCode::NameTooLong.into());
-        }
         let follow = path_flags.contains(types::PathFlags::SYMLINK_FOLLOW);
-        let started = Instant::now();
-        let looked = open_beneath(&dir.fd, &path, follow, Beneath::Look);
-        self.meter().spent_since(started).map_err(refused)?;
+        let (dir, looked) = self.resolve(&fd, &path, follow, Beneath::Look)?;
         match looked {
             Ok((_looked_at, stat)) => Ok(metadata_hash(&stat)),
             Err(_) if !path.contains('/') && !path.starts_with('.') => {
