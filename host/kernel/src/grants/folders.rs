@@ -357,13 +357,7 @@ impl FolderView<'_> {
 
     /// Opens `path` beneath the directory `fd` names, as `how`, counting a
     /// refusal (out of the folder, a special file, a final symlink).
-    fn open_beneath(
-        &mut self,
-        fd: &Resource<types::Descriptor>,
-        path: &str,
-        follow: bool,
-        how: Beneath,
-    ) -> FsResult<OpenedBeneath> {
+    fn open_beneath(&mut self, fd: &Resource<types::Descriptor>, path: &str, follow: bool, how: Beneath) -> FsResult<OpenedBeneath> {
         let (_, opened) = self.resolve(fd, path, follow, how)?;
         opened.map_err(|error| {
             let errno = error.raw_os_error();
