@@ -1051,24 +1051,36 @@ fn other_languages(setup: &Setup, report: &mut Report) -> anyhow::Result<()> {
 }
 
 /// What a grant costs a call: the fixture `grants_probe` over stdio, 1 in
-/// flight, raw driver, one message per write, the three alternated in each
-/// round: granted a folder and reading one 4 KiB file from it; granted it
-/// and reading nothing (its `env` prompt); and served with no grants,
-/// reading nothing.
+/// flight, raw driver, one message per write, the four alternated in each
+/// round: granted a folder and reading one 4 KiB file from it; granted an
+/// origin and sending one request to it (a server on loopback, on a port
+/// the fixture asks for); granted both and using neither (its `env`
+/// prompt); and served with no grants, using nothing.
 fn granted_calls(setup: &Setup, rounds: usize, report: &mut Report) -> anyhow::Result<()> {
     let dir = setup.plugin_dir("grants", &["grants_probe"])?;
     let project = setup.dir("grants-project")?;
     std::fs::write(project.join("page.txt"), "x".repeat(4096))?;
     let granted = setup.work.path().join("granted.toml");
-    std::fs::write(&granted, format!("[plugins.grants_probe.grants.folders]\nproject = {:?}\n", project.display().to_string()))?;
+    let origin = LoopbackOrigin::start()?;
+    std::fs::write(
+        &granted,
+        format!(
+            "[plugins.grants_probe.grants]\nhttp = [\"http://{}\"]\n\n[plugins.grants_probe.grants.folders]\nproject = {:?}\n",
+            origin.address,
+            project.display().to_string()
+        ),
+    )?;
     let none = setup.work.path().join("none.toml");
     std::fs::write(&none, "")?;
     let cache = setup.work.path().join("grants-cache");
     let read = || Asked { prompt: "read", arguments: json!({ "path": "/project/page.txt" }), expected: "read 4096 bytes: xxxx" };
     let nothing = || Asked { prompt: "env", arguments: json!({ "name": "GREETING" }), expected: "GREETING is not set" };
-    let cases: [(&str, &Path, Asked); 3] = [
+    let url = format!("http://{}/hello", origin.address);
+    let fetch = Asked { prompt: "fetch", arguments: json!({ "url": url }), expected: "status 200, 21 bytes: hello from the origin" };
+    let cases: [(&str, &Path, Asked); 4] = [
         ("granted a folder, reading one 4 KiB file from it", &granted, read()),
-        ("granted a folder, reading nothing", &granted, nothing()),
+        ("granted an origin, one loopback HTTP request to it", &granted, fetch),
+        ("granted a folder and an origin, using neither", &granted, nothing()),
         ("granted nothing, reading nothing", &none, nothing()),
     ];
     let mut loads: Vec<Vec<Load>> = vec![Vec::new(); cases.len()];
@@ -1087,6 +1099,37 @@ fn granted_calls(setup: &Setup, rounds: usize, report: &mut Report) -> anyhow::R
         ));
     }
     Ok(())
+}
+
+/// An HTTP origin on loopback for the grants section: one port of those
+/// the fixture asks for, answering every request with 21 bytes and
+/// closing (the host keeps no connection between requests).
+struct LoopbackOrigin {
+    address: std::net::SocketAddr,
+}
+
+impl LoopbackOrigin {
+    fn start() -> anyhow::Result<LoopbackOrigin> {
+        let listener = (47801..=47808)
+            .find_map(|port| std::net::TcpListener::bind(("127.0.0.1", port)).ok())
+            .ok_or_else(|| anyhow::anyhow!("none of the ports 47801 to 47808 is free for the loopback origin"))?;
+        let address = listener.local_addr()?;
+        std::thread::spawn(move || {
+            use std::io::{BufRead, Write};
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                let Ok(reading) = stream.try_clone() else { continue };
+                let mut reader = std::io::BufReader::new(reading);
+                let mut line = String::new();
+                // The request's head, to its empty line; a GET has no body.
+                while reader.read_line(&mut line).is_ok_and(|read| read > 0) && line != "\r\n" {
+                    line.clear();
+                }
+                let _ = stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 21\r\nconnection: close\r\n\r\nhello from the origin");
+            }
+        });
+        Ok(LoopbackOrigin { address })
+    }
 }
 
 fn file_to_list_changed(setup: &Setup, report: &mut Report) -> anyhow::Result<()> {

@@ -121,7 +121,10 @@ fn limit(failure: &CallFailure) -> Option<Value> {
         CallFailure::Busy { limit, .. } => Some(json!({ "concurrentCalls": limit })),
         CallFailure::CopyBudget { budget } => Some(json!({ "bytes": budget })),
         CallFailure::Grant(GrantRefusal::Budget { budget, limit }) => Some(json!({ "budget": budget.key(), "limit": limit })),
-        CallFailure::Grant(GrantRefusal::NotGranted { .. }) | CallFailure::Panic { .. } | CallFailure::Trap { .. } => None,
+        CallFailure::Grant(GrantRefusal::AddressRefused { address, class, .. }) => Some(json!({ "address": address, "class": class })),
+        CallFailure::Grant(GrantRefusal::NotGranted { .. } | GrantRefusal::OriginNotGranted { .. })
+        | CallFailure::Panic { .. }
+        | CallFailure::Trap { .. } => None,
     }
 }
 

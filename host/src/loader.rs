@@ -414,7 +414,7 @@ impl Loader {
         let (sight, withheld) = Sight::between(&source.id, wants.as_ref(), &settings.grants);
         for withheld in &withheld {
             match withheld {
-                Withheld::NotGranted { .. } | Withheld::Unavailable { .. } => {
+                Withheld::NotGranted { .. } => {
                     tracing::info!(plugin = %source.id.escape_debug(), "{withheld}")
                 }
                 Withheld::NotAsked { .. } => tracing::warn!(plugin = %source.id.escape_debug(), "{withheld}"),

@@ -95,16 +95,16 @@ struct PluginSeries {
     fuel: OnceLock<Histogram>,
     peak_memory: OnceLock<Histogram>,
     /// What its calls did with their grants, in the order of [`GRANTED`].
-    granted: [OnceLock<IntCounter>; 4],
+    granted: [OnceLock<IntCounter>; GRANTED.len()],
 }
 
 /// One per-plugin counter of what calls did with their grants: its name,
 /// its help, and which part of a call's [`IoUsage`] it counts.
 type GrantedCounter = (&'static str, &'static str, fn(&IoUsage) -> u64);
 
-/// The per-plugin counters of what calls did with the folders they were
-/// granted.
-const GRANTED: [GrantedCounter; 4] = [
+/// The per-plugin counters of what calls did with the folders and origins
+/// they were granted.
+const GRANTED: [GrantedCounter; 7] = [
     ("prompt_host_plugin_granted_files_opened_total", "Files and folders calls opened in the plugin's granted folders.", |io| {
         io.files_opened
     }),
@@ -112,9 +112,14 @@ const GRANTED: [GrantedCounter; 4] = [
     ("prompt_host_plugin_granted_dir_entries_total", "Directory entries calls listed in the plugin's granted folders.", |io| {
         io.dir_entries
     }),
+    ("prompt_host_plugin_granted_http_requests_total", "HTTP requests calls sent to the plugin's granted origins.", |io| io.http_requests),
+    ("prompt_host_plugin_granted_http_sent_bytes_total", "Bytes calls sent to the plugin's granted origins.", |io| io.http_sent_bytes),
+    ("prompt_host_plugin_granted_http_received_bytes_total", "Bytes calls received from the plugin's granted origins.", |io| {
+        io.http_received_bytes
+    }),
     (
         "prompt_host_plugin_granted_denials_total",
-        "Uses of granted folders refused: a path out of a folder, a FIFO, socket or device, a write, a folder not granted.",
+        "Uses of grants refused: a path out of a folder, a FIFO, socket or device, a write, a folder or origin not granted, an address refused.",
         |io| io.denials,
     ),
 ];
@@ -126,7 +131,7 @@ pub struct Metrics {
     call_seconds: HistogramVec,
     call_fuel: HistogramVec,
     call_peak_memory: HistogramVec,
-    granted: [IntCounterVec; 4],
+    granted: [IntCounterVec; GRANTED.len()],
     loads: IntCounterVec,
     load_failures: IntCounterVec,
     spare_failures: IntCounterVec,

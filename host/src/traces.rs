@@ -282,6 +282,9 @@ pub fn call_usage(usage: &crate::sandbox::CallUsage) {
             span.set_attribute(KeyValue::new("prompt_host.plugin.granted.dir_entries", io.dir_entries as i64));
             span.set_attribute(KeyValue::new("prompt_host.plugin.granted.denials", io.denials as i64));
             span.set_attribute(KeyValue::new("prompt_host.plugin.granted.io_us", io.io_time.as_micros() as i64));
+            span.set_attribute(KeyValue::new("prompt_host.plugin.granted.http_requests", io.http_requests as i64));
+            span.set_attribute(KeyValue::new("prompt_host.plugin.granted.http_sent_bytes", io.http_sent_bytes as i64));
+            span.set_attribute(KeyValue::new("prompt_host.plugin.granted.http_received_bytes", io.http_received_bytes as i64));
         }
     });
 }

@@ -247,11 +247,12 @@ fn values_reach_only_the_pack_that_asked_and_was_granted_and_nothing_shows_them(
     assert!(!report.contains(SECRET), "inspect showed the secret");
     let granted = format!(
         "  granted   folder project = {} (read-only)\n            folder logs = {} (read-only)\n            value GREETING\n            value API_TOKEN\n\
-         \x20 withheld  it asks for folder 'private', which is not granted",
+         \x20 withheld  it asks for origin http://127.0.0.1:47801, which is not granted",
         site.path("project").display(),
         site.path("logs").display()
     );
     assert!(report.contains(&granted), "{report}");
+    assert!(report.contains("            it asks for folder 'private', which is not granted"), "{report}");
     // `list` shows what each plugin is granted, and no value.
     let listed = std::process::Command::new(env!("CARGO_BIN_EXE_prompt-host"))
         .args(["list", "--config", site.path("config.toml").to_str().unwrap()])

@@ -169,7 +169,7 @@ fn inspect_shows_what_a_pack_wants_and_that_none_of_it_is_granted() {
     assert_eq!(status, Some(0));
     let wants = "    wants    folder logs: recent log lines\n             origin https://api.example.com/v1/\n             value API_TOKEN\n\
                  \x20 granted   nothing (no folder, value or network)\n\
-                 \x20 withheld  it asks for origin \"https://api.example.com/v1/\", which this version cannot grant: it gives packs no outgoing HTTP\n\
+                 \x20 withheld  it asks for origin https://api.example.com/v1/, which is not granted (grant it with http = [\"https://api.example.com/v1/\"] in [plugins.typed_arguments.grants])\n\
                  \x20           it asks for folder 'logs', which is not granted (grant it with logs = \"/path/on/the/host\" in [plugins.typed_arguments.grants.folders])\n\
                  \x20           it asks for value 'API_TOKEN', which is not granted (grant it with API_TOKEN = { file = \"/path/to/secret\" } in [plugins.typed_arguments.grants.env])\n";
     assert!(report.contains(wants), "{report}");

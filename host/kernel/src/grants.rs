@@ -10,9 +10,13 @@
 //!   interfaces ([`folders`]): every path is resolved by the Linux kernel
 //!   beneath the folder (`openat2` with `RESOLVE_BENEATH`), nothing is
 //!   written, and no open can block;
+//! - **origins**, through the standard `wasi:http/outgoing-handler`, each
+//!   request sent by the host's own hook ([`http`]): the origin admits it,
+//!   a name resolves to no loopback, private, link-local or metadata
+//!   address, TLS is verified, and every step ends at the call's deadline;
 //! - **named values**, through `wasi:cli/environment`.
 //!
-//! Each call's use of its folders is metered ([`IoMeter`]) against budgets
+//! Each call's use of its folders and origins is metered ([`IoMeter`]) against budgets
 //! declared once with the other limits (`grant_*` in [`crate::limits`]): a
 //! call that goes past one fails, naming the budget. A folder the pack asked
 //! for and was not granted is still listed among its preopens, so that its
@@ -24,6 +28,7 @@
 //! enforcement. It knows nothing of MCP.
 
 pub mod folders;
+pub mod http;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -32,6 +37,7 @@ use std::time::{Duration, Instant};
 
 use crate::bindings::provider_v0_3::Wants;
 use crate::limits::Limits;
+pub use http::Origin;
 
 /// What the operator grants one plugin, by the names a pack asks for them
 /// by: plain data, read from the config by the server.
@@ -41,6 +47,8 @@ pub struct Grants {
     pub folders: BTreeMap<String, PathBuf>,
     /// Named values (`API_TOKEN`) and what they hold.
     pub values: BTreeMap<String, Secret>,
+    /// Origins a pack may call.
+    pub origins: Vec<Origin>,
 }
 
 /// Whether `name` may name a folder a pack asks for (and its preopen,
@@ -92,6 +100,16 @@ pub struct SeenFolder {
     pub path: Option<PathBuf>,
 }
 
+/// One origin a pack asked for, and what of it is given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SeenOrigin {
+    /// What the pack asked for.
+    pub asked: Origin,
+    /// What its calls may call: the narrower of what it asked for and what
+    /// is granted; none when no grant overlaps it.
+    pub given: Option<Origin>,
+}
+
 /// What one plugin's calls see of the machine: what it asked for and was
 /// granted, and the folders it asked for that were not.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -102,6 +120,8 @@ pub struct Sight {
     pub folders: Vec<SeenFolder>,
     /// The values it asked for and was granted, in its order.
     pub values: Vec<(String, Secret)>,
+    /// The origins it asked for (validated when it loaded), granted or not.
+    pub origins: Vec<SeenOrigin>,
 }
 
 /// Something asked for and not granted, or granted and not asked for: each
@@ -114,12 +134,6 @@ pub enum Withheld {
         what: String,
         /// The config line that would grant it.
         key: String,
-    },
-    /// The pack asked for it; no config can grant it in this version
-    /// (outgoing HTTP).
-    Unavailable {
-        /// `origin "https://api.example.com/v1/"`.
-        what: String,
     },
     /// The config grants it; the pack did not ask for it, so it is not given.
     NotAsked {
@@ -134,9 +148,6 @@ impl std::fmt::Display for Withheld {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Withheld::NotGranted { what, key } => write!(f, "it asks for {what}, which is not granted (grant it with {key})"),
-            Withheld::Unavailable { what } => {
-                write!(f, "it asks for {what}, which this version cannot grant: it gives packs no outgoing HTTP")
-            }
             Withheld::NotAsked { what, key } => {
                 write!(f, "{what} is granted ({key}) but the pack does not ask for it: not given")
             }
@@ -147,6 +158,11 @@ impl std::fmt::Display for Withheld {
 /// The config line that grants folder `folder` to `plugin`.
 pub fn folder_key(plugin: &str, folder: &str) -> String {
     format!("{folder} = \"/path/on/the/host\" in [plugins.{}.grants.folders]", plugin.escape_debug())
+}
+
+/// The config line that grants `origin` to `plugin`.
+pub fn origin_key(plugin: &str, origin: &Origin) -> String {
+    format!("http = [\"{origin}\"] in [plugins.{}.grants]", plugin.escape_debug())
 }
 
 /// The config line that grants value `name` to `plugin`.
@@ -165,9 +181,18 @@ impl Sight {
             Some(wants) => (wants.folders.iter().map(|f| f.name.as_str()).collect(), wants.env.iter().map(String::as_str).collect()),
             None => (Vec::new(), Vec::new()),
         };
-        for origin in wants.map(|wants| wants.origins.as_slice()).unwrap_or_default() {
-            // The pack's own text (a URL parser tolerates newlines in it): escaped.
-            withheld.push(Withheld::Unavailable { what: format!("origin \"{}\"", origin.escape_debug()) });
+        // Checked when the pack loaded (`validate::wants`): one that does not parse is not asked for.
+        let asked_origins: Vec<Origin> =
+            wants.map(|wants| wants.origins.iter().filter_map(|origin| Origin::parse(origin).ok()).collect()).unwrap_or_default();
+        for asked in &asked_origins {
+            let given = grants.origins.iter().find_map(|granted| asked.overlap(granted));
+            if given.is_none() {
+                withheld.push(Withheld::NotGranted { what: format!("origin {asked}"), key: origin_key(plugin, asked) });
+            }
+            sight.origins.push(SeenOrigin { asked: asked.clone(), given });
+        }
+        for granted in grants.origins.iter().filter(|granted| !asked_origins.iter().any(|asked| asked.overlap(granted).is_some())) {
+            withheld.push(Withheld::NotAsked { what: format!("origin {granted}"), key: origin_key(plugin, granted) });
         }
         for name in &asked_folders {
             let path = grants.folders.get(*name).cloned();
@@ -204,7 +229,8 @@ impl Sight {
                     .as_ref()
                     .map(|path| format!("folder {} = {} (read-only)", folder.name, path.display().to_string().escape_debug()))
             });
-        folders.chain(self.values.iter().map(|(name, _)| format!("value {name}"))).collect()
+        let origins = self.origins.iter().filter_map(|seen| seen.given.as_ref().map(|given| format!("origin {given}")));
+        folders.chain(origins).chain(self.values.iter().map(|(name, _)| format!("value {name}"))).collect()
     }
 }
 
@@ -219,7 +245,16 @@ pub enum Budget {
     DirEntries,
     /// Time spent in host I/O for the call.
     IoTime,
+    /// HTTP requests sent to granted origins.
+    HttpRequests,
+    /// Bytes sent to granted origins (request heads and bodies).
+    HttpSentBytes,
+    /// Bytes received from granted origins (response heads and bodies).
+    HttpReceivedBytes,
 }
+
+/// How many budgets there are.
+const BUDGETS: usize = 7;
 
 impl Budget {
     /// The key that sets it, in `[limits]` and `[plugins.NAME.limits]`.
@@ -229,6 +264,9 @@ impl Budget {
             Budget::ReadBytes => "grant_read_kib",
             Budget::DirEntries => "grant_dir_entries",
             Budget::IoTime => "grant_io_ms",
+            Budget::HttpRequests => "grant_http_requests",
+            Budget::HttpSentBytes => "grant_http_sent_kib",
+            Budget::HttpReceivedBytes => "grant_http_received_kib",
         }
     }
 }
@@ -252,6 +290,50 @@ pub enum GrantRefusal {
         /// The pack's name for the folder.
         folder: String,
     },
+    /// The call sent a request that no origin given to its pack admits.
+    #[error("called {url}, which no origin granted to it admits: {}", origin_remedy(plugin, asked.as_ref()))]
+    OriginNotGranted {
+        /// The plugin's name.
+        plugin: String,
+        /// What it called (scheme, authority and path, escaped).
+        url: String,
+        /// The origin it asked for that admits the request, if any.
+        asked: Option<Origin>,
+    },
+    /// A granted name resolved to an address of a class a name must not reach.
+    #[error(
+        "called {host}:{port}, which resolves to {address}, a {class} address, which a granted name may not reach: \
+         only an origin that is the address itself (such as http://{}:{port}) may, asked for and granted",
+        shown_address(*address)
+    )]
+    AddressRefused {
+        /// The plugin's name.
+        plugin: String,
+        /// The host it called (escaped).
+        host: String,
+        /// The port it called.
+        port: u16,
+        /// The address the name resolved to.
+        address: std::net::IpAddr,
+        /// Its class (`loopback`, `cloud metadata`, ...).
+        class: &'static str,
+    },
+}
+
+/// How an origin the call was refused is granted, if it can be.
+fn origin_remedy(plugin: &str, asked: Option<&Origin>) -> String {
+    match asked {
+        Some(asked) => format!("grant it with {}", origin_key(plugin, asked)),
+        None => "the pack does not ask for it in its pack-info (wants.origins), so no config can grant it".to_string(),
+    }
+}
+
+/// An address as a URL's host shows it.
+fn shown_address(address: std::net::IpAddr) -> String {
+    match address {
+        std::net::IpAddr::V4(address) => address.to_string(),
+        std::net::IpAddr::V6(address) => format!("[{address}]"),
+    }
 }
 
 fn budget_text(budget: Budget, limit: u64) -> String {
@@ -260,8 +342,15 @@ fn budget_text(budget: Budget, limit: u64) -> String {
         Budget::ReadBytes => format!("{limit} bytes read"),
         Budget::DirEntries => format!("{limit} directory entries listed"),
         Budget::IoTime => format!("{} ms in host I/O", limit / 1_000_000),
+        Budget::HttpRequests => format!("{limit} HTTP requests"),
+        Budget::HttpSentBytes => format!("{limit} bytes sent"),
+        Budget::HttpReceivedBytes => format!("{limit} bytes received"),
     };
-    format!("{amount} in granted folders (limits.{}); a failed call keeps none of what it read", budget.key())
+    let granted = match budget {
+        Budget::HttpRequests | Budget::HttpSentBytes | Budget::HttpReceivedBytes => "to granted origins",
+        _ => "in granted folders",
+    };
+    format!("{amount} {granted} (limits.{}); a failed call keeps none of what it read", budget.key())
 }
 
 /// What one call used of what it was granted.
@@ -275,8 +364,14 @@ pub struct IoUsage {
     pub dir_entries: u64,
     /// Time spent in host I/O.
     pub io_time: Duration,
+    /// HTTP requests sent.
+    pub http_requests: u64,
+    /// Bytes sent to granted origins.
+    pub http_sent_bytes: u64,
+    /// Bytes received from granted origins.
+    pub http_received_bytes: u64,
     /// Uses refused: a path out of its folder, a FIFO, socket or device,
-    /// a write, or a folder not granted.
+    /// a write, a folder or origin not granted, an address refused.
     pub denials: u64,
 }
 
@@ -284,9 +379,13 @@ pub struct IoUsage {
 /// the streams the call reads through, hence atomics.
 #[derive(Debug)]
 pub struct IoMeter {
-    limits: [u64; 4],
-    used: [AtomicU64; 4],
+    limits: [u64; BUDGETS],
+    used: [AtomicU64; BUDGETS],
     denials: AtomicU64,
+    /// The first refusal that ends the call, however the pack handled the
+    /// error it was given (an HTTP refusal reaches the pack as an error
+    /// code, which it could ignore).
+    refusal: std::sync::Mutex<Option<GrantRefusal>>,
 }
 
 impl IoMeter {
@@ -294,9 +393,18 @@ impl IoMeter {
     pub fn new(limits: &Limits) -> IoMeter {
         let nanos = u64::try_from(limits.grant_io_time.as_nanos()).unwrap_or(u64::MAX);
         IoMeter {
-            limits: [limits.grant_files_opened as u64, limits.grant_read_bytes as u64, limits.grant_dir_entries as u64, nanos],
+            limits: [
+                limits.grant_files_opened as u64,
+                limits.grant_read_bytes as u64,
+                limits.grant_dir_entries as u64,
+                nanos,
+                limits.grant_http_requests as u64,
+                limits.grant_http_sent_bytes as u64,
+                limits.grant_http_received_bytes as u64,
+            ],
             used: Default::default(),
             denials: AtomicU64::new(0),
+            refusal: std::sync::Mutex::new(None),
         }
     }
 
@@ -331,6 +439,16 @@ impl IoMeter {
         self.denials.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Ends the call with `refusal` (unless an earlier one ends it already).
+    pub fn refuse(&self, refusal: GrantRefusal) {
+        self.refusal.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).get_or_insert(refusal);
+    }
+
+    /// The refusal that ends the call, if any.
+    pub fn refusal(&self) -> Option<GrantRefusal> {
+        self.refusal.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).clone()
+    }
+
     /// What the call used so far.
     pub fn usage(&self) -> IoUsage {
         let used = |budget| self.used[Self::index(budget)].load(Ordering::Relaxed);
@@ -339,6 +457,9 @@ impl IoMeter {
             read_bytes: used(Budget::ReadBytes),
             dir_entries: used(Budget::DirEntries),
             io_time: Duration::from_nanos(used(Budget::IoTime)),
+            http_requests: used(Budget::HttpRequests),
+            http_sent_bytes: used(Budget::HttpSentBytes),
+            http_received_bytes: used(Budget::HttpReceivedBytes),
             denials: self.denials.load(Ordering::Relaxed),
         }
     }
@@ -352,7 +473,7 @@ mod tests {
     fn wants(folders: &[&str], env: &[&str]) -> Wants {
         Wants {
             folders: folders.iter().map(|name| WantedFolder { name: name.to_string(), description: None }).collect(),
-            origins: Vec::new(),
+            origins: vec!["https://api.example.com".to_string(), "https://ask.example.com".to_string()],
             env: env.iter().map(|name| name.to_string()).collect(),
         }
     }
@@ -362,6 +483,7 @@ mod tests {
         let grants = Grants {
             folders: [("logs".to_string(), PathBuf::from("/var/log/app")), ("home".to_string(), PathBuf::from("/home"))].into(),
             values: [("API_TOKEN".to_string(), Secret::new("s3cret".into())), ("OTHER".to_string(), Secret::new("x".into()))].into(),
+            origins: vec![Origin::parse("https://api.example.com/v1/").unwrap(), Origin::parse("https://other.example.com").unwrap()],
         };
         let (sight, withheld) = Sight::between("acme", Some(&wants(&["logs", "project"], &["API_TOKEN", "REGION"])), &grants);
         assert_eq!(
@@ -372,11 +494,13 @@ mod tests {
             ]
         );
         assert_eq!(sight.values, [("API_TOKEN".to_string(), Secret::new("s3cret".into()))]);
-        assert_eq!(sight.given(), ["folder logs = /var/log/app (read-only)", "value API_TOKEN"]);
+        assert_eq!(sight.given(), ["folder logs = /var/log/app (read-only)", "origin https://api.example.com/v1/", "value API_TOKEN"]);
         let withheld: Vec<String> = withheld.iter().map(ToString::to_string).collect();
         assert_eq!(
             withheld,
             [
+                "it asks for origin https://ask.example.com, which is not granted (grant it with http = [\"https://ask.example.com\"] in [plugins.acme.grants])",
+                "origin https://other.example.com is granted (http = [\"https://other.example.com\"] in [plugins.acme.grants]) but the pack does not ask for it: not given",
                 "it asks for folder 'project', which is not granted (grant it with project = \"/path/on/the/host\" in [plugins.acme.grants.folders])",
                 "it asks for value 'REGION', which is not granted (grant it with REGION = { file = \"/path/to/secret\" } in [plugins.acme.grants.env])",
                 "folder 'home' is granted (home = \"/path/on/the/host\" in [plugins.acme.grants.folders]) but the pack does not ask for it: not given",
@@ -385,8 +509,8 @@ mod tests {
         );
         // A pack before 0.3 asks for nothing, and is given nothing.
         let (sight, withheld) = Sight::between("old", None, &grants);
-        assert!(sight.folders.is_empty() && sight.values.is_empty());
-        assert_eq!(withheld.len(), 4);
+        assert!(sight.folders.is_empty() && sight.values.is_empty() && sight.origins.is_empty());
+        assert_eq!(withheld.len(), 6);
     }
 
     #[test]

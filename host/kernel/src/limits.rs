@@ -247,6 +247,21 @@ declare_limits! {
     table: "time one call spends in host I/O on its pack's granted folders (the call's deadline still applies)"
         => "-32603, naming `limits.grant_io_ms`";
 
+    /// HTTP requests one call may send to the origins granted to its pack.
+    grant_http_requests: usize = 16 Count as grant_http_requests, 1..=1024;
+    table: "HTTP requests one call sends to its pack's granted origins (each redirect is one)"
+        => "-32603 `plugin 'acme' used up its per-call budget of 16 HTTP requests to granted origins (limits.grant_http_requests)...`";
+
+    /// Bytes one call may send to its granted origins (request heads and bodies).
+    grant_http_sent_bytes: usize = 1024 KiB as grant_http_sent_kib, 1..=MAX_MIB << 10;
+    table: "bytes one call sends to its pack's granted origins (request lines, headers and bodies)"
+        => "-32603, naming `limits.grant_http_sent_kib`";
+
+    /// Bytes one call may receive from its granted origins (response heads and bodies).
+    grant_http_received_bytes: usize = 4096 KiB as grant_http_received_kib, 1..=MAX_MIB << 10;
+    table: "bytes one call receives from its pack's granted origins (status lines, headers and bodies), as they arrive"
+        => "-32603, naming `limits.grant_http_received_kib`";
+
     /// Bytes of stdout and of stderr kept from one call, for the log.
     output_capture_bytes: usize = 16 KiB as output_capture_kib, 0..=MAX_MIB << 10;
     table: "captured stdout and stderr per stream per call"

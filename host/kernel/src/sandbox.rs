@@ -37,6 +37,7 @@ use crate::bindings::{
     Pack, PackPre, PromptAnswer, WitVersion, from_v0_2, from_v0_3, provider, provider_v0_2, provider_v0_3, v0_1, v0_2, v0_3,
 };
 use crate::grants::folders::{self, CallFolders, Descriptors, FolderView, PluginFolders};
+use crate::grants::http::{CallHttp, MAX_REQUEST_FIELDS};
 use crate::grants::{GrantRefusal, IoMeter, IoUsage, Sight};
 use crate::limits::Limits;
 use crate::log_budget::{Admission, LogBudget, LogWindow};
@@ -215,7 +216,8 @@ impl CallFailure {
             CallFailure::Busy { .. } => "busy",
             CallFailure::CopyBudget { .. } => "invalid-reply",
             CallFailure::Grant(GrantRefusal::Budget { .. }) => "grant-budget",
-            CallFailure::Grant(GrantRefusal::NotGranted { .. }) => "not-granted",
+            CallFailure::Grant(GrantRefusal::NotGranted { .. } | GrantRefusal::OriginNotGranted { .. }) => "not-granted",
+            CallFailure::Grant(GrantRefusal::AddressRefused { .. }) => "address-refused",
         }
     }
 }
@@ -288,6 +290,10 @@ const KEEP_RESIDENT: usize = 1 << 20;
 pub struct Sandbox {
     engine: Engine,
     linker: Linker<CallState>,
+    /// The linker of 0.3 packs: `linker` with `wasi:http`, so that a pack
+    /// may call the origins it is granted. A 0.1 or 0.2 pack that imports
+    /// `wasi:http` is refused at load, as it always was.
+    linker_with_http: Linker<CallState>,
     config: SandboxConfig,
     /// The calls running now: the epoch ticker runs only while there are any.
     running: Arc<RunningCalls>,
@@ -323,12 +329,15 @@ impl Sandbox {
         wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(|e| PrepareError::Link(e.to_string()))?;
         // The filesystem interfaces are the host's own: granted folders, read-only and metered.
         folders::add_to_linker(&mut linker, CallState::folders).map_err(|e| PrepareError::Link(e.to_string()))?;
+        let mut linker_with_http = linker.clone();
+        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker_with_http).map_err(|e| PrepareError::Link(e.to_string()))?;
         let running = Arc::new(RunningCalls::default());
         start_epoch_ticker(&engine, running.clone());
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
         Ok(Sandbox {
             engine,
             linker,
+            linker_with_http,
             running,
             output_log: Arc::default(),
             observer: Arc::new(Unobserved),
@@ -361,7 +370,11 @@ impl Sandbox {
     /// Links a component against the WASI the host provides and checks that
     /// it exports the prompt-provider interface of `version`.
     pub fn prepare(&self, component: &Component, version: WitVersion) -> Result<PackPre<CallState>, PrepareError> {
-        let instance_pre = self.linker.instantiate_pre(component).map_err(|e| PrepareError::Link(format!("{e:#}")))?;
+        let linker = match version {
+            WitVersion::V0_1 | WitVersion::V0_2 => &self.linker,
+            WitVersion::V0_3 => &self.linker_with_http,
+        };
+        let instance_pre = linker.instantiate_pre(component).map_err(|e| PrepareError::Link(format!("{e:#}")))?;
         let link_error = |e: wasmtime::Error| PrepareError::Link(format!("{e:#}"));
         Ok(match version {
             WitVersion::V0_1 => PackPre::V0_1(v0_1::PromptPackPre::new(instance_pre).map_err(link_error)?),
@@ -457,6 +470,8 @@ impl Sandbox {
             .allow_ip_name_lookup(false)
             .build();
         let started = Instant::now();
+        let folders = CallFolders::new(sight.clone(), Arc::new(IoMeter::new(limits)), self.descriptors.clone());
+        let http = CallHttp::new(folders.meter().clone(), folders.holder(), started + limits.deadline);
         let mut table = ResourceTable::new();
         table.set_max_capacity(MAX_HOST_RESOURCES);
         let state = CallState {
@@ -469,7 +484,9 @@ impl Sandbox {
             slow_lane: self.slow_lane.clone(),
             plugin_slow_turn: quota.slow_turn.clone(),
             slow_turn: Arc::default(),
-            folders: CallFolders::new(sight.clone(), Arc::new(IoMeter::new(limits)), self.descriptors.clone()),
+            folders,
+            http,
+            http_fields: http_fields(),
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|state| &mut state.guard);
@@ -734,7 +751,9 @@ impl Instance {
     /// reports the call once it is over: after its `last` step, or after
     /// any step that failed.
     fn settle<R>(&mut self, result: Result<wasmtime::Result<R>, tokio::time::error::Elapsed>, last: bool) -> Result<R, CallFailure> {
+        let refusal = self.store.data().folders.meter().refusal();
         let outcome = match result {
+            Ok(Ok(_)) if let Some(refusal) = refusal => Err(CallFailure::Grant(refusal)),
             Ok(Ok(value)) => Ok(value),
             Ok(Err(error)) => Err(self.classify(&error)),
             Err(_) => Err(CallFailure::DeadlineExceeded { deadline: self.limits.deadline }),
@@ -932,6 +951,23 @@ pub struct CallState {
     slow_turn: Arc<std::sync::Mutex<Option<[OwnedSemaphorePermit; 2]>>>,
     /// What its pack was granted, and what the call used of it.
     folders: CallFolders,
+    /// Its outgoing HTTP, to the origins its pack was granted.
+    http: CallHttp,
+    http_fields: wasmtime_wasi_http::WasiHttpCtx,
+}
+
+/// wasi:http's context: the fields a pack builds bounded.
+fn http_fields() -> wasmtime_wasi_http::WasiHttpCtx {
+    let mut context = wasmtime_wasi_http::WasiHttpCtx::new();
+    context.set_field_size_limit(MAX_REQUEST_FIELDS);
+    context
+}
+
+impl wasmtime_wasi_http::WasiHttpView for CallState {
+    fn http(&mut self) -> wasmtime_wasi_http::WasiHttpCtxView<'_> {
+        self.http.set_call(self.clock.started(), self.deadline);
+        wasmtime_wasi_http::WasiHttpCtxView { ctx: &mut self.http_fields, table: &mut self.table, hooks: &mut self.http }
+    }
 }
 
 impl CallState {

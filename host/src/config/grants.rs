@@ -10,6 +10,9 @@
 //! [plugins.insights.grants.env]        # named values, through the environment
 //! REGION = "eu-west-1"
 //! API_TOKEN = { file = "secrets/api-token" }   # read at start and at SIGHUP; one trailing newline dropped
+//!
+//! [plugins.insights.grants]
+//! http = ["https://api.example.com/v1/", "http://127.0.0.1:8080"]   # origins: scheme, host, port, path prefix
 //! ```
 
 use std::collections::BTreeMap;
@@ -17,7 +20,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::grants::{Grants, Secret, is_folder_name, is_value_name};
+use crate::grants::{Grants, Origin, Secret, is_folder_name, is_value_name};
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -26,15 +29,8 @@ pub struct GrantsSection {
     folders: BTreeMap<String, PathBuf>,
     #[serde(default)]
     env: BTreeMap<String, ValueGrant>,
-    /// Outgoing HTTP is not granted by this version: named, so that the
-    /// refusal says so rather than calling the key unknown.
-    #[serde(default, deserialize_with = "present")]
-    http: bool,
-}
-
-/// Whether the key is there, whatever its value.
-fn present<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<bool, D::Error> {
-    serde::de::IgnoredAny::deserialize(deserializer).map(|_| true)
+    #[serde(default)]
+    http: Vec<String>,
 }
 
 #[derive(Clone, PartialEq, Eq, Deserialize)]
@@ -60,12 +56,16 @@ impl GrantsSection {
     /// file readable now (it is read here, so a SIGHUP reads it again).
     pub(super) fn apply(&self, plugin: &str, folder: &Path) -> Result<Grants, String> {
         let section = format!("plugins.{plugin}.grants");
-        if self.http {
-            return Err(format!(
-                "{section}.http: this version grants no outgoing HTTP (folders and env only): a pack that calls out is refused at call time"
-            ));
-        }
         let mut grants = Grants::default();
+        for origin in &self.http {
+            let parsed = Origin::parse(origin).map_err(|why| {
+                format!(
+                    "{section}.http: {:?} is not an origin such as \"https://api.example.com/v1/\": {why}",
+                    origin.escape_debug().to_string()
+                )
+            })?;
+            grants.origins.push(parsed);
+        }
         for (name, path) in &self.folders {
             if !is_folder_name(name) {
                 return Err(format!(
@@ -143,8 +143,12 @@ mod tests {
         );
         assert!(refused("env = { T = { file = \"none\" } }").starts_with("plugins.acme.grants.env.T: cannot read "));
         assert_eq!(
-            refused("http = [\"https://api.example.com\"]"),
-            "plugins.acme.grants.http: this version grants no outgoing HTTP (folders and env only): a pack that calls out is refused at call time"
+            refused("http = [\"ftp://api.example.com\"]"),
+            "plugins.acme.grants.http: \"ftp://api.example.com\" is not an origin such as \"https://api.example.com/v1/\": its scheme is neither https nor http"
+        );
+        assert_eq!(
+            section("http = [\"https://API.example.com/v1/\", \"http://127.0.0.1:8080\"]").apply("acme", dir.path()).unwrap().origins,
+            [Origin::parse("https://api.example.com/v1/").unwrap(), Origin::parse("http://127.0.0.1:8080/").unwrap()]
         );
         std::fs::write(dir.path().join("file"), "x").unwrap();
         assert!(refused("folders = { logs = \"file\" }").ends_with("it is not a directory"));

@@ -15,6 +15,14 @@
 //!   that many times at once, and holds them until `hold_ms` after the call
 //!   began;
 //! - `stat` (`path`): what the file is, without following a final symlink.
+//! - `fetch` (`url`, and undeclared `times`, `header`, `body_kib`): sends
+//!   a request through `wasi:http/outgoing-handler` (a POST of `body_kib`
+//!   KiB when given, with `header` as `name: value` when given), following
+//!   up to 5 redirects, `times` times (1 if not given): one line per
+//!   request, `status N, M bytes: TEXT` (the first 64 characters) or
+//!   `error: CODE`. It asks for `http://127.0.0.1:P` and `http://localhost:P`
+//!   for P in 47801..=47808, so that a test's loopback server can take
+//!   any of those ports.
 //!
 //! Its start reads `/logs` (it must see nothing then: a spare made ahead of
 //! a call must not carry what a folder held into the call).
@@ -23,6 +31,7 @@ wit_bindgen::generate!({ path: "../../wit/0.3", world: "prompt-pack" });
 
 use exports::prompt_host::prompts::prompt_provider::*;
 use std::sync::atomic::{AtomicBool, Ordering};
+use wasip2::http::{outgoing_handler, types as http};
 
 /// Whether the start could list `/logs` (it must not).
 static START_SAW_LOGS: AtomicBool = AtomicBool::new(false);
@@ -165,6 +174,90 @@ fn stat(path: &str) -> String {
     }
 }
 
+/// The loopback ports a test's server may take.
+const PORTS: std::ops::RangeInclusive<u16> = 47801..=47808;
+
+/// Sends one request (and the redirects it leads to): `status N, M bytes:
+/// TEXT` or `error: CODE`, and where a redirect leads.
+fn fetch_once(url: &str, header: &str, body_kib: usize) -> String {
+    let mut url = url.to_string();
+    let mut lines = Vec::new();
+    for _hop in 0..6 {
+        match request(&url, header, body_kib) {
+            Ok((status, location, body)) => {
+                let text = String::from_utf8_lossy(&body).chars().take(64).collect::<String>();
+                lines.push(format!("status {status}, {} bytes: {text}", body.len()));
+                match location {
+                    Some(location) if (300..400).contains(&status) => url = location,
+                    _ => break,
+                }
+            }
+            Err(error) => {
+                lines.push(format!("error: {error}"));
+                break;
+            }
+        }
+    }
+    lines.join(" -> ")
+}
+
+fn request(url: &str, header: &str, body_kib: usize) -> Result<(u16, Option<String>, Vec<u8>), String> {
+    let (scheme, rest) = url.split_once("://").ok_or("no scheme")?;
+    let (authority, path) = rest.find('/').map_or((rest, "/"), |at| (&rest[..at], &rest[at..]));
+    let fields = http::Fields::new();
+    if let Some((name, value)) = header.split_once(": ") {
+        fields.append(&name.to_string(), &value.as_bytes().to_vec()).map_err(|error| format!("header {error:?}"))?;
+    }
+    if body_kib > 0 {
+        let length = (body_kib * 1024).to_string();
+        fields.append(&"content-length".to_string(), &length.into_bytes()).map_err(|error| format!("header {error:?}"))?;
+    }
+    let request = http::OutgoingRequest::new(fields);
+    let scheme = if scheme == "https" { http::Scheme::Https } else { http::Scheme::Http };
+    request.set_scheme(Some(&scheme)).map_err(|()| "scheme")?;
+    request.set_authority(Some(authority)).map_err(|()| "authority")?;
+    request.set_path_with_query(Some(path)).map_err(|()| "path")?;
+    let body = request.body().map_err(|()| "body")?;
+    if body_kib > 0 {
+        request.set_method(&http::Method::Post).map_err(|()| "method")?;
+    }
+    let future = outgoing_handler::handle(request, None).map_err(|error| format!("{error:?}"))?;
+    if body_kib > 0 {
+        let stream = body.write().map_err(|()| "body stream")?;
+        let chunk = vec![b'x'; 1024];
+        for _ in 0..body_kib {
+            if let Err(error) = stream.blocking_write_and_flush(&chunk) {
+                drop(stream);
+                return Err(format!("while sending: {error:?}"));
+            }
+        }
+        drop(stream);
+    }
+    http::OutgoingBody::finish(body, None).map_err(|error| format!("{error:?}"))?;
+    future.subscribe().block();
+    let response = match future.get() {
+        Some(Ok(Ok(response))) => response,
+        Some(Ok(Err(error))) => return Err(format!("{error:?}")),
+        _ => return Err("no response".to_string()),
+    };
+    let status = response.status();
+    let location = response.headers().get("location").first().map(|value| String::from_utf8_lossy(value).into_owned());
+    let body = response.consume().map_err(|()| "consume")?;
+    let stream = body.stream().map_err(|()| "stream")?;
+    let mut bytes = Vec::new();
+    loop {
+        match stream.blocking_read(64 << 10) {
+            Ok(chunk) => bytes.extend_from_slice(&chunk),
+            Err(wasip2::io::streams::StreamError::Closed) => break,
+            Err(wasip2::io::streams::StreamError::LastOperationFailed(error)) => {
+                let code = http::http_error_code(&error);
+                return Err(format!("after {} bytes: {code:?}", bytes.len()));
+            }
+        }
+    }
+    Ok((status, location, bytes))
+}
+
 struct GrantsProbe;
 
 impl Guest for GrantsProbe {
@@ -180,7 +273,7 @@ impl Guest for GrantsProbe {
             repository: None,
             wants: Wants {
                 folders: vec![folder("project"), folder("logs"), folder("private")],
-                origins: Vec::new(),
+                origins: PORTS.flat_map(|port| [format!("http://127.0.0.1:{port}"), format!("http://localhost:{port}")]).collect(),
                 env: vec!["GREETING".into(), "API_TOKEN".into()],
             },
         }
@@ -196,6 +289,7 @@ impl Guest for GrantsProbe {
             prompt("open-many", &["path", "count"]),
             prompt("stat", &["path"]),
             prompt("start", &[]),
+            prompt("fetch", &["url"]),
         ]
     }
 
@@ -213,6 +307,11 @@ impl Guest for GrantsProbe {
             "read-many" => read_many(path, number("times")),
             "open-many" => open_many(path, number("count"), number("hold_ms") as u64),
             "stat" => stat(path),
+            "fetch" => {
+                let times = number("times").max(1);
+                let (header, body_kib) = (value(&arguments, "header"), number("body_kib"));
+                (0..times).map(|_| fetch_once(value(&arguments, "url"), header, body_kib)).collect::<Vec<_>>().join("\n")
+            }
             "start" => format!("the start saw /logs: {}", START_SAW_LOGS.load(Ordering::Relaxed)),
             _ => return Err(PromptError::NotFound),
         };

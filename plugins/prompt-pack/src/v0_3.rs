@@ -140,6 +140,15 @@ impl PackInfo {
         self
     }
 
+    /// Asks to call the HTTP origin `origin` (`https://api.example.com`,
+    /// optionally with a path prefix: `https://api.example.com/v1/`)
+    /// through `wasi:http/outgoing-handler`, if the operator grants it
+    /// (`http = [...]` in `[plugins.PACK.grants]`).
+    pub fn origin(mut self, origin: &str) -> Self {
+        self.wants.origins.push(origin.to_string());
+        self
+    }
+
     /// Asks to read the environment value `name` (`std::env::var`), if
     /// the operator grants it (`[plugins.PACK.grants.env]`).
     pub fn env(mut self, name: &str) -> Self {

@@ -127,10 +127,39 @@ impl PluginFolders {
     }
 }
 
+/// Takes descriptors for one plugin's call: granted folders' and
+/// granted origins' connections, counted together.
+#[derive(Debug, Clone)]
+pub struct DescriptorHolder {
+    all: Arc<Descriptors>,
+    plugin: Arc<PluginFolders>,
+}
+
+impl DescriptorHolder {
+    /// Counts one more open descriptor, in all and of the plugin, unless
+    /// either has too many.
+    pub fn take(&self) -> Option<Held> {
+        let (all, plugin) = (&self.all, &self.plugin);
+        if !all.take() {
+            return None;
+        }
+        if !plugin.descriptors.take() {
+            all.give_back();
+            return None;
+        }
+        Some(Held { all: all.clone(), plugin: plugin.clone() })
+    }
+
+    /// What the plugin's calls see.
+    pub fn sight(&self) -> &Sight {
+        &self.plugin.sight
+    }
+}
+
 /// One descriptor counted in the sandbox's [`Descriptors`] and its
 /// plugin's while it lives.
 #[derive(Debug)]
-struct Held {
+pub struct Held {
     all: Arc<Descriptors>,
     plugin: Arc<PluginFolders>,
 }
@@ -186,8 +215,13 @@ impl CallFolders {
     }
 
     /// The call's meter.
-    pub fn meter(&self) -> &IoMeter {
+    pub fn meter(&self) -> &Arc<IoMeter> {
         &self.meter
+    }
+
+    /// What takes descriptors for the call.
+    pub fn holder(&self) -> DescriptorHolder {
+        DescriptorHolder { all: self.all.clone(), plugin: self.plugin.clone() }
     }
 }
 
@@ -258,15 +292,7 @@ impl FolderView<'_> {
     /// either has too many (then the descriptor, opened already, is closed
     /// when the caller drops it).
     fn hold(&self) -> FsResult<Held> {
-        let (all, plugin) = (&self.folders.all, &self.folders.plugin);
-        if !all.take() {
-            return Err(ErrorCode::Busy.into());
-        }
-        if !plugin.descriptors.take() {
-            all.give_back();
-            return Err(ErrorCode::Busy.into());
-        }
-        Ok(Held { all: all.clone(), plugin: plugin.clone() })
+        self.folders.holder().take().ok_or_else(|| ErrorCode::Busy.into())
     }
 
     fn opened(&self, fd: OwnedFd) -> FsResult<Arc<Opened>> {

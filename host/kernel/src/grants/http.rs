@@ -1,0 +1,656 @@
+//! Granted origins: outgoing HTTP through the standard
+//! `wasi:http/outgoing-handler` (wasmtime-wasi-http's implementation of the
+//! interface), so that a pack calls out with its language's own HTTP
+//! client, while every request is sent by this module's hook
+//! ([`CallHttp`]), which keeps control of every step:
+//! - **origin**: a request goes out only if an origin given to the pack
+//!   ([`Origin::admits`]: scheme, host, port and path prefix) admits it;
+//!   a redirect is a new request from the pack, checked the same way;
+//! - **address**: a name is resolved here, and every address it resolves
+//!   to is checked ([`refused_class`]) before anything is connected: a
+//!   loopback, private, link-local, cloud-metadata or other special
+//!   address is refused unless the origin granted is that very address;
+//!   the connection goes to the address checked, never to a second answer;
+//! - **TLS** always verified against the system's roots, no client
+//!   certificate, no credential of the host, no proxy;
+//! - **budgets**: requests, bytes sent and bytes received count against
+//!   the call's budgets ([`super::IoMeter`]); every step ends at the call's
+//!   deadline; response heads are bounded ([`MAX_RESPONSE_HEAD`]);
+//! - **bounded in all**: each connection holds one of the descriptors
+//!   counted for granted folders, in all and for its plugin.
+//!
+//! A refusal (an origin or address not granted, a budget used up) is
+//! recorded on the call's meter, which fails the call however the pack
+//! handles the error it is given; nothing is sent before the call begins.
+
+use std::fmt;
+use std::future::Future;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::pin::Pin;
+use std::sync::{Arc, OnceLock};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body::{Body, Frame};
+use http_body_util::BodyExt;
+use tokio_rustls::rustls;
+use wasmtime_wasi_http::io::TokioIo;
+use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
+
+use super::folders::DescriptorHolder;
+use super::{Budget, GrantRefusal, IoMeter, Sight};
+
+/// The most bytes of a response's status line and headers the host reads
+/// (hyper's read buffer): a longer head fails the request.
+pub const MAX_RESPONSE_HEAD: usize = 64 << 10;
+
+/// The most headers a response may have.
+pub const MAX_RESPONSE_HEADERS: usize = 100;
+
+/// The most bytes of headers a pack may build for one request (wasi:http's
+/// field size limit, which counts their in-memory size).
+pub const MAX_REQUEST_FIELDS: usize = 64 << 10;
+
+/// An origin a pack may call: a scheme, a host, a port and a path prefix.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Origin {
+    https: bool,
+    /// Lowercase; an IPv6 address in brackets.
+    host: String,
+    port: u16,
+    /// Starts with `/`; `/` admits every path.
+    path: String,
+}
+
+impl Origin {
+    /// Reads `https://host[:port][/path/prefix]` or `http://...`: no user,
+    /// query or fragment.
+    pub fn parse(text: &str) -> Result<Origin, String> {
+        let url = url::Url::parse(text).map_err(|error| format!("it is not a URL ({error})"))?;
+        let https = match url.scheme() {
+            "https" => true,
+            "http" => false,
+            _ => return Err("its scheme is neither https nor http".to_string()),
+        };
+        if !url.username().is_empty() || url.password().is_some() {
+            return Err("it names a user".to_string());
+        }
+        if url.query().is_some() || url.fragment().is_some() {
+            return Err("it has a query or a fragment".to_string());
+        }
+        let host = match url.host() {
+            Some(url::Host::Domain(name)) => name.to_ascii_lowercase(),
+            Some(url::Host::Ipv4(address)) => address.to_string(),
+            Some(url::Host::Ipv6(address)) => format!("[{address}]"),
+            None => return Err("it has no host".to_string()),
+        };
+        let port = url.port_or_known_default().unwrap_or(if https { 443 } else { 80 });
+        Ok(Origin { https, host, port, path: url.path().to_string() })
+    }
+
+    /// Whether both name the same scheme, host and port.
+    fn same_site(&self, other: &Origin) -> bool {
+        self.https == other.https && self.host == other.host && self.port == other.port
+    }
+
+    /// What both admit, when one admits all the other does: the narrower.
+    pub fn overlap(&self, other: &Origin) -> Option<Origin> {
+        if !self.same_site(other) {
+            return None;
+        }
+        if path_within(&self.path, &other.path) {
+            Some(self.clone())
+        } else if path_within(&other.path, &self.path) {
+            Some(other.clone())
+        } else {
+            None
+        }
+    }
+
+    /// Whether it admits a request to `host` (as the request names it,
+    /// with its port if any) and `path` (without the query), over TLS or not.
+    pub fn admits(&self, https: bool, host: &str, port: u16, path: &str) -> bool {
+        self.https == https && self.host.eq_ignore_ascii_case(host) && self.port == port && path_within(path, &self.path)
+    }
+
+    /// The address it names, when its host is one.
+    pub fn address(&self) -> Option<IpAddr> {
+        self.host.trim_start_matches('[').trim_end_matches(']').parse().ok()
+    }
+
+    /// Its site alone (`https://api.example.com`), for messages.
+    pub fn site(&self) -> String {
+        let default = if self.https { 443 } else { 80 };
+        let scheme = if self.https { "https" } else { "http" };
+        match self.port == default {
+            true => format!("{scheme}://{}", self.host),
+            false => format!("{scheme}://{}:{}", self.host, self.port),
+        }
+    }
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.path.as_str() {
+            "/" => f.write_str(&self.site()),
+            path => write!(f, "{}{path}", self.site()),
+        }
+    }
+}
+
+/// Whether `path` is `prefix` or beneath it. A path with a `.` or `..`
+/// segment (or one spelled with `%2e`), which a server would resolve to
+/// somewhere else, is beneath no prefix but `/`.
+fn path_within(path: &str, prefix: &str) -> bool {
+    if prefix == "/" {
+        return path.starts_with('/');
+    }
+    let dotted = path.split('/').any(|segment| {
+        let segment = segment.to_ascii_lowercase().replace("%2e", ".");
+        segment == "." || segment == ".."
+    });
+    if dotted || path.contains('\\') {
+        return false;
+    }
+    match prefix.strip_suffix('/') {
+        Some(_) => path.starts_with(prefix),
+        None => path == prefix || path.strip_prefix(prefix).is_some_and(|rest| rest.starts_with('/')),
+    }
+}
+
+/// Why a name's address is refused, unless the grant names the address
+/// itself: the classes a request from a pack must never reach by a name
+/// (server-side request forgery), or `None` for an address on the internet.
+pub fn refused_class(address: IpAddr) -> Option<&'static str> {
+    match address {
+        IpAddr::V4(address) => refused_v4(address),
+        IpAddr::V6(address) => refused_v6(address),
+    }
+}
+
+fn refused_v4(address: Ipv4Addr) -> Option<&'static str> {
+    let [a, b, c, _] = address.octets();
+    Some(match () {
+        _ if address == Ipv4Addr::new(169, 254, 169, 254) || address == Ipv4Addr::new(100, 100, 100, 200) => "cloud metadata",
+        _ if address.is_loopback() => "loopback",
+        _ if address.is_private() => "private",
+        _ if address.is_link_local() => "link-local",
+        _ if a == 100 && (b & 0xc0) == 64 => "shared (carrier-grade NAT)",
+        _ if a == 0 => "unspecified",
+        _ if address.is_multicast() => "multicast",
+        _ if a >= 240 => "reserved",
+        _ if a == 192 && b == 0 && c == 0 => "reserved",
+        _ if a == 198 && (b & 0xfe) == 18 => "benchmarking",
+        _ if address.is_documentation() => "documentation",
+        _ => return None,
+    })
+}
+
+fn refused_v6(address: Ipv6Addr) -> Option<&'static str> {
+    let segments = address.segments();
+    // An IPv4 address carried in an IPv6 one reaches that IPv4 address.
+    if let Some(v4) = address.to_ipv4_mapped() {
+        return refused_v4(v4);
+    }
+    let nat64 = segments[..6] == [0x64, 0xff9b, 0, 0, 0, 0];
+    let compatible = segments[..6] == [0, 0, 0, 0, 0, 0] && !address.is_loopback() && !address.is_unspecified();
+    if nat64 || compatible {
+        // NAT64 (64:ff9b::/96) and the old IPv4-compatible form (::a.b.c.d).
+        let [.., high, low] = segments;
+        return refused_v4(Ipv4Addr::from((u32::from(high) << 16) | u32::from(low)));
+    }
+    if segments[0] == 0x2002 {
+        // 6to4 carries an IPv4 address in its second and third segments.
+        return refused_v4(Ipv4Addr::from((u32::from(segments[1]) << 16) | u32::from(segments[2])));
+    }
+    Some(match () {
+        _ if segments == [0xfd00, 0x0ec2, 0, 0, 0, 0, 0, 0x0254] => "cloud metadata",
+        _ if address.is_loopback() => "loopback",
+        _ if address.is_unspecified() => "unspecified",
+        _ if address.is_multicast() => "multicast",
+        _ if (segments[0] & 0xffc0) == 0xfe80 => "link-local",
+        _ if (segments[0] & 0xfe00) == 0xfc00 || (segments[0] & 0xffc0) == 0xfec0 => "private",
+        _ if segments[0] == 0x2001 && segments[1] == 0 => "tunnel (Teredo)",
+        _ if segments[0] == 0x2001 && segments[1] == 0x0db8 => "documentation",
+        _ if segments[0] == 0x0100 && segments[1..4] == [0, 0, 0] => "discard",
+        _ => return None,
+    })
+}
+
+/// The part of a call's state its outgoing HTTP needs: what the pack was
+/// given, the call's meter and deadline, and the descriptors it may hold.
+pub struct CallHttp {
+    meter: Arc<IoMeter>,
+    descriptors: DescriptorHolder,
+    /// When the call must be over; set as the call begins.
+    deadline: Instant,
+    /// Whether the call has begun (nothing is sent while an instance starts).
+    begun: bool,
+}
+
+impl CallHttp {
+    /// The outgoing HTTP of a call metered by `meter`, its connections
+    /// counted among its plugin's `descriptors`.
+    pub fn new(meter: Arc<IoMeter>, descriptors: DescriptorHolder, deadline: Instant) -> CallHttp {
+        CallHttp { meter, descriptors, deadline, begun: false }
+    }
+
+    fn sight(&self) -> &Sight {
+        self.descriptors.sight()
+    }
+
+    /// The call began at `begun` (or has not), and ends at `deadline`.
+    pub fn set_call(&mut self, begun: bool, deadline: Instant) {
+        self.begun = begun;
+        self.deadline = deadline;
+    }
+
+    /// The origin that admits `request`, or the refusal (recorded on the meter).
+    fn admitted(&self, request: &http::Request<WasiBody>) -> Result<(), Error> {
+        let uri = request.uri();
+        let https = uri.scheme() == Some(&http::uri::Scheme::HTTPS);
+        let authority = uri.authority().map(|authority| authority.as_str()).unwrap_or_default();
+        let host = uri.host().unwrap_or_default();
+        let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
+        let path = uri.path();
+        let admitted = !authority.contains('@')
+            && self.sight().origins.iter().any(|seen| seen.given.as_ref().is_some_and(|given| given.admits(https, host, port, path)));
+        if admitted {
+            return Ok(());
+        }
+        // What the pack asked to call, escaped: it is the pack's text.
+        let url = format!("{}://{}{}", if https { "https" } else { "http" }, authority, path).escape_debug().to_string();
+        let asked = self.sight().origins.iter().find(|seen| seen.asked.admits(https, host, port, path)).map(|seen| seen.asked.clone());
+        Err(self.refuse(GrantRefusal::OriginNotGranted { plugin: self.sight().plugin.clone(), url, asked }))
+    }
+
+    fn refuse(&self, refusal: GrantRefusal) -> Error {
+        self.meter.refuse(refusal);
+        self.meter.denied();
+        Error::HttpRequestDenied
+    }
+}
+
+impl WasiHttpHooks for CallHttp {
+    fn send_request(
+        &mut self,
+        request: http::Request<WasiBody>,
+        options: Option<RequestOptions>,
+        _request_done: Box<dyn Future<Output = Result<(), Error>> + Send>,
+    ) -> Box<dyn Future<Output = Result<(http::Response<WasiBody>, Box<dyn Future<Output = Result<(), Error>> + Send>), Error>> + Send>
+    {
+        let checked = match self.begun {
+            false => Err(Error::HttpRequestDenied),
+            true => {
+                self.admitted(&request).and_then(|()| self.meter.charge(Budget::HttpRequests, 1).map_err(|refusal| self.refuse(refusal)))
+            }
+        };
+        let sending = Sending {
+            plugin: self.sight().plugin.clone(),
+            meter: self.meter.clone(),
+            descriptors: self.descriptors.clone(),
+            deadline: tokio::time::Instant::from_std(self.deadline),
+            options: options.unwrap_or_default(),
+        };
+        Box::new(async move {
+            checked?;
+            sending.send(request).await
+        })
+    }
+}
+
+/// One request on its way, with what it needs of its call.
+struct Sending {
+    plugin: String,
+    meter: Arc<IoMeter>,
+    descriptors: DescriptorHolder,
+    deadline: tokio::time::Instant,
+    options: RequestOptions,
+}
+
+/// The connection's own work (hyper's), which runs beside the response.
+type Connection = Box<dyn Future<Output = Result<(), Error>> + Send>;
+
+impl Sending {
+    /// The earlier of the call's deadline and `timeout` from now.
+    fn until(&self, timeout: Option<Duration>) -> tokio::time::Instant {
+        timeout.map_or(self.deadline, |timeout| self.deadline.min(tokio::time::Instant::now() + timeout))
+    }
+
+    async fn send(self, mut request: http::Request<WasiBody>) -> Result<(http::Response<WasiBody>, Connection), Error> {
+        let https = request.uri().scheme() == Some(&http::uri::Scheme::HTTPS);
+        let host = request.uri().host().unwrap_or_default().to_string();
+        let port = request.uri().port_u16().unwrap_or(if https { 443 } else { 80 });
+        let address = self.address(&host, port).await?;
+        let held = self.descriptors.take().ok_or(Error::ConnectionLimitReached)?;
+        let until = self.until(self.options.connect_timeout);
+        let stream = match tokio::time::timeout_at(until, tokio::net::TcpStream::connect(address)).await {
+            Ok(stream) => stream.map_err(Error::Connect)?,
+            Err(_) => return Err(Error::ConnectionTimeout),
+        };
+        let _ = stream.set_nodelay(true);
+        let mut builder = hyper::client::conn::http1::Builder::new();
+        builder.max_buf_size(MAX_RESPONSE_HEAD).max_headers(MAX_RESPONSE_HEADERS);
+        let (sender, connection): (_, Connection) = match https {
+            true => {
+                let name = server_name(&host)?;
+                let connector = tokio_rustls::TlsConnector::from(tls_config()?);
+                let stream = tokio::time::timeout_at(until, connector.connect(name, stream))
+                    .await
+                    .map_err(|_| Error::ConnectionTimeout)?
+                    .map_err(Error::Tls)?;
+                let (sender, connection) = tokio::time::timeout_at(until, builder.handshake(TokioIo::new(stream)))
+                    .await
+                    .map_err(|_| Error::ConnectionTimeout)??;
+                (sender, Box::new(async move { connection.await.map_err(Error::from) }))
+            }
+            false => {
+                let (sender, connection) = tokio::time::timeout_at(until, builder.handshake(TokioIo::new(stream)))
+                    .await
+                    .map_err(|_| Error::ConnectionTimeout)??;
+                (sender, Box::new(async move { connection.await.map_err(Error::from) }))
+            }
+        };
+        // The request line names the path alone (the host goes in `host`).
+        let path = request.uri().path_and_query().map_or("/", |path| path.as_str()).to_string();
+        *request.uri_mut() = http::Uri::builder().path_and_query(path.as_str()).build().map_err(|_| Error::HttpRequestUriInvalid)?;
+        let head = request.method().as_str().len() + path.len() + fields_len(request.headers());
+        self.charge(Budget::HttpSentBytes, head)?;
+        let request =
+            request.map(|body| Metered::new(body, self.meter.clone(), Budget::HttpSentBytes, &self.plugin, self.deadline).boxed_unsync());
+        let (response, connection) = self.exchange(sender, connection, request).await?;
+        let head = response.status().as_str().len() + fields_len(response.headers());
+        self.charge(Budget::HttpReceivedBytes, head)?;
+        let between = self.options.between_bytes_timeout;
+        let response = response.map(|body| {
+            let body = Timed::new(body.map_err(Error::from), between);
+            Metered::new(body, self.meter.clone(), Budget::HttpReceivedBytes, &self.plugin, self.deadline).boxed_unsync()
+        });
+        let deadline = self.deadline;
+        let connection: Connection = Box::new(async move {
+            let _held = held;
+            tokio::time::timeout_at(deadline, Pin::from(connection)).await.unwrap_or(Err(Error::HttpResponseTimeout))
+        });
+        Ok((response, connection))
+    }
+
+    /// Sends `request` and waits for the response's head, driving the
+    /// connection meanwhile; the connection, if not done, to drive the body.
+    async fn exchange(
+        &self,
+        mut sender: hyper::client::conn::http1::SendRequest<WasiBody>,
+        connection: Connection,
+        request: http::Request<WasiBody>,
+    ) -> Result<(http::Response<hyper::body::Incoming>, Connection), Error> {
+        let until = self.until(self.options.first_byte_timeout);
+        let mut connection = Pin::from(connection);
+        let mut done = false;
+        let mut response = std::pin::pin!(sender.send_request(request));
+        let answered = tokio::time::timeout_at(
+            until,
+            std::future::poll_fn(|cx| {
+                if let Poll::Ready(result) = response.as_mut().poll(cx) {
+                    return Poll::Ready(result.map_err(Error::from));
+                }
+                if !done && let Poll::Ready(result) = connection.as_mut().poll(cx) {
+                    done = true;
+                    if let Err(error) = result {
+                        return Poll::Ready(Err(error));
+                    }
+                    return response.as_mut().poll(cx).map_err(Error::from);
+                }
+                Poll::Pending
+            }),
+        )
+        .await
+        .map_err(|_| Error::ConnectionReadTimeout)??;
+        let connection: Connection = match done {
+            true => Box::new(async { Ok(()) }),
+            false => Box::new(connection),
+        };
+        Ok((answered, connection))
+    }
+
+    /// The address to connect to for `host`: its own, when it is one; else
+    /// the first it resolves to, once every address it resolves to is
+    /// checked. A loopback, private, link-local or other special address is
+    /// refused for a name: only an origin that names the address reaches it.
+    async fn address(&self, host: &str, port: u16) -> Result<SocketAddr, Error> {
+        let literal = host.trim_start_matches('[').trim_end_matches(']');
+        if let Ok(address) = literal.parse::<IpAddr>() {
+            return Ok(SocketAddr::new(address, port));
+        }
+        let lookup = tokio::net::lookup_host((host.to_string(), port));
+        let addresses: Vec<SocketAddr> = match tokio::time::timeout_at(self.deadline, lookup).await {
+            Err(_) => return Err(Error::DnsTimeout),
+            Ok(Err(_)) => return Err(Error::DnsError { rcode: None, info_code: None }),
+            Ok(Ok(addresses)) => addresses.collect(),
+        };
+        if let Some((address, class)) = addresses.iter().find_map(|address| refused_class(address.ip()).map(|class| (address.ip(), class)))
+        {
+            let refusal =
+                GrantRefusal::AddressRefused { plugin: self.plugin.clone(), host: host.escape_debug().to_string(), port, address, class };
+            self.meter.refuse(refusal);
+            self.meter.denied();
+            return Err(Error::DestinationIpProhibited);
+        }
+        addresses.first().copied().ok_or(Error::DestinationNotFound)
+    }
+
+    fn charge(&self, budget: Budget, amount: usize) -> Result<(), Error> {
+        self.meter.charge(budget, amount as u64).map_err(|refusal| {
+            self.meter.refuse(refusal);
+            Error::HttpRequestDenied
+        })
+    }
+}
+
+/// The bytes of a head's fields as they cross the wire (`name: value\r\n`).
+fn fields_len(headers: &http::HeaderMap) -> usize {
+    headers.iter().map(|(name, value)| name.as_str().len() + value.len() + 4).sum()
+}
+
+/// The name the server's certificate must carry.
+fn server_name(host: &str) -> Result<rustls::pki_types::ServerName<'static>, Error> {
+    let literal = host.trim_start_matches('[').trim_end_matches(']');
+    if let Ok(address) = literal.parse::<IpAddr>() {
+        return Ok(rustls::pki_types::ServerName::from(address));
+    }
+    rustls::pki_types::ServerName::try_from(host.to_string()).map_err(|_| Error::HttpRequestUriInvalid)
+}
+
+/// The TLS of every granted origin: the system's roots, read once; no
+/// client certificate; HTTP/1.1 alone.
+fn tls_config() -> Result<Arc<rustls::ClientConfig>, Error> {
+    static CONFIG: OnceLock<Result<Arc<rustls::ClientConfig>, String>> = OnceLock::new();
+    let config = CONFIG.get_or_init(|| {
+        let mut roots = rustls::RootCertStore::empty();
+        let found = rustls_native_certs::load_native_certs();
+        let (added, _) = roots.add_parsable_certificates(found.certs);
+        if added == 0 {
+            return Err("the system has no trusted root certificates".to_string());
+        }
+        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let mut config = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|error| error.to_string())?
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        Ok(Arc::new(config))
+    });
+    config.clone().map_err(|why| Error::InternalError(Some(why)))
+}
+
+/// A body whose data frames count against a budget of the call, and end
+/// at the call's deadline.
+struct Metered<B> {
+    inner: B,
+    meter: Arc<IoMeter>,
+    budget: Budget,
+    plugin: String,
+    deadline: Pin<Box<tokio::time::Sleep>>,
+}
+
+impl<B> Metered<B> {
+    fn new(inner: B, meter: Arc<IoMeter>, budget: Budget, plugin: &str, deadline: tokio::time::Instant) -> Metered<B> {
+        Metered { inner, meter, budget, plugin: plugin.to_string(), deadline: Box::pin(tokio::time::sleep_until(deadline)) }
+    }
+}
+
+impl<B: Body<Data = Bytes, Error = Error> + Unpin> Body for Metered<B> {
+    type Data = Bytes;
+    type Error = Error;
+
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Error>>> {
+        if self.deadline.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(Some(Err(Error::HttpResponseTimeout)));
+        }
+        let frame = std::task::ready!(Pin::new(&mut self.inner).poll_frame(cx));
+        if let Some(Ok(frame)) = &frame {
+            let amount = frame.data_ref().map_or(0, Bytes::len) as u64;
+            if let Err(refusal) = self.meter.charge(self.budget, amount) {
+                tracing::debug!(plugin = %self.plugin.escape_debug(), "{refusal}");
+                self.meter.refuse(refusal);
+                return Poll::Ready(Some(Err(match self.budget {
+                    Budget::HttpSentBytes => Error::HttpRequestBodySize(None),
+                    _ => Error::HttpResponseBodySize(None),
+                })));
+            }
+        }
+        Poll::Ready(frame)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// A response body that fails when no frame comes for `between` (the
+/// request's option; the call's deadline still ends it otherwise).
+struct Timed<B> {
+    inner: B,
+    between: Option<Duration>,
+    timer: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl<B> Timed<B> {
+    fn new(inner: B, between: Option<Duration>) -> Timed<B> {
+        Timed { inner, between, timer: None }
+    }
+}
+
+impl<B: Body<Data = Bytes, Error = Error> + Unpin> Body for Timed<B> {
+    type Data = Bytes;
+    type Error = Error;
+
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Error>>> {
+        let this = &mut *self;
+        match Pin::new(&mut this.inner).poll_frame(cx) {
+            Poll::Ready(frame) => {
+                this.timer = None;
+                Poll::Ready(frame)
+            }
+            Poll::Pending => {
+                let Some(between) = this.between else { return Poll::Pending };
+                let timer = this.timer.get_or_insert_with(|| Box::pin(tokio::time::sleep(between)));
+                match timer.as_mut().poll(cx) {
+                    Poll::Ready(()) => Poll::Ready(Some(Err(Error::ConnectionReadTimeout))),
+                    Poll::Pending => Poll::Pending,
+                }
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_origin_admits_its_site_and_paths_beneath_its_prefix() {
+        let origin = Origin::parse("https://API.example.com/v1/").unwrap();
+        assert_eq!(origin.to_string(), "https://api.example.com/v1/");
+        assert!(origin.admits(true, "api.example.com", 443, "/v1/users"));
+        assert!(!origin.admits(false, "api.example.com", 443, "/v1/users"), "another scheme");
+        assert!(!origin.admits(true, "api.example.com", 8443, "/v1/users"), "another port");
+        assert!(!origin.admits(true, "evil.example.com", 443, "/v1/users"), "another host");
+        assert!(!origin.admits(true, "api.example.com", 443, "/v2/users"));
+        assert!(!origin.admits(true, "api.example.com", 443, "/v1/../admin"), "a dot segment");
+        assert!(!origin.admits(true, "api.example.com", 443, "/v1/%2E%2e/admin"), "an encoded dot segment");
+        assert!(!origin.admits(true, "api.example.com", 443, "/v1/..\\admin"));
+        let exact = Origin::parse("http://127.0.0.1:8080/api").unwrap();
+        assert!(exact.admits(false, "127.0.0.1", 8080, "/api"));
+        assert!(exact.admits(false, "127.0.0.1", 8080, "/api/x"));
+        assert!(!exact.admits(false, "127.0.0.1", 8080, "/apix"));
+        assert_eq!(exact.address(), Some(IpAddr::V4(Ipv4Addr::LOCALHOST)));
+        assert_eq!(Origin::parse("http://[::1]:81").unwrap().address(), Some(IpAddr::V6(Ipv6Addr::LOCALHOST)));
+        assert_eq!(Origin::parse("https://h.example").unwrap().to_string(), "https://h.example");
+        for (text, why) in [
+            ("ftp://h.example", "its scheme is neither https nor http"),
+            ("https://user@h.example", "it names a user"),
+            ("https://h.example/?q", "it has a query or a fragment"),
+        ] {
+            assert_eq!(Origin::parse(text).unwrap_err(), why);
+        }
+    }
+
+    #[test]
+    fn what_a_pack_asked_for_and_was_granted_overlaps_to_the_narrower() {
+        let asked = Origin::parse("https://api.example.com").unwrap();
+        let granted = Origin::parse("https://api.example.com/v1/").unwrap();
+        assert_eq!(asked.overlap(&granted), Some(granted.clone()));
+        assert_eq!(granted.overlap(&asked), Some(granted.clone()));
+        assert_eq!(Origin::parse("https://api.example.com/v2/").unwrap().overlap(&granted), None);
+        assert_eq!(Origin::parse("http://api.example.com").unwrap().overlap(&granted), None);
+    }
+
+    #[test]
+    fn every_special_address_is_refused_for_a_name() {
+        let refused = |text: &str| refused_class(text.parse().unwrap());
+        for (address, class) in [
+            ("127.0.0.1", "loopback"),
+            ("127.8.9.10", "loopback"),
+            ("::1", "loopback"),
+            ("::ffff:127.0.0.1", "loopback"),
+            ("169.254.169.254", "cloud metadata"),
+            ("::ffff:169.254.169.254", "cloud metadata"),
+            ("fd00:ec2::254", "cloud metadata"),
+            ("100.100.100.200", "cloud metadata"),
+            ("169.254.1.1", "link-local"),
+            ("fe80::1", "link-local"),
+            ("10.0.0.1", "private"),
+            ("172.16.5.4", "private"),
+            ("192.168.1.1", "private"),
+            ("fc00::1", "private"),
+            ("64:ff9b::a00:1", "private"),
+            ("2002:c0a8:101::1", "private"),
+            ("::10.0.0.1", "private"),
+            ("100.64.0.1", "shared (carrier-grade NAT)"),
+            ("0.0.0.0", "unspecified"),
+            ("::", "unspecified"),
+            ("224.0.0.1", "multicast"),
+            ("ff02::1", "multicast"),
+            ("255.255.255.255", "reserved"),
+            ("2001::1", "tunnel (Teredo)"),
+        ] {
+            assert_eq!(refused(address), Some(class), "{address}");
+        }
+        for address in ["93.184.215.14", "2606:2800:21f:cb07:6820:80da:af6b:8b2c", "8.8.8.8", "172.32.0.1"] {
+            assert_eq!(refused(address), None, "{address}");
+        }
+    }
+}

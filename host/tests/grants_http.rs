@@ -1,0 +1,243 @@
+//! Granted origins over the real binary (issue "Packs that see what they
+//! are granted"): the fixture `grants_probe` calls out through the standard
+//! `wasi:http/outgoing-handler` to a real HTTP server (Python's own
+//! `http.server`, started on loopback by each test: `support/origin.py`),
+//! and reaches exactly the origins it asked for and was granted. Every
+//! refusal (an origin not granted, a redirect out, a granted name that
+//! resolves to loopback, each budget) ends in the exact error below, no
+//! packet reaches what was refused, and the host serves on. Packets go to
+//! loopback only: the other refused address classes are shown by the unit
+//! tests of the address check (`grants::http`).
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+
+use serde_json::{Value, json};
+use support::{Server, built_plugin, only_text};
+
+/// A real HTTP server on one of the loopback ports the fixture asks for.
+struct Origin {
+    child: Child,
+    port: u16,
+}
+
+impl Origin {
+    fn start() -> Origin {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/origin.py");
+        let ports: Vec<String> = (47801..=47808).map(|port: u16| port.to_string()).collect();
+        let mut child = Command::new("python3").arg(script).args(&ports).stdout(Stdio::piped()).spawn().unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let port = line.trim().strip_prefix("PORT ").unwrap_or_else(|| panic!("the origin did not start: {line:?}")).parse().unwrap();
+        Origin { child, port }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    /// Another port the fixture asks for, which no test's server holds
+    /// while this one runs (the next one up, or down at the end).
+    fn other_port(&self) -> u16 {
+        if self.port == 47808 { 47801 } else { self.port + 1 }
+    }
+}
+
+impl Drop for Origin {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A plugin directory with the probe (and `other_probe`, granted nothing),
+/// and a config granting `grants_probe` the origins `http` under `limits`.
+fn serve(http: &[String], limits: &str) -> (tempfile::TempDir, Server) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("plugins")).unwrap();
+    std::fs::copy(built_plugin("grants_probe"), dir.path().join("plugins/grants_probe.wasm")).unwrap();
+    std::fs::copy(built_plugin("grants_probe"), dir.path().join("plugins/other_probe.wasm")).unwrap();
+    let origins: Vec<String> = http.iter().map(|origin| format!("{origin:?}")).collect();
+    let config = format!(
+        "[server]\nplugins = \"plugins\"\n\n[plugins.grants_probe.grants]\nhttp = [{}]\n\n\
+         [plugins.grants_probe.limits]\n{limits}\n\n[plugins.other_probe]\nprefix = \"other-\"\n",
+        origins.join(", ")
+    );
+    std::fs::write(dir.path().join("config.toml"), config).unwrap();
+    let server = Server::start(&["--config", dir.path().join("config.toml").to_str().unwrap()]);
+    (dir, server)
+}
+
+fn fetch(server: &mut Server, arguments: Value) -> String {
+    only_text(&server.get_prompt("fetch", arguments)).to_string()
+}
+
+fn refused(server: &mut Server, prompt: &str, arguments: Value) -> Value {
+    server.error("prompts/get", json!({ "name": prompt, "arguments": arguments }))
+}
+
+/// How many requests reached the origin before this one.
+fn reached(server: &mut Server, origin: &Origin) -> String {
+    fetch(server, json!({ "url": origin.url("/count") }))
+}
+
+fn grant_failure(plugin: &str, failure: &str, message: String) -> Value {
+    json!({ "code": -32603, "message": message, "data": { "plugin": plugin, "failure": failure } })
+}
+
+#[test]
+fn a_granted_origin_is_called_with_the_packs_own_http_and_nothing_else_is() {
+    let origin = Origin::start();
+    let (_dir, mut server) = serve(&[origin.url("")], "");
+    let stderr = server.wait_for_stderr("granted: ");
+    assert!(stderr.contains(&format!("origin http://127.0.0.1:{}", origin.port)), "{stderr}");
+    assert_eq!(fetch(&mut server, json!({ "url": origin.url("/hello") })), "status 200, 21 bytes: hello from the origin");
+    // A redirect within the origin is followed by the pack, each hop checked.
+    let inside = origin.url("/redirect?to=") + &origin.url("/hello");
+    assert_eq!(fetch(&mut server, json!({ "url": inside })), "status 302, 0 bytes:  -> status 200, 21 bytes: hello from the origin");
+
+    // An origin the pack asked for and was not granted: the call fails, naming the config line.
+    let other = origin.other_port();
+    assert_eq!(
+        refused(&mut server, "fetch", json!({ "url": format!("http://127.0.0.1:{other}/hello") })),
+        grant_failure(
+            "grants_probe",
+            "not-granted",
+            format!(
+                "plugin 'grants_probe' called http://127.0.0.1:{other}/hello, which no origin granted to it admits: \
+                 grant it with http = [\"http://127.0.0.1:{other}\"] in [plugins.grants_probe.grants]"
+            )
+        )
+    );
+    // One it did not ask for: no config could grant it.
+    assert_eq!(
+        refused(&mut server, "fetch", json!({ "url": "http://127.0.0.1:9/x" })),
+        grant_failure(
+            "grants_probe",
+            "not-granted",
+            "plugin 'grants_probe' called http://127.0.0.1:9/x, which no origin granted to it admits: the pack does not ask \
+             for it in its pack-info (wants.origins), so no config can grant it"
+                .to_string()
+        )
+    );
+    // A redirect out of the origin (to a name the pack asked for, not granted): the hop out is refused.
+    let port = origin.port;
+    let out = origin.url("/redirect?to=") + &format!("http://localhost:{port}/hello");
+    assert_eq!(
+        refused(&mut server, "fetch", json!({ "url": out })),
+        grant_failure(
+            "grants_probe",
+            "not-granted",
+            format!(
+                "plugin 'grants_probe' called http://localhost:{port}/hello, which no origin granted to it admits: \
+                 grant it with http = [\"http://localhost:{port}\"] in [plugins.grants_probe.grants]"
+            )
+        )
+    );
+    // The same pack under another name, granted nothing, reaches nothing.
+    assert_eq!(
+        refused(&mut server, "other-fetch", json!({ "url": origin.url("/hello") })),
+        grant_failure(
+            "other_probe",
+            "not-granted",
+            format!(
+                "plugin 'other_probe' called http://127.0.0.1:{port}/hello, which no origin granted to it admits: \
+                 grant it with http = [\"http://127.0.0.1:{port}\"] in [plugins.other_probe.grants]"
+            )
+        )
+    );
+    // Four requests reached the origin: the two hellos, the redirect, the
+    // redirect out; nothing refused did.
+    assert_eq!(reached(&mut server, &origin), "status 200, 1 bytes: 4");
+}
+
+#[test]
+fn a_granted_name_that_resolves_to_loopback_is_refused_before_any_packet() {
+    let origin = Origin::start();
+    let port = origin.port;
+    let (_dir, mut server) = serve(&[format!("http://localhost:{port}"), origin.url("")], "");
+    let error = refused(&mut server, "fetch", json!({ "url": format!("http://localhost:{port}/hello") }));
+    // localhost resolves to 127.0.0.1 or ::1 first, as the system orders them.
+    let address = error["data"]["limit"]["address"].as_str().unwrap_or_default().to_string();
+    assert!(address == "127.0.0.1" || address == "::1", "{error}");
+    let shown = if address == "::1" { "[::1]".to_string() } else { address.clone() };
+    assert_eq!(
+        error,
+        json!({
+            "code": -32603,
+            "message": format!(
+                "plugin 'grants_probe' called localhost:{port}, which resolves to {address}, a loopback address, which a granted \
+                 name may not reach: only an origin that is the address itself (such as http://{shown}:{port}) may, asked for and granted"
+            ),
+            "data": { "plugin": "grants_probe", "failure": "address-refused", "limit": { "address": address, "class": "loopback" } },
+        })
+    );
+    // Nothing reached the origin; its own address, granted by number, does.
+    assert_eq!(reached(&mut server, &origin), "status 200, 1 bytes: 0");
+}
+
+#[test]
+fn each_http_budget_fails_the_call_naming_it_and_the_host_serves_on() {
+    let origin = Origin::start();
+    let (_dir, mut server) =
+        serve(&[origin.url("")], "grant_http_requests = 16\ngrant_http_received_kib = 256\ngrant_http_sent_kib = 64\ndeadline_ms = 3000\n");
+    let budget = |what: &str, key: &str, limit: u64| {
+        json!({
+            "code": -32603,
+            "message": format!(
+                "plugin 'grants_probe' used up its per-call budget of {what} to granted origins (limits.{key}); a failed call keeps none of what it read"
+            ),
+            "data": { "plugin": "grants_probe", "failure": "grant-budget", "limit": { "budget": key, "limit": limit } },
+        })
+    };
+    // 10,000 requests in one call: the 17th is refused, and 16 reached the origin.
+    assert_eq!(
+        refused(&mut server, "fetch", json!({ "url": origin.url("/hello"), "times": "10000" })),
+        budget("16 HTTP requests", "grant_http_requests", 16)
+    );
+    assert_eq!(reached(&mut server, &origin), "status 200, 2 bytes: 16");
+    // A response that never ends: stopped at the bytes-received budget.
+    assert_eq!(
+        refused(&mut server, "fetch", json!({ "url": origin.url("/endless") })),
+        budget("262144 bytes received", "grant_http_received_kib", 262144)
+    );
+    // A body larger than the bytes-sent budget.
+    assert_eq!(
+        refused(&mut server, "fetch", json!({ "url": origin.url("/echo"), "body_kib": "100" })),
+        budget("65536 bytes sent", "grant_http_sent_kib", 65536)
+    );
+    // Within it, the body arrives whole.
+    assert_eq!(fetch(&mut server, json!({ "url": origin.url("/echo"), "body_kib": "32" })), "status 200, 5 bytes: 32768");
+    // A response that drips: the call's deadline ends it, and the host serves on.
+    let dripping = refused(&mut server, "fetch", json!({ "url": origin.url("/drip") }));
+    assert_eq!(dripping["data"]["failure"], "deadline", "{dripping}");
+    // Huge headers: the response head is bounded (64 KiB); the pack is told, the call goes on.
+    assert_eq!(fetch(&mut server, json!({ "url": origin.url("/huge-headers") })), "error: ErrorCode::HttpProtocolError");
+    assert_eq!(fetch(&mut server, json!({ "url": origin.url("/hello") })), "status 200, 21 bytes: hello from the origin");
+}
+
+#[test]
+fn headers_a_pack_controls_cannot_smuggle_a_request() {
+    let origin = Origin::start();
+    let (_dir, mut server) = serve(&[origin.url("")], "");
+    // A header value with a line break, a header of the connection's own.
+    assert_eq!(
+        fetch(&mut server, json!({ "url": origin.url("/headers"), "header": "x-a: b\r\nx-injected: 1" })),
+        "error: header HeaderError::InvalidSyntax"
+    );
+    assert_eq!(
+        fetch(&mut server, json!({ "url": origin.url("/headers"), "header": "host: evil.example" })),
+        "error: header HeaderError::Forbidden"
+    );
+    assert_eq!(
+        fetch(&mut server, json!({ "url": origin.url("/headers"), "header": "transfer-encoding: chunked" })),
+        "error: header HeaderError::Forbidden"
+    );
+    // What arrives: the host's own host header and the pack's plain one, nothing else.
+    assert_eq!(
+        fetch(&mut server, json!({ "url": origin.url("/headers"), "header": "x-plain: yes" })),
+        "status 200, 12 bytes: host\nx-plain"
+    );
+}

@@ -1,0 +1,109 @@
+"""A real HTTP origin on loopback for the grants tests: Python's own
+http.server, started by the test (never a mock of the host's client).
+
+Takes the first free port of the ones given (the fixture asks for a fixed
+set), prints `PORT <n>` once it listens, and serves:
+  /hello            200, "hello from the origin"
+  /redirect?to=URL  302 to URL
+  /drip             200, then one byte every 100 ms, forever
+  /endless          200, chunked, 64 KiB chunks as fast as they go, forever
+  /huge-headers     200 with 200 headers of 1 KiB each
+  /count            200, how many requests it has answered before this one
+  /headers          200, the request's header names, one a line
+  POST /echo        200, how many body bytes it read
+"""
+
+import http.server
+import socketserver
+import sys
+import threading
+import time
+from urllib.parse import parse_qs, urlparse
+
+seen = 0
+seen_lock = threading.Lock()
+
+
+class Origin(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def count(self):
+        global seen
+        with seen_lock:
+            before = seen
+            seen += 1
+        return before
+
+    def answer(self, status, body, headers=()):
+        self.send_response(status)
+        for name, value in headers:
+            self.send_header(name, value)
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):
+        before = self.count()
+        url = urlparse(self.path)
+        if url.path == "/hello":
+            self.answer(200, b"hello from the origin")
+        elif url.path == "/redirect":
+            self.answer(302, b"", [("location", parse_qs(url.query)["to"][0])])
+        elif url.path == "/drip":
+            self.send_response(200)
+            self.send_header("content-length", "1000000")
+            self.end_headers()
+            try:
+                while True:
+                    self.wfile.write(b"x")
+                    self.wfile.flush()
+                    time.sleep(0.1)
+            except OSError:
+                pass
+        elif url.path == "/endless":
+            self.send_response(200)
+            self.send_header("transfer-encoding", "chunked")
+            self.end_headers()
+            chunk = b"%x\r\n%s\r\n" % (65536, b"y" * 65536)
+            try:
+                while True:
+                    self.wfile.write(chunk)
+            except OSError:
+                pass
+        elif url.path == "/huge-headers":
+            self.answer(200, b"", [("x-filler-%d" % i, "z" * 1024) for i in range(200)])
+        elif url.path == "/count":
+            self.answer(200, str(before).encode())
+        elif url.path == "/headers":
+            self.answer(200, "\n".join(sorted(self.headers.keys())).encode())
+        else:
+            self.answer(404, b"not here")
+
+    def do_POST(self):
+        self.count()
+        length = int(self.headers.get("content-length", "0"))
+        read = len(self.rfile.read(length)) if length else 0
+        self.answer(200, str(read).encode())
+
+
+class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+
+
+def main():
+    for port in [int(port) for port in sys.argv[1:]]:
+        try:
+            server = Server(("127.0.0.1", port), Origin)
+        except OSError:
+            continue
+        print("PORT %d" % port, flush=True)
+        server.serve_forever()
+    print("no free port", flush=True)
+    sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
