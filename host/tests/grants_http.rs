@@ -12,10 +12,18 @@
 mod support;
 
 use std::io::{BufRead, BufReader};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
 use serde_json::{Value, json};
 use support::{Server, built_plugin, only_text};
+
+/// The loopback ports the fixture asks for `http://127.0.0.1:P` (all),
+/// `http://localhost:P` (the lower half) and `https://127.0.0.1:P` (the
+/// upper half).
+const ALL: std::ops::RangeInclusive<u16> = 47801..=47808;
+const NAMED: std::ops::RangeInclusive<u16> = 47801..=47804;
+const TLS: std::ops::RangeInclusive<u16> = 47805..=47808;
 
 /// A real HTTP server on one of the loopback ports the fixture asks for.
 struct Origin {
@@ -24,10 +32,17 @@ struct Origin {
 }
 
 impl Origin {
-    fn start() -> Origin {
+    /// On the first free port of `ports`, over TLS with `tls` (the
+    /// certificate's and the key's files).
+    fn start(ports: std::ops::RangeInclusive<u16>, tls: Option<(&Path, &Path)>) -> Origin {
         let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/origin.py");
-        let ports: Vec<String> = (47801..=47808).map(|port: u16| port.to_string()).collect();
-        let mut child = Command::new("python3").arg(script).args(&ports).stdout(Stdio::piped()).spawn().unwrap();
+        let mut command = Command::new("python3");
+        command.arg(script);
+        if let Some((certificate, key)) = tls {
+            command.arg("--tls").arg(certificate).arg(key);
+        }
+        let ports: Vec<String> = ports.map(|port| port.to_string()).collect();
+        let mut child = command.args(&ports).stdout(Stdio::piped()).spawn().unwrap();
         let mut line = String::new();
         BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
         let port = line.trim().strip_prefix("PORT ").unwrap_or_else(|| panic!("the origin did not start: {line:?}")).parse().unwrap();
@@ -55,6 +70,11 @@ impl Drop for Origin {
 /// A plugin directory with the probe (and `other_probe`, granted nothing),
 /// and a config granting `grants_probe` the origins `http` under `limits`.
 fn serve(http: &[String], limits: &str) -> (tempfile::TempDir, Server) {
+    serve_with_env(http, limits, &[])
+}
+
+/// [`serve`], with these variables in the host's environment.
+fn serve_with_env(http: &[String], limits: &str, env: &[(&str, &str)]) -> (tempfile::TempDir, Server) {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("plugins")).unwrap();
     std::fs::copy(built_plugin("grants_probe"), dir.path().join("plugins/grants_probe.wasm")).unwrap();
@@ -66,7 +86,7 @@ fn serve(http: &[String], limits: &str) -> (tempfile::TempDir, Server) {
         origins.join(", ")
     );
     std::fs::write(dir.path().join("config.toml"), config).unwrap();
-    let server = Server::start(&["--config", dir.path().join("config.toml").to_str().unwrap()]);
+    let server = Server::start_with_env(&["--config", dir.path().join("config.toml").to_str().unwrap()], env);
     (dir, server)
 }
 
@@ -89,7 +109,7 @@ fn grant_failure(plugin: &str, failure: &str, message: String) -> Value {
 
 #[test]
 fn a_granted_origin_is_called_with_the_packs_own_http_and_nothing_else_is() {
-    let origin = Origin::start();
+    let origin = Origin::start(NAMED, None);
     let (_dir, mut server) = serve(&[origin.url("")], "");
     let stderr = server.wait_for_stderr("granted: ");
     assert!(stderr.contains(&format!("origin http://127.0.0.1:{}", origin.port)), "{stderr}");
@@ -155,7 +175,7 @@ fn a_granted_origin_is_called_with_the_packs_own_http_and_nothing_else_is() {
 
 #[test]
 fn a_granted_name_that_resolves_to_loopback_is_refused_before_any_packet() {
-    let origin = Origin::start();
+    let origin = Origin::start(NAMED, None);
     let port = origin.port;
     let (_dir, mut server) = serve(&[format!("http://localhost:{port}"), origin.url("")], "");
     let error = refused(&mut server, "fetch", json!({ "url": format!("http://localhost:{port}/hello") }));
@@ -180,7 +200,7 @@ fn a_granted_name_that_resolves_to_loopback_is_refused_before_any_packet() {
 
 #[test]
 fn each_http_budget_fails_the_call_naming_it_and_the_host_serves_on() {
-    let origin = Origin::start();
+    let origin = Origin::start(ALL, None);
     let (_dir, mut server) =
         serve(&[origin.url("")], "grant_http_requests = 16\ngrant_http_received_kib = 256\ngrant_http_sent_kib = 64\ndeadline_ms = 3000\n");
     let budget = |what: &str, key: &str, limit: u64| {
@@ -220,7 +240,7 @@ fn each_http_budget_fails_the_call_naming_it_and_the_host_serves_on() {
 
 #[test]
 fn headers_a_pack_controls_cannot_smuggle_a_request() {
-    let origin = Origin::start();
+    let origin = Origin::start(ALL, None);
     let (_dir, mut server) = serve(&[origin.url("")], "");
     // A header value with a line break, a header of the connection's own.
     assert_eq!(
@@ -240,4 +260,97 @@ fn headers_a_pack_controls_cannot_smuggle_a_request() {
         fetch(&mut server, json!({ "url": origin.url("/headers"), "header": "x-plain: yes" })),
         "status 200, 12 bytes: host\nx-plain"
     );
+}
+
+/// A CA and a certificate it issued for 127.0.0.1, made by openssl in `dir`:
+/// the CA's file, the certificate's and its key's.
+fn certificates(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf, std::path::PathBuf) {
+    let openssl = |args: &[&str]| {
+        let output = Command::new("openssl").args(args).current_dir(dir).output().unwrap();
+        assert!(output.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+    };
+    let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
+    openssl(
+        &[&["req", "-x509"][..], &ec, &["-keyout", "ca.key", "-out", "ca.pem", "-days", "1", "-subj", "/CN=prompt-host test CA"]].concat(),
+    );
+    openssl(&[&["req"][..], &ec, &["-keyout", "origin.key", "-out", "origin.csr", "-subj", "/CN=127.0.0.1"]].concat());
+    std::fs::write(dir.join("origin.ext"), "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n")
+        .unwrap();
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "origin.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "origin.pem",
+        "-days",
+        "1",
+        "-extfile",
+        "origin.ext",
+    ]);
+    (dir.join("ca.pem"), dir.join("origin.pem"), dir.join("origin.key"))
+}
+
+#[test]
+fn tls_is_verified_against_the_systems_roots_and_no_proxy_of_the_host_is_used() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ca, certificate, key) = certificates(dir.path());
+    let origin = Origin::start(TLS, Some((&certificate, &key)));
+    let url = format!("https://127.0.0.1:{}/hello", origin.port);
+    let granted = [format!("https://127.0.0.1:{}", origin.port)];
+    // The system's roots do not include the test's CA: the handshake fails,
+    // the pack is told, and no request reaches the origin.
+    let (_site, mut server) = serve(&granted, "");
+    assert_eq!(fetch(&mut server, json!({ "url": url })), "error: ErrorCode::TlsCertificateError");
+    // Trusted (as an operator adds a CA, through SSL_CERT_FILE), the same
+    // request is answered; the host's proxy variables, pointing nowhere,
+    // are not used.
+    let env = [
+        ("SSL_CERT_FILE", ca.to_str().unwrap()),
+        ("HTTPS_PROXY", "http://127.0.0.1:9"),
+        ("https_proxy", "http://127.0.0.1:9"),
+        ("ALL_PROXY", "http://127.0.0.1:9"),
+    ];
+    let (_site, mut trusted) = serve_with_env(&granted, "", &env);
+    assert_eq!(fetch(&mut trusted, json!({ "url": url })), "status 200, 21 bytes: hello from the origin");
+    let count = format!("https://127.0.0.1:{}/count", origin.port);
+    assert_eq!(fetch(&mut trusted, json!({ "url": count })), "status 200, 1 bytes: 1");
+}
+
+/// 64 calls at once, each held by a response that drips until the call's
+/// deadline: the pack's quota runs 16 at a time, every call is answered
+/// once (its deadline), every connection and descriptor is closed
+/// afterwards, and the host serves on.
+#[test]
+fn sixty_four_calls_held_by_dripping_responses_end_at_their_deadlines_and_leave_nothing_open() {
+    let origin = Origin::start(ALL, None);
+    let (_dir, mut server) = serve(&[origin.url("")], "deadline_ms = 300\n");
+    let pid = server.pid();
+    let descriptors = || std::fs::read_dir(format!("/proc/{pid}/fd")).unwrap().count();
+    assert_eq!(fetch(&mut server, json!({ "url": origin.url("/hello") })), "status 200, 21 bytes: hello from the origin");
+    let before = descriptors();
+    let calls: Vec<u64> = (0..64)
+        .map(|_| server.send_request("prompts/get", json!({ "name": "fetch", "arguments": { "url": origin.url("/drip") } })))
+        .collect();
+    for call in calls {
+        let response = server.response(call);
+        assert_eq!(response["error"]["data"]["failure"], "deadline", "{response}");
+    }
+    // Every connection is closed once its call is answered (a used
+    // instance is dropped in a task of its own, hence the wait).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while descriptors() != before && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert_eq!(descriptors(), before);
+    // At most one request per call reached the origin (a call whose
+    // deadline passed while it waited for its quota sent none).
+    let count = fetch(&mut server, json!({ "url": origin.url("/count") }));
+    let reached: usize = count.strip_prefix("status 200, 2 bytes: ").unwrap_or_else(|| panic!("{count}")).parse().unwrap();
+    assert!((17..=65).contains(&reached), "{count}");
 }

@@ -386,6 +386,10 @@ pub struct IoMeter {
     /// error it was given (an HTTP refusal reaches the pack as an error
     /// code, which it could ignore).
     refusal: std::sync::Mutex<Option<GrantRefusal>>,
+    /// Whether host I/O of the call was ended by its deadline: the call
+    /// then ends as a call past its deadline does, even if the pack
+    /// answered in the moment between.
+    deadline_reached: std::sync::atomic::AtomicBool,
 }
 
 impl IoMeter {
@@ -405,6 +409,7 @@ impl IoMeter {
             used: Default::default(),
             denials: AtomicU64::new(0),
             refusal: std::sync::Mutex::new(None),
+            deadline_reached: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -442,6 +447,16 @@ impl IoMeter {
     /// Ends the call with `refusal` (unless an earlier one ends it already).
     pub fn refuse(&self, refusal: GrantRefusal) {
         self.refusal.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).get_or_insert(refusal);
+    }
+
+    /// Host I/O of the call was ended by its deadline.
+    pub fn reach_deadline(&self) {
+        self.deadline_reached.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether host I/O of the call was ended by its deadline.
+    pub fn deadline_reached(&self) -> bool {
+        self.deadline_reached.load(Ordering::Relaxed)
     }
 
     /// The refusal that ends the call, if any.

@@ -751,9 +751,11 @@ impl Instance {
     /// reports the call once it is over: after its `last` step, or after
     /// any step that failed.
     fn settle<R>(&mut self, result: Result<wasmtime::Result<R>, tokio::time::error::Elapsed>, last: bool) -> Result<R, CallFailure> {
-        let refusal = self.store.data().folders.meter().refusal();
+        let meter = self.store.data().folders.meter();
+        let (refusal, deadline_reached) = (meter.refusal(), meter.deadline_reached());
         let outcome = match result {
             Ok(Ok(_)) if let Some(refusal) = refusal => Err(CallFailure::Grant(refusal)),
+            Ok(Ok(_)) if deadline_reached => Err(CallFailure::DeadlineExceeded { deadline: self.limits.deadline }),
             Ok(Ok(value)) => Ok(value),
             Ok(Err(error)) => Err(self.classify(&error)),
             Err(_) => Err(CallFailure::DeadlineExceeded { deadline: self.limits.deadline }),

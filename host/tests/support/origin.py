@@ -2,7 +2,8 @@
 http.server, started by the test (never a mock of the host's client).
 
 Takes the first free port of the ones given (the fixture asks for a fixed
-set), prints `PORT <n>` once it listens, and serves:
+set), over TLS with `--tls CERT KEY` first, prints `PORT <n>` once it
+listens, and serves:
   /hello            200, "hello from the origin"
   /redirect?to=URL  302 to URL
   /drip             200, then one byte every 100 ms, forever
@@ -15,6 +16,7 @@ set), prints `PORT <n>` once it listens, and serves:
 
 import http.server
 import socketserver
+import ssl
 import sys
 import threading
 import time
@@ -94,11 +96,19 @@ class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
 
 
 def main():
-    for port in [int(port) for port in sys.argv[1:]]:
+    args = sys.argv[1:]
+    tls = None
+    if args[:1] == ["--tls"]:
+        tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        tls.load_cert_chain(args[1], args[2])
+        args = args[3:]
+    for port in [int(port) for port in args]:
         try:
             server = Server(("127.0.0.1", port), Origin)
         except OSError:
             continue
+        if tls:
+            server.socket = tls.wrap_socket(server.socket, server_side=True)
         print("PORT %d" % port, flush=True)
         server.serve_forever()
     print("no free port", flush=True)

@@ -20,9 +20,11 @@
 //!   KiB when given, with `header` as `name: value` when given), following
 //!   up to 5 redirects, `times` times (1 if not given): one line per
 //!   request, `status N, M bytes: TEXT` (the first 64 characters) or
-//!   `error: CODE`. It asks for `http://127.0.0.1:P` and `http://localhost:P`
-//!   for P in 47801..=47808, so that a test's loopback server can take
-//!   any of those ports.
+//!   `error: CODE`. It asks for `http://127.0.0.1:P` for P in
+//!   47801..=47808, `http://localhost:P` for P in 47801..=47804 and
+//!   `https://127.0.0.1:P` for P in 47805..=47808 (16 in all, the most a
+//!   pack may ask for), so that a test's loopback server can take any
+//!   free port of those.
 //!
 //! Its start reads `/logs` (it must see nothing then: a spare made ahead of
 //! a call must not carry what a folder held into the call).
@@ -174,8 +176,13 @@ fn stat(path: &str) -> String {
     }
 }
 
-/// The loopback ports a test's server may take.
-const PORTS: std::ops::RangeInclusive<u16> = 47801..=47808;
+/// The origins it asks for (see above).
+fn origins() -> Vec<String> {
+    let plain = (47801..=47808).map(|port| format!("http://127.0.0.1:{port}"));
+    let named = (47801..=47804).map(|port| format!("http://localhost:{port}"));
+    let tls = (47805..=47808).map(|port| format!("https://127.0.0.1:{port}"));
+    plain.chain(named).chain(tls).collect()
+}
 
 /// Sends one request (and the redirects it leads to): `status N, M bytes:
 /// TEXT` or `error: CODE`, and where a redirect leads.
@@ -273,7 +280,7 @@ impl Guest for GrantsProbe {
             repository: None,
             wants: Wants {
                 folders: vec![folder("project"), folder("logs"), folder("private")],
-                origins: PORTS.flat_map(|port| [format!("http://127.0.0.1:{port}"), format!("http://localhost:{port}")]).collect(),
+                origins: origins(),
                 env: vec!["GREETING".into(), "API_TOKEN".into()],
             },
         }

@@ -48,6 +48,10 @@ pub const MAX_RESPONSE_HEAD: usize = 64 << 10;
 /// The most headers a response may have.
 pub const MAX_RESPONSE_HEADERS: usize = 100;
 
+/// The most names resolved at once, across every call (each holds a
+/// thread of the runtime's blocking pool until the resolver answers).
+pub const MAX_LOOKUPS: usize = 8;
+
 /// The most bytes of headers a pack may build for one request (wasi:http's
 /// field size limit, which counts their in-memory size).
 pub const MAX_REQUEST_FIELDS: usize = 64 << 10;
@@ -327,7 +331,7 @@ impl Sending {
         let until = self.until(self.options.connect_timeout);
         let stream = match tokio::time::timeout_at(until, tokio::net::TcpStream::connect(address)).await {
             Ok(stream) => stream.map_err(Error::Connect)?,
-            Err(_) => return Err(Error::ConnectionTimeout),
+            Err(_) => return Err(self.timed_out(Error::ConnectionTimeout)),
         };
         let _ = stream.set_nodelay(true);
         let mut builder = hyper::client::conn::http1::Builder::new();
@@ -338,8 +342,8 @@ impl Sending {
                 let connector = tokio_rustls::TlsConnector::from(tls_config()?);
                 let stream = tokio::time::timeout_at(until, connector.connect(name, stream))
                     .await
-                    .map_err(|_| Error::ConnectionTimeout)?
-                    .map_err(Error::Tls)?;
+                    .map_err(|_| self.timed_out(Error::ConnectionTimeout))?
+                    .map_err(tls_error)?;
                 let (sender, connection) = tokio::time::timeout_at(until, builder.handshake(TokioIo::new(stream)))
                     .await
                     .map_err(|_| Error::ConnectionTimeout)??;
@@ -404,7 +408,7 @@ impl Sending {
             }),
         )
         .await
-        .map_err(|_| Error::ConnectionReadTimeout)??;
+        .map_err(|_| self.timed_out(Error::ConnectionReadTimeout))??;
         let connection: Connection = match done {
             true => Box::new(async { Ok(()) }),
             false => Box::new(connection),
@@ -421,11 +425,20 @@ impl Sending {
         if let Ok(address) = literal.parse::<IpAddr>() {
             return Ok(SocketAddr::new(address, port));
         }
-        let lookup = tokio::net::lookup_host((host.to_string(), port));
+        // The system resolver blocks a thread, which a deadline cannot stop:
+        // at most MAX_LOOKUPS of them in all, however many calls resolve.
+        static LOOKUPS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(MAX_LOOKUPS);
+        let turn = tokio::time::timeout_at(self.deadline, LOOKUPS.acquire()).await.map_err(|_| self.timed_out(Error::DnsTimeout))?;
+        let turn = turn.map_err(|_| Error::DnsTimeout)?;
+        let name = (host.to_string(), port);
+        let lookup = tokio::task::spawn_blocking(move || {
+            let _turn = turn;
+            std::net::ToSocketAddrs::to_socket_addrs(&name).map(Iterator::collect::<Vec<SocketAddr>>)
+        });
         let addresses: Vec<SocketAddr> = match tokio::time::timeout_at(self.deadline, lookup).await {
-            Err(_) => return Err(Error::DnsTimeout),
-            Ok(Err(_)) => return Err(Error::DnsError { rcode: None, info_code: None }),
-            Ok(Ok(addresses)) => addresses.collect(),
+            Err(_) => return Err(self.timed_out(Error::DnsTimeout)),
+            Ok(Ok(Ok(addresses))) => addresses,
+            Ok(_) => return Err(Error::DnsError { rcode: None, info_code: None }),
         };
         if let Some((address, class)) = addresses.iter().find_map(|address| refused_class(address.ip()).map(|class| (address.ip(), class)))
         {
@@ -436,6 +449,15 @@ impl Sending {
             return Err(Error::DestinationIpProhibited);
         }
         addresses.first().copied().ok_or(Error::DestinationNotFound)
+    }
+
+    /// `error`, after a wait ended; one that ended at the call's deadline
+    /// ends the call as the deadline does, whatever the pack makes of it.
+    fn timed_out(&self, error: Error) -> Error {
+        if tokio::time::Instant::now() >= self.deadline {
+            self.meter.reach_deadline();
+        }
+        error
     }
 
     fn charge(&self, budget: Budget, amount: usize) -> Result<(), Error> {
@@ -458,6 +480,19 @@ fn server_name(host: &str) -> Result<rustls::pki_types::ServerName<'static>, Err
         return Ok(rustls::pki_types::ServerName::from(address));
     }
     rustls::pki_types::ServerName::try_from(host.to_string()).map_err(|_| Error::HttpRequestUriInvalid)
+}
+
+/// What a failed handshake tells the pack: a certificate that does not
+/// verify, as such.
+fn tls_error(error: std::io::Error) -> Error {
+    let certificate = error
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+        .is_some_and(|inner| matches!(inner, rustls::Error::InvalidCertificate(_)));
+    match certificate {
+        true => Error::TlsCertificateError,
+        false => Error::Tls(error),
+    }
 }
 
 /// The TLS of every granted origin: the system's roots, read once; no
@@ -505,6 +540,7 @@ impl<B: Body<Data = Bytes, Error = Error> + Unpin> Body for Metered<B> {
 
     fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Error>>> {
         if self.deadline.as_mut().poll(cx).is_ready() {
+            self.meter.reach_deadline();
             return Poll::Ready(Some(Err(Error::HttpResponseTimeout)));
         }
         let frame = std::task::ready!(Pin::new(&mut self.inner).poll_frame(cx));
