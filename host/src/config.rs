@@ -77,6 +77,8 @@
 //!
 //! [tenants.acme]                  # the prompts of tokens whose tenant claim says "acme"
 //! plugins = "packs/acme"
+//! [tenants.acme.grants.insights]  # for acme's insights, in place of [plugins.insights.grants]
+//! folders = { logs = "/var/log/acme" }
 //! ```
 //!
 //! The file is read, and its errors reported, in one place
@@ -166,6 +168,9 @@ pub struct ServeConfig {
     pub authorization: Option<AuthorizationSettings>,
     /// Each tenant's plugin directory, by tenant name.
     pub tenants: BTreeMap<String, PathBuf>,
+    /// What each tenant's plugins are granted, by tenant, then plugin
+    /// name (`[tenants.T.grants.NAME]`), in place of `[plugins.NAME.grants]`.
+    pub tenant_grants: BTreeMap<String, BTreeMap<String, Grants>>,
     /// The tenant serving tokens that name none; `None` serves them no prompts.
     pub default_tenant: Option<String>,
     /// For a tenant: every tenant's plugin directory. `[plugins.NAME]`
@@ -251,6 +256,7 @@ impl Default for ServeConfig {
             registry: RegistrySettings::default(),
             authorization: None,
             tenants: BTreeMap::new(),
+            tenant_grants: BTreeMap::new(),
             default_tenant: None,
             tenant_dirs: Vec::new(),
         }
@@ -258,12 +264,19 @@ impl Default for ServeConfig {
 }
 
 impl ServeConfig {
-    /// The configuration a tenant is served with: this one, over the
-    /// tenant's plugin directory.
-    pub fn for_tenant(&self, plugins_dir: &Path) -> ServeConfig {
+    /// The configuration tenant `tenant` is served with: this one, over
+    /// the tenant's plugin directory, with its own grants in place of
+    /// `[plugins.NAME.grants]` for the plugins it names.
+    pub fn for_tenant(&self, tenant: &str, plugins_dir: &Path) -> ServeConfig {
+        let mut plugins = self.plugins.clone();
+        for (plugin, grants) in self.tenant_grants.get(tenant).into_iter().flatten() {
+            plugins.entry(plugin.clone()).or_default().granted = grants.clone();
+        }
         ServeConfig {
             plugins_dir: Some(plugins_dir.to_path_buf()),
+            plugins,
             tenants: BTreeMap::new(),
+            tenant_grants: BTreeMap::new(),
             default_tenant: None,
             tenant_dirs: self.tenants.values().cloned().collect(),
             ..self.clone()
@@ -442,7 +455,7 @@ impl ServeConfig {
                     "plugins.{name}.public_keys is empty: name at least one key file, or leave it out to trust signatures.public_keys and signatures.identities"
                 ));
             }
-            plugin.granted = plugin.grants.apply(name, folder)?;
+            plugin.granted = plugin.grants.apply(&format!("plugins.{name}.grants"), folder)?;
             if let Some(keys) = &plugin.public_keys {
                 plugin.trusted_keys = Some(read_keys(&format!("plugins.{name}.public_keys"), keys, folder)?);
             }
@@ -452,6 +465,11 @@ impl ServeConfig {
             config.default_tenant = section.default_tenant.clone();
         }
         for (name, tenant) in file.tenants {
+            let mut grants = BTreeMap::new();
+            for (plugin, section) in &tenant.grants {
+                grants.insert(plugin.clone(), section.apply(&format!("tenants.{name}.grants.{plugin}"), folder)?);
+            }
+            config.tenant_grants.insert(name.clone(), grants);
             config.tenants.insert(name, folder.join(tenant.plugins));
         }
         if !config.tenants.is_empty() {
@@ -617,6 +635,28 @@ mod tests {
         assert_eq!(
             ServeConfig::from_toml("[authorization]\nresource = \"https://p.example/mcp\"\nissuer = \"http://idp.example\"\n").unwrap_err(),
             "authorization.issuer must be an https:// URL (plain http only on loopback): http://idp.example/"
+        );
+    }
+
+    #[test]
+    fn a_tenants_grants_replace_the_plugins_for_that_tenant_alone() {
+        let config = ServeConfig::from_toml(
+            "[authorization]\nresource = \"https://p.example/mcp\"\nissuer = \"https://idp.example\"\ntenant_claim = \"tenant\"\n\
+             [plugins.insights.grants]\nhttp = [\"https://shared.example\"]\n\
+             [tenants.acme]\nplugins = \"acme\"\n[tenants.acme.grants.insights]\nhttp = [\"https://acme.example/v1/\"]\n\
+             [tenants.other]\nplugins = \"other\"\n",
+        )
+        .unwrap();
+        let origins = |tenant: &str| config.for_tenant(tenant, Path::new(tenant)).plugin_settings("insights").grants.origins;
+        assert_eq!(origins("acme"), [crate::grants::Origin::parse("https://acme.example/v1/").unwrap()]);
+        assert_eq!(origins("other"), [crate::grants::Origin::parse("https://shared.example").unwrap()]);
+        assert_eq!(
+            ServeConfig::from_toml(
+                "[authorization]\nresource = \"https://p.example/mcp\"\nissuer = \"https://idp.example\"\ntenant_claim = \"t\"\n\
+                 [tenants.acme]\nplugins = \"acme\"\n[tenants.acme.grants.insights]\nhttp = [\"ftp://x\"]\n"
+            )
+            .unwrap_err(),
+            "tenants.acme.grants.insights.http: \"ftp://x\" is not an origin such as \"https://api.example.com/v1/\": its scheme is neither https nor http"
         );
     }
 

@@ -103,7 +103,7 @@ pub async fn start_tenants(
 ) -> Result<std::collections::BTreeMap<String, Host>, StartupError> {
     let mut hosts = std::collections::BTreeMap::new();
     for (name, dir) in &config.tenants {
-        let host = load(&config.for_tenant(dir), config_source(name)).await.map_err(|error| match error {
+        let host = load(&config.for_tenant(name, dir), config_source(name)).await.map_err(|error| match error {
             StartupError::PluginDir { path, error } => StartupError::PluginDir { path: format!("{path} (tenant {name})"), error },
             other => other,
         })?;

@@ -307,7 +307,8 @@ pub struct Sandbox {
     /// How many spares were built, and how many calls took one.
     spares_made: AtomicU64,
     spares_handed_out: AtomicU64,
-    /// Descriptors of granted folders open now, across every call.
+    /// This sandbox's share (half) of the process's descriptors for grants:
+    /// a tenant's calls, however many, cannot hold every one.
     descriptors: Arc<Descriptors>,
     /// What a call sees when its plugin sees nothing (a listing's).
     no_sight: Arc<PluginFolders>,
@@ -346,8 +347,8 @@ impl Sandbox {
             spares: Shelf::new(SPARES, SPARE_MEMORY),
             spares_made: AtomicU64::new(0),
             spares_handed_out: AtomicU64::new(0),
-            descriptors: Arc::new(Descriptors::for_process()),
-            no_sight: Arc::new(PluginFolders::new(Sight::default(), 1)),
+            descriptors: Descriptors::for_process().share(2),
+            no_sight: Arc::new(PluginFolders::new(Sight::default(), Arc::new(Descriptors::new(1)))),
             config,
         })
     }
@@ -403,7 +404,7 @@ impl Sandbox {
     /// The folders of a plugin whose calls see `sight`, in its share of the
     /// sandbox's descriptors.
     pub fn plugin_folders(&self, sight: Sight) -> Arc<PluginFolders> {
-        Arc::new(PluginFolders::new(sight, self.descriptors.share()))
+        Arc::new(PluginFolders::new(sight, self.descriptors.share(4)))
     }
 
     /// The spare instances the sandbox holds now, and how many calls took one.
@@ -470,7 +471,7 @@ impl Sandbox {
             .allow_ip_name_lookup(false)
             .build();
         let started = Instant::now();
-        let folders = CallFolders::new(sight.clone(), Arc::new(IoMeter::new(limits)), self.descriptors.clone());
+        let folders = CallFolders::new(sight.clone(), Arc::new(IoMeter::new(limits)));
         let http = CallHttp::new(folders.meter().clone(), folders.holder(), started + limits.deadline);
         let mut table = ResourceTable::new();
         table.set_max_capacity(MAX_HOST_RESOURCES);

@@ -732,7 +732,7 @@ async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
                     Box::new(move || {
                         let config = serve_config(&args)?;
                         let dir = config.tenants.get(&name).cloned().unwrap_or_default();
-                        Ok(config.for_tenant(&dir))
+                        Ok(config.for_tenant(&name, &dir))
                     }) as prompt_host::watch::ConfigSource
                 })
             };

@@ -1,6 +1,7 @@
 //! `[authorization]` (OAuth access tokens, read by `transport::authorization`)
 //! and `[tenants.NAME]`, as the config file writes them.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -104,4 +105,8 @@ impl AuthorizationSection {
 pub(super) struct TenantSection {
     /// The tenant's plugin directory.
     pub(super) plugins: PathBuf,
+    /// What the tenant's plugins are granted, by plugin name, in place of
+    /// `[plugins.NAME.grants]` (`[tenants.T.grants.NAME]`).
+    #[serde(default)]
+    pub(super) grants: BTreeMap<String, super::grants::GrantsSection>,
 }

@@ -51,11 +51,11 @@ impl std::fmt::Debug for ValueGrant {
 }
 
 impl GrantsSection {
-    /// The grants of plugin `plugin`, with paths relative to `folder` (the
+    /// The grants of the table `section` (`plugins.NAME.grants`, or
+    /// `tenants.T.grants.NAME`), with paths relative to `folder` (the
     /// config file's): each folder must be a directory now, each secret
     /// file readable now (it is read here, so a SIGHUP reads it again).
-    pub(super) fn apply(&self, plugin: &str, folder: &Path) -> Result<Grants, String> {
-        let section = format!("plugins.{plugin}.grants");
+    pub(super) fn apply(&self, section: &str, folder: &Path) -> Result<Grants, String> {
         let mut grants = Grants::default();
         for origin in &self.http {
             let parsed = Origin::parse(origin).map_err(|why| {
@@ -118,7 +118,7 @@ mod tests {
         std::fs::create_dir(dir.path().join("logs")).unwrap();
         std::fs::write(dir.path().join("token"), "s3cret\n").unwrap();
         let grants = section("folders = { logs = \"logs\" }\nenv = { TOKEN = { file = \"token\" }, REGION = \"eu\" }\n")
-            .apply("acme", dir.path())
+            .apply("plugins.acme.grants", dir.path())
             .unwrap();
         assert_eq!(grants.folders["logs"], dir.path().join("logs"));
         assert_eq!(grants.values["TOKEN"].expose(), "s3cret");
@@ -128,7 +128,7 @@ mod tests {
     #[test]
     fn each_mistake_is_named_by_its_key() {
         let dir = tempfile::tempdir().unwrap();
-        let refused = |text: &str| section(text).apply("acme", dir.path()).unwrap_err();
+        let refused = |text: &str| section(text).apply("plugins.acme.grants", dir.path()).unwrap_err();
         assert_eq!(
             refused("folders = { Logs = \"/tmp\" }"),
             "plugins.acme.grants.folders: \"Logs\" is not a folder name a pack can ask for (a lowercase letter, then letters, digits, - or _)"
@@ -147,7 +147,10 @@ mod tests {
             "plugins.acme.grants.http: \"ftp://api.example.com\" is not an origin such as \"https://api.example.com/v1/\": its scheme is neither https nor http"
         );
         assert_eq!(
-            section("http = [\"https://API.example.com/v1/\", \"http://127.0.0.1:8080\"]").apply("acme", dir.path()).unwrap().origins,
+            section("http = [\"https://API.example.com/v1/\", \"http://127.0.0.1:8080\"]")
+                .apply("plugins.acme.grants", dir.path())
+                .unwrap()
+                .origins,
             [Origin::parse("https://api.example.com/v1/").unwrap(), Origin::parse("http://127.0.0.1:8080/").unwrap()]
         );
         std::fs::write(dir.path().join("file"), "x").unwrap();

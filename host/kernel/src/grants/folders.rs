@@ -22,9 +22,10 @@
 //!   folder held then into a later call;
 //! - **bounded in all**: each call opens each folder's root once (counted
 //!   as a file opened), and the descriptors of granted folders open at
-//!   once are bounded across the sandbox ([`Descriptors`]: at most
+//!   once are bounded across the process ([`Descriptors`]: at most
 //!   [`MAX_OPEN_IN_ALL`], and at most a quarter of the process's descriptor
-//!   limit) and for each plugin (a quarter of that), `busy` past either.
+//!   limit), for each sandbox (each tenant's: half of that) and for each
+//!   plugin (a quarter of its sandbox's), `busy` past any.
 //!
 //! The descriptors a pack holds are wasmtime-wasi's resource types by name
 //! (the other WASI interfaces are still wasmtime-wasi's); the table entries
@@ -65,37 +66,56 @@ type OpenedBeneath = (OwnedFd, rustix::fs::Stat);
 /// The longest path a pack may pass, in bytes (Linux's `PATH_MAX`).
 const MAX_PATH: usize = 4096;
 
-/// Descriptors of granted folders open now, and the most that may be:
-/// across the sandbox, or of one plugin.
+/// Descriptors of granted folders and origins' connections open now, and
+/// the most that may be: in the process, in one sandbox (one tenant's), or
+/// of one plugin, each counted in the one it is a share of too.
 #[derive(Debug)]
 pub struct Descriptors {
     open: AtomicUsize,
     cap: usize,
+    /// What this is a share of, if anything.
+    within: Option<Arc<Descriptors>>,
 }
 
 impl Descriptors {
-    /// At most `cap` open at once.
+    /// At most `cap` open at once, a share of nothing.
     pub fn new(cap: usize) -> Descriptors {
-        Descriptors { open: AtomicUsize::new(0), cap }
+        Descriptors { open: AtomicUsize::new(0), cap, within: None }
     }
 
-    /// The sandbox's: [`MAX_OPEN_IN_ALL`], or a quarter of the descriptors
-    /// this process may open (its soft limit, raised to the hard limit
-    /// first), whichever is less, so that granted folders can never take
-    /// the descriptors the server needs for its own files and connections.
-    pub fn for_process() -> Descriptors {
-        let limit = prompt_host_files::raise_descriptor_limit();
-        Descriptors::new(MAX_OPEN_IN_ALL.min(usize::try_from(limit / 4).unwrap_or(usize::MAX)).max(4))
+    /// The process's, one for all its sandboxes: [`MAX_OPEN_IN_ALL`], or a
+    /// quarter of the descriptors this process may open (its soft limit,
+    /// raised to the hard limit first), whichever is less, so that grants
+    /// can never take the descriptors the server needs for its own files
+    /// and connections, however many tenants it serves.
+    pub fn for_process() -> Arc<Descriptors> {
+        static PROCESS: std::sync::OnceLock<Arc<Descriptors>> = std::sync::OnceLock::new();
+        PROCESS
+            .get_or_init(|| {
+                let limit = prompt_host_files::raise_descriptor_limit();
+                Arc::new(Descriptors::new(MAX_OPEN_IN_ALL.min(usize::try_from(limit / 4).unwrap_or(usize::MAX)).max(8)))
+            })
+            .clone()
     }
 
-    /// One plugin's share of these: a quarter, so that one pack's calls
-    /// cannot hold every granted descriptor.
-    pub fn share(&self) -> usize {
-        (self.cap / 4).max(1)
+    /// A share of these: at most one `part`-th of them, counted here too.
+    /// A sandbox (a tenant) takes half the process's, and a plugin a
+    /// quarter of its sandbox's, so that neither one tenant nor one pack's
+    /// calls can hold every granted descriptor.
+    pub fn share(self: &Arc<Self>, part: usize) -> Arc<Descriptors> {
+        Arc::new(Descriptors { open: AtomicUsize::new(0), cap: (self.cap / part).max(1), within: Some(self.clone()) })
     }
 
+    /// Counts one more open, here and in what this is a share of, unless
+    /// one of them is full.
     fn take(&self) -> bool {
         if self.open.fetch_add(1, Ordering::Relaxed) >= self.cap {
+            self.open.fetch_sub(1, Ordering::Relaxed);
+            return false;
+        }
+        if let Some(within) = &self.within
+            && !within.take()
+        {
             self.open.fetch_sub(1, Ordering::Relaxed);
             return false;
         }
@@ -104,6 +124,9 @@ impl Descriptors {
 
     fn give_back(&self) {
         self.open.fetch_sub(1, Ordering::Relaxed);
+        if let Some(within) = &self.within {
+            within.give_back();
+        }
     }
 }
 
@@ -111,14 +134,14 @@ impl Descriptors {
 #[derive(Debug)]
 pub struct PluginFolders {
     sight: Sight,
-    descriptors: Descriptors,
+    descriptors: Arc<Descriptors>,
 }
 
 impl PluginFolders {
-    /// The folders of a plugin that sees `sight`, holding at most `share`
-    /// descriptors at once.
-    pub fn new(sight: Sight, share: usize) -> PluginFolders {
-        PluginFolders { sight, descriptors: Descriptors::new(share) }
+    /// The folders of a plugin that sees `sight`, holding at most its
+    /// share of descriptors at once (`descriptors`).
+    pub fn new(sight: Sight, descriptors: Arc<Descriptors>) -> PluginFolders {
+        PluginFolders { sight, descriptors }
     }
 
     /// What its calls see.
@@ -131,23 +154,14 @@ impl PluginFolders {
 /// granted origins' connections, counted together.
 #[derive(Debug, Clone)]
 pub struct DescriptorHolder {
-    all: Arc<Descriptors>,
     plugin: Arc<PluginFolders>,
 }
 
 impl DescriptorHolder {
-    /// Counts one more open descriptor, in all and of the plugin, unless
-    /// either has too many.
+    /// Counts one more open descriptor, of the plugin, its sandbox and the
+    /// process, unless one of them has too many.
     pub fn take(&self) -> Option<Held> {
-        let (all, plugin) = (&self.all, &self.plugin);
-        if !all.take() {
-            return None;
-        }
-        if !plugin.descriptors.take() {
-            all.give_back();
-            return None;
-        }
-        Some(Held { all: all.clone(), plugin: plugin.clone() })
+        self.plugin.descriptors.take().then(|| Held { descriptors: self.plugin.descriptors.clone() })
     }
 
     /// What the plugin's calls see.
@@ -156,18 +170,16 @@ impl DescriptorHolder {
     }
 }
 
-/// One descriptor counted in the sandbox's [`Descriptors`] and its
-/// plugin's while it lives.
+/// One descriptor counted in its plugin's [`Descriptors`] (and so in its
+/// sandbox's and the process's) while it lives.
 #[derive(Debug)]
 pub struct Held {
-    all: Arc<Descriptors>,
-    plugin: Arc<PluginFolders>,
+    descriptors: Arc<Descriptors>,
 }
 
 impl Drop for Held {
     fn drop(&mut self) {
-        self.all.give_back();
-        self.plugin.descriptors.give_back();
+        self.descriptors.give_back();
     }
 }
 
@@ -201,17 +213,16 @@ struct Entries {
 pub struct CallFolders {
     plugin: Arc<PluginFolders>,
     meter: Arc<IoMeter>,
-    all: Arc<Descriptors>,
     /// Each folder's root, once opened in this call.
     roots: std::sync::Mutex<Vec<Option<Arc<Opened>>>>,
 }
 
 impl CallFolders {
     /// The folders `plugin` sees, for one call metered by `meter`, their
-    /// descriptors counted in `all` with every other call's.
-    pub fn new(plugin: Arc<PluginFolders>, meter: Arc<IoMeter>, all: Arc<Descriptors>) -> CallFolders {
+    /// descriptors counted in the plugin's share with every other call's.
+    pub fn new(plugin: Arc<PluginFolders>, meter: Arc<IoMeter>) -> CallFolders {
         let roots = std::sync::Mutex::new(vec![None; plugin.sight.folders.len()]);
-        CallFolders { plugin, meter, all, roots }
+        CallFolders { plugin, meter, roots }
     }
 
     /// The call's meter.
@@ -221,7 +232,7 @@ impl CallFolders {
 
     /// What takes descriptors for the call.
     pub fn holder(&self) -> DescriptorHolder {
-        DescriptorHolder { all: self.all.clone(), plugin: self.plugin.clone() }
+        DescriptorHolder { plugin: self.plugin.clone() }
     }
 }
 
@@ -288,7 +299,7 @@ impl FolderView<'_> {
         &self.folders.plugin.sight
     }
 
-    /// Counts one more open descriptor, in all and of the plugin, unless
+    /// Counts one more open descriptor, of the plugin and in all, unless
     /// either has too many (then the descriptor, opened already, is closed
     /// when the caller drops it).
     fn hold(&self) -> FsResult<Held> {
@@ -787,5 +798,34 @@ impl HostDirectoryEntryStream for FolderView<'_> {
     fn drop(&mut self, stream: Resource<types::DirectoryEntryStream>) -> wasmtime::Result<()> {
         self.table.delete(Resource::<Entries>::new_own(stream.rep()))?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn holder(descriptors: Arc<Descriptors>) -> DescriptorHolder {
+        DescriptorHolder { plugin: Arc::new(PluginFolders::new(Sight::default(), descriptors)) }
+    }
+
+    #[test]
+    fn a_plugin_takes_its_share_of_its_sandboxs_and_a_sandbox_half_the_processs() {
+        let process = Arc::new(Descriptors::new(16));
+        let (tenant, other_tenant) = (process.share(2), process.share(2));
+        let plugins: Vec<DescriptorHolder> = (0..4).map(|_| holder(tenant.share(4))).collect();
+        // Each plugin takes 2 (a quarter of its tenant's 8); the tenant's four plugins take the tenant's 8.
+        let held: Vec<Held> = plugins.iter().flat_map(|plugin| [plugin.take(), plugin.take(), plugin.take()]).flatten().collect();
+        assert_eq!(held.len(), 8);
+        assert_eq!(process.open.load(Ordering::Relaxed), 8);
+        // The other tenant still finds the other half of the process's.
+        let other = holder(other_tenant.share(1));
+        let other_held: Vec<Held> = (0..10).filter_map(|_| other.take()).collect();
+        assert_eq!(other_held.len(), 8);
+        assert!(holder(process.share(1)).take().is_none(), "the process's 16 are all held");
+        drop(held);
+        drop(other_held);
+        assert_eq!(process.open.load(Ordering::Relaxed), 0);
+        assert_eq!(tenant.open.load(Ordering::Relaxed), 0);
     }
 }
