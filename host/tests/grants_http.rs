@@ -354,3 +354,43 @@ fn sixty_four_calls_held_by_dripping_responses_end_at_their_deadlines_and_leave_
     let reached: usize = count.strip_prefix("status 200, 2 bytes: ").unwrap_or_else(|| panic!("{count}")).parse().unwrap();
     assert!((17..=65).contains(&reached), "{count}");
 }
+
+/// The example pack `alerts_digest` (plugins/alerts-digest) calls the
+/// origin it asks for, Prometheus' API on its default address, here served
+/// by the loopback origin (port 9090 must be free): granted, its answer is
+/// embedded; not granted, the call fails naming the config line.
+#[test]
+fn the_alerts_digest_example_embeds_what_its_granted_origin_answers() {
+    let origin = Origin::start(9090..=9090, None);
+    assert_eq!(origin.port, 9090);
+    let serve_digest = |grants: &str| {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("plugins")).unwrap();
+        std::fs::copy(built_plugin("alerts_digest"), dir.path().join("plugins/alerts_digest.wasm")).unwrap();
+        std::fs::write(dir.path().join("config.toml"), format!("[server]\nplugins = \"plugins\"\n{grants}")).unwrap();
+        let server = Server::start(&["--config", dir.path().join("config.toml").to_str().unwrap()]);
+        (dir, server)
+    };
+    let (_dir, mut server) = serve_digest("[plugins.alerts_digest.grants]\nhttp = [\"http://127.0.0.1:9090/api/v1/\"]\n");
+    let reply = server.get_prompt("triage-alerts", json!({ "severity": "critical" }));
+    assert_eq!(
+        reply["messages"][0]["content"]["text"],
+        "Triage the alerts firing now: what is wrong, how urgent, and what to check first. Start with the critical ones."
+    );
+    let resource = &reply["messages"][1]["content"]["resource"];
+    assert_eq!(resource["uri"], "prometheus://alerts");
+    assert_eq!(resource["mimeType"], "application/json");
+    let embedded: Value = serde_json::from_str(resource["text"].as_str().unwrap()).unwrap();
+    assert_eq!(embedded["data"]["alerts"][0]["labels"]["alertname"], "HighErrorRate");
+    let (_dir, mut ungranted) = serve_digest("");
+    assert_eq!(
+        refused(&mut ungranted, "triage-alerts", json!({})),
+        grant_failure(
+            "alerts_digest",
+            "not-granted",
+            "plugin 'alerts_digest' called http://127.0.0.1:9090/api/v1/alerts, which no origin granted to it admits: \
+             grant it with http = [\"http://127.0.0.1:9090/api/v1/\"] in [plugins.alerts_digest.grants]"
+                .to_string()
+        )
+    );
+}

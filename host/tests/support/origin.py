@@ -12,6 +12,7 @@ listens, and serves:
   /count            200, how many requests it has answered before this one
   /headers          200, the request's header names, one a line
   POST /echo        200, how many body bytes it read
+  /api/v1/alerts    200, one firing alert, as Prometheus' HTTP API answers
 """
 
 import http.server
@@ -21,6 +22,13 @@ import sys
 import threading
 import time
 from urllib.parse import parse_qs, urlparse
+
+# One firing alert, in the shape of Prometheus' GET /api/v1/alerts.
+ALERTS = (
+    b'{"status":"success","data":{"alerts":[{"labels":{"alertname":"HighErrorRate","severity":"critical",'
+    b'"service":"checkout"},"annotations":{"summary":"5% of checkout requests fail"},"state":"firing",'
+    b'"activeAt":"2026-11-28T01:00:00Z","value":"5.2e-02"}]}}'
+)
 
 seen = 0
 seen_lock = threading.Lock()
@@ -79,6 +87,8 @@ class Origin(http.server.BaseHTTPRequestHandler):
             self.answer(200, b"", [("x-filler-%d" % i, "z" * 1024) for i in range(200)])
         elif url.path == "/count":
             self.answer(200, str(before).encode())
+        elif url.path == "/api/v1/alerts":
+            self.answer(200, ALERTS, [("content-type", "application/json")])
         elif url.path == "/headers":
             self.answer(200, "\n".join(sorted(self.headers.keys())).encode())
         else:
