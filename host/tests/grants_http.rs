@@ -394,3 +394,35 @@ fn the_alerts_digest_example_embeds_what_its_granted_origin_answers() {
         )
     );
 }
+
+/// A pack that makes requests with bodies and keeps them unsent holds host
+/// memory no budget charges: the resources of an instance linked with
+/// wasi:http are capped (256), and each holds little (16 KiB of fields, two
+/// 4 KiB body chunks), so the call ends in a trap with the host's memory
+/// barely moved.
+#[test]
+fn requests_kept_unsent_are_bounded_by_the_resources_cap() {
+    let (_dir, mut server) = serve(&[], "");
+    let pid = server.pid();
+    let peak = || {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        let line = status.lines().find(|line| line.starts_with("VmHWM:")).unwrap().to_string();
+        line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() << 10
+    };
+    let before = peak();
+    let failure = refused(&mut server, "hoard", json!({}));
+    assert_eq!(
+        failure,
+        json!({
+            "code": -32603,
+            "message": "plugin 'grants_probe' trapped: resource table has no free keys",
+            "data": { "plugin": "grants_probe", "failure": "trap" },
+        })
+    );
+    // 85 requests of 3 resources, each body two 4 KiB chunks: under 1 MiB,
+    // where wasmtime's defaults (1 MiB chunks, 4096 resources) held 2.7 GiB.
+    let grown = peak().saturating_sub(before);
+    assert!(grown < 64 << 20, "the host's peak memory grew by {grown} bytes");
+    // And the host serves on.
+    assert_eq!(only_text(&server.get_prompt("env", json!({ "name": "GREETING" }))), "GREETING is not set");
+}

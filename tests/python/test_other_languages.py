@@ -4,8 +4,10 @@ against the same WIT as the Rust packs, loaded by the host under its default
 limits and fetched through the official Python SDK client. tests/build-packs
 builds them."""
 
+import http.server
 import shutil
 import tempfile
+import threading
 from pathlib import Path
 
 import pytest
@@ -45,3 +47,75 @@ async def test_a_pack_in_another_language_answers_like_the_rust_one(pack):
             with pytest.raises(MCPError) as raised:
                 await client.get_prompt("code_review")
             assert raised.value.error.message == "prompt 'code_review' is missing required arguments: code"
+
+
+class Hello(http.server.BaseHTTPRequestHandler):
+    """A real HTTP origin (Python's own http.server) for the JavaScript pack."""
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        body = b"hello from the origin"
+        self.send_response(200)
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def loopback_origin():
+    """An origin on the first free port the JavaScript pack asks for."""
+    for port in range(47801, 47809):
+        try:
+            origin = http.server.ThreadingHTTPServer(("127.0.0.1", port), Hello)
+        except OSError:
+            continue
+        threading.Thread(target=origin.serve_forever, daemon=True).start()
+        return origin
+    raise AssertionError("none of the ports 47801 to 47808 is free")
+
+
+@pytest.mark.anyio
+async def test_packs_in_javascript_and_python_see_what_they_are_granted_with_their_own_apis():
+    origin = loopback_origin()
+    port = origin.server_address[1]
+    other = 47801 if port != 47801 else 47802
+    try:
+        with tempfile.TemporaryDirectory() as work:
+            work = Path(work)
+            (work / "plugins").mkdir()
+            for pack in ["js_grants_fetch", "py_grants_reader"]:
+                shutil.copyfile(COMPONENTS / f"{pack}.wasm", work / "plugins" / f"{pack}.wasm")
+            (work / "logs").mkdir()
+            (work / "logs/app.log").write_text("line 1\n")
+            (work / "outside.txt").write_text("outside")
+            (work / "config.toml").write_text(
+                '[server]\nplugins = "plugins"\n\n'
+                f'[plugins.js_grants_fetch.grants]\nhttp = ["http://127.0.0.1:{port}"]\n\n'
+                '[plugins.py_grants_reader.grants]\nfolders = { logs = "logs" }\nenv = { GREETING = "hello" }\n'
+            )
+            server = StdioServerParameters(
+                command=BINARY, args=["serve", "--config", str(work / "config.toml"), "--cache-dir", str(work / "cache")]
+            )
+            async with Client(server, read_timeout_seconds=120) as client:
+                async def text(prompt, arguments):
+                    return (await client.get_prompt(prompt, arguments)).messages[0].content.text
+
+                # JavaScript's fetch() reaches the origin granted, and nothing else.
+                assert await text("fetch", {"url": f"http://127.0.0.1:{port}/hello"}) == "status 200: hello from the origin"
+                with pytest.raises(MCPError) as raised:
+                    await client.get_prompt("fetch", {"url": f"http://127.0.0.1:{other}/hello"})
+                assert raised.value.error.code == -32603
+                assert raised.value.error.message == (
+                    f"plugin 'js_grants_fetch' called http://127.0.0.1:{other}/hello, which no origin granted to it admits: "
+                    f'grant it with http = ["http://127.0.0.1:{other}"] in [plugins.js_grants_fetch.grants]'
+                )
+                # Python's open() reads the folder granted, and nothing out of it.
+                assert await text("read", {"path": "/logs/app.log"}) == "read: line 1\n"
+                assert await text("read", {"path": "/logs/../outside.txt"}) == "error: PermissionError"
+                assert await text("read", {"path": "/etc/passwd"}) == "error: FileNotFoundError"
+                # os.environ holds the value granted.
+                assert await text("env", {"name": "GREETING"}) == "GREETING=hello"
+                assert await text("env", {"name": "PATH"}) == "PATH=(not set)"
+    finally:
+        origin.shutdown()

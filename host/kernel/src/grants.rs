@@ -105,9 +105,9 @@ pub struct SeenFolder {
 pub struct SeenOrigin {
     /// What the pack asked for.
     pub asked: Origin,
-    /// What its calls may call: the narrower of what it asked for and what
-    /// is granted; none when no grant overlaps it.
-    pub given: Option<Origin>,
+    /// What its calls may call: for each grant that overlaps it, the
+    /// narrower of the two; none when no grant overlaps it.
+    pub given: Vec<Origin>,
 }
 
 /// What one plugin's calls see of the machine: what it asked for and was
@@ -185,8 +185,8 @@ impl Sight {
         let asked_origins: Vec<Origin> =
             wants.map(|wants| wants.origins.iter().filter_map(|origin| Origin::parse(origin).ok()).collect()).unwrap_or_default();
         for asked in &asked_origins {
-            let given = grants.origins.iter().find_map(|granted| asked.overlap(granted));
-            if given.is_none() {
+            let given: Vec<Origin> = grants.origins.iter().filter_map(|granted| asked.overlap(granted)).collect();
+            if given.is_empty() {
                 withheld.push(Withheld::NotGranted { what: format!("origin {asked}"), key: origin_key(plugin, asked) });
             }
             sight.origins.push(SeenOrigin { asked: asked.clone(), given });
@@ -229,7 +229,7 @@ impl Sight {
                     .as_ref()
                     .map(|path| format!("folder {} = {} (read-only)", folder.name, path.display().to_string().escape_debug()))
             });
-        let origins = self.origins.iter().filter_map(|seen| seen.given.as_ref().map(|given| format!("origin {given}")));
+        let origins = self.origins.iter().flat_map(|seen| seen.given.iter().map(|given| format!("origin {given}")));
         folders.chain(origins).chain(self.values.iter().map(|(name, _)| format!("value {name}"))).collect()
     }
 }
@@ -498,7 +498,11 @@ mod tests {
         let grants = Grants {
             folders: [("logs".to_string(), PathBuf::from("/var/log/app")), ("home".to_string(), PathBuf::from("/home"))].into(),
             values: [("API_TOKEN".to_string(), Secret::new("s3cret".into())), ("OTHER".to_string(), Secret::new("x".into()))].into(),
-            origins: vec![Origin::parse("https://api.example.com/v1/").unwrap(), Origin::parse("https://other.example.com").unwrap()],
+            origins: vec![
+                Origin::parse("https://api.example.com/v1/").unwrap(),
+                Origin::parse("https://api.example.com/v2/").unwrap(),
+                Origin::parse("https://other.example.com").unwrap(),
+            ],
         };
         let (sight, withheld) = Sight::between("acme", Some(&wants(&["logs", "project"], &["API_TOKEN", "REGION"])), &grants);
         assert_eq!(
@@ -509,7 +513,15 @@ mod tests {
             ]
         );
         assert_eq!(sight.values, [("API_TOKEN".to_string(), Secret::new("s3cret".into()))]);
-        assert_eq!(sight.given(), ["folder logs = /var/log/app (read-only)", "origin https://api.example.com/v1/", "value API_TOKEN"]);
+        assert_eq!(
+            sight.given(),
+            [
+                "folder logs = /var/log/app (read-only)",
+                "origin https://api.example.com/v1/",
+                "origin https://api.example.com/v2/",
+                "value API_TOKEN"
+            ]
+        );
         let withheld: Vec<String> = withheld.iter().map(ToString::to_string).collect();
         assert_eq!(
             withheld,
@@ -525,7 +537,7 @@ mod tests {
         // A pack before 0.3 asks for nothing, and is given nothing.
         let (sight, withheld) = Sight::between("old", None, &grants);
         assert!(sight.folders.is_empty() && sight.values.is_empty() && sight.origins.is_empty());
-        assert_eq!(withheld.len(), 6);
+        assert_eq!(withheld.len(), 7);
     }
 
     #[test]

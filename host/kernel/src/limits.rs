@@ -254,12 +254,12 @@ declare_limits! {
 
     /// Bytes one call may send to its granted origins (request heads and bodies).
     grant_http_sent_bytes: usize = 1024 KiB as grant_http_sent_kib, 1..=MAX_MIB << 10;
-    table: "bytes one call sends to its pack's granted origins (request lines, headers and bodies)"
+    table: "bytes one call sends to its pack's granted origins (request lines, headers, bodies and trailers)"
         => "-32603, naming `limits.grant_http_sent_kib`";
 
     /// Bytes one call may receive from its granted origins (response heads and bodies).
     grant_http_received_bytes: usize = 4096 KiB as grant_http_received_kib, 1..=MAX_MIB << 10;
-    table: "bytes one call receives from its pack's granted origins (status lines, headers and bodies), as they arrive"
+    table: "bytes one call receives from its pack's granted origins (status lines, headers, bodies and trailers), as the pack reads them"
         => "-32603, naming `limits.grant_http_received_kib`";
 
     /// Bytes of stdout and of stderr kept from one call, for the log.

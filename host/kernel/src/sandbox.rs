@@ -591,6 +591,9 @@ impl Instance {
     /// This store (made by [`Sandbox::new_instance`]) with the pack of `pre`
     /// instantiated in it, within its deadline.
     async fn instantiated(mut self, pre: &PackPre<CallState>) -> Result<Instance, CallFailure> {
+        if let PackPre::V0_3(_) = pre {
+            self.store.data_mut().table.set_max_capacity(MAX_HOST_RESOURCES_WITH_HTTP);
+        }
         let (deadline, store) = (self.limits.deadline, &mut self.store);
         let result = match pre {
             PackPre::V0_1(pre) => tokio::time::timeout(deadline, pre.instantiate_async(store)).await.map(|r| r.map(Pack::V0_1)),
@@ -877,6 +880,13 @@ pub struct CallUsage {
 /// prompt needs a handful; wasmtime's default (a million) let a spare's
 /// start hold hundreds of MiB of host memory that no limit counted.
 pub const MAX_HOST_RESOURCES: usize = 4096;
+
+/// The most for an instance linked with `wasi:http` (a 0.3 pack's): each of
+/// its fields and outgoing bodies holds host memory of its own (at most
+/// [`MAX_REQUEST_FIELDS`] and two chunks of [`crate::grants::http::OUTGOING_BODY_CHUNK`]) before
+/// anything is sent or charged, so their number is what bounds it: about
+/// 4 MiB per call.
+pub const MAX_HOST_RESOURCES_WITH_HTTP: usize = 256;
 
 /// The clocks a pack reads: both stand at zero while its instance starts
 /// (its start function and constructors), and run from the moment its call

@@ -58,6 +58,11 @@ function userText(text) {
 export const promptProvider = {
   // What the pack says it is: `prompt-host inspect` shows it.
   describePack() {
+    // A pack sees nothing of the machine. Built against WIT 0.3 (the host's
+    // wit/0.3), it may also say what it wants, which the operator grants in
+    // [plugins.NAME.grants], and then call those origins with fetch() (build
+    // without --disable http):
+    //   wants: { folders: [], origins: ["https://api.example.com/v1/"], env: [] },
     return {
       name: "{{name}}",
       version: "0.1.0",

@@ -55,7 +55,14 @@ def answered(input: Input | None, key: str, field: str) -> str | None:
 
 class PromptProvider(exports.PromptProvider):
     def describe_pack(self) -> PackInfo:
-        """What the pack says it is: `prompt-host inspect` shows it."""
+        """What the pack says it is: `prompt-host inspect` shows it.
+
+        A pack sees nothing of the machine. Built against WIT 0.3 (the
+        host's wit/0.3), it may also say what it wants, which the operator
+        grants in [plugins.NAME.grants], and then read the folder with
+        open("/logs/...") and the value with os.environ:
+            wants=Wants(folders=[WantedFolder(name="logs", description="...")], origins=[], env=["API_TOKEN"])
+        """
         return PackInfo(name="{{name}}", version="0.1.0", description="Prompts that {{name}} provides", authors=[],
                         license=None, homepage=None, repository=None)
 

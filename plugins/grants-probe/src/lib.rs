@@ -25,6 +25,9 @@
 //!   `https://127.0.0.1:P` for P in 47805..=47808 (16 in all, the most a
 //!   pack may ask for), so that a test's loopback server can take any
 //!   free port of those.
+//! - `hoard`: makes outgoing requests with bodies, writes to each as much as
+//!   it may, and keeps them all, never sending one, until the host refuses
+//!   (host memory no budget would charge, but for the resources' cap).
 //!
 //! Its start reads `/logs` (it must see nothing then: a spare made ahead of
 //! a call must not carry what a folder held into the call).
@@ -265,6 +268,23 @@ fn request(url: &str, header: &str, body_kib: usize) -> Result<(u16, Option<Stri
     Ok((status, location, bytes))
 }
 
+/// Requests with bodies written to and kept, never sent: until a call to
+/// the host fails (the resource table is full), which traps.
+fn hoard() -> String {
+    let chunk = vec![b'x'; 1 << 20];
+    let mut kept = Vec::new();
+    loop {
+        let request = http::OutgoingRequest::new(http::Fields::new());
+        let Ok(body) = request.body() else { return format!("no body after {}", kept.len()) };
+        let Ok(stream) = body.write() else { return format!("no stream after {}", kept.len()) };
+        for _ in 0..2 {
+            let permitted = stream.check_write().unwrap_or(0) as usize;
+            let _ = stream.write(&chunk[..permitted.min(chunk.len())]);
+        }
+        kept.push((request, body, stream));
+    }
+}
+
 struct GrantsProbe;
 
 impl Guest for GrantsProbe {
@@ -297,6 +317,7 @@ impl Guest for GrantsProbe {
             prompt("stat", &["path"]),
             prompt("start", &[]),
             prompt("fetch", &["url"]),
+            prompt("hoard", &[]),
         ]
     }
 
@@ -319,6 +340,7 @@ impl Guest for GrantsProbe {
                 let (header, body_kib) = (value(&arguments, "header"), number("body_kib"));
                 (0..times).map(|_| fetch_once(value(&arguments, "url"), header, body_kib)).collect::<Vec<_>>().join("\n")
             }
+            "hoard" => hoard(),
             "start" => format!("the start saw /logs: {}", START_SAW_LOGS.load(Ordering::Relaxed)),
             _ => return Err(PromptError::NotFound),
         };

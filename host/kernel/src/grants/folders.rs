@@ -135,13 +135,15 @@ impl Descriptors {
 pub struct PluginFolders {
     sight: Sight,
     descriptors: Arc<Descriptors>,
+    /// Its calls' name lookups under way (see [`super::http::MAX_LOOKUPS`]).
+    lookups: Arc<tokio::sync::Semaphore>,
 }
 
 impl PluginFolders {
     /// The folders of a plugin that sees `sight`, holding at most its
     /// share of descriptors at once (`descriptors`).
     pub fn new(sight: Sight, descriptors: Arc<Descriptors>) -> PluginFolders {
-        PluginFolders { sight, descriptors }
+        PluginFolders { sight, descriptors, lookups: Arc::new(tokio::sync::Semaphore::new(super::http::MAX_LOOKUPS)) }
     }
 
     /// What its calls see.
@@ -167,6 +169,11 @@ impl DescriptorHolder {
     /// What the plugin's calls see.
     pub fn sight(&self) -> &Sight {
         &self.plugin.sight
+    }
+
+    /// The plugin's turns to resolve a name.
+    pub fn lookups(&self) -> &Arc<tokio::sync::Semaphore> {
+        &self.plugin.lookups
     }
 }
 

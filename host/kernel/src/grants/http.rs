@@ -48,13 +48,19 @@ pub const MAX_RESPONSE_HEAD: usize = 64 << 10;
 /// The most headers a response may have.
 pub const MAX_RESPONSE_HEADERS: usize = 100;
 
-/// The most names resolved at once, across every call (each holds a
-/// thread of the runtime's blocking pool until the resolver answers).
-pub const MAX_LOOKUPS: usize = 8;
+/// The most names one plugin's calls resolve at once (each holds a thread
+/// of the runtime's blocking pool until the resolver answers, which no
+/// deadline can stop): a pack whose name's servers never answer holds that
+/// many threads, and delays only its own lookups.
+pub const MAX_LOOKUPS: usize = 2;
 
 /// The most bytes of headers a pack may build for one request (wasi:http's
 /// field size limit, which counts their in-memory size).
-pub const MAX_REQUEST_FIELDS: usize = 64 << 10;
+pub const MAX_REQUEST_FIELDS: usize = 16 << 10;
+
+/// The most bytes one write to a request's body takes; a body buffers at
+/// most two such chunks before they are sent (and charged).
+pub const OUTGOING_BODY_CHUNK: usize = 4 << 10;
 
 /// An origin a pack may call: a scheme, a host, a port and a path prefix.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -154,7 +160,12 @@ fn path_within(path: &str, prefix: &str) -> bool {
         let segment = segment.to_ascii_lowercase().replace("%2e", ".");
         segment == "." || segment == ".."
     });
-    if dotted || path.contains('\\') {
+    // A separator spelled otherwise (`%2f`, `%5c`, a backslash), a path
+    // parameter (`..;/`, which some servers drop) or an encoded `%`, which
+    // a server might decode into one of those.
+    let lower = path.to_ascii_lowercase();
+    let disguised = ["%2f", "%5c", "%25", "\\", ";"].iter().any(|spelling| lower.contains(spelling));
+    if dotted || disguised {
         return false;
     }
     match prefix.strip_suffix('/') {
@@ -176,7 +187,12 @@ pub fn refused_class(address: IpAddr) -> Option<&'static str> {
 fn refused_v4(address: Ipv4Addr) -> Option<&'static str> {
     let [a, b, c, _] = address.octets();
     Some(match () {
-        _ if address == Ipv4Addr::new(169, 254, 169, 254) || address == Ipv4Addr::new(100, 100, 100, 200) => "cloud metadata",
+        _ if address == Ipv4Addr::new(169, 254, 169, 254)
+            || address == Ipv4Addr::new(100, 100, 100, 200)
+            || address == Ipv4Addr::new(168, 63, 129, 16) =>
+        {
+            "cloud metadata"
+        }
         _ if address.is_loopback() => "loopback",
         _ if address.is_private() => "private",
         _ if address.is_link_local() => "link-local",
@@ -185,6 +201,7 @@ fn refused_v4(address: Ipv4Addr) -> Option<&'static str> {
         _ if address.is_multicast() => "multicast",
         _ if a >= 240 => "reserved",
         _ if a == 192 && b == 0 && c == 0 => "reserved",
+        _ if a == 192 && b == 88 && c == 99 => "reserved",
         _ if a == 198 && (b & 0xfe) == 18 => "benchmarking",
         _ if address.is_documentation() => "documentation",
         _ => return None,
@@ -197,7 +214,9 @@ fn refused_v6(address: Ipv6Addr) -> Option<&'static str> {
     if let Some(v4) = address.to_ipv4_mapped() {
         return refused_v4(v4);
     }
-    let nat64 = segments[..6] == [0x64, 0xff9b, 0, 0, 0, 0];
+    // NAT64 (64:ff9b::/96, and local-use 64:ff9b:1::/48), SIIT (::ffff:0:a.b.c.d).
+    let nat64 =
+        segments[..6] == [0x64, 0xff9b, 0, 0, 0, 0] || segments[..3] == [0x64, 0xff9b, 1] || segments[..6] == [0, 0, 0, 0, 0xffff, 0];
     let compatible = segments[..6] == [0, 0, 0, 0, 0, 0] && !address.is_loopback() && !address.is_unspecified();
     if nat64 || compatible {
         // NAT64 (64:ff9b::/96) and the old IPv4-compatible form (::a.b.c.d).
@@ -259,7 +278,7 @@ impl CallHttp {
         let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
         let path = uri.path();
         let admitted = !authority.contains('@')
-            && self.sight().origins.iter().any(|seen| seen.given.as_ref().is_some_and(|given| given.admits(https, host, port, path)));
+            && self.sight().origins.iter().any(|seen| seen.given.iter().any(|given| given.admits(https, host, port, path)));
         if admitted {
             return Ok(());
         }
@@ -277,6 +296,38 @@ impl CallHttp {
 }
 
 impl WasiHttpHooks for CallHttp {
+    fn p2_outgoing_body_buffer_chunks(&mut self) -> usize {
+        1
+    }
+
+    fn p2_outgoing_body_chunk_size(&mut self) -> usize {
+        OUTGOING_BODY_CHUNK
+    }
+
+    // A pack's failed requests are its own business: said to the pack, and
+    // logged at debug, never as the host's warnings (the default hooks warn
+    // at every one, which a pack could use to flood the log).
+    fn p2_error_from_hyper(&mut self, error: &hyper::Error) -> wasmtime_wasi_http::p2::bindings::http::types::ErrorCode {
+        tracing::debug!(%error, "a pack's HTTP request failed");
+        wasmtime_wasi_http::p2::bindings::http::types::ErrorCode::HttpProtocolError
+    }
+
+    fn p2_error_from_connect(&mut self, error: &std::io::Error) -> wasmtime_wasi_http::p2::bindings::http::types::ErrorCode {
+        tracing::debug!(%error, "a pack's HTTP connection failed");
+        wasmtime_wasi_http::p2::bindings::http::types::ErrorCode::ConnectionRefused
+    }
+
+    fn p2_error_from_tls(&mut self, error: &std::io::Error) -> wasmtime_wasi_http::p2::bindings::http::types::ErrorCode {
+        tracing::debug!(%error, "a pack's TLS handshake failed");
+        wasmtime_wasi_http::p2::bindings::http::types::ErrorCode::TlsProtocolError
+    }
+
+    /// The host sets `host` itself, from the host and port it checked,
+    /// never from the pack's authority as written.
+    fn set_host_header(&mut self) -> bool {
+        false
+    }
+
     fn send_request(
         &mut self,
         request: http::Request<WasiBody>,
@@ -334,6 +385,23 @@ impl Sending {
             Err(_) => return Err(self.timed_out(Error::ConnectionTimeout)),
         };
         let _ = stream.set_nodelay(true);
+        // A name that resolves to one of this host's own addresses (its
+        // public one, say) reaches this host's own services, past any
+        // firewall: told by the connection's two ends being one address.
+        // Nothing has been sent yet.
+        let own = stream.local_addr().ok().map(|local| local.ip());
+        if !is_literal(&host) && own == Some(address.ip()) {
+            let refusal = GrantRefusal::AddressRefused {
+                plugin: self.plugin.clone(),
+                host: host.escape_debug().to_string(),
+                port,
+                address: address.ip(),
+                class: "this host's own",
+            };
+            self.meter.refuse(refusal);
+            self.meter.denied();
+            return Err(Error::DestinationIpProhibited);
+        }
         let mut builder = hyper::client::conn::http1::Builder::new();
         builder.max_buf_size(MAX_RESPONSE_HEAD).max_headers(MAX_RESPONSE_HEADERS);
         let (sender, connection): (_, Connection) = match https {
@@ -356,7 +424,16 @@ impl Sending {
                 (sender, Box::new(async move { connection.await.map_err(Error::from) }))
             }
         };
-        // The request line names the path alone (the host goes in `host`).
+        // `host` names what was checked (the pack's authority as written
+        // might spell it otherwise); the request line names the path alone.
+        let default = if https { 443 } else { 80 };
+        let host_header = match port == default {
+            true => host.clone(),
+            false => format!("{host}:{port}"),
+        };
+        request
+            .headers_mut()
+            .insert(http::header::HOST, http::HeaderValue::from_str(&host_header).map_err(|_| Error::HttpRequestUriInvalid)?);
         let path = request.uri().path_and_query().map_or("/", |path| path.as_str()).to_string();
         *request.uri_mut() = http::Uri::builder().path_and_query(path.as_str()).build().map_err(|_| Error::HttpRequestUriInvalid)?;
         let head = request.method().as_str().len() + path.len() + fields_len(request.headers());
@@ -374,7 +451,12 @@ impl Sending {
         let deadline = self.deadline;
         let connection: Connection = Box::new(async move {
             let _held = held;
-            tokio::time::timeout_at(deadline, Pin::from(connection)).await.unwrap_or(Err(Error::HttpResponseTimeout))
+            // Its end, whatever it is, reaches the pack through the body;
+            // an error here would only be logged by wasmtime, as a warning.
+            if let Ok(Err(error)) = tokio::time::timeout_at(deadline, Pin::from(connection)).await {
+                tracing::debug!(%error, "a pack's HTTP connection ended");
+            }
+            Ok(())
         });
         Ok((response, connection))
     }
@@ -426,9 +508,9 @@ impl Sending {
             return Ok(SocketAddr::new(address, port));
         }
         // The system resolver blocks a thread, which a deadline cannot stop:
-        // at most MAX_LOOKUPS of them in all, however many calls resolve.
-        static LOOKUPS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(MAX_LOOKUPS);
-        let turn = tokio::time::timeout_at(self.deadline, LOOKUPS.acquire()).await.map_err(|_| self.timed_out(Error::DnsTimeout))?;
+        // at most MAX_LOOKUPS of them for the plugin, however many calls resolve.
+        let lookups = self.descriptors.lookups().clone();
+        let turn = tokio::time::timeout_at(self.deadline, lookups.acquire_owned()).await.map_err(|_| self.timed_out(Error::DnsTimeout))?;
         let turn = turn.map_err(|_| Error::DnsTimeout)?;
         let name = (host.to_string(), port);
         let lookup = tokio::task::spawn_blocking(move || {
@@ -466,6 +548,11 @@ impl Sending {
             Error::HttpRequestDenied
         })
     }
+}
+
+/// Whether `host` is an address rather than a name.
+fn is_literal(host: &str) -> bool {
+    host.trim_start_matches('[').trim_end_matches(']').parse::<IpAddr>().is_ok()
 }
 
 /// The bytes of a head's fields as they cross the wire (`name: value\r\n`).
@@ -513,6 +600,9 @@ fn tls_config() -> Result<Arc<rustls::ClientConfig>, Error> {
             .with_root_certificates(roots)
             .with_no_client_auth();
         config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        // No session shared between packs or tenants (a resumed session
+        // would tell one when another called the same origin).
+        config.resumption = rustls::client::Resumption::disabled();
         Ok(Arc::new(config))
     });
     config.clone().map_err(|why| Error::InternalError(Some(why)))
@@ -545,7 +635,8 @@ impl<B: Body<Data = Bytes, Error = Error> + Unpin> Body for Metered<B> {
         }
         let frame = std::task::ready!(Pin::new(&mut self.inner).poll_frame(cx));
         if let Some(Ok(frame)) = &frame {
-            let amount = frame.data_ref().map_or(0, Bytes::len) as u64;
+            let amount = frame.data_ref().map_or(0, Bytes::len) + frame.trailers_ref().map_or(0, fields_len);
+            let amount = amount as u64;
             if let Err(refusal) = self.meter.charge(self.budget, amount) {
                 tracing::debug!(plugin = %self.plugin.escape_debug(), "{refusal}");
                 self.meter.refuse(refusal);
@@ -628,6 +719,13 @@ mod tests {
         assert!(!origin.admits(true, "api.example.com", 443, "/v1/../admin"), "a dot segment");
         assert!(!origin.admits(true, "api.example.com", 443, "/v1/%2E%2e/admin"), "an encoded dot segment");
         assert!(!origin.admits(true, "api.example.com", 443, "/v1/..\\admin"));
+        for disguised in ["/v1/..;/admin", "/v1/%2e%2e%2fadmin", "/v1/..%2Fadmin", "/v1/..%5Cadmin", "/v1/%252e%252e/admin"] {
+            assert!(!origin.admits(true, "api.example.com", 443, disguised), "{disguised}");
+        }
+        assert!(
+            Origin::parse("https://api.example.com").unwrap().admits(true, "api.example.com", 443, "/a;b/%2F"),
+            "under / anything goes"
+        );
         let exact = Origin::parse("http://127.0.0.1:8080/api").unwrap();
         assert!(exact.admits(false, "127.0.0.1", 8080, "/api"));
         assert!(exact.admits(false, "127.0.0.1", 8080, "/api/x"));
@@ -682,6 +780,10 @@ mod tests {
             ("ff02::1", "multicast"),
             ("255.255.255.255", "reserved"),
             ("2001::1", "tunnel (Teredo)"),
+            ("168.63.129.16", "cloud metadata"),
+            ("64:ff9b:1::a00:1", "private"),
+            ("::ffff:0:a00:1", "private"),
+            ("192.88.99.1", "reserved"),
         ] {
             assert_eq!(refused(address), Some(class), "{address}");
         }

@@ -27,6 +27,14 @@ impl TemplatePack for Pack {
 /// version, description and the rest of Cargo.toml's [package].
 impl DescribePack for Pack {
     fn describe() -> PackInfo {
+        // A pack sees nothing of the machine. One on WIT 0.3 (prompt_pack::v0_3,
+        // implementing its Guest; this SDK's templates are 0.2) may ask to see
+        // a folder, call an origin or read a value, which the operator grants
+        // in [plugins.NAME.grants]:
+        //     PackInfo::from(prompt_pack::cargo_pack_info!())
+        //         .folder("logs", "the log files to summarize")   // read as /logs
+        //         .origin("https://api.example.com/v1/")           // through wasi:http
+        //         .env("API_TOKEN")                                 // std::env::var
         prompt_pack::cargo_pack_info!()
     }
 }
