@@ -92,7 +92,8 @@ async def test_packs_in_javascript_and_python_see_what_they_are_granted_with_the
             (work / "config.toml").write_text(
                 '[server]\nplugins = "plugins"\n\n'
                 f'[plugins.js_grants_fetch.grants]\nhttp = ["http://127.0.0.1:{port}"]\n\n'
-                '[plugins.py_grants_reader.grants]\nfolders = { logs = "logs" }\nenv = { GREETING = "hello" }\n'
+                f'[plugins.py_grants_reader.grants]\nhttp = ["http://127.0.0.1:{port}"]\n'
+                'folders = { logs = "logs" }\nenv = { GREETING = "hello" }\n'
             )
             server = StdioServerParameters(
                 command=BINARY, args=["serve", "--config", str(work / "config.toml"), "--cache-dir", str(work / "cache")]
@@ -114,6 +115,14 @@ async def test_packs_in_javascript_and_python_see_what_they_are_granted_with_the
                 assert await text("read", {"path": "/logs/app.log"}) == "read: line 1\n"
                 assert await text("read", {"path": "/logs/../outside.txt"}) == "error: PermissionError"
                 assert await text("read", {"path": "/etc/passwd"}) == "error: FileNotFoundError"
+                # And its wasi:http reaches the origin granted, and nothing else.
+                assert await text("fetch-path", {"port": str(port), "path": "/hello"}) == "status 200: hello from the origin"
+                with pytest.raises(MCPError) as raised:
+                    await client.get_prompt("fetch-path", {"port": str(other), "path": "/hello"})
+                assert raised.value.error.message == (
+                    f"plugin 'py_grants_reader' called http://127.0.0.1:{other}/hello, which no origin granted to it admits: "
+                    f'grant it with http = ["http://127.0.0.1:{other}"] in [plugins.py_grants_reader.grants]'
+                )
                 # os.environ holds the value granted.
                 assert await text("env", {"name": "GREETING"}) == "GREETING=hello"
                 assert await text("env", {"name": "PATH"}) == "PATH=(not set)"
