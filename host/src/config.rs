@@ -171,6 +171,10 @@ pub struct ServeConfig {
     /// What each tenant's plugins are granted, by tenant, then plugin
     /// name (`[tenants.T.grants.NAME]`), in place of `[plugins.NAME.grants]`.
     pub tenant_grants: BTreeMap<String, BTreeMap<String, Grants>>,
+    /// For a tenant: its own grants, by plugin name, in place of
+    /// `[plugins.NAME.grants]` (kept apart from `plugins`, whose sections
+    /// must match plugin files).
+    pub own_grants: BTreeMap<String, Grants>,
     /// The tenant serving tokens that name none; `None` serves them no prompts.
     pub default_tenant: Option<String>,
     /// For a tenant: every tenant's plugin directory. `[plugins.NAME]`
@@ -257,6 +261,7 @@ impl Default for ServeConfig {
             authorization: None,
             tenants: BTreeMap::new(),
             tenant_grants: BTreeMap::new(),
+            own_grants: BTreeMap::new(),
             default_tenant: None,
             tenant_dirs: Vec::new(),
         }
@@ -268,13 +273,9 @@ impl ServeConfig {
     /// the tenant's plugin directory, with its own grants in place of
     /// `[plugins.NAME.grants]` for the plugins it names.
     pub fn for_tenant(&self, tenant: &str, plugins_dir: &Path) -> ServeConfig {
-        let mut plugins = self.plugins.clone();
-        for (plugin, grants) in self.tenant_grants.get(tenant).into_iter().flatten() {
-            plugins.entry(plugin.clone()).or_default().granted = grants.clone();
-        }
         ServeConfig {
             plugins_dir: Some(plugins_dir.to_path_buf()),
-            plugins,
+            own_grants: self.tenant_grants.get(tenant).cloned().unwrap_or_default(),
             tenants: BTreeMap::new(),
             tenant_grants: BTreeMap::new(),
             default_tenant: None,
@@ -293,7 +294,9 @@ impl ServeConfig {
             .chain([self.limits.memory_bytes])
             .max()
             .unwrap_or_default();
-        SandboxConfig { max_memory_bytes: largest, ..self.sandbox.clone() }
+        // A tenant's config lists every tenant's directory: one sandbox each.
+        let sandboxes = self.tenant_dirs.len().max(1);
+        SandboxConfig { max_memory_bytes: largest, sandboxes, ..self.sandbox.clone() }
     }
 
     /// What applies to the plugin named `plugin`.
@@ -309,7 +312,7 @@ impl ServeConfig {
             pack_store: self.pack_store.clone(),
             lockfile: self.lockfile.clone(),
             mirrors: self.registry.mirrors.clone(),
-            grants: configured.granted,
+            grants: self.own_grants.get(plugin).cloned().unwrap_or(configured.granted),
         }
     }
 
@@ -650,6 +653,13 @@ mod tests {
         let origins = |tenant: &str| config.for_tenant(tenant, Path::new(tenant)).plugin_settings("insights").grants.origins;
         assert_eq!(origins("acme"), [crate::grants::Origin::parse("https://acme.example/v1/").unwrap()]);
         assert_eq!(origins("other"), [crate::grants::Origin::parse("https://shared.example").unwrap()]);
+        // What would grant acme's insights more names acme's own table; no [plugins.insights] section appears.
+        let acme = config.for_tenant("acme", Path::new("acme"));
+        assert_eq!(acme.plugin_settings("insights").grants.section.as_deref(), Some("tenants.acme.grants.insights"));
+        assert_eq!(acme.plugins.keys().collect::<Vec<_>>(), ["insights"], "only the global section");
+        // Each of the two tenants' sandboxes takes half the process's descriptors for grants.
+        assert_eq!(config.for_tenant("acme", Path::new("acme")).sandbox_config().sandboxes, 2);
+        assert_eq!(ServeConfig::default().sandbox_config().sandboxes, 1);
         assert_eq!(
             ServeConfig::from_toml(
                 "[authorization]\nresource = \"https://p.example/mcp\"\nissuer = \"https://idp.example\"\ntenant_claim = \"t\"\n\

@@ -77,6 +77,17 @@ fn read(server: &mut Server, path: &str) -> String {
     ask(server, "read", json!({ "path": path }))
 }
 
+/// The error of a call that used up its budget `key` (`what` says how much).
+fn budget(what: &str, key: &str, limit: u64) -> Value {
+    json!({
+        "code": -32603,
+        "message": format!(
+            "plugin 'grants_probe' used up its per-call budget of {what} in granted folders (limits.{key}); a failed call keeps none of what it read"
+        ),
+        "data": { "plugin": "grants_probe", "failure": "grant-budget", "limit": { "budget": key, "limit": limit } },
+    })
+}
+
 fn failure(server: &mut Server, prompt: &str, arguments: Value) -> Value {
     server.error("prompts/get", json!({ "name": prompt, "arguments": arguments }))
 }
@@ -174,15 +185,6 @@ fn a_budget_overrun_fails_the_call_naming_the_budget_and_the_host_serves_on() {
         std::fs::File::create(site.path(&format!("project/many/{index}"))).unwrap();
     }
     let mut server = site.serve();
-    let budget = |what: &str, key: &str, limit: u64| {
-        json!({
-            "code": -32603,
-            "message": format!(
-                "plugin 'grants_probe' used up its per-call budget of {what} in granted folders (limits.{key}); a failed call keeps none of what it read"
-            ),
-            "data": { "plugin": "grants_probe", "failure": "grant-budget", "limit": { "budget": key, "limit": limit } },
-        })
-    };
     assert_eq!(failure(&mut server, "read", json!({ "path": "/project/huge" })), budget("65536 bytes read", "grant_read_kib", 65536));
     assert_eq!(
         failure(&mut server, "list", json!({ "path": "/project/many" })),
@@ -491,5 +493,49 @@ fn sixty_four_calls_at_once_stay_within_the_packs_share_of_descriptors() {
     assert!(busy > 0, "16 calls of 201 descriptors each fit in the pack's share");
     // Every descriptor a call held is closed once it is answered.
     assert_eq!(settled(), before);
+    assert_eq!(read(&mut server, "/project/main.py"), "read 12 bytes: print('hi')\n");
+}
+
+/// A folder of 1,000,000 entries costs a listing what its budget allows
+/// (the default, 10,000 entries), and a file that grows while the pack
+/// reads it stops at the byte budget, however fast it grows.
+#[test]
+fn a_million_entries_and_a_growing_file_stop_at_their_budgets() {
+    let site = Site::new("grant_read_kib = 1024\n");
+    // On tmpfs where there is one (a million files take seconds there, and
+    // minutes on a disk), granted as `logs`: a path never crosses a mount.
+    let shm = Path::new("/dev/shm");
+    let many = if shm.is_dir() { tempfile::tempdir_in(shm) } else { tempfile::tempdir() }.unwrap();
+    for index in 0..1_000_000 {
+        std::fs::File::create(many.path().join(index.to_string())).unwrap();
+    }
+    site.write_config(&format!("project = \"project\"\nlogs = {:?}\n", many.path().display().to_string()), "grant_read_kib = 1024\n");
+    let mut server = site.serve();
+    assert_eq!(
+        failure(&mut server, "list", json!({ "path": "/logs" })),
+        budget("10000 directory entries listed", "grant_dir_entries", 10000)
+    );
+    // The file holds 2 MiB already, and a writer appends to it while the pack reads.
+    let growing = site.path("project/growing.log");
+    std::fs::write(&growing, vec![b'x'; 2 << 20]).unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let (growing, stop) = (growing.clone(), stop.clone());
+        std::thread::spawn(move || {
+            use std::io::Write;
+            let mut file = std::fs::OpenOptions::new().append(true).open(growing).unwrap();
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                file.write_all(&[b'y'; 64 << 10]).unwrap();
+                // 64 MiB a second at most: a log that grows fast, not a disk filled.
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        })
+    };
+    assert_eq!(
+        failure(&mut server, "read", json!({ "path": "/project/growing.log" })),
+        budget("1048576 bytes read", "grant_read_kib", 1048576)
+    );
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    writer.join().unwrap();
     assert_eq!(read(&mut server, "/project/main.py"), "read 12 bytes: print('hi')\n");
 }

@@ -45,7 +45,12 @@ impl Origin {
         let mut child = command.args(&ports).stdout(Stdio::piped()).spawn().unwrap();
         let mut line = String::new();
         BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-        let port = line.trim().strip_prefix("PORT ").unwrap_or_else(|| panic!("the origin did not start: {line:?}")).parse().unwrap();
+        let port = line
+            .trim()
+            .strip_prefix("PORT ")
+            .unwrap_or_else(|| panic!("the origin did not start on any of the ports {ports:?}, the ones the fixture asks for: {line:?}"))
+            .parse()
+            .unwrap();
         Origin { child, port }
     }
 
@@ -361,6 +366,9 @@ fn sixty_four_calls_held_by_dripping_responses_end_at_their_deadlines_and_leave_
 /// embedded; not granted, the call fails naming the config line.
 #[test]
 fn the_alerts_digest_example_embeds_what_its_granted_origin_answers() {
+    // The origin the pack asks for is Prometheus's own address: a Prometheus
+    // running on this machine (not in CI's container) holds the port, and
+    // the origin then fails to start, naming it.
     let origin = Origin::start(9090..=9090, None);
     assert_eq!(origin.port, 9090);
     let serve_digest = |grants: &str| {

@@ -49,6 +49,9 @@ pub struct Grants {
     pub values: BTreeMap<String, Secret>,
     /// Origins a pack may call.
     pub origins: Vec<Origin>,
+    /// The config table they come from (`tenants.acme.grants.insights`),
+    /// when not `plugins.NAME.grants`: what a message names to grant more.
+    pub section: Option<String>,
 }
 
 /// Whether `name` may name a folder a pack asks for (and its preopen,
@@ -116,6 +119,9 @@ pub struct SeenOrigin {
 pub struct Sight {
     /// The plugin's name, for the errors its calls end in.
     pub plugin: String,
+    /// The config table that grants it more (`plugins.NAME.grants`, or a
+    /// tenant's own), for the errors its calls end in.
+    pub section: String,
     /// The folders it asked for, in its order, granted or not.
     pub folders: Vec<SeenFolder>,
     /// The values it asked for and was granted, in its order.
@@ -155,19 +161,25 @@ impl std::fmt::Display for Withheld {
     }
 }
 
-/// The config line that grants folder `folder` to `plugin`.
-pub fn folder_key(plugin: &str, folder: &str) -> String {
-    format!("{folder} = \"/path/on/the/host\" in [plugins.{}.grants.folders]", plugin.escape_debug())
+/// The config table of `plugin`'s grants, `section` if given (a
+/// tenant's own), else `plugins.NAME.grants`.
+pub fn grants_section(plugin: &str, section: Option<&str>) -> String {
+    section.map_or_else(|| format!("plugins.{}.grants", plugin.escape_debug()), |section| section.escape_debug().to_string())
 }
 
-/// The config line that grants `origin` to `plugin`.
-pub fn origin_key(plugin: &str, origin: &Origin) -> String {
-    format!("http = [\"{origin}\"] in [plugins.{}.grants]", plugin.escape_debug())
+/// The config line that grants folder `folder`, in the table `section`.
+pub fn folder_key(section: &str, folder: &str) -> String {
+    format!("{folder} = \"/path/on/the/host\" in [{section}.folders]")
 }
 
-/// The config line that grants value `name` to `plugin`.
-pub fn value_key(plugin: &str, name: &str) -> String {
-    format!("{name} = {{ file = \"/path/to/secret\" }} in [plugins.{}.grants.env]", plugin.escape_debug())
+/// The config line that grants `origin`, in the table `section`.
+pub fn origin_key(section: &str, origin: &Origin) -> String {
+    format!("http = [\"{origin}\"] in [{section}]")
+}
+
+/// The config line that grants value `name`, in the table `section`.
+pub fn value_key(section: &str, name: &str) -> String {
+    format!("{name} = {{ file = \"/path/to/secret\" }} in [{section}.env]")
 }
 
 impl Sight {
@@ -175,7 +187,8 @@ impl Sight {
     /// pack before 0.3, which asks for nothing) and `grants` grants, and
     /// what was withheld either way.
     pub fn between(plugin: &str, wants: Option<&Wants>, grants: &Grants) -> (Sight, Vec<Withheld>) {
-        let mut sight = Sight { plugin: plugin.to_string(), ..Sight::default() };
+        let section = grants_section(plugin, grants.section.as_deref());
+        let mut sight = Sight { plugin: plugin.to_string(), section: section.clone(), ..Sight::default() };
         let mut withheld = Vec::new();
         let (asked_folders, asked_values): (Vec<&str>, Vec<&str>) = match wants {
             Some(wants) => (wants.folders.iter().map(|f| f.name.as_str()).collect(), wants.env.iter().map(String::as_str).collect()),
@@ -187,31 +200,31 @@ impl Sight {
         for asked in &asked_origins {
             let given: Vec<Origin> = grants.origins.iter().filter_map(|granted| asked.overlap(granted)).collect();
             if given.is_empty() {
-                withheld.push(Withheld::NotGranted { what: format!("origin {asked}"), key: origin_key(plugin, asked) });
+                withheld.push(Withheld::NotGranted { what: format!("origin {asked}"), key: origin_key(&section, asked) });
             }
             sight.origins.push(SeenOrigin { asked: asked.clone(), given });
         }
         for granted in grants.origins.iter().filter(|granted| !asked_origins.iter().any(|asked| asked.overlap(granted).is_some())) {
-            withheld.push(Withheld::NotAsked { what: format!("origin {granted}"), key: origin_key(plugin, granted) });
+            withheld.push(Withheld::NotAsked { what: format!("origin {granted}"), key: origin_key(&section, granted) });
         }
         for name in &asked_folders {
             let path = grants.folders.get(*name).cloned();
             if path.is_none() {
-                withheld.push(Withheld::NotGranted { what: format!("folder '{name}'"), key: folder_key(plugin, name) });
+                withheld.push(Withheld::NotGranted { what: format!("folder '{name}'"), key: folder_key(&section, name) });
             }
             sight.folders.push(SeenFolder { name: name.to_string(), path });
         }
         for name in &asked_values {
             match grants.values.get(*name) {
                 Some(value) => sight.values.push((name.to_string(), value.clone())),
-                None => withheld.push(Withheld::NotGranted { what: format!("value '{name}'"), key: value_key(plugin, name) }),
+                None => withheld.push(Withheld::NotGranted { what: format!("value '{name}'"), key: value_key(&section, name) }),
             }
         }
         for name in grants.folders.keys().filter(|name| !asked_folders.contains(&name.as_str())) {
-            withheld.push(Withheld::NotAsked { what: format!("folder '{}'", name.escape_debug()), key: folder_key(plugin, name) });
+            withheld.push(Withheld::NotAsked { what: format!("folder '{}'", name.escape_debug()), key: folder_key(&section, name) });
         }
         for name in grants.values.keys().filter(|name| !asked_values.contains(&name.as_str())) {
-            withheld.push(Withheld::NotAsked { what: format!("value '{}'", name.escape_debug()), key: value_key(plugin, name) });
+            withheld.push(Withheld::NotAsked { what: format!("value '{}'", name.escape_debug()), key: value_key(&section, name) });
         }
         (sight, withheld)
     }
@@ -283,18 +296,18 @@ pub enum GrantRefusal {
         limit: u64,
     },
     /// The call used a folder the pack asked for and was not granted.
-    #[error("used folder '{folder}', which it asks for but is not granted: grant it with {}", folder_key(plugin, folder))]
+    #[error("used folder '{folder}', which it asks for but is not granted: grant it with {}", folder_key(section, folder))]
     NotGranted {
-        /// The plugin's name.
-        plugin: String,
+        /// The config table that would grant it.
+        section: String,
         /// The pack's name for the folder.
         folder: String,
     },
     /// The call sent a request that no origin given to its pack admits.
-    #[error("called {url}, which no origin granted to it admits: {}", origin_remedy(plugin, asked.as_ref()))]
+    #[error("called {url}, which no origin granted to it admits: {}", origin_remedy(section, asked.as_ref()))]
     OriginNotGranted {
-        /// The plugin's name.
-        plugin: String,
+        /// The config table that would grant it.
+        section: String,
         /// What it called (scheme, authority and path, escaped).
         url: String,
         /// The origin it asked for that admits the request, if any.
@@ -321,9 +334,9 @@ pub enum GrantRefusal {
 }
 
 /// How an origin the call was refused is granted, if it can be.
-fn origin_remedy(plugin: &str, asked: Option<&Origin>) -> String {
+fn origin_remedy(section: &str, asked: Option<&Origin>) -> String {
     match asked {
-        Some(asked) => format!("grant it with {}", origin_key(plugin, asked)),
+        Some(asked) => format!("grant it with {}", origin_key(section, asked)),
         None => "the pack does not ask for it in its pack-info (wants.origins), so no config can grant it".to_string(),
     }
 }
@@ -503,6 +516,7 @@ mod tests {
                 Origin::parse("https://api.example.com/v2/").unwrap(),
                 Origin::parse("https://other.example.com").unwrap(),
             ],
+            section: None,
         };
         let (sight, withheld) = Sight::between("acme", Some(&wants(&["logs", "project"], &["API_TOKEN", "REGION"])), &grants);
         assert_eq!(
@@ -538,6 +552,21 @@ mod tests {
         let (sight, withheld) = Sight::between("old", None, &grants);
         assert!(sight.folders.is_empty() && sight.values.is_empty() && sight.origins.is_empty());
         assert_eq!(withheld.len(), 7);
+    }
+
+    #[test]
+    fn a_tenants_own_grants_are_named_in_what_would_grant_more() {
+        let grants = Grants { section: Some("tenants.acme.grants.insights".into()), ..Grants::default() };
+        let (sight, withheld) = Sight::between("insights", Some(&wants(&["logs"], &[])), &grants);
+        assert_eq!(sight.section, "tenants.acme.grants.insights");
+        assert_eq!(
+            withheld[0].to_string(),
+            "it asks for origin https://api.example.com, which is not granted (grant it with http = [\"https://api.example.com\"] in [tenants.acme.grants.insights])"
+        );
+        assert_eq!(
+            GrantRefusal::NotGranted { section: sight.section.clone(), folder: "logs".into() }.to_string(),
+            "used folder 'logs', which it asks for but is not granted: grant it with logs = \"/path/on/the/host\" in [tenants.acme.grants.insights.folders]"
+        );
     }
 
     #[test]

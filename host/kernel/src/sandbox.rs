@@ -65,6 +65,10 @@ pub struct SandboxConfig {
     /// The largest memory limit of any plugin: the size of a memory slot in
     /// the engine's instance pool.
     pub max_memory_bytes: usize,
+    /// How many sandboxes the process runs (one per tenant): each takes
+    /// that share of the process's descriptors for grants, so no tenant's
+    /// packs can hold another's.
+    pub sandboxes: usize,
 }
 
 impl SandboxConfig {
@@ -90,6 +94,7 @@ impl Default for SandboxConfig {
             max_concurrent_calls: 64,
             queue_wait: Duration::from_millis(2000),
             max_memory_bytes: Limits::default().memory_bytes,
+            sandboxes: 1,
         }
     }
 }
@@ -307,8 +312,9 @@ pub struct Sandbox {
     /// How many spares were built, and how many calls took one.
     spares_made: AtomicU64,
     spares_handed_out: AtomicU64,
-    /// This sandbox's share (half) of the process's descriptors for grants:
-    /// a tenant's calls, however many, cannot hold every one.
+    /// This sandbox's share of the process's descriptors for grants (one
+    /// of [`SandboxConfig::sandboxes`] equal shares): a tenant's calls,
+    /// however many, cannot hold another tenant's.
     descriptors: Arc<Descriptors>,
     /// What a call sees when its plugin sees nothing (a listing's).
     no_sight: Arc<PluginFolders>,
@@ -347,7 +353,7 @@ impl Sandbox {
             spares: Shelf::new(SPARES, SPARE_MEMORY),
             spares_made: AtomicU64::new(0),
             spares_handed_out: AtomicU64::new(0),
-            descriptors: Descriptors::for_process().share(2),
+            descriptors: Descriptors::for_process().share(config.sandboxes.max(1)),
             no_sight: Arc::new(PluginFolders::new(Sight::default(), Arc::new(Descriptors::new(1)))),
             config,
         })
@@ -592,7 +598,9 @@ impl Instance {
     /// instantiated in it, within its deadline.
     async fn instantiated(mut self, pre: &PackPre<CallState>) -> Result<Instance, CallFailure> {
         if let PackPre::V0_3(_) = pre {
-            self.store.data_mut().table.set_max_capacity(MAX_HOST_RESOURCES_WITH_HTTP);
+            // Besides, the files its call may hold open at once.
+            let cap = MAX_HOST_RESOURCES_WITH_HTTP + self.limits.grant_files_opened;
+            self.store.data_mut().table.set_max_capacity(cap);
         }
         let (deadline, store) = (self.limits.deadline, &mut self.store);
         let result = match pre {
@@ -881,11 +889,13 @@ pub struct CallUsage {
 /// start hold hundreds of MiB of host memory that no limit counted.
 pub const MAX_HOST_RESOURCES: usize = 4096;
 
-/// The most for an instance linked with `wasi:http` (a 0.3 pack's): each of
-/// its fields and outgoing bodies holds host memory of its own (at most
-/// [`MAX_REQUEST_FIELDS`] and two chunks of [`crate::grants::http::OUTGOING_BODY_CHUNK`]) before
-/// anything is sent or charged, so their number is what bounds it: about
-/// 4 MiB per call.
+/// The most for an instance linked with `wasi:http` (a 0.3 pack's), besides
+/// the files its call may open (`grant_files_opened`): each of its fields
+/// and outgoing bodies holds host memory of its own (at most
+/// [`MAX_REQUEST_FIELDS`] and two chunks of
+/// [`crate::grants::http::OUTGOING_BODY_CHUNK`]) before anything is sent or
+/// charged, so their number is what bounds it: about 4 MiB per call, and
+/// 16 KiB more for each file the budget allows.
 pub const MAX_HOST_RESOURCES_WITH_HTTP: usize = 256;
 
 /// The clocks a pack reads: both stand at zero while its instance starts

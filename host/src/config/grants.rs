@@ -57,6 +57,9 @@ impl GrantsSection {
     /// file readable now (it is read here, so a SIGHUP reads it again).
     pub(super) fn apply(&self, section: &str, folder: &Path) -> Result<Grants, String> {
         let mut grants = Grants::default();
+        if !section.starts_with("plugins.") {
+            grants.section = Some(section.to_string());
+        }
         for origin in &self.http {
             let parsed = Origin::parse(origin).map_err(|why| {
                 format!(

@@ -43,6 +43,7 @@ impl SandboxSection {
             max_concurrent_calls: self.max_concurrent_calls.map_or(base.max_concurrent_calls, |calls| calls as usize),
             queue_wait: self.queue_wait_ms.map_or(base.queue_wait, Duration::from_millis),
             max_memory_bytes: base.max_memory_bytes,
+            sandboxes: base.sandboxes,
         })
     }
 }

@@ -24,8 +24,8 @@
 //!   as a file opened), and the descriptors of granted folders open at
 //!   once are bounded across the process ([`Descriptors`]: at most
 //!   [`MAX_OPEN_IN_ALL`], and at most a quarter of the process's descriptor
-//!   limit), for each sandbox (each tenant's: half of that) and for each
-//!   plugin (a quarter of its sandbox's), `busy` past any.
+//!   limit), for each sandbox (each tenant's: an equal share of that) and
+//!   for each plugin (a quarter of its sandbox's), `busy` past any.
 //!
 //! The descriptors a pack holds are wasmtime-wasi's resource types by name
 //! (the other WASI interfaces are still wasmtime-wasi's); the table entries
@@ -99,9 +99,9 @@ impl Descriptors {
     }
 
     /// A share of these: at most one `part`-th of them, counted here too.
-    /// A sandbox (a tenant) takes half the process's, and a plugin a
-    /// quarter of its sandbox's, so that neither one tenant nor one pack's
-    /// calls can hold every granted descriptor.
+    /// A sandbox (a tenant) takes an equal share of the process's, and a
+    /// plugin a quarter of its sandbox's, so that neither one tenant nor
+    /// one pack's calls can hold another's granted descriptors.
     pub fn share(self: &Arc<Self>, part: usize) -> Arc<Descriptors> {
         Arc::new(Descriptors { open: AtomicUsize::new(0), cap: (self.cap / part).max(1), within: Some(self.clone()) })
     }
@@ -333,7 +333,7 @@ impl FolderView<'_> {
         let seen = &self.sight().folders[folder];
         let Some(path) = seen.path.clone() else {
             self.meter().denied();
-            let refusal = GrantRefusal::NotGranted { plugin: self.sight().plugin.clone(), folder: seen.name.clone() };
+            let refusal = GrantRefusal::NotGranted { section: self.sight().section.clone(), folder: seen.name.clone() };
             return Err(refused(refusal));
         };
         self.meter().charge(Budget::FilesOpened, 1).map_err(refused)?;
@@ -817,7 +817,7 @@ mod tests {
     }
 
     #[test]
-    fn a_plugin_takes_its_share_of_its_sandboxs_and_a_sandbox_half_the_processs() {
+    fn a_plugin_takes_its_share_of_its_sandboxs_and_each_of_two_sandboxes_half_the_processs() {
         let process = Arc::new(Descriptors::new(16));
         let (tenant, other_tenant) = (process.share(2), process.share(2));
         let plugins: Vec<DescriptorHolder> = (0..4).map(|_| holder(tenant.share(4))).collect();

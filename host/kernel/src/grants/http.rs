@@ -285,7 +285,7 @@ impl CallHttp {
         // What the pack asked to call, escaped: it is the pack's text.
         let url = format!("{}://{}{}", if https { "https" } else { "http" }, authority, path).escape_debug().to_string();
         let asked = self.sight().origins.iter().find(|seen| seen.asked.admits(https, host, port, path)).map(|seen| seen.asked.clone());
-        Err(self.refuse(GrantRefusal::OriginNotGranted { plugin: self.sight().plugin.clone(), url, asked }))
+        Err(self.refuse(GrantRefusal::OriginNotGranted { section: self.sight().section.clone(), url, asked }))
     }
 
     fn refuse(&self, refusal: GrantRefusal) -> Error {
