@@ -126,7 +126,7 @@ impl Origin {
 
     /// The address it names, when its host is one.
     pub fn address(&self) -> Option<IpAddr> {
-        self.host.trim_start_matches('[').trim_end_matches(']').parse().ok()
+        literal_address(&self.host)
     }
 
     /// Its site alone (`https://api.example.com`), for messages.
@@ -390,17 +390,8 @@ impl Sending {
         // firewall: told by the connection's two ends being one address.
         // Nothing has been sent yet.
         let own = stream.local_addr().ok().map(|local| local.ip());
-        if !is_literal(&host) && own == Some(address.ip()) {
-            let refusal = GrantRefusal::AddressRefused {
-                plugin: self.plugin.clone(),
-                host: host.escape_debug().to_string(),
-                port,
-                address: address.ip(),
-                class: "this host's own",
-            };
-            self.meter.refuse(refusal);
-            self.meter.denied();
-            return Err(Error::DestinationIpProhibited);
+        if literal_address(&host).is_none() && own == Some(address.ip()) {
+            return Err(self.refuse_address(&host, port, address.ip(), "this host's own"));
         }
         let mut builder = hyper::client::conn::http1::Builder::new();
         builder.max_buf_size(MAX_RESPONSE_HEAD).max_headers(MAX_RESPONSE_HEADERS);
@@ -503,8 +494,7 @@ impl Sending {
     /// checked. A loopback, private, link-local or other special address is
     /// refused for a name: only an origin that names the address reaches it.
     async fn address(&self, host: &str, port: u16) -> Result<SocketAddr, Error> {
-        let literal = host.trim_start_matches('[').trim_end_matches(']');
-        if let Ok(address) = literal.parse::<IpAddr>() {
+        if let Some(address) = literal_address(host) {
             return Ok(SocketAddr::new(address, port));
         }
         // The system resolver blocks a thread, which a deadline cannot stop:
@@ -524,13 +514,18 @@ impl Sending {
         };
         if let Some((address, class)) = addresses.iter().find_map(|address| refused_class(address.ip()).map(|class| (address.ip(), class)))
         {
-            let refusal =
-                GrantRefusal::AddressRefused { plugin: self.plugin.clone(), host: host.escape_debug().to_string(), port, address, class };
-            self.meter.refuse(refusal);
-            self.meter.denied();
-            return Err(Error::DestinationIpProhibited);
+            return Err(self.refuse_address(host, port, address, class));
         }
         addresses.first().copied().ok_or(Error::DestinationNotFound)
+    }
+
+    /// Ends the call: `host` reached `address`, of a class a granted name may not reach.
+    fn refuse_address(&self, host: &str, port: u16, address: IpAddr, class: &'static str) -> Error {
+        let refusal =
+            GrantRefusal::AddressRefused { plugin: self.plugin.clone(), host: host.escape_debug().to_string(), port, address, class };
+        self.meter.refuse(refusal);
+        self.meter.denied();
+        Error::DestinationIpProhibited
     }
 
     /// `error`, after a wait ended; one that ended at the call's deadline
@@ -550,9 +545,10 @@ impl Sending {
     }
 }
 
-/// Whether `host` is an address rather than a name.
-fn is_literal(host: &str) -> bool {
-    host.trim_start_matches('[').trim_end_matches(']').parse::<IpAddr>().is_ok()
+/// The address `host` is, when it is one rather than a name (an IPv6 one
+/// in brackets, as a URL writes it).
+fn literal_address(host: &str) -> Option<IpAddr> {
+    host.trim_start_matches('[').trim_end_matches(']').parse().ok()
 }
 
 /// The bytes of a head's fields as they cross the wire (`name: value\r\n`).
@@ -562,8 +558,7 @@ fn fields_len(headers: &http::HeaderMap) -> usize {
 
 /// The name the server's certificate must carry.
 fn server_name(host: &str) -> Result<rustls::pki_types::ServerName<'static>, Error> {
-    let literal = host.trim_start_matches('[').trim_end_matches(']');
-    if let Ok(address) = literal.parse::<IpAddr>() {
+    if let Some(address) = literal_address(host) {
         return Ok(rustls::pki_types::ServerName::from(address));
     }
     rustls::pki_types::ServerName::try_from(host.to_string()).map_err(|_| Error::HttpRequestUriInvalid)
