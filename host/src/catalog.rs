@@ -13,6 +13,7 @@ use std::sync::Arc;
 use rmcp::model::{MetaObject, Prompt};
 
 use crate::arguments::{PromptArguments, SCHEMA_META_KEY};
+use crate::plugin::Plugin;
 use sha2::{Digest, Sha256};
 
 pub use cursor::CursorError;
@@ -203,6 +204,11 @@ pub const PLUGIN_META_KEY: &str = "prompt-host/plugin";
 /// plugin declared.
 pub fn served_name(prefix: &str, declared: &str) -> String {
     format!("{prefix}{declared}")
+}
+
+/// The names `plugin`'s prompts are served under.
+pub fn served_names(plugin: &Plugin) -> Vec<String> {
+    plugin.prompts().iter().map(|prompt| served_name(plugin.prefix(), &prompt.name)).collect()
 }
 
 fn version<'a>(plugins: impl Iterator<Item = &'a PluginSummary>) -> String {

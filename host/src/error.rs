@@ -46,6 +46,24 @@ pub enum RequestError {
 }
 
 impl RequestError {
+    /// The `outcome` label of a request that ended in this error: a call
+    /// into a plugin's failure kind, else what the client got wrong.
+    pub fn outcome(&self) -> &'static str {
+        match self {
+            RequestError::Plugin(error) => failure_kind(error),
+            RequestError::MissingArguments { .. }
+            | RequestError::NonStringArgument { .. }
+            | RequestError::InvalidArgument { .. }
+            | RequestError::ArgumentsTooLarge { .. } => "invalid-arguments",
+            RequestError::Input { .. } => "input-refused",
+            RequestError::UnknownPrompt { .. } => "not-found",
+            RequestError::Cursor(_)
+            | RequestError::UnsupportedReference
+            | RequestError::InvalidParams { .. }
+            | RequestError::UnknownMethod(_) => "invalid-params",
+        }
+    }
+
     fn data(&self) -> Value {
         match self {
             RequestError::UnknownPrompt { name, .. } => json!({ "prompt": name }),

@@ -241,6 +241,26 @@ impl PromptServer {
     ) -> Result<GetPromptResponse, RequestError> {
         let snapshot = self.registry.snapshot();
         let (entry, plugin) = snapshot.resolve(&request.name).ok_or_else(|| unknown_prompt(&snapshot, &request.name))?;
+        let name = request.name.clone();
+        let response = self.answer_get(entry, plugin, request, asking, principal).await;
+        let outcome = match &response {
+            Ok(GetPromptResponse::Complete(_)) => metrics::OK,
+            Ok(_) => metrics::INPUT_REQUIRED,
+            Err(error) => error.outcome(),
+        };
+        metrics::prompt_served(plugin.id(), &name, outcome);
+        response
+    }
+
+    /// Answers a `prompts/get` of `entry`, served by `plugin`.
+    async fn answer_get(
+        &self,
+        entry: &crate::catalog::Entry,
+        plugin: &Plugin,
+        request: GetPromptRequestParams,
+        asking: Asking,
+        principal: &Principal,
+    ) -> Result<GetPromptResponse, RequestError> {
         let mut arguments = convert::arguments(request.arguments.as_ref())
             .map_err(|problem| RequestError::NonStringArgument { prompt: request.name.clone(), problem })?;
         check_argument_size(&request.name, &arguments, plugin.limits(), 0)?;

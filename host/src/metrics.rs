@@ -7,11 +7,17 @@
 //! atomic (the unset [`OnceLock`]) and returns. Once enabled, recording is
 //! atomic additions on prometheus counters, gauges and histograms, each
 //! resolved once per plugin (the crate's label map has a lock; the request
-//! path does not take it after a plugin's first call of a kind).
+//! path does not take it after a plugin's first call of a kind), except the
+//! per-prompt counter, which takes its map's read lock once per
+//! `prompts/get`.
 //!
 //! Label values are bounded: `plugin` is a plugin's name (its file name),
-//! `method` and `outcome` are the `&'static str`s below. No prompt name and
-//! no argument value is ever a label.
+//! `method` and `outcome` are the `&'static str`s below, and `prompt` is a
+//! name the catalog serves (a request for any other name counts nothing),
+//! so a client cannot make a series. No argument value is ever a label.
+//! When a plugin goes, every series labelled with it goes too; when a
+//! plugin's new version serves fewer prompts, the series of the prompts it
+//! no longer serves go.
 //!
 //! The health state (whether the initial load has finished, the catalog
 //! version, each plugin's state) is kept whether or not metrics are enabled:
@@ -132,12 +138,14 @@ pub struct Metrics {
     call_fuel: HistogramVec,
     call_peak_memory: HistogramVec,
     granted: [IntCounterVec; GRANTED.len()],
+    prompt_calls: IntCounterVec,
     loads: IntCounterVec,
     load_failures: IntCounterVec,
     spare_failures: IntCounterVec,
     last_load: IntGaugeVec,
     sessions_open: IntGauge,
     requests_in_flight: IntGauge,
+    plugins_loaded: IntGauge,
     catalog_prompts: IntGauge,
     catalog_info: IntGaugeVec,
     reloads: IntCounter,
@@ -193,6 +201,12 @@ impl Metrics {
                 MEMORY_BUCKETS,
             ),
             granted: GRANTED.map(|(name, help, _)| counter(name, help, &["plugin"])),
+            prompt_calls: counter(
+                "prompt_host_prompt_calls_total",
+                "prompts/get requests for a prompt the catalog serves, by plugin, prompt (as served) and outcome, \
+                 including those refused before the plugin runs.",
+                &["plugin", "prompt", "outcome"],
+            ),
             loads: counter("prompt_host_plugin_loads_total", "Successful loads of a plugin (at start and at each change).", &["plugin"]),
             load_failures: counter("prompt_host_plugin_load_failures_total", "Loads of a plugin that failed.", &["plugin"]),
             spare_failures: counter(
@@ -219,6 +233,11 @@ impl Metrics {
                     "prompts/list, prompts/get and completion/complete requests being answered.",
                 )
                 .expect("valid gauge"),
+            ),
+            plugins_loaded: register(
+                &registry,
+                IntGauge::new("prompt_host_plugins_loaded", "Plugins loaded and serving (an earlier version counts while it serves).")
+                    .expect("valid gauge"),
             ),
             catalog_prompts: register(
                 &registry,
@@ -257,6 +276,30 @@ impl Metrics {
         record(&self.plugins.load()[plugin]);
     }
 
+    /// Drops every series labelled with plugin `plugin`, and the series it
+    /// holds resolved (a call still running when its plugin goes may record
+    /// it once more).
+    fn drop_plugin(&self, plugin: &str) {
+        let of_plugin = |labels: &HashMap<&str, &str>| labels.get("plugin") == Some(&plugin);
+        drop_series(&self.calls, of_plugin);
+        drop_series(&self.call_seconds, of_plugin);
+        drop_series(&self.call_fuel, of_plugin);
+        drop_series(&self.call_peak_memory, of_plugin);
+        for granted in &self.granted {
+            drop_series(granted, of_plugin);
+        }
+        drop_series(&self.prompt_calls, of_plugin);
+        drop_series(&self.loads, of_plugin);
+        drop_series(&self.load_failures, of_plugin);
+        drop_series(&self.spare_failures, of_plugin);
+        drop_series(&self.last_load, of_plugin);
+        self.plugins.rcu(|plugins| {
+            let mut plugins = HashMap::clone(plugins);
+            plugins.remove(plugin);
+            plugins
+        });
+    }
+
     /// The metrics in the Prometheus text format.
     pub fn render(&self) -> String {
         let mut text = Vec::new();
@@ -281,6 +324,7 @@ pub fn enable() -> &'static Metrics {
     if let Some(catalog) = &health.catalog {
         record_catalog(metrics, &catalog.version, catalog.prompts);
     }
+    record_plugins_loaded(metrics, &health);
     metrics
 }
 
@@ -332,6 +376,14 @@ pub fn call_usage(plugin: &str, usage: &CallUsage) {
                 }
             }
         });
+    }
+}
+
+/// Records a `prompts/get` of `prompt` (a name the catalog serves, as the
+/// client named it), served by plugin `plugin`, that ended in `outcome`.
+pub fn prompt_served(plugin: &str, prompt: &str, outcome: &'static str) {
+    if let Some(metrics) = METRICS.get() {
+        metrics.prompt_calls.with_label_values(&[plugin, prompt, outcome]).inc();
     }
 }
 
@@ -432,13 +484,20 @@ fn health() -> std::sync::MutexGuard<'static, Health> {
     HEALTH.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Records that plugin `plugin` loaded and serves.
-pub fn plugin_loaded(plugin: &str) {
-    health().plugins.insert(plugin.to_string(), PluginState::Loaded);
+/// Records that plugin `plugin` loaded and serves the prompts `served` (as
+/// clients name them): the series of prompts an earlier version served and
+/// this one does not are dropped.
+pub fn plugin_loaded(plugin: &str, served: &[String]) {
+    let mut health = health();
+    health.plugins.insert(plugin.to_string(), PluginState::Loaded);
     if let Some(metrics) = METRICS.get() {
         metrics.loads.with_label_values(&[plugin]).inc();
         let now = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
         metrics.last_load.with_label_values(&[plugin]).set(now.as_secs() as i64);
+        drop_series(&metrics.prompt_calls, |labels| {
+            labels.get("plugin") == Some(&plugin) && !served.iter().any(|p| Some(&p.as_str()) == labels.get("prompt"))
+        });
+        record_plugins_loaded(metrics, &health);
     }
 }
 
@@ -446,9 +505,11 @@ pub fn plugin_loaded(plugin: &str) {
 /// an earlier version of it keeps serving.
 pub fn plugin_load_failed(plugin: &str, still_serving: bool) {
     let state = if still_serving { PluginState::Loaded } else { PluginState::Failed };
-    health().plugins.insert(plugin.to_string(), state);
+    let mut health = health();
+    health.plugins.insert(plugin.to_string(), state);
     if let Some(metrics) = METRICS.get() {
         metrics.load_failures.with_label_values(&[plugin]).inc();
+        record_plugins_loaded(metrics, &health);
     }
 }
 
@@ -460,9 +521,35 @@ pub fn spare_failed(plugin: &str) {
 }
 
 /// Records that plugin `plugin` is gone (its file was removed): `/readyz`
-/// no longer lists it. Its series stay until the process restarts.
+/// no longer lists it, and every series labelled with it is dropped.
 pub fn plugin_removed(plugin: &str) {
-    health().plugins.remove(plugin);
+    let mut health = health();
+    health.plugins.remove(plugin);
+    if let Some(metrics) = METRICS.get() {
+        metrics.drop_plugin(plugin);
+        record_plugins_loaded(metrics, &health);
+    }
+}
+
+fn record_plugins_loaded(metrics: &Metrics, health: &Health) {
+    let loaded = health.plugins.values().filter(|state| **state == PluginState::Loaded).count();
+    metrics.plugins_loaded.set(loaded as i64);
+}
+
+/// Drops every series of `vec` whose labels `matches` says.
+fn drop_series<T: prometheus::core::MetricVecBuilder>(
+    vec: &prometheus::core::MetricVec<T>,
+    matches: impl Fn(&HashMap<&str, &str>) -> bool,
+) {
+    use prometheus::core::Collector;
+    for family in vec.collect() {
+        for metric in family.get_metric() {
+            let labels: HashMap<&str, &str> = metric.get_label().iter().map(|pair| (pair.name(), pair.value())).collect();
+            if matches(&labels) {
+                let _ = vec.remove(&labels);
+            }
+        }
+    }
 }
 
 /// Records the catalog served from now on.

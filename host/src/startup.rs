@@ -71,7 +71,7 @@ async fn load(config: &ServeConfig, config_source: Option<ConfigSource>) -> Resu
             tracing::error!("bundled pack not loaded: {failure}");
         }
         for plugin in &plugins {
-            crate::metrics::plugin_loaded(plugin.id());
+            crate::metrics::plugin_loaded(plugin.id(), &crate::catalog::served_names(plugin));
         }
         for unmatched in config.unmatched_plugins(&names) {
             tracing::warn!("{unmatched}");

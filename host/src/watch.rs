@@ -242,7 +242,7 @@ impl PluginDirectory {
             loaded.settings.insert(id.clone(), config.plugin_settings(&id));
             let plugin = Arc::new(plugin);
             log_sight_change(&id, loaded.plugins.get(&id).map(|before| before.sight()), plugin.sight());
-            crate::metrics::plugin_loaded(&id);
+            crate::metrics::plugin_loaded(&id, &crate::catalog::served_names(&plugin));
             tracing::info!(
                 plugin = %id.escape_debug(),
                 prompts = plugin.prompts().len(),

@@ -127,14 +127,19 @@ fn each_call_is_counted_by_plugin_method_and_outcome_and_promtool_accepts_the_te
     assert_value(&text, "prompt_host_sessions_open", 0.0);
     assert_value(&text, "prompt_host_reloads_total", 0.0);
 
-    // Labels are bounded: plugin names, the methods and the outcomes; never a prompt name.
+    // Labels are bounded: plugin names, the methods and the outcomes, and
+    // the names of prompts served that were asked for; never a name the
+    // catalog does not serve, and no prompt only completed.
     assert_eq!(label_values(&text, "plugin"), BTreeSet::from(["code_review".to_string(), "hostile".to_string()]));
     assert_eq!(label_values(&text, "method"), BTreeSet::from(["completion/complete", "list", "prompts/get"].map(String::from)));
     let outcomes = ["fuel", "internal", "invalid-arguments", "invalid-reply", "ok", "panic", "stack"];
     assert_eq!(label_values(&text, "outcome"), BTreeSet::from(outcomes.map(String::from)));
-    for prompt in ["spin", "echo", "no-such-prompt", "many"] {
-        assert!(!text.contains(&format!("\"{prompt}\"")), "{prompt} in:\n{text}");
-    }
+    let asked = ["code_review", "echo", "spin", "panic", "recurse", "bad-mime", "read-file", "big-error"];
+    assert_eq!(label_values(&text, "prompt"), BTreeSet::from(asked.map(String::from)));
+    assert_value(&text, "prompt_host_prompt_calls_total{outcome=\"ok\",plugin=\"code_review\",prompt=\"code_review\"}", 2.0);
+    assert_value(&text, "prompt_host_prompt_calls_total{outcome=\"fuel\",plugin=\"hostile\",prompt=\"spin\"}", 1.0);
+    assert_value(&text, "prompt_host_prompt_calls_total{outcome=\"invalid-arguments\",plugin=\"hostile\",prompt=\"big-error\"}", 1.0);
+    assert_value(&text, "prompt_host_plugins_loaded", 2.0);
 
     // The catalog version is the one /readyz reports.
     let (status, ready) = get(addr, "/readyz", "localhost");
@@ -237,6 +242,46 @@ fn a_rescan_and_the_list_changed_notification_it_sends_are_counted() {
     assert_value(&after, "prompt_host_list_changed_notifications_total", 1.0);
     assert_value(&after, "prompt_host_plugin_loads_total{plugin=\"hostile\"}", 1.0);
     assert_value(&after, "prompt_host_plugin_loads_total{plugin=\"code_review\"}", 1.0);
+}
+
+#[test]
+fn prompts_are_counted_by_outcome_and_a_removed_plugins_series_are_dropped() {
+    let dir = plugin_dir(&["code_review", "typed_arguments"]);
+    let mut server = Server::start(&["--plugins", dir.path().to_str().unwrap(), "--no-watch", "--metrics", "127.0.0.1:0"]);
+    let addr = metrics_addr(&server);
+    assert_eq!(only_text(&server.get_prompt("code_review", json!({ "code": "x" }))), "Please review this Python code:\nx");
+    // Refused before the plugin runs: counted for the prompt, as the client's mistake.
+    server.error("prompts/get", json!({ "name": "code_review", "arguments": {} }));
+    // A name no plugin serves makes no series, whatever it is.
+    server.error("prompts/get", json!({ "name": "made-up\"} 1\nevil" }));
+    let before = scrape(addr);
+    let series =
+        |outcome: &str| format!("prompt_host_prompt_calls_total{{outcome=\"{outcome}\",plugin=\"code_review\",prompt=\"code_review\"}}");
+    assert_value(&before, &series("ok"), 1.0);
+    assert_value(&before, &series("invalid-arguments"), 1.0);
+    assert_eq!(label_values(&before, "prompt"), BTreeSet::from(["code_review".to_string()]));
+    assert_value(&before, "prompt_host_plugins_loaded", 2.0);
+    assert!(before.contains("plugin=\"code_review\""), "{before}");
+
+    // Its new version no longer serves `code_review`: that prompt's series go, the plugin's stay.
+    support::install(dir.path(), "hostile", "code_review.wasm");
+    server.hang_up();
+    server.notification("notifications/prompts/list_changed");
+    let replaced = scrape(addr);
+    assert_eq!(label_values(&replaced, "prompt"), BTreeSet::new(), "{replaced}");
+    assert_value(&replaced, "prompt_host_plugin_loads_total{plugin=\"code_review\"}", 2.0);
+    assert_value(&replaced, "prompt_host_plugins_loaded", 2.0);
+
+    // The plugin goes: every series labelled with it goes too, and the gauge follows.
+    std::fs::remove_file(dir.path().join("code_review.wasm")).unwrap();
+    server.hang_up();
+    server.notification("notifications/prompts/list_changed");
+    let after = scrape(addr);
+    assert!(!after.contains("plugin=\"code_review\""), "{after}");
+    assert_eq!(label_values(&after, "prompt"), BTreeSet::new());
+    assert_value(&after, "prompt_host_plugins_loaded", 1.0);
+    assert_value(&after, "prompt_host_plugin_loads_total{plugin=\"typed_arguments\"}", 1.0);
+    assert_promtool_accepts(&after);
 }
 
 #[test]
