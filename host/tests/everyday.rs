@@ -77,3 +77,27 @@ fn shell_completions_and_a_man_page_are_generated() {
     assert!(page.contains(".TH prompt-host 1"), "{page:.300}");
     assert!(page.contains("serve"), "{page:.300}");
 }
+
+#[test]
+fn the_example_packs_are_written_out_with_a_config_that_serves_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("examples");
+    let output = run(&["examples", "--out", out.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let mut files: Vec<String> =
+        std::fs::read_dir(out.join("plugins")).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    files.sort();
+    assert_eq!(files, ["code_review.wasm", "dev_assistant.wasm", "media_prompts.wasm", "project_insights.wasm"]);
+    // The config serves what the binary serves with no plugin directory.
+    let config = out.join("prompt-host.toml");
+    let mut written = support::Server::start(&["--config", config.to_str().unwrap()]);
+    written.wait_for_stderr(&format!("serving 7 prompts from 4 plugins dir={}", out.join("plugins").display()));
+    let mut bundled = support::Server::start(&[]);
+    assert_eq!(written.list_all_names(), bundled.list_all_names());
+    assert!(written.list_all_names().contains(&"code_review".to_string()));
+    // Nothing is overwritten: a second run refuses the directory.
+    let again = run(&["examples", "--out", out.to_str().unwrap()]);
+    assert_eq!(again.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert!(stderr.contains(&format!("{} already exists and is not empty: choose another directory", out.display())), "{stderr}");
+}

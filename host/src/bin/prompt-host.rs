@@ -147,6 +147,13 @@ enum Command {
     /// Serve MCP over stdio (stdin and stdout carry the protocol; logs go to
     /// stderr), or over Streamable HTTP with --http.
     Serve(ServeArgs),
+    /// Write the example packs built in (DIR/plugins/NAME.wasm), and a
+    /// config that serves them (DIR/prompt-host.toml), to start from.
+    Examples {
+        /// Where to write them. It must not exist, or be empty.
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+    },
     /// Load one plugin as the server would, and report on it: its prompts,
     /// imports, size, compile time, what listing its prompts cost, and every
     /// problem that would stop the server loading it, with a hint for each.
@@ -609,6 +616,7 @@ fn main() -> ExitCode {
         match cli.command {
             Command::New { name, lang, dir } => new(name, lang.into(), dir),
             Command::Serve(args) => serve(args).await,
+            Command::Examples { out } => examples(out),
             Command::Inspect { file, json, plugin } => inspect(file, json, plugin).await,
             Command::Get { file, prompt, arguments, answers, plugin } => get(file, prompt, arguments, answers, plugin).await,
             Command::Completions { shell } => {
@@ -888,6 +896,16 @@ fn new(name: String, language: Language, dir: Option<PathBuf>) -> anyhow::Result
         println!("  {file}");
     }
     println!("Next, in {}:\n{}", dir.display(), scaffold::next_steps(&name, language));
+    Ok(())
+}
+
+fn examples(out: PathBuf) -> anyhow::Result<()> {
+    let written = prompt_host::bundled::write_examples(&out)?;
+    println!("Wrote the example packs and a config that serves them in {}:", out.display());
+    for file in written {
+        println!("  {file}");
+    }
+    println!("Next:\n  prompt-host serve --config {}", out.join("prompt-host.toml").display());
     Ok(())
 }
 
