@@ -61,7 +61,7 @@ impl Entry {
         let mut prompt = self.prompt.clone();
         let mut meta = serde_json::Map::new();
         meta.insert(PLUGIN_META_KEY.to_string(), serde_json::Value::String(self.served_by.to_string()));
-        if let Some(typed) = self.typed.as_ref().filter(|typed| !typed.0.is_empty()) {
+        if let Some(typed) = self.typed.as_ref().filter(|typed| !typed.declared.is_empty()) {
             meta.insert(SCHEMA_META_KEY.to_string(), typed.schema());
         }
         prompt.meta = Some(MetaObject(meta));

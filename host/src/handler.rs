@@ -264,37 +264,77 @@ impl PromptServer {
         let mut arguments = convert::arguments(request.arguments.as_ref())
             .map_err(|problem| RequestError::NonStringArgument { prompt: request.name.clone(), problem })?;
         check_argument_size(&request.name, &arguments, plugin.limits(), 0)?;
-        let missing: Vec<String> = entry
-            .required_arguments()
-            .filter(|required| !arguments.iter().any(|argument| argument.name == *required))
-            .map(str::to_string)
-            .collect();
-        if !missing.is_empty() {
-            return Err(RequestError::MissingArguments { prompt: request.name, missing });
+        let input_error = |problem: InputError| RequestError::Input { prompt: request.name.clone(), problem };
+        // A state is bound to the arguments as the client sent them, which it
+        // sends again with every round; what the host adds (answers to its
+        // form, defaults) goes after them. Made only where a state is opened
+        // or sealed: most calls need none.
+        let sent = arguments.len();
+        let binding = |arguments: &[provider::Argument]| Binding::new(principal, plugin.digest(), &request.name, &arguments[..sent]);
+        // A retry: the forms sealed in the state, and the arguments answered
+        // through the host's form in an earlier round; a form left
+        // unanswered is asked for again. Answers without a state answer
+        // nothing asked: ignored.
+        let mut answered = Vec::new();
+        let mut input = None;
+        let mut unanswered = None;
+        let mut asked_for_arguments = false;
+        if let Some(state) = &request.request_state {
+            let forms = self.seal.open(state, &binding(&arguments), plugin.limits()).map_err(input_error)?;
+            answered = forms.carried();
+            match forms.answers(request.input_responses.as_ref()).map_err(input_error)? {
+                Answers::Complete(answers) if forms.is_for_arguments() => {
+                    answered.extend(input::answered_arguments(&answers, plugin.limits()).map_err(input_error)?);
+                    asked_for_arguments = true;
+                }
+                Answers::Complete(answers) => input = Some(answers),
+                Answers::Missing => unanswered = Some(forms),
+            }
         }
+        add_answered(&mut arguments, &answered);
+        let missing = |arguments: &[provider::Argument]| -> Vec<String> {
+            entry
+                .required_arguments()
+                .filter(|required| !arguments.iter().any(|argument| argument.name == *required))
+                .map(str::to_string)
+                .collect()
+        };
+        if !missing(&arguments).is_empty() {
+            // The host's form for them, if the prompt asks for its missing
+            // arguments (0.3.1), the client can be asked and has not just
+            // declined it; else -32602, as for every other prompt.
+            let form = match unanswered.take() {
+                Some(forms) if forms.is_for_arguments() => Some(forms),
+                _ if asked_for_arguments || matches!(asking, Asking::Cannot(_)) => None,
+                _ => self.form_for_missing(entry, plugin, &missing(&arguments)),
+            };
+            if let Some(form) = form {
+                if let Asking::InputRequired = &asking {
+                    return Ok(GetPromptResponse::InputRequired(self.seal.ask(&form.carrying(&answered), &binding(&arguments))));
+                }
+                let responses = self
+                    .ask_now(&request.name, &asking, &form, |why| {
+                        input_error(InputError::CannotAsk { needed: form.describe(), why, skip: String::new() })
+                    })
+                    .await?;
+                if let Answers::Complete(answers) = form.answers(Some(&responses)).map_err(input_error)? {
+                    answered = input::answered_arguments(&answers, plugin.limits()).map_err(input_error)?;
+                    add_answered(&mut arguments, &answered);
+                }
+            }
+            let missing = missing(&arguments);
+            if !missing.is_empty() {
+                return Err(RequestError::MissingArguments { prompt: request.name, missing });
+            }
+        }
+        check_argument_size(&request.name, &arguments, plugin.limits(), 0)?;
         // Typed arguments (0.3): defaults filled in, every declared value
         // checked, before the pack runs.
         if let Some(typed) = &entry.typed {
             typed.apply(&mut arguments).map_err(|refused| RequestError::InvalidArgument { prompt: request.name.clone(), refused })?;
         }
-        let input_error = |problem: InputError| RequestError::Input { prompt: request.name.clone(), problem };
-        // Made only where a state is opened or sealed: most calls need none.
-        let binding = || Binding::new(principal, plugin.digest(), &request.name, &arguments);
-        // A retry: the answers, checked against the forms sealed in the
-        // state; a form left unanswered is asked for again. Answers without
-        // a state answer nothing asked: ignored.
-        let mut input = None;
-        let mut unanswered = None;
-        if let Some(state) = &request.request_state {
-            let forms = self.seal.open(state, &binding(), plugin.limits()).map_err(input_error)?;
-            match forms.answers(request.input_responses.as_ref()).map_err(input_error)? {
-                Answers::Complete(answers) => {
-                    let answers_bytes = input::input_bytes(&answers);
-                    check_argument_size(&request.name, &arguments, plugin.limits(), answers_bytes)?;
-                    input = Some(answers);
-                }
-                Answers::Missing => unanswered = Some(forms),
-            }
+        if let Some(answers) = &input {
+            check_argument_size(&request.name, &arguments, plugin.limits(), input::input_bytes(answers))?;
         }
         let mut rounds = 0;
         loop {
@@ -328,38 +368,59 @@ impl PromptServer {
                 input_error(InputError::CannotAsk { needed: asked.describe(), why, skip })
             };
             if let Asking::InputRequired = &asking {
-                return Ok(GetPromptResponse::InputRequired(self.seal.ask(&asked, &binding())));
-            }
-            if let Asking::Cannot(why) = &asking {
-                return Err(cannot_ask(why));
+                return Ok(GetPromptResponse::InputRequired(self.seal.ask(&asked.carrying(&answered), &binding(&arguments))));
             }
             rounds += 1;
             if rounds > input::MAX_ELICITATION_ROUNDS {
                 return Err(input_error(InputError::TooManyRounds));
             }
-            let responses = match &asking {
-                Asking::Elicitation(peer, ends, stream_place) => {
-                    let _pending = self.elicitations.admit().map_err(input_error)?;
-                    let _stream = match stream_place {
-                        Some(place) => Some((place.take)().map_err(|refusal| input_error(InputError::NoStreamPlace { refusal }))?),
-                        None => None,
-                    };
-                    let abandoned = futures::future::select_all(ends.iter().map(|end| Box::pin(end.cancelled())));
-                    let timeout = self.elicitations.limits().timeout;
-                    input::elicit(peer, &asked, timeout, async {
-                        abandoned.await;
-                    })
-                    .await
-                    .map_err(input_error)?
-                }
-                Asking::Locally(answer) => answer(&asked).ok_or_else(|| cannot_ask(GET_CANNOT_ASK))?,
-                Asking::InputRequired | Asking::Cannot(_) => unreachable!("answered above"),
-            };
+            let responses = self.ask_now(&request.name, &asking, &asked, cannot_ask).await?;
             let Answers::Complete(answers) = asked.answers(Some(&responses)).map_err(input_error)? else {
                 unreachable!("elicit answers every form");
             };
             check_argument_size(&request.name, &arguments, plugin.limits(), input::input_bytes(&answers))?;
             input = Some(answers);
+        }
+    }
+
+    /// The host's form for `entry`'s `missing` arguments, if its prompt
+    /// asks for them (a 0.3.1 pack's `asking`).
+    fn form_for_missing(&self, entry: &crate::catalog::Entry, plugin: &Plugin, missing: &[String]) -> Option<Forms> {
+        let typed = entry.typed.as_ref().filter(|typed| typed.asks_for_missing)?;
+        let prompt = plugin.prompts().iter().find(|prompt| prompt.name == entry.declared_name)?;
+        let missing: Vec<&str> = missing.iter().map(String::as_str).collect();
+        Some(Forms::for_missing_arguments(&typed.form_for_missing(prompt, &entry.prompt.name, &missing)))
+    }
+
+    /// Asks the client for `forms` now, as `asking` allows (elicitation
+    /// requests on its session, or the `get` command's answers), and returns
+    /// its answers; `cannot_ask` says why when it cannot.
+    async fn ask_now(
+        &self,
+        prompt: &str,
+        asking: &Asking,
+        forms: &Forms,
+        cannot_ask: impl FnOnce(&'static str) -> RequestError,
+    ) -> Result<rmcp::model::InputResponses, RequestError> {
+        let input_error = |problem: InputError| RequestError::Input { prompt: prompt.to_string(), problem };
+        match asking {
+            Asking::Elicitation(peer, ends, stream_place) => {
+                let _pending = self.elicitations.admit().map_err(input_error)?;
+                let _stream = match stream_place {
+                    Some(place) => Some((place.take)().map_err(|refusal| input_error(InputError::NoStreamPlace { refusal }))?),
+                    None => None,
+                };
+                let abandoned = futures::future::select_all(ends.iter().map(|end| Box::pin(end.cancelled())));
+                let timeout = self.elicitations.limits().timeout;
+                input::elicit(peer, forms, timeout, async {
+                    abandoned.await;
+                })
+                .await
+                .map_err(input_error)
+            }
+            Asking::Locally(answer) => answer(forms).ok_or_else(|| cannot_ask(GET_CANNOT_ASK)),
+            Asking::Cannot(why) => Err(cannot_ask(why)),
+            Asking::InputRequired => unreachable!("answered with an InputRequiredResult before asking now"),
         }
     }
 
@@ -714,6 +775,16 @@ async fn forward_list_changes<E, Sent>(
                     return;
                 }
             }
+        }
+    }
+}
+
+/// Adds the arguments the user gave through the host's form to the
+/// client's, after them: each that the client did not pass itself.
+fn add_answered(arguments: &mut Vec<provider::Argument>, answered: &[provider::Argument]) {
+    for argument in answered {
+        if !arguments.iter().any(|given| given.name == argument.name) {
+            arguments.push(argument.clone());
         }
     }
 }

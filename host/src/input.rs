@@ -34,7 +34,7 @@ use crate::bindings::{provider, provider_v0_2 as v2};
 use crate::convert::json_kind;
 use crate::identity::Principal;
 use crate::limits::Limits;
-use crate::validate::{MAX_FORM_FIELDS, MAX_FORMS};
+use crate::validate::{MAX_FORM_FIELDS, MAX_FORMS, json_escaped_len};
 
 /// How long a user has to fill in the forms: a `requestState` older than
 /// this is refused, and the request must start again.
@@ -261,8 +261,11 @@ impl RequestStateSeal {
 /// seal's own header, tag and expiry.
 pub fn sealed_state_bound(limits: &Limits) -> usize {
     let state = limits.max_input_state_bytes.div_ceil(3) * 4;
-    let strings = limits.max_form_bytes.saturating_mul(6);
-    let structure = MAX_FORMS * (MAX_FORM_FIELDS + 1) * 160;
+    // And the arguments answered through the host's form, carried along:
+    // at most `max_form_bytes` as JSON (`answered_arguments`), one per
+    // field of that one form.
+    let strings = limits.max_form_bytes.saturating_mul(7);
+    let structure = (MAX_FORMS * (MAX_FORM_FIELDS + 1) + MAX_FORM_FIELDS) * 160;
     let payload = state.saturating_add(strings).saturating_add(structure);
     payload.div_ceil(3).saturating_mul(4).saturating_add(256)
 }
@@ -288,6 +291,16 @@ pub struct Forms {
     forms: Vec<Form>,
     /// The pack's state, in base64.
     state: String,
+    /// Whether this is the form the host built for the prompt's missing
+    /// arguments (0.3.1's `asking`), not forms the pack asked for.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    for_arguments: bool,
+    /// Arguments the user gave through that form in an earlier round of
+    /// this request, passed with the client's in every later round (a
+    /// client of 2026-07-28 sends its own arguments again each round, not
+    /// these).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    answered: Vec<[String; 2]>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -330,7 +343,7 @@ impl From<&v2::InputRequired> for Forms {
                 fields: form.fields.iter().map(Field::from).collect(),
             })
             .collect();
-        Forms { forms, state: BASE64.encode(&input.state) }
+        Forms { forms, state: BASE64.encode(&input.state), for_arguments: false, answered: Vec::new() }
     }
 }
 
@@ -366,6 +379,29 @@ pub struct FieldQuestion<'a> {
 }
 
 impl Forms {
+    /// The form the host built for a prompt's missing arguments
+    /// (`arguments::PromptArguments::form_for_missing`).
+    pub fn for_missing_arguments(form: &v2::InputRequired) -> Forms {
+        Forms { for_arguments: true, ..Forms::from(form) }
+    }
+
+    /// Whether this is the form the host built for missing arguments.
+    pub fn is_for_arguments(&self) -> bool {
+        self.for_arguments
+    }
+
+    /// These forms, carrying `answered`: arguments the user gave through
+    /// the host's form in an earlier round.
+    pub fn carrying(mut self, answered: &[provider::Argument]) -> Forms {
+        self.answered = answered.iter().map(|argument| [argument.name.clone(), argument.value.clone()]).collect();
+        self
+    }
+
+    /// The arguments these forms carry from an earlier round.
+    pub fn carried(&self) -> Vec<provider::Argument> {
+        self.answered.iter().map(|[name, value]| provider::Argument { name: name.clone(), value: value.clone() }).collect()
+    }
+
     /// The forms' keys, messages and fields (each with its title, else its
     /// description), for an error that says what was asked; the pack's
     /// words quoted and escaped: `form 'user_context': "What context?"
@@ -484,6 +520,28 @@ pub async fn elicit(
         responses.insert(form.key.clone(), serde_json::to_value(result).expect("an elicitation result serializes"));
     }
     Ok(responses)
+}
+
+/// The arguments the user gave through the host's form for missing
+/// arguments, as argument values (`arguments::argument_value`); none when
+/// the user declined or cancelled it. Their names and values are at most
+/// `max_form_bytes` in all, as JSON writes them: they may travel on, sealed
+/// in the state of a later round.
+pub fn answered_arguments(input: &v2::Input, limits: &Limits) -> Result<Vec<provider::Argument>, InputError> {
+    let answered: Vec<provider::Argument> = input
+        .answers
+        .iter()
+        .flat_map(|answer| match &answer.response {
+            v2::FormResponse::Accept(fields) => fields.as_slice(),
+            _ => &[],
+        })
+        .map(|field| provider::Argument { name: field.name.clone(), value: crate::arguments::argument_value(&field.value) })
+        .collect();
+    let bytes: usize = answered.iter().map(|argument| json_escaped_len(&argument.name) + json_escaped_len(&argument.value)).sum();
+    if bytes > limits.max_form_bytes {
+        return Err(InputError::AnswersTooLarge { bytes, limit: limits.max_form_bytes });
+    }
+    Ok(answered)
 }
 
 /// The client's answers to the forms asked for.
@@ -684,6 +742,11 @@ pub enum InputError {
     TooManyPending { scope: &'static str, limit: usize, key: &'static str },
     #[error("it asked for input {MAX_ELICITATION_ROUNDS} times in one request, the most the host asks")]
     TooManyRounds,
+    #[error(
+        "the answers to the form for its missing arguments are {bytes} bytes, more than the limit of {limit} \
+         (max_form_kib)"
+    )]
+    AnswersTooLarge { bytes: usize, limit: usize },
     /// Over HTTP, an elicitation holds its request's connection as a
     /// long-lived stream does, and takes a stream's place: none was left.
     #[error("it needs input, and waiting for the answer would hold a stream's place, refused: {refusal}")]
@@ -824,6 +887,21 @@ mod tests {
         crate::validate::input_required(&input, &limits).unwrap();
         let state = seal().ask(&Forms::from(&input), &binding()).request_state.unwrap();
         assert!(state.len() <= sealed_state_bound(&limits), "{} > {}", state.len(), sealed_state_bound(&limits));
+        // With the most arguments answered through the host's form carried
+        // along: one per field of that form, their bytes within the
+        // arguments' limit, each byte six on the wire.
+        let per_argument = limits.max_form_bytes / MAX_FORM_FIELDS / 6;
+        let answered: Vec<provider::Argument> = (0..MAX_FORM_FIELDS)
+            .map(|index| {
+                let name = format!("a{index}");
+                provider::Argument { value: "\u{1}".repeat(per_argument - name.len()), name }
+            })
+            .collect();
+        let carried = Forms::from(&input).carrying(&answered);
+        let state = seal().ask(&carried, &binding()).request_state.unwrap();
+        assert!(state.len() <= sealed_state_bound(&limits), "{} > {}", state.len(), sealed_state_bound(&limits));
+        let pairs = |arguments: Vec<provider::Argument>| arguments.into_iter().map(|a| (a.name, a.value)).collect::<Vec<_>>();
+        assert_eq!(pairs(seal().open(&state, &binding(), &limits).unwrap().carried()), pairs(answered));
     }
 
     #[test]

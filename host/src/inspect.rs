@@ -57,6 +57,9 @@ pub struct Report {
     /// Arguments whose completion was not tried: past the first
     /// [`MAX_COMPLETIONS_TRIED`].
     pub completions_not_tried: usize,
+    /// The prompts (served names) whose missing required arguments the
+    /// host asks the user for with a form (a 0.3.1 pack's `asking`).
+    pub asks_for_missing: Vec<String>,
     /// What its calls would see under this configuration: what it asks
     /// for and the config grants (never a value itself).
     pub granted: Vec<String>,
@@ -177,6 +180,7 @@ pub async fn inspect(path: &Path, config: &ServeConfig) -> Result<Report, LoadFa
         prompts: Vec::new(),
         completions: Vec::new(),
         completions_not_tried: 0,
+        asks_for_missing: Vec::new(),
         granted: Vec::new(),
         withheld: Vec::new(),
         problems: Vec::new(),
@@ -214,7 +218,16 @@ pub async fn inspect(path: &Path, config: &ServeConfig) -> Result<Report, LoadFa
     };
     report.prompts = prompts.iter().map(|prompt| convert::prompt(prompt, &served_name(&prefix, &prompt.name))).collect();
     match loaded {
-        Ok(plugin) => (report.completions, report.completions_not_tried) = completions(&plugin, &prefix).await,
+        Ok(plugin) => {
+            report.asks_for_missing = plugin
+                .prompts()
+                .iter()
+                .zip(plugin.typed())
+                .filter(|(_, typed)| typed.asks_for_missing)
+                .map(|(prompt, _)| served_name(&prefix, &prompt.name))
+                .collect();
+            (report.completions, report.completions_not_tried) = completions(&plugin, &prefix).await;
+        }
         Err(failure) => report.problems = failure.error.into_problems(),
     }
     Ok(report)

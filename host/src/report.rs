@@ -90,6 +90,9 @@ impl fmt::Display for Report {
             if let Some(description) = &prompt.description {
                 writeln!(f, "      {}", printable(description))?;
             }
+            if self.asks_for_missing.contains(&prompt.name.to_string()) {
+                writeln!(f, "      asks the user for its missing required arguments, with a form")?;
+            }
             for argument in prompt.arguments.iter().flatten() {
                 let required = if argument.required == Some(true) { "required" } else { "optional" };
                 let description = printable(argument.description.as_deref().unwrap_or(""));

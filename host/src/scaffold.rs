@@ -3,7 +3,7 @@
 //!
 //! The files come from `host/templates/<language>/`, with `{{name}}`
 //! replaced by the pack's name, plus what every pack needs from this
-//! repository, copied as they are: the WIT package (0.2, which new packs
+//! repository, copied as they are: the WIT package (0.3, which new packs
 //! target) and, for Rust, the SDK (which generates bindings for 0.1, 0.2
 //! and 0.3, and so needs every WIT file where the repository has it) and the lock
 //! file it is tested with. They are compiled into the binary, so
@@ -46,9 +46,9 @@ const fn copied(path: &'static str, contents: &'static str) -> TemplateFile {
     TemplateFile { path, contents, fill_in: false }
 }
 
-/// The WIT 0.2 package, as the one contract a JavaScript or Python pack
+/// The WIT 0.3 package, as the one contract a JavaScript or Python pack
 /// builds against.
-const WIT: TemplateFile = copied("wit/prompt-provider.wit", include_str!("../../wit/0.2/prompt-provider.wit"));
+const WIT: TemplateFile = copied("wit/prompt-provider.wit", include_str!("../../wit/0.3/prompt-provider.wit"));
 
 /// Every WIT package, laid out as in this repository, where the Rust SDK
 /// finds them.
@@ -183,7 +183,7 @@ pub fn next_steps(name: &str, language: Language) -> String {
         Language::Python => (
             format!(
                 "python3 -m venv .venv && .venv/bin/pip install -r requirements.txt && \
-                 .venv/bin/componentize-py -d wit -w prompt-pack componentize app -o {name}.wasm"
+                 .venv/bin/componentize-py -d wit -w prompt-pack-that-asks componentize app -o {name}.wasm"
             ),
             format!("{name}.wasm"),
         ),
@@ -222,14 +222,14 @@ mod tests {
         let pack = dir.path().join("acme");
         let written = create(&pack, "acme", Language::Rust).unwrap();
         assert!(written.contains(&"wit/prompt-provider.wit"));
-        // The SDK builds against both versions, where the repository has them.
+        // The SDK builds against every version, where the repository has them.
         assert_eq!(std::fs::read_to_string(pack.join("wit/0.2/prompt-provider.wit")).unwrap(), WIT_0_2.contents);
         assert!(WIT_0_1.contents.contains("package prompt-host:prompts@0.1.0;"));
-        // A JavaScript or Python pack gets 0.2 as its one contract.
+        // A JavaScript or Python pack gets 0.3 as its one contract.
         let js = dir.path().join("js");
         create(&js, "acme", Language::JavaScript).unwrap();
         let contract = std::fs::read_to_string(js.join("wit/prompt-provider.wit")).unwrap();
-        assert!(contract.contains("package prompt-host:prompts@0.2.0;"));
+        assert!(contract.contains("package prompt-host:prompts@0.3.1;"));
         let manifest = std::fs::read_to_string(pack.join("Cargo.toml")).unwrap();
         assert!(manifest.starts_with("[package]\nname = \"acme\"\n"));
         // Copied files keep their braces: the SDK's own {{ escapes must survive.

@@ -65,24 +65,16 @@ impl Drop for HttpHost {
     }
 }
 
-fn meta_2026() -> serde_json::Value {
-    json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientInfo": { "name": "fair-share-tests", "version": "1.0.0" },
-        "io.modelcontextprotocol/clientCapabilities": {}
-    })
-}
-
 fn listen_body() -> String {
     json!({
         "jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen",
-        "params": { "notifications": { "promptsListChanged": true }, "_meta": meta_2026() }
+        "params": { "notifications": { "promptsListChanged": true }, "_meta": support::meta_2026(json!({})) }
     })
     .to_string()
 }
 
 fn discover_body() -> String {
-    json!({ "jsonrpc": "2.0", "id": 2, "method": "server/discover", "params": { "_meta": meta_2026() } }).to_string()
+    json!({ "jsonrpc": "2.0", "id": 2, "method": "server/discover", "params": { "_meta": support::meta_2026(json!({})) } }).to_string()
 }
 
 /// A 2026-07-28 POST of `body`, with the headers that revision requires.
@@ -205,7 +197,7 @@ fn a_full_session_table_refuses_only_initialize() {
     let (status, discovered) = host.exchange(&post_2026(host.addr, &discover_body(), true));
     assert_eq!(status, 200, "{discovered}");
     assert!(discovered.contains(r#""id":2,"result":{"resultType":"complete","supportedVersions":["#), "{discovered}");
-    let list = json!({ "jsonrpc": "2.0", "id": 3, "method": "prompts/list", "params": { "_meta": meta_2026() } });
+    let list = json!({ "jsonrpc": "2.0", "id": 3, "method": "prompts/list", "params": { "_meta": support::meta_2026(json!({})) } });
     let (status, listed) = host.exchange(&post_2026(host.addr, &list.to_string(), true));
     assert_eq!(status, 200, "{listed}");
     assert!(listed.contains(r#""prompts":["#), "{listed}");

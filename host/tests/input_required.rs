@@ -22,20 +22,6 @@ const BAD_STATE: &str = "prompt 'test_input_required_result_prompt': the request
                          this user for this prompt and these arguments, or has expired: send the request again without \
                          requestState and inputResponses";
 
-/// The `_meta` a 2026-07-28 client sends with every request, declaring the
-/// client capabilities `capabilities`.
-fn meta_2026(capabilities: Value) -> Value {
-    json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientInfo": { "name": "prompt-host-tests", "version": "1.0.0" },
-        "io.modelcontextprotocol/clientCapabilities": capabilities
-    })
-}
-
-fn elicitation() -> Value {
-    meta_2026(json!({ "elicitation": {} }))
-}
-
 /// A server of the conformance pack (WIT 0.2) and code_review (WIT 0.1),
 /// with `extra` arguments, before any handshake (2026-07-28 needs none).
 fn serve(extra: &[&str]) -> (tempfile::TempDir, Server) {
@@ -48,7 +34,7 @@ fn serve(extra: &[&str]) -> (tempfile::TempDir, Server) {
 
 /// The first round: the InputRequiredResult, and its requestState.
 fn ask(server: &mut Server) -> (Value, String) {
-    let result = server.result("prompts/get", json!({ "name": PROMPT, "_meta": elicitation() }));
+    let result = server.result("prompts/get", json!({ "name": PROMPT, "_meta": support::elicitation_2026() }));
     let state = result["requestState"].as_str().expect("a requestState").to_string();
     (result, state)
 }
@@ -71,7 +57,10 @@ fn accept(content: Value) -> Value {
 }
 
 fn retry(server: &mut Server, responses: Value, state: &str) -> Value {
-    server.request("prompts/get", json!({ "name": PROMPT, "inputResponses": responses, "requestState": state, "_meta": elicitation() }))
+    server.request(
+        "prompts/get",
+        json!({ "name": PROMPT, "inputResponses": responses, "requestState": state, "_meta": support::elicitation_2026() }),
+    )
 }
 
 #[test]
@@ -157,7 +146,7 @@ fn a_state_sealed_before_a_key_rotation_opens_after_it_until_the_old_key_is_drop
 /// A 2026-07-28 `prompts/get` of the input-required prompt over HTTP to
 /// `address`, with `extra` parameters: the JSON-RPC response.
 fn get_over_http(address: std::net::SocketAddr, extra: Value) -> Value {
-    let mut params = json!({ "name": PROMPT, "_meta": elicitation() });
+    let mut params = json!({ "name": PROMPT, "_meta": support::elicitation_2026() });
     params.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
     let body = json!({ "jsonrpc": "2.0", "id": 7, "method": "prompts/get", "params": params }).to_string();
     let headers = format!("MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: prompts/get\r\nMcp-Name: {PROMPT}\r\n");
@@ -249,7 +238,7 @@ fn an_answer_that_violates_the_form_is_refused_naming_the_field() {
 #[test]
 fn a_client_that_cannot_be_asked_gets_invalid_params_naming_what_is_missing() {
     let (_dir, mut server) = serve(&[]);
-    let without = server.error("prompts/get", json!({ "name": PROMPT, "_meta": meta_2026(json!({})) }));
+    let without = server.error("prompts/get", json!({ "name": PROMPT, "_meta": support::meta_2026(json!({})) }));
     assert_eq!(without["code"], -32602);
     assert_eq!(
         without["message"],
@@ -359,7 +348,7 @@ fn an_input_required_answer_that_breaks_the_rules_is_refused_without_asking() {
         ("huge-state", "its state is 17408 bytes, more than the limit of 16384"),
         ("bad-default", "form \"f\", field \"level\": default \"medium\" is not one of its choices"),
     ] {
-        let error = server.error("prompts/get", json!({ "name": prompt, "_meta": elicitation() }));
+        let error = server.error("prompts/get", json!({ "name": prompt, "_meta": support::elicitation_2026() }));
         assert_eq!(error["code"], -32603, "{error}");
         assert_eq!(error["message"], format!("plugin 'hostile_input' returned an invalid reply for prompt '{prompt}': {problem}"));
         assert_eq!(error["data"]["failure"], "invalid-reply");

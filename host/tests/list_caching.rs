@@ -8,16 +8,6 @@ mod support;
 use serde_json::{Value, json};
 use support::{Server, http_exchange, http_post, spawn_http};
 
-/// The `_meta` a 2026-07-28 client sends with every request, in place of a
-/// handshake.
-fn meta_2026() -> Value {
-    json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientInfo": { "name": "prompt-host-tests", "version": "1.0.0" },
-        "io.modelcontextprotocol/clientCapabilities": {}
-    })
-}
-
 fn hints(page: &Value) -> (Value, Value) {
     (page["ttlMs"].clone(), page["cacheScope"].clone())
 }
@@ -25,18 +15,18 @@ fn hints(page: &Value) -> (Value, Value) {
 #[test]
 fn a_2026_07_28_client_may_cache_the_list_for_a_minute_by_default_and_anyone_may_share_it() {
     let mut server = Server::spawn(&["--page-size", "1"]);
-    let page = server.result("prompts/list", json!({ "_meta": meta_2026() }));
+    let page = server.result("prompts/list", json!({ "_meta": support::meta_2026(json!({})) }));
     assert_eq!(hints(&page), (json!(60000), json!("public")));
     // Every page carries them.
     let cursor = page["nextCursor"].as_str().expect("a second page").to_string();
-    let next = server.result("prompts/list", json!({ "cursor": cursor, "_meta": meta_2026() }));
+    let next = server.result("prompts/list", json!({ "cursor": cursor, "_meta": support::meta_2026(json!({})) }));
     assert_eq!(hints(&next), (json!(60000), json!("public")));
 }
 
 #[test]
 fn the_flag_sets_the_ttl() {
     let mut server = Server::spawn(&["--list-ttl-ms", "0"]);
-    let page = server.result("prompts/list", json!({ "_meta": meta_2026() }));
+    let page = server.result("prompts/list", json!({ "_meta": support::meta_2026(json!({})) }));
     assert_eq!(hints(&page), (json!(0), json!("public")));
 }
 
@@ -47,10 +37,10 @@ fn the_config_file_sets_the_ttl_and_the_flag_overrides_it() {
     std::fs::write(&config, "[server]\nlist_ttl_ms = 300000\n").unwrap();
     let config = config.to_str().unwrap();
     let mut server = Server::spawn(&["--config", config]);
-    let page = server.result("prompts/list", json!({ "_meta": meta_2026() }));
+    let page = server.result("prompts/list", json!({ "_meta": support::meta_2026(json!({})) }));
     assert_eq!(hints(&page), (json!(300000), json!("public")));
     let mut server = Server::spawn(&["--config", config, "--list-ttl-ms", "1500"]);
-    let page = server.result("prompts/list", json!({ "_meta": meta_2026() }));
+    let page = server.result("prompts/list", json!({ "_meta": support::meta_2026(json!({})) }));
     assert_eq!(hints(&page), (json!(1500), json!("public")));
 }
 
@@ -67,7 +57,7 @@ fn behind_a_bearer_token_the_list_is_private() {
     let token_file = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(token_file.path(), "the-right-token\n").unwrap();
     let (mut child, _stderr, addr) = spawn_http("127.0.0.1:0", &["--auth-token-file", token_file.path().to_str().unwrap()]);
-    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "prompts/list", "params": { "_meta": meta_2026() } });
+    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "prompts/list", "params": { "_meta": support::meta_2026(json!({})) } });
     let headers = "Authorization: Bearer the-right-token\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: prompts/list\r\n";
     let (status, answer) = http_exchange(addr, &http_post(&addr.to_string(), headers, &body.to_string()));
     let _ = child.kill();

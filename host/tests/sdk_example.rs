@@ -14,15 +14,6 @@ use support::{Server, built_plugin, only_text, plugin_dir};
 
 const PLUGIN: &str = "writing_assistant";
 
-/// The `_meta` of a 2026-07-28 client that declared elicitation.
-fn elicitation() -> Value {
-    json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientInfo": { "name": "prompt-host-tests", "version": "1.0.0" },
-        "io.modelcontextprotocol/clientCapabilities": { "elicitation": {} }
-    })
-}
-
 fn serve() -> (tempfile::TempDir, Server) {
     let dir = plugin_dir(&[PLUGIN]);
     let server = Server::spawn(&["--plugins", dir.path().to_str().unwrap()]);
@@ -30,7 +21,7 @@ fn serve() -> (tempfile::TempDir, Server) {
 }
 
 fn get(server: &mut Server, name: &str, arguments: Value) -> Value {
-    server.result("prompts/get", json!({ "name": name, "arguments": arguments, "_meta": elicitation() }))
+    server.result("prompts/get", json!({ "name": name, "arguments": arguments, "_meta": support::elicitation_2026() }))
 }
 
 fn retry(server: &mut Server, name: &str, arguments: Value, responses: Value, state: &Value) -> Value {
@@ -38,7 +29,7 @@ fn retry(server: &mut Server, name: &str, arguments: Value, responses: Value, st
         "prompts/get",
         json!({
             "name": name, "arguments": arguments, "inputResponses": responses, "requestState": state,
-            "_meta": elicitation()
+            "_meta": support::elicitation_2026()
         }),
     )
 }
@@ -134,7 +125,7 @@ fn a_code_prompt_asks_with_a_form_of_typed_fields_and_its_state_comes_back() {
         "prompts/get",
         json!({
             "name": "draft_email", "arguments": arguments, "requestState": first["requestState"],
-            "inputResponses": { "email": { "action": "decline" } }, "_meta": elicitation()
+            "inputResponses": { "email": { "action": "decline" } }, "_meta": support::elicitation_2026()
         }),
     );
     assert_eq!(declined["error"]["code"], -32602, "{declined}");

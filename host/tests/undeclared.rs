@@ -8,16 +8,6 @@ mod support;
 use serde_json::{Value, json};
 use support::Server;
 
-/// The `_meta` a 2026-07-28 client sends with every request, in place of a
-/// handshake.
-fn meta_2026() -> Value {
-    json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientInfo": { "name": "prompt-host-tests", "version": "1.0.0" },
-        "io.modelcontextprotocol/clientCapabilities": {}
-    })
-}
-
 /// Each method of tools and resources, with well-formed params for it.
 fn undeclared_methods() -> Vec<(&'static str, Value)> {
     vec![
@@ -40,11 +30,11 @@ fn with_meta(mut params: Value, meta: Value) -> Value {
 fn a_2026_07_28_client_gets_method_not_found_for_every_tools_and_resources_method() {
     let mut server = Server::spawn(&[]);
     for (method, params) in undeclared_methods() {
-        let error = server.error(method, with_meta(params, meta_2026()));
+        let error = server.error(method, with_meta(params, support::meta_2026(json!({}))));
         assert_eq!((error["code"].as_i64(), error["message"].as_str()), (Some(-32601), Some(method)), "{method}");
     }
     // The capabilities it does declare are served.
-    let page = server.result("prompts/list", json!({ "_meta": meta_2026() }));
+    let page = server.result("prompts/list", json!({ "_meta": support::meta_2026(json!({})) }));
     assert_eq!(page["prompts"][0]["name"], "code_review");
 }
 

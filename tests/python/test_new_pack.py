@@ -1,8 +1,9 @@
 """`prompt-host new` in each language: the pack builds with the toolchain
-its README names against WIT 0.2, `prompt-host inspect` accepts it as it is
+its README names against WIT 0.3, `prompt-host inspect` accepts it as it is
 and shows what it says it is, and the official Python SDK client lists, gets
-and completes its starter prompt, and fills in the form it asks with when the
-text is left out, with the same answers in Rust, JavaScript and Python."""
+and completes its starter prompt (the host completing and checking its
+`length` choice), and fills in the form the host builds for the text when
+it is left out, with the same answers in Rust, JavaScript and Python."""
 
 import json
 import os
@@ -24,7 +25,7 @@ BUILDS = {
     "rust": (["cargo", "build", "--release"], "target/wasm32-wasip2/release/starter.wasm"),
     "js": (["npm", "run", "build"], "starter.wasm"),
     "python": (
-        [str(ROOT / "tests/.venv/bin/componentize-py"), "-d", "wit", "-w", "prompt-pack", "componentize", "app",
+        [str(ROOT / "tests/.venv/bin/componentize-py"), "-d", "wit", "-w", "prompt-pack-that-asks", "componentize", "app",
          "-o", "starter.wasm"],
         "starter.wasm",
     ),
@@ -35,8 +36,9 @@ SUMMARIZE = {
     "title": "Summarize text",
     "description": "Asks for a summary of a text",
     "arguments": [
-        {"name": "text", "description": "The text to summarize", "required": False},
-        {"name": "length", "description": "short, medium or long (default: short)", "required": False},
+        {"name": "text", "description": "The text to summarize", "required": True},
+        {"name": "length", "description": "How long the summary is (one of: short, medium, long; default short)",
+         "required": False},
     ],
 }
 
@@ -48,10 +50,10 @@ def new_pack(work: Path, lang: str) -> Path:
     assert created.returncode == 0, created.stderr
     assert created.stdout.startswith("Created the ")
     pack = work / "starter"
-    contract = (ROOT / "wit/0.2/prompt-provider.wit").read_text()
+    contract = (ROOT / "wit/0.3/prompt-provider.wit").read_text()
     if lang == "rust":
-        # The SDK builds against both versions, laid out as in this repository.
-        assert (pack / "wit/0.2/prompt-provider.wit").read_text() == contract
+        # The SDK builds against every version, laid out as in this repository.
+        assert (pack / "wit/0.3/prompt-provider.wit").read_text() == contract
         assert (pack / "wit/prompt-provider.wit").read_text() == (ROOT / "wit/prompt-provider.wit").read_text()
     else:
         assert (pack / "wit/prompt-provider.wit").read_text() == contract
@@ -92,7 +94,7 @@ async def test_a_new_pack_builds_passes_inspect_and_serves(lang):
         assert inspected.returncode == 0, inspected.stdout + inspected.stderr
         report = json.loads(inspected.stdout)
         assert (report["plugin"], report["problems"], report["prompts"]) == ("starter", [], [SUMMARIZE])
-        assert report["witVersion"] == "0.2.0"
+        assert report["witVersion"] == "0.3.1"
         assert report["pack"] == {
             "name": "starter", "version": "0.1.0", "description": "Prompts that starter provides", "authors": [],
             "license": None, "homepage": None, "repository": None,
@@ -116,11 +118,11 @@ async def test_a_new_pack_builds_passes_inspect_and_serves(lang):
             ]
             result = await client.get_prompt("summarize", {"text": "Some text."})
             assert result.messages[0].content.text == "Write a short summary of this text:\n\nSome text."
-            # Without the text, the pack asks for it; the SDK's callback fills in the form.
+            # Without the text, the host asks for it; the SDK's callback fills in the form.
             result = await client.get_prompt("summarize", {"length": "medium"})
             assert result.messages[0].content.text == "Write a medium summary of this text:\n\nAsked text."
             assert [(params.message, params.requested_schema) for params in asked] == [(
-                "What text should be summarized?",
+                "The prompt summarize needs: text",
                 {"type": "object", "properties": {"text": {"type": "string", "description": "The text to summarize"}},
                  "required": ["text"]},
             )]
@@ -132,6 +134,5 @@ async def test_a_new_pack_builds_passes_inspect_and_serves(lang):
                 await client.get_prompt("summarize", {"text": "Some text.", "length": "huge"})
             assert raised.value.error.code == -32602
             assert raised.value.error.message == (
-                "plugin 'starter' rejected the arguments of prompt 'summarize': "
-                "argument 'length' must be one of: short, medium, long"
+                "prompt 'summarize': argument 'length' must be one of: short, medium, long, not \"huge\""
             )

@@ -16,9 +16,10 @@ def test_the_tutorial_runs_as_written():
     with tempfile.TemporaryDirectory() as work:
         env = environment(BINARY)
         checks = run_document(TUTORIAL, Path(work), env)
-        # new, test, build, inspect and its three excerpts, get and its output;
-        # then the second pack's new, its build and get with a grant, and its output.
-        assert checks == 12
+        # new, test, build, inspect and its three excerpts, get and its output
+        # twice; then the second pack's new, its build and get with a grant,
+        # and its output.
+        assert checks == 14
 
         # The tutorial's lib.rs keeps the starter's self-check: a typo in a
         # placeholder fails `cargo test`, naming that test.
@@ -35,7 +36,7 @@ def test_the_tutorial_runs_as_written():
 def test_the_runner_reads_every_kind_of_block():
     kinds = [info for info, _ in blocks(TUTORIAL)]
     assert kinds == ["sh no-run", "sh", "rust file=src/lib.rs", "sh", "sh", "sh", "text output", "text output", "text output", "sh",
-                     "json output", "sh no-run", "sh", "rust file=src/lib.rs", "sh", "json output"]
+                     "json output", "sh", "json output", "sh no-run", "sh", "rust file=src/lib.rs", "sh", "json output"]
 
 
 def test_the_runner_fails_on_output_that_differs(tmp_path):

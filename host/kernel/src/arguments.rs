@@ -10,7 +10,7 @@
 
 use serde_json::{Value, json};
 
-use crate::bindings::provider;
+use crate::bindings::{provider, provider_v0_2};
 
 /// The most choices an argument may declare (also the most values one
 /// `completion/complete` answer may hold).
@@ -127,9 +127,17 @@ pub struct Declared {
     pub examples: Vec<String>,
 }
 
-/// The declared arguments of one prompt of a 0.3 pack, in declaration order.
+/// The declared arguments of one prompt of a 0.3 pack, in declaration
+/// order, and whether the host asks the user for those missing (0.3.1's
+/// `asking`).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct PromptArguments(pub Vec<Declared>);
+pub struct PromptArguments {
+    /// The arguments, in declaration order.
+    pub declared: Vec<Declared>,
+    /// Whether the prompt opted in to have the host ask for its missing
+    /// required arguments, with a form built from [`Self::form_fields`].
+    pub asks_for_missing: bool,
+}
 
 /// Completions answered from a declaration: the values that start with
 /// what the user typed, at most [`MAX_CHOICES`], and how many matched.
@@ -143,7 +151,39 @@ pub struct Completed {
     pub has_more: bool,
 }
 
+/// The key of the form the host builds for missing arguments.
+pub const ARGUMENTS_FORM_KEY: &str = "arguments";
+
+/// An answer to a field of that form, as the argument value a client would
+/// have passed: text as it is, a whole number in decimal, a number as JSON
+/// writes it, a boolean as `true` or `false`. The host checks it against the
+/// argument's kind afterwards, as any value.
+pub fn argument_value(value: &provider_v0_2::FieldValue) -> String {
+    match value {
+        provider_v0_2::FieldValue::String(text) => text.clone(),
+        provider_v0_2::FieldValue::Integer(integer) => integer.to_string(),
+        provider_v0_2::FieldValue::Number(number) => {
+            serde_json::Number::from_f64(*number).map_or_else(|| number.to_string(), |number| number.to_string())
+        }
+        provider_v0_2::FieldValue::Boolean(boolean) => boolean.to_string(),
+    }
+}
+
 impl Kind {
+    /// The kind of form field that asks for a value of this kind: a choice
+    /// is a list to pick from, a boolean a yes or no, an integer or a
+    /// number a number (its bounds checked on the answer), text and a URI
+    /// text.
+    pub fn field(&self) -> provider_v0_2::FieldKind {
+        match self {
+            Kind::Text { .. } | Kind::Uri { .. } => provider_v0_2::FieldKind::String(None),
+            Kind::Integer { .. } => provider_v0_2::FieldKind::Integer(None),
+            Kind::Number { .. } => provider_v0_2::FieldKind::Number(None),
+            Kind::Boolean => provider_v0_2::FieldKind::Boolean(None),
+            Kind::Choice(choices) => provider_v0_2::FieldKind::Enum(provider_v0_2::EnumField { choices: choices.clone(), default: None }),
+        }
+    }
+
     /// Whether `value` is of this kind; else what was expected
     /// ([`Kind::expected`]).
     pub fn check(&self, value: &str) -> Result<(), String> {
@@ -317,13 +357,20 @@ pub struct Refused {
     pub given: String,
 }
 
+impl From<Vec<Declared>> for PromptArguments {
+    /// These declarations, of a prompt that does not ask for missing arguments.
+    fn from(declared: Vec<Declared>) -> PromptArguments {
+        PromptArguments { declared, asks_for_missing: false }
+    }
+}
+
 impl PromptArguments {
     /// Fills in the default of each declared argument the client left out,
     /// then checks every declared argument's value against its kind: the
     /// first that is not of it is refused. Undeclared arguments pass as
     /// they came.
     pub fn apply(&self, arguments: &mut Vec<provider::Argument>) -> Result<(), Refused> {
-        for declared in &self.0 {
+        for declared in &self.declared {
             if let Some(default) = &declared.default
                 && !arguments.iter().any(|argument| argument.name == declared.name)
             {
@@ -355,7 +402,7 @@ impl PromptArguments {
 
     /// The declaration of argument `name`, if declared.
     pub fn get(&self, name: &str) -> Option<&Declared> {
-        self.0.iter().find(|declared| declared.name == name)
+        self.declared.iter().find(|declared| declared.name == name)
     }
 
     /// The completion the host answers itself for argument `argument`
@@ -367,12 +414,44 @@ impl PromptArguments {
         Some(provider::Completion { values: completed.values, total: Some(total), has_more: completed.has_more })
     }
 
+    /// The form the host asks the user to fill in for `prompt`'s required
+    /// arguments `missing` (0.3.1's `asking`): one field for each, in
+    /// declaration order, titled and described as listed (with its hint),
+    /// of the form kind its declaration maps to ([`Kind::field`]), its
+    /// message naming the prompt as clients see it (`served_name`). Key
+    /// [`ARGUMENTS_FORM_KEY`]; no state.
+    pub fn form_for_missing(&self, prompt: &provider::Prompt, served_name: &str, missing: &[&str]) -> provider_v0_2::InputRequired {
+        let fields = prompt
+            .arguments
+            .iter()
+            .filter(|argument| missing.contains(&argument.name.as_str()))
+            .map(|argument| provider_v0_2::FormField {
+                name: argument.name.clone(),
+                title: argument.title.clone(),
+                description: argument.description.clone(),
+                kind: self
+                    .get(&argument.name)
+                    .and_then(|declared| declared.kind.as_ref())
+                    .map_or(provider_v0_2::FieldKind::String(None), Kind::field),
+                required: true,
+            })
+            .collect();
+        let form = provider_v0_2::Form {
+            key: ARGUMENTS_FORM_KEY.to_string(),
+            message: format!("The prompt {served_name} needs: {}", missing.join(", ")),
+            fields,
+        };
+        provider_v0_2::InputRequired { forms: vec![form], state: Vec::new() }
+    }
+
     /// The JSON Schema of the prompt's arguments as an object: each
     /// argument's fragment under `properties`, and those a client must pass
     /// under `required`.
     pub fn schema(&self) -> Value {
-        let properties: serde_json::Map<String, Value> = self.0.iter().map(|declared| (declared.name.clone(), declared.schema())).collect();
-        let required: Vec<&str> = self.0.iter().filter(|declared| declared.required).map(|declared| declared.name.as_str()).collect();
+        let properties: serde_json::Map<String, Value> =
+            self.declared.iter().map(|declared| (declared.name.clone(), declared.schema())).collect();
+        let required: Vec<&str> =
+            self.declared.iter().filter(|declared| declared.required).map(|declared| declared.name.as_str()).collect();
         json!({ "type": "object", "properties": properties, "required": required })
     }
 }
@@ -477,7 +556,7 @@ mod tests {
 
     #[test]
     fn defaults_fill_absent_arguments_and_every_declared_value_is_checked() {
-        let arguments = PromptArguments(vec![
+        let arguments = PromptArguments::from(vec![
             Declared { default: Some("short".into()), ..declared(Kind::Choice(vec!["short".into(), "long".into()])) },
             Declared { name: "n".into(), ..declared(Kind::Integer { min: Some(1), max: None }) },
         ]);
@@ -545,7 +624,7 @@ mod tests {
             examples: vec!["3".into()],
         };
         assert_eq!(count.schema(), json!({ "type": "integer", "minimum": 1, "examples": [3] }));
-        let arguments = PromptArguments(vec![tone, count]);
+        let arguments = PromptArguments::from(vec![tone, count]);
         assert_eq!(
             arguments.schema(),
             json!({

@@ -38,7 +38,10 @@ pub mod v0_2 {
     });
 }
 
-/// Bindings of `prompt-host:prompts@0.3.0`.
+/// Bindings of `prompt-host:prompts@0.3.1` (a 0.3.0 pack's exports are
+/// found by their semver-compatible names). The `asking` interface 0.3.1
+/// added is optional, so it is looked up by name ([`ASKING_INTERFACE`]),
+/// not bound here.
 // The generated types are documented in the WIT files under wit/0.3/;
 // bindgen! cannot carry those comments into its output.
 #[allow(missing_docs)]
@@ -122,7 +125,7 @@ pub enum PackPre<T: 'static> {
     /// A pack that targets 0.2.
     V0_2(v0_2::PromptPackPre<T>),
     /// A pack that targets 0.3.
-    V0_3(v0_3::PromptPackPre<T>),
+    V0_3(PackPreV0_3<T>),
 }
 
 impl<T: 'static> Clone for PackPre<T> {
@@ -132,6 +135,30 @@ impl<T: 'static> Clone for PackPre<T> {
             PackPre::V0_2(pre) => PackPre::V0_2(pre.clone()),
             PackPre::V0_3(pre) => PackPre::V0_3(pre.clone()),
         }
+    }
+}
+
+/// The interface through which a 0.3.1 pack opts prompts in to have the
+/// host ask for their missing arguments (any 0.3.x release of it is found).
+pub const ASKING_INTERFACE: &str = "prompt-host:prompts/asking@0.3.1";
+
+/// Its one function: the names of the prompts that opt in.
+pub const PROMPTS_THAT_ASK: &str = "prompts-that-ask";
+
+/// A 0.3 pack, linked: its bindings, and the `prompts-that-ask` function of
+/// its `asking` export, if it has one.
+pub struct PackPreV0_3<T: 'static> {
+    /// The bindings of `prompt-provider`.
+    pub pre: v0_3::PromptPackPre<T>,
+    /// Where `prompt-provider`'s functions are, resolved once.
+    pub indices: v0_3::PromptPackIndices,
+    /// `asking`'s `prompts-that-ask`, if the pack exports it.
+    pub prompts_that_ask: Option<wasmtime::component::ComponentExportIndex>,
+}
+
+impl<T: 'static> Clone for PackPreV0_3<T> {
+    fn clone(&self) -> Self {
+        PackPreV0_3 { pre: self.pre.clone(), indices: self.indices.clone(), prompts_that_ask: self.prompts_that_ask }
     }
 }
 
@@ -152,8 +179,9 @@ pub enum Pack {
     V0_1(v0_1::PromptPack),
     /// A pack that targets 0.2.
     V0_2(v0_2::PromptPack),
-    /// A pack that targets 0.3.
-    V0_3(v0_3::PromptPack),
+    /// A pack that targets 0.3, and its instance when the pack exports
+    /// `asking` (to call `prompts-that-ask` at load).
+    V0_3(v0_3::PromptPack, Option<(wasmtime::component::Instance, wasmtime::component::ComponentExportIndex)>),
 }
 
 /// What `get-prompt` answered, in the host's types: a 0.1 pack always

@@ -386,7 +386,14 @@ impl Sandbox {
         Ok(match version {
             WitVersion::V0_1 => PackPre::V0_1(v0_1::PromptPackPre::new(instance_pre).map_err(link_error)?),
             WitVersion::V0_2 => PackPre::V0_2(v0_2::PromptPackPre::new(instance_pre).map_err(link_error)?),
-            WitVersion::V0_3 => PackPre::V0_3(v0_3::PromptPackPre::new(instance_pre).map_err(link_error)?),
+            WitVersion::V0_3 => {
+                let prompts_that_ask = component
+                    .get_export_index(None, crate::bindings::ASKING_INTERFACE)
+                    .and_then(|asking| component.get_export_index(Some(&asking), crate::bindings::PROMPTS_THAT_ASK));
+                let indices = v0_3::PromptPackIndices::new(&instance_pre).map_err(link_error)?;
+                let pre = v0_3::PromptPackPre::new(instance_pre).map_err(link_error)?;
+                PackPre::V0_3(crate::bindings::PackPreV0_3 { pre, indices, prompts_that_ask })
+            }
         })
     }
 
@@ -606,7 +613,14 @@ impl Instance {
         let result = match pre {
             PackPre::V0_1(pre) => tokio::time::timeout(deadline, pre.instantiate_async(store)).await.map(|r| r.map(Pack::V0_1)),
             PackPre::V0_2(pre) => tokio::time::timeout(deadline, pre.instantiate_async(store)).await.map(|r| r.map(Pack::V0_2)),
-            PackPre::V0_3(pre) => tokio::time::timeout(deadline, pre.instantiate_async(store)).await.map(|r| r.map(Pack::V0_3)),
+            PackPre::V0_3(pre) => {
+                let instantiate = async {
+                    let instance = pre.pre.instance_pre().instantiate_async(&mut *store).await?;
+                    let pack = pre.indices.load(&mut *store, &instance)?;
+                    Ok(Pack::V0_3(pack, pre.prompts_that_ask.map(|function| (instance, function))))
+                };
+                tokio::time::timeout(deadline, instantiate).await
+            }
         };
         self.pack = Some(self.settle(result, false)?);
         Ok(self)
@@ -679,7 +693,7 @@ impl Instance {
                 let result = tokio::time::timeout(remaining, call).await;
                 Listing { prompts: from_v0_2::prompts(self.settle(result, true)?), info: Some(info), ..Listing::default() }
             }
-            Pack::V0_3(pack) => {
+            Pack::V0_3(pack, asking) => {
                 let provider = pack.prompt_host_prompts_prompt_provider();
                 let remaining = self.remaining();
                 let call = provider.call_describe_pack(&mut self.store);
@@ -688,8 +702,28 @@ impl Instance {
                 let remaining = self.remaining();
                 let call = provider.call_list_prompts(&mut self.store);
                 let result = tokio::time::timeout(remaining, call).await;
-                let declared = self.settle(result, true)?;
-                Listing { prompts: from_v0_3::prompts(&declared), declared: Some(declared), info: Some(info), wants: Some(wants) }
+                let declared = self.settle(result, asking.is_none())?;
+                let prompts_that_ask = match asking {
+                    Some((instance, function)) => {
+                        let remaining = self.remaining();
+                        let store = &mut self.store;
+                        let call = async {
+                            let function = instance.get_typed_func::<(), (Vec<String>,)>(&mut *store, &function)?;
+                            let (names,) = function.call_async(&mut *store, ()).await?;
+                            Ok(names)
+                        };
+                        let result = tokio::time::timeout(remaining, call).await;
+                        Some(self.settle(result, true)?)
+                    }
+                    None => None,
+                };
+                Listing {
+                    prompts: from_v0_3::prompts(&declared),
+                    declared: Some(declared),
+                    info: Some(info),
+                    wants: Some(wants),
+                    prompts_that_ask,
+                }
             }
         };
         Ok((listing, self.usage()))
@@ -717,7 +751,7 @@ impl Instance {
                 let result = tokio::time::timeout(remaining, call).await;
                 result.map(|r| r.map(|answer| answer.map(from_v0_2::answer).map_err(from_v0_2::error)))
             }
-            Pack::V0_3(pack) => {
+            Pack::V0_3(pack, _) => {
                 let arguments = from_v0_3::arguments(arguments);
                 let input = input.map(from_v0_3::input);
                 let call = pack.prompt_host_prompts_prompt_provider().call_get_prompt(store, name, &arguments, input.as_ref());
@@ -749,7 +783,7 @@ impl Instance {
                 let result = tokio::time::timeout(remaining, call).await;
                 result.map(|r| r.map(|answer| answer.map(from_v0_2::completion).map_err(from_v0_2::error)))
             }
-            Pack::V0_3(pack) => {
+            Pack::V0_3(pack, _) => {
                 let context = from_v0_3::arguments(context);
                 let call = pack.prompt_host_prompts_prompt_provider().call_complete(store, prompt, argument, value, &context);
                 let result = tokio::time::timeout(remaining, call).await;
@@ -955,6 +989,9 @@ pub struct Listing {
     pub info: Option<provider_v0_2::PackInfo>,
     /// What a 0.3 pack wants to see.
     pub wants: Option<provider_v0_3::Wants>,
+    /// The prompts a 0.3.1 pack that exports `asking` opts in to have the
+    /// host ask for their missing arguments.
+    pub prompts_that_ask: Option<Vec<String>>,
 }
 
 /// The state of one call's store.

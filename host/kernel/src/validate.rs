@@ -158,10 +158,10 @@ pub struct CheckedListing {
 /// [`prompt_definitions`]). A listing with any problem is not served: the
 /// problems, and the prompts as declared, for the report.
 pub fn listing(listing: Listing, limits: &Limits) -> Result<CheckedListing, (Vec<Problem>, Vec<provider::Prompt>)> {
-    let Listing { mut prompts, declared, info, wants } = listing;
+    let Listing { mut prompts, declared, info, wants, prompts_that_ask } = listing;
     let mut problems = info.as_ref().map(pack_info).unwrap_or_default();
     problems.extend(wants.as_ref().map(self::wants).unwrap_or_default());
-    let typed = match declared {
+    let mut typed = match declared {
         Some(declared) => {
             let (typed, found) = argument_declarations(&declared);
             problems.extend(found);
@@ -174,10 +174,54 @@ pub fn listing(listing: Listing, limits: &Limits) -> Result<CheckedListing, (Vec
         typed.describe(prompt);
     }
     problems.extend(prompt_definitions(&prompts, &typed, limits));
+    if let Some(names) = prompts_that_ask
+        && problems.is_empty()
+    {
+        problems.extend(asking(&names, &prompts, &mut typed, limits));
+    }
     if !problems.is_empty() {
         return Err((problems, prompts));
     }
     Ok(CheckedListing { prompts, typed, info })
+}
+
+const HINT_ASKING: &str = "name in prompts-that-ask only prompts list-prompts lists, each once, whose required arguments fit one form \
+     (at most 32 fields, within the form size limit)";
+
+/// Checks the prompts a 0.3.1 pack opts in to have the host ask for their
+/// missing arguments (`names`), and marks them in `typed`: each must be one
+/// the pack lists (`prompts`, already checked), named once, and the form
+/// for all its required arguments must pass the checks a pack's own form
+/// passes ([`input_required`]), so that any form the host builds for it
+/// does.
+fn asking(names: &[String], prompts: &[provider::Prompt], typed: &mut [PromptArguments], limits: &Limits) -> Vec<Problem> {
+    let problem = |problem: String| Problem { problem, hint: Some(HINT_ASKING) };
+    if names.len() > prompts.len() {
+        return vec![problem(format!("prompts-that-ask names {} prompts, more than the {} it lists", names.len(), prompts.len()))];
+    }
+    let mut problems = Vec::new();
+    let mut seen = HashSet::new();
+    for name in names {
+        let shown = cut_printable(name, MAX_NAME_BYTES);
+        let Some(at) = prompts.iter().position(|prompt| prompt.name == *name) else {
+            problems.push(problem(format!("prompts-that-ask names {shown:?}, a prompt it does not list")));
+            continue;
+        };
+        if !seen.insert(name.as_str()) {
+            problems.push(problem(format!("prompts-that-ask names {shown:?} more than once")));
+            continue;
+        }
+        let required: Vec<&str> =
+            typed[at].declared.iter().filter(|declared| declared.required).map(|declared| declared.name.as_str()).collect();
+        if !required.is_empty()
+            && let Err(refused) = input_required(&typed[at].form_for_missing(&prompts[at], name, &required), limits)
+        {
+            problems.push(problem(format!("prompt {shown:?} asks for its missing arguments, but their form is refused: {refused}")));
+            continue;
+        }
+        typed[at].asks_for_missing = true;
+    }
+    problems
 }
 
 /// Checks a plugin's prompt definitions: their number and their size in all
@@ -414,7 +458,7 @@ pub fn pack_info(info: &provider_v0_2::PackInfo) -> Vec<Problem> {
 /// schema in the prompt's `_meta` (the hints are in the descriptions by
 /// then, and counted with them).
 fn typed_bytes(typed: &PromptArguments) -> usize {
-    if typed.0.is_empty() {
+    if typed.declared.is_empty() {
         return 0;
     }
     // The key, its quotes and the colon.
@@ -447,7 +491,7 @@ pub fn argument_declarations(declared: &[provider_v0_3::Prompt]) -> (Vec<PromptA
     let typed = declared
         .iter()
         .map(|prompt| {
-            PromptArguments(
+            PromptArguments::from(
                 prompt
                     .arguments
                     .iter()
@@ -485,7 +529,7 @@ pub fn argument_declarations(declared: &[provider_v0_3::Prompt]) -> (Vec<PromptA
                             examples: argument.examples.clone(),
                         }
                     })
-                    .collect(),
+                    .collect::<Vec<_>>(),
             )
         })
         .collect();
@@ -784,7 +828,7 @@ mod tests {
     fn a_pack_declares_at_most_16_patterns_and_none_is_compiled_past_that() {
         let pattern = provider_v0_3::ArgumentKind::Text(provider_v0_3::TextKind { max_length: None, pattern: Some("a".into()) });
         let (typed, problems) = argument_declarations(&[typed_prompt("p", 16, pattern.clone(), None)]);
-        assert_eq!((typed[0].0.len(), problems), (16, vec![]));
+        assert_eq!((typed[0].declared.len(), problems), (16, vec![]));
         let (typed, problems) = argument_declarations(&[typed_prompt("p", 17, pattern, None)]);
         assert!(typed.is_empty());
         assert_eq!(
@@ -820,6 +864,54 @@ mod tests {
         assert_eq!(
             problems[0].problem,
             format!("the definitions are {} bytes in all, more than the limit of {without_hint}", without_hint + hint.len())
+        );
+    }
+
+    /// What `listing` says of a 0.3.1 pack of `declared` prompts whose
+    /// `prompts-that-ask` answers `asking`: which prompts ask, or the problems.
+    fn asking_of(declared: Vec<provider_v0_3::Prompt>, asking: &[&str]) -> Result<Vec<bool>, Vec<String>> {
+        let prompts = crate::bindings::from_v0_3::prompts(&declared);
+        let names = asking.iter().map(|name| name.to_string()).collect();
+        let listed = Listing { prompts, declared: Some(declared), prompts_that_ask: Some(names), ..Listing::default() };
+        match listing(listed, &Limits::default()) {
+            Ok(checked) => Ok(checked.typed.iter().map(|typed| typed.asks_for_missing).collect()),
+            Err((problems, _)) => Err(problems.into_iter().map(|problem| problem.problem).collect()),
+        }
+    }
+
+    #[test]
+    fn prompts_that_ask_are_each_a_listed_prompt_once_whose_form_passes_the_form_checks() {
+        let boolean = provider_v0_3::ArgumentKind::Boolean;
+        let required = |mut prompt: provider_v0_3::Prompt| {
+            prompt.arguments.iter_mut().for_each(|argument| argument.required = true);
+            prompt
+        };
+        let two = || vec![required(typed_prompt("a", 2, boolean.clone(), None)), typed_prompt("b", 1, boolean.clone(), None)];
+        assert_eq!(asking_of(two(), &["a"]), Ok(vec![true, false]));
+        assert_eq!(asking_of(two(), &[]), Ok(vec![false, false]));
+        // A prompt without required arguments may opt in: it is never missing any.
+        assert_eq!(asking_of(two(), &["b", "a"]), Ok(vec![true, true]));
+        let hostile = format!("x\u{1b}{}", "y".repeat(5_000));
+        assert_eq!(
+            asking_of(two(), &["a", "a", "nope", &hostile]),
+            Err(vec!["prompts-that-ask names 4 prompts, more than the 2 it lists".to_string()])
+        );
+        let shown = cut_printable(&hostile, MAX_NAME_BYTES);
+        assert_eq!(asking_of(two(), &["a", "a"]).unwrap_err(), ["prompts-that-ask names \"a\" more than once"]);
+        assert_eq!(
+            asking_of(two(), &["nope", &hostile]).unwrap_err(),
+            [
+                "prompts-that-ask names \"nope\", a prompt it does not list".to_string(),
+                format!("prompts-that-ask names {shown:?}, a prompt it does not list")
+            ]
+        );
+        // 33 required arguments cannot be one form of at most 32 fields.
+        let many = vec![required(typed_prompt("many", 33, boolean.clone(), None))];
+        assert_eq!(
+            asking_of(many, &["many"]).unwrap_err(),
+            [
+                "prompt \"many\" asks for its missing arguments, but their form is refused: form \"arguments\": fields: 33, more than the limit of 32"
+            ]
         );
     }
 

@@ -1,37 +1,62 @@
 """The {{name}} prompt pack, in Python. componentize-py turns it into
-{{name}}.wasm against wit/prompt-provider.wit, WIT 0.2 (see README.md). The
-class below is the prompt-provider interface of that WIT file; errors are
-raised as Err(PromptError_...)."""
+{{name}}.wasm against wit/prompt-provider.wit, WIT 0.3, world
+prompt-pack-that-asks (see README.md). The classes below are the interfaces
+of that WIT file; errors are raised as Err(PromptError_...)."""
 
 from componentize_py_types import Err
 from wit_world import exports
 from wit_world.exports.prompt_provider import (
-    Argument, Completion, Content_Text, FieldKind_String, FieldValue_String, Form, FormField,
-    FormResponse_Accept, Input, InputRequired, Message, PackInfo, Prompt, PromptAnswer,
-    PromptAnswer_InputRequired, PromptAnswer_Reply, PromptArgument, PromptError_InvalidArguments,
-    PromptError_NotFound, PromptReply, Role, TextContent,
+    Argument, ArgumentKind, ArgumentKind_Boolean, ArgumentKind_Choice, ArgumentKind_Integer, ArgumentKind_Number,
+    ArgumentKind_Text, ArgumentKind_Uri, Completion, Content_Text, Input, IntegerKind, Message, NumberKind, PackInfo,
+    Prompt, PromptAnswer, PromptAnswer_Reply, PromptArgument, PromptError_NotFound, PromptReply, Role, TextContent,
+    TextKind, UriKind, Wants,
 )
 
-LENGTHS = ["short", "medium", "long"]
+
+def arg(name: str, description: str, required: bool = False, kind: ArgumentKind | None = None,
+        default: str | None = None, examples: tuple[str, ...] = ()) -> PromptArgument:
+    """One argument in one line: its kind, default and examples are checked,
+    completed and shown to clients by the host, before the pack runs."""
+    return PromptArgument(name=name, title=None, description=description, required=required, kind=kind,
+                          default=default, examples=list(examples))
+
+
+# The kinds: text, a whole number, a number, true or false, one of these, a URI.
+def text(max_length: int | None = None, pattern: str | None = None) -> ArgumentKind:
+    return ArgumentKind_Text(TextKind(max_length=max_length, pattern=pattern))
+
+
+def integer(min: int | None = None, max: int | None = None) -> ArgumentKind:
+    return ArgumentKind_Integer(IntegerKind(min=min, max=max))
+
+
+def number(min: float | None = None, max: float | None = None) -> ArgumentKind:
+    return ArgumentKind_Number(NumberKind(min=min, max=max))
+
+
+def boolean() -> ArgumentKind:
+    return ArgumentKind_Boolean()
+
+
+def choice(*choices: str) -> ArgumentKind:
+    return ArgumentKind_Choice(list(choices))
+
+
+def uri(*schemes: str) -> ArgumentKind:
+    return ArgumentKind_Uri(UriKind(schemes=list(schemes)))
+
 
 SUMMARIZE = Prompt(
     name="summarize",
     title="Summarize text",
     description="Asks for a summary of a text",
     arguments=[
-        # Optional to the client: left out, the text is asked for with a form.
-        PromptArgument(name="text", title=None, description="The text to summarize", required=False),
-        PromptArgument(name="length", title=None, description="short, medium or long (default: short)", required=False),
+        # Left out, the text is asked for: the host shows the user a form
+        # (this prompt is named in Asking below).
+        arg("text", "The text to summarize", required=True),
+        arg("length", "How long the summary is", kind=choice("short", "medium", "long"), default="short"),
     ],
     icons=[],
-)
-
-# The form that asks for the text when the client left it out.
-ASK_FOR_TEXT = Form(
-    key="text",
-    message="What text should be summarized?",
-    fields=[FormField(name="text", title=None, description="The text to summarize", kind=FieldKind_String(None),
-                      required=True)],
 )
 
 
@@ -39,60 +64,38 @@ def argument(arguments: list[Argument], name: str) -> str | None:
     return next((argument.value for argument in arguments if argument.name == name), None)
 
 
-def answered(input: Input | None, key: str, field: str) -> str | None:
-    """The text the user filled in for `field` of the form `key`; an error if
-    they declined the form; None if it was not asked yet."""
-    for answer in input.answers if input else []:
-        if answer.key != key:
-            continue
-        if not isinstance(answer.response, FormResponse_Accept):
-            raise Err(PromptError_InvalidArguments(f"argument '{field}' is missing, and the user declined to give it"))
-        for value in answer.response.value:
-            if value.name == field and isinstance(value.value, FieldValue_String):
-                return value.value.value
-    return None
-
-
 class PromptProvider(exports.PromptProvider):
     def describe_pack(self) -> PackInfo:
         """What the pack says it is: `prompt-host inspect` shows it.
 
-        A pack sees nothing of the machine. Built against WIT 0.3 (the
-        host's wit/0.3), it may also say what it wants, which the operator
-        grants in [plugins.NAME.grants], and then read the folder with
-        open("/logs/...") and the value with os.environ:
+        A pack sees nothing of the machine. It may ask to see a folder (read
+        with open("/logs/...")), call an origin or read a value (os.environ),
+        which the operator grants in [plugins.NAME.grants]:
             wants=Wants(folders=[WantedFolder(name="logs", description="...")], origins=[], env=["API_TOKEN"])
         """
         return PackInfo(name="{{name}}", version="0.1.0", description="Prompts that {{name}} provides", authors=[],
-                        license=None, homepage=None, repository=None)
+                        license=None, homepage=None, repository=None, wants=Wants(folders=[], origins=[], env=[]))
 
     def list_prompts(self) -> list[Prompt]:
         return [SUMMARIZE]
 
     def get_prompt(self, name: str, arguments: list[Argument], input: Input | None) -> PromptAnswer:
+        """The host calls this only with every required argument, each value
+        of its kind, and the defaults filled in."""
         if name != "summarize":
             raise Err(PromptError_NotFound())
-        text = argument(arguments, "text")
-        if text is None:
-            text = answered(input, "text", "text")
-        if text is None:
-            # The host asks the user, then calls again with the answer in `input`.
-            return PromptAnswer_InputRequired(InputRequired(forms=[ASK_FOR_TEXT], state=b""))
-        length = argument(arguments, "length")
-        if length is None:
-            length = "short"
-        if length not in LENGTHS:
-            raise Err(PromptError_InvalidArguments("argument 'length' must be one of: " + ", ".join(LENGTHS)))
-        message = Message(
-            role=Role.USER,
-            content=Content_Text(TextContent(text=f"Write a {length} summary of this text:\n\n{text}", annotations=None)),
-        )
+        summary = f"Write a {argument(arguments, 'length')} summary of this text:\n\n{argument(arguments, 'text')}"
+        message = Message(role=Role.USER, content=Content_Text(TextContent(text=summary, annotations=None)))
         return PromptAnswer_Reply(PromptReply(description=None, messages=[message]))
 
     def complete(self, prompt: str, argument_name: str, value: str, context: list[Argument]) -> Completion:
+        """The host completes `length` (a choice) itself; nothing else completes."""
         if prompt != "summarize":
             raise Err(PromptError_NotFound())
-        if argument_name != "length":
-            return Completion(values=[], total=None, has_more=False)
-        values = [length for length in LENGTHS if length.startswith(value.lower())]
-        return Completion(values=values, total=len(values), has_more=False)
+        return Completion(values=[], total=None, has_more=False)
+
+
+class Asking(exports.Asking):
+    def prompts_that_ask(self) -> list[str]:
+        """The prompts whose missing required arguments the host asks the user for."""
+        return ["summarize"]

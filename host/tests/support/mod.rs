@@ -487,3 +487,18 @@ pub fn send_signal(pid: u32, signal: &str) {
     let status = Command::new("kill").args([&format!("-{signal}"), &pid.to_string()]).status().unwrap();
     assert!(status.success());
 }
+
+/// The `_meta` a 2026-07-28 client sends with every request, in place of a
+/// handshake, declaring the client capabilities `capabilities`.
+pub fn meta_2026(capabilities: Value) -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": { "name": "prompt-host-tests", "version": "1.0.0" },
+        "io.modelcontextprotocol/clientCapabilities": capabilities
+    })
+}
+
+/// The `_meta` of a 2026-07-28 client that declared elicitation.
+pub fn elicitation_2026() -> Value {
+    meta_2026(json!({ "elicitation": {} }))
+}

@@ -2,11 +2,10 @@
 //! replies (input-required answers), the answers that come back, and what
 //! a pack says it is.
 
-pub use crate::bindings_v0_2::exports::prompt_host::prompts::prompt_provider::{
-    EnumField, FieldAnswer, FieldKind, FieldValue, Form, FormAnswer, FormField, FormResponse, Input, InputRequired,
-    PackInfo, PromptAnswer,
-};
 use crate::PromptReply;
+pub use crate::bindings_v0_2::exports::prompt_host::prompts::prompt_provider::{
+    EnumField, FieldAnswer, FieldKind, FieldValue, Form, FormAnswer, FormField, FormResponse, Input, InputRequired, PackInfo, PromptAnswer,
+};
 
 /// The most forms one input-required answer may carry (the host's limit).
 pub const MAX_FORMS: usize = 8;
@@ -84,9 +83,7 @@ impl FormField {
             (FieldKind::Number(_), FieldValue::Integer(value)) => FieldKind::Number(Some(value as f64)),
             (FieldKind::Integer(_), FieldValue::Integer(value)) => FieldKind::Integer(Some(value)),
             (FieldKind::Boolean(_), FieldValue::Boolean(value)) => FieldKind::Boolean(Some(value)),
-            (FieldKind::Enum(choices), FieldValue::String(value)) => {
-                FieldKind::Enum(EnumField { default: Some(value), ..choices })
-            }
+            (FieldKind::Enum(choices), FieldValue::String(value)) => FieldKind::Enum(EnumField { default: Some(value), ..choices }),
             (kind, value) => {
                 let kind = match kind {
                     FieldKind::String(_) => "a text",
@@ -249,8 +246,7 @@ pub fn answers(answers: impl IntoIterator<Item = FormAnswer>) -> Input {
 
 /// The form `key`, submitted with these field values.
 pub fn accepted<'a, V: Into<FieldValue>>(key: &str, fields: impl IntoIterator<Item = (&'a str, V)>) -> FormAnswer {
-    let fields =
-        fields.into_iter().map(|(name, value)| FieldAnswer { name: name.to_string(), value: value.into() }).collect();
+    let fields = fields.into_iter().map(|(name, value)| FieldAnswer { name: name.to_string(), value: value.into() }).collect();
     FormAnswer { key: key.to_string(), response: FormResponse::Accept(fields) }
 }
 
@@ -259,13 +255,19 @@ pub fn declined(key: &str) -> FormAnswer {
     FormAnswer { key: key.to_string(), response: FormResponse::Decline }
 }
 
-/// What a pack of templates says it is, in WIT 0.2: implement it beside
-/// [`TemplatePack`](crate::TemplatePack) and the SDK implements the 0.2
-/// `Guest` for the type.
+/// What a pack of templates says it is, in WIT 0.2 and 0.3: implement it
+/// beside [`TemplatePack`](crate::TemplatePack) and the SDK implements the
+/// 0.2 and 0.3 `Guest` for the type.
 pub trait DescribePack {
     /// The pack's name, version and the rest; usually
     /// [`cargo_pack_info!()`](crate::cargo_pack_info).
     fn describe() -> PackInfo;
+
+    /// What a 0.3 pack asks to see of the machine, which the operator may
+    /// grant: nothing, unless overridden.
+    fn wants() -> crate::v0_3::Wants {
+        crate::v0_3::Wants::nothing()
+    }
 }
 
 /// What a pack says it is, from the `[package]` of the Cargo.toml of the

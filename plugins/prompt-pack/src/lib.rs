@@ -170,7 +170,7 @@ pub mod bindings_v0_2 {
 #[doc(hidden)]
 pub mod bindings_v0_3 {
     wit_bindgen::generate!({
-        inline: "package prompt-pack:sdk3; world prompt-pack-v0-3 { include prompt-host:prompts/prompt-pack@0.3.0; }",
+        inline: "package prompt-pack:sdk3; world prompt-pack-v0-3 { include prompt-host:prompts/prompt-pack-that-asks@0.3.1; }",
         path: "../../wit/0.3",
         world: "prompt-pack-v0-3",
         pub_export_macro: true,
@@ -178,32 +178,32 @@ pub mod bindings_v0_3 {
         default_bindings_module: "prompt_pack::bindings_v0_3",
         additional_derives: [PartialEq],
         with: {
-            "prompt-host:prompts/prompt-provider@0.3.0/role": crate::Role,
-            "prompt-host:prompts/prompt-provider@0.3.0/icon-theme": crate::IconTheme,
-            "prompt-host:prompts/prompt-provider@0.3.0/icon": crate::Icon,
-            "prompt-host:prompts/prompt-provider@0.3.0/annotations": crate::Annotations,
-            "prompt-host:prompts/prompt-provider@0.3.0/text-content": crate::TextContent,
-            "prompt-host:prompts/prompt-provider@0.3.0/media-content": crate::MediaContent,
-            "prompt-host:prompts/prompt-provider@0.3.0/resource-body": crate::ResourceBody,
-            "prompt-host:prompts/prompt-provider@0.3.0/embedded-resource": crate::EmbeddedResource,
-            "prompt-host:prompts/prompt-provider@0.3.0/resource-link": crate::ResourceLink,
-            "prompt-host:prompts/prompt-provider@0.3.0/content": crate::Content,
-            "prompt-host:prompts/prompt-provider@0.3.0/message": crate::Message,
-            "prompt-host:prompts/prompt-provider@0.3.0/prompt-reply": crate::PromptReply,
-            "prompt-host:prompts/prompt-provider@0.3.0/argument": crate::Argument,
-            "prompt-host:prompts/prompt-provider@0.3.0/prompt-error": crate::PromptError,
-            "prompt-host:prompts/prompt-provider@0.3.0/completion": crate::Completion,
-            "prompt-host:prompts/prompt-provider@0.3.0/field-kind": crate::FieldKind,
-            "prompt-host:prompts/prompt-provider@0.3.0/enum-field": crate::EnumField,
-            "prompt-host:prompts/prompt-provider@0.3.0/form-field": crate::FormField,
-            "prompt-host:prompts/prompt-provider@0.3.0/form": crate::Form,
-            "prompt-host:prompts/prompt-provider@0.3.0/input-required": crate::InputRequired,
-            "prompt-host:prompts/prompt-provider@0.3.0/field-value": crate::FieldValue,
-            "prompt-host:prompts/prompt-provider@0.3.0/field-answer": crate::FieldAnswer,
-            "prompt-host:prompts/prompt-provider@0.3.0/form-response": crate::FormResponse,
-            "prompt-host:prompts/prompt-provider@0.3.0/form-answer": crate::FormAnswer,
-            "prompt-host:prompts/prompt-provider@0.3.0/input": crate::Input,
-            "prompt-host:prompts/prompt-provider@0.3.0/prompt-answer": crate::PromptAnswer,
+            "prompt-host:prompts/prompt-provider@0.3.1/role": crate::Role,
+            "prompt-host:prompts/prompt-provider@0.3.1/icon-theme": crate::IconTheme,
+            "prompt-host:prompts/prompt-provider@0.3.1/icon": crate::Icon,
+            "prompt-host:prompts/prompt-provider@0.3.1/annotations": crate::Annotations,
+            "prompt-host:prompts/prompt-provider@0.3.1/text-content": crate::TextContent,
+            "prompt-host:prompts/prompt-provider@0.3.1/media-content": crate::MediaContent,
+            "prompt-host:prompts/prompt-provider@0.3.1/resource-body": crate::ResourceBody,
+            "prompt-host:prompts/prompt-provider@0.3.1/embedded-resource": crate::EmbeddedResource,
+            "prompt-host:prompts/prompt-provider@0.3.1/resource-link": crate::ResourceLink,
+            "prompt-host:prompts/prompt-provider@0.3.1/content": crate::Content,
+            "prompt-host:prompts/prompt-provider@0.3.1/message": crate::Message,
+            "prompt-host:prompts/prompt-provider@0.3.1/prompt-reply": crate::PromptReply,
+            "prompt-host:prompts/prompt-provider@0.3.1/argument": crate::Argument,
+            "prompt-host:prompts/prompt-provider@0.3.1/prompt-error": crate::PromptError,
+            "prompt-host:prompts/prompt-provider@0.3.1/completion": crate::Completion,
+            "prompt-host:prompts/prompt-provider@0.3.1/field-kind": crate::FieldKind,
+            "prompt-host:prompts/prompt-provider@0.3.1/enum-field": crate::EnumField,
+            "prompt-host:prompts/prompt-provider@0.3.1/form-field": crate::FormField,
+            "prompt-host:prompts/prompt-provider@0.3.1/form": crate::Form,
+            "prompt-host:prompts/prompt-provider@0.3.1/input-required": crate::InputRequired,
+            "prompt-host:prompts/prompt-provider@0.3.1/field-value": crate::FieldValue,
+            "prompt-host:prompts/prompt-provider@0.3.1/field-answer": crate::FieldAnswer,
+            "prompt-host:prompts/prompt-provider@0.3.1/form-response": crate::FormResponse,
+            "prompt-host:prompts/prompt-provider@0.3.1/form-answer": crate::FormAnswer,
+            "prompt-host:prompts/prompt-provider@0.3.1/input": crate::Input,
+            "prompt-host:prompts/prompt-provider@0.3.1/prompt-answer": crate::PromptAnswer,
         },
     });
 }
@@ -256,7 +256,7 @@ mod template;
 pub mod v0_3;
 
 pub use input::*;
-pub use template::{Template, TemplateMistake, TemplatePack, check_templates, template};
+pub use template::{Template, TemplateArgument, TemplateMistake, TemplatePack, check_templates, template};
 
 /// Everything a pack targeting WIT 0.2 needs: `use prompt_pack::v0_2::*;`.
 /// The same types and helpers as the crate root, except that [`Guest`] and
@@ -277,29 +277,20 @@ pub mod v0_2 {
 }
 
 pub use bindings::exports::prompt_host::prompts::prompt_provider::{
-    Annotations, Argument, Completion, Content, EmbeddedResource, Guest, Icon, IconTheme,
-    MediaContent, Message, Prompt, PromptArgument, PromptError, PromptReply, ResourceBody,
-    ResourceLink, Role, TextContent,
+    Annotations, Argument, Completion, Content, EmbeddedResource, Guest, Icon, IconTheme, MediaContent, Message, Prompt, PromptArgument,
+    PromptError, PromptReply, ResourceBody, ResourceLink, Role, TextContent,
 };
 
 prompt_builder!(Prompt, PromptArgument);
 
 /// Declares an argument a client must pass.
 pub fn required(name: &str, description: &str) -> PromptArgument {
-    PromptArgument {
-        name: name.to_string(),
-        title: None,
-        description: Some(description.to_string()),
-        required: true,
-    }
+    PromptArgument { name: name.to_string(), title: None, description: Some(description.to_string()), required: true }
 }
 
 /// Declares an argument a client may leave out.
 pub fn optional(name: &str, description: &str) -> PromptArgument {
-    PromptArgument {
-        required: false,
-        ..required(name, description)
-    }
+    PromptArgument { required: false, ..required(name, description) }
 }
 
 /// The arguments of one request, looked up by name.
@@ -314,33 +305,23 @@ impl From<Vec<Argument>> for Arguments {
 impl Arguments {
     /// The value of `name`, if the client passed it.
     pub fn get(&self, name: &str) -> Option<&str> {
-        self.0
-            .iter()
-            .find(|argument| argument.name == name)
-            .map(|argument| argument.value.as_str())
+        self.0.iter().find(|argument| argument.name == name).map(|argument| argument.value.as_str())
     }
 
     /// The value of `name`, or an invalid-arguments error naming it.
     pub fn require(&self, name: &str) -> Result<&str, PromptError> {
-        self.get(name)
-            .ok_or_else(|| PromptError::InvalidArguments(format!("missing required argument '{name}'")))
+        self.get(name).ok_or_else(|| PromptError::InvalidArguments(format!("missing required argument '{name}'")))
     }
 }
 
 /// An argument as a client sends it: for calling a pack's functions in tests.
 pub fn argument(name: &str, value: &str) -> Argument {
-    Argument {
-        name: name.to_string(),
-        value: value.to_string(),
-    }
+    Argument { name: name.to_string(), value: value.to_string() }
 }
 
 /// A reply made of these messages, with no reply-specific description.
 pub fn reply(messages: impl IntoIterator<Item = Message>) -> PromptReply {
-    PromptReply {
-        description: None,
-        messages: messages.into_iter().collect(),
-    }
+    PromptReply { description: None, messages: messages.into_iter().collect() }
 }
 
 impl PromptReply {
@@ -358,10 +339,7 @@ pub fn message(role: Role, content: Content) -> Message {
 
 /// Text content.
 pub fn text(text: impl Into<String>) -> Content {
-    Content::Text(TextContent {
-        text: text.into(),
-        annotations: None,
-    })
+    Content::Text(TextContent { text: text.into(), annotations: None })
 }
 
 /// A user message of plain text.
@@ -376,20 +354,12 @@ pub fn assistant_text(text_: impl Into<String>) -> Message {
 
 /// Image content from raw bytes; `mime_type` must start with `image/`.
 pub fn image(data: impl Into<Vec<u8>>, mime_type: &str) -> Content {
-    Content::Image(MediaContent {
-        data: data.into(),
-        mime_type: mime_type.to_string(),
-        annotations: None,
-    })
+    Content::Image(MediaContent { data: data.into(), mime_type: mime_type.to_string(), annotations: None })
 }
 
 /// Audio content from raw bytes; `mime_type` must start with `audio/`.
 pub fn audio(data: impl Into<Vec<u8>>, mime_type: &str) -> Content {
-    Content::Audio(MediaContent {
-        data: data.into(),
-        mime_type: mime_type.to_string(),
-        annotations: None,
-    })
+    Content::Audio(MediaContent { data: data.into(), mime_type: mime_type.to_string(), annotations: None })
 }
 
 /// An embedded resource with textual contents.
@@ -427,11 +397,7 @@ pub fn resource_link(uri: impl Into<String>, name: &str, description: &str) -> C
 
 /// The completion to return for an argument that offers none.
 pub fn no_completions() -> Completion {
-    Completion {
-        values: Vec::new(),
-        total: None,
-        has_more: false,
-    }
+    Completion { values: Vec::new(), total: None, has_more: false }
 }
 
 /// The most suggestions one completion may carry (the MCP limit).
@@ -441,15 +407,8 @@ pub const MAX_COMPLETIONS: usize = 100;
 /// with `typed`, ignoring ASCII case, in the order given.
 pub fn complete_from(options: &[&str], typed: &str) -> Completion {
     let typed = typed.to_ascii_lowercase();
-    let matches: Vec<String> = options
-        .iter()
-        .filter(|option| option.to_ascii_lowercase().starts_with(&typed))
-        .map(|option| option.to_string())
-        .collect();
+    let matches: Vec<String> =
+        options.iter().filter(|option| option.to_ascii_lowercase().starts_with(&typed)).map(|option| option.to_string()).collect();
     let total = matches.len();
-    Completion {
-        has_more: total > MAX_COMPLETIONS,
-        total: Some(total as u32),
-        values: matches.into_iter().take(MAX_COMPLETIONS).collect(),
-    }
+    Completion { has_more: total > MAX_COMPLETIONS, total: Some(total as u32), values: matches.into_iter().take(MAX_COMPLETIONS).collect() }
 }

@@ -5,9 +5,8 @@
 //! asking the user for an argument the client left out.
 
 use crate::{
-    Argument, Arguments, Completion, DescribePack, FieldKind, FieldValue, Form, FormResponse, Guest, Icon, Input,
-    MAX_FORMS, PackInfo, Prompt, PromptAnswer, PromptArgument, PromptError, PromptReply, Role, ask, complete_from,
-    message, no_completions, prompt, text,
+    Argument, Arguments, Completion, DescribePack, FieldKind, FieldValue, Form, FormResponse, Guest, Icon, Input, MAX_FORMS, PackInfo,
+    Prompt, PromptAnswer, PromptArgument, PromptError, PromptReply, Role, ask, complete_from, message, no_completions, prompt, text,
 };
 
 /// A pack made of templates only. Implement it and export the type with
@@ -149,6 +148,35 @@ pub struct Template {
     choices: Vec<(String, Vec<String>)>,
     /// The arguments asked for when left out, and the message of each one's form.
     asks: Vec<(String, String)>,
+    /// The arguments declared with a WIT 0.3 declaration (a kind, a
+    /// default, examples), as declared: what a 0.3 pack lists for them.
+    typed: Vec<crate::v0_3::PromptArgument>,
+}
+
+/// An argument a template declares: as every version lists it, and, when
+/// declared with [`v0_3`](crate::v0_3)'s `required` or `optional`, with its
+/// kind, default and examples, which a 0.3 pack lists and the host checks.
+pub struct TemplateArgument {
+    declared: PromptArgument,
+    typed: Option<crate::v0_3::PromptArgument>,
+}
+
+impl From<PromptArgument> for TemplateArgument {
+    fn from(declared: PromptArgument) -> TemplateArgument {
+        TemplateArgument { declared, typed: None }
+    }
+}
+
+impl From<crate::v0_3::PromptArgument> for TemplateArgument {
+    fn from(typed: crate::v0_3::PromptArgument) -> TemplateArgument {
+        let declared = PromptArgument {
+            name: typed.name.clone(),
+            title: typed.title.clone(),
+            description: typed.description.clone(),
+            required: typed.required,
+        };
+        TemplateArgument { declared, typed: Some(typed) }
+    }
 }
 
 /// Starts a template for prompt `name`, with a description and no arguments
@@ -163,6 +191,7 @@ pub fn template(name: &str, description: &str) -> Template {
         defaults: Vec::new(),
         choices: Vec::new(),
         asks: Vec::new(),
+        typed: Vec::new(),
     }
 }
 
@@ -173,9 +202,24 @@ impl Template {
         self
     }
 
-    /// Declares an argument, after the ones already declared.
-    pub fn argument(mut self, argument: PromptArgument) -> Self {
-        self.declaration = self.declaration.argument(argument);
+    /// Declares an argument, after the ones already declared: one of any
+    /// version's `required` or `optional` (0.3's may declare a kind, as
+    /// `optional("tone", "...").choice(["formal", "casual"])`, which a 0.3
+    /// pack lists and the host checks).
+    pub fn argument(mut self, argument: impl Into<TemplateArgument>) -> Self {
+        let TemplateArgument { declared, typed } = argument.into();
+        self.declaration = self.declaration.argument(declared);
+        // A declared default and choices are the template's too, so that
+        // it renders and checks them as its own.
+        if let Some(typed) = &typed {
+            if let Some(default) = &typed.default {
+                self.defaults.push((typed.name.clone(), default.clone()));
+            }
+            if let Some(crate::v0_3::ArgumentKind::Choice(choices)) = &typed.kind {
+                self.choices.push((typed.name.clone(), choices.clone()));
+            }
+        }
+        self.typed.extend(typed);
         self
     }
 
@@ -253,6 +297,44 @@ impl Template {
         prompt
     }
 
+    /// The prompt as a WIT 0.3 pack lists it: each argument with its kind
+    /// (as declared, else a choice of the template's [`choices`](Template::choices))
+    /// and its default (as declared, else the template's
+    /// [`default`](Template::default)), which the host checks, fills in and
+    /// completes, and hints at in the description it lists.
+    pub fn declaration_v0_3(&self) -> crate::v0_3::Prompt {
+        use crate::v0_3::{ArgumentKind, PromptArgument as Typed};
+        let arguments = self
+            .declaration
+            .arguments
+            .iter()
+            .map(|argument| {
+                let typed = self.typed.iter().find(|typed| typed.name == argument.name);
+                let choices = self.choices.iter().find(|(name, _)| *name == argument.name);
+                let default = self.defaults.iter().find(|(name, _)| *name == argument.name).map(|(_, value)| value.clone());
+                Typed {
+                    name: argument.name.clone(),
+                    title: argument.title.clone(),
+                    description: argument.description.clone(),
+                    required: argument.required,
+                    kind: typed
+                        .and_then(|typed| typed.kind.clone())
+                        .or_else(|| choices.map(|(_, values)| ArgumentKind::Choice(values.clone()))),
+                    default: typed.and_then(|typed| typed.default.clone()).or(default),
+                    examples: typed.map(|typed| typed.examples.clone()).unwrap_or_default(),
+                }
+            })
+            .collect();
+        let prompt = &self.declaration;
+        crate::v0_3::Prompt {
+            name: prompt.name.clone(),
+            title: prompt.title.clone(),
+            description: prompt.description.clone(),
+            arguments,
+            icons: prompt.icons.clone(),
+        }
+    }
+
     /// Checks that every placeholder, default and choice names a declared
     /// argument. A mistake here is the pack author's, found when the host
     /// first lists the prompts.
@@ -265,9 +347,7 @@ impl Template {
                 match declared(name) {
                     None => return Err(format!("{at} uses {{{name}}}, which is not one of its arguments")),
                     Some(argument)
-                        if !argument.required
-                            && !self.defaults.iter().any(|(argument, _)| argument == name)
-                            && !self.asks_for(name) =>
+                        if !argument.required && !self.defaults.iter().any(|(argument, _)| argument == name) && !self.asks_for(name) =>
                     {
                         return Err(format!(
                             "{at} uses {{{name}}}, an optional argument with no default, which would leave a gap \
@@ -312,10 +392,7 @@ impl Template {
             }
         }
         if self.asks.len() > MAX_FORMS {
-            return Err(format!(
-                "{at} asks for {} arguments, more than the {MAX_FORMS} forms the host takes at once",
-                self.asks.len()
-            ));
+            return Err(format!("{at} asks for {} arguments, more than the {MAX_FORMS} forms the host takes at once", self.asks.len()));
         }
         for (name, default) in &self.defaults {
             if let Some((_, allowed)) = self.choices.iter().find(|(argument, _)| argument == name)
@@ -344,10 +421,7 @@ impl Template {
                 && !allowed.iter().any(|choice| choice == value)
                 && arguments.get(name).is_some()
             {
-                return Err(PromptError::InvalidArguments(format!(
-                    "argument '{name}' must be one of: {}",
-                    allowed.join(", ")
-                )));
+                return Err(PromptError::InvalidArguments(format!("argument '{name}' must be one of: {}", allowed.join(", "))));
             }
             values.push((name, value));
         }
@@ -388,9 +462,7 @@ impl Template {
             let given = arguments.get(name);
             if matches!(response, Some(FormResponse::Decline | FormResponse::Cancel)) {
                 if given.is_none() && !self.defaults.iter().any(|(argument, _)| argument == name) {
-                    return Err(PromptError::InvalidArguments(format!(
-                        "argument '{name}' is missing, and the user declined to give it"
-                    )));
+                    return Err(PromptError::InvalidArguments(format!("argument '{name}' is missing, and the user declined to give it")));
                 }
                 continue;
             }
@@ -464,9 +536,7 @@ fn parse(template: &str) -> Result<Vec<Piece<'_>>, String> {
         } else if rest[index..].starts_with('}') {
             return Err(format!("a lone '}}' in {template:?}: write '}}}}' for a literal brace"));
         } else {
-            let end = after
-                .find('}')
-                .ok_or_else(|| format!("an unclosed '{{' in {template:?}: write '{{{{' for a literal brace"))?;
+            let end = after.find('}').ok_or_else(|| format!("an unclosed '{{' in {template:?}: write '{{{{' for a literal brace"))?;
             pieces.push(Piece::Argument(&after[..end]));
             rest = &after[end + 1..];
         }
@@ -509,9 +579,32 @@ impl<T: TemplatePack + DescribePack> crate::v0_2::Guest for T {
     }
 }
 
+impl<T: TemplatePack + DescribePack> crate::v0_3::Guest for T {
+    fn describe_pack() -> crate::v0_3::PackInfo {
+        crate::v0_3::PackInfo { wants: T::wants(), ..crate::v0_3::PackInfo::from(T::describe()) }
+    }
+
+    fn list_prompts() -> Vec<crate::v0_3::Prompt> {
+        checked::<T>().iter().map(Template::declaration_v0_3).collect()
+    }
+
+    fn get_prompt(name: String, arguments: Vec<Argument>, input: Option<Input>) -> Result<PromptAnswer, PromptError> {
+        find::<T>(&name)?.answer(&Arguments::from(arguments), input.as_ref())
+    }
+
+    fn complete(prompt: String, argument: String, value: String, _context: Vec<Argument>) -> Result<Completion, PromptError> {
+        Ok(find::<T>(&prompt)?.complete(&argument, &value))
+    }
+}
+
 /// The declarations of the pack's templates, or a panic naming the first
 /// mistake in them.
 fn list<T: TemplatePack>() -> Vec<Prompt> {
+    checked::<T>().iter().map(Template::declaration).collect()
+}
+
+/// The pack's templates, or a panic naming the first mistake in them.
+fn checked<T: TemplatePack>() -> Vec<Template> {
     let templates = T::templates();
     if let Err(mistake) = check_templates(&templates) {
         // The host reports a panic while listing, with its message and
@@ -524,14 +617,11 @@ fn list<T: TemplatePack>() -> Vec<Prompt> {
         }));
         panic!("{}", mistake.problem);
     }
-    templates.iter().map(Template::declaration).collect()
+    templates
 }
 
 fn find<T: TemplatePack>(name: &str) -> Result<Template, PromptError> {
-    T::templates()
-        .into_iter()
-        .find(|template| template.declaration.name == name)
-        .ok_or(PromptError::NotFound)
+    T::templates().into_iter().find(|template| template.declaration.name == name).ok_or(PromptError::NotFound)
 }
 
 #[cfg(test)]
@@ -566,10 +656,7 @@ mod tests {
     #[test]
     fn placeholders_are_filled_from_arguments_and_defaults() {
         let reply = summarize().render(&Arguments::from(vec![argument("text", "Hi.")])).unwrap();
-        assert_eq!(
-            reply.messages,
-            [user_text("Write a short summary of {this}:\n\nHi."), crate::assistant_text("A short one.")]
-        );
+        assert_eq!(reply.messages, [user_text("Write a short summary of {this}:\n\nHi."), crate::assistant_text("A short one.")]);
     }
 
     #[test]
@@ -599,10 +686,7 @@ mod tests {
         assert_eq!(mistake.problem, "prompt 'a' is declared more than once: give each prompt a name of its own");
         assert_eq!((mistake.at.file(), mistake.at.line()), (file!(), line));
         let twice = template("a", "A").argument(required("x", "X")).argument(optional("x", "X"));
-        assert_eq!(
-            check_templates(&[twice]).unwrap_err().problem,
-            "template of prompt 'a' declares argument 'x' twice"
-        );
+        assert_eq!(check_templates(&[twice]).unwrap_err().problem, "template of prompt 'a' declares argument 'x' twice");
         assert_eq!(check_templates(&[summarize(), template("b", "B")]), Ok(()));
     }
 
@@ -728,9 +812,6 @@ mod tests {
             let name = format!("x{index}");
             template.argument(optional(&name, "X")).ask_for(&name, "X?")
         });
-        assert_eq!(
-            many.check(),
-            Err("template of prompt 'a' asks for 9 arguments, more than the 8 forms the host takes at once".into())
-        );
+        assert_eq!(many.check(), Err("template of prompt 'a' asks for 9 arguments, more than the 8 forms the host takes at once".into()));
     }
 }

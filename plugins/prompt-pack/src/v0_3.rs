@@ -18,6 +18,47 @@
 //! assert_eq!(source.kind, Some(ArgumentKind::Uri(UriKind { schemes: vec!["file".into()] })));
 //! ```
 //!
+//! Templates ([`TemplatePack`]) work on 0.3 too: their
+//! [`choices`](Template::choices) and [`default`](Template::default)s, and
+//! any kind an argument declares, are listed for the host to check,
+//! complete and hint at. Exported with the prompts whose missing required
+//! arguments the host asks the user for (WIT 0.3.1), the text below is
+//! asked for with a form when a client leaves it out:
+//!
+//! ```
+//! use prompt_pack::v0_3::*;
+//!
+//! struct Summaries;
+//!
+//! impl TemplatePack for Summaries {
+//!     fn templates() -> Vec<Template> {
+//!         vec![
+//!             template("summarize", "Asks for a summary of a text")
+//!                 .argument(required("text", "The text to summarize"))
+//!                 .argument(optional("length", "How long").choice(["short", "long"]).default("short"))
+//!                 .user("Write a {length} summary of this text:\n\n{text}"),
+//!         ]
+//!     }
+//! }
+//!
+//! impl DescribePack for Summaries {
+//!     fn describe() -> prompt_pack::PackInfo {
+//!         prompt_pack::cargo_pack_info!()
+//!     }
+//! }
+//!
+//! prompt_pack::v0_3::export_pack!(Summaries, asks_for_missing = ["summarize"]);
+//!
+//! let listed = <Summaries as Guest>::list_prompts();
+//! assert_eq!(listed[0].arguments[1].kind, Some(ArgumentKind::Choice(vec!["short".into(), "long".into()])));
+//! assert_eq!(listed[0].arguments[1].default.as_deref(), Some("short"));
+//! assert_eq!(<Summaries as AskingGuest>::prompts_that_ask(), ["summarize"]);
+//! // The host passes the default, and the text the user typed into its form:
+//! let arguments = vec![argument("text", "Hi."), argument("length", "short")];
+//! let answer = <Summaries as Guest>::get_prompt("summarize".into(), arguments, None).unwrap();
+//! assert_eq!(answer.into_reply().unwrap().messages, [user_text("Write a short summary of this text:\n\nHi.")]);
+//! ```
+//!
 //! The host refuses a value that is not of its argument's kind with
 //! -32602, and the pack is not called; it fills in defaults; it answers
 //! completions of choices and booleans itself, so `complete` sees only the
@@ -33,9 +74,38 @@ pub use crate::bindings_v0_3::exports::prompt_host::prompts::prompt_provider::{
     ArgumentKind, Guest, IntegerKind, NumberKind, PackInfo, Prompt, PromptArgument, TextKind, UriKind, WantedFolder, Wants,
 };
 
+/// The `asking` interface of WIT 0.3.1, which [`export_pack!`] implements
+/// from the prompts it is given.
+pub use crate::bindings_v0_3::exports::prompt_host::prompts::asking::Guest as AskingGuest;
+
 /// Exports a type implementing the 0.3 [`Guest`] as the pack's
-/// `prompt-provider`, WIT 0.3.
-pub use crate::bindings_v0_3::export_pack_v0_3 as export_pack;
+/// `prompt-provider`, WIT 0.3: `export_pack!(Pack);`.
+///
+/// To have the host ask the user for the missing required arguments of
+/// some prompts (WIT 0.3.1's `asking`), name them:
+/// `export_pack!(Pack, asks_for_missing = ["announce"]);`. When a request
+/// for one of them leaves required arguments out and the client can show
+/// forms, the host asks for them with a form built from their kinds, checks
+/// the answers, and calls `get_prompt` with them among the arguments, as if
+/// the client had passed them; a client that cannot show forms gets -32602,
+/// as for every other prompt.
+pub use crate::__export_pack_v0_3 as export_pack;
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __export_pack_v0_3 {
+    ($pack:ident) => {
+        $crate::__export_pack_v0_3!($pack, asks_for_missing = []);
+    };
+    ($pack:ident, asks_for_missing = [$($prompt:expr),* $(,)?]) => {
+        impl $crate::bindings_v0_3::exports::prompt_host::prompts::asking::Guest for $pack {
+            fn prompts_that_ask() -> ::std::vec::Vec<::std::string::String> {
+                ::std::vec![$(::std::string::ToString::to_string(&$prompt)),*]
+            }
+        }
+        $crate::bindings_v0_3::export_pack_v0_3!($pack);
+    };
+}
 
 prompt_builder!(Prompt, PromptArgument);
 
@@ -127,7 +197,7 @@ impl From<crate::PackInfo> for PackInfo {
             license: info.license,
             homepage: info.homepage,
             repository: info.repository,
-            wants: Wants { folders: Vec::new(), origins: Vec::new(), env: Vec::new() },
+            wants: Wants::nothing(),
         }
     }
 }
@@ -136,7 +206,7 @@ impl PackInfo {
     /// Asks to read a folder, which the pack then reads as `/<name>` if
     /// the operator grants it (`[plugins.PACK.grants.folders]`), saying why.
     pub fn folder(mut self, name: &str, why: &str) -> Self {
-        self.wants.folders.push(WantedFolder { name: name.to_string(), description: Some(why.to_string()) });
+        self.wants = self.wants.folder(name, why);
         self
     }
 
@@ -145,14 +215,39 @@ impl PackInfo {
     /// through `wasi:http/outgoing-handler`, if the operator grants it
     /// (`http = [...]` in `[plugins.PACK.grants]`).
     pub fn origin(mut self, origin: &str) -> Self {
-        self.wants.origins.push(origin.to_string());
+        self.wants = self.wants.origin(origin);
         self
     }
 
     /// Asks to read the environment value `name` (`std::env::var`), if
     /// the operator grants it (`[plugins.PACK.grants.env]`).
     pub fn env(mut self, name: &str) -> Self {
-        self.wants.env.push(name.to_string());
+        self.wants = self.wants.env(name);
+        self
+    }
+}
+
+impl Wants {
+    /// Asking to see nothing.
+    pub fn nothing() -> Wants {
+        Wants { folders: Vec::new(), origins: Vec::new(), env: Vec::new() }
+    }
+
+    /// Asks to read a folder, as [`PackInfo::folder`].
+    pub fn folder(mut self, name: &str, why: &str) -> Self {
+        self.folders.push(WantedFolder { name: name.to_string(), description: Some(why.to_string()) });
+        self
+    }
+
+    /// Asks to call an HTTP origin, as [`PackInfo::origin`].
+    pub fn origin(mut self, origin: &str) -> Self {
+        self.origins.push(origin.to_string());
+        self
+    }
+
+    /// Asks to read an environment value, as [`PackInfo::env`].
+    pub fn env(mut self, name: &str) -> Self {
+        self.env.push(name.to_string());
         self
     }
 }

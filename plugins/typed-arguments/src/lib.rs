@@ -1,11 +1,14 @@
-//! Test fixture (WIT 0.3): one prompt, `report`, with an argument of every
-//! kind. `get-prompt` echoes the arguments it was given, one `name=value`
-//! line each, sorted, so a test sees exactly what the host passed (defaults
-//! filled in, nothing refused reaching it); `complete` traps, so a
+//! Test fixture (WIT 0.3.1): two prompts with an argument of every kind.
+//! `report` refuses a request missing its required argument, as every
+//! prompt did before 0.3.1; `announce` opts in (through `asking`) to have
+//! the host ask for its missing arguments with a form. `get-prompt` echoes
+//! the arguments it was given, one `name=value` line each, sorted, so a
+//! test sees exactly what the host passed (defaults filled in, answers
+//! among them, nothing refused reaching it); `complete` traps, so a
 //! completion the host answers from a declaration shows it never ran. It
 //! wants a folder, an origin and a value, which nothing grants.
 
-wit_bindgen::generate!({ path: "../../wit/0.3", world: "prompt-pack" });
+wit_bindgen::generate!({ path: "../../wit/0.3", world: "prompt-pack-that-asks" });
 
 use exports::prompt_host::prompts::prompt_provider::*;
 
@@ -43,31 +46,47 @@ impl Guest for TypedArguments {
 
     fn list_prompts() -> Vec<Prompt> {
         let choice = ArgumentKind::Choice(vec!["formal".into(), "casual".into(), "friendly".into()]);
-        vec![Prompt {
-            name: "report".into(),
-            title: None,
-            description: None,
-            arguments: vec![
-                argument("tone", false, Some(choice), Some("formal"), &[]),
-                argument("count", true, Some(ArgumentKind::Integer(IntegerKind { min: Some(1), max: Some(10) })), None, &["3"]),
-                argument("ratio", false, Some(ArgumentKind::Number(NumberKind { min: Some(0.0), max: Some(1.0) })), None, &[]),
-                argument("verbose", false, Some(ArgumentKind::Boolean), None, &[]),
-                argument(
-                    "title",
-                    false,
-                    Some(ArgumentKind::Text(TextKind { max_length: Some(20), pattern: Some("[A-Za-z ]+".into()) })),
-                    None,
-                    &[],
-                ),
-                argument("source", false, Some(ArgumentKind::Uri(UriKind { schemes: vec!["https".into(), "file".into()] })), None, &[]),
-                argument("free", false, None, None, &[]),
-            ],
-            icons: Vec::new(),
-        }]
+        vec![
+            Prompt {
+                name: "report".into(),
+                title: None,
+                description: None,
+                arguments: vec![
+                    argument("tone", false, Some(choice), Some("formal"), &[]),
+                    argument("count", true, Some(ArgumentKind::Integer(IntegerKind { min: Some(1), max: Some(10) })), None, &["3"]),
+                    argument("ratio", false, Some(ArgumentKind::Number(NumberKind { min: Some(0.0), max: Some(1.0) })), None, &[]),
+                    argument("verbose", false, Some(ArgumentKind::Boolean), None, &[]),
+                    argument(
+                        "title",
+                        false,
+                        Some(ArgumentKind::Text(TextKind { max_length: Some(20), pattern: Some("[A-Za-z ]+".into()) })),
+                        None,
+                        &[],
+                    ),
+                    argument("source", false, Some(ArgumentKind::Uri(UriKind { schemes: vec!["https".into(), "file".into()] })), None, &[]),
+                    argument("free", false, None, None, &[]),
+                ],
+                icons: Vec::new(),
+            },
+            Prompt {
+                name: "announce".into(),
+                title: Some("Announce".into()),
+                description: Some("Writes an announcement".into()),
+                arguments: vec![
+                    argument("tone", true, Some(ArgumentKind::Choice(vec!["formal".into(), "casual".into()])), None, &[]),
+                    argument("count", true, Some(ArgumentKind::Integer(IntegerKind { min: Some(1), max: Some(10) })), None, &[]),
+                    argument("ratio", true, Some(ArgumentKind::Number(NumberKind { min: Some(0.0), max: Some(1.0) })), None, &[]),
+                    argument("urgent", true, Some(ArgumentKind::Boolean), None, &[]),
+                    argument("headline", true, Some(ArgumentKind::Text(TextKind { max_length: Some(40), pattern: None })), None, &[]),
+                    argument("channel", false, None, Some("general"), &[]),
+                ],
+                icons: Vec::new(),
+            },
+        ]
     }
 
     fn get_prompt(name: String, arguments: Vec<Argument>, _input: Option<Input>) -> Result<PromptAnswer, PromptError> {
-        if name != "report" {
+        if name != "report" && name != "announce" {
             return Err(PromptError::NotFound);
         }
         let mut lines: Vec<String> = arguments.into_iter().map(|argument| format!("{}={}", argument.name, argument.value)).collect();
@@ -80,6 +99,12 @@ impl Guest for TypedArguments {
 
     fn complete(_prompt: String, argument: String, _value: String, _context: Vec<Argument>) -> Result<Completion, PromptError> {
         panic!("complete ran for {argument}")
+    }
+}
+
+impl exports::prompt_host::prompts::asking::Guest for TypedArguments {
+    fn prompts_that_ask() -> Vec<String> {
+        vec!["announce".into()]
     }
 }
 

@@ -3,7 +3,7 @@
 //! Build it with `cargo build --release`; the pack is
 //! target/wasm32-wasip2/release/{{name}}.wasm. See README.md.
 
-use prompt_pack::v0_2::*;
+use prompt_pack::v0_3::*;
 
 struct Pack;
 
@@ -12,12 +12,11 @@ impl TemplatePack for Pack {
         vec![
             template("summarize", "Asks for a summary of a text")
                 .title("Summarize text")
-                // Left out, the text is asked for: the client shows the user a form.
-                .argument(optional("text", "The text to summarize"))
-                .ask_for("text", "What text should be summarized?")
-                .argument(optional("length", "short, medium or long"))
-                .default("length", "short")
-                .choices("length", &["short", "medium", "long"])
+                // Left out, the text is asked for: the host shows the user a
+                // form (this prompt is named in export_pack! below).
+                .argument(required("text", "The text to summarize"))
+                // One of three, short unless given: the host checks and completes it.
+                .argument(optional("length", "How long the summary is").choice(["short", "medium", "long"]).default("short"))
                 .user("Write a {length} summary of this text:\n\n{text}"),
         ]
     }
@@ -26,20 +25,23 @@ impl TemplatePack for Pack {
 /// What the pack says it is (`prompt-host inspect` shows it): the name,
 /// version, description and the rest of Cargo.toml's [package].
 impl DescribePack for Pack {
-    fn describe() -> PackInfo {
-        // A pack sees nothing of the machine. One on WIT 0.3 (prompt_pack::v0_3,
-        // implementing its Guest; this SDK's templates are 0.2) may ask to see
-        // a folder, call an origin or read a value, which the operator grants
-        // in [plugins.NAME.grants]:
-        //     PackInfo::from(prompt_pack::cargo_pack_info!())
-        //         .folder("logs", "the log files to summarize")   // read as /logs
-        //         .origin("https://api.example.com/v1/")           // through wasi:http
-        //         .env("API_TOKEN")                                 // std::env::var
+    fn describe() -> prompt_pack::PackInfo {
         prompt_pack::cargo_pack_info!()
     }
+
+    // A pack sees nothing of the machine. It may ask to see a folder, call
+    // an origin or read a value, which the operator grants in
+    // [plugins.NAME.grants]:
+    //     fn wants() -> Wants {
+    //         Wants::nothing()
+    //             .folder("logs", "the log files to summarize") // read as /logs
+    //             .origin("https://api.example.com/v1/")         // through wasi:http
+    //             .env("API_TOKEN")                               // std::env::var
+    //     }
 }
 
-prompt_pack::v0_2::export_pack!(Pack);
+// `summarize` has the host ask for its missing required arguments.
+prompt_pack::v0_3::export_pack!(Pack, asks_for_missing = ["summarize"]);
 
 // The functions the host calls are plain Rust: test them natively with
 // cargo test --target "$(rustc -vV | sed -n 's/^host: //p')"
@@ -54,27 +56,23 @@ mod tests {
 
     #[test]
     fn summaries_are_short_unless_asked() {
-        let answer = Pack::get_prompt("summarize".into(), vec![argument("text", "Some text.")], None).unwrap();
-        let reply = answer.into_reply().unwrap();
+        // The host fills in the default before it calls the pack.
+        let arguments = vec![argument("text", "Some text."), argument("length", "short")];
+        let reply = Pack::get_prompt("summarize".into(), arguments, None).unwrap().into_reply().unwrap();
         assert_eq!(reply.messages, [user_text("Write a short summary of this text:\n\nSome text.")]);
     }
 
     #[test]
     fn the_length_is_one_of_three() {
-        let arguments = vec![argument("text", "Some text."), argument("length", "huge")];
-        assert_eq!(
-            Pack::get_prompt("summarize".into(), arguments, None),
-            Err(PromptError::InvalidArguments("argument 'length' must be one of: short, medium, long".into()))
-        );
+        let listed = Pack::list_prompts();
+        let length = &listed[0].arguments[1];
+        assert_eq!(length.kind, Some(ArgumentKind::Choice(vec!["short".into(), "medium".into(), "long".into()])));
+        assert_eq!(length.default.as_deref(), Some("short"));
     }
 
     #[test]
-    fn a_text_left_out_is_asked_for() {
-        let asked = Pack::get_prompt("summarize".into(), vec![], None).unwrap().into_input_required().unwrap();
-        assert_eq!(asked.forms[0].message, "What text should be summarized?");
-        // The host calls again with what the user filled in.
-        let input = answers([accepted("text", [("text", "Asked text.")])]);
-        let reply = Pack::get_prompt("summarize".into(), vec![], Some(input)).unwrap().into_reply().unwrap();
-        assert_eq!(reply.messages, [user_text("Write a short summary of this text:\n\nAsked text.")]);
+    fn a_text_left_out_is_asked_for_by_the_host() {
+        assert_eq!(<Pack as AskingGuest>::prompts_that_ask(), ["summarize"]);
+        assert!(Pack::list_prompts()[0].arguments[0].required);
     }
 }
