@@ -742,9 +742,10 @@ pub async fn sign(
     let client = RegistryClient::new(config.registry.clone())?;
     let digest = client.resolve(&reference).await?;
     let repository = format!("{}/{}", reference.registry(), reference.repository());
-    let (payload, signature) = signature::sign(&repository, &digest, &key, password)
+    let made = signature::sign(&repository, &digest, &key, password)
         .map_err(|error| InstallError::Signing { key: key_file.display().to_string(), error })?;
-    client.push_signature(&reference, &digest, &payload, &signature).await?;
+    let same_key = |existing: &str| made.is_by_the_same_key(existing);
+    client.push_signature(&reference, &digest, &made.payload, &made.signature, &same_key).await?;
     Ok(Signed { digest, repository })
 }
 

@@ -291,6 +291,7 @@ struct Signed {
     site: Site,
     key: PathBuf,
     other_key: PathBuf,
+    other_public: PathBuf,
     _storage: tempfile::TempDir,
 }
 
@@ -305,7 +306,8 @@ impl Signed {
         std::fs::copy(made["public"].as_str().unwrap(), site.path("cosign.pub")).unwrap();
         let key = PathBuf::from(made["private"].as_str().unwrap());
         let other_key = PathBuf::from(other["private"].as_str().unwrap());
-        Signed { registry, site, key, other_key, _storage: storage }
+        let other_public = PathBuf::from(other["public"].as_str().unwrap());
+        Signed { registry, site, key, other_key, other_public, _storage: storage }
     }
 
     /// Publishes `plugin` at `repository:tag` and signs it with `key`, with
@@ -691,7 +693,16 @@ fn a_pack_signed_by_prompt_host_sign_with_a_cosign_key_verifies_here_and_with_op
     let wrong_password =
         prompt_host_with(&["sign", &at_digest, "--key", cosign_key, "--config", &site.config()], &[("COSIGN_PASSWORD", "wrong")]);
     assert_eq!(wrong_password.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&wrong_password.stderr).contains(&format!("error: {cosign_key}: cannot read the signing key")));
+    assert_eq!(
+        String::from_utf8_lossy(&wrong_password.stderr).trim(),
+        format!("error: {cosign_key}: the key did not decrypt with the password in COSIGN_PASSWORD: a wrong password, or a damaged file")
+    );
+    let no_password = prompt_host_with(&["sign", &at_digest, "--key", cosign_key, "--config", &site.config()], &[]);
+    assert_eq!(no_password.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&no_password.stderr).trim(),
+        format!("error: {cosign_key}: the key is encrypted: set COSIGN_PASSWORD to its password")
+    );
 
     // A tag may have moved since it was published: signed only when asked for.
     let by_tag =
@@ -757,6 +768,52 @@ fn a_pack_signed_by_prompt_host_sign_with_a_cosign_key_verifies_here_and_with_op
         .output()
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&verified.stdout).trim(), "Verified OK");
+}
+
+#[test]
+fn a_second_signer_adds_a_signature_beside_the_first_and_a_key_that_signs_again_replaces_its_own() {
+    let signed = Signed::new();
+    let (reference, digest) = signed.publish_signed("code_review", "acme/two-signers", "1", None, &[]);
+    let at_digest = format!("{}@{digest}", signed.registry.reference("acme/two-signers"));
+    let sign = |key: &Path| {
+        let output = prompt_host_with(&["sign", &at_digest, "--key", key.to_str().unwrap(), "--config", &signed.site.config()], &[]);
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    };
+    let address = &signed.registry.address;
+    let layers = || {
+        let sig_tag = format!("{}.sig", digest.replace(':', "-"));
+        let manifest = Command::new("curl")
+            .args(["-sf", "-H", "Accept: application/vnd.oci.image.manifest.v1+json"])
+            .arg(format!("http://{address}/v2/acme/two-signers/manifests/{sig_tag}"))
+            .output()
+            .unwrap();
+        let manifest: Value = serde_json::from_slice(&manifest.stdout).unwrap();
+        manifest["layers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|layer| layer["annotations"]["dev.cosignproject.cosign/signature"].clone())
+            .collect::<Vec<_>>()
+    };
+    // An author signs, then a release team: both signatures stay.
+    sign(&signed.key);
+    sign(&signed.other_key);
+    let both = layers();
+    assert_eq!(both.len(), 2, "{both:?}");
+    // The author signs again: its signature is replaced, the team's kept.
+    sign(&signed.key);
+    let again = layers();
+    assert_eq!(again.len(), 2, "{again:?}");
+    assert_eq!(again[0], both[1], "the other key's signature is kept");
+    assert_ne!(again[1], both[0], "the same key's earlier signature is replaced by its new one");
+
+    // A site trusting either key installs the pack, signed by the key it trusts.
+    let said = signed.site.ok("add", &[&reference]);
+    assert!(said.contains("signed by cosign.pub"), "{said}");
+    let other_site = Site::new(&format!("{}[signatures]\nrequire = true\npublic_keys = [\"team.pub\"]\n", plain(&signed.registry)));
+    std::fs::copy(&signed.other_public, other_site.path("team.pub")).unwrap();
+    let said = other_site.ok("add", &[&reference]);
+    assert!(said.contains("signed by team.pub"), "{said}");
 }
 
 #[test]

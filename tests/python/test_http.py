@@ -7,6 +7,7 @@ import pytest
 
 from mcp import Client, ClientSession
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.types import PromptReference
 
@@ -116,12 +117,37 @@ async def test_the_sdk_client_connects_with_a_bearer_token(tmp_path):
     token_file = tmp_path / "token"
     token_file.write_text("s3cret-token\n")
     with http_server(["code_review"], "--auth-token-file", str(token_file)) as (url, _):
-        # As the README shows: the token rides on the HTTP client handed to the transport.
-        async with httpx2.AsyncClient(headers={"Authorization": "Bearer s3cret-token"}) as http, \
+        # As the README shows: the token rides on the SDK's HTTP client handed to the transport.
+        async with create_mcp_http_client(headers={"Authorization": "Bearer s3cret-token"}) as http, \
                 streamable_http_client(url, http_client=http) as (read, write), \
                 ClientSession(read, write) as session:
             await session.initialize()
             assert [p.name for p in (await session.list_prompts()).prompts] == ["code_review"]
+
+
+@pytest.mark.anyio
+async def test_a_client_made_as_the_readme_says_still_hears_list_changed_after_the_keep_alive(tmp_path):
+    # The README's way (the SDK's own HTTP client, with the token): its read
+    # timeout outlasts the 15 s between keep-alives on an idle event stream,
+    # so a change 17 s after the session opened still reaches it.
+    token_file = tmp_path / "token"
+    token_file.write_text("s3cret-token\n")
+    with http_server(["code_review"], "--auth-token-file", str(token_file)) as (url, plugin_dir):
+        heard = anyio.Event()
+
+        async def on_message(message):
+            if getattr(message, "method", None) == "notifications/prompts/list_changed":
+                heard.set()
+
+        async with create_mcp_http_client(headers={"Authorization": "Bearer s3cret-token"}) as http, \
+                streamable_http_client(url, http_client=http) as (read, write), \
+                ClientSession(read, write, message_handler=on_message) as session:
+            await session.initialize()
+            await anyio.sleep(17)
+            install(plugin_dir, "media_prompts")
+            with anyio.fail_after(10):
+                await heard.wait()
+            assert len((await session.list_prompts()).prompts) == 3
 
 
 def test_a_body_over_the_cap_gets_413():

@@ -651,29 +651,45 @@ impl RegistryClient {
 
     /// Stores `signature` of `payload` (cosign's simple signing, naming
     /// `digest`) where cosign does: as a layer of the manifest tagged
-    /// `sha256-<hex>.sig`, beside the signatures already there.
+    /// `sha256-<hex>.sig`, beside the signatures already there (an author's
+    /// and a release team's, or an old key's and a new one's, side by side).
+    /// A signature of the same payload for which `replaces` says yes (one
+    /// the same key made before) is replaced, not repeated.
     pub async fn push_signature(
         &self,
         reference: &PackReference,
         digest: &str,
         payload: &[u8],
         signature: &str,
+        replaces: &(dyn Fn(&str) -> bool + Sync),
     ) -> Result<(), DistributionError> {
         let tag = format!("{}.sig", digest.replace(':', "-"));
         let target = reference.at_tag(&tag);
         let shown = PackReference(target.clone());
-        self.within_deadline("signing", &shown, self.push_signature_at(&target, payload, signature)).await
+        self.within_deadline("signing", &shown, self.push_signature_at(&target, payload, signature, replaces)).await
     }
 
-    async fn push_signature_at(&self, target: &Reference, payload: &[u8], signature: &str) -> Result<(), DistributionError> {
+    async fn push_signature_at(
+        &self,
+        target: &Reference,
+        payload: &[u8],
+        signature: &str,
+        replaces: &(dyn Fn(&str) -> bool + Sync),
+    ) -> Result<(), DistributionError> {
         let token = self.sign_in(target, Access::Push).await?;
         let mut layers = match self.fetch_manifest(target, &token, MANIFEST_ACCEPT).await? {
             Some(existing) => serde_json::from_slice::<OciImageManifest>(&existing).map(|manifest| manifest.layers).unwrap_or_default(),
             None => Vec::new(),
         };
         let payload_digest = sha256_digest(payload);
-        layers.retain(|layer| layer.digest != payload_digest);
-        layers.truncate(MAX_SIGNATURES - 1);
+        let replaced = |layer: &OciDescriptor| {
+            let existing = layer.annotations.as_ref().and_then(|annotations| annotations.get(COSIGN_SIGNATURE_ANNOTATION));
+            layer.digest == payload_digest && existing.is_some_and(|existing| existing == signature || replaces(existing))
+        };
+        layers.retain(|layer| !replaced(layer));
+        // The newest are kept: the oldest go first when the manifest is full.
+        let excess = (layers.len() + 1).saturating_sub(MAX_SIGNATURES);
+        layers.drain(..excess);
         self.push_blob(target, &token, payload, &payload_digest).await?;
         layers.push(OciDescriptor {
             media_type: SIMPLE_SIGNING_MEDIA_TYPE.to_string(),

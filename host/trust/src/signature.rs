@@ -342,12 +342,34 @@ fn docker_hub_as_one(repository: &str) -> &str {
     }
 }
 
+/// A signature [`sign`] made: the simple-signing payload, the signature
+/// (base64), and the public key that checks it.
+pub struct MadeSignature {
+    /// The simple-signing payload signed.
+    pub payload: Vec<u8>,
+    /// The signature, base64, as cosign stores it.
+    pub signature: String,
+    public_key_pem: String,
+}
+
+impl MadeSignature {
+    /// Whether `signature` (base64), of this same payload, was made with the
+    /// same key: one this key made before, which the new one replaces
+    /// (another key's signature stays beside it).
+    pub fn is_by_the_same_key(&self, signature: &str) -> bool {
+        CosignVerificationKey::try_from_pem(self.public_key_pem.as_bytes())
+            .and_then(|verifier| verifier.verify_signature(Signature::Base64Encoded(signature.as_bytes()), &self.payload))
+            .is_ok()
+    }
+}
+
 /// A signature made as cosign makes one: of the simple-signing payload that
 /// names `manifest_digest` in the repository `docker_reference`
 /// (`registry/repository`), with the private key `key_pem` (as
-/// [`signing_key`] reads it). Returns the payload and the base64 signature.
-pub fn sign(docker_reference: &str, manifest_digest: &str, key_pem: &[u8], password: &[u8]) -> Result<(Vec<u8>, String), String> {
+/// [`signing_key`] reads it).
+pub fn sign(docker_reference: &str, manifest_digest: &str, key_pem: &[u8], password: &[u8]) -> Result<MadeSignature, String> {
     let keys = signing_key(key_pem, password)?;
+    let public_key_pem = keys.public_key_to_pem().map_err(|error| format!("cannot read the signing key's public key: {error}"))?;
     let signer = keys
         .to_sigstore_signer(&SigningScheme::ECDSA_P256_SHA256_ASN1)
         .map_err(|error| format!("the signing key is not an ECDSA P-256 key: {error}"))?;
@@ -362,7 +384,7 @@ pub fn sign(docker_reference: &str, manifest_digest: &str, key_pem: &[u8], passw
     .expect("a JSON value serializes");
     let signature = signer.sign(&payload).map_err(|error| format!("cannot sign: {error}"))?;
     use base64::Engine as _;
-    Ok((payload, base64::engine::general_purpose::STANDARD.encode(signature)))
+    Ok(MadeSignature { payload, signature: base64::engine::general_purpose::STANDARD.encode(signature), public_key_pem })
 }
 
 /// The PEM labels of the private keys [`signing_key`] reads.
@@ -386,12 +408,15 @@ pub fn signing_key(key_pem: &[u8], password: &[u8]) -> Result<SigStoreKeyPair, S
         let der = key?.to_pkcs8_der().map_err(|error| unreadable(&error))?;
         SigStoreKeyPair::from_der(der.as_bytes()).map_err(|error| unreadable(&error))
     };
+    // An encrypted key that does not open: the likely reason first.
+    let not_decrypted = || match password.is_empty() {
+        true => "the key is encrypted: set COSIGN_PASSWORD to its password".to_string(),
+        false => "the key did not decrypt with the password in COSIGN_PASSWORD: a wrong password, or a damaged file".to_string(),
+    };
     if COSIGN_KEY_LABELS.iter().any(|cosign| label(cosign)) {
-        SigStoreKeyPair::from_encrypted_pem(key_pem, password).map_err(|error| unreadable(&error))
+        SigStoreKeyPair::from_encrypted_pem(key_pem, password).map_err(|_| not_decrypted())
     } else if label(PKCS8_ENCRYPTED_LABEL) {
-        let key = p256::SecretKey::from_pkcs8_encrypted_pem(text, password).map_err(|error| {
-            unreadable(&format!("{error} (an encrypted PKCS#8 key of ECDSA P-256, with its password in COSIGN_PASSWORD)"))
-        });
+        let key = p256::SecretKey::from_pkcs8_encrypted_pem(text, password).map_err(|_| not_decrypted());
         from_p256(key)
     } else if label(SEC1_LABEL) {
         // Only the key's block: openssl writes an EC PARAMETERS block before it unless -noout.
