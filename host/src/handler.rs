@@ -93,7 +93,12 @@ impl Asking {
     /// How the client of `context`, in the session that ends with
     /// `session_ended`, can be asked.
     fn of(context: &RequestContext<RoleServer>, session_ended: &CancellationToken) -> Asking {
-        let elicitation = context.client_capabilities().is_some_and(|capabilities| capabilities.elicitation.is_some());
+        // Forms: declared as `form`, or as an empty `elicitation` (which
+        // means form); a client that declared only `url` cannot fill one in.
+        let elicitation = context
+            .client_capabilities()
+            .and_then(|capabilities| capabilities.elicitation)
+            .is_some_and(|elicitation| elicitation.form.is_some() || elicitation.url.is_none());
         match (is_2026_07_28_or_later(context), elicitation) {
             (true, true) => Asking::InputRequired,
             (true, false) => Asking::Cannot("the client did not declare the elicitation capability"),
@@ -269,6 +274,20 @@ impl PromptServer {
         // sends again with every round; what the host adds (answers to its
         // form, defaults) goes after them. Made only where a state is opened
         // or sealed: most calls need none.
+        let missing = |arguments: &[provider::Argument]| -> Vec<String> {
+            entry
+                .required_arguments()
+                .filter(|required| !arguments.iter().any(|argument| argument.name == *required))
+                .map(str::to_string)
+                .collect()
+        };
+        let asks_for_missing = entry.typed.as_ref().is_some_and(|typed| typed.asks_for_missing);
+        if !asks_for_missing {
+            let missing = missing(&arguments);
+            if !missing.is_empty() {
+                return Err(RequestError::MissingArguments { prompt: request.name, missing });
+            }
+        }
         let sent = arguments.len();
         let binding = |arguments: &[provider::Argument]| Binding::new(principal, plugin.digest(), &request.name, &arguments[..sent]);
         // A retry: the forms sealed in the state, and the arguments answered
@@ -284,7 +303,7 @@ impl PromptServer {
             answered = forms.carried();
             match forms.answers(request.input_responses.as_ref()).map_err(input_error)? {
                 Answers::Complete(answers) if forms.is_for_arguments() => {
-                    answered.extend(input::answered_arguments(&answers, plugin.limits()).map_err(input_error)?);
+                    answered.extend(input::answered_arguments(&answers));
                     asked_for_arguments = true;
                 }
                 Answers::Complete(answers) => input = Some(answers),
@@ -292,14 +311,14 @@ impl PromptServer {
             }
         }
         add_answered(&mut arguments, &answered);
-        let missing = |arguments: &[provider::Argument]| -> Vec<String> {
-            entry
-                .required_arguments()
-                .filter(|required| !arguments.iter().any(|argument| argument.name == *required))
-                .map(str::to_string)
-                .collect()
-        };
         if !missing(&arguments).is_empty() {
+            // The values the client did pass are checked first: no form for
+            // a request that would be refused anyway.
+            if let Some(typed) = &entry.typed {
+                typed
+                    .apply(&mut arguments.clone())
+                    .map_err(|refused| RequestError::InvalidArgument { prompt: request.name.clone(), refused })?;
+            }
             // The host's form for them, if the prompt asks for its missing
             // arguments (0.3.1), the client can be asked and has not just
             // declined it; else -32602, as for every other prompt.
@@ -312,13 +331,10 @@ impl PromptServer {
                 if let Asking::InputRequired = &asking {
                     return Ok(GetPromptResponse::InputRequired(self.seal.ask(&form.carrying(&answered), &binding(&arguments))));
                 }
-                let responses = self
-                    .ask_now(&request.name, &asking, &form, |why| {
-                        input_error(InputError::CannotAsk { needed: form.describe(), why, skip: String::new() })
-                    })
-                    .await?;
+                let cannot_ask = |why| input_error(cannot_ask(entry, &form, why));
+                let responses = self.ask_now(&request.name, &asking, &form, cannot_ask).await?;
                 if let Answers::Complete(answers) = form.answers(Some(&responses)).map_err(input_error)? {
-                    answered = input::answered_arguments(&answers, plugin.limits()).map_err(input_error)?;
+                    answered = input::answered_arguments(&answers);
                     add_answered(&mut arguments, &answered);
                 }
             }
@@ -355,19 +371,11 @@ impl PromptServer {
                     }
                 }
             };
-            let cannot_ask = |why| {
-                // Fields the prompt also takes as arguments: given those, it need not ask.
-                let declared: Vec<&str> = entry.prompt.arguments.iter().flatten().map(|argument| argument.name.as_str()).collect();
-                let arguments: Vec<String> =
-                    asked.field_names().filter(|field| declared.contains(field)).map(|field| format!("{field}=...")).collect();
-                let skip = match arguments.len() {
-                    0 => String::new(),
-                    1 => format!("; or give the argument {} instead, which skips the form", arguments[0]),
-                    _ => format!("; or give the arguments {} instead, which skips the forms", arguments.join(" ")),
-                };
-                input_error(InputError::CannotAsk { needed: asked.describe(), why, skip })
-            };
+            let cannot_ask = |why| input_error(cannot_ask(entry, &asked, why));
             if let Asking::InputRequired = &asking {
+                // The arguments answered through the host's form ride along
+                // to the next round, sealed: bounded as a form is.
+                input::check_carried(&answered, plugin.limits()).map_err(input_error)?;
                 return Ok(GetPromptResponse::InputRequired(self.seal.ask(&asked.carrying(&answered), &binding(&arguments))));
             }
             rounds += 1;
@@ -389,7 +397,13 @@ impl PromptServer {
         let typed = entry.typed.as_ref().filter(|typed| typed.asks_for_missing)?;
         let prompt = plugin.prompts().iter().find(|prompt| prompt.name == entry.declared_name)?;
         let missing: Vec<&str> = missing.iter().map(String::as_str).collect();
-        Some(Forms::for_missing_arguments(&typed.form_for_missing(prompt, &entry.prompt.name, &missing)))
+        let form = typed.form_for_missing(prompt, &entry.prompt.name, &missing);
+        // Checked at load with the declared name; the served one may be longer.
+        if let Err(problem) = crate::validate::input_required(&form, plugin.limits()) {
+            tracing::debug!(prompt = %entry.prompt.name.escape_debug(), problem = %problem.escape_debug(), "no form for the missing arguments");
+            return None;
+        }
+        Some(Forms::for_missing_arguments(&form))
     }
 
     /// Asks the client for `forms` now, as `asking` allows (elicitation
@@ -777,6 +791,20 @@ async fn forward_list_changes<E, Sent>(
             }
         }
     }
+}
+
+/// Why `forms` cannot be asked for (`why`), naming what the prompt needs,
+/// and the arguments that would do instead (fields the prompt also takes as
+/// arguments: given those, it need not ask).
+fn cannot_ask(entry: &crate::catalog::Entry, forms: &Forms, why: &'static str) -> InputError {
+    let declared: Vec<&str> = entry.prompt.arguments.iter().flatten().map(|argument| argument.name.as_str()).collect();
+    let arguments: Vec<String> = forms.field_names().filter(|field| declared.contains(field)).map(|field| format!("{field}=...")).collect();
+    let skip = match arguments.len() {
+        0 => String::new(),
+        1 => format!("; or give the argument {} instead, which skips the form", arguments[0]),
+        _ => format!("; or give the arguments {} instead, which skips the forms", arguments.join(" ")),
+    };
+    InputError::CannotAsk { needed: forms.describe(), why, skip }
 }
 
 /// Adds the arguments the user gave through the host's form to the

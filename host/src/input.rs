@@ -524,11 +524,10 @@ pub async fn elicit(
 
 /// The arguments the user gave through the host's form for missing
 /// arguments, as argument values (`arguments::argument_value`); none when
-/// the user declined or cancelled it. Their names and values are at most
-/// `max_form_bytes` in all, as JSON writes them: they may travel on, sealed
-/// in the state of a later round.
-pub fn answered_arguments(input: &v2::Input, limits: &Limits) -> Result<Vec<provider::Argument>, InputError> {
-    let answered: Vec<provider::Argument> = input
+/// the user declined or cancelled it. They count with the client's against
+/// `max_argument_kib`, as arguments do.
+pub fn answered_arguments(input: &v2::Input) -> Vec<provider::Argument> {
+    input
         .answers
         .iter()
         .flat_map(|answer| match &answer.response {
@@ -536,12 +535,19 @@ pub fn answered_arguments(input: &v2::Input, limits: &Limits) -> Result<Vec<prov
             _ => &[],
         })
         .map(|field| provider::Argument { name: field.name.clone(), value: crate::arguments::argument_value(&field.value) })
-        .collect();
+        .collect()
+}
+
+/// Checks that the arguments answered through the host's form can ride
+/// along, sealed, into the next round of a 2026-07-28 request (when the
+/// pack asks for more): their names and values, as JSON writes them, at
+/// most `max_form_bytes` in all.
+pub fn check_carried(answered: &[provider::Argument], limits: &Limits) -> Result<(), InputError> {
     let bytes: usize = answered.iter().map(|argument| json_escaped_len(&argument.name) + json_escaped_len(&argument.value)).sum();
-    if bytes > limits.max_form_bytes {
-        return Err(InputError::AnswersTooLarge { bytes, limit: limits.max_form_bytes });
+    match bytes > limits.max_form_bytes {
+        true => Err(InputError::AnswersTooLarge { bytes, limit: limits.max_form_bytes }),
+        false => Ok(()),
     }
-    Ok(answered)
 }
 
 /// The client's answers to the forms asked for.
@@ -743,8 +749,8 @@ pub enum InputError {
     #[error("it asked for input {MAX_ELICITATION_ROUNDS} times in one request, the most the host asks")]
     TooManyRounds,
     #[error(
-        "the answers to the form for its missing arguments are {bytes} bytes, more than the limit of {limit} \
-         (max_form_kib)"
+        "it asks for more input, and the answers to the form for its missing arguments are {bytes} bytes, more than \
+         the limit of {limit} (max_form_kib) that rides along to the next round: pass them as arguments instead"
     )]
     AnswersTooLarge { bytes: usize, limit: usize },
     /// Over HTTP, an elicitation holds its request's connection as a
@@ -902,6 +908,15 @@ mod tests {
         assert!(state.len() <= sealed_state_bound(&limits), "{} > {}", state.len(), sealed_state_bound(&limits));
         let pairs = |arguments: Vec<provider::Argument>| arguments.into_iter().map(|a| (a.name, a.value)).collect::<Vec<_>>();
         assert_eq!(pairs(seal().open(&state, &binding(), &limits).unwrap().carried()), pairs(answered));
+    }
+
+    #[test]
+    fn answers_carried_to_a_later_round_are_bounded_as_json() {
+        let limits = Limits { max_form_bytes: 10, ..Limits::default() };
+        let argument = |value: &str| provider::Argument { name: "a".into(), value: value.into() };
+        assert_eq!(check_carried(&[argument("123456789")], &limits), Ok(()));
+        // A newline is two bytes in JSON: 11 in all.
+        assert_eq!(check_carried(&[argument("12345678\n")], &limits), Err(InputError::AnswersTooLarge { bytes: 11, limit: 10 }));
     }
 
     #[test]

@@ -85,14 +85,16 @@ fn a_2026_client_is_asked_for_the_missing_arguments_with_a_form_of_their_kinds()
         "{refused}"
     );
 
-    // The answers travel sealed in later rounds: at most max_form_kib of them.
+    // A long answer is an argument like any other: its kind refuses it.
     let long = "x".repeat(70_000);
     let answers = accept(json!({ "count": 3, "ratio": 0.5, "urgent": true, "headline": long }));
     let refused = retry(&mut server, json!({ "tone": "casual" }), answers, state);
-    assert_eq!(
-        refused["error"]["message"],
-        "prompt 'announce': the answers to the form for its missing arguments are 70032 bytes, more than the limit of 65536 \
-         (max_form_kib)"
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("prompt 'announce': argument 'headline' must be text of at most 40 characters, not \"xxx"),
+        "{refused}"
     );
 
     // Declined: the arguments are still missing, and the host does not ask again.
@@ -111,6 +113,46 @@ fn a_2026_client_is_asked_for_the_missing_arguments_with_a_form_of_their_kinds()
     let moved = retry(&mut server, json!({ "tone": "formal" }), answers, state);
     assert_eq!(moved["error"]["code"], -32602, "{moved}");
     assert!(moved["error"]["message"].as_str().unwrap().contains("the requestState was not issued by this server"), "{moved}");
+}
+
+#[test]
+fn the_answers_to_the_hosts_form_ride_along_sealed_when_the_pack_then_asks_for_more() {
+    let (_dir, mut server) = serve(&["typed_arguments"]);
+    let get = |server: &mut Server, extra: Value| {
+        let mut params = json!({ "name": "confirm", "arguments": {}, "_meta": support::elicitation_2026() });
+        params.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        server.result("prompts/get", params)
+    };
+    // Round 1: the host's form for `tone`.
+    let first = get(&mut server, json!({}));
+    assert_eq!(first["inputRequests"]["arguments"]["params"]["message"], "The prompt confirm needs: tone", "{first}");
+    // Round 2: the client sends its own arguments again (none), the state and
+    // the answer; the pack, given tone, asks for more: its own form.
+    let answers = json!({ "arguments": { "action": "accept", "content": { "tone": "casual" } } });
+    let second = get(&mut server, json!({ "inputResponses": answers, "requestState": first["requestState"] }));
+    assert_eq!(second["inputRequests"]["sure"]["params"]["message"], "Sure?", "{second}");
+    // Round 3: the pack's answer; `tone` came along in the state, not from the client.
+    let answers = json!({ "sure": { "action": "accept", "content": { "sure": true } } });
+    let third = get(&mut server, json!({ "inputResponses": answers, "requestState": second["requestState"] }));
+    assert_eq!(third["resultType"], "complete", "{third}");
+    assert_eq!(only_text(&third), "sure=true\ntone=casual");
+    // A state of round 2 is the pack's form: answering it as the host's is no answer, so it is asked again.
+    let wrong = json!({ "arguments": { "action": "accept", "content": { "tone": "formal" } } });
+    let again = get(&mut server, json!({ "inputResponses": wrong, "requestState": second["requestState"] }));
+    assert_eq!(again["inputRequests"], second["inputRequests"], "{again}");
+}
+
+#[test]
+fn values_the_client_passed_are_checked_before_any_form_and_a_url_only_client_is_not_asked() {
+    let (_dir, mut server) = serve(&["typed_arguments"]);
+    // A bad `count` is refused at once, though `headline` and others are missing.
+    let refused =
+        server.error("prompts/get", json!({ "name": "announce", "arguments": { "count": "99" }, "_meta": support::elicitation_2026() }));
+    assert_eq!(refused["message"], "prompt 'announce': argument 'count' must be an integer from 1 to 10, not \"99\"");
+    // A client that declared only URL elicitation cannot fill in a form.
+    let url_only = support::meta_2026(json!({ "elicitation": { "url": {} } }));
+    let missing = server.error("prompts/get", json!({ "name": "announce", "arguments": {}, "_meta": url_only }));
+    assert_eq!(missing["message"], "prompt 'announce' is missing required arguments: tone, count, ratio, urgent, headline");
 }
 
 #[test]

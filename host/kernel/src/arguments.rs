@@ -162,6 +162,8 @@ pub fn argument_value(value: &provider_v0_2::FieldValue) -> String {
     match value {
         provider_v0_2::FieldValue::String(text) => text.clone(),
         provider_v0_2::FieldValue::Integer(integer) => integer.to_string(),
+        // A whole number as the user typed it (`1`, not `1.0`).
+        provider_v0_2::FieldValue::Number(number) if number.fract() == 0.0 && number.abs() < 1e15 => (*number as i64).to_string(),
         provider_v0_2::FieldValue::Number(number) => {
             serde_json::Number::from_f64(*number).map_or_else(|| number.to_string(), |number| number.to_string())
         }
@@ -511,6 +513,16 @@ fn listed(choices: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_form_answer_becomes_the_argument_value_a_client_would_write() {
+        use provider_v0_2::FieldValue;
+        let values = [FieldValue::Number(1.0), FieldValue::Number(-0.5), FieldValue::Number(1e300), FieldValue::Integer(-7)];
+        let written: Vec<String> = values.iter().map(argument_value).collect();
+        assert_eq!(written, ["1", "-0.5", "1e+300", "-7"]);
+        assert_eq!(argument_value(&FieldValue::Boolean(true)), "true");
+        assert_eq!(argument_value(&FieldValue::String("a \"b\"".into())), "a \"b\"");
+    }
 
     fn declared(kind: Kind) -> Declared {
         Declared { name: "a".into(), required: false, kind: Some(kind), default: None, examples: Vec::new() }

@@ -219,8 +219,8 @@ declare_limits! {
     /// of the answers to the form the host builds for missing arguments
     /// (0.3.1), which travel sealed in later rounds.
     max_form_bytes: usize = 64 KiB as max_form_kib, 1..=MAX_MIB << 10;
-    table: "bytes of the forms of one input-required answer (0.2 packs), **on the wire**; of the answers to the host's form for missing arguments (0.3.1 packs), as JSON"
-        => "-32603 `... returned an invalid reply ...: its forms are 70000 bytes, more than the limit of 65536`; for answers, -32602 `... the answers to the form for its missing arguments are 70032 bytes, more than the limit of 65536 (max_form_kib)`";
+    table: "bytes of the forms of one input-required answer (0.2 packs), **on the wire**; of the answers to the host's form for missing arguments (0.3.1 packs) carried into a later round, as JSON"
+        => "-32603 `... returned an invalid reply ...: its forms are 70000 bytes, more than the limit of 65536`; for answers carried, -32602 `... are 70032 bytes, more than the limit of 65536 (max_form_kib) that rides along to the next round: pass them as arguments instead`";
 
     /// Bytes of the state a pack hands back with its forms, which the
     /// client carries (sealed) to the next round.

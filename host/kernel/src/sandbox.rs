@@ -387,9 +387,7 @@ impl Sandbox {
             WitVersion::V0_1 => PackPre::V0_1(v0_1::PromptPackPre::new(instance_pre).map_err(link_error)?),
             WitVersion::V0_2 => PackPre::V0_2(v0_2::PromptPackPre::new(instance_pre).map_err(link_error)?),
             WitVersion::V0_3 => {
-                let prompts_that_ask = component
-                    .get_export_index(None, crate::bindings::ASKING_INTERFACE)
-                    .and_then(|asking| component.get_export_index(Some(&asking), crate::bindings::PROMPTS_THAT_ASK));
+                let prompts_that_ask = asking_export(component)?;
                 let indices = v0_3::PromptPackIndices::new(&instance_pre).map_err(link_error)?;
                 let pre = v0_3::PromptPackPre::new(instance_pre).map_err(link_error)?;
                 PackPre::V0_3(crate::bindings::PackPreV0_3 { pre, indices, prompts_that_ask })
@@ -598,6 +596,29 @@ pub struct Instance {
     reported: bool,
     output_log: Arc<OutputLog>,
     observer: Arc<dyn CallObserver>,
+}
+
+/// The `prompts-that-ask` function of a 0.3.1 pack's `asking` export, if it
+/// has one; refused at link time, as a wrong `prompt-provider` is, when the
+/// interface is there and the function is missing or of another type.
+fn asking_export(component: &Component) -> Result<Option<wasmtime::component::ComponentExportIndex>, PrepareError> {
+    use wasmtime::component::types::{ComponentItem, Type};
+    let Some((_, asking)) = component.get_export(None, crate::bindings::ASKING_INTERFACE) else { return Ok(None) };
+    let wrong = || {
+        PrepareError::Link(format!(
+            "its export {} must hold {}: func() -> list<string>, as WIT 0.3.1 declares it",
+            crate::bindings::ASKING_INTERFACE,
+            crate::bindings::PROMPTS_THAT_ASK
+        ))
+    };
+    let (item, function) = component.get_export(Some(&asking), crate::bindings::PROMPTS_THAT_ASK).ok_or_else(wrong)?;
+    let ComponentItem::ComponentFunc(ty) = item else { return Err(wrong()) };
+    let results: Vec<Type> = ty.results().collect();
+    let returns_names = matches!(results.as_slice(), [Type::List(list)] if matches!(list.ty(), Type::String));
+    if ty.params().len() != 0 || !returns_names {
+        return Err(wrong());
+    }
+    Ok(Some(function))
 }
 
 impl Instance {

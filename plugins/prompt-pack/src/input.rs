@@ -255,19 +255,13 @@ pub fn declined(key: &str) -> FormAnswer {
     FormAnswer { key: key.to_string(), response: FormResponse::Decline }
 }
 
-/// What a pack of templates says it is, in WIT 0.2 and 0.3: implement it
-/// beside [`TemplatePack`](crate::TemplatePack) and the SDK implements the
-/// 0.2 and 0.3 `Guest` for the type.
+/// What a pack of templates says it is, in WIT 0.2: implement it beside
+/// [`TemplatePack`](crate::TemplatePack) and the SDK implements the 0.2
+/// `Guest` for the type. (In WIT 0.3, [`v0_3::DescribePack`](crate::v0_3::DescribePack).)
 pub trait DescribePack {
     /// The pack's name, version and the rest; usually
     /// [`cargo_pack_info!()`](crate::cargo_pack_info).
     fn describe() -> PackInfo;
-
-    /// What a 0.3 pack asks to see of the machine, which the operator may
-    /// grant: nothing, unless overridden.
-    fn wants() -> crate::v0_3::Wants {
-        crate::v0_3::Wants::nothing()
-    }
 }
 
 /// What a pack says it is, from the `[package]` of the Cargo.toml of the

@@ -1,8 +1,10 @@
 //! Prompts declared as templates: the declaration, the messages with named
 //! placeholders, defaults and allowed values, all in one place. A type that
 //! implements [`TemplatePack`] is a whole pack: listing, argument checks,
-//! rendering and completions come from its templates, and (in WIT 0.2)
-//! asking the user for an argument the client left out.
+//! rendering and completions come from its templates, and (in WIT 0.2 and
+//! 0.3) asking the user for an argument the client left out. On 0.3 the
+//! host checks, completes and fills in the templates' choices and defaults
+//! before the pack runs.
 
 use crate::{
     Argument, Arguments, Completion, DescribePack, FieldKind, FieldValue, Form, FormResponse, Guest, Icon, Input, MAX_FORMS, PackInfo,
@@ -14,7 +16,9 @@ use crate::{
 /// [`Guest`] for it. For WIT 0.2, implement [`DescribePack`] too and export
 /// it with [`v0_2::export_pack!`](crate::v0_2::export_pack): the SDK
 /// implements the 0.2 [`Guest`](crate::v0_2::Guest), which asks the user
-/// for the arguments a template [asks for](Template::ask_for).
+/// for the arguments a template [asks for](Template::ask_for). For WIT 0.3,
+/// implement [`v0_3::DescribePack`](crate::v0_3::DescribePack) and export
+/// it with [`v0_3::export_pack!`](crate::v0_3::export_pack).
 ///
 /// A 0.2 pack that asks for the text to summarize when the client gave none:
 ///
@@ -266,10 +270,14 @@ impl Template {
     /// name and whose message is `message`. Its default, if it has one, is
     /// the value the field starts with.
     ///
-    /// Only a WIT 0.2 pack can ask: a 0.1 pack uses the default, or refuses
-    /// the request as missing the argument. The argument must be declared
-    /// optional, since the host refuses a request that leaves out a
-    /// required one before the pack runs.
+    /// Only a WIT 0.2 or 0.3 pack can ask: a 0.1 pack uses the default, or
+    /// refuses the request as missing the argument. The argument must be
+    /// declared optional, since the host refuses a request that leaves out a
+    /// required one before the pack runs. (On 0.3, the host itself can ask
+    /// for required arguments left out, with a form built from their kinds:
+    /// `v0_3::export_pack!(Pack, asks_for_missing = [...])`. An argument a
+    /// template asks for is listed without its default and choices, so that
+    /// the host leaves asking to the template.)
     pub fn ask_for(mut self, argument: &str, message: &str) -> Self {
         self.asks.push((argument.to_string(), message.to_string()));
         self
@@ -310,8 +318,12 @@ impl Template {
             .iter()
             .map(|argument| {
                 let typed = self.typed.iter().find(|typed| typed.name == argument.name);
-                let choices = self.choices.iter().find(|(name, _)| *name == argument.name);
-                let default = self.defaults.iter().find(|(name, _)| *name == argument.name).map(|(_, value)| value.clone());
+                // An argument the template asks for: the host must neither fill
+                // in its default nor refuse another value, or it never asks.
+                let asked = self.asks_for(&argument.name);
+                let choices = self.choices.iter().find(|(name, _)| *name == argument.name).filter(|_| !asked);
+                let default =
+                    self.defaults.iter().find(|(name, _)| *name == argument.name).map(|(_, value)| value.clone()).filter(|_| !asked);
                 Typed {
                     name: argument.name.clone(),
                     title: argument.title.clone(),
@@ -320,7 +332,7 @@ impl Template {
                     kind: typed
                         .and_then(|typed| typed.kind.clone())
                         .or_else(|| choices.map(|(_, values)| ArgumentKind::Choice(values.clone()))),
-                    default: typed.and_then(|typed| typed.default.clone()).or(default),
+                    default: typed.and_then(|typed| typed.default.clone()).filter(|_| !asked).or(default),
                     examples: typed.map(|typed| typed.examples.clone()).unwrap_or_default(),
                 }
             })
@@ -579,9 +591,9 @@ impl<T: TemplatePack + DescribePack> crate::v0_2::Guest for T {
     }
 }
 
-impl<T: TemplatePack + DescribePack> crate::v0_3::Guest for T {
+impl<T: TemplatePack + crate::v0_3::DescribePack> crate::v0_3::Guest for T {
     fn describe_pack() -> crate::v0_3::PackInfo {
-        crate::v0_3::PackInfo { wants: T::wants(), ..crate::v0_3::PackInfo::from(T::describe()) }
+        <T as crate::v0_3::DescribePack>::describe()
     }
 
     fn list_prompts() -> Vec<crate::v0_3::Prompt> {

@@ -42,8 +42,8 @@
 //! }
 //!
 //! impl DescribePack for Summaries {
-//!     fn describe() -> prompt_pack::PackInfo {
-//!         prompt_pack::cargo_pack_info!()
+//!     fn describe() -> PackInfo {
+//!         prompt_pack::cargo_pack_info!().into()
 //!     }
 //! }
 //!
@@ -73,6 +73,16 @@ pub use crate::*;
 pub use crate::bindings_v0_3::exports::prompt_host::prompts::prompt_provider::{
     ArgumentKind, Guest, IntegerKind, NumberKind, PackInfo, Prompt, PromptArgument, TextKind, UriKind, WantedFolder, Wants,
 };
+
+/// What a pack of templates says it is, in WIT 0.3, and what it asks to see
+/// of the machine: implement it beside [`TemplatePack`] and the SDK
+/// implements the 0.3 [`Guest`] for the type. Usually
+/// `prompt_pack::cargo_pack_info!().into()`, with `.folder(...)`,
+/// `.origin(...)` or `.env(...)` after it for what the pack asks to see.
+pub trait DescribePack {
+    /// The pack's name, version and the rest, and what it wants.
+    fn describe() -> PackInfo;
+}
 
 /// The `asking` interface of WIT 0.3.1, which [`export_pack!`] implements
 /// from the prompts it is given.
@@ -255,6 +265,30 @@ impl Wants {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_template_on_0_3_lists_its_choices_and_defaults_as_kinds_except_for_what_it_asks_for() {
+        let listed = template("t", "")
+            .argument(optional("length", "").choice(["short", "long"]).default("short"))
+            .argument(optional("tone", ""))
+            .choices("tone", &["calm", "loud"])
+            .default("tone", "calm")
+            .argument(optional("text", ""))
+            .default("text", "")
+            .ask_for("text", "What text?")
+            .user("{length} {tone} {text}")
+            .declaration_v0_3();
+        let kinds: Vec<_> = listed.arguments.iter().map(|argument| (argument.kind.clone(), argument.default.clone())).collect();
+        assert_eq!(
+            kinds,
+            [
+                (Some(ArgumentKind::Choice(vec!["short".into(), "long".into()])), Some("short".into())),
+                (Some(ArgumentKind::Choice(vec!["calm".into(), "loud".into()])), Some("calm".into())),
+                // Asked for by the template: the host must not fill it in, or it is never asked.
+                (None, None),
+            ]
+        );
+    }
 
     #[test]
     fn a_pack_info_asks_for_folders_and_values_in_one_line_each() {

@@ -1,7 +1,8 @@
 //! Test fixture (WIT 0.3.1): two prompts with an argument of every kind.
 //! `report` refuses a request missing its required argument, as every
-//! prompt did before 0.3.1; `announce` opts in (through `asking`) to have
-//! the host ask for its missing arguments with a form. `get-prompt` echoes
+//! prompt did before 0.3.1; `announce` and `confirm` opt in (through
+//! `asking`) to have the host ask for their missing arguments with a form,
+//! and `confirm` then asks for more itself (a form of its own, `sure`). `get-prompt` echoes
 //! the arguments it was given, one `name=value` line each, sorted, so a
 //! test sees exactly what the host passed (defaults filled in, answers
 //! among them, nothing refused reaching it); `complete` traps, so a
@@ -69,6 +70,13 @@ impl Guest for TypedArguments {
                 icons: Vec::new(),
             },
             Prompt {
+                name: "confirm".into(),
+                title: None,
+                description: None,
+                arguments: vec![argument("tone", true, Some(ArgumentKind::Choice(vec!["formal".into(), "casual".into()])), None, &[])],
+                icons: Vec::new(),
+            },
+            Prompt {
                 name: "announce".into(),
                 title: Some("Announce".into()),
                 description: Some("Writes an announcement".into()),
@@ -85,11 +93,29 @@ impl Guest for TypedArguments {
         ]
     }
 
-    fn get_prompt(name: String, arguments: Vec<Argument>, _input: Option<Input>) -> Result<PromptAnswer, PromptError> {
-        if name != "report" && name != "announce" {
+    fn get_prompt(name: String, arguments: Vec<Argument>, input: Option<Input>) -> Result<PromptAnswer, PromptError> {
+        if name != "report" && name != "announce" && name != "confirm" {
             return Err(PromptError::NotFound);
         }
         let mut lines: Vec<String> = arguments.into_iter().map(|argument| format!("{}={}", argument.name, argument.value)).collect();
+        // `confirm` asks for more itself once the host has its arguments.
+        if name == "confirm" {
+            let Some(input) = input else {
+                let field =
+                    FormField { name: "sure".into(), title: None, description: None, kind: FieldKind::Boolean(None), required: true };
+                let form = Form { key: "sure".into(), message: "Sure?".into(), fields: vec![field] };
+                return Ok(PromptAnswer::InputRequired(InputRequired { forms: vec![form], state: b"asked".to_vec() }));
+            };
+            for answer in input.answers {
+                if let FormResponse::Accept(fields) = answer.response {
+                    for field in fields {
+                        if let FieldValue::Boolean(value) = field.value {
+                            lines.push(format!("{}={value}", field.name));
+                        }
+                    }
+                }
+            }
+        }
         lines.sort();
         Ok(PromptAnswer::Reply(PromptReply {
             description: None,
@@ -104,7 +130,7 @@ impl Guest for TypedArguments {
 
 impl exports::prompt_host::prompts::asking::Guest for TypedArguments {
     fn prompts_that_ask() -> Vec<String> {
-        vec!["announce".into()]
+        vec!["announce".into(), "confirm".into()]
     }
 }
 

@@ -25,19 +25,16 @@ impl TemplatePack for Pack {
 /// What the pack says it is (`prompt-host inspect` shows it): the name,
 /// version, description and the rest of Cargo.toml's [package].
 impl DescribePack for Pack {
-    fn describe() -> prompt_pack::PackInfo {
-        prompt_pack::cargo_pack_info!()
+    fn describe() -> PackInfo {
+        // A pack sees nothing of the machine. It may ask to see a folder,
+        // call an origin or read a value, which the operator grants in
+        // [plugins.NAME.grants]:
+        //     PackInfo::from(prompt_pack::cargo_pack_info!())
+        //         .folder("logs", "the log files to summarize") // read as /logs
+        //         .origin("https://api.example.com/v1/")         // through wasi:http
+        //         .env("API_TOKEN")                               // std::env::var
+        prompt_pack::cargo_pack_info!().into()
     }
-
-    // A pack sees nothing of the machine. It may ask to see a folder, call
-    // an origin or read a value, which the operator grants in
-    // [plugins.NAME.grants]:
-    //     fn wants() -> Wants {
-    //         Wants::nothing()
-    //             .folder("logs", "the log files to summarize") // read as /logs
-    //             .origin("https://api.example.com/v1/")         // through wasi:http
-    //             .env("API_TOKEN")                               // std::env::var
-    //     }
 }
 
 // `summarize` has the host ask for its missing required arguments.
