@@ -2,7 +2,8 @@
 //! [`http`] serves Streamable HTTP; [`operations`] serves metrics and health;
 //! [`malformed`] answers, on both, a message rmcp cannot parse; `front`
 //! holds what the two HTTP fronts share, and `connections` the places of
-//! their connections (caps per client network, shedding, write deadlines).
+//! their connections (caps per client network, shedding, write deadlines);
+//! [`tokens`] holds the static bearer tokens, named or not.
 
 pub mod authorization;
 mod connections;
@@ -11,6 +12,7 @@ pub mod http;
 pub mod malformed;
 pub mod operations;
 pub mod stdio;
+pub mod tokens;
 
 use std::time::Duration;
 

@@ -11,7 +11,6 @@ use prompt_host::error::RequestError;
 use prompt_host::handler::{ListCaching, PromptServer};
 use prompt_host::limits::LimitOverrides;
 use prompt_host::scaffold::{self, Language};
-use prompt_host::transport::authorization::AuthorizationSettings;
 use prompt_host::transport::http::{self, HttpConfig, HttpListener};
 use prompt_host::transport::operations::MetricsListener;
 use prompt_host::transport::stdio;
@@ -147,6 +146,11 @@ enum Command {
     /// Serve MCP over stdio (stdin and stdout carry the protocol; logs go to
     /// stderr), or over Streamable HTTP with --http.
     Serve(ServeArgs),
+    /// Manage the named bearer tokens of `serve --auth-tokens-file`.
+    Token {
+        #[command(subcommand)]
+        command: TokenCommand,
+    },
     /// Write the example packs built in (DIR/plugins/NAME.wasm), and a
     /// config that serves them (DIR/prompt-host.toml), to start from.
     Examples {
@@ -322,6 +326,30 @@ enum Command {
         /// A config file whose [registry] section says how to reach the registry.
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
+    },
+}
+
+/// What `prompt-host token` does.
+#[derive(Subcommand)]
+enum TokenCommand {
+    /// Make a token of 256 random bits for NAME (a person or a service),
+    /// print it once on stdout, and append its SHA-256 to the tokens file
+    /// (created, readable by its owner only, if missing). A running server
+    /// accepts it after SIGHUP.
+    New {
+        /// Whose token it is: 1 to 64 ASCII letters, digits, '.', '_', '@'
+        /// or '-'. It names the user in logs and traces.
+        name: String,
+        /// The tokens file `serve --auth-tokens-file` reads.
+        #[arg(long, value_name = "FILE")]
+        tokens_file: PathBuf,
+        /// The tenant whose prompts the token is served ([tenants.NAME]).
+        #[arg(long)]
+        tenant: Option<String>,
+        /// When it stops counting: an RFC 3339 date (2027-01-31, its start
+        /// in UTC) or date-time (2027-01-31T18:00:00Z).
+        #[arg(long, value_name = "WHEN")]
+        expires: Option<String>,
     },
 }
 
@@ -517,9 +545,15 @@ struct HttpArgs {
     /// Accept this Origin besides loopback ones, such as https://app.example.com (repeatable).
     #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "http")]
     allowed_origins: Vec<String>,
-    /// Require `Authorization: Bearer <token>`, with the token read from FILE.
+    /// Require `Authorization: Bearer <token>`, with the token read from
+    /// FILE (read again at SIGHUP).
     #[arg(long, value_name = "FILE", requires = "http")]
     auth_token_file: Option<PathBuf>,
+    /// Require a bearer token among the named tokens of FILE (TOML, each
+    /// [[token]] a name, the token's sha256, and optionally a tenant and an
+    /// expiry; `prompt-host token new NAME` adds one). Read again at SIGHUP.
+    #[arg(long, value_name = "FILE", requires = "http")]
+    auth_tokens_file: Option<PathBuf>,
     /// The largest request body accepted, in KiB; larger ones get 413.
     #[arg(long, value_name = "KIB", default_value_t = http::DEFAULT_MAX_REQUEST_KIB as u32, requires = "http",
           value_parser = clap::value_parser!(u32).range(1..=MAX_REQUEST_KIB))]
@@ -617,6 +651,17 @@ fn main() -> ExitCode {
             Command::New { name, lang, dir } => new(name, lang.into(), dir),
             Command::Serve(args) => serve(args).await,
             Command::Examples { out } => examples(out),
+            Command::Token { command: TokenCommand::New { name, tokens_file, tenant, expires } } => {
+                let token = prompt_host::transport::tokens::add_new_token(&tokens_file, &name, tenant.as_deref(), expires.as_deref())
+                    .map_err(anyhow::Error::msg)?;
+                // The token on stdout, once, for a script to take; what happened on stderr.
+                println!("{token}");
+                eprintln!(
+                    "added the token {name:?} to {}: it is shown once, so store it now; send SIGHUP to a running server to accept it",
+                    tokens_file.display()
+                );
+                Ok(())
+            }
             Command::Inspect { file, json, plugin } => inspect(file, json, plugin).await,
             Command::Get { file, prompt, arguments, answers, plugin } => get(file, prompt, arguments, answers, plugin).await,
             Command::Completions { shell } => {
@@ -703,7 +748,7 @@ async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
     // error): dropping it flushes the spans not yet exported.
     let _traces = args.otel_traces.then(prompt_host::traces::enable).transpose()?;
     let listener = match &args.http.http {
-        Some(address) => Some(HttpListener::bind(http_config(address, &args.http, config.authorization.clone()).await?).await?),
+        Some(address) => Some(HttpListener::bind(http_config(address, &args.http, &config).await?).await?),
         None => None,
     };
     // Served from here on, so that /readyz says 503 while plugins load.
@@ -766,7 +811,7 @@ async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
         Some(path) => tracing::info!("configuration read from {}", std::path::absolute(path).unwrap_or_else(|_| path.clone()).display()),
         None => tracing::info!("no configuration file (no --config, no ./{DEFAULT_CONFIG_FILE}): the defaults and the options"),
     }
-    let requires_token = args.http.auth_token_file.is_some() || config.authorization.is_some();
+    let requires_token = args.http.auth_token_file.is_some() || args.http.auth_tokens_file.is_some() || config.authorization.is_some();
     let list_caching = ListCaching::new(config.list_ttl_ms, requires_token);
     let seal = match &config.request_state_key_file {
         Some(key_file) => Some(prompt_host::input::RequestStateSeal::from_key_files(key_file, &config.request_state_previous_key_files)?),
@@ -833,12 +878,18 @@ fn warn_of_sections_for_http(config: &ServeConfig) {
 
 /// The HTTP front's settings, from `--http ADDRESS` and the other HTTP
 /// options; reads the token file.
-async fn http_config(address: &str, args: &HttpArgs, authorization: Option<AuthorizationSettings>) -> anyhow::Result<HttpConfig> {
+async fn http_config(address: &str, args: &HttpArgs, config: &ServeConfig) -> anyhow::Result<HttpConfig> {
+    let authorization = config.authorization.clone();
     let mut http = HttpConfig::resolving(address).await?;
     http.allow_remote = args.allow_remote;
     http.allowed_hosts.extend(args.allowed_hosts.iter().cloned());
     http.allowed_origins = args.allowed_origins.clone();
-    http.auth_token = args.auth_token_file.as_deref().map(http::read_token_file).transpose()?;
+    http.tokens = prompt_host::transport::tokens::Tokens::read(args.auth_token_file.as_deref(), args.auth_tokens_file.as_deref())?;
+    if let Some(tokens) = &http.tokens
+        && let Some(tenant) = tokens.current().tenants().find(|tenant| !config.tenants.contains_key(*tenant))
+    {
+        anyhow::bail!("the tokens file names the tenant {tenant:?}, which the configuration does not serve: add [tenants.{tenant}]");
+    }
     http.authorization = authorization;
     http.max_request_bytes = (args.max_request_kib as usize) << 10;
     http.max_connections = args.max_connections as usize;

@@ -40,17 +40,16 @@ use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use sha2::{Digest, Sha256};
-use subtle::ConstantTimeEq;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use rmcp::ServerHandler;
 
 use super::TransportError;
-use super::authorization::{AuthorizationSettings, Denial, ResourceServer};
+use super::authorization::{AuthorizationSettings, Denial, Grant, ResourceServer};
 use super::connections::{self, ConnectionCaps, Connections, Place, WriteDeadline};
 use super::front::{self, Body, LOOPBACK_HOSTS, ListenOptions, plain};
+use super::tokens::{Presented, TOKENS_ISSUER, TokenSet, Tokens};
 use crate::identity::{self, Principal};
 use crate::log_budget::{Admission, LogBudget, LogWindow};
 use sessions::CappedSessions;
@@ -102,8 +101,12 @@ pub struct HttpConfig {
     pub allowed_hosts: Vec<String>,
     /// `Origin` values accepted besides loopback ones (`:*` matches any port).
     pub allowed_origins: Vec<String>,
-    /// The bearer token every request must carry, if any.
+    /// The bearer token every request must carry, if any (in memory; the
+    /// server's own come from files, `tokens`).
     pub auth_token: Option<String>,
+    /// The bearer tokens of `--auth-token-file` and `--auth-tokens-file`,
+    /// one of which every request must carry, read again at SIGHUP.
+    pub tokens: Option<Arc<Tokens>>,
     /// OAuth access tokens every request must carry, if set (instead of
     /// `auth_token`).
     pub authorization: Option<AuthorizationSettings>,
@@ -138,6 +141,7 @@ impl HttpConfig {
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             auth_token: None,
+            tokens: None,
             authorization: None,
             max_request_bytes: DEFAULT_MAX_REQUEST_KIB << 10,
             max_connections: DEFAULT_MAX_CONNECTIONS,
@@ -167,18 +171,6 @@ impl HttpConfig {
         }
         Ok(config)
     }
-}
-
-/// Reads a bearer token from a file: its content, trimmed of surrounding
-/// whitespace. The token itself never appears in a message.
-pub fn read_token_file(path: &std::path::Path) -> Result<String, TransportError> {
-    let text = crate::files::read_text(path)
-        .map_err(|error| TransportError::Start(format!("cannot read the token file {}: {error}", path.display())))?;
-    let token = text.trim();
-    if token.is_empty() {
-        return Err(TransportError::Start(format!("the token file {} is empty", path.display())));
-    }
-    Ok(token.to_string())
 }
 
 /// The HTTP front's sockets, bound and listening, not yet served: binding
@@ -246,8 +238,8 @@ impl HttpListener {
         if config.listen.is_empty() {
             return Err(TransportError::Start("no address to listen on".to_string()));
         }
-        if config.auth_token.is_some() && config.authorization.is_some() {
-            return Err(TransportError::Start("a static token and [authorization] exclude each other: use one".to_string()));
+        if (config.auth_token.is_some() || config.tokens.is_some()) && config.authorization.is_some() {
+            return Err(TransportError::Start("static tokens and [authorization] exclude each other: use one".to_string()));
         }
         let resource_server = match &config.authorization {
             Some(settings) => Some(Arc::new(ResourceServer::new(settings.clone()).map_err(TransportError::Start)?)),
@@ -299,9 +291,26 @@ impl HttpListener {
         };
         let front =
             Arc::new(Front { by_tenant: tenants.by_name.into_iter().map(|(name, server)| (name, served(server))).collect(), default });
-        let access = match (&config.auth_token, resource_server) {
+        let in_memory = config.auth_token.as_deref().map(|token| {
+            let set = TokenSet::single(std::path::Path::new("the token given"), token).expect("a token given in memory is not empty");
+            Tokens::fixed(set)
+        });
+        let access = match (config.tokens.clone().or(in_memory), resource_server) {
             (_, Some(server)) => Access::OAuth(server),
-            (Some(token), None) => Access::Token(Sha256::digest(token.as_bytes())),
+            (Some(tokens), None) => {
+                // The files are read again at SIGHUP, until the server stops.
+                let (reloaded, stopped) = (tokens.clone(), stopping.streams.clone());
+                tokio::spawn(async move {
+                    let Ok(mut hangups) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) else { return };
+                    loop {
+                        tokio::select! {
+                            _ = hangups.recv() => reloaded.reload(),
+                            () = stopped.cancelled() => return,
+                        }
+                    }
+                });
+                Access::Tokens(tokens)
+            }
             (None, None) => Access::Open,
         };
         let gate = Arc::new(Gate {
@@ -326,7 +335,7 @@ impl HttpListener {
             local_addrs.iter().map(|addr| format!("http://{addr}{MCP_PATH}")).collect::<Vec<_>>().join(" and "),
             match &gate.access {
                 Access::Open => "",
-                Access::Token(_) => " (bearer token required)",
+                Access::Tokens(_) => " (bearer token required)",
                 Access::OAuth(_) => " (OAuth access token required)",
             }
         );
@@ -574,8 +583,8 @@ fn serve_connection<S: ServerHandler + Clone + Send + Sync + 'static>(
 enum Access {
     /// Anyone who reaches it (loopback, unless allowed otherwise).
     Open,
-    /// Whoever has the static token (its digest).
-    Token(sha2::digest::Output<Sha256>),
+    /// Whoever has one of the static tokens in force.
+    Tokens(Arc<Tokens>),
     /// Whoever has a valid OAuth access token for this resource.
     OAuth(Arc<ResourceServer>),
 }
@@ -621,32 +630,39 @@ impl Gate {
         if request.uri().path() != MCP_PATH {
             return plain(StatusCode::NOT_FOUND, &format!("not found: MCP is served at {MCP_PATH}"));
         }
-        let grant = match &self.access {
+        // Who the request is from: an OAuth token's grant, or a named
+        // token's, with its issuer and what names its tenants; none for open
+        // access and the one unnamed token.
+        let grant: Option<(String, String, Grant)> = match &self.access {
             Access::Open => None,
-            Access::Token(expected) => match bearer_refusal(&request, expected) {
-                Some(refusal) => return refusal.answer(peer, &self.refusals),
-                None => None,
+            Access::Tokens(tokens) => match bearer(&request).map(|token| tokens.current().check(token, std::time::SystemTime::now())) {
+                None => return Refusal::NoToken.answer(peer, &self.refusals),
+                Some(Presented::Unnamed) => None,
+                Some(Presented::Named(grant)) => Some((TOKENS_ISSUER.to_string(), "the tokens file's tenant".to_string(), grant)),
+                Some(Presented::Expired(name)) => return Refusal::ExpiredToken(name).answer(peer, &self.refusals),
+                Some(Presented::Unknown) => return Refusal::WrongToken.answer(peer, &self.refusals),
             },
             Access::OAuth(server) => {
                 let client =
                     server.client_address(request.headers().get_all("x-forwarded-for").iter().map(|value| value.as_bytes()), peer.ip());
                 match server.authorize(request.headers().get(hyper::header::AUTHORIZATION).map(|value| value.as_bytes()), client).await {
-                    Ok(grant) => Some((server, grant)),
+                    Ok(grant) => {
+                        let settings = server.settings();
+                        Some((settings.issuer.clone(), settings.tenant_claim.clone().unwrap_or_default(), grant))
+                    }
                     Err(denial) => return Refusal::Denied { challenge: server.challenge(&denial), denial }.answer(peer, &self.refusals),
                 }
             }
         };
-        let named = grant.as_ref().map_or(&[][..], |(_, grant)| grant.tenants.as_slice());
+        let named = grant.as_ref().map_or(&[][..], |(_, _, grant)| grant.tenants.as_slice());
         let Some((tenant, Served { service, sessions })) = front.serving(named) else {
-            let claim = grant.as_ref().and_then(|(server, _)| server.settings().tenant_claim.clone()).unwrap_or_default();
+            let claim = grant.as_ref().map(|(_, claim, _)| claim.clone()).unwrap_or_default();
             return Refusal::UnservedTenant { claim, named: named.to_vec() }.answer(peer, &self.refusals);
         };
         let principal = match &grant {
-            Some((server, grant)) => Principal {
-                tenant: tenant.to_string(),
-                issuer: server.settings().issuer.clone(),
-                subject: grant.subject.clone().unwrap_or_default(),
-            },
+            Some((issuer, _, grant)) => {
+                Principal { tenant: tenant.to_string(), issuer: issuer.clone(), subject: grant.subject.clone().unwrap_or_default() }
+            }
             None => Principal::http_without_oauth(),
         };
         let mut request = request;
@@ -775,7 +791,7 @@ impl Gate {
         // A stream ends when the server stops, or when the token that
         // opened it stops counting.
         // (The child's timer ends with the body.)
-        let (stream_end, expiry_timer) = match grant.as_ref().and_then(|(_, grant)| grant.expires) {
+        let (stream_end, expiry_timer) = match grant.as_ref().and_then(|(_, _, grant)| grant.expires) {
             Some(expires) if is_stream => {
                 let child = ending_at(&self.streams_end, expires);
                 (child.clone(), Some(child.drop_guard()))
@@ -1086,6 +1102,8 @@ impl<T: Unpin> hyper::body::Body for Holding<T> {
 enum Refusal {
     NoToken,
     WrongToken,
+    /// A named token past its expiry: its name.
+    ExpiredToken(String),
     /// An OAuth access token missing or not counting, and the challenge.
     Denied {
         denial: Denial,
@@ -1131,8 +1149,12 @@ impl Refusal {
         // Busy refusals are logged by the resource server, in a budget of their own.
         let log = !matches!(self, Refusal::Denied { denial: Denial::Busy(_), .. }) && refusal_logged(refusals);
         match self {
-            Refusal::NoToken | Refusal::WrongToken => {
-                let reason = if matches!(self, Refusal::NoToken) { "no bearer token" } else { "wrong bearer token" };
+            Refusal::NoToken | Refusal::WrongToken | Refusal::ExpiredToken(_) => {
+                let reason = match &self {
+                    Refusal::NoToken => "no bearer token".to_string(),
+                    Refusal::ExpiredToken(name) => format!("the bearer token {name:?} has expired"),
+                    _ => "wrong bearer token".to_string(),
+                };
                 log.then(|| tracing::warn!(%peer, "refused an HTTP request (401): {reason}"));
                 let mut response = plain(StatusCode::UNAUTHORIZED, "unauthorized: a valid bearer token is required");
                 response.headers_mut().insert(hyper::header::WWW_AUTHENTICATE, hyper::header::HeaderValue::from_static("Bearer"));
@@ -1307,19 +1329,13 @@ impl AcceptFailures {
     }
 }
 
-/// Why the request does not carry the bearer token, if it does not.
-/// Compares digests in constant time, so neither the token nor its length
-/// leaks through timing.
-fn bearer_refusal(request: &Request<Incoming>, expected: &sha2::digest::Output<Sha256>) -> Option<Refusal> {
-    let Some(header) = request.headers().get(hyper::header::AUTHORIZATION) else { return Some(Refusal::NoToken) };
-    let Some((scheme, token)) = header.to_str().ok().and_then(|value| value.split_once(' ')) else {
-        return Some(Refusal::NoToken);
-    };
+/// The bearer token the request carries, if it carries one (compared with
+/// the tokens in force by [`TokenSet::check`], in constant time).
+fn bearer(request: &Request<Incoming>) -> Option<&str> {
+    let header = request.headers().get(hyper::header::AUTHORIZATION)?;
+    let (scheme, token) = header.to_str().ok()?.split_once(' ')?;
     // The scheme is case-insensitive (RFC 9110); the token is not.
-    if !scheme.eq_ignore_ascii_case("bearer") {
-        return Some(Refusal::NoToken);
-    }
-    (!bool::from(Sha256::digest(token.trim().as_bytes()).ct_eq(expected))).then_some(Refusal::WrongToken)
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
 }
 
 /// The protected resource metadata (RFC 9728), if `request` asks for it.

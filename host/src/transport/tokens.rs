@@ -1,0 +1,382 @@
+//! Static bearer tokens: the one of `--auth-token-file`, and the named ones
+//! of `--auth-tokens-file`, each a person or a service, optionally for one
+//! tenant and until an expiry. Both files are read again at SIGHUP: a token
+//! removed is refused from the next request on; a file that no longer reads
+//! keeps the tokens in force, and the log says why.
+//!
+//! A named token is stored as the SHA-256 of the token, never the token:
+//! `prompt-host token new NAME` makes a token of 256 random bits, prints it
+//! once and appends its hash. SHA-256, not a password hash such as argon2:
+//! the tokens are random, not chosen by people, so a stolen file gives an
+//! attacker nothing to guess, and a slow hash would make every request, with
+//! or without a valid token, cost the host milliseconds of CPU before it is
+//! refused. A presented token is hashed once and compared with every entry
+//! in constant time, none skipped.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use arc_swap::ArcSwap;
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+use super::TransportError;
+use super::authorization::Grant;
+
+/// The most tokens one file may name.
+pub const MAX_TOKENS: usize = 10_000;
+
+/// What a token's name may be: it names the user in logs and traces.
+pub const TOKEN_NAME_RULE: &str = "1 to 64 ASCII letters, digits, '.', '_', '@' or '-'";
+
+/// The issuer named in the principal of a request made with a named token.
+pub const TOKENS_ISSUER: &str = "prompt-host:tokens";
+
+/// One token: its digest, and, for a named one, whose it is, its tenant and
+/// its expiry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Token {
+    digest: [u8; 32],
+    /// None for the one token of `--auth-token-file`.
+    name: Option<String>,
+    tenant: Option<String>,
+    expires: Option<SystemTime>,
+}
+
+/// The tokens in force.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TokenSet {
+    tokens: Vec<Token>,
+}
+
+/// What a presented token is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Presented {
+    /// The one token of `--auth-token-file`: whoever has it, no one named.
+    Unnamed,
+    /// A named token in force: the grant its request carries.
+    Named(Grant),
+    /// A named token past its expiry: its name, for the log.
+    Expired(String),
+    /// None of the tokens.
+    Unknown,
+}
+
+impl TokenSet {
+    /// The token of `--auth-token-file`: `text`, trimmed.
+    pub fn single(path: &Path, text: &str) -> Result<TokenSet, String> {
+        let token = text.trim();
+        if token.is_empty() {
+            return Err(format!("the token file {} is empty", path.display()));
+        }
+        let digest = Sha256::digest(token.as_bytes()).into();
+        Ok(TokenSet { tokens: vec![Token { digest, name: None, tenant: None, expires: None }] })
+    }
+
+    /// The named tokens of a tokens file (`text`, from `path`), or what is
+    /// wrong with it (never quoting a digest).
+    pub fn named(path: &Path, text: &str) -> Result<TokenSet, String> {
+        let at = |problem: String| format!("the tokens file {}: {problem}", path.display());
+        let file: TokensFile = toml::from_str(text).map_err(|error| at(error.message().to_string()))?;
+        if file.token.len() > MAX_TOKENS {
+            return Err(at(format!("{} tokens, more than the limit of {MAX_TOKENS}", file.token.len())));
+        }
+        let mut tokens: Vec<Token> = Vec::with_capacity(file.token.len());
+        for (index, entry) in file.token.into_iter().enumerate() {
+            let at = |problem: String| at(format!("token {}: {problem}", index + 1));
+            check_name(&entry.name).map_err(&at)?;
+            if tokens.iter().any(|token| token.name.as_deref() == Some(entry.name.as_str())) {
+                return Err(at(format!("the name {:?} is given twice", entry.name)));
+            }
+            let digest = hex_digest(&entry.sha256).ok_or_else(|| at("sha256 is not 64 hexadecimal digits".to_string()))?;
+            if tokens.iter().any(|token| token.digest == digest) {
+                return Err(at(format!("{:?} has the same token as another entry", entry.name)));
+            }
+            let expires = entry.expires.as_deref().map(parse_expiry).transpose().map_err(&at)?;
+            if let Some(tenant) = &entry.tenant
+                && tenant.is_empty()
+            {
+                return Err(at("tenant is empty".to_string()));
+            }
+            tokens.push(Token { digest, name: Some(entry.name), tenant: entry.tenant, expires });
+        }
+        Ok(TokenSet { tokens })
+    }
+
+    /// These tokens and `other`'s.
+    pub fn with(mut self, other: TokenSet) -> TokenSet {
+        self.tokens.extend(other.tokens);
+        self
+    }
+
+    /// The tenants the named tokens name.
+    pub fn tenants(&self) -> impl Iterator<Item = &str> {
+        self.tokens.iter().filter_map(|token| token.tenant.as_deref())
+    }
+
+    /// How many tokens, named or not.
+    pub fn len(&self) -> usize {
+        self.tokens.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.tokens.is_empty()
+    }
+
+    /// What `presented` is at `now`: hashed once, compared with every token
+    /// in constant time (no early exit), so neither a token nor which entry
+    /// it matched leaks through timing.
+    pub fn check(&self, presented: &str, now: SystemTime) -> Presented {
+        let digest: [u8; 32] = Sha256::digest(presented.as_bytes()).into();
+        let mut found = None;
+        for token in &self.tokens {
+            if bool::from(token.digest.ct_eq(&digest)) {
+                found = Some(token);
+            }
+        }
+        let Some(token) = found else { return Presented::Unknown };
+        let Some(name) = &token.name else { return Presented::Unnamed };
+        match token.expires {
+            Some(expires) if expires <= now => Presented::Expired(name.clone()),
+            expires => Presented::Named(Grant { subject: Some(name.clone()), tenants: token.tenant.iter().cloned().collect(), expires }),
+        }
+    }
+}
+
+/// The tokens in force, and the files they are read from again at SIGHUP.
+pub struct Tokens {
+    single: Option<PathBuf>,
+    named: Option<PathBuf>,
+    current: ArcSwap<TokenSet>,
+}
+
+impl PartialEq for Tokens {
+    fn eq(&self, other: &Tokens) -> bool {
+        self.single == other.single && self.named == other.named && *self.current() == *other.current()
+    }
+}
+
+impl Eq for Tokens {}
+
+impl std::fmt::Debug for Tokens {
+    /// The files and how many tokens are in force: never a digest.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tokens").field("single", &self.single).field("named", &self.named).field("in_force", &self.current().len()).finish()
+    }
+}
+
+impl Tokens {
+    /// Tokens given in memory, read from no file (SIGHUP keeps them).
+    pub fn fixed(set: TokenSet) -> Arc<Tokens> {
+        Arc::new(Tokens { single: None, named: None, current: ArcSwap::from_pointee(set) })
+    }
+
+    /// Reads the token file `single` (`--auth-token-file`) and the tokens
+    /// file `named` (`--auth-tokens-file`); None when neither is given.
+    pub fn read(single: Option<&Path>, named: Option<&Path>) -> Result<Option<Arc<Tokens>>, TransportError> {
+        if single.is_none() && named.is_none() {
+            return Ok(None);
+        }
+        let tokens = Tokens { single: single.map(Path::to_path_buf), named: named.map(Path::to_path_buf), current: ArcSwap::default() };
+        let set = tokens.read_files().map_err(TransportError::Start)?;
+        tokens.current.store(Arc::new(set));
+        Ok(Some(Arc::new(tokens)))
+    }
+
+    fn read_files(&self) -> Result<TokenSet, String> {
+        let read = |path: &Path, what: &str| {
+            crate::files::read_text(path).map_err(|error| format!("cannot read the {what} {}: {error}", path.display()))
+        };
+        let mut set = TokenSet::default();
+        if let Some(path) = &self.single {
+            set = set.with(TokenSet::single(path, &read(path, "token file")?)?);
+        }
+        if let Some(path) = &self.named {
+            set = set.with(TokenSet::named(path, &read(path, "tokens file")?)?);
+        }
+        Ok(set)
+    }
+
+    /// The tokens in force now.
+    pub fn current(&self) -> Arc<TokenSet> {
+        self.current.load_full()
+    }
+
+    /// Reads the files again (at SIGHUP): the new tokens are in force from
+    /// the next request; a file that does not read keeps the old ones, and
+    /// the log says why.
+    pub fn reload(&self) {
+        if self.single.is_none() && self.named.is_none() {
+            return;
+        }
+        match self.read_files() {
+            Ok(set) => {
+                let before = self.current.swap(Arc::new(set));
+                let after = self.current.load();
+                tracing::info!(tokens = after.len(), before = before.len(), "SIGHUP: bearer tokens read again");
+            }
+            Err(problem) => {
+                tracing::error!("SIGHUP: the bearer tokens in force are kept: {}", problem.escape_debug());
+            }
+        }
+    }
+}
+
+/// A tokens file, as written.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TokensFile {
+    #[serde(default)]
+    token: Vec<TokenEntry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TokenEntry {
+    name: String,
+    sha256: String,
+    tenant: Option<String>,
+    expires: Option<String>,
+}
+
+fn check_name(name: &str) -> Result<(), String> {
+    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '@' | '-');
+    match !name.is_empty() && name.len() <= 64 && name.chars().all(allowed) {
+        true => Ok(()),
+        false => Err(format!("the name {:?} is not {TOKEN_NAME_RULE}", crate::validate::error_message(name))),
+    }
+}
+
+fn hex_digest(text: &str) -> Option<[u8; 32]> {
+    if text.len() != 64 {
+        return None;
+    }
+    let mut digest = [0u8; 32];
+    for (index, byte) in digest.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(text.get(index * 2..index * 2 + 2)?, 16).ok()?;
+    }
+    Some(digest)
+}
+
+/// An expiry as RFC 3339 writes one: a date-time with an offset
+/// (`2027-01-31T18:00:00Z`), or a date, meaning its start in UTC.
+fn parse_expiry(text: &str) -> Result<SystemTime, String> {
+    let instant = chrono::DateTime::parse_from_rfc3339(text)
+        .map(|time| time.with_timezone(&chrono::Utc))
+        .or_else(|_| chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d").map(|date| date.and_time(chrono::NaiveTime::MIN).and_utc()));
+    let instant =
+        instant.map_err(|_| format!("expires {text:?} is not an RFC 3339 date (2027-01-31) or date-time (2027-01-31T18:00:00Z)"))?;
+    let seconds = u64::try_from(instant.timestamp()).map_err(|_| format!("expires {text:?} is before 1970"))?;
+    Ok(SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(seconds))
+}
+
+/// A fresh token of 256 random bits (`ph_` and 43 base64url characters),
+/// and the entry of the tokens file that names it `name`, for `tenant`,
+/// until `expires`, holding its SHA-256.
+pub fn new_token(name: &str, tenant: Option<&str>, expires: Option<&str>) -> Result<(String, String), String> {
+    check_name(name)?;
+    if let Some(expires) = expires {
+        parse_expiry(expires)?;
+    }
+    let mut bits = [0u8; 32];
+    getrandom::fill(&mut bits).map_err(|error| format!("no random bytes from the operating system: {error}"))?;
+    use base64::Engine as _;
+    let token = format!("ph_{}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bits));
+    let digest: String = Sha256::digest(token.as_bytes()).iter().map(|byte| format!("{byte:02x}")).collect();
+    let mut entry = format!("\n[[token]]\nname = {name:?}\nsha256 = \"{digest}\"\n");
+    if let Some(tenant) = tenant {
+        entry.push_str(&format!("tenant = {:?}\n", tenant));
+    }
+    if let Some(expires) = expires {
+        entry.push_str(&format!("expires = {expires:?}\n"));
+    }
+    Ok((token, entry))
+}
+
+/// `prompt-host token new`: appends the entry of a new token named `name`
+/// to the tokens file `path` (created, readable by its owner only, if
+/// missing), after checking that the file reads and has no token of that
+/// name; returns the token, to be printed once.
+pub fn add_new_token(path: &Path, name: &str, tenant: Option<&str>, expires: Option<&str>) -> Result<String, String> {
+    let existing = match std::fs::symlink_metadata(path) {
+        Ok(_) => crate::files::read_text(path).map_err(|error| format!("cannot read the tokens file {}: {error}", path.display()))?,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(error) => return Err(format!("cannot read the tokens file {}: {error}", path.display())),
+    };
+    let set = TokenSet::named(path, &existing)?;
+    if set.tokens.iter().any(|token| token.name.as_deref() == Some(name)) {
+        return Err(format!("the tokens file {} already has a token named {name:?}: remove its entry first", path.display()));
+    }
+    let (token, entry) = new_token(name, tenant, expires)?;
+    let mut options = std::fs::OpenOptions::new();
+    options.append(true).create(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options.open(path).map_err(|error| format!("cannot write the tokens file {}: {error}", path.display()))?;
+    use std::io::Write;
+    let header = if existing.is_empty() {
+        "# Bearer tokens prompt-host accepts (--auth-tokens-file), each as the SHA-256 of the token.\n\
+         # Add one with `prompt-host token new NAME`; remove its entry and send SIGHUP to revoke it.\n"
+    } else {
+        ""
+    };
+    file.write_all(format!("{header}{entry}").as_bytes())
+        .map_err(|error| format!("cannot write the tokens file {}: {error}", path.display()))?;
+    Ok(token)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(text: &str) -> Result<TokenSet, String> {
+        TokenSet::named(Path::new("tokens.toml"), text)
+    }
+
+    #[test]
+    fn a_new_token_is_random_and_its_entry_names_only_its_hash() {
+        let (token, entry) = new_token("alice", Some("acme"), Some("2099-01-01")).unwrap();
+        let (other, _) = new_token("alice", None, None).unwrap();
+        assert!(token.starts_with("ph_") && token.len() == 46, "{token}");
+        assert_ne!(token, other);
+        assert!(!entry.contains(&token));
+        let tokens = set(&entry).unwrap();
+        let grant =
+            Grant { subject: Some("alice".into()), tenants: vec!["acme".into()], expires: Some(parse_expiry("2099-01-01").unwrap()) };
+        assert_eq!(tokens.check(&token, SystemTime::now()), Presented::Named(grant));
+        assert_eq!(tokens.check(&other, SystemTime::now()), Presented::Unknown);
+        assert_eq!(tokens.check(&token, parse_expiry("2099-01-01T00:00:01Z").unwrap()), Presented::Expired("alice".into()));
+    }
+
+    #[test]
+    fn a_file_that_is_wrong_says_where_and_quotes_no_digest() {
+        let digest = "a".repeat(64);
+        let entry = |name: &str, sha: &str| format!("[[token]]\nname = {name:?}\nsha256 = {sha:?}\n");
+        assert_eq!(
+            set(&entry("bob smith", &digest)).unwrap_err(),
+            format!("the tokens file tokens.toml: token 1: the name \"bob smith\" is not {TOKEN_NAME_RULE}")
+        );
+        assert_eq!(set(&entry("bob", "abc")).unwrap_err(), "the tokens file tokens.toml: token 1: sha256 is not 64 hexadecimal digits");
+        let twice = format!("{}{}", entry("bob", &digest), entry("bob", &"b".repeat(64)));
+        assert_eq!(set(&twice).unwrap_err(), "the tokens file tokens.toml: token 2: the name \"bob\" is given twice");
+        let same = format!("{}{}", entry("bob", &digest), entry("eve", &digest));
+        assert_eq!(set(&same).unwrap_err(), "the tokens file tokens.toml: token 2: \"eve\" has the same token as another entry");
+        let expiry = format!("{}expires = \"soon\"\n", entry("bob", &digest));
+        assert!(set(&expiry).unwrap_err().contains("expires \"soon\" is not an RFC 3339 date"));
+        assert!(set("[[token]]\nname = \"x\"\nsha256 = \"y\"\nsecret = 1\n").unwrap_err().contains("unknown field `secret`"));
+        assert_eq!(set("").unwrap(), TokenSet::default());
+    }
+
+    #[test]
+    fn the_single_token_is_unnamed_and_both_files_count_together() {
+        let single = TokenSet::single(Path::new("t"), " s3cret \n").unwrap();
+        let (token, entry) = new_token("ci", None, None).unwrap();
+        let both = single.with(set(&entry).unwrap());
+        assert_eq!(both.check("s3cret", SystemTime::now()), Presented::Unnamed);
+        assert!(matches!(both.check(&token, SystemTime::now()), Presented::Named(_)));
+        assert_eq!(TokenSet::single(Path::new("t"), " \n").unwrap_err(), "the token file t is empty");
+    }
+}
