@@ -54,7 +54,8 @@
 //! [`startup`] implements with them.
 //!
 //! Beside the request path, each depending only on what is listed after it
-//! and on the request path's modules: [`report`] (the `inspect` command's
+//! and on the request path's modules: [`json_log`] (the JSON log lines,
+//! their Debug fields unquoted once; it depends on none of them), [`report`] (the `inspect` command's
 //! report as a person reads it), [`inspect`] (that report, built), [`install`]
 //! (packs from registries: add, update, remove, list, publish, sign),
 //! [`startup`] (from config to registry, one per tenant, and one plugin for
@@ -77,6 +78,7 @@ pub mod identity;
 pub mod input;
 pub mod inspect;
 pub mod install;
+pub mod json_log;
 pub mod loader;
 pub mod metrics;
 pub mod registry;

@@ -195,7 +195,9 @@ fn json_logs_carry_pack_text_as_escaped_fields() {
     let fields = &failures[0]["fields"];
     assert_eq!(failures[0]["level"], "WARN");
     assert_eq!((fields["plugin"].as_str(), fields["method"].as_str()), (Some("hostile"), Some("prompts/get")));
-    assert_eq!(fields["prompt"], "\"big-error\"");
+    // Quoted once, as a JSON string: not the Debug text's quotes besides.
+    assert_eq!(fields["prompt"], "big-error");
     let logged = fields["error"].as_str().unwrap();
-    assert!(logged.starts_with(r#""plugin 'hostile' failed on prompt 'big-error': plugin failed\n2026-11-22T10"#), "{logged}");
+    // The pack's newline stays escaped (two characters), as in the text log.
+    assert!(logged.starts_with(r#"plugin 'hostile' failed on prompt 'big-error': plugin failed\n2026-11-22T10"#), "{logged}");
 }

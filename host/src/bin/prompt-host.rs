@@ -637,7 +637,9 @@ fn main() -> ExitCode {
     let log = tracing_subscriber::fmt().with_writer(std::io::stderr).with_env_filter(log_filter());
     match cli.log_format {
         LogFormat::Text => log.with_ansi(std::io::stderr().is_terminal()).finish().with(ClientGoneFilter).init(),
-        LogFormat::Json => log.json().with_current_span(false).finish().with(ClientGoneFilter).init(),
+        LogFormat::Json => {
+            log.json().with_current_span(false).with_writer(|| prompt_host::json_log::JsonLogWriter).finish().with(ClientGoneFilter).init()
+        }
     }
     // A multi-threaded runtime, for stdio too: a pack that runs long keeps one
     // core (the sandbox's slow lane is one fewer than the cores), and the
