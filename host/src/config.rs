@@ -14,6 +14,7 @@
 //! request_state_key_file = "state.key"  # seals input-required state (32+ bytes); shared by replicas; default: random per process
 //! request_state_previous_key_files = ["state.key.old"]  # still open state sealed before a rotation
 //! store = "prompt-host-store"     # packs pulled from registries (the default)
+//! access_log = "access.log"       # one JSON line per prompts/get and completion/complete; reopened at SIGHUP
 //!
 //! [signatures]                    # what every plugin's signature must be
 //! require = false                 # refuse plugins without a valid signature
@@ -155,6 +156,8 @@ pub struct ServeConfig {
     /// Files of keys that sealed `requestState` before the current one: a
     /// state they sealed still opens (a key rotation in progress).
     pub request_state_previous_key_files: Vec<PathBuf>,
+    /// Where the access log goes, if anywhere (`access_log`).
+    pub access_log: Option<PathBuf>,
     /// Where packs pulled from registries are kept, with their provenance;
     /// `None` (no config file) looks for no provenance.
     pub pack_store: Option<PathBuf>,
@@ -253,6 +256,7 @@ impl Default for ServeConfig {
             cache_dir: default_cache_dir(),
             cache_max_bytes: DEFAULT_CACHE_MAX_MIB << 20,
             request_state_key_file: None,
+            access_log: None,
             request_state_previous_key_files: Vec::new(),
             pack_store: None,
             lockfile: None,
@@ -418,6 +422,7 @@ impl ServeConfig {
             config.cache_dir = Some(folder.join(dir));
         }
         config.request_state_key_file = file.server.request_state_key_file.map(|key| folder.join(key));
+        config.access_log = file.server.access_log.map(|log| folder.join(log));
         config.request_state_previous_key_files = file.server.request_state_previous_key_files.iter().map(|key| folder.join(key)).collect();
         if config.request_state_key_file.is_none() && !config.request_state_previous_key_files.is_empty() {
             return Err("server.request_state_previous_key_files needs server.request_state_key_file: the key that seals now".into());

@@ -40,6 +40,7 @@ pub struct PromptServer {
     session: SessionEnd,
     seal: RequestStateSeal,
     elicitations: PendingElicitations,
+    access_log: Option<Arc<crate::access_log::AccessLog>>,
 }
 
 /// Cancelled when the client of a request can no longer receive its answer:
@@ -164,6 +165,7 @@ impl PromptServer {
             session: SessionEnd::new(),
             seal: RequestStateSeal::random(),
             elicitations: PendingElicitations::new(ElicitationLimits::default()),
+            access_log: None,
         }
     }
 
@@ -190,6 +192,51 @@ impl PromptServer {
     /// The server, sending `list_caching` with each page of `prompts/list`.
     pub fn with_list_caching(self, list_caching: ListCaching) -> PromptServer {
         PromptServer { list_caching, ..self }
+    }
+
+    /// The server, writing a line to `access_log` for each `prompts/get`
+    /// and `completion/complete`.
+    pub fn with_access_log(self, access_log: Arc<crate::access_log::AccessLog>) -> PromptServer {
+        PromptServer { access_log: Some(access_log), ..self }
+    }
+
+    /// Answers `request` (a `method` of `prompt`) and, if the access log is
+    /// on, writes its line: who, what, how it ended (`outcome`), how long,
+    /// and the fuel its calls burned.
+    async fn logged<T>(
+        &self,
+        context: &RequestContext<RoleServer>,
+        method: &'static str,
+        prompt: &str,
+        request: impl Future<Output = Result<T, RequestError>>,
+        outcome: impl FnOnce(&T) -> &'static str,
+    ) -> Result<T, RequestError> {
+        let Some(log) = &self.access_log else { return request.await };
+        let (started, clock) = (std::time::SystemTime::now(), std::time::Instant::now());
+        let (result, fuel) = crate::access_log::counting_fuel(request).await;
+        let principal = principal(context);
+        let session = context.extensions.get::<hyper::http::request::Parts>().and_then(|http| http.headers.get("mcp-session-id"));
+        let user = Some(principal.subject.clone())
+            .filter(|subject| !subject.is_empty())
+            .or_else(|| session.map(|id| identity::session_label(&String::from_utf8_lossy(id.as_bytes()))));
+        let plugin = self.registry.snapshot().resolve(prompt).map(|(_, plugin)| plugin.id().to_string());
+        let outcome = match &result {
+            Ok(answer) => outcome(answer),
+            Err(error) => error.outcome(),
+        };
+        let entry = crate::access_log::Entry::new(
+            started,
+            clock.elapsed(),
+            &principal.tenant,
+            user,
+            method,
+            prompt,
+            plugin.as_deref(),
+            outcome,
+            fuel,
+        );
+        log.write(&entry);
+        result
     }
 
     fn list(&self, request: Option<PaginatedRequestParams>) -> Result<ListPromptsResult, RequestError> {
@@ -506,6 +553,10 @@ impl ServerHandler for PromptServer {
         // the task's cell; this keeps that copy a pointer's.
         let answer =
             Box::pin(self.get_prompt_response(request, Asking::of(&context, &self.session.ended), &principal)).instrument(span.clone());
+        let answer = self.logged(&context, "prompts/get", &name, answer, |answer| match answer {
+            GetPromptResponse::Complete(_) => metrics::OK,
+            _ => metrics::INPUT_REQUIRED,
+        });
         let result = trace.within(answer).await;
         answered(trace, span.in_scope(|| result.map_err(|error| log_failure("prompts/get", &name, error))))
     }
@@ -516,7 +567,9 @@ impl ServerHandler for PromptServer {
         let span = request_span(&context);
         let prompt = Some(name.as_str()).filter(|name| !name.is_empty());
         let trace = trace_request(&context, "completion/complete", prompt, self.serves(&name));
-        let result = trace.within(Box::pin(self.complete_result(request)).instrument(span.clone())).await;
+        let answer = Box::pin(self.complete_result(request)).instrument(span.clone());
+        let answer = self.logged(&context, "completion/complete", &name, answer, |_| metrics::OK);
+        let result = trace.within(answer).await;
         answered(trace, span.in_scope(|| result.map_err(|error| log_failure("completion/complete", &name, error))))
     }
 

@@ -36,6 +36,9 @@
 //! - [`metrics`]: the Prometheus metrics and the health state, which the
 //!   server's modules above record into, and the kernel's through
 //!   [`sandbox::CallObserver`] (it depends on none of them);
+//! - [`access_log`]: the access log, one JSON line per `prompts/get` and
+//!   `completion/complete` (it depends on none of them but `validate`'s
+//!   cutting of a client's text);
 //! - [`traces`]: the OpenTelemetry spans of requests and of calls into
 //!   packs, exported over OTLP when asked for (it depends on none of them
 //!   either);
@@ -68,6 +71,7 @@
 //! them), [`distribution`] (OCI registries, every byte bounded) and
 //! [`cache`] (compiled plugins on disk).
 
+pub mod access_log;
 pub mod bundled;
 pub mod catalog;
 pub mod config;

@@ -49,6 +49,7 @@ impl CallObserver for Telemetry {
     fn call_finished(&self, plugin: &str, usage: &CallUsage) {
         crate::metrics::call_usage(plugin, usage);
         crate::traces::call_usage(usage);
+        crate::access_log::call_fuel(usage.fuel);
     }
 
     fn spare_failed(&self, plugin: &str) {

@@ -821,10 +821,29 @@ async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
     };
     // One count of pending elicitations in all; each tenant's server its own count per tenant.
     let elicitations = prompt_host::input::PendingElicitations::new(config.elicitation);
+    let access_log = match &config.access_log {
+        Some(path) => {
+            let log = std::sync::Arc::new(prompt_host::access_log::AccessLog::open(path).map_err(anyhow::Error::msg)?);
+            // Opened again at SIGHUP, for logrotate.
+            let reopened = log.clone();
+            tokio::spawn(async move {
+                let Ok(mut hangups) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) else { return };
+                while hangups.recv().await.is_some() {
+                    reopened.reopen();
+                }
+            });
+            Some(log)
+        }
+        None => None,
+    };
     let server_for = |registry| {
         let server = PromptServer::new(registry, config.page_size)
             .with_list_caching(list_caching)
             .with_pending_elicitations(elicitations.another_tenant());
+        let server = match &access_log {
+            Some(log) => server.with_access_log(log.clone()),
+            None => server,
+        };
         match &seal {
             Some(seal) => server.with_request_state_seal(seal.clone()),
             None => server,

@@ -20,4 +20,5 @@ pub(super) struct ServerSection {
     #[serde(default)]
     pub(super) request_state_previous_key_files: Vec<PathBuf>,
     pub(super) store: Option<PathBuf>,
+    pub(super) access_log: Option<PathBuf>,
 }
