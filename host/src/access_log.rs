@@ -132,16 +132,7 @@ impl AccessLog {
 }
 
 fn open(path: &Path) -> Result<File, String> {
-    let mut options = std::fs::OpenOptions::new();
-    options.append(true).create(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let file = options.open(path).map_err(|error| format!("cannot open the access log {}: {error}", path.display()))?;
-    // Appending to a FIFO or a device would block or mean nothing.
-    match file.metadata() {
-        Ok(metadata) if metadata.is_file() => Ok(file),
-        _ => Err(format!("the access log {} is not a regular file", path.display())),
-    }
+    crate::files::open_append(path).map_err(|error| format!("cannot open the access log {}: {error}", path.display()))
 }
 
 #[cfg(test)]
@@ -166,6 +157,10 @@ mod tests {
         assert_eq!(line["user"], "alice");
         assert!(line["prompt"].as_str().unwrap().len() < 320, "{line}");
         assert!(line.get("forged").is_none());
+        // A FIFO is refused at once, not waited on.
+        let fifo = dir.path().join("fifo");
+        rustix::fs::mknodat(rustix::fs::CWD, &fifo, rustix::fs::FileType::Fifo, rustix::fs::Mode::from_raw_mode(0o600), 0).unwrap();
+        assert!(AccessLog::open(&fifo).err().unwrap().starts_with("cannot open the access log"));
         // Opened again after a move: the next line goes to a new file at the path.
         std::fs::rename(&path, dir.path().join("access.log.1")).unwrap();
         log.reopen();

@@ -46,6 +46,27 @@ pub fn open_regular(path: &Path) -> io::Result<(File, std::fs::Metadata)> {
     Ok((file, metadata))
 }
 
+/// Opens `path` for appending, creating it readable and writable by its
+/// owner only (mode 0600) if missing, without blocking, and checks that it
+/// is a regular file: a FIFO (with no reader it is refused at once, never
+/// waited on) or a device is refused, saying what it is.
+pub fn open_append(path: &Path) -> io::Result<File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.append(true).create(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        let flags = rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::NOCTTY;
+        options.custom_flags(flags.bits() as i32).mode(0o600);
+    }
+    let file = options.open(path)?;
+    let metadata = file.metadata()?;
+    if !metadata.is_file() {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("it is {}, not a regular file", kind(&metadata))));
+    }
+    Ok(file)
+}
+
 /// Opens the directory at `path` without blocking (a symlink is followed):
 /// a FIFO or a device there is refused at once (`O_DIRECTORY`), never
 /// waited on.

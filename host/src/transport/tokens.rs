@@ -311,11 +311,7 @@ pub fn add_new_token(path: &Path, name: &str, tenant: Option<&str>, expires: Opt
         return Err(format!("the tokens file {} already has a token named {name:?}: remove its entry first", path.display()));
     }
     let (token, entry) = new_token(name, tenant, expires)?;
-    let mut options = std::fs::OpenOptions::new();
-    options.append(true).create(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let mut file = options.open(path).map_err(|error| format!("cannot write the tokens file {}: {error}", path.display()))?;
+    let mut file = crate::files::open_append(path).map_err(|error| format!("cannot write the tokens file {}: {error}", path.display()))?;
     use std::io::Write;
     let header = if existing.is_empty() {
         "# Bearer tokens prompt-host accepts (--auth-tokens-file), each as the SHA-256 of the token.\n\
