@@ -150,6 +150,7 @@ pub struct Metrics {
     catalog_info: IntGaugeVec,
     reloads: IntCounter,
     list_changed: IntCounter,
+    http_refusals: IntCounterVec,
     /// Each plugin's series, by plugin name.
     plugins: ArcSwap<HashMap<String, Arc<PluginSeries>>>,
 }
@@ -257,6 +258,12 @@ impl Metrics {
                 &registry,
                 IntCounter::new("prompt_host_list_changed_notifications_total", "notifications/prompts/list_changed sent to clients.")
                     .expect("valid counter"),
+            ),
+            http_refusals: counter(
+                "prompt_host_http_refusals_total",
+                "HTTP requests refused before MCP saw them, by reason (no-token, wrong-token, expired-token, invalid-token, \
+                 insufficient-scope, issuer-unavailable, host, origin, unserved-tenant, session, other).",
+                &["reason"],
             ),
             registry,
             plugins: ArcSwap::default(),
@@ -424,6 +431,14 @@ pub fn sessions_open(count: usize) {
 pub fn reloaded() {
     if let Some(metrics) = METRICS.get() {
         metrics.reloads.inc();
+    }
+}
+
+/// Records an HTTP request refused for `reason` (a `&'static str` of the
+/// front's: the label values are bounded).
+pub fn http_refused(reason: &'static str) {
+    if let Some(metrics) = METRICS.get() {
+        metrics.http_refusals.with_label_values(&[reason]).inc();
     }
 }
 

@@ -1128,6 +1128,25 @@ enum Refusal {
 }
 
 impl Refusal {
+    /// A short, stable name for the refusal: the `reason` label of
+    /// `prompt_host_http_refusals_total`.
+    fn kind(&self) -> &'static str {
+        match self {
+            Refusal::NoToken => "no-token",
+            Refusal::WrongToken => "wrong-token",
+            Refusal::ExpiredToken(_) => "expired-token",
+            Refusal::Denied { denial: Denial::NoToken, .. } => "no-token",
+            Refusal::Denied { denial: Denial::InvalidToken(_), .. } => "invalid-token",
+            Refusal::Denied { denial: Denial::InsufficientScope, .. } => "insufficient-scope",
+            Refusal::Denied { denial: Denial::IssuerUnavailable(_) | Denial::Busy(_), .. } => "issuer-unavailable",
+            Refusal::Host(_) => "host",
+            Refusal::Origin(_) => "origin",
+            Refusal::UnservedTenant { .. } => "unserved-tenant",
+            Refusal::SessionNotBound { .. } => "session",
+            Refusal::Other(_) => "other",
+        }
+    }
+
     /// Which header rmcp's 403 refused, read from what it says
     /// ("Forbidden: Host header is not allowed", "Forbidden: Origin header
     /// is not allowed", "Forbidden: Invalid Origin header").
@@ -1148,6 +1167,7 @@ impl Refusal {
     fn answer(self, peer: SocketAddr, refusals: &std::sync::Mutex<LogWindow>) -> Response<Body> {
         // Busy refusals are logged by the resource server, in a budget of their own.
         let log = !matches!(self, Refusal::Denied { denial: Denial::Busy(_), .. }) && refusal_logged(refusals);
+        crate::metrics::http_refused(self.kind());
         match self {
             Refusal::NoToken | Refusal::WrongToken | Refusal::ExpiredToken(_) => {
                 let reason = match &self {
