@@ -4,9 +4,12 @@ manifests against Kubernetes' schemas (kubernetes-validate, offline, strict:
 an unknown field fails), and each for the fields an operator relies on.
 (docs/deploy/nginx.conf is served by nginx in tests/python/test_replicas.py.)"""
 
+import json
+import os
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import kubernetes_validate
 import pytest
@@ -132,3 +135,72 @@ def test_the_systemd_unit_serves_what_nginx_expects():
 def test_docs_deploy_md_shows_each_file_as_it_is(name, language):
     page = (ROOT / "docs/deploy.md").read_text()
     assert f"```{language}\n{(DEPLOY / name).read_text()}```\n" in page, f"docs/deploy.md does not show docs/deploy/{name} as it is"
+
+
+# What gcr.io/distroless/cc-debian12 holds of the libraries a binary may
+# link: glibc's and libgcc's. The Dockerfile puts the binary on that image.
+DISTROLESS_CC_LIBRARIES = {"libc.so.6", "libm.so.6", "libgcc_s.so.1", "libdl.so.2", "libpthread.so.0", "librt.so.1",
+                           "ld-linux-x86-64.so.2", "linux-vdso.so.1"}
+
+
+def linked_libraries(binary: str) -> dict[str, str]:
+    """The shared libraries `binary` links, by name, and where ldd finds them."""
+    found = {}
+    for line in subprocess.run(["ldd", binary], capture_output=True, text=True, check=True).stdout.splitlines():
+        parts = line.split()
+        path = next((part for part in parts if part.startswith("/")), None)
+        found[Path(parts[0]).name] = path
+    return found
+
+
+def test_the_dockerfile_builds_the_release_binary_onto_distroless_cc_as_user_65532():
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    assert "RUN cargo build --release --locked -p prompt-host" in dockerfile
+    assert "FROM gcr.io/distroless/cc-debian12:nonroot" in dockerfile
+    assert "USER 65532:65532" in dockerfile
+    assert 'ENTRYPOINT ["/usr/local/bin/prompt-host"]' in dockerfile
+    # The manifest runs that user, with a read-only root file system.
+    deployment = manifests()["Deployment"]
+    assert deployment["spec"]["template"]["spec"]["securityContext"]["runAsUser"] == 65532
+    assert deployment["spec"]["template"]["spec"]["containers"][0]["securityContext"]["readOnlyRootFilesystem"] is True
+
+
+def test_the_binary_needs_only_what_the_image_holds_and_serves_as_user_65532_in_a_root_of_only_that(tmp_path):
+    """No container daemon here: the image's root, built by hand from the
+    files distroless cc holds that the binary links, read-only to the user
+    the image runs as; the bundled packs served over stdio there."""
+    libraries = linked_libraries(BINARY)
+    assert set(libraries) <= DISTROLESS_CC_LIBRARIES, f"links what the image lacks: {set(libraries) - DISTROLESS_CC_LIBRARIES}"
+    if os.geteuid() != 0:
+        pytest.skip("chroot needs root: run the tests as root, as CI does")
+    root = tmp_path / "root"
+    (root / "usr/local/bin").mkdir(parents=True)
+    shutil.copy(BINARY, root / "usr/local/bin/prompt-host")
+    for path in filter(None, libraries.values()):
+        target = root / path.lstrip("/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, target)
+    (root / "etc").mkdir()
+    (root / "etc/passwd").write_text("root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n")
+    cache = root / "cache"
+    cache.mkdir()
+    os.chown(cache, 65532, 65532)
+    # Nothing else is writable by the user: the root is the image's, read-only to it.
+    os.chmod(root, 0o755)
+    session = "\n".join(json.dumps(message) for message in [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "image-test", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "prompts/get", "params": {"name": "code_review", "arguments": {"code": "x"}}},
+    ]) + "\n"
+    served = subprocess.run(
+        [shutil.which("chroot", path="/usr/sbin:/usr/bin:/sbin:/bin"), "--userspec=65532:65532", str(root), "/usr/local/bin/prompt-host", "serve", "--cache-dir=/cache"],
+        input=session, capture_output=True, text=True, timeout=120, env={"PATH": "/usr/local/bin"},
+    )
+    answers = [json.loads(line) for line in served.stdout.splitlines()]
+    assert [answer.get("id") for answer in answers] == [1, 2], served.stdout + served.stderr
+    assert answers[1]["result"]["messages"][0]["content"]["text"] == "Please review this Python code:\nx"
+    # The compiled cache went to /cache, and nothing else was written.
+    assert any(cache.rglob("*")), served.stderr
+    assert sorted(p.name for p in root.iterdir()) == ["cache", "etc", "lib", "lib64", "usr"] or \
+        sorted(p.name for p in root.iterdir()) == ["cache", "etc", "lib", "usr"], list(root.iterdir())
