@@ -252,8 +252,12 @@ fn prompts_are_counted_by_outcome_and_a_removed_plugins_series_are_dropped() {
     assert_eq!(only_text(&server.get_prompt("code_review", json!({ "code": "x" }))), "Please review this Python code:\nx");
     // Refused before the plugin runs: counted for the prompt, as the client's mistake.
     server.error("prompts/get", json!({ "name": "code_review", "arguments": {} }));
-    // A name no plugin serves makes no series, whatever it is.
+    // A name no plugin serves makes no series, whatever it is: 10,000 of them.
     server.error("prompts/get", json!({ "name": "made-up\"} 1\nevil" }));
+    let ids: Vec<u64> = (0..10_000).map(|n| server.send_request("prompts/get", json!({ "name": format!("unknown-{n}") }))).collect();
+    for id in ids {
+        assert_eq!(server.response(id)["error"]["code"], -32602);
+    }
     let before = scrape(addr);
     let series =
         |outcome: &str| format!("prompt_host_prompt_calls_total{{outcome=\"{outcome}\",plugin=\"code_review\",prompt=\"code_review\"}}");
