@@ -69,6 +69,12 @@ pub enum InstallError {
          to another reference, in one step, with the same checks as add"
     )]
     AlreadyInstalled { name: String, path: String },
+    #[error(
+        "a plugin file {path} is there, not installed from a registry (copied in by hand): \
+         `prompt-host add {reference} --name {name} --replace` replaces it with the pack, in one rename \
+         (a running server swaps it, never serving neither)"
+    )]
+    NotFromRegistry { name: String, path: String, reference: String },
     #[error("--to names the pack to move one plugin to: name it (`prompt-host update NAME --to {reference}`)")]
     ToWithoutName { reference: String },
     #[error(
@@ -146,12 +152,15 @@ impl<'a> Installation<'a> {
     }
 
     /// `prompt-host add`: installs the pack at `reference` as plugin `name`
-    /// (by default the repository's last segment).
+    /// (by default the repository's last segment). A plugin file of that
+    /// name not installed from a registry is refused, or, with `replace`,
+    /// replaced by the pack in one rename.
     pub async fn add(
         &self,
         reference: &str,
         name: Option<&str>,
         allow_downgrade: bool,
+        replace: bool,
         progress: Progress<'_>,
     ) -> Result<LockedPack, InstallError> {
         let reference = PackReference::parse(reference)?;
@@ -163,16 +172,24 @@ impl<'a> Installation<'a> {
         let _held = self.hold().await?;
         let lockfile = Lockfile::read(&self.lockfile)?;
         let file = self.plugin_file(&name);
-        if lockfile.get(&name).is_some() || file.exists() {
+        if lockfile.get(&name).is_some() {
             return Err(InstallError::AlreadyInstalled { name, path: file.display().to_string() });
         }
+        let placing = match file.symlink_metadata() {
+            Ok(_) if replace => Placing::Replace,
+            Ok(_) => {
+                let reference = reference.to_string();
+                return Err(InstallError::NotFromRegistry { name, path: file.display().to_string(), reference });
+            }
+            Err(_) => Placing::New,
+        };
         // A name removed before: checked against what it knew (its digests
         // and version), as an update is, so that remove then add is no way
         // around the rollback checks.
         if let Some(gone) = lockfile.removed(&name) {
-            return self.install_after_removal(&name, &reference, gone, allow_downgrade, Placing::New, progress).await;
+            return self.install_after_removal(&name, &reference, gone, allow_downgrade, placing, progress).await;
         }
-        self.install(&name, &reference, Placing::New, progress).await
+        self.install(&name, &reference, placing, progress).await
     }
 
     /// Installs what `reference` names as plugin `name`, removed before as

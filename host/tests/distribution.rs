@@ -2674,3 +2674,44 @@ fn a_plain_http_registry_on_this_machine_is_reached_over_plain_http_as_docker_do
     let said = site.ok("update", &["code-review", "--plain-http"]);
     assert_eq!(said.trim(), format!("code-review: up to date ({digest})"));
 }
+
+#[test]
+fn add_replace_adopts_a_hand_copied_file_in_one_rename_that_a_running_server_sees_as_one_change() {
+    let storage = tempfile::tempdir().unwrap();
+    let registry = Registry::start(storage.path(), &[]);
+    let site = Site::new(&plain(&registry));
+    let reference = format!("{}:1", registry.reference("acme/adopted"));
+    publish(&site, "dev_assistant", &reference);
+    // A file of that name copied in by hand, served.
+    std::fs::copy(built_plugin("code_review"), site.path("packs/adopted.wasm")).unwrap();
+    let mut server = Server::start(&["--config", &site.config()]);
+    assert_eq!(server.list_all_names(), ["code_review"]);
+
+    // Without --replace: refused, naming the command that works; nothing changed.
+    let refused = site.run("add", &[&reference]);
+    assert_eq!(refused.status.code(), Some(1));
+    let path = site.path("packs/adopted.wasm");
+    assert_eq!(
+        String::from_utf8_lossy(&refused.stderr).trim(),
+        format!(
+            "error: a plugin file {} is there, not installed from a registry (copied in by hand): `prompt-host add {reference} \
+             --name adopted --replace` replaces it with the pack, in one rename (a running server swaps it, never serving neither)",
+            path.display()
+        )
+    );
+    assert_eq!(std::fs::read(&path).unwrap(), std::fs::read(built_plugin("code_review")).unwrap());
+
+    // With it: one rename, which the server sees as one change, never as a removal.
+    let said = site.ok("add", &[&reference, "--replace"]);
+    assert!(said.starts_with("installed adopted from "), "{said}");
+    server.notification("notifications/prompts/list_changed");
+    assert_eq!(server.list_all_names(), ["git-commit", "explain-code", "debug-error"]);
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let more: Vec<Value> =
+        server.drain_notifications().into_iter().filter(|n| n["method"] == "notifications/prompts/list_changed").collect();
+    assert_eq!(more, Vec::<Value>::new(), "one list_changed only");
+    assert!(!server.stderr().contains("plugin removed"), "{}", server.stderr());
+    // Now from a registry: a second add is refused as installed, as before.
+    let again = site.run("add", &[&reference, "--replace"]);
+    assert!(String::from_utf8_lossy(&again.stderr).contains("is already installed"), "{}", String::from_utf8_lossy(&again.stderr));
+}

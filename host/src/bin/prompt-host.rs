@@ -235,6 +235,11 @@ enum Command {
         /// add is no way around the rollback checks).
         #[arg(long)]
         allow_downgrade: bool,
+        /// Replace a plugin file of that name that was not installed from a
+        /// registry (copied in by hand), in one rename: a running server
+        /// swaps it, never serving neither.
+        #[arg(long)]
+        replace: bool,
         #[command(flatten)]
         plain: PlainHttpArgs,
         #[command(flatten)]
@@ -674,8 +679,8 @@ fn main() -> ExitCode {
             Command::Complete { file, prompt, argument, typed, context, plugin } => {
                 complete(file, prompt, argument, typed, context, plugin).await
             }
-            Command::Add { reference, name, allow_downgrade, plain, install } => {
-                packs::add(&install.config, &reference, name.as_deref(), allow_downgrade, plain.plain_http).await
+            Command::Add { reference, name, allow_downgrade, replace, plain, install } => {
+                packs::add(&install.config, &reference, name.as_deref(), allow_downgrade, replace, plain.plain_http).await
             }
             Command::Update { name, to, allow_downgrade, plain_http, install } => {
                 packs::update(&install.config, name.as_deref(), to.as_deref(), allow_downgrade, plain_http).await

@@ -33,7 +33,14 @@ fn reaching(mut config: ServeConfig, reference: &str, plain_http: bool) -> anyho
     Ok(config)
 }
 
-pub async fn add(config_path: &Path, reference: &str, name: Option<&str>, allow_downgrade: bool, plain_http: bool) -> anyhow::Result<()> {
+pub async fn add(
+    config_path: &Path,
+    reference: &str,
+    name: Option<&str>,
+    allow_downgrade: bool,
+    replace: bool,
+    plain_http: bool,
+) -> anyhow::Result<()> {
     let config = reaching(config(config_path)?, reference, plain_http)?;
     let installation = Installation::new(&config)?;
     let bar = progress_bar();
@@ -43,7 +50,7 @@ pub async fn add(config_path: &Path, reference: &str, name: Option<&str>, allow_
             bar.set_position(done);
         }
     };
-    let installed = installation.add(reference, name, allow_downgrade, &progress).await;
+    let installed = installation.add(reference, name, allow_downgrade, replace, &progress).await;
     if let Some(bar) = &bar {
         bar.finish_and_clear();
     }
