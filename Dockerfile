@@ -21,4 +21,6 @@ COPY --from=build /src/target/release/prompt-host /usr/local/bin/prompt-host
 USER 65532:65532
 EXPOSE 8080 9464
 ENTRYPOINT ["/usr/local/bin/prompt-host"]
-CMD ["serve", "--http=0.0.0.0:8080", "--allow-remote", "--metrics=0.0.0.0:9464", "--metrics-allow-remote"]
+# No default serving: serving remotely needs a token or [authorization],
+# which the deployment gives (docs/deploy/kubernetes.yaml's args).
+CMD ["--help"]

@@ -101,22 +101,32 @@ pub const MAX_PROMPT_BYTES: usize = 256;
 pub struct AccessLog {
     path: PathBuf,
     file: Mutex<File>,
+    /// When a failed write was last logged (seconds since the epoch).
+    last_failure_logged: std::sync::atomic::AtomicU64,
 }
 
 impl AccessLog {
     /// Opens (creating it, mode 0600) the access log at `path`.
     pub fn open(path: &Path) -> Result<AccessLog, String> {
-        Ok(AccessLog { path: path.to_path_buf(), file: Mutex::new(open(path)?) })
+        Ok(AccessLog { path: path.to_path_buf(), file: Mutex::new(open(path)?), last_failure_logged: Default::default() })
     }
 
-    /// Appends `entry`, as one line. A failed write is logged, once a
-    /// minute at most, and the request is not failed for it.
+    /// Appends `entry`, as one line, in one write (the file is opened to
+    /// append: lines are not interleaved). A failed write (a full disk) is
+    /// logged once a minute at most, and the request is not failed for it.
+    /// The write is synchronous, on the request's worker: a local disk's
+    /// append of a line, not a network file system's.
     pub fn write(&self, entry: &Entry) {
         let mut line = serde_json::to_string(entry).expect("an entry serializes");
         line.push('\n');
-        let mut file = self.file.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Err(error) = file.write_all(line.as_bytes()) {
-            tracing::warn!(path = %self.path.display(), "cannot write the access log: {error}");
+        let written = self.file.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).write_all(line.as_bytes());
+        if let Err(error) = written {
+            use std::sync::atomic::Ordering;
+            let now = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default().as_secs();
+            let last = self.last_failure_logged.load(Ordering::Relaxed);
+            if now >= last + 60 && self.last_failure_logged.compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed).is_ok() {
+                tracing::warn!(path = %self.path.display(), "cannot write the access log (said once a minute at most): {error}");
+            }
         }
     }
 
@@ -125,7 +135,10 @@ impl AccessLog {
     /// one is kept, and the log says why.
     pub fn reopen(&self) {
         match open(&self.path) {
-            Ok(file) => *self.file.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = file,
+            Ok(file) => {
+                *self.file.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = file;
+                tracing::info!(path = %self.path.display(), "SIGHUP: the access log opened again");
+            }
             Err(error) => tracing::error!("SIGHUP: the access log is kept where it was: {error}"),
         }
     }

@@ -6,10 +6,11 @@
 //! `reason="\u{202e}x"`). The JSON formatter writes such a value as the
 //! JSON string of its Debug text, quotes included:
 //! `"prompt":"\"announce\""`. Here a field value that is a Debug string
-//! (`"` ... `"`) loses its outer quotes and its `\"` and `\\` escapes, and
-//! nothing else: every other escape stays as the text it is
-//! (`"\\u{202e}x"`), so that no control or bidirectional character reaches
-//! the log raw.
+//! (`"` ... `"`) loses its outer quotes and its `\"` escapes, and nothing
+//! else: every other escape stays as the text it is (`"\\u{202e}x"`), and a
+//! backslash the text held stays doubled, so that no control or
+//! bidirectional character reaches the log raw, and a pack's literal
+//! `\u{202e}` reads differently from its real U+202E.
 
 use std::io::Write;
 
@@ -69,8 +70,8 @@ fn string_token_length(text: &str) -> Option<usize> {
     None
 }
 
-/// The text of a Debug string (`"` ... `"`), its `\"` and `\\` made `"` and
-/// `\`, every other escape kept as written; None if `text` is not one.
+/// The text of a Debug string (`"` ... `"`), its `\"` made `"`, every other
+/// escape (`\\` too) kept as written; None if `text` is not one.
 fn unquote(text: &str) -> Option<String> {
     let inner = text.strip_prefix('"')?.strip_suffix('"')?;
     let mut unquoted = String::with_capacity(inner.len());
@@ -78,7 +79,7 @@ fn unquote(text: &str) -> Option<String> {
     while let Some(c) = chars.next() {
         match c {
             '\\' => match chars.next() {
-                Some(escaped @ ('"' | '\\')) => unquoted.push(escaped),
+                Some('"') => unquoted.push('"'),
                 Some(other) => {
                     unquoted.push('\\');
                     unquoted.push(other);
@@ -103,7 +104,7 @@ mod tests {
         let rewritten: serde_json::Value = serde_json::from_str(&unquote_line(line)).unwrap();
         assert_eq!(rewritten["fields"]["prompt"], "big-error");
         // The bidirectional override stays as the six characters of its escape.
-        assert_eq!(rewritten["fields"]["reason"], r#"\u{202e}x "q" C:\d"#);
+        assert_eq!(rewritten["fields"]["reason"], r#"\u{202e}x "q" C:\\d"#);
         assert_eq!(rewritten["fields"]["count"], 3);
         // Not a Debug string (quotes inside, not around): left as it is.
         assert_eq!(rewritten["fields"]["plain"], "a \"b\"");

@@ -262,7 +262,7 @@ impl Metrics {
             http_refusals: counter(
                 "prompt_host_http_refusals_total",
                 "HTTP requests refused before MCP saw them, by reason (no-token, wrong-token, expired-token, invalid-token, \
-                 insufficient-scope, issuer-unavailable, host, origin, unserved-tenant, session, other).",
+                 insufficient-scope, issuer-unavailable, busy, host, origin, unserved-tenant, session, other).",
                 &["reason"],
             ),
             registry,
@@ -280,7 +280,11 @@ impl Metrics {
             plugins.entry(plugin.to_string()).or_default();
             plugins
         });
-        record(&self.plugins.load()[plugin]);
+        // Dropped again in between (its plugin removed): recorded, not kept.
+        match self.plugins.load().get(plugin) {
+            Some(series) => record(series),
+            None => record(&PluginSeries::default()),
+        }
     }
 
     /// Drops every series labelled with plugin `plugin`, and the series it

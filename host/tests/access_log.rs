@@ -54,7 +54,7 @@ fn each_get_and_completion_is_one_line_and_the_file_is_opened_again_at_sighup() 
     // logrotate moves the file, then signals: the next line starts a new file.
     std::fs::rename(&log, dir.path().join("access.log.1")).unwrap();
     send_signal(server.pid(), "HUP");
-    server.wait_for_stderr("SIGHUP: rescanning the plugin directory");
+    server.wait_for_stderr("SIGHUP: the access log opened again");
     server.get_prompt("code_review", json!({ "code": "y" }));
     assert_eq!(lines(&log).len(), 1);
     assert_eq!(lines(&dir.path().join("access.log.1")).len(), 4);

@@ -834,7 +834,8 @@ async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
             tokio::spawn(async move {
                 let Ok(mut hangups) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) else { return };
                 while hangups.recv().await.is_some() {
-                    reopened.reopen();
+                    let reopened = reopened.clone();
+                    let _ = tokio::task::spawn_blocking(move || reopened.reopen()).await;
                 }
             });
             Some(log)
@@ -910,12 +911,9 @@ async fn http_config(address: &str, args: &HttpArgs, config: &ServeConfig) -> an
     http.allow_remote = args.allow_remote;
     http.allowed_hosts.extend(args.allowed_hosts.iter().cloned());
     http.allowed_origins = args.allowed_origins.clone();
-    http.tokens = prompt_host::transport::tokens::Tokens::read(args.auth_token_file.as_deref(), args.auth_tokens_file.as_deref())?;
-    if let Some(tokens) = &http.tokens
-        && let Some(tenant) = tokens.current().tenants().find(|tenant| !config.tenants.contains_key(*tenant))
-    {
-        anyhow::bail!("the tokens file names the tenant {tenant:?}, which the configuration does not serve: add [tenants.{tenant}]");
-    }
+    let served_tenants = config.tenants.keys().cloned().collect();
+    http.tokens =
+        prompt_host::transport::tokens::Tokens::read(args.auth_token_file.as_deref(), args.auth_tokens_file.as_deref(), served_tenants)?;
     http.authorization = authorization;
     http.max_request_bytes = (args.max_request_kib as usize) << 10;
     http.max_connections = args.max_connections as usize;

@@ -304,7 +304,11 @@ impl HttpListener {
                     let Ok(mut hangups) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) else { return };
                     loop {
                         tokio::select! {
-                            _ = hangups.recv() => reloaded.reload(),
+                            // File reads, off the async workers.
+                            _ = hangups.recv() => {
+                                let reloaded = reloaded.clone();
+                                let _ = tokio::task::spawn_blocking(move || reloaded.reload()).await;
+                            }
                             () = stopped.cancelled() => return,
                         }
                     }
@@ -1138,7 +1142,8 @@ impl Refusal {
             Refusal::Denied { denial: Denial::NoToken, .. } => "no-token",
             Refusal::Denied { denial: Denial::InvalidToken(_), .. } => "invalid-token",
             Refusal::Denied { denial: Denial::InsufficientScope, .. } => "insufficient-scope",
-            Refusal::Denied { denial: Denial::IssuerUnavailable(_) | Denial::Busy(_), .. } => "issuer-unavailable",
+            Refusal::Denied { denial: Denial::IssuerUnavailable(_), .. } => "issuer-unavailable",
+            Refusal::Denied { denial: Denial::Busy(_), .. } => "busy",
             Refusal::Host(_) => "host",
             Refusal::Origin(_) => "origin",
             Refusal::UnservedTenant { .. } => "unserved-tenant",

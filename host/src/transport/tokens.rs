@@ -6,13 +6,17 @@
 //!
 //! A named token is stored as the SHA-256 of the token, never the token:
 //! `prompt-host token new NAME` makes a token of 256 random bits, prints it
-//! once and appends its hash. SHA-256, not a password hash such as argon2:
-//! the tokens are random, not chosen by people, so a stolen file gives an
-//! attacker nothing to guess, and a slow hash would make every request, with
-//! or without a valid token, cost the host milliseconds of CPU before it is
-//! refused. A presented token is hashed once and compared with every entry
-//! in constant time, none skipped.
+//! once and adds its hash (writing the file whole, then renaming it into
+//! place, so that a reader never sees half an entry). SHA-256, not a password
+//! hash such as argon2: the tokens are random, not chosen by people, so a
+//! stolen file gives an attacker nothing to guess, and a slow hash would
+//! make every request, with or without a valid token, cost the host
+//! milliseconds of CPU before it is refused. A presented token is hashed
+//! once and looked up by that digest: what the lookup's time could reveal is
+//! the digest of what the client sent, which it knows already, not a stored
+//! token; and the cost is the same for 1 token or 10,000.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -20,7 +24,6 @@ use std::time::SystemTime;
 use arc_swap::ArcSwap;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
-use subtle::ConstantTimeEq;
 
 use super::TransportError;
 use super::authorization::Grant;
@@ -45,10 +48,10 @@ struct Token {
     expires: Option<SystemTime>,
 }
 
-/// The tokens in force.
+/// The tokens in force, by digest.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TokenSet {
-    tokens: Vec<Token>,
+    tokens: HashMap<[u8; 32], Token>,
 }
 
 /// What a presented token is.
@@ -71,8 +74,8 @@ impl TokenSet {
         if token.is_empty() {
             return Err(format!("the token file {} is empty", path.display()));
         }
-        let digest = Sha256::digest(token.as_bytes()).into();
-        Ok(TokenSet { tokens: vec![Token { digest, name: None, tenant: None, expires: None }] })
+        let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+        Ok(TokenSet { tokens: HashMap::from([(digest, Token { digest, name: None, tenant: None, expires: None })]) })
     }
 
     /// The named tokens of a tokens file (`text`, from `path`), or what is
@@ -83,24 +86,23 @@ impl TokenSet {
         if file.token.len() > MAX_TOKENS {
             return Err(at(format!("{} tokens, more than the limit of {MAX_TOKENS}", file.token.len())));
         }
-        let mut tokens: Vec<Token> = Vec::with_capacity(file.token.len());
+        let mut tokens = HashMap::with_capacity(file.token.len());
+        let mut names = std::collections::HashSet::with_capacity(file.token.len());
         for (index, entry) in file.token.into_iter().enumerate() {
             let at = |problem: String| at(format!("token {}: {problem}", index + 1));
             check_name(&entry.name).map_err(&at)?;
-            if tokens.iter().any(|token| token.name.as_deref() == Some(entry.name.as_str())) {
+            if !names.insert(entry.name.clone()) {
                 return Err(at(format!("the name {:?} is given twice", entry.name)));
             }
             let digest = hex_digest(&entry.sha256).ok_or_else(|| at("sha256 is not 64 hexadecimal digits".to_string()))?;
-            if tokens.iter().any(|token| token.digest == digest) {
+            if tokens.contains_key(&digest) {
                 return Err(at(format!("{:?} has the same token as another entry", entry.name)));
             }
             let expires = entry.expires.as_deref().map(parse_expiry).transpose().map_err(&at)?;
-            if let Some(tenant) = &entry.tenant
-                && tenant.is_empty()
-            {
-                return Err(at("tenant is empty".to_string()));
+            if let Some(tenant) = &entry.tenant {
+                check_tenant(tenant).map_err(&at)?;
             }
-            tokens.push(Token { digest, name: Some(entry.name), tenant: entry.tenant, expires });
+            tokens.insert(digest, Token { digest, name: Some(entry.name), tenant: entry.tenant, expires });
         }
         Ok(TokenSet { tokens })
     }
@@ -113,7 +115,12 @@ impl TokenSet {
 
     /// The tenants the named tokens name.
     pub fn tenants(&self) -> impl Iterator<Item = &str> {
-        self.tokens.iter().filter_map(|token| token.tenant.as_deref())
+        self.tokens.values().filter_map(|token| token.tenant.as_deref())
+    }
+
+    /// A tenant a named token names that is not among `served`, if any.
+    pub fn unserved_tenant<'a>(&'a self, served: &[String]) -> Option<&'a str> {
+        self.tenants().find(|tenant| !served.iter().any(|served| served == tenant))
     }
 
     /// How many tokens, named or not.
@@ -126,18 +133,10 @@ impl TokenSet {
         self.tokens.is_empty()
     }
 
-    /// What `presented` is at `now`: hashed once, compared with every token
-    /// in constant time (no early exit), so neither a token nor which entry
-    /// it matched leaks through timing.
+    /// What `presented` is at `now`: hashed once, and looked up by digest.
     pub fn check(&self, presented: &str, now: SystemTime) -> Presented {
         let digest: [u8; 32] = Sha256::digest(presented.as_bytes()).into();
-        let mut found = None;
-        for token in &self.tokens {
-            if bool::from(token.digest.ct_eq(&digest)) {
-                found = Some(token);
-            }
-        }
-        let Some(token) = found else { return Presented::Unknown };
+        let Some(token) = self.tokens.get(&digest) else { return Presented::Unknown };
         let Some(name) = &token.name else { return Presented::Unnamed };
         match token.expires {
             Some(expires) if expires <= now => Presented::Expired(name.clone()),
@@ -150,6 +149,8 @@ impl TokenSet {
 pub struct Tokens {
     single: Option<PathBuf>,
     named: Option<PathBuf>,
+    /// The tenants a named token may name: those the configuration serves.
+    served_tenants: Vec<String>,
     current: ArcSwap<TokenSet>,
 }
 
@@ -171,16 +172,22 @@ impl std::fmt::Debug for Tokens {
 impl Tokens {
     /// Tokens given in memory, read from no file (SIGHUP keeps them).
     pub fn fixed(set: TokenSet) -> Arc<Tokens> {
-        Arc::new(Tokens { single: None, named: None, current: ArcSwap::from_pointee(set) })
+        Arc::new(Tokens { single: None, named: None, served_tenants: Vec::new(), current: ArcSwap::from_pointee(set) })
     }
 
     /// Reads the token file `single` (`--auth-token-file`) and the tokens
-    /// file `named` (`--auth-tokens-file`); None when neither is given.
-    pub fn read(single: Option<&Path>, named: Option<&Path>) -> Result<Option<Arc<Tokens>>, TransportError> {
+    /// file `named` (`--auth-tokens-file`), whose tokens may name only the
+    /// tenants `served_tenants`; None when neither file is given.
+    pub fn read(single: Option<&Path>, named: Option<&Path>, served_tenants: Vec<String>) -> Result<Option<Arc<Tokens>>, TransportError> {
         if single.is_none() && named.is_none() {
             return Ok(None);
         }
-        let tokens = Tokens { single: single.map(Path::to_path_buf), named: named.map(Path::to_path_buf), current: ArcSwap::default() };
+        let tokens = Tokens {
+            single: single.map(Path::to_path_buf),
+            named: named.map(Path::to_path_buf),
+            served_tenants,
+            current: ArcSwap::default(),
+        };
         let set = tokens.read_files().map_err(TransportError::Start)?;
         tokens.current.store(Arc::new(set));
         Ok(Some(Arc::new(tokens)))
@@ -195,7 +202,14 @@ impl Tokens {
             set = set.with(TokenSet::single(path, &read(path, "token file")?)?);
         }
         if let Some(path) = &self.named {
-            set = set.with(TokenSet::named(path, &read(path, "tokens file")?)?);
+            let named = TokenSet::named(path, &read(path, "tokens file")?)?;
+            if let Some(tenant) = named.unserved_tenant(&self.served_tenants) {
+                return Err(format!(
+                    "the tokens file {} names the tenant {tenant:?}, which the configuration does not serve: add [tenants.{tenant}]",
+                    path.display()
+                ));
+            }
+            set = set.with(named);
         }
         Ok(set)
     }
@@ -213,6 +227,10 @@ impl Tokens {
             return;
         }
         match self.read_files() {
+            // A file caught empty (being rewritten by hand, say) would refuse everyone.
+            Ok(set) if set.is_empty() && !self.current().is_empty() => {
+                tracing::error!("SIGHUP: the bearer tokens in force are kept: the token files name no token now");
+            }
             Ok(set) => {
                 let before = self.current.swap(Arc::new(set));
                 let after = self.current.load();
@@ -250,6 +268,18 @@ fn check_name(name: &str) -> Result<(), String> {
     }
 }
 
+/// A tenant's name as a token names it: as the config's `[tenants.NAME]`
+/// keys are written.
+fn check_tenant(tenant: &str) -> Result<(), String> {
+    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
+    match !tenant.is_empty() && tenant.len() <= 64 && tenant.chars().all(allowed) {
+        true => Ok(()),
+        false => {
+            Err(format!("the tenant {:?} is not 1 to 64 ASCII letters, digits, '.', '_' or '-'", crate::validate::error_message(tenant)))
+        }
+    }
+}
+
 fn hex_digest(text: &str) -> Option<[u8; 32]> {
     if text.len() != 64 {
         return None;
@@ -275,9 +305,13 @@ fn parse_expiry(text: &str) -> Result<SystemTime, String> {
 
 /// A fresh token of 256 random bits (`ph_` and 43 base64url characters),
 /// and the entry of the tokens file that names it `name`, for `tenant`,
-/// until `expires`, holding its SHA-256.
+/// until `expires`, holding its SHA-256 last (a reader that saw the entry
+/// cut short sees no token, never one without its tenant or expiry).
 pub fn new_token(name: &str, tenant: Option<&str>, expires: Option<&str>) -> Result<(String, String), String> {
     check_name(name)?;
+    if let Some(tenant) = tenant {
+        check_tenant(tenant)?;
+    }
     if let Some(expires) = expires {
         parse_expiry(expires)?;
     }
@@ -286,41 +320,69 @@ pub fn new_token(name: &str, tenant: Option<&str>, expires: Option<&str>) -> Res
     use base64::Engine as _;
     let token = format!("ph_{}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bits));
     let digest: String = Sha256::digest(token.as_bytes()).iter().map(|byte| format!("{byte:02x}")).collect();
-    let mut entry = format!("\n[[token]]\nname = {name:?}\nsha256 = \"{digest}\"\n");
+    let quoted = |text: &str| toml::Value::String(text.to_string()).to_string();
+    let mut entry = format!("\n[[token]]\nname = {}\n", quoted(name));
     if let Some(tenant) = tenant {
-        entry.push_str(&format!("tenant = {:?}\n", tenant));
+        entry.push_str(&format!("tenant = {}\n", quoted(tenant)));
     }
     if let Some(expires) = expires {
-        entry.push_str(&format!("expires = {expires:?}\n"));
+        entry.push_str(&format!("expires = {}\n", quoted(expires)));
     }
+    entry.push_str(&format!("sha256 = \"{digest}\"\n"));
     Ok((token, entry))
 }
 
-/// `prompt-host token new`: appends the entry of a new token named `name`
-/// to the tokens file `path` (created, readable by its owner only, if
-/// missing), after checking that the file reads and has no token of that
-/// name; returns the token, to be printed once.
+/// `prompt-host token new`: adds the entry of a new token named `name` to
+/// the tokens file `path` (created, readable by its owner only, if missing),
+/// after checking that the file with it reads, has no other token of that
+/// name and stays within what the host reads; returns the token, to be
+/// printed once. The file is written whole beside the old one (keeping its
+/// permissions, and its owner where allowed) and renamed into place, under
+/// a lock (`FILE.lock`), so that neither a server reading it at SIGHUP nor
+/// another `token new` sees half of it.
 pub fn add_new_token(path: &Path, name: &str, tenant: Option<&str>, expires: Option<&str>) -> Result<String, String> {
+    let shown = path.display();
+    let file_name = path.file_name().and_then(|name| name.to_str()).unwrap_or("tokens");
+    let lock = crate::files::open_append(&path.with_file_name(format!("{file_name}.lock")))
+        .map_err(|error| format!("cannot lock the tokens file {shown}: {error}"))?;
+    rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive)
+        .map_err(|error| format!("cannot lock the tokens file {shown}: {error}"))?;
     let existing = match std::fs::symlink_metadata(path) {
-        Ok(_) => crate::files::read_text(path).map_err(|error| format!("cannot read the tokens file {}: {error}", path.display()))?,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(error) => return Err(format!("cannot read the tokens file {}: {error}", path.display())),
+        Ok(_) => Some(crate::files::read_text(path).map_err(|error| format!("cannot read the tokens file {shown}: {error}"))?),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
+        Err(error) => return Err(format!("cannot read the tokens file {shown}: {error}")),
     };
-    let set = TokenSet::named(path, &existing)?;
-    if set.tokens.iter().any(|token| token.name.as_deref() == Some(name)) {
-        return Err(format!("the tokens file {} already has a token named {name:?}: remove its entry first", path.display()));
+    let set = TokenSet::named(path, existing.as_deref().unwrap_or(""))?;
+    if set.tokens.values().any(|token| token.name.as_deref() == Some(name)) {
+        return Err(format!("the tokens file {shown} already has a token named {name:?}: remove its entry first"));
     }
     let (token, entry) = new_token(name, tenant, expires)?;
-    let mut file = crate::files::open_append(path).map_err(|error| format!("cannot write the tokens file {}: {error}", path.display()))?;
-    use std::io::Write;
-    let header = if existing.is_empty() {
-        "# Bearer tokens prompt-host accepts (--auth-tokens-file), each as the SHA-256 of the token.\n\
-         # Add one with `prompt-host token new NAME`; remove its entry and send SIGHUP to revoke it.\n"
-    } else {
-        ""
+    let header = "# Bearer tokens prompt-host accepts (--auth-tokens-file), each as the SHA-256 of the token.\n\
+                  # Add one with `prompt-host token new NAME`; remove its entry and send SIGHUP to revoke it.\n";
+    let text = format!("{}{entry}", existing.as_deref().unwrap_or(header));
+    if text.len() as u64 > crate::files::MAX_SMALL_FILE_BYTES {
+        return Err(format!("the tokens file {shown} would be more than the {} bytes the host reads", crate::files::MAX_SMALL_FILE_BYTES));
+    }
+    if TokenSet::named(path, &text)?.len() > MAX_TOKENS {
+        return Err(format!("the tokens file {shown} has {MAX_TOKENS} tokens, the most the host reads"));
+    }
+    let temporary = path.with_file_name(format!(".{file_name}.new"));
+    let _ = std::fs::remove_file(&temporary);
+    let write = || -> std::io::Result<()> {
+        let mut file = crate::files::open_append(&temporary)?;
+        #[cfg(unix)]
+        if let Ok(old) = std::fs::metadata(path) {
+            use std::os::unix::fs::{MetadataExt, PermissionsExt};
+            file.set_permissions(std::fs::Permissions::from_mode(old.mode() & 0o777))?;
+            // Kept where allowed (as root); else the file is the writer's.
+            let _ = std::os::unix::fs::fchown(&file, Some(old.uid()), Some(old.gid()));
+        }
+        use std::io::Write;
+        file.write_all(text.as_bytes())?;
+        file.sync_all()?;
+        std::fs::rename(&temporary, path)
     };
-    file.write_all(format!("{header}{entry}").as_bytes())
-        .map_err(|error| format!("cannot write the tokens file {}: {error}", path.display()))?;
+    write().map_err(|error| format!("cannot write the tokens file {shown}: {error}"))?;
     Ok(token)
 }
 
@@ -364,6 +426,14 @@ mod tests {
         assert!(set(&expiry).unwrap_err().contains("expires \"soon\" is not an RFC 3339 date"));
         assert!(set("[[token]]\nname = \"x\"\nsha256 = \"y\"\nsecret = 1\n").unwrap_err().contains("unknown field `secret`"));
         assert_eq!(set("").unwrap(), TokenSet::default());
+        assert!(set(&format!("{}tenant = \"a b\"\n", entry("bob", &digest))).unwrap_err().contains("the tenant \"a b\" is not"));
+    }
+
+    #[test]
+    fn an_entry_cut_short_names_no_token_rather_than_one_without_its_tenant_or_expiry() {
+        let (_, entry) = new_token("alice", Some("acme"), Some("2099-01-01")).unwrap();
+        let cut = &entry[..entry.find("sha256").unwrap()];
+        assert!(set(cut).unwrap_err().contains("missing field `sha256`"));
     }
 
     #[test]

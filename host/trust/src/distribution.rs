@@ -379,6 +379,15 @@ pub enum DistributionError {
         /// Why it is refused.
         why: String,
     },
+    /// A signature manifest already there that does not parse: signing
+    /// would replace it, and lose what it holds.
+    #[error("the signature manifest {reference} does not parse ({why}): not replaced, so that no signature on it is lost")]
+    UnreadableSignatures {
+        /// The signature manifest's reference, as `oci://...`.
+        reference: String,
+        /// Why it does not parse.
+        why: String,
+    },
     /// The token service refused access (401 or 403) after the registry's
     /// credentials were withheld from it, as they may not go there.
     #[error(
@@ -678,7 +687,10 @@ impl RegistryClient {
     ) -> Result<(), DistributionError> {
         let token = self.sign_in(target, Access::Push).await?;
         let mut layers = match self.fetch_manifest(target, &token, MANIFEST_ACCEPT).await? {
-            Some(existing) => serde_json::from_slice::<OciImageManifest>(&existing).map(|manifest| manifest.layers).unwrap_or_default(),
+            // Signatures there that cannot be read are not thrown away.
+            Some(existing) => serde_json::from_slice::<OciImageManifest>(&existing).map(|manifest| manifest.layers).map_err(|error| {
+                DistributionError::UnreadableSignatures { reference: PackReference(target.clone()).to_string(), why: error.to_string() }
+            })?,
             None => Vec::new(),
         };
         let payload_digest = sha256_digest(payload);
