@@ -215,10 +215,7 @@ impl PromptServer {
         let (started, clock) = (std::time::SystemTime::now(), std::time::Instant::now());
         let (result, fuel) = crate::access_log::counting_fuel(request).await;
         let principal = principal(context);
-        let session = context.extensions.get::<hyper::http::request::Parts>().and_then(|http| http.headers.get("mcp-session-id"));
-        let user = Some(principal.subject.clone())
-            .filter(|subject| !subject.is_empty())
-            .or_else(|| session.map(|id| identity::session_label(&String::from_utf8_lossy(id.as_bytes()))));
+        let user = Some(principal.subject.clone()).filter(|subject| !subject.is_empty()).or_else(|| session_label(context));
         let plugin = self.registry.snapshot().resolve(prompt).map(|(_, plugin)| plugin.id().to_string());
         let outcome = match &result {
             Ok(answer) => outcome(answer),
@@ -721,19 +718,26 @@ fn principal(context: &RequestContext<RoleServer>) -> Principal {
 fn trace_request(context: &RequestContext<RoleServer>, method: &'static str, prompt: Option<&str>, served: bool) -> traces::RequestSpan {
     traces::request_started(|| {
         let http = context.extensions.get::<hyper::http::request::Parts>();
-        let session_id = http.and_then(|http| http.headers.get("mcp-session-id"));
         traces::RequestAttributes {
             method,
             prompt,
             prompt_served: served,
             protocol_version: context.protocol_version().map(|version| version.to_string()),
             request_id: context.id.to_string(),
-            session: session_id.map(|id| identity::session_label(&String::from_utf8_lossy(id.as_bytes()))),
+            session: session_label(context),
             transport: if http.is_some() { "tcp" } else { "pipe" },
             traceparent: context.meta.get_traceparent().filter(|value| valid_traceparent(value)),
             tracestate: context.meta.get_tracestate(),
         }
     })
+}
+
+/// The label of the HTTP session a request was sent in, if it was: what
+/// names the session in traces and the access log, never its id.
+fn session_label(context: &RequestContext<RoleServer>) -> Option<String> {
+    let http = context.extensions.get::<hyper::http::request::Parts>()?;
+    let id = http.headers.get("mcp-session-id")?;
+    Some(identity::session_label(&String::from_utf8_lossy(id.as_bytes())))
 }
 
 /// Ends the trace span of a request answered with `result`.

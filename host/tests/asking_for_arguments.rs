@@ -180,15 +180,7 @@ fn a_client_that_cannot_be_asked_and_a_prompt_that_did_not_opt_in_get_the_missin
 #[test]
 fn an_earlier_client_with_elicitation_is_asked_over_its_session() {
     let (_dir, mut server) = serve(&["typed_arguments"]);
-    server.result(
-        "initialize",
-        json!({
-            "protocolVersion": "2025-11-25",
-            "capabilities": { "elicitation": {} },
-            "clientInfo": { "name": "prompt-host-tests", "version": "1.0.0" }
-        }),
-    );
-    server.send(&json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
+    server.initialize_with("2025-11-25", json!({ "elicitation": {} }));
     let id =
         server.send_request("prompts/get", json!({ "name": "announce", "arguments": { "count": "4", "ratio": "0", "urgent": "true" } }));
     let asked = server.server_request("elicitation/create");

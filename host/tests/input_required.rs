@@ -266,15 +266,7 @@ fn a_client_that_cannot_be_asked_gets_invalid_params_naming_what_is_missing() {
 /// declared elicitation.
 fn serve_elicitation_client() -> (tempfile::TempDir, Server) {
     let (dir, mut server) = serve(&[]);
-    server.result(
-        "initialize",
-        json!({
-            "protocolVersion": "2025-11-25",
-            "capabilities": { "elicitation": {} },
-            "clientInfo": { "name": "prompt-host-tests", "version": "1.0.0" }
-        }),
-    );
-    server.send(&json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
+    server.initialize_with("2025-11-25", json!({ "elicitation": {} }));
     (dir, server)
 }
 

@@ -261,22 +261,23 @@ struct TokenEntry {
 }
 
 fn check_name(name: &str) -> Result<(), String> {
-    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '@' | '-');
-    match !name.is_empty() && name.len() <= 64 && name.chars().all(allowed) {
-        true => Ok(()),
-        false => Err(format!("the name {:?} is not {TOKEN_NAME_RULE}", crate::validate::error_message(name))),
-    }
+    check_word("name", name, &['.', '_', '@', '-'], TOKEN_NAME_RULE)
 }
 
 /// A tenant's name as a token names it: as the config's `[tenants.NAME]`
 /// keys are written.
 fn check_tenant(tenant: &str) -> Result<(), String> {
-    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
-    match !tenant.is_empty() && tenant.len() <= 64 && tenant.chars().all(allowed) {
+    check_word("tenant", tenant, &['.', '_', '-'], "1 to 64 ASCII letters, digits, '.', '_' or '-'")
+}
+
+/// Checks that `text` (the token's `what`) is 1 to 64 ASCII letters, digits
+/// and the `punctuation` given (`rule` says so); what is refused is quoted
+/// printable and cut.
+fn check_word(what: &str, text: &str, punctuation: &[char], rule: &str) -> Result<(), String> {
+    let allowed = |c: char| c.is_ascii_alphanumeric() || punctuation.contains(&c);
+    match !text.is_empty() && text.len() <= 64 && text.chars().all(allowed) {
         true => Ok(()),
-        false => {
-            Err(format!("the tenant {:?} is not 1 to 64 ASCII letters, digits, '.', '_' or '-'", crate::validate::error_message(tenant)))
-        }
+        false => Err(format!("the {what} {:?} is not {rule}", crate::validate::error_message(text))),
     }
 }
 

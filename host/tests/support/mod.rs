@@ -148,11 +148,17 @@ impl Server {
     /// Sends `initialize` with `version`, then `notifications/initialized`.
     /// Returns the initialize result.
     pub fn initialize(&mut self, version: &str) -> Value {
+        self.initialize_with(version, json!({}))
+    }
+
+    /// Completes the MCP handshake at `version`, declaring the client
+    /// capabilities `capabilities`.
+    pub fn initialize_with(&mut self, version: &str, capabilities: Value) -> Value {
         let result = self.result(
             "initialize",
             json!({
                 "protocolVersion": version,
-                "capabilities": {},
+                "capabilities": capabilities,
                 "clientInfo": { "name": "prompt-host-tests", "version": "1.0.0" }
             }),
         );
