@@ -254,10 +254,9 @@ fn sessions_past_the_cap_get_503_until_one_ends() {
     assert_eq!(host.initialize().status, 503);
 }
 
-#[test]
-fn a_session_hears_of_catalog_changes_until_it_ends() {
-    let dir = support::plugin_dir(&["code_review"]);
-    let host = HttpHost::start(&["--plugins", dir.path().to_str().unwrap()]);
+/// Opens a session and sends `notifications/initialized`; returns its id
+/// and the headers a request on it carries.
+fn initialized_session(host: &HttpHost) -> (String, String) {
     let session = assert_initialized(&host.initialize());
     let headers = format!("Host: {}\r\nMcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-11-25\r\n", host.addr);
     let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
@@ -270,6 +269,14 @@ fn a_session_hears_of_catalog_changes_until_it_ends() {
         ),
     );
     assert_eq!(answer.status, 202, "{}\n{}", answer.head, answer.body);
+    (session, headers)
+}
+
+#[test]
+fn a_session_hears_of_catalog_changes_until_it_ends() {
+    let dir = support::plugin_dir(&["code_review"]);
+    let host = HttpHost::start(&["--plugins", dir.path().to_str().unwrap()]);
+    let (session, headers) = initialized_session(&host);
     let mut events = host.connect();
     write!(events, "GET /mcp HTTP/1.1\r\n{headers}Accept: text/event-stream\r\n\r\n").unwrap();
     let mut seen = Vec::new();
@@ -294,4 +301,125 @@ fn max_request_kib_out_of_range_is_refused() {
     }
     let output = Command::new(BINARY).args(["serve", "--http", "127.0.0.1:0", "--max-request-kib", "0"]).output().unwrap();
     assert!(String::from_utf8_lossy(&output.stderr).contains("0 is not in 1..=1048576"));
+}
+
+/// The events of an open `text/event-stream` response, read from its chunks.
+struct Events {
+    stream: TcpStream,
+    /// Bytes of the body not yet split into events.
+    body: Vec<u8>,
+    /// Bytes read from the connection not yet de-chunked.
+    raw: Vec<u8>,
+}
+
+/// One server-sent event: its id and its data.
+#[derive(Debug, PartialEq)]
+struct Event {
+    id: Option<String>,
+    data: String,
+}
+
+impl Events {
+    /// Sends `request` (a GET) on a new connection and reads the head.
+    fn open(host: &HttpHost, request: &str) -> Events {
+        let mut stream = host.connect();
+        stream.write_all(request.as_bytes()).unwrap();
+        let mut raw = Vec::new();
+        read_until(&mut stream, &mut raw, "\r\n\r\n");
+        let end = raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+        let head = String::from_utf8_lossy(&raw[..end]).into_owned();
+        assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+        assert!(head.to_ascii_lowercase().contains("transfer-encoding: chunked"), "{head}");
+        Events { stream, body: Vec::new(), raw: raw[end..].to_vec() }
+    }
+
+    /// The next event that carries an id (keep-alive comments are skipped).
+    fn next(&mut self) -> Event {
+        loop {
+            if let Some(end) = self.body.windows(2).position(|w| w == b"\n\n") {
+                let block = String::from_utf8(self.body.drain(..end + 2).collect()).unwrap();
+                let mut event = Event { id: None, data: String::new() };
+                for line in block.lines() {
+                    if let Some(id) = line.strip_prefix("id:") {
+                        event.id = Some(id.trim().to_string());
+                    } else if let Some(data) = line.strip_prefix("data:") {
+                        event.data.push_str(data.trim());
+                    }
+                }
+                if event.id.is_some() {
+                    return event;
+                }
+                continue;
+            }
+            self.read_chunk();
+        }
+    }
+
+    /// Moves one chunk of the body from `raw` to `body`, reading as needed.
+    fn read_chunk(&mut self) {
+        let mut buffer = [0u8; 4096];
+        loop {
+            if let Some(line_end) = self.raw.windows(2).position(|w| w == b"\r\n") {
+                let size = usize::from_str_radix(std::str::from_utf8(&self.raw[..line_end]).unwrap().trim(), 16).unwrap();
+                assert!(size > 0, "the event stream ended");
+                if self.raw.len() >= line_end + 2 + size + 2 {
+                    self.body.extend_from_slice(&self.raw[line_end + 2..line_end + 2 + size]);
+                    self.raw.drain(..line_end + 2 + size + 2);
+                    return;
+                }
+            }
+            let n = self.stream.read(&mut buffer).unwrap();
+            assert!(n > 0, "closed mid-stream");
+            self.raw.extend_from_slice(&buffer[..n]);
+        }
+    }
+}
+
+#[test]
+fn a_resumed_event_stream_sends_only_the_events_after_the_last_one_seen() {
+    // Issue "Writing and shipping a pack, round 3": rmcp gave the priming
+    // event and the first notification both id 0, and replayed from the
+    // event named in Last-Event-ID inclusive, so every reconnect repeated
+    // the last list_changed.
+    let dir = support::plugin_dir(&["code_review"]);
+    let host = HttpHost::start(&["--plugins", dir.path().to_str().unwrap()]);
+    let (_session, headers) = initialized_session(&host);
+    let list_changed = r#"{"jsonrpc":"2.0","method":"notifications/prompts/list_changed"}"#;
+    let changed = |id: &str| Event { id: Some(id.to_string()), data: list_changed.to_string() };
+
+    let mut events = Events::open(&host, &format!("GET /mcp HTTP/1.1\r\n{headers}Accept: text/event-stream\r\n\r\n"));
+    assert_eq!(events.next(), Event { id: Some("0".into()), data: String::new() }, "the priming event");
+    support::install(dir.path(), "media_prompts", "media_prompts.wasm");
+    assert_eq!(events.next(), changed("1"));
+    support::install(dir.path(), "writing_assistant", "writing_assistant.wasm");
+    assert_eq!(events.next(), changed("2"));
+
+    // The client goes away having seen event 2; a change comes meanwhile.
+    drop(events);
+    std::thread::sleep(Duration::from_millis(300));
+    std::fs::remove_file(dir.path().join("media_prompts.wasm")).unwrap();
+    support::wait_for_text(&host.stderr, "plugin removed", 1);
+
+    let resume = |last: &str| {
+        Events::open(&host, &format!("GET /mcp HTTP/1.1\r\n{headers}Accept: text/event-stream\r\nLast-Event-ID: {last}\r\n\r\n"))
+    };
+    let mut resumed = resume("2");
+    assert_eq!(resumed.next(), changed("3"), "only the event missed, not event 2 again");
+    // Further changes continue the numbering on the resumed stream.
+    std::fs::remove_file(dir.path().join("writing_assistant.wasm")).unwrap();
+    assert_eq!(resumed.next(), changed("4"));
+    drop(resumed);
+    std::thread::sleep(Duration::from_millis(300));
+
+    // A client that saw only the priming event gets every event; one that
+    // saw everything gets nothing until the next change.
+    let mut everything = resume("0");
+    for id in ["1", "2", "3", "4"] {
+        assert_eq!(everything.next(), changed(id));
+    }
+    drop(everything);
+    std::thread::sleep(Duration::from_millis(300));
+    let mut up_to_date = resume("4");
+    support::install(dir.path(), "media_prompts", "media_prompts.wasm");
+    assert_eq!(up_to_date.next(), changed("5"));
 }

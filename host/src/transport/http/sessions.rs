@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use futures::StreamExt;
 use futures_core::Stream;
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::transport::WorkerTransport;
@@ -243,7 +244,7 @@ impl SessionManager for CappedSessions {
         message: ClientJsonRpcMessage,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
         self.touch(id).await;
-        Ok(self.inner.create_stream(id, message).await?)
+        Ok(self.inner.create_stream(id, message).await?.map(event_ids::as_shown))
     }
 
     async fn accept_message(&self, id: &SessionId, message: ClientJsonRpcMessage) -> Result<(), Self::Error> {
@@ -256,7 +257,7 @@ impl SessionManager for CappedSessions {
         id: &SessionId,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
         self.touch(id).await;
-        Ok(self.inner.create_standalone_stream(id).await?)
+        Ok(self.inner.create_standalone_stream(id).await?.map(event_ids::as_shown))
     }
 
     async fn resume(
@@ -265,7 +266,76 @@ impl SessionManager for CappedSessions {
         last_event_id: String,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
         self.touch(id).await;
-        Ok(self.inner.resume(id, last_event_id).await?)
+        let first_unseen = event_ids::first_unseen(&last_event_id);
+        Ok(self.inner.resume(id, first_unseen).await?.map(event_ids::as_shown))
+    }
+}
+
+/// The event ids clients see, mended around two behaviours of rmcp 3.9's
+/// in-memory sessions. It numbers a session's standalone (GET) stream from
+/// 0, while its HTTP layer gives that stream's priming event the id 0 as
+/// well; and it replays from the event a client names in `Last-Event-ID`
+/// inclusively, so every resumption repeated the last event the client had
+/// seen. The host shows the standalone stream's events numbered from 1,
+/// and asks rmcp to replay from the first event after the one named.
+/// (A request's stream, `<index>/<request>`, primes with its own index 0.)
+mod event_ids {
+    use rmcp::transport::streamable_http_server::session::ServerSseMessage;
+
+    /// The standalone stream's index, as rmcp numbers it: ids without a request part.
+    fn standalone(id: &str) -> Option<usize> {
+        id.parse().ok()
+    }
+
+    /// `event` with the id the client sees.
+    pub fn as_shown(mut event: ServerSseMessage) -> ServerSseMessage {
+        if let Some(index) = event.event_id.as_deref().and_then(standalone) {
+            event.event_id = Some(index.saturating_add(1).to_string());
+        }
+        event
+    }
+
+    /// The id to hand rmcp for a client that last saw `last_seen`: the
+    /// first event it has not seen, as rmcp numbers it. The standalone
+    /// stream's shown id N is rmcp's N - 1, so N is already the next one
+    /// (and the priming event's 0 asks for everything). Anything else is
+    /// handed on unchanged, for rmcp to refuse.
+    pub fn first_unseen(last_seen: &str) -> String {
+        if standalone(last_seen).is_some() {
+            return last_seen.to_string();
+        }
+        match last_seen.split_once('/').and_then(|(index, request)| Some((index.parse::<usize>().ok()?, request))) {
+            Some((index, request)) => format!("{}/{request}", index.saturating_add(1)),
+            None => last_seen.to_string(),
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        fn event(id: &str) -> ServerSseMessage {
+            ServerSseMessage { event_id: Some(id.to_string()), message: None, retry: None }
+        }
+
+        #[test]
+        fn the_standalone_stream_is_shown_from_1_and_requests_keep_their_ids() {
+            assert_eq!(as_shown(event("0")).event_id.as_deref(), Some("1"));
+            assert_eq!(as_shown(event("41")).event_id.as_deref(), Some("42"));
+            assert_eq!(as_shown(event("0/3")).event_id.as_deref(), Some("0/3"));
+            assert_eq!(as_shown(ServerSseMessage { event_id: None, message: None, retry: None }).event_id, None);
+        }
+
+        #[test]
+        fn resuming_asks_rmcp_for_the_first_event_not_seen() {
+            // Shown 1 is rmcp's 0: the next is rmcp's 1.
+            assert_eq!(first_unseen("1"), "1");
+            // The priming event: everything.
+            assert_eq!(first_unseen("0"), "0");
+            assert_eq!(first_unseen("1/7"), "2/7");
+            assert_eq!(first_unseen("nonsense"), "nonsense");
+            assert_eq!(first_unseen("x/7"), "x/7");
+        }
     }
 }
 
