@@ -315,7 +315,7 @@ mod event_ids {
         use super::*;
 
         fn event(id: &str) -> ServerSseMessage {
-            ServerSseMessage { event_id: Some(id.to_string()), message: None, retry: None }
+            ServerSseMessage::priming(id, std::time::Duration::from_secs(1))
         }
 
         #[test]
@@ -323,7 +323,7 @@ mod event_ids {
             assert_eq!(as_shown(event("0")).event_id.as_deref(), Some("1"));
             assert_eq!(as_shown(event("41")).event_id.as_deref(), Some("42"));
             assert_eq!(as_shown(event("0/3")).event_id.as_deref(), Some("0/3"));
-            assert_eq!(as_shown(ServerSseMessage { event_id: None, message: None, retry: None }).event_id, None);
+            assert_eq!(as_shown(ServerSseMessage::retry(std::time::Duration::from_secs(1))).event_id, None);
         }
 
         #[test]
