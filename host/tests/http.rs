@@ -422,4 +422,13 @@ fn a_resumed_event_stream_sends_only_the_events_after_the_last_one_seen() {
     let mut up_to_date = resume("4");
     support::install(dir.path(), "media_prompts", "media_prompts.wasm");
     assert_eq!(up_to_date.next(), changed("5"));
+    drop(up_to_date);
+    std::thread::sleep(Duration::from_millis(300));
+
+    // A new stream, without Last-Event-ID, is not sent what earlier streams
+    // were (rmcp replays them all), only what comes next.
+    let mut fresh = Events::open(&host, &format!("GET /mcp HTTP/1.1\r\n{headers}Accept: text/event-stream\r\n\r\n"));
+    assert_eq!(fresh.next(), Event { id: Some("0".into()), data: String::new() }, "the priming event");
+    std::fs::remove_file(dir.path().join("media_prompts.wasm")).unwrap();
+    assert_eq!(fresh.next(), changed("6"));
 }
