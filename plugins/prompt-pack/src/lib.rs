@@ -21,11 +21,16 @@
 //! There are two ways to write a pack:
 //! - **templates** ([`TemplatePack`]): declare each prompt once with its
 //!   arguments and the messages it replies with, `{argument}` placeholders
-//!   included; checking arguments, rendering, completing and (in 0.2)
-//!   asking for a missing argument ([`Template::ask_for`]) come for free.
+//!   included, in text, embedded resources ([`Template::resource`]) and
+//!   resource links ([`Template::link`]); checking arguments, rendering,
+//!   completing and (in 0.2) asking for a missing argument
+//!   ([`Template::ask_for`]) come for free. A prompt whose reply needs
+//!   logic stays a template with [`Template::reply_with`] (and
+//!   [`Template::complete_with`]): its declaration is still checked by
+//!   [`TemplatePack::check`] and its arguments before the code runs.
 //! - **code** ([`Guest`]): implement `list-prompts`, `get-prompt` and
-//!   `complete` yourself, with the helpers below, when a reply needs logic,
-//!   images, audio or resources.
+//!   `complete` yourself, with the helpers below, when a pack needs more
+//!   (images, audio, forms of its own).
 //!
 //! A 0.2 pack in code, which asks for a name when the client gave none:
 //!

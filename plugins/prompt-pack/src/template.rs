@@ -146,7 +146,12 @@ pub fn check_templates(templates: &[Template]) -> Result<(), TemplateMistake> {
 pub struct Template {
     defined_at: &'static std::panic::Location<'static>,
     declaration: Prompt,
-    messages: Vec<(Role, String)>,
+    messages: Vec<(Role, Block)>,
+    /// A prompt written in code: the function that replies, in place of
+    /// messages.
+    reply_with: Option<Code<ReplyFunction>>,
+    /// The function that completes its arguments, in place of its choices.
+    complete_with: Option<Code<CompleteFunction>>,
     description: Option<String>,
     defaults: Vec<(String, String)>,
     choices: Vec<(String, Vec<String>)>,
@@ -155,6 +160,58 @@ pub struct Template {
     /// The arguments declared with a WIT 0.3 declaration (a kind, a
     /// default, examples), as declared: what a 0.3 pack lists for them.
     typed: Vec<crate::v0_3::PromptArgument>,
+}
+
+/// One block of a template's reply: each of its texts may name arguments.
+#[derive(Debug, Clone, PartialEq)]
+enum Block {
+    Text(String),
+    /// An embedded resource with textual contents.
+    Resource { uri: String, mime_type: String, text: String },
+    /// A link to a resource the client can fetch itself.
+    Link { uri: String, name: String },
+}
+
+impl Block {
+    /// The template texts the block fills in: where placeholders may be.
+    fn texts(&self) -> Vec<&str> {
+        match self {
+            Block::Text(text) => vec![text],
+            Block::Resource { uri, text, .. } => vec![uri, text],
+            Block::Link { uri, name } => vec![uri, name],
+        }
+    }
+}
+
+/// What a prompt written in code is: the arguments (with defaults filled
+/// in, each checked as the template declares) to its reply.
+pub type ReplyFunction = fn(&Arguments) -> Result<PromptReply, PromptError>;
+
+/// What completes a prompt's arguments in code: the argument's name and
+/// what the user typed so far, to the suggestions.
+pub type CompleteFunction = fn(&str, &str) -> Completion;
+
+/// A function a template calls. Two are the same when they are the same
+/// function, which keeps [`Template`] comparable in tests.
+#[derive(Clone, Copy)]
+struct Code<F>(F);
+
+impl<F> std::fmt::Debug for Code<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("<code>")
+    }
+}
+
+impl PartialEq for Code<ReplyFunction> {
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::fn_addr_eq(self.0, other.0)
+    }
+}
+
+impl PartialEq for Code<CompleteFunction> {
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::fn_addr_eq(self.0, other.0)
+    }
 }
 
 /// An argument a template declares: as every version lists it, and, when
@@ -191,6 +248,8 @@ pub fn template(name: &str, description: &str) -> Template {
         defined_at: std::panic::Location::caller(),
         declaration: prompt(name, description),
         messages: Vec::new(),
+        reply_with: None,
+        complete_with: None,
         description: None,
         defaults: Vec::new(),
         choices: Vec::new(),
@@ -235,13 +294,48 @@ impl Template {
 
     /// Adds a user message, from a template text.
     pub fn user(mut self, text: &str) -> Self {
-        self.messages.push((Role::User, text.to_string()));
+        self.messages.push((Role::User, Block::Text(text.to_string())));
         self
     }
 
     /// Adds an assistant message, from a template text.
     pub fn assistant(mut self, text: &str) -> Self {
-        self.messages.push((Role::Assistant, text.to_string()));
+        self.messages.push((Role::Assistant, Block::Text(text.to_string())));
+        self
+    }
+
+    /// Adds a user message embedding a resource with textual contents:
+    /// `.resource("file:///logs/{service}.log", "text/plain", "{logs}")`.
+    /// The URI and the contents are template texts; the URI filled in must
+    /// parse as a URI (the host checks it).
+    pub fn resource(mut self, uri: &str, mime_type: &str, text: &str) -> Self {
+        let block = Block::Resource { uri: uri.to_string(), mime_type: mime_type.to_string(), text: text.to_string() };
+        self.messages.push((Role::User, block));
+        self
+    }
+
+    /// Adds a user message linking to a resource the client can fetch
+    /// itself: `.link("https://example.com/runbooks/{service}", "runbook")`.
+    /// Both are template texts.
+    pub fn link(mut self, uri: &str, name: &str) -> Self {
+        self.messages.push((Role::User, Block::Link { uri: uri.to_string(), name: name.to_string() }));
+        self
+    }
+
+    /// Makes this a prompt written in code: `reply` answers it, in place of
+    /// messages. The declaration stays the template's, so the arguments
+    /// reach `reply` checked (required ones present, choices kept) with
+    /// their defaults filled in, and [`TemplatePack::check`] still checks
+    /// the declaration.
+    pub fn reply_with(mut self, reply: ReplyFunction) -> Self {
+        self.reply_with = Some(Code(reply));
+        self
+    }
+
+    /// Completes the prompt's arguments with `complete` (the argument's
+    /// name and what the user typed) in place of its choices.
+    pub fn complete_with(mut self, complete: CompleteFunction) -> Self {
+        self.complete_with = Some(Code(complete));
         self
     }
 
@@ -353,7 +447,7 @@ impl Template {
     pub fn check(&self) -> Result<(), String> {
         let declared = |name: &str| self.declaration.arguments.iter().find(|argument| argument.name == name);
         let at = format!("template of prompt '{}'", self.declaration.name);
-        for (_, text) in &self.messages {
+        for text in self.messages.iter().flat_map(|(_, block)| block.texts()) {
             for piece in parse(text).map_err(|problem| format!("{at}: {problem}"))? {
                 let Piece::Argument(name) = piece else { continue };
                 match declared(name) {
@@ -413,7 +507,12 @@ impl Template {
                 return Err(format!("{at} defaults '{name}' to {default:?}, which is not one of its choices"));
             }
         }
-        Ok(())
+        // Last, so that a mistake in the declaration is named first.
+        match (self.messages.is_empty(), self.reply_with.is_some()) {
+            (true, false) => Err(format!("{at} has no messages: give it one (.user(...)), or reply in code (.reply_with(...))")),
+            (false, true) => Err(format!("{at} has messages and replies in code (.reply_with): its messages would never be used")),
+            _ => Ok(()),
+        }
     }
 
     /// The reply to a request with these arguments.
@@ -437,11 +536,24 @@ impl Template {
             }
             values.push((name, value));
         }
-        let mut messages = Vec::new();
-        for (role, template) in &self.messages {
-            let pieces = parse(template).map_err(PromptError::Internal)?;
+        if let Some(Code(reply)) = self.reply_with {
+            // The arguments passed, and the defaults of those left out: an
+            // optional one with no default stays absent, as code expects.
+            let filled = self
+                .declaration
+                .arguments
+                .iter()
+                .filter_map(|declared| {
+                    let name = declared.name.as_str();
+                    let default = self.defaults.iter().find(|(argument, _)| argument == name).map(|(_, value)| value.as_str());
+                    arguments.get(name).or(default).map(|value| crate::argument(name, value))
+                })
+                .collect::<Vec<_>>();
+            return reply(&Arguments::from(filled));
+        }
+        let fill = |template: &str| -> Result<String, PromptError> {
             let mut filled = String::new();
-            for piece in pieces {
+            for piece in parse(template).map_err(PromptError::Internal)? {
                 match piece {
                     Piece::Text(text) => filled.push_str(text),
                     Piece::Argument(name) => match values.iter().find(|(argument, _)| *argument == name) {
@@ -450,7 +562,24 @@ impl Template {
                     },
                 }
             }
-            messages.push(message(*role, text(filled)));
+            Ok(filled)
+        };
+        let mut messages = Vec::new();
+        for (role, block) in &self.messages {
+            let content = match block {
+                Block::Text(template) => text(fill(template)?),
+                Block::Resource { uri, mime_type, text } => crate::text_resource(fill(uri)?, mime_type, fill(text)?),
+                Block::Link { uri, name } => crate::Content::ResourceLink(crate::ResourceLink {
+                    uri: fill(uri)?,
+                    name: fill(name)?,
+                    title: None,
+                    description: None,
+                    mime_type: None,
+                    size: None,
+                    annotations: None,
+                }),
+            };
+            messages.push(message(*role, content));
         }
         Ok(PromptReply { description: self.description.clone(), messages })
     }
@@ -516,6 +645,9 @@ impl Template {
 
     /// The completion for `argument`, given what the user typed so far.
     pub fn complete(&self, argument: &str, typed: &str) -> Completion {
+        if let Some(Code(complete)) = self.complete_with {
+            return complete(argument, typed);
+        }
         match self.choices.iter().find(|(name, _)| name == argument) {
             Some((_, choices)) => {
                 let choices: Vec<&str> = choices.iter().map(String::as_str).collect();
@@ -693,13 +825,13 @@ mod tests {
     #[test]
     fn mistakes_across_templates_are_found_where_the_template_is() {
         let line = line!() + 1;
-        let templates = vec![template("a", "A"), template("b", "B"), template("a", "Another A")];
+        let templates = vec![template("a", "A").user("A"), template("b", "B").user("B"), template("a", "Another A").user("A")];
         let mistake = check_templates(&templates).unwrap_err();
         assert_eq!(mistake.problem, "prompt 'a' is declared more than once: give each prompt a name of its own");
         assert_eq!((mistake.at.file(), mistake.at.line()), (file!(), line));
         let twice = template("a", "A").argument(required("x", "X")).argument(optional("x", "X"));
         assert_eq!(check_templates(&[twice]).unwrap_err().problem, "template of prompt 'a' declares argument 'x' twice");
-        assert_eq!(check_templates(&[summarize(), template("b", "B")]), Ok(()));
+        assert_eq!(check_templates(&[summarize(), template("b", "B").user("B")]), Ok(()));
     }
 
     #[test]
@@ -747,6 +879,103 @@ mod tests {
             Err("template of prompt 'a' offers no choices for 'x': give at least one".into())
         );
     }
+    fn incident() -> Template {
+        template("incident", "Explains an incident from its logs")
+            .argument(required("service", "The service"))
+            .argument(required("logs", "Its log lines"))
+            .user("Explain what went wrong in {service}.")
+            .resource("file:///logs/{service}.log", "text/plain", "{logs}")
+            .link("https://runbooks.example/{service}", "runbook for {service}")
+    }
+
+    #[test]
+    fn resources_and_links_are_templates_too() {
+        assert_eq!(incident().check(), Ok(()));
+        let reply = incident().render(&Arguments::from(vec![argument("service", "api"), argument("logs", "E1\nE2")])).unwrap();
+        let link = crate::Content::ResourceLink(crate::ResourceLink {
+            uri: "https://runbooks.example/api".into(),
+            name: "runbook for api".into(),
+            title: None,
+            description: None,
+            mime_type: None,
+            size: None,
+            annotations: None,
+        });
+        assert_eq!(
+            reply.messages,
+            [
+                user_text("Explain what went wrong in api."),
+                message(Role::User, crate::text_resource("file:///logs/api.log", "text/plain", "E1\nE2")),
+                message(Role::User, link),
+            ]
+        );
+        // Their placeholders are checked as a message's are.
+        assert_eq!(
+            template("a", "A").resource("file:///{path}", "text/plain", "x").check(),
+            Err("template of prompt 'a' uses {path}, which is not one of its arguments".into())
+        );
+        assert_eq!(
+            template("a", "A").argument(optional("x", "X")).link("https://example.com/", "{x}").check(),
+            Err("template of prompt 'a' uses {x}, an optional argument with no default, which would leave a gap \
+                 in the text when left out: give it a default (.default(\"x\", ...), \"\" if the gap is meant), \
+                 or make it required"
+                .into())
+        );
+    }
+
+    fn count_words(arguments: &Arguments) -> Result<PromptReply, PromptError> {
+        let text = arguments.require("text")?;
+        let unit = arguments.get("unit").unwrap_or("words");
+        let count = if unit == "words" { text.split_whitespace().count() } else { text.chars().count() };
+        Ok(crate::reply([user_text(format!("The text has {count} {unit}. Say whether that is long."))]))
+    }
+
+    fn complete_units(argument: &str, typed: &str) -> Completion {
+        match argument {
+            "unit" => complete_from(&["words", "characters"], typed),
+            _ => no_completions(),
+        }
+    }
+
+    #[test]
+    fn a_prompt_written_in_code_keeps_its_declaration_checked() {
+        let counted = template("count", "Counts a text")
+            .argument(required("text", "The text"))
+            .argument(optional("unit", "What to count"))
+            .argument(optional("note", "A note"))
+            .default("unit", "words")
+            .choices("unit", &["words", "characters"])
+            .reply_with(count_words)
+            .complete_with(complete_units);
+        assert_eq!(counted.check(), Ok(()));
+        // The default is filled in; an optional argument without one stays absent.
+        let reply = counted.render(&Arguments::from(vec![argument("text", "one two three")])).unwrap();
+        assert_eq!(reply.messages, [user_text("The text has 3 words. Say whether that is long.")]);
+        // The template's checks run before the code.
+        assert_eq!(
+            counted.render(&Arguments::from(vec![argument("text", "x"), argument("unit", "lines")])),
+            Err(PromptError::InvalidArguments("argument 'unit' must be one of: words, characters".into()))
+        );
+        assert_eq!(
+            counted.render(&Arguments::from(vec![])),
+            Err(PromptError::InvalidArguments("missing required argument 'text'".into()))
+        );
+        assert_eq!(counted.complete("unit", "ch").values, ["characters"]);
+        // Mistakes in the declaration are still found.
+        assert_eq!(
+            counted.clone().default("text", "x").check(),
+            Err("template of prompt 'count' sets a default for 'text', which is required: it would never be used".into())
+        );
+        assert_eq!(
+            counted.user("and a message").check(),
+            Err("template of prompt 'count' has messages and replies in code (.reply_with): its messages would never be used".into())
+        );
+        assert_eq!(
+            template("a", "A").check(),
+            Err("template of prompt 'a' has no messages: give it one (.user(...)), or reply in code (.reply_with(...))".into())
+        );
+    }
+
     fn asking() -> Template {
         template("summarize", "Asks for a summary")
             .argument(optional("text", "The text"))
