@@ -324,7 +324,7 @@ impl PluginDirectory {
         tokio::spawn(async move {
             // The watcher sends into the channel as long as the task lives.
             let _events = events;
-            let mut hangups = hangup_signals();
+            let mut hangups = crate::hangup::signals();
             loop {
                 let retry_failed = tokio::select! {
                     Some(change) = received.recv() => {
@@ -340,7 +340,7 @@ impl PluginDirectory {
                         }
                         false
                     }
-                    _ = next_hangup(&mut hangups) => {
+                    _ = crate::hangup::next(&mut hangups) => {
                         tracing::info!(dir = %directory.dir.display(), "SIGHUP: rescanning the plugin directory");
                         // The config and the files it names are read off the async runtime.
                         let (reloading, source) = (directory.clone(), config_source.clone());
@@ -564,21 +564,6 @@ fn handler(dir: &Path, events: mpsc::UnboundedSender<Change>) -> impl FnMut(noti
             let _ = events.send(if in_dir { Change::InDir } else { Change::Beside });
         }
         Err(error) => tracing::warn!(dir = %dir.display(), "watching the plugin directory: {error}"),
-    }
-}
-
-#[cfg(unix)]
-fn hangup_signals() -> Option<tokio::signal::unix::Signal> {
-    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok()
-}
-
-#[cfg(unix)]
-async fn next_hangup(signals: &mut Option<tokio::signal::unix::Signal>) {
-    match signals {
-        Some(signals) => {
-            signals.recv().await;
-        }
-        None => std::future::pending().await,
     }
 }
 

@@ -831,13 +831,7 @@ async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
             let log = std::sync::Arc::new(prompt_host::access_log::AccessLog::open(path).map_err(anyhow::Error::msg)?);
             // Opened again at SIGHUP, for logrotate.
             let reopened = log.clone();
-            tokio::spawn(async move {
-                let Ok(mut hangups) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) else { return };
-                while hangups.recv().await.is_some() {
-                    let reopened = reopened.clone();
-                    let _ = tokio::task::spawn_blocking(move || reopened.reopen()).await;
-                }
-            });
+            prompt_host::hangup::on_each(move || reopened.reopen(), tokio_util::sync::CancellationToken::new());
             Some(log)
         }
         None => None,

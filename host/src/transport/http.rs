@@ -299,20 +299,8 @@ impl HttpListener {
             (_, Some(server)) => Access::OAuth(server),
             (Some(tokens), None) => {
                 // The files are read again at SIGHUP, until the server stops.
-                let (reloaded, stopped) = (tokens.clone(), stopping.streams.clone());
-                tokio::spawn(async move {
-                    let Ok(mut hangups) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) else { return };
-                    loop {
-                        tokio::select! {
-                            // File reads, off the async workers.
-                            _ = hangups.recv() => {
-                                let reloaded = reloaded.clone();
-                                let _ = tokio::task::spawn_blocking(move || reloaded.reload()).await;
-                            }
-                            () = stopped.cancelled() => return,
-                        }
-                    }
-                });
+                let reloaded = tokens.clone();
+                crate::hangup::on_each(move || reloaded.reload(), stopping.streams.clone());
                 Access::Tokens(tokens)
             }
             (None, None) => Access::Open,
