@@ -4,10 +4,13 @@
 //! The files come from `host/templates/<language>/`, with `{{name}}`
 //! replaced by the pack's name, plus what every pack needs from this
 //! repository, copied as they are: the WIT package (0.3, which new packs
-//! target) and, for Rust, the SDK (which generates bindings for 0.1, 0.2
-//! and 0.3, and so needs every WIT file where the repository has it) and the lock
-//! file it is tested with. They are compiled into the binary, so
-//! `new` works wherever the binary is.
+//! target) and the SDK of the pack's language: for Rust, the `prompt-pack`
+//! crate (which generates bindings for 0.1, 0.2 and 0.3, and so needs every
+//! WIT file where the repository has it) and the lock file it is tested
+//! with; for JavaScript and Python, the one-file libraries with the same
+//! template API (`host/templates/js/prompt-pack.js`,
+//! `host/templates/python/prompt_pack.py`). They are compiled into the
+//! binary, so `new` works wherever the binary is.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -92,6 +95,9 @@ wit-bindgen = "=0.61.1"
 
 const JAVASCRIPT: &[TemplateFile] = &[
     template("pack.js", include_str!("../templates/js/pack.js")),
+    template("pack.test.js", include_str!("../templates/js/pack.test.js")),
+    // The SDK, as the Rust one is: not published, so each pack gets a copy.
+    copied("prompt-pack.js", JS_SDK),
     template("package.json", include_str!("../templates/js/package.json")),
     template("package-lock.json", include_str!("../templates/js/package-lock.json")),
     template("README.md", include_str!("../templates/js/README.md")),
@@ -102,11 +108,17 @@ const JAVASCRIPT: &[TemplateFile] = &[
 
 const PYTHON: &[TemplateFile] = &[
     template("app.py", include_str!("../templates/python/app.py")),
+    template("test_app.py", include_str!("../templates/python/test_app.py")),
+    copied("prompt_pack.py", PYTHON_SDK),
     template("requirements.txt", include_str!("../templates/python/requirements.txt")),
     template("README.md", include_str!("../templates/python/README.md")),
     template(".gitignore", include_str!("../templates/python/.gitignore")),
     WIT,
 ];
+
+/// The template API in JavaScript and Python, one file each.
+const JS_SDK: &str = include_str!("../templates/js/prompt-pack.js");
+const PYTHON_SDK: &str = include_str!("../templates/python/prompt_pack.py");
 
 fn files(language: Language) -> &'static [TemplateFile] {
     match language {
@@ -179,7 +191,7 @@ pub fn next_steps(name: &str, language: Language) -> String {
         Language::Rust => {
             ("rustup target add wasm32-wasip2 && cargo build --release".to_string(), format!("target/wasm32-wasip2/release/{name}.wasm"))
         }
-        Language::JavaScript => ("npm install && npm run build".to_string(), format!("{name}.wasm")),
+        Language::JavaScript => ("npm install && npm test && npm run build".to_string(), format!("{name}.wasm")),
         Language::Python => (
             format!(
                 "python3 -m venv .venv && .venv/bin/pip install -r requirements.txt && \
@@ -235,6 +247,13 @@ mod tests {
         // Copied files keep their braces: the SDK's own {{ escapes must survive.
         let sdk = std::fs::read_to_string(pack.join("sdk/prompt-pack/src/template.rs")).unwrap();
         assert_eq!(sdk, include_str!("../../plugins/prompt-pack/src/template.rs"));
+        // So must the JavaScript and Python libraries' (their parsers name '{{').
+        assert!(JS_SDK.contains("'{{'") && PYTHON_SDK.contains("'{{{{'"));
+        assert_eq!(std::fs::read_to_string(js.join("prompt-pack.js")).unwrap(), JS_SDK);
+        let python = dir.path().join("python");
+        create(&python, "acme", Language::Python).unwrap();
+        assert_eq!(std::fs::read_to_string(python.join("prompt_pack.py")).unwrap(), PYTHON_SDK);
+        assert!(std::fs::read_to_string(python.join("app.py")).unwrap().contains("name=\"acme\","));
         assert!(matches!(create(&pack, "acme", Language::Rust), Err(ScaffoldError::NotEmpty(_))));
         let file = dir.path().join("a-file");
         std::fs::write(&file, "").unwrap();

@@ -3,7 +3,9 @@ its README names against WIT 0.3, `prompt-host inspect` accepts it as it is
 and shows what it says it is, and the official Python SDK client lists, gets
 and completes its starter prompt (the host completing and checking its
 `length` choice), and fills in the form the host builds for the text when
-it is left out, with the same answers in Rust, JavaScript and Python."""
+it is left out, with the same answers in Rust, JavaScript and Python. Each
+starter's own native tests pass, and fail, naming the mistake, on a typo in
+a placeholder."""
 
 import json
 import os
@@ -43,6 +45,49 @@ SUMMARIZE = {
 }
 
 
+# The starters' own tests, run natively as their README says: what to run
+# once first, the tests, what the runner prints when all pass, and the file
+# in which a typo goes.
+PYTHON = str(ROOT / "tests/.venv/bin/python")
+NATIVE_TESTS = {
+    "js": ([], ["npm", "test"], "# pass 4\n# fail 0\n", "pack.js"),
+    "python": (
+        # The tests import the generated records (wit_world); bindings writes them once, and refuses again.
+        [str(ROOT / "tests/.venv/bin/componentize-py"), "-d", "wit", "-w", "prompt-pack-that-asks", "bindings", "."],
+        [PYTHON, "-m", "unittest", "test_app"],
+        "Ran 4 tests in ",
+        "app.py",
+    ),
+}
+MISTAKE = "template of prompt 'summarize' uses {txet}, which is not one of its arguments"
+
+
+def native_tests(pack: Path, lang: str, env: dict[str, str]):
+    """Runs the starter's tests natively; then checks that a typo the host
+    would refuse at load fails them, with the SDK's own message."""
+    first, tests, passed, source_file = NATIVE_TESTS[lang]
+    if first:
+        ran = subprocess.run(first, cwd=pack, env=env, capture_output=True, text=True)
+        assert ran.returncode == 0, ran.stdout + ran.stderr
+
+    def run():
+        ran = subprocess.run(tests, cwd=pack, env=env, capture_output=True, text=True)
+        return ran, ran.stdout + ran.stderr
+
+    ran, output = run()
+    assert ran.returncode == 0 and passed in output, output
+    source = (pack / source_file).read_text()
+    (pack / source_file).write_text(source.replace(r"summary of this text:\n\n{text}", "summary of {txet}"))
+    ran, output = run()
+    assert ran.returncode != 0, output
+    if lang == "js":
+        # node --test shows the values compared: the message, and the null expected.
+        assert f'+ "{MISTAKE}"\n    - null' in output, output
+    else:
+        assert f'AssertionError: "{MISTAKE}" is not None' in output, output
+    (pack / source_file).write_text(source)
+
+
 def new_pack(work: Path, lang: str) -> Path:
     """Creates and builds the starter pack; returns its .wasm file."""
     env = environment(BINARY)
@@ -76,6 +121,8 @@ def new_pack(work: Path, lang: str) -> Path:
         assert "template of prompt 'summarize' uses {txet}, which is not one of its arguments" in broken.stdout, \
             broken.stdout + broken.stderr
         (pack / "src/lib.rs").write_text(source)
+    if lang in NATIVE_TESTS:
+        native_tests(pack, lang, env)
     command, wasm = BUILDS[lang]
     built = subprocess.run(command, cwd=pack, env=env, capture_output=True, text=True)
     assert built.returncode == 0, built.stdout + built.stderr

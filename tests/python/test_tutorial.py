@@ -1,5 +1,7 @@
 """docs/tutorial.md, run as written: each command, file and output in it."""
 
+import json
+import os
 import subprocess
 import tempfile
 from pathlib import Path
@@ -12,14 +14,62 @@ from server import BINARY, ROOT
 TUTORIAL = (ROOT / "docs/tutorial.md").read_text()
 
 
+# The same pack, built in each language by the tutorial.
+BUILDS = {
+    "rust": "release_notes/target/wasm32-wasip2/release/release_notes.wasm",
+    "js": "release_notes_js/release_notes.wasm",
+    "python": "release_notes_py/release_notes.wasm",
+}
+
+# What the three are asked, as a client would ask: each call's arguments
+# for `prompt-host`, after the file.
+CALLS = [
+    ["get", "release-notes", "version=2.1.0", "changes=Faster start", "audience=developers"],
+    ["get", "release-notes", "version=2.1.0", "--answer", "changes=Faster start"],
+    ["get", "announce", "version=2.1.0", "highlight=Smaller"],
+    ["get", "release-notes", "version=next", "changes=Faster start"],
+    ["get", "announce", "version=2.1.0"],
+    ["complete", "release-notes", "audience", "d"],
+    ["complete", "release-notes", "changes", "F"],
+]
+
+
+def answers(wasm: Path, env: dict[str, str]) -> list:
+    """What the pack says of itself and its prompts, and each call's outcome."""
+    inspected = subprocess.run([BINARY, "inspect", "--json", str(wasm)], env=env, capture_output=True, text=True)
+    assert inspected.returncode == 0, inspected.stdout + inspected.stderr
+    report = json.loads(inspected.stdout)
+    outcomes = [(report["pack"], report["prompts"], report["problems"])]
+    for call in CALLS:
+        ran = subprocess.run([BINARY, call[0], str(wasm), *call[1:]], env=env, capture_output=True, text=True,
+                             stdin=subprocess.DEVNULL)
+        outcomes.append((ran.returncode, json.loads(ran.stdout) if ran.returncode == 0 else ran.stderr.strip()))
+    return outcomes
+
+
 def test_the_tutorial_runs_as_written():
     with tempfile.TemporaryDirectory() as work:
         env = environment(BINARY)
+        # Section 8's Python: componentize-py and python from the virtual
+        # environment the tutorial has the reader make and activate.
+        env["PATH"] = f"{ROOT / 'tests/.venv/bin'}{os.pathsep}{env['PATH']}"
         checks = run_document(TUTORIAL, Path(work), env)
         # new, test, build, inspect and its three excerpts, get and its output
         # twice; then the second pack's new, its build and get with a grant,
-        # and its output.
-        assert checks == 14
+        # and its output; then in JavaScript and in Python each: new, test and
+        # build, get and its output.
+        assert checks == 22
+
+        # The JavaScript and Python packs answer as the Rust one does.
+        rust, js, python = (answers(Path(work) / BUILDS[lang], env) for lang in ["rust", "js", "python"])
+        assert js == rust
+        assert python == rust
+        # What they all answer, so that the comparison compares something.
+        assert rust[1][1]["messages"][0]["content"]["text"] == (
+            "Write the release notes of version 2.1.0 for developers, from these changes:\n\nFaster start"
+        )
+        assert rust[4][0] == 1 and "argument 'version' must be text of at most 32 characters" in rust[4][1], rust[4]
+        assert rust[6] == (0, {"completion": {"values": ["developers"], "total": 1, "hasMore": False}}), rust[6]
 
         # The tutorial's lib.rs keeps the starter's self-check: a typo in a
         # placeholder fails `cargo test`, naming that test.
@@ -36,7 +86,9 @@ def test_the_tutorial_runs_as_written():
 def test_the_runner_reads_every_kind_of_block():
     kinds = [info for info, _ in blocks(TUTORIAL)]
     assert kinds == ["sh no-run", "sh", "rust file=src/lib.rs", "sh", "sh", "sh", "text output", "text output", "text output", "sh",
-                     "json output", "sh", "json output", "sh no-run", "sh", "rust file=src/lib.rs", "sh", "json output"]
+                     "json output", "sh", "json output", "sh no-run", "sh", "rust file=src/lib.rs", "sh", "json output",
+                     "sh", "js file=pack.js", "js file=pack.test.js", "sh", "sh", "json output",
+                     "sh", "python file=app.py", "python file=test_app.py", "sh no-run", "sh", "sh", "json output"]
 
 
 def test_the_runner_fails_on_output_that_differs(tmp_path):

@@ -1,0 +1,30 @@
+// The pack's functions are plain JavaScript: `npm test` runs them natively
+// (node --test), before any build.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+
+import { asking, check, promptProvider } from "./pack.js";
+
+test("the templates pass the checks the host runs at load", () => {
+  assert.equal(check(), null);
+});
+
+test("summaries are short unless asked", () => {
+  // The host fills in the default before it calls the pack.
+  const args = [{ name: "text", value: "Some text." }, { name: "length", value: "short" }];
+  const answer = promptProvider.getPrompt("summarize", args, undefined);
+  assert.deepEqual(answer.val.messages.map((message) => [message.role, message.content.val.text]), [
+    ["user", "Write a short summary of this text:\n\nSome text."],
+  ]);
+});
+
+test("the length is one of three", () => {
+  const length = promptProvider.listPrompts()[0].arguments[1];
+  assert.deepEqual(length.kind, { tag: "choice", val: ["short", "medium", "long"] });
+  assert.equal(length.default, "short");
+});
+
+test("a text left out is asked for by the host", () => {
+  assert.deepEqual(asking.promptsThatAsk(), ["summarize"]);
+  assert.equal(promptProvider.listPrompts()[0].arguments[0].required, true);
+});

@@ -1,0 +1,426 @@
+// prompt-pack.js: prompt packs for prompt-host from templates, in
+// JavaScript. The same API as the Rust SDK's templates (prompt_pack::v0_3),
+// so that a pack reads alike in every language; `prompt-host new --lang js`
+// copies this file into each pack unchanged.
+//
+//   export const { promptProvider, asking, check } = pack({
+//     name: "acme", version: "0.1.0", description: "...",
+//     templates: [
+//       template("summarize", "Asks for a summary of a text")
+//         .argument(required("text", "The text to summarize"))
+//         .argument(optional("length", "How long").choice(["short", "long"]).default("short"))
+//         .user("Write a {length} summary of this text:\n\n{text}"),
+//     ],
+//     asksForMissing: ["summarize"],
+//   });
+//
+// Everything returned to the host is a plain object shaped as WIT 0.3's
+// records (wit/prompt-provider.wit): variants are { tag, val }, options are
+// undefined or a value, and errors are thrown as { tag, val }.
+
+// A declared argument. Its WIT record is kept apart from the builder
+// because the record has a field named `default`, and so does the builder.
+class ArgumentDeclaration {
+  constructor(name, description, required) {
+    this.record = { name, title: undefined, description, required, kind: undefined, default: undefined, examples: [] };
+  }
+
+  title(title) {
+    this.record.title = title;
+    return this;
+  }
+
+  // The kinds: the host checks every value against its kind before the
+  // pack runs, and refuses one that is not (-32602), so the pack need not.
+  choice(choices) {
+    return this.#kind("choice", [...choices]);
+  }
+
+  boolean() {
+    return this.#kind("boolean", undefined);
+  }
+
+  // WIT's s64 is a BigInt in JavaScript; authors write plain numbers.
+  integer(min, max) {
+    return this.#kind("integer", { min: bigint(min), max: bigint(max) });
+  }
+
+  number(min, max) {
+    return this.#kind("number", { min: min ?? undefined, max: max ?? undefined });
+  }
+
+  text(maxLength, pattern) {
+    return this.#kind("text", { maxLength: maxLength ?? undefined, pattern: pattern ?? undefined });
+  }
+
+  uri(schemes = []) {
+    return this.#kind("uri", { schemes: [...schemes] });
+  }
+
+  // The value the host passes when a client gives none.
+  default(value) {
+    this.record.default = value;
+    return this;
+  }
+
+  example(value) {
+    this.record.examples.push(value);
+    return this;
+  }
+
+  #kind(tag, val) {
+    this.record.kind = val === undefined ? { tag } : { tag, val };
+    return this;
+  }
+}
+
+function bigint(value) {
+  return value === undefined || value === null ? undefined : BigInt(value);
+}
+
+/** An argument a client must pass (any text until a kind is set). */
+export function required(name, description) {
+  return new ArgumentDeclaration(name, description, true);
+}
+
+/** An argument a client may leave out. */
+export function optional(name, description) {
+  return new ArgumentDeclaration(name, description, false);
+}
+
+// Messages, contents and replies, for templates and for replyWith.
+export function message(role, content) {
+  return { role, content };
+}
+
+export function text(text) {
+  return { tag: "text", val: { text, annotations: undefined } };
+}
+
+export function userText(text_) {
+  return message("user", text(text_));
+}
+
+export function assistantText(text_) {
+  return message("assistant", text(text_));
+}
+
+/** An embedded resource with textual contents. */
+export function textResource(uri, mimeType, text) {
+  return { tag: "resource", val: { uri, mimeType, body: { tag: "text", val: text }, annotations: undefined } };
+}
+
+/** A link to a resource the client can fetch itself. */
+export function resourceLink(uri, name) {
+  const link = { uri, name, title: undefined, description: undefined, mimeType: undefined, size: undefined };
+  return { tag: "resource-link", val: { ...link, annotations: undefined } };
+}
+
+export function reply(messages, description) {
+  return { description, messages };
+}
+
+/** Thrown from replyWith: the user's arguments are unacceptable (-32602). */
+export function invalidArguments(why) {
+  return { tag: "invalid-arguments", val: why };
+}
+
+// The MCP limit on the suggestions of one completion.
+const MAX_COMPLETIONS = 100;
+
+/** Every option that starts with what was typed, ignoring case, in order. */
+export function completeFrom(options, typed) {
+  const matches = options.filter((option) => option.toLowerCase().startsWith(typed.toLowerCase()));
+  return { values: matches.slice(0, MAX_COMPLETIONS), total: matches.length, hasMore: matches.length > MAX_COMPLETIONS };
+}
+
+export function noCompletions() {
+  return { values: [], total: undefined, hasMore: false };
+}
+
+/** Starts a template for prompt `name`: declare it once, and the pack's
+ *  listing, replies and completions come from the declaration. */
+export function template(name, description) {
+  return new Template(name, description);
+}
+
+class Template {
+  constructor(name, description) {
+    this.prompt = { name, title: undefined, description, arguments: [], icons: [] };
+    // Each block is a message: its role, and the template texts of its content.
+    this.blocks = [];
+    this.replyDescription = undefined;
+    this.replyFunction = undefined;
+    this.completeFunction = undefined;
+  }
+
+  title(title) {
+    this.prompt.title = title;
+    return this;
+  }
+
+  argument(argument) {
+    this.prompt.arguments.push(argument instanceof ArgumentDeclaration ? argument.record : argument);
+    return this;
+  }
+
+  // Texts name arguments in braces, {code}; {{ and }} are literal braces.
+  user(text) {
+    return this.#block("user", "text", { text });
+  }
+
+  assistant(text) {
+    return this.#block("assistant", "text", { text });
+  }
+
+  resource(uri, mimeType, text) {
+    return this.#block("user", "resource", { uri, text }, mimeType);
+  }
+
+  link(uri, name) {
+    return this.#block("user", "link", { uri, name });
+  }
+
+  described(description) {
+    this.replyDescription = description;
+    return this;
+  }
+
+  // A prompt written in code: fn gets the arguments as { name: value }
+  // (checked, defaults filled in) and returns a reply. The declaration
+  // stays the template's, so check() still checks it.
+  replyWith(fn) {
+    this.replyFunction = fn;
+    return this;
+  }
+
+  // fn(argumentName, typed) returns a completion, or a list of values.
+  completeWith(fn) {
+    this.completeFunction = fn;
+    return this;
+  }
+
+  #block(role, type, texts, mimeType) {
+    this.blocks.push({ role, type, texts, mimeType });
+    return this;
+  }
+
+  /** The prompt as list-prompts declares it. */
+  declaration() {
+    return { ...this.prompt, arguments: this.prompt.arguments.map((argument) => ({ ...argument })) };
+  }
+
+  /** The first mistake in the template, naming the prompt, or null. The
+   *  words are the Rust SDK's (Template::check), so the three languages
+   *  report a mistake alike. */
+  check() {
+    const at = `template of prompt '${this.prompt.name}'`;
+    const declared = (name) => this.prompt.arguments.find((argument) => argument.name === name);
+    if (this.blocks.length === 0 && !this.replyFunction) {
+      return `${at} has no messages: give it one (.user(...)), or reply in code (.replyWith(...))`;
+    }
+    if (this.blocks.length > 0 && this.replyFunction) {
+      return `${at} has messages and replies in code (.replyWith): its messages would never be used`;
+    }
+    for (const block of this.blocks) {
+      for (const text of Object.values(block.texts)) {
+        const pieces = parse(text);
+        if (typeof pieces === "string") {
+          return `${at}: ${pieces}`;
+        }
+        for (const { argument: name } of pieces.filter((piece) => piece.argument !== undefined)) {
+          const argument = declared(name);
+          if (!argument) {
+            return `${at} uses {${name}}, which is not one of its arguments`;
+          }
+          if (!argument.required && argument.default === undefined) {
+            return (
+              `${at} uses {${name}}, an optional argument with no default, which would leave a gap in the text ` +
+              `when left out: give it a default (optional("${name}", ...).default(...), "" if the gap is meant), ` +
+              `or make it required`
+            );
+          }
+        }
+      }
+    }
+    for (const { name, required, default: fallback } of this.prompt.arguments) {
+      if (required && fallback !== undefined) {
+        return `${at} sets a default for '${name}', which is required: it would never be used`;
+      }
+    }
+    for (const { name, kind } of this.prompt.arguments) {
+      if (kind?.tag === "choice" && kind.val.length === 0) {
+        return `${at} offers no choices for '${name}': give at least one`;
+      }
+    }
+    for (const { name, kind, default: fallback } of this.prompt.arguments) {
+      if (kind?.tag === "choice" && fallback !== undefined && !kind.val.includes(fallback)) {
+        return `${at} defaults '${name}' to ${JSON.stringify(fallback)}, which is not one of its choices`;
+      }
+    }
+    return null;
+  }
+
+  /** The reply to these arguments (a list of { name, value }). The host has
+   *  checked them for a 0.3 pack; they are checked again for native tests. */
+  render(args) {
+    const values = new Map();
+    for (const { name, required, kind, default: fallback } of this.prompt.arguments) {
+      const given = args.find((argument) => argument.name === name)?.value;
+      if (given === undefined && fallback === undefined && required) {
+        throw invalidArguments(`missing required argument '${name}'`);
+      }
+      if (given !== undefined && kind?.tag === "choice" && !kind.val.includes(given)) {
+        throw invalidArguments(`argument '${name}' must be one of: ${kind.val.join(", ")}`);
+      }
+      values.set(name, given ?? fallback ?? "");
+    }
+    if (this.replyFunction) {
+      return this.replyFunction(Object.fromEntries(values));
+    }
+    // check() finds these mistakes first; a native test may not have run it.
+    const fill = (text) => {
+      const pieces = parse(text);
+      if (typeof pieces === "string") {
+        throw { tag: "internal", val: pieces };
+      }
+      return pieces.map((piece) => piece.text ?? values.get(piece.argument) ?? unknown(piece.argument)).join("");
+    };
+    const unknown = (name) => {
+      throw { tag: "internal", val: `{${name}} is not an argument` };
+    };
+    const messages = this.blocks.map(({ role, type, texts, mimeType }) => {
+      switch (type) {
+        case "text":
+          return message(role, text(fill(texts.text)));
+        case "resource":
+          return message(role, textResource(fill(texts.uri), mimeType, fill(texts.text)));
+        default:
+          return message(role, resourceLink(fill(texts.uri), fill(texts.name)));
+      }
+    });
+    return reply(messages, this.replyDescription);
+  }
+
+  /** The completion of `argument`, given what the user typed so far. */
+  complete(argument, typed) {
+    if (this.completeFunction) {
+      const completion = this.completeFunction(argument, typed);
+      return Array.isArray(completion) ? { values: completion, total: completion.length, hasMore: false } : completion;
+    }
+    const kind = this.prompt.arguments.find(({ name }) => name === argument)?.kind;
+    return kind?.tag === "choice" ? completeFrom(kind.val, typed) : noCompletions();
+  }
+}
+
+// Splits a template text into literal text ({ text }) and placeholders
+// ({ argument }); a string is the mistake that stopped it.
+function parse(template) {
+  const pieces = [];
+  let rest = template;
+  for (let index = rest.search(/[{}]/); index >= 0; index = rest.search(/[{}]/)) {
+    if (index > 0) {
+      pieces.push({ text: rest.slice(0, index) });
+    }
+    if (rest.startsWith("{{", index) || rest.startsWith("}}", index)) {
+      pieces.push({ text: rest[index] });
+      rest = rest.slice(index + 2);
+    } else if (rest[index] === "}") {
+      return `a lone '}' in ${JSON.stringify(template)}: write '}}' for a literal brace`;
+    } else {
+      const end = rest.indexOf("}", index + 1);
+      if (end < 0) {
+        return `an unclosed '{' in ${JSON.stringify(template)}: write '{{' for a literal brace`;
+      }
+      pieces.push({ argument: rest.slice(index + 1, end) });
+      rest = rest.slice(end + 1);
+    }
+  }
+  if (rest) {
+    pieces.push({ text: rest });
+  }
+  return pieces;
+}
+
+/** The first mistake in these templates, or null: each template's own
+ *  (Template.check), and prompts or arguments that share a name. */
+export function check(templates) {
+  for (const [index, template] of templates.entries()) {
+    const name = template.prompt.name;
+    if (templates.slice(0, index).some((earlier) => earlier.prompt.name === name)) {
+      return `prompt '${name}' is declared more than once: give each prompt a name of its own`;
+    }
+    const args = template.prompt.arguments;
+    for (const [position, argument] of args.entries()) {
+      if (args.slice(0, position).some((earlier) => earlier.name === argument.name)) {
+        return `template of prompt '${name}' declares argument '${argument.name}' twice`;
+      }
+    }
+    const mistake = template.check();
+    if (mistake) {
+      return mistake;
+    }
+  }
+  return null;
+}
+
+/** The pack: the two interfaces the component exports (promptProvider,
+ *  asking), and check(), for the pack's own tests. */
+export function pack({
+  name,
+  version,
+  description,
+  authors = [],
+  license,
+  homepage,
+  repository,
+  wants = {},
+  templates,
+  asksForMissing = [],
+}) {
+  const find = (prompt) => {
+    const found = templates.find((template) => template.prompt.name === prompt);
+    if (!found) {
+      throw { tag: "not-found" };
+    }
+    return found;
+  };
+  const promptProvider = {
+    describePack() {
+      return {
+        name,
+        version,
+        description,
+        authors,
+        license,
+        homepage,
+        repository,
+        wants: { folders: [], origins: [], env: [], ...wants },
+      };
+    },
+
+    // A mistake stops the listing, which the host calls at load: it
+    // refuses the pack with this message, as it does a Rust pack's.
+    listPrompts() {
+      const mistake = check(templates);
+      if (mistake) {
+        throw new Error(mistake);
+      }
+      return templates.map((template) => template.declaration());
+    },
+
+    getPrompt(prompt, args, _input) {
+      return { tag: "reply", val: find(prompt).render(args) };
+    },
+
+    complete(prompt, argument, value, _context) {
+      return find(prompt).complete(argument, value);
+    },
+  };
+  const asking = {
+    promptsThatAsk() {
+      return [...asksForMissing];
+    },
+  };
+  return { promptProvider, asking, check: () => check(templates) };
+}

@@ -1,0 +1,387 @@
+"""prompt_pack: prompt packs for prompt-host from templates, in Python.
+
+The same API as the Rust SDK's templates (prompt_pack::v0_3), so that a
+pack reads alike in every language; `prompt-host new --lang python` copies
+this file into each pack unchanged. In app.py:
+
+    PromptProvider, Asking = pack(
+        name="acme", version="0.1.0", description="...",
+        templates=[
+            template("summarize", "Asks for a summary of a text")
+            .argument(required("text", "The text to summarize"))
+            .argument(optional("length", "How long").choice(["short", "long"]).default("short"))
+            .user("Write a {length} summary of this text:\\n\\n{text}"),
+        ],
+        asks_for_missing=["summarize"],
+    )
+
+componentize-py looks for classes named PromptProvider and Asking in app.py
+that subclass the generated exports: pack() builds them. The records
+returned to the host are the generated ones (wit_world, which
+componentize-py writes when it builds, and `componentize-py ... bindings .`
+for native tests)."""
+
+from __future__ import annotations
+
+import json
+from typing import Callable, Iterable
+
+from componentize_py_types import Err
+from wit_world import exports
+from wit_world.exports.prompt_provider import (
+    Argument, ArgumentKind_Boolean, ArgumentKind_Choice, ArgumentKind_Integer, ArgumentKind_Number, ArgumentKind_Text,
+    ArgumentKind_Uri, Completion, Content, Content_ResourceLink, Content_Resource, Content_Text, EmbeddedResource,
+    IntegerKind, Message, NumberKind, PackInfo, Prompt, PromptAnswer_Reply, PromptArgument, PromptError_Internal,
+    PromptError_InvalidArguments, PromptError_NotFound, PromptReply, ResourceBody_Text, ResourceLink, Role, TextContent,
+    TextKind, UriKind, Wants,
+)
+
+
+class ArgumentDeclaration:
+    """A declared argument. Its record is built at the end because the
+    record has a field named `default`, and so does the builder."""
+
+    def __init__(self, name: str, description: str, required: bool):
+        self.record = PromptArgument(name=name, title=None, description=description, required=required, kind=None,
+                                     default=None, examples=[])
+
+    def title(self, title: str) -> ArgumentDeclaration:
+        self.record.title = title
+        return self
+
+    # The kinds: the host checks every value against its kind before the
+    # pack runs, and refuses one that is not (-32602), so the pack need not.
+    def choice(self, choices: Iterable[str]) -> ArgumentDeclaration:
+        self.record.kind = ArgumentKind_Choice(list(choices))
+        return self
+
+    def boolean(self) -> ArgumentDeclaration:
+        self.record.kind = ArgumentKind_Boolean()
+        return self
+
+    def integer(self, min: int | None = None, max: int | None = None) -> ArgumentDeclaration:
+        self.record.kind = ArgumentKind_Integer(IntegerKind(min=min, max=max))
+        return self
+
+    def number(self, min: float | None = None, max: float | None = None) -> ArgumentDeclaration:
+        self.record.kind = ArgumentKind_Number(NumberKind(min=min, max=max))
+        return self
+
+    def text(self, max_length: int | None = None, pattern: str | None = None) -> ArgumentDeclaration:
+        self.record.kind = ArgumentKind_Text(TextKind(max_length=max_length, pattern=pattern))
+        return self
+
+    def uri(self, schemes: Iterable[str] = ()) -> ArgumentDeclaration:
+        self.record.kind = ArgumentKind_Uri(UriKind(schemes=list(schemes)))
+        return self
+
+    def default(self, value: str) -> ArgumentDeclaration:
+        """The value the host passes when a client gives none."""
+        self.record.default = value
+        return self
+
+    def example(self, value: str) -> ArgumentDeclaration:
+        self.record.examples.append(value)
+        return self
+
+
+def required(name: str, description: str) -> ArgumentDeclaration:
+    """An argument a client must pass (any text until a kind is set)."""
+    return ArgumentDeclaration(name, description, True)
+
+
+def optional(name: str, description: str) -> ArgumentDeclaration:
+    """An argument a client may leave out."""
+    return ArgumentDeclaration(name, description, False)
+
+
+# Messages, contents and replies, for templates and for reply_with.
+def message(role: Role, content: Content) -> Message:
+    return Message(role=role, content=content)
+
+
+def text(text: str) -> Content:
+    return Content_Text(TextContent(text=text, annotations=None))
+
+
+def user_text(text_: str) -> Message:
+    return message(Role.USER, text(text_))
+
+
+def assistant_text(text_: str) -> Message:
+    return message(Role.ASSISTANT, text(text_))
+
+
+def text_resource(uri: str, mime_type: str, text: str) -> Content:
+    """An embedded resource with textual contents."""
+    return Content_Resource(EmbeddedResource(uri=uri, mime_type=mime_type, body=ResourceBody_Text(text),
+                                             annotations=None))
+
+
+def resource_link(uri: str, name: str) -> Content:
+    """A link to a resource the client can fetch itself."""
+    return Content_ResourceLink(ResourceLink(uri=uri, name=name, title=None, description=None, mime_type=None, size=None,
+                                             annotations=None))
+
+
+def reply(messages: Iterable[Message], description: str | None = None) -> PromptReply:
+    return PromptReply(description=description, messages=list(messages))
+
+
+def invalid_arguments(why: str) -> Err:
+    """Raised from reply_with: the user's arguments are unacceptable (-32602)."""
+    return Err(PromptError_InvalidArguments(why))
+
+
+# The MCP limit on the suggestions of one completion.
+MAX_COMPLETIONS = 100
+
+
+def complete_from(options: Iterable[str], typed: str) -> Completion:
+    """Every option that starts with what was typed, ignoring case, in order."""
+    matches = [option for option in options if option.lower().startswith(typed.lower())]
+    return Completion(values=matches[:MAX_COMPLETIONS], total=len(matches), has_more=len(matches) > MAX_COMPLETIONS)
+
+
+def no_completions() -> Completion:
+    return Completion(values=[], total=None, has_more=False)
+
+
+ReplyFunction = Callable[[dict[str, str]], PromptReply]
+CompleteFunction = Callable[[str, str], "Completion | list[str]"]
+
+
+def template(name: str, description: str) -> Template:
+    """Starts a template for prompt `name`: declare it once, and the pack's
+    listing, replies and completions come from the declaration."""
+    return Template(name, description)
+
+
+class Template:
+    def __init__(self, name: str, description: str):
+        self.prompt = Prompt(name=name, title=None, description=description, arguments=[], icons=[])
+        # Each block is a message: its role, its kind, the template texts of
+        # its content, and a resource's MIME type.
+        self.blocks: list[tuple[Role, str, dict[str, str], str | None]] = []
+        self.reply_description: str | None = None
+        self.reply_function: ReplyFunction | None = None
+        self.complete_function: CompleteFunction | None = None
+
+    def title(self, title: str) -> Template:
+        self.prompt.title = title
+        return self
+
+    def argument(self, argument: ArgumentDeclaration | PromptArgument) -> Template:
+        self.prompt.arguments.append(argument.record if isinstance(argument, ArgumentDeclaration) else argument)
+        return self
+
+    # Texts name arguments in braces, {code}; {{ and }} are literal braces.
+    def user(self, text: str) -> Template:
+        self.blocks.append((Role.USER, "text", {"text": text}, None))
+        return self
+
+    def assistant(self, text: str) -> Template:
+        self.blocks.append((Role.ASSISTANT, "text", {"text": text}, None))
+        return self
+
+    def resource(self, uri: str, mime_type: str, text: str) -> Template:
+        self.blocks.append((Role.USER, "resource", {"uri": uri, "text": text}, mime_type))
+        return self
+
+    def link(self, uri: str, name: str) -> Template:
+        self.blocks.append((Role.USER, "link", {"uri": uri, "name": name}, None))
+        return self
+
+    def described(self, description: str) -> Template:
+        self.reply_description = description
+        return self
+
+    def reply_with(self, function: ReplyFunction) -> Template:
+        """A prompt written in code: function gets the arguments as a dict
+        (checked, defaults filled in) and returns a reply. The declaration
+        stays the template's, so check() still checks it."""
+        self.reply_function = function
+        return self
+
+    def complete_with(self, function: CompleteFunction) -> Template:
+        """function(argument_name, typed) returns a completion, or a list of values."""
+        self.complete_function = function
+        return self
+
+    def declaration(self) -> Prompt:
+        """The prompt as list-prompts declares it."""
+        return self.prompt
+
+    def check(self) -> str | None:
+        """The first mistake in the template, naming the prompt, or None. The
+        words are the Rust SDK's (Template::check), so the three languages
+        report a mistake alike."""
+        at = f"template of prompt '{self.prompt.name}'"
+        declared = {argument.name: argument for argument in reversed(self.prompt.arguments)}
+        if not self.blocks and self.reply_function is None:
+            return f"{at} has no messages: give it one (.user(...)), or reply in code (.reply_with(...))"
+        if self.blocks and self.reply_function is not None:
+            return f"{at} has messages and replies in code (.reply_with): its messages would never be used"
+        for _, _, texts, _ in self.blocks:
+            for text in texts.values():
+                pieces = parse(text)
+                if isinstance(pieces, str):
+                    return f"{at}: {pieces}"
+                for kind, name in pieces:
+                    if kind != "argument":
+                        continue
+                    argument = declared.get(name)
+                    if argument is None:
+                        return f"{at} uses {{{name}}}, which is not one of its arguments"
+                    if not argument.required and argument.default is None:
+                        return (f"{at} uses {{{name}}}, an optional argument with no default, which would leave a gap "
+                                f"in the text when left out: give it a default (optional(\"{name}\", ...).default(...), "
+                                f"\"\" if the gap is meant), or make it required")
+        for argument in self.prompt.arguments:
+            if argument.required and argument.default is not None:
+                return f"{at} sets a default for '{argument.name}', which is required: it would never be used"
+        for argument in self.prompt.arguments:
+            if isinstance(argument.kind, ArgumentKind_Choice) and not argument.kind.value:
+                return f"{at} offers no choices for '{argument.name}': give at least one"
+        for argument in self.prompt.arguments:
+            if (isinstance(argument.kind, ArgumentKind_Choice) and argument.default is not None
+                    and argument.default not in argument.kind.value):
+                return (f"{at} defaults '{argument.name}' to {json.dumps(argument.default, ensure_ascii=False)}, "
+                        f"which is not one of its choices")
+        return None
+
+    def render(self, arguments: list[Argument]) -> PromptReply:
+        """The reply to these arguments. The host has checked them for a 0.3
+        pack; they are checked again for native tests."""
+        given = {argument.name: argument.value for argument in arguments}
+        values: dict[str, str] = {}
+        for argument in self.prompt.arguments:
+            value = given.get(argument.name)
+            if value is None and argument.default is None and argument.required:
+                raise invalid_arguments(f"missing required argument '{argument.name}'")
+            choices = argument.kind.value if isinstance(argument.kind, ArgumentKind_Choice) else None
+            if value is not None and choices is not None and value not in choices:
+                raise invalid_arguments(f"argument '{argument.name}' must be one of: {', '.join(choices)}")
+            values[argument.name] = value if value is not None else argument.default or ""
+        if self.reply_function is not None:
+            return self.reply_function(values)
+
+        # check() finds these mistakes first; a native test may not have run it.
+        def fill(text: str) -> str:
+            pieces = parse(text)
+            if isinstance(pieces, str):
+                raise Err(PromptError_Internal(pieces))
+            filled = []
+            for kind, piece in pieces:
+                if kind == "argument" and piece not in values:
+                    raise Err(PromptError_Internal(f"{{{piece}}} is not an argument"))
+                filled.append(values[piece] if kind == "argument" else piece)
+            return "".join(filled)
+
+        messages = []
+        for role, kind, texts, mime_type in self.blocks:
+            if kind == "text":
+                content = text(fill(texts["text"]))
+            elif kind == "resource":
+                content = text_resource(fill(texts["uri"]), mime_type or "", fill(texts["text"]))
+            else:
+                content = resource_link(fill(texts["uri"]), fill(texts["name"]))
+            messages.append(message(role, content))
+        return reply(messages, self.reply_description)
+
+    def complete(self, argument: str, typed: str) -> Completion:
+        """The completion of `argument`, given what the user typed so far."""
+        if self.complete_function is not None:
+            completion = self.complete_function(argument, typed)
+            if isinstance(completion, list):
+                return Completion(values=completion, total=len(completion), has_more=False)
+            return completion
+        kind = next((declared.kind for declared in self.prompt.arguments if declared.name == argument), None)
+        return complete_from(kind.value, typed) if isinstance(kind, ArgumentKind_Choice) else no_completions()
+
+
+def parse(template: str) -> list[tuple[str, str]] | str:
+    """Splits a template text into ("text", ...) and ("argument", name)
+    pieces; a string is the mistake that stopped it."""
+    pieces = []
+    rest = template
+    while (index := next((i for i, c in enumerate(rest) if c in "{}"), -1)) >= 0:
+        if index > 0:
+            pieces.append(("text", rest[:index]))
+        if rest.startswith("{{", index) or rest.startswith("}}", index):
+            pieces.append(("text", rest[index]))
+            rest = rest[index + 2:]
+        elif rest[index] == "}":
+            return f"a lone '}}' in {json.dumps(template, ensure_ascii=False)}: write '}}}}' for a literal brace"
+        else:
+            end = rest.find("}", index + 1)
+            if end < 0:
+                return f"an unclosed '{{' in {json.dumps(template, ensure_ascii=False)}: write '{{{{' for a literal brace"
+            pieces.append(("argument", rest[index + 1:end]))
+            rest = rest[end + 1:]
+    if rest:
+        pieces.append(("text", rest))
+    return pieces
+
+
+def check(templates: list[Template]) -> str | None:
+    """The first mistake in these templates, or None: each template's own
+    (Template.check), and prompts or arguments that share a name."""
+    for index, template in enumerate(templates):
+        name = template.prompt.name
+        if any(earlier.prompt.name == name for earlier in templates[:index]):
+            return f"prompt '{name}' is declared more than once: give each prompt a name of its own"
+        arguments = template.prompt.arguments
+        for position, argument in enumerate(arguments):
+            if any(earlier.name == argument.name for earlier in arguments[:position]):
+                return f"template of prompt '{name}' declares argument '{argument.name}' twice"
+        mistake = template.check()
+        if mistake is not None:
+            return mistake
+    return None
+
+
+def pack(*, name: str, version: str, templates: list[Template], description: str | None = None,
+         asks_for_missing: Iterable[str] = (), wants: Wants | None = None, authors: Iterable[str] = (),
+         license: str | None = None, homepage: str | None = None, repository: str | None = None):
+    """The pack: the classes PromptProvider and Asking that componentize-py
+    exports, to assign at module level of app.py. PromptProvider.check() is
+    check(templates), for the pack's own tests."""
+    asks_for_missing = list(asks_for_missing)
+    authors = list(authors)
+
+    def find(prompt: str) -> Template:
+        found = next((template for template in templates if template.prompt.name == prompt), None)
+        if found is None:
+            raise Err(PromptError_NotFound())
+        return found
+
+    class PromptProvider(exports.PromptProvider):
+        def describe_pack(self) -> PackInfo:
+            return PackInfo(name=name, version=version, description=description, authors=authors, license=license,
+                            homepage=homepage, repository=repository,
+                            wants=wants or Wants(folders=[], origins=[], env=[]))
+
+        def list_prompts(self) -> list[Prompt]:
+            # A mistake stops the listing, which the host calls at load: it
+            # refuses the pack with this message, as it does a Rust pack's.
+            mistake = check(templates)
+            if mistake is not None:
+                raise ValueError(mistake)
+            return [template.declaration() for template in templates]
+
+        def get_prompt(self, name: str, arguments: list[Argument], input) -> PromptAnswer_Reply:
+            return PromptAnswer_Reply(find(name).render(arguments))
+
+        def complete(self, prompt: str, argument_name: str, value: str, context: list[Argument]) -> Completion:
+            return find(prompt).complete(argument_name, value)
+
+        @staticmethod
+        def check() -> str | None:
+            return check(templates)
+
+    class Asking(exports.Asking):
+        def prompts_that_ask(self) -> list[str]:
+            return list(asks_for_missing)
+
+    return PromptProvider, Asking
