@@ -31,6 +31,9 @@ CALLS = [
     ["get", "announce", "version=2.1.0"],
     ["complete", "release-notes", "audience", "d"],
     ["complete", "release-notes", "changes", "F"],
+    ["get", "next-version", "version=2.1.7", "change=breaking"],
+    ["get", "next-version", "version=2.1.7"],
+    ["complete", "next-version", "change", "f"],
 ]
 
 
@@ -65,11 +68,19 @@ def test_the_tutorial_runs_as_written():
         assert js == rust
         assert python == rust
         # What they all answer, so that the comparison compares something.
-        assert rust[1][1]["messages"][0]["content"]["text"] == (
-            "Write the release notes of version 2.1.0 for developers, from these changes:\n\nFaster start"
-        )
+        assert rust[1][1]["messages"] == [
+            {"role": "user", "content": {"type": "text", "text":
+                "Write the release notes of version 2.1.0 for developers, from the changes attached."}},
+            {"role": "user", "content": {"type": "resource", "resource": {
+                "uri": "file:///changes/2.1.0.txt", "mimeType": "text/plain", "text": "Faster start"}}},
+        ]
         assert rust[4][0] == 1 and "argument 'version' must be text of at most 32 characters" in rust[4][1], rust[4]
         assert rust[6] == (0, {"completion": {"values": ["developers"], "total": 1, "hasMore": False}}), rust[6]
+        # The prompt written in code, its default filled in by the host.
+        explain = "Explain in one sentence why the release after 2.1.7 is {}."
+        assert rust[8] == (0, {"messages": [{"role": "user", "content": {"type": "text", "text": explain.format("3.0.0")}}]})
+        assert rust[9] == (0, {"messages": [{"role": "user", "content": {"type": "text", "text": explain.format("2.1.8")}}]})
+        assert rust[10] == (0, {"completion": {"values": ["fix", "feature"], "total": 2, "hasMore": False}}), rust[10]
 
         # The tutorial's lib.rs keeps the starter's self-check: a typo in a
         # placeholder fails `cargo test`, naming that test.
