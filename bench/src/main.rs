@@ -1008,15 +1008,30 @@ fn median_ms(mut times: Vec<Duration>) -> f64 {
 }
 
 /// The code_review pack in JavaScript (on SpiderMonkey, componentize-js's
-/// default, and on QuickJS) and in Python: components that carry
-/// their language's runtime. What the compiled cache saves them at start, and
-/// what a call costs. tests/build-packs builds them.
+/// default, and on QuickJS) and in Python, written on the raw WIT objects,
+/// and the starter pack `prompt-host new` writes in each language (on the
+/// vendored template library; the JavaScript one on QuickJS, as its
+/// `npm run build` builds it, and on SpiderMonkey): components that carry
+/// their language's runtime. What the compiled cache saves them at start,
+/// and what a call costs. tests/build-packs builds them.
 fn other_languages(setup: &Setup, report: &mut Report) -> anyhow::Result<()> {
     let components = setup.plugins.join("../../components");
-    let packs = [("js_code_review", "JavaScript"), ("js_qjs_code_review", "JavaScript on QuickJS"), ("py_code_review", "Python")];
-    for (pack, language) in packs {
+    let summarize = || Asked {
+        prompt: "summarize",
+        arguments: json!({ "text": "Some text.", "length": "long" }),
+        expected: "Write a long summary of this text:",
+    };
+    let packs = [
+        ("js_code_review", "code_review in JavaScript", Asked::code_review()),
+        ("js_qjs_code_review", "code_review in JavaScript on QuickJS", Asked::code_review()),
+        ("py_code_review", "code_review in Python", Asked::code_review()),
+        ("js_starter", "the JavaScript starter (new --lang js, QuickJS)", summarize()),
+        ("js_sm_starter", "the JavaScript starter on SpiderMonkey (npm run build:spidermonkey)", summarize()),
+        ("py_starter", "the Python starter (new --lang python)", summarize()),
+    ];
+    for (pack, what, asked) in packs {
         let file = components.join(format!("{pack}.wasm"));
-        let label = |what: &str| format!("code_review in {language} ({pack}.wasm): {what}");
+        let label = |measure: &str| format!("{what} ({pack}.wasm): {measure}");
         if !file.exists() {
             report.facts.push((label("all"), "not measured: build it first with tests/build-packs".into()));
             continue;
@@ -1032,8 +1047,9 @@ fn other_languages(setup: &Setup, report: &mut Report) -> anyhow::Result<()> {
             &format!("{pack}-cache"),
             |cache| host_args(&config, &dir, cache),
             |server, _| {
-                check_reply(server, pack)?;
-                loads.push(server.load(500, 1, Writes::PerMessage)?);
+                let reply = server.call("prompts/get", json!({ "name": asked.prompt, "arguments": asked.arguments }))?;
+                ensure!(reply.to_string().contains(asked.expected), "{pack} answered {reply}");
+                loads.push(server.load_prompt(500, 1, Writes::PerMessage, &asked)?);
                 Ok(())
             },
         )?;

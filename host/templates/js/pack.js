@@ -12,7 +12,7 @@ export const { promptProvider, asking, check } = pack({
   version: "0.1.0",
   description: "Prompts that {{name}} provides",
   // A pack sees nothing of the machine. It may ask to call an origin
-  // (fetch(), built without `--disable http`) or read a value, which the operator
+  // (fetch(), built with `npm run build:spidermonkey`) or read a value, which the operator
   // grants in [plugins.NAME.grants]:
   //   wants: { origins: ["https://api.example.com/v1/"], env: ["API_TOKEN"] },
   templates: [
