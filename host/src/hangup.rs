@@ -1,25 +1,41 @@
 //! SIGHUP: what an operator sends to have the server read its files again
 //! (the configuration and plugin directory, token files, the access log).
 //! Each reader listens on its own; a reader's work reads files, so it runs
-//! off the async workers.
+//! off the async workers. Where there are no such signals, none comes.
 
-use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 
 /// This process's SIGHUPs, or `None` where they cannot be listened to (then
 /// [`next`] never completes).
-pub fn signals() -> Option<Signal> {
-    signal(SignalKind::hangup()).ok()
+#[cfg(unix)]
+pub fn signals() -> Option<tokio::signal::unix::Signal> {
+    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok()
 }
 
-/// Completes at the next SIGHUP.
-pub async fn next(signals: &mut Option<Signal>) {
-    match signals {
-        Some(signals) => {
-            signals.recv().await;
-        }
-        None => std::future::pending().await,
+/// No SIGHUPs where there are no Unix signals.
+#[cfg(not(unix))]
+pub fn signals() -> Option<()> {
+    None
+}
+
+/// Completes at the next SIGHUP; never, if there will be none.
+#[cfg(unix)]
+pub async fn next(signals: &mut Option<tokio::signal::unix::Signal>) {
+    if let Some(listening) = signals
+        && listening.recv().await.is_some()
+    {
+        return;
     }
+    // No listener, or it is gone for good: no more SIGHUPs (rather than a
+    // loop that wakes at once, again and again).
+    *signals = None;
+    std::future::pending().await
+}
+
+/// Never completes where there are no Unix signals.
+#[cfg(not(unix))]
+pub async fn next(_: &mut Option<()>) {
+    std::future::pending().await
 }
 
 /// Runs `work` on the blocking pool at every SIGHUP, one at a time, until

@@ -566,13 +566,3 @@ fn handler(dir: &Path, events: mpsc::UnboundedSender<Change>) -> impl FnMut(noti
         Err(error) => tracing::warn!(dir = %dir.display(), "watching the plugin directory: {error}"),
     }
 }
-
-#[cfg(not(unix))]
-fn hangup_signals() -> Option<()> {
-    None
-}
-
-#[cfg(not(unix))]
-async fn next_hangup(_: &mut Option<()>) {
-    std::future::pending().await
-}

