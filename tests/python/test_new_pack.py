@@ -50,7 +50,8 @@ SUMMARIZE = {
 # in which a typo goes.
 PYTHON = str(ROOT / "tests/.venv/bin/python")
 NATIVE_TESTS = {
-    "js": ([], ["npm", "test"], "# pass 4\n# fail 0\n", "pack.js"),
+    # TAP, which Node 20 writes when not on a terminal and later versions only when asked.
+    "js": ([], ["npm", "test", "--", "--test-reporter=tap"], "# pass 4\n# fail 0\n", "pack.js"),
     "python": (
         # The tests import the generated records (wit_world); bindings writes them once, and refuses again.
         [str(ROOT / "tests/.venv/bin/componentize-py"), "-d", "wit", "-w", "prompt-pack-that-asks", "bindings", "."],
@@ -85,6 +86,15 @@ def native_tests(pack: Path, lang: str, env: dict[str, str]):
         assert f'+ "{MISTAKE}"\n    - null' in output, output
     else:
         assert f'AssertionError: "{MISTAKE}" is not None' in output, output
+    # Built as it is, the host refuses it at load, saying the same.
+    command, wasm = BUILDS[lang]
+    built = subprocess.run(command, cwd=pack, env=env, capture_output=True, text=True)
+    assert built.returncode == 0, built.stdout + built.stderr
+    inspected = subprocess.run([BINARY, "inspect", str(pack / wasm)], env=env, capture_output=True, text=True)
+    assert inspected.returncode == 1, inspected.stdout + inspected.stderr
+    assert "failed while listing its prompts: it panicked: " in inspected.stderr, inspected.stderr
+    assert MISTAKE in inspected.stderr, inspected.stderr
+    (pack / wasm).unlink()
     (pack / source_file).write_text(source)
 
 

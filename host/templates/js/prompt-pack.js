@@ -128,10 +128,38 @@ export function invalidArguments(why) {
 // The MCP limit on the suggestions of one completion.
 const MAX_COMPLETIONS = 100;
 
-/** Every option that starts with what was typed, ignoring case, in order. */
+/** Every option that starts with what was typed, ignoring ASCII case (as
+ *  the Rust SDK does), in order. */
 export function completeFrom(options, typed) {
-  const matches = options.filter((option) => option.toLowerCase().startsWith(typed.toLowerCase()));
-  return { values: matches.slice(0, MAX_COMPLETIONS), total: matches.length, hasMore: matches.length > MAX_COMPLETIONS };
+  const folded = asciiLowercase(typed);
+  return capped(options.filter((option) => asciiLowercase(option).startsWith(folded)));
+}
+
+// At most MAX_COMPLETIONS of `values`, saying how many there were.
+function capped(values) {
+  return { values: values.slice(0, MAX_COMPLETIONS), total: values.length, hasMore: values.length > MAX_COMPLETIONS };
+}
+
+function asciiLowercase(text) {
+  return text.replace(/[A-Z]/g, (letter) => letter.toLowerCase());
+}
+
+// Every character but RFC 3986's unreserved ones (A-Z a-z 0-9 - . _ ~)
+// percent-encoded, as UTF-8: the Rust SDK's and the Python library's too.
+function percentEncoded(value) {
+  return encodeURIComponent(value).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+}
+
+// Whether a URI template starts with a scheme (https:) before any placeholder.
+function startsWithScheme(uri) {
+  return /^[A-Za-z][A-Za-z0-9+.-]*:/.test(uri);
+}
+
+// Whether a media type is type/subtype (parameters after ";" allowed), as
+// the host checks it: each an RFC 9110 token.
+function isMediaType(mimeType) {
+  const essence = typeof mimeType === "string" ? mimeType.split(";")[0].trim() : "";
+  return /^[A-Za-z0-9!#$%&'*+.^_`|~-]+\/[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(essence);
 }
 
 export function noCompletions() {
@@ -194,14 +222,19 @@ class Template {
     return this;
   }
 
-  // fn(argumentName, typed) returns a completion, or a list of values.
+  // fn(argumentName, typed) returns a completion, or a list of values (the
+  // first 100 are sent). The host completes choices and booleans itself,
+  // and calls fn for the other arguments.
   completeWith(fn) {
     this.completeFunction = fn;
     return this;
   }
 
+  // Each text is split into pieces here, when the pack's module runs: the
+  // build's snapshot holds them, so that a call does not split them again.
   #block(role, type, texts, mimeType) {
-    this.blocks.push({ role, type, texts, mimeType });
+    const pieces = Object.fromEntries(Object.entries(texts).map(([key, text]) => [key, parse(text)]));
+    this.blocks.push({ role, type, texts, pieces, mimeType });
     return this;
   }
 
@@ -216,12 +249,6 @@ class Template {
   check() {
     const at = `template of prompt '${this.prompt.name}'`;
     const declared = (name) => this.prompt.arguments.find((argument) => argument.name === name);
-    if (this.blocks.length === 0 && !this.replyFunction) {
-      return `${at} has no messages: give it one (.user(...)), or reply in code (.replyWith(...))`;
-    }
-    if (this.blocks.length > 0 && this.replyFunction) {
-      return `${at} has messages and replies in code (.replyWith): its messages would never be used`;
-    }
     for (const block of this.blocks) {
       for (const text of Object.values(block.texts)) {
         const pieces = parse(text);
@@ -258,6 +285,31 @@ class Template {
         return `${at} defaults '${name}' to ${JSON.stringify(fallback)}, which is not one of its choices`;
       }
     }
+    // What the host would refuse in every reply.
+    for (const { type, texts, mimeType } of this.blocks) {
+      if (type === "text") {
+        continue;
+      }
+      if (type === "resource" && !isMediaType(mimeType)) {
+        return `${at} has the media type ${JSON.stringify(mimeType)}, which is not of the form type/subtype`;
+      }
+      if (!startsWithScheme(texts.uri)) {
+        return (
+          `${at} has the URI ${JSON.stringify(texts.uri)}, which does not start with a scheme (such as https: or ` +
+          `file:) before its first placeholder: a URI must be absolute, and values are percent-encoded into it`
+        );
+      }
+      if (type === "link" && !parse(texts.name).some((piece) => piece.text !== undefined)) {
+        return `${at} has a link whose name has no text of its own: an empty value would leave it without a name`;
+      }
+    }
+    // Last, so that a mistake in the declaration is named first.
+    if (this.blocks.length === 0 && !this.replyFunction) {
+      return `${at} has no messages: give it one (.user(...)), or reply in code (.replyWith(...))`;
+    }
+    if (this.blocks.length > 0 && this.replyFunction) {
+      return `${at} has messages and replies in code (.replyWith): its messages would never be used`;
+    }
     return null;
   }
 
@@ -273,40 +325,54 @@ class Template {
       if (given !== undefined && kind?.tag === "choice" && !kind.val.includes(given)) {
         throw invalidArguments(`argument '${name}' must be one of: ${kind.val.join(", ")}`);
       }
-      values.set(name, given ?? fallback ?? "");
+      // undefined: an optional argument left out with no default.
+      values.set(name, given ?? fallback);
     }
     if (this.replyFunction) {
-      return this.replyFunction(Object.fromEntries(values));
+      // An optional argument left out with no default stays absent, as code expects.
+      return this.replyFunction(Object.fromEntries([...values].filter(([, value]) => value !== undefined)));
     }
-    // check() finds these mistakes first; a native test may not have run it.
-    const fill = (text) => {
-      const pieces = parse(text);
+    // In a text, an argument left out with no default is empty; in a URI,
+    // each value is percent-encoded, so that it cannot add a path segment,
+    // a query or a fragment. check() finds the mistakes thrown here first;
+    // a native test may not have run it.
+    const fillAs = (pieces, inUri) => {
       if (typeof pieces === "string") {
         throw { tag: "internal", val: pieces };
       }
-      return pieces.map((piece) => piece.text ?? values.get(piece.argument) ?? unknown(piece.argument)).join("");
+      const value = (name) => {
+        if (!values.has(name)) {
+          unknown(name);
+        }
+        return inUri ? percentEncoded(values.get(name) ?? "") : (values.get(name) ?? "");
+      };
+      return pieces.map((piece) => piece.text ?? value(piece.argument)).join("");
     };
+    const fill = (pieces) => fillAs(pieces, false);
+    const fillUri = (pieces) => fillAs(pieces, true);
     const unknown = (name) => {
       throw { tag: "internal", val: `{${name}} is not an argument` };
     };
-    const messages = this.blocks.map(({ role, type, texts, mimeType }) => {
+    const messages = this.blocks.map(({ role, type, pieces, mimeType }) => {
       switch (type) {
         case "text":
-          return message(role, text(fill(texts.text)));
+          return message(role, text(fill(pieces.text)));
         case "resource":
-          return message(role, textResource(fill(texts.uri), mimeType, fill(texts.text)));
+          return message(role, textResource(fillUri(pieces.uri), mimeType, fill(pieces.text)));
         default:
-          return message(role, resourceLink(fill(texts.uri), fill(texts.name)));
+          return message(role, resourceLink(fillUri(pieces.uri), fill(pieces.name)));
       }
     });
     return reply(messages, this.replyDescription);
   }
 
-  /** The completion of `argument`, given what the user typed so far. */
+  /** The completion of `argument`, given what the user typed so far. (On
+   *  WIT 0.3 the host completes choices and booleans itself, and calls the
+   *  pack for the other arguments only.) */
   complete(argument, typed) {
     if (this.completeFunction) {
       const completion = this.completeFunction(argument, typed);
-      return Array.isArray(completion) ? { values: completion, total: completion.length, hasMore: false } : completion;
+      return Array.isArray(completion) ? capped(completion) : completion;
     }
     const kind = this.prompt.arguments.find(({ name }) => name === argument)?.kind;
     return kind?.tag === "choice" ? completeFrom(kind.val, typed) : noCompletions();
@@ -400,10 +466,13 @@ export function pack({
     },
 
     // A mistake stops the listing, which the host calls at load: it
-    // refuses the pack with this message, as it does a Rust pack's.
+    // refuses the pack with this message, as it does a Rust pack's, from
+    // the line a Rust panic writes (the host reads a pack's last words in
+    // that form).
     listPrompts() {
       const mistake = check(templates);
       if (mistake) {
+        globalThis.console?.error(`thread '<unnamed>' panicked at pack.js:\n${mistake}`);
         throw new Error(mistake);
       }
       return templates.map((template) => template.declaration());

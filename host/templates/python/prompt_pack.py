@@ -24,7 +24,11 @@ for native tests)."""
 from __future__ import annotations
 
 import json
+import os
+import re
+import sys
 from typing import Callable, Iterable
+from urllib.parse import quote
 
 from componentize_py_types import Err
 from wit_world import exports
@@ -138,9 +142,37 @@ MAX_COMPLETIONS = 100
 
 
 def complete_from(options: Iterable[str], typed: str) -> Completion:
-    """Every option that starts with what was typed, ignoring case, in order."""
-    matches = [option for option in options if option.lower().startswith(typed.lower())]
-    return Completion(values=matches[:MAX_COMPLETIONS], total=len(matches), has_more=len(matches) > MAX_COMPLETIONS)
+    """Every option that starts with what was typed, ignoring ASCII case (as
+    the Rust SDK does), in order."""
+    folded = _ascii_lowercase(typed)
+    return _capped([option for option in options if _ascii_lowercase(option).startswith(folded)])
+
+
+def _capped(values: list[str]) -> Completion:
+    """At most MAX_COMPLETIONS of `values`, saying how many there were."""
+    return Completion(values=values[:MAX_COMPLETIONS], total=len(values), has_more=len(values) > MAX_COMPLETIONS)
+
+
+def _ascii_lowercase(text: str) -> str:
+    return re.sub("[A-Z]", lambda letter: letter.group().lower(), text)
+
+
+def _percent_encoded(value: str) -> str:
+    """Every character but RFC 3986's unreserved ones (A-Z a-z 0-9 - . _ ~)
+    percent-encoded, as UTF-8: the Rust SDK's and the JavaScript library's too."""
+    return quote(value, safe="")
+
+
+def _starts_with_scheme(uri: str) -> bool:
+    """Whether a URI template starts with a scheme (https:) before any placeholder."""
+    return re.match(r"[A-Za-z][A-Za-z0-9+.-]*:", uri) is not None
+
+
+def _is_media_type(mime_type: str | None) -> bool:
+    """Whether a media type is type/subtype (parameters after ";" allowed),
+    as the host checks it: each an RFC 9110 token."""
+    essence = mime_type.split(";")[0].strip() if isinstance(mime_type, str) else ""
+    return re.fullmatch(r"[A-Za-z0-9!#$%&'*+.^_`|~-]+/[A-Za-z0-9!#$%&'*+.^_`|~-]+", essence) is not None
 
 
 def no_completions() -> Completion:
@@ -162,7 +194,9 @@ class Template:
         self.prompt = Prompt(name=name, title=None, description=description, arguments=[], icons=[])
         # Each block is a message: its role, its kind, the template texts of
         # its content, and a resource's MIME type.
-        self.blocks: list[tuple[Role, str, dict[str, str], str | None]] = []
+        # Each message: its role, its kind, its template texts, its media
+        # type, and the texts split into pieces.
+        self.blocks: list[tuple[Role, str, dict[str, str], str | None, dict[str, list[tuple[str, str]] | str]]] = []
         self.reply_description: str | None = None
         self.reply_function: ReplyFunction | None = None
         self.complete_function: CompleteFunction | None = None
@@ -177,19 +211,23 @@ class Template:
 
     # Texts name arguments in braces, {code}; {{ and }} are literal braces.
     def user(self, text: str) -> Template:
-        self.blocks.append((Role.USER, "text", {"text": text}, None))
-        return self
+        return self._block(Role.USER, "text", {"text": text}, None)
 
     def assistant(self, text: str) -> Template:
-        self.blocks.append((Role.ASSISTANT, "text", {"text": text}, None))
-        return self
+        return self._block(Role.ASSISTANT, "text", {"text": text}, None)
 
     def resource(self, uri: str, mime_type: str, text: str) -> Template:
-        self.blocks.append((Role.USER, "resource", {"uri": uri, "text": text}, mime_type))
-        return self
+        return self._block(Role.USER, "resource", {"uri": uri, "text": text}, mime_type)
 
     def link(self, uri: str, name: str) -> Template:
-        self.blocks.append((Role.USER, "link", {"uri": uri, "name": name}, None))
+        return self._block(Role.USER, "link", {"uri": uri, "name": name}, None)
+
+    def _block(self, role: Role, kind: str, texts: dict[str, str], mime_type: str | None) -> Template:
+        """Each text is split into pieces here, when the pack's module runs:
+        the build's snapshot holds them, so that a call does not split them
+        again."""
+        pieces = {key: parse(text) for key, text in texts.items()}
+        self.blocks.append((role, kind, texts, mime_type, pieces))
         return self
 
     def described(self, description: str) -> Template:
@@ -204,7 +242,9 @@ class Template:
         return self
 
     def complete_with(self, function: CompleteFunction) -> Template:
-        """function(argument_name, typed) returns a completion, or a list of values."""
+        """function(argument_name, typed) returns a completion, or a list of
+        values (the first 100 are sent). The host completes choices and
+        booleans itself, and calls function for the other arguments."""
         self.complete_function = function
         return self
 
@@ -218,11 +258,7 @@ class Template:
         report a mistake alike."""
         at = f"template of prompt '{self.prompt.name}'"
         declared = {argument.name: argument for argument in reversed(self.prompt.arguments)}
-        if not self.blocks and self.reply_function is None:
-            return f"{at} has no messages: give it one (.user(...)), or reply in code (.reply_with(...))"
-        if self.blocks and self.reply_function is not None:
-            return f"{at} has messages and replies in code (.reply_with): its messages would never be used"
-        for _, _, texts, _ in self.blocks:
+        for _, _, texts, _, _ in self.blocks:
             for text in texts.values():
                 pieces = parse(text)
                 if isinstance(pieces, str):
@@ -248,13 +284,32 @@ class Template:
                     and argument.default not in argument.kind.value):
                 return (f"{at} defaults '{argument.name}' to {json.dumps(argument.default, ensure_ascii=False)}, "
                         f"which is not one of its choices")
+        # What the host would refuse in every reply.
+        for _, kind, texts, mime_type, _ in self.blocks:
+            if kind == "text":
+                continue
+            if kind == "resource" and not _is_media_type(mime_type):
+                return (f"{at} has the media type {json.dumps(mime_type, ensure_ascii=False)}, which is not of the form "
+                        f"type/subtype")
+            if not _starts_with_scheme(texts["uri"]):
+                return (f"{at} has the URI {json.dumps(texts['uri'], ensure_ascii=False)}, which does not start with a "
+                        f"scheme (such as https: or file:) before its first placeholder: a URI must be absolute, and "
+                        f"values are percent-encoded into it")
+            if kind == "link" and not any(piece == "text" for piece, _ in parse(texts["name"])):
+                return f"{at} has a link whose name has no text of its own: an empty value would leave it without a name"
+        # Last, so that a mistake in the declaration is named first.
+        if not self.blocks and self.reply_function is None:
+            return f"{at} has no messages: give it one (.user(...)), or reply in code (.reply_with(...))"
+        if self.blocks and self.reply_function is not None:
+            return f"{at} has messages and replies in code (.reply_with): its messages would never be used"
         return None
 
     def render(self, arguments: list[Argument]) -> PromptReply:
         """The reply to these arguments. The host has checked them for a 0.3
         pack; they are checked again for native tests."""
         given = {argument.name: argument.value for argument in arguments}
-        values: dict[str, str] = {}
+        # None: an optional argument left out with no default.
+        values: dict[str, str | None] = {}
         for argument in self.prompt.arguments:
             value = given.get(argument.name)
             if value is None and argument.default is None and argument.required:
@@ -262,30 +317,43 @@ class Template:
             choices = argument.kind.value if isinstance(argument.kind, ArgumentKind_Choice) else None
             if value is not None and choices is not None and value not in choices:
                 raise invalid_arguments(f"argument '{argument.name}' must be one of: {', '.join(choices)}")
-            values[argument.name] = value if value is not None else argument.default or ""
+            values[argument.name] = value if value is not None else argument.default
         if self.reply_function is not None:
-            return self.reply_function(values)
+            # An optional argument left out with no default stays absent, as code expects.
+            return self.reply_function({name: value for name, value in values.items() if value is not None})
 
-        # check() finds these mistakes first; a native test may not have run it.
-        def fill(text: str) -> str:
-            pieces = parse(text)
+        # In a text, an argument left out with no default is empty; in a
+        # URI, each value is percent-encoded, so that it cannot add a path
+        # segment, a query or a fragment. check() finds the mistakes raised
+        # here first; a native test may not have run it.
+        def fill_as(pieces: list[tuple[str, str]] | str, in_uri: bool) -> str:
             if isinstance(pieces, str):
                 raise Err(PromptError_Internal(pieces))
             filled = []
             for kind, piece in pieces:
                 if kind == "argument" and piece not in values:
                     raise Err(PromptError_Internal(f"{{{piece}}} is not an argument"))
-                filled.append(values[piece] if kind == "argument" else piece)
+                if kind == "argument":
+                    value = values[piece] or ""
+                    filled.append(_percent_encoded(value) if in_uri else value)
+                else:
+                    filled.append(piece)
             return "".join(filled)
 
+        def fill(pieces: list[tuple[str, str]] | str) -> str:
+            return fill_as(pieces, False)
+
+        def fill_uri(pieces: list[tuple[str, str]] | str) -> str:
+            return fill_as(pieces, True)
+
         messages = []
-        for role, kind, texts, mime_type in self.blocks:
+        for role, kind, _, mime_type, pieces in self.blocks:
             if kind == "text":
-                content = text(fill(texts["text"]))
+                content = text(fill(pieces["text"]))
             elif kind == "resource":
-                content = text_resource(fill(texts["uri"]), mime_type or "", fill(texts["text"]))
+                content = text_resource(fill_uri(pieces["uri"]), mime_type, fill(pieces["text"]))
             else:
-                content = resource_link(fill(texts["uri"]), fill(texts["name"]))
+                content = resource_link(fill_uri(pieces["uri"]), fill(pieces["name"]))
             messages.append(message(role, content))
         return reply(messages, self.reply_description)
 
@@ -294,7 +362,7 @@ class Template:
         if self.complete_function is not None:
             completion = self.complete_function(argument, typed)
             if isinstance(completion, list):
-                return Completion(values=completion, total=len(completion), has_more=False)
+                return _capped(completion)
             return completion
         kind = next((declared.kind for declared in self.prompt.arguments if declared.name == argument), None)
         return complete_from(kind.value, typed) if isinstance(kind, ArgumentKind_Choice) else no_completions()
@@ -364,8 +432,15 @@ def pack(*, name: str, version: str, templates: list[Template], description: str
 
         def list_prompts(self) -> list[Prompt]:
             # A mistake stops the listing, which the host calls at load: it
-            # refuses the pack with this message, as it does a Rust pack's.
+            # refuses the pack with this message, as it does a Rust pack's,
+            # from the line a Rust panic writes (the host reads a pack's
+            # last words in that form).
             mistake = check(templates)
+            if mistake is not None and sys.platform == "wasi":
+                print(f"thread '<unnamed>' panicked at app.py:\n{mistake}", file=sys.stderr, flush=True)
+                # Ended here, in the component: an exception would end in
+                # componentize-py's own panic line, which names no mistake.
+                os._exit(101)
             if mistake is not None:
                 raise ValueError(mistake)
             return [template.declaration() for template in templates]

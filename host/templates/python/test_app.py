@@ -13,8 +13,9 @@ class TestApp(unittest.TestCase):
         self.assertIsNone(PromptProvider.check())
 
     def test_summaries_are_short_unless_asked(self):
-        # The host fills in the default before it calls the pack.
-        arguments = [Argument(name="text", value="Some text."), Argument(name="length", value="short")]
+        # Left out, the length is its default (the host fills it in before
+        # it calls the pack; the library does too, for tests like this one).
+        arguments = [Argument(name="text", value="Some text.")]
         reply = PromptProvider().get_prompt("summarize", arguments, None).value
         self.assertEqual([(message.role.name, message.content.value.text) for message in reply.messages],
                          [("USER", "Write a short summary of this text:\n\nSome text.")])

@@ -333,7 +333,9 @@ impl Template {
     }
 
     /// Completes the prompt's arguments with `complete` (the argument's
-    /// name and what the user typed) in place of its choices.
+    /// name and what the user typed) in place of its choices. On WIT 0.3
+    /// the host completes choices and booleans itself and calls the pack
+    /// for the other arguments only.
     pub fn complete_with(mut self, complete: CompleteFunction) -> Self {
         self.complete_with = Some(Code(complete));
         self
@@ -442,8 +444,12 @@ impl Template {
     }
 
     /// Checks that every placeholder, default and choice names a declared
-    /// argument. A mistake here is the pack author's, found when the host
-    /// first lists the prompts.
+    /// argument; that every resource and link URI starts with a scheme
+    /// before any placeholder, a resource's media type is `type/subtype`
+    /// and a link's name has text of its own; and that the template
+    /// replies either with messages or in code, not both and not neither.
+    /// A mistake here is the pack author's, found when the host first lists
+    /// the prompts (or by [`TemplatePack::check`] in the pack's tests).
     pub fn check(&self) -> Result<(), String> {
         let declared = |name: &str| self.declaration.arguments.iter().find(|argument| argument.name == name);
         let at = format!("template of prompt '{}'", self.declaration.name);
@@ -507,6 +513,27 @@ impl Template {
                 return Err(format!("{at} defaults '{name}' to {default:?}, which is not one of its choices"));
             }
         }
+        for (_, block) in &self.messages {
+            let (uri, fixed_name) = match block {
+                Block::Text(_) => continue,
+                Block::Resource { uri, mime_type, .. } => {
+                    if !is_media_type(mime_type) {
+                        return Err(format!("{at} has the media type {mime_type:?}, which is not of the form type/subtype"));
+                    }
+                    (uri, true)
+                }
+                Block::Link { uri, name } => (uri, parse(name).unwrap_or_default().iter().any(|piece| matches!(piece, Piece::Text(_)))),
+            };
+            if !starts_with_scheme(uri) {
+                return Err(format!(
+                    "{at} has the URI {uri:?}, which does not start with a scheme (such as https: or file:) before \
+                     its first placeholder: a URI must be absolute, and values are percent-encoded into it"
+                ));
+            }
+            if !fixed_name {
+                return Err(format!("{at} has a link whose name has no text of its own: an empty value would leave it without a name"));
+            }
+        }
         // Last, so that a mistake in the declaration is named first.
         match (self.messages.is_empty(), self.reply_with.is_some()) {
             (true, false) => Err(format!("{at} has no messages: give it one (.user(...)), or reply in code (.reply_with(...))")),
@@ -521,16 +548,17 @@ impl Template {
         for declared in &self.declaration.arguments {
             let name = declared.name.as_str();
             let default = self.defaults.iter().find(|(argument, _)| argument == name).map(|(_, value)| value.as_str());
+            // None: an optional argument left out with no default.
             let value = match (arguments.get(name), default) {
-                (Some(value), _) => value,
+                (Some(value), _) => Some(value),
                 (None, None) if declared.required || self.asks_for(name) => {
                     return Err(PromptError::InvalidArguments(format!("missing required argument '{name}'")));
                 }
-                (None, default) => default.unwrap_or(""),
+                (None, default) => default,
             };
             if let Some((_, allowed)) = self.choices.iter().find(|(argument, _)| argument == name)
-                && !allowed.iter().any(|choice| choice == value)
-                && arguments.get(name).is_some()
+                && let Some(given) = arguments.get(name)
+                && !allowed.iter().any(|choice| choice == given)
             {
                 return Err(PromptError::InvalidArguments(format!("argument '{name}' must be one of: {}", allowed.join(", "))));
             }
@@ -539,38 +567,35 @@ impl Template {
         if let Some(Code(reply)) = self.reply_with {
             // The arguments passed, and the defaults of those left out: an
             // optional one with no default stays absent, as code expects.
-            let filled = self
-                .declaration
-                .arguments
-                .iter()
-                .filter_map(|declared| {
-                    let name = declared.name.as_str();
-                    let default = self.defaults.iter().find(|(argument, _)| argument == name).map(|(_, value)| value.as_str());
-                    arguments.get(name).or(default).map(|value| crate::argument(name, value))
-                })
-                .collect::<Vec<_>>();
+            let filled = values.iter().filter_map(|(name, value)| value.map(|value| crate::argument(name, value))).collect::<Vec<_>>();
             return reply(&Arguments::from(filled));
         }
-        let fill = |template: &str| -> Result<String, PromptError> {
+        // In a text, an argument left out with no default is empty; in a
+        // URI, each value is percent-encoded, so that it cannot add a path
+        // segment, a query or a fragment.
+        let fill_as = |template: &str, in_uri: bool| -> Result<String, PromptError> {
             let mut filled = String::new();
             for piece in parse(template).map_err(PromptError::Internal)? {
                 match piece {
                     Piece::Text(text) => filled.push_str(text),
                     Piece::Argument(name) => match values.iter().find(|(argument, _)| *argument == name) {
-                        Some((_, value)) => filled.push_str(value),
+                        Some((_, value)) if in_uri => filled.push_str(&percent_encoded(value.unwrap_or(""))),
+                        Some((_, value)) => filled.push_str(value.unwrap_or("")),
                         None => return Err(PromptError::Internal(format!("{{{name}}} is not an argument"))),
                     },
                 }
             }
             Ok(filled)
         };
+        let fill = |template: &str| fill_as(template, false);
+        let fill_uri = |template: &str| fill_as(template, true);
         let mut messages = Vec::new();
         for (role, block) in &self.messages {
             let content = match block {
                 Block::Text(template) => text(fill(template)?),
-                Block::Resource { uri, mime_type, text } => crate::text_resource(fill(uri)?, mime_type, fill(text)?),
+                Block::Resource { uri, mime_type, text } => crate::text_resource(fill_uri(uri)?, mime_type, fill(text)?),
                 Block::Link { uri, name } => crate::Content::ResourceLink(crate::ResourceLink {
-                    uri: fill(uri)?,
+                    uri: fill_uri(uri)?,
                     name: fill(name)?,
                     title: None,
                     description: None,
@@ -656,6 +681,38 @@ impl Template {
             None => no_completions(),
         }
     }
+}
+
+/// Whether `uri`, a template text, starts with a scheme (`https:`) before
+/// its first placeholder: RFC 3986's `ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ) ":"`.
+fn starts_with_scheme(uri: &str) -> bool {
+    let Some((scheme, _)) = uri.split_once(':') else { return false };
+    let mut characters = scheme.chars();
+    characters.next().is_some_and(|first| first.is_ascii_alphabetic())
+        && characters.all(|character| character.is_ascii_alphanumeric() || "+-.".contains(character))
+}
+
+/// Whether `mime_type` is a media type, `type/subtype` (parameters after a
+/// `;` allowed), as the host checks it: each an RFC 9110 token.
+fn is_media_type(mime_type: &str) -> bool {
+    let token = |text: &str| !text.is_empty() && text.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+    let essence = mime_type.split(';').next().unwrap_or_default().trim();
+    essence.split_once('/').is_some_and(|(kind, subtype)| token(kind) && token(subtype))
+}
+
+/// `value` with every byte but RFC 3986's unreserved characters
+/// (`A-Z a-z 0-9 - . _ ~`) percent-encoded: a value in a URI stays one
+/// segment's worth of text.
+fn percent_encoded(value: &str) -> String {
+    let mut encoded = String::with_capacity(value.len());
+    for byte in value.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
+            encoded.push(byte as char);
+        } else {
+            encoded.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    encoded
 }
 
 /// A part of a template text.
@@ -908,6 +965,29 @@ mod tests {
                 message(Role::User, crate::text_resource("file:///logs/api.log", "text/plain", "E1\nE2")),
                 message(Role::User, link),
             ]
+        );
+        // In a URI, a value is percent-encoded: it cannot add a segment, a
+        // query or a fragment. In a text, it is as given.
+        let reply = incident().render(&Arguments::from(vec![argument("service", "../a b?#"), argument("logs", "x")])).unwrap();
+        let crate::Content::Resource(resource) = &reply.messages[1].content else { panic!("{reply:?}") };
+        assert_eq!(resource.uri, "file:///logs/..%2Fa%20b%3F%23.log");
+        let crate::Content::ResourceLink(link) = &reply.messages[2].content else { panic!("{reply:?}") };
+        assert_eq!((link.uri.as_str(), link.name.as_str()), ("https://runbooks.example/..%2Fa%20b%3F%23", "runbook for ../a b?#"));
+        // What the host would refuse in every reply is a mistake here.
+        assert_eq!(
+            template("a", "A").argument(required("p", "P")).resource("{p}", "text/plain", "x").check(),
+            Err("template of prompt 'a' has the URI \"{p}\", which does not start with a scheme (such as https: or \
+                 file:) before its first placeholder: a URI must be absolute, and values are percent-encoded into it"
+                .into())
+        );
+        assert_eq!(
+            template("a", "A").resource("file:///x", "text", "x").check(),
+            Err("template of prompt 'a' has the media type \"text\", which is not of the form type/subtype".into())
+        );
+        assert_eq!(
+            template("a", "A").argument(required("n", "N")).link("https://example.com/", "{n}").check(),
+            Err("template of prompt 'a' has a link whose name has no text of its own: an empty value would leave it without a name"
+                .into())
         );
         // Their placeholders are checked as a message's are.
         assert_eq!(

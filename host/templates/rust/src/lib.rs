@@ -53,8 +53,9 @@ mod tests {
 
     #[test]
     fn summaries_are_short_unless_asked() {
-        // The host fills in the default before it calls the pack.
-        let arguments = vec![argument("text", "Some text."), argument("length", "short")];
+        // Left out, the length is its default (the host fills it in before
+        // it calls the pack; the SDK does too, for tests like this one).
+        let arguments = vec![argument("text", "Some text.")];
         let reply = Pack::get_prompt("summarize".into(), arguments, None).unwrap().into_reply().unwrap();
         assert_eq!(reply.messages, [user_text("Write a short summary of this text:\n\nSome text.")]);
     }

@@ -1,0 +1,185 @@
+"""The JavaScript and Python template libraries that `prompt-host new`
+vendors (host/templates/js/prompt-pack.js, host/templates/python/prompt_pack.py)
+run the same cases and must answer as the Rust SDK does (its unit tests in
+plugins/prompt-pack/src/template.rs assert the same outcomes): the first
+mistake check() names, replies (values percent-encoded in URIs, a prompt
+written in code given only the arguments passed or defaulted, literal
+braces), and completions (at most 100, ASCII case folded).
+
+Each case is a list of steps, played on each library's builder:
+["template", name, description], ["required" | "optional", name,
+description, [[method, *arguments], ...]], ["code"] (a prompt written in
+code that replies with its arguments as JSON), ["completeWith", n] (n
+values), or a builder method and its arguments."""
+
+import json
+import subprocess
+import tempfile
+from pathlib import Path
+
+from server import ROOT
+
+JS_LIBRARY = ROOT / "host/templates/js/prompt-pack.js"
+PYTHON_LIBRARY = ROOT / "host/templates/python/prompt_pack.py"
+COMPONENTIZE_PY = ROOT / "tests/.venv/bin/componentize-py"
+PYTHON = ROOT / "tests/.venv/bin/python"
+
+AT = "template of prompt 'a'"
+CHECKS = [
+    ([["template", "a", "A"], ["required", "p", "P"], ["resource", "{p}", "text/plain", "x"]],
+     f"{AT} has the URI \"{{p}}\", which does not start with a scheme (such as https: or file:) before its first "
+     "placeholder: a URI must be absolute, and values are percent-encoded into it"),
+    ([["template", "a", "A"], ["resource", "file:///x", "text", "x"]],
+     f"{AT} has the media type \"text\", which is not of the form type/subtype"),
+    ([["template", "a", "A"], ["required", "n", "N"], ["link", "https://example.com/", "{n}"]],
+     f"{AT} has a link whose name has no text of its own: an empty value would leave it without a name"),
+    # A mistake in the declaration is named before the messages-or-code rules.
+    ([["template", "a", "A"], ["user", "{nope}"], ["code"]], f"{AT} uses {{nope}}, which is not one of its arguments"),
+    ([["template", "a", "A"], ["required", "x", "X", [["default", "1"]]]],
+     f"{AT} sets a default for 'x', which is required: it would never be used"),
+    ([["template", "a", "A"]], f"{AT} has no messages: give it one (.user(...)), or reply in code (.{{reply}}(...))"),
+    ([["template", "a", "A"], ["user", "x"], ["code"]],
+     f"{AT} has messages and replies in code (.{{reply}}): its messages would never be used"),
+    ([["template", "a", "A"], ["user", "Hello {name"]],
+     f"{AT}: an unclosed '{{' in \"Hello {{name\": write '{{{{' for a literal brace"),
+    ([["template", "a", "A"], ["optional", "x", "X", [["choice", ["1", "2"]], ["default", "3"]]], ["user", "{x}"]],
+     f"{AT} defaults 'x' to \"3\", which is not one of its choices"),
+    ([["template", "a", "A"], ["required", "x", "X"], ["user", "{{x}} {x}"]], None),
+]
+
+INCIDENT = [["template", "incident", "I"], ["required", "service", "S"], ["required", "logs", "L"],
+            ["user", "Explain {service}."], ["resource", "file:///logs/{service}.log", "text/plain", "{logs}"],
+            ["link", "https://runbooks.example/{service}", "runbook for {service}"]]
+COUNT = [["template", "count", "C"], ["required", "text", "T"], ["optional", "note", "N"],
+         ["optional", "unit", "U", [["choice", ["words", "characters"]], ["default", "words"]]], ["code"]]
+RENDERS = [
+    (INCIDENT, {"service": "../a b?#é", "logs": "E1"}, [
+        ["user", "text", "Explain ../a b?#é."],
+        ["user", "resource", "file:///logs/..%2Fa%20b%3F%23%C3%A9.log", "text/plain", "E1"],
+        ["user", "link", "https://runbooks.example/..%2Fa%20b%3F%23%C3%A9", "runbook for ../a b?#é"],
+    ]),
+    # Only what was passed or has a default: `note` stays absent.
+    (COUNT, {"text": "hi"}, [["user", "text", '{"text":"hi","unit":"words"}']]),
+    ([["template", "a", "A"], ["required", "x", "X"], ["user", "{{x}} {x}"]], {"x": "{y}"}, [["user", "text", "{x} {y}"]]),
+]
+
+COMPLETIONS = [
+    ([["template", "a", "A"], ["required", "x", "X"], ["user", "{x}"], ["completeWith", 150]], "x", "",
+     {"values": [f"v{i}" for i in range(100)], "total": 150, "hasMore": True}),
+    ([["template", "a", "A"], ["optional", "x", "X", [["choice", ["Éclair", "eclair", "Medium"]], ["default", "eclair"]]],
+      ["user", "{x}"]], "x", "m", {"values": ["Medium"], "total": 1, "hasMore": False}),
+    # Case is folded for ASCII letters only, as Rust's to_ascii_lowercase does.
+    ([["template", "a", "A"], ["optional", "x", "X", [["choice", ["Éclair", "eclair", "Medium"]], ["default", "eclair"]]],
+      ["user", "{x}"]], "x", "é", {"values": [], "total": 0, "hasMore": False}),
+]
+
+JS_RUNNER = """
+import * as sdk from %(library)s;
+const cases = JSON.parse(process.argv[2]);
+const echo = (args) => sdk.reply([sdk.userText(JSON.stringify(Object.fromEntries(Object.entries(args).sort())))]);
+function build(steps) {
+  let t;
+  for (const [op, ...a] of steps) {
+    if (op === "template") t = sdk.template(a[0], a[1]);
+    else if (op === "required" || op === "optional") {
+      let d = sdk[op](a[0], a[1]);
+      for (const [method, ...x] of a[2] ?? []) d = d[method](...x);
+      t = t.argument(d);
+    } else if (op === "code") t = t.replyWith(echo);
+    else if (op === "completeWith") t = t.completeWith(() => Array.from({ length: a[0] }, (_, i) => `v${i}`));
+    else t = t[op](...a);
+  }
+  return t;
+}
+function flat(message) {
+  const { tag, val } = message.content;
+  if (tag === "text") return [message.role, "text", val.text];
+  if (tag === "resource") return [message.role, "resource", val.uri, val.mimeType, val.body.val];
+  return [message.role, "link", val.uri, val.name];
+}
+console.log(JSON.stringify({
+  checks: cases.checks.map(([steps]) => build(steps).check()),
+  renders: cases.renders.map(([steps, args]) =>
+    build(steps).render(Object.entries(args).map(([name, value]) => ({ name, value }))).messages.map(flat)),
+  completions: cases.completions.map(([steps, argument, typed]) => build(steps).complete(argument, typed)),
+}));
+"""
+
+PYTHON_RUNNER = """
+import json, sys
+import prompt_pack as sdk
+from wit_world.exports.prompt_provider import Argument, Content_Text, Content_Resource, Role
+
+cases = json.loads(sys.argv[1])
+def echo(args):
+    return sdk.reply([sdk.user_text(json.dumps(dict(sorted(args.items())), separators=(",", ":")))])
+def build(steps):
+    t = None
+    for op, *a in steps:
+        if op == "template":
+            t = sdk.template(a[0], a[1])
+        elif op in ("required", "optional"):
+            d = getattr(sdk, op)(a[0], a[1])
+            for method, *x in (a[2] if len(a) > 2 else []):
+                d = getattr(d, method)(*x)
+            t = t.argument(d)
+        elif op == "code":
+            t = t.reply_with(echo)
+        elif op == "completeWith":
+            t = t.complete_with(lambda argument, typed, n=a[0]: [f"v{i}" for i in range(n)])
+        else:
+            t = getattr(t, op)(*a)
+    return t
+def flat(message):
+    role = "user" if message.role == Role.USER else "assistant"
+    content = message.content
+    if isinstance(content, Content_Text):
+        return [role, "text", content.value.text]
+    if isinstance(content, Content_Resource):
+        return [role, "resource", content.value.uri, content.value.mime_type, content.value.body.value]
+    return [role, "link", content.value.uri, content.value.name]
+def completion(c):
+    return {"values": c.values, "total": c.total, "hasMore": c.has_more}
+print(json.dumps({
+    "checks": [build(steps).check() for steps, _ in cases["checks"]],
+    "renders": [[flat(m) for m in build(steps).render([Argument(name=k, value=v) for k, v in args.items()]).messages]
+                for steps, args, _ in cases["renders"]],
+    "completions": [completion(build(steps).complete(argument, typed)) for steps, argument, typed, _ in cases["completions"]],
+}, ensure_ascii=False))
+"""
+
+
+def cases() -> str:
+    return json.dumps({"checks": CHECKS, "renders": RENDERS, "completions": COMPLETIONS}, ensure_ascii=False)
+
+
+def expected(reply: str) -> dict:
+    """The outcomes the cases expect, naming the code hook as the language does."""
+    return {
+        "checks": [None if message is None else message.replace("{reply}", reply) for _, message in CHECKS],
+        "renders": [messages for _, _, messages in RENDERS],
+        "completions": [completion for *_, completion in COMPLETIONS],
+    }
+
+
+def test_the_javascript_library_answers_as_the_rust_sdk():
+    with tempfile.TemporaryDirectory() as work:
+        runner = Path(work) / "runner.mjs"
+        runner.write_text(JS_RUNNER % {"library": json.dumps(JS_LIBRARY.as_uri())})
+        ran = subprocess.run(["node", str(runner), cases()], capture_output=True, text=True)
+        assert ran.returncode == 0, ran.stderr
+        assert json.loads(ran.stdout) == expected("replyWith")
+
+
+def test_the_python_library_answers_as_the_rust_sdk():
+    with tempfile.TemporaryDirectory() as work:
+        work = Path(work)
+        # The library imports the records componentize-py generates.
+        bindings = subprocess.run([str(COMPONENTIZE_PY), "-d", str(ROOT / "wit/0.3"), "-w", "prompt-pack-that-asks",
+                                   "bindings", str(work)], capture_output=True, text=True)
+        assert bindings.returncode == 0, bindings.stderr
+        (work / "prompt_pack.py").write_text(PYTHON_LIBRARY.read_text())
+        (work / "runner.py").write_text(PYTHON_RUNNER)
+        ran = subprocess.run([str(PYTHON), "runner.py", cases()], cwd=work, capture_output=True, text=True)
+        assert ran.returncode == 0, ran.stderr
+        assert json.loads(ran.stdout) == expected("reply_with")
