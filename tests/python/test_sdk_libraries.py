@@ -1,7 +1,9 @@
 """The JavaScript and Python template libraries that `prompt-host new`
 vendors (host/templates/js/prompt-pack.js, host/templates/python/prompt_pack.py)
-run the same cases and must answer as the Rust SDK does (its unit tests in
-plugins/prompt-pack/src/template.rs assert the same outcomes): the first
+run the same cases and must answer as the Rust SDK does: the outcomes are
+written out here, and the Rust SDK's unit tests
+(plugins/prompt-pack/src/template.rs) assert the same ones for the same
+cases (the refusal message names the code hook as each language does): the first
 mistake check() names, replies (values percent-encoded in URIs, a prompt
 written in code given only the arguments passed or defaulted, literal
 braces), and completions (at most 100, ASCII case folded).
@@ -58,6 +60,8 @@ RENDERS = [
         ["user", "resource", "file:///logs/..%2Fa%20b%3F%23%C3%A9.log", "text/plain", "E1"],
         ["user", "link", "https://runbooks.example/..%2Fa%20b%3F%23%C3%A9", "runbook for ../a b?#é"],
     ]),
+    (INCIDENT, {"service": "..", "logs": "E1"},
+     "argument 'service' cannot be \"..\": it goes into a URI, where it would name another path"),
     # Only what was passed or has a default: `note` stays absent.
     (COUNT, {"text": "hi"}, [["user", "text", '{"text":"hi","unit":"words"}']]),
     ([["template", "a", "A"], ["required", "x", "X"], ["user", "{{x}} {x}"]], {"x": "{y}"}, [["user", "text", "{x} {y}"]]),
@@ -99,8 +103,13 @@ function flat(message) {
 }
 console.log(JSON.stringify({
   checks: cases.checks.map(([steps]) => build(steps).check()),
-  renders: cases.renders.map(([steps, args]) =>
-    build(steps).render(Object.entries(args).map(([name, value]) => ({ name, value }))).messages.map(flat)),
+  renders: cases.renders.map(([steps, args]) => {
+    try {
+      return build(steps).render(Object.entries(args).map(([name, value]) => ({ name, value }))).messages.map(flat);
+    } catch (error) {
+      return error.val;
+    }
+  }),
   completions: cases.completions.map(([steps, argument, typed]) => build(steps).complete(argument, typed)),
 }));
 """
@@ -108,6 +117,7 @@ console.log(JSON.stringify({
 PYTHON_RUNNER = """
 import json, sys
 import prompt_pack as sdk
+from componentize_py_types import Err
 from wit_world.exports.prompt_provider import Argument, Content_Text, Content_Resource, Role
 
 cases = json.loads(sys.argv[1])
@@ -138,12 +148,16 @@ def flat(message):
     if isinstance(content, Content_Resource):
         return [role, "resource", content.value.uri, content.value.mime_type, content.value.body.value]
     return [role, "link", content.value.uri, content.value.name]
+def render(steps, args):
+    try:
+        return [flat(m) for m in build(steps).render([Argument(name=k, value=v) for k, v in args.items()]).messages]
+    except Err as error:
+        return error.value.value
 def completion(c):
     return {"values": c.values, "total": c.total, "hasMore": c.has_more}
 print(json.dumps({
     "checks": [build(steps).check() for steps, _ in cases["checks"]],
-    "renders": [[flat(m) for m in build(steps).render([Argument(name=k, value=v) for k, v in args.items()]).messages]
-                for steps, args, _ in cases["renders"]],
+    "renders": [render(steps, args) for steps, args, _ in cases["renders"]],
     "completions": [completion(build(steps).complete(argument, typed)) for steps, argument, typed, _ in cases["completions"]],
 }, ensure_ascii=False))
 """

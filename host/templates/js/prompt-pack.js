@@ -334,8 +334,9 @@ class Template {
     }
     // In a text, an argument left out with no default is empty; in a URI,
     // each value is percent-encoded, so that it cannot add a path segment,
-    // a query or a fragment. check() finds the mistakes thrown here first;
-    // a native test may not have run it.
+    // a query or a fragment, and . and .. are refused (encoded, they still
+    // name another path). check() finds the mistakes thrown here first; a
+    // native test may not have run it.
     const fillAs = (pieces, inUri) => {
       if (typeof pieces === "string") {
         throw { tag: "internal", val: pieces };
@@ -344,7 +345,13 @@ class Template {
         if (!values.has(name)) {
           unknown(name);
         }
-        return inUri ? percentEncoded(values.get(name) ?? "") : (values.get(name) ?? "");
+        const given = values.get(name) ?? "";
+        if (inUri && (given === "." || given === "..")) {
+          throw invalidArguments(
+            `argument '${name}' cannot be ${JSON.stringify(given)}: it goes into a URI, where it would name another path`,
+          );
+        }
+        return inUri ? percentEncoded(given) : given;
       };
       return pieces.map((piece) => piece.text ?? value(piece.argument)).join("");
     };
@@ -472,7 +479,10 @@ export function pack({
     listPrompts() {
       const mistake = check(templates);
       if (mistake) {
-        globalThis.console?.error(`thread '<unnamed>' panicked at pack.js:\n${mistake}`);
+        // The note ends the message for the host, before what the engine
+        // writes next. (QuickJS has no console: its runtime's own panic
+        // line carries the exception's message.)
+        globalThis.console?.error(`thread '<unnamed>' panicked at pack.js:\n${mistake}\nnote: refused by prompt-pack.js`);
         throw new Error(mistake);
       }
       return templates.map((template) => template.declaration());

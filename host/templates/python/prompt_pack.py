@@ -193,9 +193,7 @@ class Template:
     def __init__(self, name: str, description: str):
         self.prompt = Prompt(name=name, title=None, description=description, arguments=[], icons=[])
         # Each block is a message: its role, its kind, the template texts of
-        # its content, and a resource's MIME type.
-        # Each message: its role, its kind, its template texts, its media
-        # type, and the texts split into pieces.
+        # its content, a resource's media type, and the texts split into pieces.
         self.blocks: list[tuple[Role, str, dict[str, str], str | None, dict[str, list[tuple[str, str]] | str]]] = []
         self.reply_description: str | None = None
         self.reply_function: ReplyFunction | None = None
@@ -324,7 +322,8 @@ class Template:
 
         # In a text, an argument left out with no default is empty; in a
         # URI, each value is percent-encoded, so that it cannot add a path
-        # segment, a query or a fragment. check() finds the mistakes raised
+        # segment, a query or a fragment, and . and .. are refused (encoded,
+        # they still name another path). check() finds the mistakes raised
         # here first; a native test may not have run it.
         def fill_as(pieces: list[tuple[str, str]] | str, in_uri: bool) -> str:
             if isinstance(pieces, str):
@@ -335,6 +334,9 @@ class Template:
                     raise Err(PromptError_Internal(f"{{{piece}}} is not an argument"))
                 if kind == "argument":
                     value = values[piece] or ""
+                    if in_uri and value in (".", ".."):
+                        raise invalid_arguments(f"argument '{piece}' cannot be {json.dumps(value)}: it goes into a URI, "
+                                                f"where it would name another path")
                     filled.append(_percent_encoded(value) if in_uri else value)
                 else:
                     filled.append(piece)
@@ -361,9 +363,9 @@ class Template:
         """The completion of `argument`, given what the user typed so far."""
         if self.complete_function is not None:
             completion = self.complete_function(argument, typed)
-            if isinstance(completion, list):
-                return _capped(completion)
-            return completion
+            if isinstance(completion, Completion):
+                return completion
+            return _capped(list(completion))
         kind = next((declared.kind for declared in self.prompt.arguments if declared.name == argument), None)
         return complete_from(kind.value, typed) if isinstance(kind, ArgumentKind_Choice) else no_completions()
 
@@ -437,7 +439,8 @@ def pack(*, name: str, version: str, templates: list[Template], description: str
             # last words in that form).
             mistake = check(templates)
             if mistake is not None and sys.platform == "wasi":
-                print(f"thread '<unnamed>' panicked at app.py:\n{mistake}", file=sys.stderr, flush=True)
+                print(f"thread '<unnamed>' panicked at app.py:\n{mistake}\nnote: refused by prompt_pack.py", file=sys.stderr,
+                      flush=True)
                 # Ended here, in the component: an exception would end in
                 # componentize-py's own panic line, which names no mistake.
                 os._exit(101)

@@ -572,13 +572,19 @@ impl Template {
         }
         // In a text, an argument left out with no default is empty; in a
         // URI, each value is percent-encoded, so that it cannot add a path
-        // segment, a query or a fragment.
+        // segment, a query or a fragment, and `.` and `..` are refused
+        // (encoded, they still name another path).
         let fill_as = |template: &str, in_uri: bool| -> Result<String, PromptError> {
             let mut filled = String::new();
             for piece in parse(template).map_err(PromptError::Internal)? {
                 match piece {
                     Piece::Text(text) => filled.push_str(text),
                     Piece::Argument(name) => match values.iter().find(|(argument, _)| *argument == name) {
+                        Some((_, Some(dots @ ("." | "..")))) if in_uri => {
+                            return Err(PromptError::InvalidArguments(format!(
+                                "argument '{name}' cannot be {dots:?}: it goes into a URI, where it would name another path"
+                            )));
+                        }
                         Some((_, value)) if in_uri => filled.push_str(&percent_encoded(value.unwrap_or(""))),
                         Some((_, value)) => filled.push_str(value.unwrap_or("")),
                         None => return Err(PromptError::Internal(format!("{{{name}}} is not an argument"))),
@@ -701,8 +707,8 @@ fn is_media_type(mime_type: &str) -> bool {
 }
 
 /// `value` with every byte but RFC 3986's unreserved characters
-/// (`A-Z a-z 0-9 - . _ ~`) percent-encoded: a value in a URI stays one
-/// segment's worth of text.
+/// (`A-Z a-z 0-9 - . _ ~`) percent-encoded: a value in a URI adds no `/`,
+/// `?` or `#` of its own (`.` and `..` are refused before).
 fn percent_encoded(value: &str) -> String {
     let mut encoded = String::with_capacity(value.len());
     for byte in value.bytes() {
@@ -968,11 +974,21 @@ mod tests {
         );
         // In a URI, a value is percent-encoded: it cannot add a segment, a
         // query or a fragment. In a text, it is as given.
-        let reply = incident().render(&Arguments::from(vec![argument("service", "../a b?#"), argument("logs", "x")])).unwrap();
+        let reply = incident().render(&Arguments::from(vec![argument("service", "../a b?#é"), argument("logs", "x")])).unwrap();
         let crate::Content::Resource(resource) = &reply.messages[1].content else { panic!("{reply:?}") };
-        assert_eq!(resource.uri, "file:///logs/..%2Fa%20b%3F%23.log");
+        assert_eq!(resource.uri, "file:///logs/..%2Fa%20b%3F%23%C3%A9.log");
         let crate::Content::ResourceLink(link) = &reply.messages[2].content else { panic!("{reply:?}") };
-        assert_eq!((link.uri.as_str(), link.name.as_str()), ("https://runbooks.example/..%2Fa%20b%3F%23", "runbook for ../a b?#"));
+        assert_eq!(
+            (link.uri.as_str(), link.name.as_str()),
+            ("https://runbooks.example/..%2Fa%20b%3F%23%C3%A9", "runbook for ../a b?#é")
+        );
+        // `..` (or `.`) would name another path even encoded: refused.
+        assert_eq!(
+            incident().render(&Arguments::from(vec![argument("service", ".."), argument("logs", "x")])),
+            Err(PromptError::InvalidArguments(
+                "argument 'service' cannot be \"..\": it goes into a URI, where it would name another path".into()
+            ))
+        );
         // What the host would refuse in every reply is a mistake here.
         assert_eq!(
             template("a", "A").argument(required("p", "P")).resource("{p}", "text/plain", "x").check(),
@@ -1001,6 +1017,18 @@ mod tests {
                  or make it required"
                 .into())
         );
+    }
+
+    #[test]
+    fn braces_are_literal_when_doubled_and_values_are_taken_as_given() {
+        let braces = template("a", "A").argument(required("x", "X")).user("{{x}} {x}");
+        assert_eq!(braces.check(), Ok(()));
+        let reply = braces.render(&Arguments::from(vec![argument("x", "{y}")])).unwrap();
+        assert_eq!(reply.messages, [user_text("{x} {y}")]);
+        // Completion folds ASCII case only.
+        let options = ["Éclair", "eclair", "Medium"];
+        assert_eq!(complete_from(&options, "m").values, ["Medium"]);
+        assert_eq!(complete_from(&options, "é").values, Vec::<String>::new());
     }
 
     fn count_words(arguments: &Arguments) -> Result<PromptReply, PromptError> {
