@@ -7,23 +7,30 @@
 //! JSON-RPC error carrying the request's id where it can be read. So it does
 //! a line rmcp cannot parse (too deeply nested, not UTF-8, cut short), which
 //! rmcp drops: see [`super::malformed`]. rmcp still handles the protocol;
-//! this module owns only reading and framing lines, and writes through the
-//! same writer rmcp's transport uses.
+//! this module owns reading and framing lines, and writes through the same
+//! writer rmcp's transport uses.
+//!
+//! Once rmcp has started the session, the hot methods (`prompts/get`,
+//! `prompts/list`, `completion/complete`) are answered here, on the thread
+//! that read them: see [`HotPath`].
 
 use std::collections::HashMap;
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 
 use bytes::{Buf, Bytes, BytesMut};
 use futures::{SinkExt, StreamExt};
-use rmcp::RoleServer;
-use rmcp::model::{ClientNotification, ErrorCode, ErrorData, JsonRpcMessage, RequestId, ServerJsonRpcMessage};
-use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::model::{
+    ClientNotification, ClientRequest, ErrorCode, ErrorData, GetExtensions, GetMeta, JsonRpcMessage, JsonRpcRequest, RequestId,
+    ServerJsonRpcMessage,
+};
+use rmcp::service::{RequestContext, RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use rmcp::transport::async_rw::{JsonRpcMessageCodec, JsonRpcMessageCodecError, TransportWriter};
+use rmcp::{Peer, RoleServer};
 use rustix::net::{RecvFlags, SendFlags};
 use serde_json::json;
 use tokio::io::unix::AsyncFd;
@@ -92,12 +99,18 @@ where
     let (stopping, calls) = (transport.stopping.clone(), transport.calls.clone());
     transport.input_ended = server.session_ended();
     let session_ended = server.session_ended();
+    let server = Arc::new(server);
+    let hot = HotPath::new(server.clone());
+    let session_started = hot.peer.clone();
+    transport.hot = Some(hot);
     let mut stop = std::pin::pin!(stop);
     let running = tokio::select! {
         running = rmcp::ServiceExt::serve(server, transport) => running.map_err(|error| TransportError::Start(error.to_string()))?,
         // No session yet: nothing to let finish.
         () = &mut stop => return Ok(()),
     };
+    // From here on, the hot methods are answered by the transport.
+    let _ = session_started.set(running.peer().clone());
     let session = running.cancellation_token();
     let mut ended = std::pin::pin!(running.waiting());
     tokio::select! {
@@ -200,7 +213,7 @@ impl AsyncWrite for SocketStdio {
 pub struct StdioTransport<R, W> {
     lines: FramedRead<R, LineCodec>,
     /// rmcp's writer: the transport's own answers share it with rmcp's.
-    write: Arc<Mutex<Option<TransportWriter<RoleServer, W>>>>,
+    write: SharedWriter<W>,
     /// An answer to a refused line, until it has been written and flushed.
     answer: Option<PendingAnswer>,
     /// Cancelled when the server stops: from then on, no line is read.
@@ -211,6 +224,157 @@ pub struct StdioTransport<R, W> {
     /// elicitations waiting for its answers with it (the server's session
     /// end, see `serve`).
     input_ended: CancellationToken,
+    /// The hot methods, answered here once the session has started; without
+    /// it, every message goes to rmcp.
+    hot: Option<HotPath>,
+}
+
+/// The hot methods (`prompts/get`, `prompts/list`, `completion/complete`),
+/// answered by the transport on the thread that read them.
+///
+/// rmcp hands each request to a task of its own, which sends its answer
+/// through a channel back to the session's task, which hands the write to a
+/// third: at one request in flight, three wake-ups and as many thread hops
+/// per request (BENCHMARKS.md). Here the request is given to the same
+/// handler, through rmcp's own dispatch (`Service::handle_request`, with
+/// its protocol-revision checks), and polled once where it was read; a call
+/// that answers at once (most do: a fresh instance is made ahead of time) is
+/// written from there. One that does not (it waits for a turn, or runs past
+/// an epoch tick) continues as a task of its own, so a long call never holds
+/// the reading of the next line.
+///
+/// A `prompts/get` from a client that may be asked with `elicitation/create`
+/// goes to rmcp: rmcp ties such a request to the one it serves.
+struct HotPath {
+    server: Arc<PromptServer>,
+    /// The session's peer, set when rmcp has started the session.
+    peer: Arc<OnceLock<Peer<RoleServer>>>,
+    /// The hot calls running as tasks, by id, with the token that a
+    /// `notifications/cancelled` naming them cancels: a cancelled call's
+    /// answer is not written (as rmcp does).
+    running: Arc<std::sync::Mutex<HashMap<RequestId, (u64, CancellationToken)>>>,
+    next_serial: u64,
+}
+
+/// What [`HotPath::take`] did with a message.
+enum Taken {
+    /// Not a hot request: rmcp's.
+    ForRmcp(RxJsonRpcMessage<RoleServer>),
+    /// Answered at once: the answer to write.
+    Answered(ServerJsonRpcMessage),
+    /// Still running, as a task that writes its answer.
+    Running,
+}
+
+type HotCall = Pin<Box<dyn Future<Output = ServerJsonRpcMessage> + Send>>;
+
+impl HotPath {
+    fn new(server: Arc<PromptServer>) -> HotPath {
+        HotPath { server, peer: Arc::default(), running: Arc::default(), next_serial: 0 }
+    }
+
+    /// The call that answers `message`, if it is a hot request and the
+    /// session has started.
+    fn call(&self, message: RxJsonRpcMessage<RoleServer>) -> Result<(RequestId, HotCall), RxJsonRpcMessage<RoleServer>> {
+        let Some(peer) = self.peer.get() else { return Err(message) };
+        let JsonRpcMessage::Request(JsonRpcRequest {
+            request: ClientRequest::GetPromptRequest(_) | ClientRequest::ListPromptsRequest(_) | ClientRequest::CompleteRequest(_),
+            ..
+        }) = &message
+        else {
+            return Err(message);
+        };
+        let mut context = RequestContext::new(RequestId::Number(0), peer.clone());
+        if let JsonRpcMessage::Request(JsonRpcRequest { request: request @ ClientRequest::GetPromptRequest(_), .. }) = &message {
+            context.meta = request.get_meta().clone();
+            if context.client_capabilities().is_some_and(|capabilities| capabilities.elicitation.is_some()) {
+                return Err(message);
+            }
+        }
+        let JsonRpcMessage::Request(JsonRpcRequest { id, mut request, .. }) = message else { unreachable!("matched above") };
+        context.id = id.clone();
+        // As rmcp does: the request's `_meta` and extensions move to its
+        // context.
+        context.meta = std::mem::take(request.get_meta_mut());
+        context.extensions = std::mem::take(request.extensions_mut());
+        let server = self.server.clone();
+        let answer_id = id.clone();
+        let call = Box::pin(async move {
+            match rmcp::Service::handle_request(&*server, request, context).await {
+                Ok(result) => JsonRpcMessage::response(result, answer_id),
+                Err(error) => JsonRpcMessage::error(error, Some(answer_id)),
+            }
+        });
+        Ok((id, call))
+    }
+
+    /// Answers `message` here if it is a hot request: unless `more_read`
+    /// (more of the input is read and waiting), polls its call once, and if
+    /// it has not answered, runs it on as a task that writes its answer
+    /// through `write`. With more read, the call goes to a task at once, so
+    /// that the other cores take calls while this one reads the next.
+    async fn take<W: AsyncWrite + Send + Unpin + 'static>(
+        &mut self,
+        message: RxJsonRpcMessage<RoleServer>,
+        more_read: bool,
+        write: &SharedWriter<W>,
+        calls: &Arc<Calls>,
+    ) -> Taken {
+        if let JsonRpcMessage::Notification(notification) = &message
+            && let ClientNotification::CancelledNotification(cancelled) = &notification.notification
+            && let Some(id) = &cancelled.params.request_id
+            && let Some((_, token)) = self.running.lock().expect("never poisoned").remove(id)
+        {
+            token.cancel();
+        }
+        let (id, mut call) = match self.call(message) {
+            Ok(call) => call,
+            Err(message) => return Taken::ForRmcp(message),
+        };
+        if !more_read && let std::task::Poll::Ready(answer) = futures::poll!(call.as_mut()) {
+            return Taken::Answered(answer);
+        }
+        let (token, serial) = (CancellationToken::new(), self.next_serial);
+        self.next_serial += 1;
+        self.running.lock().expect("never poisoned").insert(id.clone(), (serial, token.clone()));
+        let (write, calls, running) = (write.clone(), calls.clone(), self.running.clone());
+        tokio::spawn(async move {
+            let answer = call.await;
+            {
+                let mut running = running.lock().expect("never poisoned");
+                if running.get(&id).is_some_and(|(running, _)| *running == serial) {
+                    running.remove(&id);
+                }
+            }
+            // Cancelled: the client expects no answer, and its call was
+            // counted as finished when the notification was read.
+            if !token.is_cancelled() {
+                let _ = write_answer(&write, &calls, answer).await;
+            }
+        });
+        Taken::Running
+    }
+}
+
+/// rmcp's writer, shared by rmcp's answers and the transport's own.
+type SharedWriter<W> = Arc<Mutex<Option<TransportWriter<RoleServer, W>>>>;
+
+/// Writes and flushes `item`; the request it answers, if any, is then
+/// finished, written or never to be.
+async fn write_answer<W: AsyncWrite + Send + Unpin + 'static>(
+    write: &SharedWriter<W>,
+    calls: &Calls,
+    item: TxJsonRpcMessage<RoleServer>,
+) -> io::Result<()> {
+    let answered = answered_id(&item);
+    let sent = match write.lock().await.as_mut() {
+        Some(writer) => writer.send(item).await.map_err(io::Error::from),
+        None => Err(io::Error::new(io::ErrorKind::NotConnected, "the transport is closed")),
+    };
+    if let Some(id) = answered {
+        calls.finished(&id);
+    }
+    sent
 }
 
 /// Request ids in a log line: the ids are the client's, so at most
@@ -282,6 +446,9 @@ struct PendingAnswer {
     message: ServerJsonRpcMessage,
     /// Whether the writer holds it already, so that only the flush is left.
     queued: bool,
+    /// The request it answers, finished once it is written: a hot request
+    /// (a refused line was never started).
+    finishes: Option<RequestId>,
 }
 
 impl<R: AsyncRead, W: AsyncWrite> StdioTransport<R, W> {
@@ -293,11 +460,12 @@ impl<R: AsyncRead, W: AsyncWrite> StdioTransport<R, W> {
             stopping: CancellationToken::new(),
             calls: Arc::default(),
             input_ended: CancellationToken::new(),
+            hot: None,
         }
     }
 }
 
-impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StdioTransport<R, W> {
+impl<R: AsyncRead + Unpin, W: AsyncWrite + Send + Unpin + 'static> StdioTransport<R, W> {
     /// The next message for rmcp, read from the lines.
     async fn next_message(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
         loop {
@@ -311,7 +479,11 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StdioTransport<R, W> {
                     }
                     writer.flush().await
                 };
-                if let Err(error) = written.await {
+                let written = written.await;
+                if let Some(id) = &answer.finishes {
+                    self.calls.finished(id);
+                }
+                if let Err(error) = written {
                     tracing::error!(%error, "cannot write to stdout");
                     return None;
                 }
@@ -320,9 +492,19 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> StdioTransport<R, W> {
             match self.lines.next().await? {
                 Ok(Incoming::Message(message)) => {
                     self.calls.read(&message);
-                    return Some(message);
+                    let Some(hot) = &mut self.hot else { return Some(message) };
+                    let id = match &message {
+                        JsonRpcMessage::Request(request) => Some(request.id.clone()),
+                        _ => None,
+                    };
+                    let more_read = !self.lines.read_buffer().is_empty();
+                    match hot.take(message, more_read, &self.write, &self.calls).await {
+                        Taken::ForRmcp(message) => return Some(message),
+                        Taken::Answered(message) => self.answer = Some(PendingAnswer { message, queued: false, finishes: id }),
+                        Taken::Running => {}
+                    }
                 }
-                Ok(Incoming::Refused(message)) => self.answer = Some(PendingAnswer { message, queued: false }),
+                Ok(Incoming::Refused(message)) => self.answer = Some(PendingAnswer { message, queued: false, finishes: None }),
                 Err(error) => {
                     tracing::error!(%error, "cannot read stdin");
                     return None;
@@ -340,19 +522,8 @@ where
     type Error = io::Error;
 
     fn send(&mut self, item: TxJsonRpcMessage<RoleServer>) -> impl Future<Output = io::Result<()>> + Send + 'static {
-        let write = self.write.clone();
-        let (calls, answered) = (self.calls.clone(), answered_id(&item));
-        async move {
-            let sent = match write.lock().await.as_mut() {
-                Some(writer) => writer.send(item).await.map_err(io::Error::from),
-                None => Err(io::Error::new(io::ErrorKind::NotConnected, "the transport is closed")),
-            };
-            // Written and flushed, or never to be: either way the call is over.
-            if let Some(id) = answered {
-                calls.finished(&id);
-            }
-            sent
-        }
+        let (write, calls) = (self.write.clone(), self.calls.clone());
+        async move { write_answer(&write, &calls, item).await }
     }
 
     /// The next message for rmcp; none once the server stops. rmcp polls

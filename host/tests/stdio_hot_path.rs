@@ -1,0 +1,71 @@
+//! The stdio transport answers `prompts/get`, `prompts/list` and
+//! `completion/complete` itself, on the thread that read them
+//! (`transport::stdio`'s `HotPath`): a call that does not answer at once runs
+//! on as a task, a cancelled call is not answered, and a stop waits for the
+//! calls already read, as rmcp does for the methods it answers.
+
+mod support;
+
+use serde_json::json;
+use support::serve_plugins;
+
+#[test]
+fn a_call_that_runs_long_does_not_hold_the_next_line() {
+    let (_dir, mut server) = serve_plugins(&["hostile", "code_review"], &["--deadline-ms", "1500"]);
+    let sleeping = server.send_request("prompts/get", json!({ "name": "sleep" }));
+    let quick = server.send_request("prompts/get", json!({ "name": "code_review", "arguments": { "code": "x" } }));
+    let listed = server.send_request("prompts/list", json!({}));
+    // The lines come in the order they are answered: both quick ones (in
+    // either order: read together, they may run side by side) before the
+    // sleeper's.
+    let mut first_two: Vec<serde_json::Value> = (0..2).map(|_| serde_json::from_str(&server.next_line()).unwrap()).collect();
+    first_two.sort_by_key(|answer| answer["id"].as_u64());
+    assert_eq!(first_two[0]["id"], quick, "{first_two:?}");
+    assert_eq!(first_two[0]["result"]["messages"][0]["content"]["text"], "Please review this Python code:\nx");
+    assert_eq!(first_two[1]["id"], listed, "{first_two:?}");
+    assert_eq!(first_two[1]["result"]["prompts"][0]["name"], "code_review");
+    let sleeper: serde_json::Value = serde_json::from_str(&server.next_line()).unwrap();
+    assert_eq!(sleeper["id"], sleeping, "{sleeper}");
+    assert_eq!(sleeper["error"]["code"], -32603, "{sleeper}");
+    assert_eq!(sleeper["error"]["message"], "plugin 'hostile' exceeded its 1500 ms deadline");
+}
+
+#[test]
+fn a_cancelled_call_is_not_answered_and_the_next_is() {
+    let (_dir, mut server) = serve_plugins(&["hostile", "code_review"], &["--deadline-ms", "500"]);
+    let sleeping = server.send_request("prompts/get", json!({ "name": "sleep" }));
+    server.send(&json!({
+        "jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": { "requestId": sleeping, "reason": "the user gave up" }
+    }));
+    // Past the sleeper's deadline: had it been answered, its error would be
+    // the next line.
+    std::thread::sleep(std::time::Duration::from_millis(1000));
+    let quick = server.send_request("prompts/get", json!({ "name": "code_review", "arguments": { "code": "y" } }));
+    let next: serde_json::Value = serde_json::from_str(&server.next_line()).unwrap();
+    assert_eq!(next["id"], quick, "the cancelled call was answered: {next}");
+    assert_eq!(next["result"]["messages"][0]["content"]["text"], "Please review this Python code:\ny");
+    let stderr = server.stderr();
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+#[test]
+fn an_error_from_the_hot_path_carries_the_id_and_rmcps_words() {
+    let (_dir, mut server) = serve_plugins(&["code_review"], &[]);
+    let unknown = server.error("prompts/get", json!({ "name": "nope" }));
+    assert_eq!(unknown, json!({ "code": -32602, "message": "unknown prompt 'nope'", "data": { "prompt": "nope" } }));
+    let cursor = server.error("prompts/list", json!({ "cursor": "not-a-cursor" }));
+    assert_eq!(cursor["code"], -32602, "{cursor}");
+    // A completion of a prompt reference the server does not serve.
+    let completion = server.error(
+        "completion/complete",
+        json!({ "ref": { "type": "ref/prompt", "name": "nope" }, "argument": { "name": "code", "value": "" } }),
+    );
+    assert_eq!(completion["code"], -32602, "{completion}");
+    // Params that are not the method's: rmcp's decoding refuses them before
+    // either path sees them.
+    let id = 900;
+    server.send(&json!({ "jsonrpc": "2.0", "id": id, "method": "prompts/get", "params": { "arguments": {} } }));
+    let response = server.response(id);
+    assert_eq!(response["error"]["code"], -32602, "{response}");
+}
