@@ -347,3 +347,22 @@ fn a_client_at_its_cap_with_half_sent_requests_cannot_stall_the_accept_loop() {
         drop(held);
     }
 }
+
+#[test]
+fn a_request_head_past_64_kib_is_refused_even_when_sent_in_one_write() {
+    // hyper refused a head only while it was still incomplete once its
+    // buffer held 64 KiB: a head of up to about 112 KiB that ended within
+    // the read crossing that mark was taken whole.
+    let host = Host::start(&["--metrics", "127.0.0.1:0"]);
+    for server in [host.addr, host.metrics_addr()] {
+        for (pad, status) in [(32 << 10, 200), (100 << 10, 431)] {
+            let mut stream = connect_from("127.0.0.1", server, false);
+            let head = format!("GET /healthz HTTP/1.1\r\nHost: {server}\r\nX-Pad: {}\r\nConnection: close\r\n\r\n", "a".repeat(pad));
+            stream.write_all(head.as_bytes()).unwrap();
+            let mut bytes = Vec::new();
+            let _ = stream.read_to_end(&mut bytes);
+            let (found, response) = support::http_status(&String::from_utf8_lossy(&bytes));
+            assert_eq!(found, status, "a {pad}-byte header to {server}: {response}");
+        }
+    }
+}

@@ -527,6 +527,7 @@ fn serve_connection<S: ServerHandler + Clone + Send + Sync + 'static>(
             .timer(hyper_util::rt::TokioTimer::new())
             .header_read_timeout(HEADER_READ_TIMEOUT)
             .max_buf_size(connections::CONNECTION_BUFFER_BYTES)
+            .max_header_size(connections::CONNECTION_BUFFER_BYTES)
             .serve_connection(TokioIo::new(WriteDeadline::new(stream, place.clone())), handle);
         let mut connection = std::pin::pin!(connection);
         let result = tokio::select! {
@@ -1269,7 +1270,7 @@ fn refusal_logged(refusals: &std::sync::Mutex<LogWindow>) -> bool {
 
 /// A header's value as a refusal and the log may show it (bytes that are not
 /// UTF-8 replaced, cut as [`crate::validate::error_message`] cuts: a header
-/// may be as long as hyper allows, some 400 KiB), or "" when absent.
+/// may be as long as the head, 64 KiB), or "" when absent.
 fn header_text(headers: &hyper::HeaderMap, name: hyper::header::HeaderName) -> String {
     headers.get(name).map(|value| crate::validate::error_message(String::from_utf8_lossy(value.as_bytes()))).unwrap_or_default()
 }

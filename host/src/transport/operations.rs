@@ -133,6 +133,7 @@ async fn accept(listener: tokio::net::TcpListener, connections: Arc<Connections>
                 .timer(hyper_util::rt::TokioTimer::new())
                 .header_read_timeout(HEADER_READ_TIMEOUT)
                 .max_buf_size(connections::CONNECTION_BUFFER_BYTES)
+                .max_header_size(connections::CONNECTION_BUFFER_BYTES)
                 .serve_connection(TokioIo::new(WriteDeadline::new(stream, Some(place.clone()))), handle);
             let mut connection = std::pin::pin!(connection);
             let result = tokio::select! {
