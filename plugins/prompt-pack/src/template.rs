@@ -167,9 +167,16 @@ pub struct Template {
 enum Block {
     Text(String),
     /// An embedded resource with textual contents.
-    Resource { uri: String, mime_type: String, text: String },
+    Resource {
+        uri: String,
+        mime_type: String,
+        text: String,
+    },
     /// A link to a resource the client can fetch itself.
-    Link { uri: String, name: String },
+    Link {
+        uri: String,
+        name: String,
+    },
 }
 
 impl Block {
@@ -202,17 +209,20 @@ impl<F> std::fmt::Debug for Code<F> {
     }
 }
 
-impl PartialEq for Code<ReplyFunction> {
-    fn eq(&self, other: &Self) -> bool {
-        std::ptr::fn_addr_eq(self.0, other.0)
-    }
+// One rule for every kind of function: `fn_addr_eq` takes only function
+// pointers, and the trait that names them (`FnPtr`) is unstable, so a
+// generic impl cannot bound on it; the macro writes the impl for each kind.
+macro_rules! same_function {
+    ($($function:ty),+) => {$(
+        impl PartialEq for Code<$function> {
+            fn eq(&self, other: &Self) -> bool {
+                std::ptr::fn_addr_eq(self.0, other.0)
+            }
+        }
+    )+};
 }
 
-impl PartialEq for Code<CompleteFunction> {
-    fn eq(&self, other: &Self) -> bool {
-        std::ptr::fn_addr_eq(self.0, other.0)
-    }
-}
+same_function!(ReplyFunction, CompleteFunction);
 
 /// An argument a template declares: as every version lists it, and, when
 /// declared with [`v0_3`](crate::v0_3)'s `required` or `optional`, with its
@@ -978,10 +988,7 @@ mod tests {
         let crate::Content::Resource(resource) = &reply.messages[1].content else { panic!("{reply:?}") };
         assert_eq!(resource.uri, "file:///logs/..%2Fa%20b%3F%23%C3%A9.log");
         let crate::Content::ResourceLink(link) = &reply.messages[2].content else { panic!("{reply:?}") };
-        assert_eq!(
-            (link.uri.as_str(), link.name.as_str()),
-            ("https://runbooks.example/..%2Fa%20b%3F%23%C3%A9", "runbook for ../a b?#é")
-        );
+        assert_eq!((link.uri.as_str(), link.name.as_str()), ("https://runbooks.example/..%2Fa%20b%3F%23%C3%A9", "runbook for ../a b?#é"));
         // `..` (or `.`) would name another path even encoded: refused.
         assert_eq!(
             incident().render(&Arguments::from(vec![argument("service", ".."), argument("logs", "x")])),
@@ -1002,8 +1009,7 @@ mod tests {
         );
         assert_eq!(
             template("a", "A").argument(required("n", "N")).link("https://example.com/", "{n}").check(),
-            Err("template of prompt 'a' has a link whose name has no text of its own: an empty value would leave it without a name"
-                .into())
+            Err("template of prompt 'a' has a link whose name has no text of its own: an empty value would leave it without a name".into())
         );
         // Their placeholders are checked as a message's are.
         assert_eq!(
@@ -1064,10 +1070,7 @@ mod tests {
             counted.render(&Arguments::from(vec![argument("text", "x"), argument("unit", "lines")])),
             Err(PromptError::InvalidArguments("argument 'unit' must be one of: words, characters".into()))
         );
-        assert_eq!(
-            counted.render(&Arguments::from(vec![])),
-            Err(PromptError::InvalidArguments("missing required argument 'text'".into()))
-        );
+        assert_eq!(counted.render(&Arguments::from(vec![])), Err(PromptError::InvalidArguments("missing required argument 'text'".into())));
         assert_eq!(counted.complete("unit", "ch").values, ["characters"]);
         // Mistakes in the declaration are still found.
         assert_eq!(
