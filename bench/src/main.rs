@@ -29,10 +29,11 @@ type Section = fn(&Setup, usize, &mut Report) -> anyhow::Result<()>;
 
 /// The sections, by the names `--only` takes, in the order a full run
 /// measures them.
-const SECTIONS: [(&str, Section); 14] = [
+const SECTIONS: [(&str, Section); 15] = [
     ("stdio", |setup, rounds, report| stdio_get(setup, rounds, report)),
     ("sandbox", |setup, _, report| sandbox_alone(setup, report)),
     ("http", |setup, rounds, report| http_get(setup, rounds, report)),
+    ("http-sdk", |setup, rounds, report| http_sdk_get(setup, rounds, report)),
     ("list", |setup, _, report| list_walk(setup, report)),
     ("startup", |setup, _, report| startup_and_memory(setup, report)),
     ("scale", |setup, _, report| scale(setup, report)),
@@ -740,6 +741,114 @@ fn http_get(setup: &Setup, rounds: usize, report: &mut Report) -> anyhow::Result
     Ok(())
 }
 
+/// prompts/get of code_review over Streamable HTTP, driven by the official
+/// TypeScript SDK client (`bench/sdk-http-driver.mjs`): 1 client, then 16,
+/// each its own `Client` over its own `StreamableHTTPClientTransport` (its
+/// own session), making its calls one after another. prompt-host, the rmcp
+/// reference behind the same front, and the rmcp reference on rmcp's own
+/// Streamable HTTP server (`rmcp-server --rmcp-http`), alternated round
+/// after round; each server is started afresh in each round and serves both
+/// loads.
+fn http_sdk_get(setup: &Setup, rounds: usize, report: &mut Report) -> anyhow::Result<()> {
+    let servers = setup.code_review_servers()?;
+    let (rmcp, host) = (&servers[1], &servers[2]);
+    // Each server: its name, program, arguments, and the flag that takes the address.
+    let http_servers = [
+        (host.0.to_string(), &host.1, &host.2, "--http"),
+        (format!("{}, same HTTP front", rmcp.0), &rmcp.1, &rmcp.2, "--http"),
+        (format!("{}, rmcp's own Streamable HTTP server", rmcp.0), &rmcp.1, &rmcp.2, "--rmcp-http"),
+    ];
+    let mut results: Vec<[Vec<Load>; SDK_HTTP_LOADS.len()]> = http_servers.iter().map(|_| Default::default()).collect();
+    for _ in 0..rounds {
+        for (index, (name, program, args, flag)) in http_servers.iter().enumerate() {
+            let port = free_port()?;
+            let mut args = args.to_vec();
+            args.extend([flag.to_string(), format!("127.0.0.1:{port}")]);
+            let server = Killed(
+                Command::new(program)
+                    .args(&args)
+                    .env("RUST_LOG", "warn")
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .with_context(|| format!("starting {name}"))?,
+            );
+            wait_for_port(port)?;
+            let loads = sdk_http_loads(port, server.0.id()).with_context(|| format!("{name} under the SDK HTTP driver"))?;
+            for (at, load) in loads.into_iter().enumerate() {
+                results[index][at].push(load);
+            }
+        }
+    }
+    for (index, (name, _, _, _)) in http_servers.iter().enumerate() {
+        let rows = SDK_HTTP_LOADS.iter().zip(&results[index]).map(|(&(clients, _), loads)| (clients, Load::median(loads))).collect();
+        report.http_sdk.push((name.clone(), rows));
+    }
+    Ok(())
+}
+
+/// The SDK HTTP driver's loads: clients, and prompts/get each makes in a row.
+const SDK_HTTP_LOADS: [(usize, usize); 2] = [(1, 1500), (16, 200)];
+
+/// A child process, killed when dropped.
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// [`SDK_HTTP_LOADS`] on the server listening on `port` (process `pid`),
+/// through `bench/sdk-http-driver.mjs`, the server's CPU time and context
+/// switches read around each load.
+fn sdk_http_loads(port: u16, pid: u32) -> anyhow::Result<Vec<Load>> {
+    let loads: Vec<Value> =
+        SDK_HTTP_LOADS.iter().map(|&(clients, per_client)| json!({ "clients": clients, "perClient": per_client })).collect();
+    let arguments = json!({ "url": format!("http://127.0.0.1:{port}/mcp"), "loads": loads, "warmUp": 20 });
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("sdk-http-driver.mjs");
+    let mut driver = Killed(
+        Command::new("node")
+            .arg(&script)
+            .arg(arguments.to_string())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .context("starting node bench/sdk-http-driver.mjs (tests/setup installs the SDK it needs)")?,
+    );
+    let mut go = driver.0.stdin.take().context("no stdin")?;
+    let mut lines = BufReader::new(driver.0.stdout.take().context("no stdout")?).lines();
+    let mut next = |driver: &mut Killed| -> anyhow::Result<Value> {
+        match lines.next() {
+            Some(line) => Ok(serde_json::from_str(&line?)?),
+            // It printed why on stderr.
+            None => bail!("the SDK HTTP driver failed: {}", driver.0.wait()?),
+        }
+    };
+    let mut results = Vec::new();
+    for _ in SDK_HTTP_LOADS {
+        ensure!(next(&mut driver)?["ready"] == json!(true), "the SDK HTTP driver did not get ready");
+        let before = ProcessCost::of(pid)?;
+        go.write_all(b"go\n")?;
+        go.flush()?;
+        let result = next(&mut driver)?;
+        let after = ProcessCost::of(pid)?;
+        let total = result["total"].as_u64().context("no total")?;
+        let seconds = result["seconds"].as_f64().context("no seconds")?;
+        let latency = |at: usize| -> anyhow::Result<Duration> {
+            Ok(Duration::from_secs_f64(result["latenciesUs"][at].as_f64().context("no latencies")? / 1e6))
+        };
+        let load = Load { per_second: total as f64 / seconds, p50: latency(0)?, p99: latency(1)?, cpu: None, switches: None };
+        results.push(before.per_request(after, total, load));
+    }
+    drop(go);
+    let status = driver.0.wait()?;
+    ensure!(status.success(), "the SDK HTTP driver failed: {status}");
+    Ok(results)
+}
+
 /// `clients` sessions, each making `per_client` prompts/get in a row.
 async fn http_load(port: u16, clients: usize, per_client: usize) -> anyhow::Result<Load> {
     let mut connector = hyper_util::client::legacy::connect::HttpConnector::new();
@@ -1339,6 +1448,9 @@ struct Report {
     /// Per driver, its rows.
     stdio: Vec<(&'static str, StdioRows)>,
     http: Vec<(String, Load)>,
+    /// Per server, its loads under the TypeScript SDK's HTTP client, by
+    /// number of clients.
+    http_sdk: Vec<(String, Vec<(usize, Load)>)>,
     facts: Vec<(String, String)>,
 }
 
@@ -1405,6 +1517,36 @@ impl Report {
         }
         if let [rmcp, host] = self.http.as_slice() {
             out += &format!("\nprompt-host ÷ rmcp reference over HTTP: **{:.2}**.\n", host.1.per_second / rmcp.1.per_second);
+        }
+        if !self.http_sdk.is_empty() {
+            out += "\n### prompts/get of `code_review` over Streamable HTTP, the official TypeScript SDK clients (median of rounds)\n\n";
+            out += "Each client is a `Client` over `StreamableHTTPClientTransport` with its own session, making its calls one after another.\n\n";
+            out += "| server | clients | req/s | p50 | p99 | server CPU / context switches per request |\n|---|---|---|---|---|---|\n";
+            for (name, rows) in &self.http_sdk {
+                for (clients, load) in rows {
+                    out += &format!(
+                        "| {name} | {clients} | {:.0} | {} | {} | {} |\n",
+                        load.per_second,
+                        micros(load.p50),
+                        micros(load.p99),
+                        load.cost()
+                    );
+                }
+            }
+            if let [(_, host), (_, front), (_, own)] = self.http_sdk.as_slice() {
+                let ratios = |other: &[(usize, Load)], bold: &str| {
+                    host.iter()
+                        .zip(other)
+                        .map(|((clients, host), (_, other))| {
+                            let plural = if *clients == 1 { "" } else { "s" };
+                            format!("{bold}{:.2}{bold} ({clients} client{plural})", host.per_second / other.per_second)
+                        })
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                };
+                out += &format!("\nprompt-host ÷ rmcp reference on rmcp's own Streamable HTTP server: {}.\n", ratios(own, "**"));
+                out += &format!("prompt-host ÷ rmcp reference behind the same front: {}.\n", ratios(front, ""));
+            }
         }
         out += "\n### Catalog, start-up, memory, reloads, isolation\n\n| measure | result |\n|---|---|\n";
         for (measure, result) in &self.facts {
