@@ -90,17 +90,28 @@ pub type Answerer = Arc<dyn Fn(&Forms) -> Option<rmcp::model::InputResponses> + 
 const GET_CANNOT_ASK: &str =
     "the get command has no answer for it: give --answer FIELD=VALUE for each required field, or run it on a terminal to be asked";
 
+/// Whether the client of `context` can fill in a form: it declared
+/// elicitation as `form`, or as an empty `elicitation` (which means form);
+/// a client that declared only `url` cannot.
+fn fills_in_forms(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .client_capabilities()
+        .and_then(|capabilities| capabilities.elicitation)
+        .is_some_and(|elicitation| elicitation.form.is_some() || elicitation.url.is_none())
+}
+
+/// Whether a `prompts/get` in `context` may be answered with
+/// `elicitation/create` requests to its client (see [`Asking::of`]): rmcp
+/// ties those to the request it is serving, so such a request is left to it.
+pub fn may_elicit(context: &RequestContext<RoleServer>) -> bool {
+    !is_2026_07_28_or_later(context) && fills_in_forms(context)
+}
+
 impl Asking {
     /// How the client of `context`, in the session that ends with
     /// `session_ended`, can be asked.
     fn of(context: &RequestContext<RoleServer>, session_ended: &CancellationToken) -> Asking {
-        // Forms: declared as `form`, or as an empty `elicitation` (which
-        // means form); a client that declared only `url` cannot fill one in.
-        let elicitation = context
-            .client_capabilities()
-            .and_then(|capabilities| capabilities.elicitation)
-            .is_some_and(|elicitation| elicitation.form.is_some() || elicitation.url.is_none());
-        match (is_2026_07_28_or_later(context), elicitation) {
+        match (is_2026_07_28_or_later(context), fills_in_forms(context)) {
             (true, true) => Asking::InputRequired,
             (true, false) => Asking::Cannot("the client did not declare the elicitation capability"),
             (false, true) => {

@@ -1,13 +1,60 @@
 //! The stdio transport answers `prompts/get`, `prompts/list` and
 //! `completion/complete` itself, on the thread that read them
 //! (`transport::stdio`'s `HotPath`): a call that does not answer at once runs
-//! on as a task, a cancelled call is not answered, and a stop waits for the
-//! calls already read, as rmcp does for the methods it answers.
+//! on as a task, a cancelled call is not answered, and the end of the input
+//! and a stop wait for the calls already read, as rmcp does for the methods
+//! it answers. The log line at the end of the input counts the requests the
+//! transport answered itself.
 
 mod support;
 
 use serde_json::json;
 use support::serve_plugins;
+
+/// Lines of a `prompts/get` of code_review with ids `ids`, one write.
+fn gets(ids: std::ops::Range<u64>) -> String {
+    ids.map(|id| {
+        json!({ "jsonrpc": "2.0", "id": id, "method": "prompts/get", "params": { "name": "code_review", "arguments": { "code": id.to_string() } } })
+            .to_string()
+            + "\n"
+    })
+    .collect()
+}
+
+#[test]
+fn requests_read_together_are_all_answered_when_the_input_ends_at_once() {
+    // Read in one read, with the end of the input right behind them: every
+    // one but the last runs as a task, and the session waits for them.
+    let (_dir, mut server) = serve_plugins(&["code_review"], &[]);
+    // Once the ping is answered, the session has started: what follows is
+    // the transport's.
+    server.result("ping", json!({}));
+    server.send_raw(gets(100..103).trim_end());
+    assert_eq!(server.close_stdin(), Some(0), "{}", server.stderr());
+    for id in 100..103 {
+        let answer = server.response(id);
+        assert_eq!(answer["result"]["messages"][0]["content"]["text"], format!("Please review this Python code:\n{id}"), "{answer}");
+    }
+    let stderr = server.stderr();
+    assert!(stderr.contains("the input ended answered_here=3"), "{stderr}");
+}
+
+#[test]
+fn a_stop_after_answers_written_here_does_not_wait_for_them() {
+    // Each answer written by the transport finishes its request: a stop
+    // finds none open, and does not wait out the grace.
+    let (_dir, mut server) = serve_plugins(&["code_review"], &["--shutdown-grace-ms", "20000"]);
+    server.result("ping", json!({}));
+    for id in 0..3 {
+        let text = server.get_prompt("code_review", json!({ "code": id.to_string() }));
+        assert_eq!(text["messages"][0]["content"]["text"], format!("Please review this Python code:\n{id}"));
+    }
+    let started = std::time::Instant::now();
+    assert_eq!(server.terminate(), Some(0), "{}", server.stderr());
+    assert!(started.elapsed() < std::time::Duration::from_secs(5), "the stop waited {:?}", started.elapsed());
+    let stderr = server.stderr();
+    assert!(!stderr.contains("left unanswered") && !stderr.contains("abandoning"), "{stderr}");
+}
 
 #[test]
 fn a_call_that_runs_long_does_not_hold_the_next_line() {

@@ -234,27 +234,37 @@ pub struct StdioTransport<R, W> {
 ///
 /// rmcp hands each request to a task of its own, which sends its answer
 /// through a channel back to the session's task, which hands the write to a
-/// third: at one request in flight, three wake-ups and as many thread hops
-/// per request (BENCHMARKS.md). Here the request is given to the same
-/// handler, through rmcp's own dispatch (`Service::handle_request`, with
-/// its protocol-revision checks), and polled once where it was read; a call
-/// that answers at once (most do: a fresh instance is made ahead of time) is
-/// written from there. One that does not (it waits for a turn, or runs past
-/// an epoch tick) continues as a task of its own, so a long call never holds
+/// third. Here the request is given to the same handler, through rmcp's own
+/// dispatch (`Service::handle_request`, with its protocol-revision checks),
+/// and polled once where it was read; a call that answers at once (most do:
+/// a fresh instance is made ahead of time) is written from there. One that
+/// does not (it waits for a turn, or runs past an epoch tick), and any call
+/// read while more input waits (so that the other cores take calls while
+/// this one reads), continues as a task of its own: a long call never holds
 /// the reading of the next line.
 ///
-/// A `prompts/get` from a client that may be asked with `elicitation/create`
-/// goes to rmcp: rmcp ties such a request to the one it serves.
+/// A `prompts/get` that may be answered with `elicitation/create` goes to
+/// rmcp: rmcp ties such a request to the one it serves.
 struct HotPath {
     server: Arc<PromptServer>,
     /// The session's peer, set when rmcp has started the session.
     peer: Arc<OnceLock<Peer<RoleServer>>>,
     /// The hot calls running as tasks, by id, with the token that a
     /// `notifications/cancelled` naming them cancels: a cancelled call's
-    /// answer is not written (as rmcp does).
+    /// answer is not written (as rmcp does). Whoever removes a call's entry
+    /// decides: the call itself (it writes its answer) or its cancellation.
     running: Arc<std::sync::Mutex<HashMap<RequestId, (u64, CancellationToken)>>>,
     next_serial: u64,
+    /// The hot calls running as tasks: at the end of the input they have
+    /// [`END_OF_INPUT_GRACE`] to write their answers, as rmcp's own have.
+    tasks: TaskTracker,
+    /// How many requests were answered here, for the session's last log line.
+    answered: u64,
 }
+
+/// How long the calls still running at the end of the input have to answer
+/// before the session closes: rmcp's own figure for its handlers.
+const END_OF_INPUT_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// What [`HotPath::take`] did with a message.
 enum Taken {
@@ -270,12 +280,16 @@ type HotCall = Pin<Box<dyn Future<Output = ServerJsonRpcMessage> + Send>>;
 
 impl HotPath {
     fn new(server: Arc<PromptServer>) -> HotPath {
-        HotPath { server, peer: Arc::default(), running: Arc::default(), next_serial: 0 }
+        HotPath { server, peer: Arc::default(), running: Arc::default(), next_serial: 0, tasks: TaskTracker::new(), answered: 0 }
     }
 
     /// The call that answers `message`, if it is a hot request and the
-    /// session has started.
-    fn call(&self, message: RxJsonRpcMessage<RoleServer>) -> Result<(RequestId, HotCall), RxJsonRpcMessage<RoleServer>> {
+    /// session has started; its context's token is `cancelled`'s child.
+    fn call(
+        &self,
+        message: RxJsonRpcMessage<RoleServer>,
+        cancelled: &CancellationToken,
+    ) -> Result<(RequestId, HotCall), RxJsonRpcMessage<RoleServer>> {
         let Some(peer) = self.peer.get() else { return Err(message) };
         let JsonRpcMessage::Request(JsonRpcRequest {
             request: ClientRequest::GetPromptRequest(_) | ClientRequest::ListPromptsRequest(_) | ClientRequest::CompleteRequest(_),
@@ -284,25 +298,31 @@ impl HotPath {
         else {
             return Err(message);
         };
-        let mut context = RequestContext::new(RequestId::Number(0), peer.clone());
-        if let JsonRpcMessage::Request(JsonRpcRequest { request: request @ ClientRequest::GetPromptRequest(_), .. }) = &message {
-            context.meta = request.get_meta().clone();
-            if context.client_capabilities().is_some_and(|capabilities| capabilities.elicitation.is_some()) {
-                return Err(message);
-            }
-        }
         let JsonRpcMessage::Request(JsonRpcRequest { id, mut request, .. }) = message else { unreachable!("matched above") };
-        context.id = id.clone();
         // As rmcp does: the request's `_meta` and extensions move to its
         // context.
+        let mut context = RequestContext::new(id.clone(), peer.clone());
+        context.ct = cancelled.child_token();
         context.meta = std::mem::take(request.get_meta_mut());
         context.extensions = std::mem::take(request.extensions_mut());
+        if matches!(request, ClientRequest::GetPromptRequest(_)) && crate::handler::may_elicit(&context) {
+            *request.extensions_mut() = std::mem::take(&mut context.extensions);
+            *request.get_meta_mut() = std::mem::take(&mut context.meta);
+            return Err(JsonRpcMessage::Request(JsonRpcRequest::new(id, request)));
+        }
         let server = self.server.clone();
         let answer_id = id.clone();
         let call = Box::pin(async move {
-            match rmcp::Service::handle_request(&*server, request, context).await {
-                Ok(result) => JsonRpcMessage::response(result, answer_id),
-                Err(error) => JsonRpcMessage::error(error, Some(answer_id)),
+            let dispatched = std::panic::AssertUnwindSafe(rmcp::Service::handle_request(&*server, request, context));
+            match futures::FutureExt::catch_unwind(dispatched).await {
+                Ok(Ok(result)) => JsonRpcMessage::response(result, answer_id),
+                Ok(Err(error)) => JsonRpcMessage::error(error, Some(answer_id)),
+                // On rmcp's path a panic ends its request's task, unanswered;
+                // here it would end the session's: it is answered instead.
+                Err(_) => {
+                    tracing::error!(id = %answer_id, "the host failed while answering a request (a panic): answered as an internal error");
+                    JsonRpcMessage::error(ErrorData::internal_error("the host failed while answering this request", None), Some(answer_id))
+                }
             }
         });
         Ok((id, call))
@@ -311,8 +331,7 @@ impl HotPath {
     /// Answers `message` here if it is a hot request: unless `more_read`
     /// (more of the input is read and waiting), polls its call once, and if
     /// it has not answered, runs it on as a task that writes its answer
-    /// through `write`. With more read, the call goes to a task at once, so
-    /// that the other cores take calls while this one reads the next.
+    /// through `write`.
     async fn take<W: AsyncWrite + Send + Unpin + 'static>(
         &mut self,
         message: RxJsonRpcMessage<RoleServer>,
@@ -327,32 +346,44 @@ impl HotPath {
         {
             token.cancel();
         }
-        let (id, mut call) = match self.call(message) {
+        let cancelled = CancellationToken::new();
+        let (id, mut call) = match self.call(message, &cancelled) {
             Ok(call) => call,
             Err(message) => return Taken::ForRmcp(message),
         };
-        if !more_read && let std::task::Poll::Ready(answer) = futures::poll!(call.as_mut()) {
+        self.answered += 1;
+        if !more_read && let Poll::Ready(answer) = futures::poll!(call.as_mut()) {
             return Taken::Answered(answer);
         }
-        let (token, serial) = (CancellationToken::new(), self.next_serial);
+        let serial = self.next_serial;
         self.next_serial += 1;
-        self.running.lock().expect("never poisoned").insert(id.clone(), (serial, token.clone()));
+        self.running.lock().expect("never poisoned").insert(id.clone(), (serial, cancelled));
         let (write, calls, running) = (write.clone(), calls.clone(), self.running.clone());
-        tokio::spawn(async move {
+        let task = async move {
             let answer = call.await;
-            {
+            let still_running = {
                 let mut running = running.lock().expect("never poisoned");
-                if running.get(&id).is_some_and(|(running, _)| *running == serial) {
-                    running.remove(&id);
-                }
+                let own = running.get(&id).is_some_and(|(running, _)| *running == serial);
+                own && running.remove(&id).is_some()
+            };
+            // Otherwise it was cancelled: the client expects no answer, and
+            // its call was counted as finished when the notification was read.
+            if still_running && let Err(error) = write_answer(&write, &calls, answer).await {
+                tracing::debug!(%error, "the answer of a call could not be written: the client is gone");
             }
-            // Cancelled: the client expects no answer, and its call was
-            // counted as finished when the notification was read.
-            if !token.is_cancelled() {
-                let _ = write_answer(&write, &calls, answer).await;
-            }
-        });
+        };
+        self.tasks.spawn(tracing::Instrument::in_current_span(task));
         Taken::Running
+    }
+
+    /// At the end of the input: waits up to [`END_OF_INPUT_GRACE`] for the
+    /// calls still running to write their answers. Waiting again (after a
+    /// dropped wait) is harmless.
+    async fn finish(&self) {
+        self.tasks.close();
+        if tokio::time::timeout(END_OF_INPUT_GRACE, self.tasks.wait()).await.is_err() {
+            tracing::warn!(count = self.tasks.len(), "the input ended; calls still running after 5 s are abandoned, unanswered");
+        }
     }
 }
 
@@ -443,9 +474,8 @@ impl Calls {
 }
 
 struct PendingAnswer {
-    message: ServerJsonRpcMessage,
-    /// Whether the writer holds it already, so that only the flush is left.
-    queued: bool,
+    /// The answer, until the writer holds it (then only the flush is left).
+    message: Option<ServerJsonRpcMessage>,
     /// The request it answers, finished once it is written: a hot request
     /// (a refused line was never started).
     finishes: Option<RequestId>,
@@ -466,30 +496,55 @@ impl<R: AsyncRead, W: AsyncWrite> StdioTransport<R, W> {
 }
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Send + Unpin + 'static> StdioTransport<R, W> {
+    /// Writes and flushes the answer the transport holds, if any, and then
+    /// finishes the request it answers. Kept in `self` across awaits: a
+    /// write dropped half-way resumes where it stopped. False if stdout
+    /// cannot be written.
+    async fn write_held_answer(&mut self) -> bool {
+        let Some(answer) = &mut self.answer else { return true };
+        let mut write = self.write.lock().await;
+        let written = match write.as_mut() {
+            None => Err(io::Error::new(io::ErrorKind::NotConnected, "the transport is closed")),
+            Some(writer) => {
+                let written: Result<(), JsonRpcMessageCodecError> = async {
+                    if answer.message.is_some() {
+                        std::future::poll_fn(|cx| writer.poll_ready_unpin(cx)).await?;
+                        // Synchronous: once taken, the message is the writer's.
+                        writer.start_send_unpin(answer.message.take().expect("checked above"))?;
+                    }
+                    writer.flush().await
+                }
+                .await;
+                written.map_err(io::Error::from)
+            }
+        };
+        let answer = self.answer.take().expect("held above");
+        // Written, or never to be: either way the request is over.
+        if let Some(id) = &answer.finishes {
+            self.calls.finished(id);
+        }
+        match written {
+            Ok(()) => true,
+            Err(error) => {
+                tracing::error!(%error, "cannot write to stdout");
+                false
+            }
+        }
+    }
+
     /// The next message for rmcp, read from the lines.
     async fn next_message(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
         loop {
-            if let Some(answer) = &mut self.answer {
-                let mut write = self.write.lock().await;
-                let writer = write.as_mut()?;
-                let written = async {
-                    if !answer.queued {
-                        writer.feed(answer.message.clone()).await?;
-                        answer.queued = true;
-                    }
-                    writer.flush().await
-                };
-                let written = written.await;
-                if let Some(id) = &answer.finishes {
-                    self.calls.finished(id);
-                }
-                if let Err(error) = written {
-                    tracing::error!(%error, "cannot write to stdout");
-                    return None;
-                }
-                self.answer = None;
+            if !self.write_held_answer().await {
+                return None;
             }
-            match self.lines.next().await? {
+            let Some(line) = self.lines.next().await else {
+                if let Some(hot) = &self.hot {
+                    hot.finish().await;
+                }
+                return None;
+            };
+            match line {
                 Ok(Incoming::Message(message)) => {
                     self.calls.read(&message);
                     let Some(hot) = &mut self.hot else { return Some(message) };
@@ -500,17 +555,22 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Send + Unpin + 'static> StdioTranspor
                     let more_read = !self.lines.read_buffer().is_empty();
                     match hot.take(message, more_read, &self.write, &self.calls).await {
                         Taken::ForRmcp(message) => return Some(message),
-                        Taken::Answered(message) => self.answer = Some(PendingAnswer { message, queued: false, finishes: id }),
+                        Taken::Answered(message) => self.answer = Some(PendingAnswer { message: Some(message), finishes: id }),
                         Taken::Running => {}
                     }
                 }
-                Ok(Incoming::Refused(message)) => self.answer = Some(PendingAnswer { message, queued: false, finishes: None }),
+                Ok(Incoming::Refused(message)) => self.answer = Some(PendingAnswer { message: Some(message), finishes: None }),
                 Err(error) => {
                     tracing::error!(%error, "cannot read stdin");
                     return None;
                 }
             }
         }
+    }
+
+    /// How many requests were answered by the transport itself.
+    fn answered_here(&self) -> u64 {
+        self.hot.as_ref().map_or(0, |hot| hot.answered)
     }
 }
 
@@ -532,16 +592,25 @@ where
     /// and `answer` a half-written answer.
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
         let stopping = self.stopping.clone();
-        tokio::select! {
+        let message = tokio::select! {
             biased;
-            // Not the end of the input: rmcp goes on writing the answers of
-            // the calls in flight until the session is closed.
-            () = stopping.cancelled() => std::future::pending().await,
-            message = self.next_message() => {
+            () = stopping.cancelled() => None,
+            message = self.next_message() => Some(message),
+        };
+        match message {
+            Some(message) => {
                 if message.is_none() {
+                    tracing::info!(answered_here = self.answered_here(), "the input ended");
                     self.input_ended.cancel();
                 }
                 message
+            }
+            // Not the end of the input: an answer already made is written,
+            // and rmcp goes on writing the answers of the calls in flight
+            // until the session is closed.
+            None => {
+                self.write_held_answer().await;
+                std::future::pending().await
             }
         }
     }
