@@ -42,19 +42,35 @@ const client = new Client({ name: "prompt-host-bench-sdk-driver", version: "0" }
 await client.connect(transport);
 console.log(JSON.stringify({ pid: transport.pid }));
 
-// CPU nanoseconds and context switches of every thread of a process.
+// CPU nanoseconds and context switches of each thread of a process, by
+// thread id.
 function processCost(pid) {
-  let cpuNs = 0;
-  let switches = 0;
+  const threads = new Map();
   for (const task of readdirSync(`/proc/${pid}/task`)) {
     try {
-      cpuNs += Number(readFileSync(`/proc/${pid}/task/${task}/schedstat`, "utf8").split(" ")[0]);
+      const cpuNs = Number(readFileSync(`/proc/${pid}/task/${task}/schedstat`, "utf8").split(" ")[0]);
+      let switches = 0;
       for (const line of readFileSync(`/proc/${pid}/task/${task}/status`, "utf8").split("\n")) {
         if (line.includes("ctxt_switches")) switches += Number(line.split(/\s+/)[1]);
       }
+      threads.set(task, { cpuNs, switches });
     } catch {
       // A thread that ended between the listing and the read.
     }
+  }
+  return threads;
+}
+
+// What each thread alive after a load spent since before it (all of it for
+// a thread started meanwhile); a thread that ended meanwhile (the blocking
+// pool's, after 10 s idle) counts nothing, as prompt-host-bench counts.
+function costBetween(before, after) {
+  let cpuNs = 0;
+  let switches = 0;
+  for (const [task, now] of after) {
+    const then = before.get(task) ?? { cpuNs: 0, switches: 0 };
+    cpuNs += Math.max(0, now.cpuNs - then.cpuNs);
+    switches += Math.max(0, now.switches - then.switches);
   }
   return { cpuNs, switches };
 }
@@ -90,8 +106,7 @@ for (const { total, inFlight } of loads) {
     inFlight,
     seconds,
     latenciesUs: [at(0.5), at(0.99)],
-    cpuNs: after.cpuNs - before.cpuNs,
-    switches: after.switches - before.switches,
+    ...costBetween(before, after),
   }));
 }
 await client.close();

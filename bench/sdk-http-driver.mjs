@@ -79,6 +79,10 @@ try {
       seconds,
       latenciesUs: [at(0.5), at(0.99)],
     }));
+    // prompt-host-bench reads the server's CPU time after the results and
+    // then says so: the sessions end outside the measurement.
+    const measured = await lines.next();
+    if (measured.done) throw new Error("stdin closed after the load");
 
     for (const { client, transport } of connected) {
       await transport.terminateSession().catch(() => {});

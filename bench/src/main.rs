@@ -472,10 +472,10 @@ struct Load {
 /// CPU time and context switches of every thread of a process so far, from
 /// /proc (`schedstat` counts nanoseconds, where `stat` counts 10 ms ticks).
 /// Stable where throughput is noisy: it does not count time spent waiting.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 struct ProcessCost {
-    cpu: Duration,
-    switches: u64,
+    /// Each thread's CPU time and context switches, by thread id.
+    threads: std::collections::HashMap<String, (Duration, u64)>,
 }
 
 impl ProcessCost {
@@ -490,21 +490,30 @@ impl ProcessCost {
                 continue;
             };
             let nanos: u64 = schedstat.split_whitespace().next().context("empty schedstat")?.parse()?;
-            cost.cpu += Duration::from_nanos(nanos);
+            let mut switches = 0;
             for line in status.lines().filter(|line| line.contains("ctxt_switches")) {
-                cost.switches += line.split_whitespace().nth(1).context("no count")?.parse::<u64>()?;
+                switches += line.split_whitespace().nth(1).context("no count")?.parse::<u64>()?;
             }
+            let id = task.file_name().context("a task with no id")?.to_string_lossy().into_owned();
+            cost.threads.insert(id, (Duration::from_nanos(nanos), switches));
         }
         Ok(cost)
     }
 
-    /// What a load of `requests` cost, from the costs before and after it.
+    /// What a load of `requests` cost, from the costs before and after it:
+    /// what each thread alive after it spent since before it (all of it, for
+    /// a thread started meanwhile). A thread that ended meanwhile counts
+    /// nothing: the threads that end are the blocking pool's, after 10 s
+    /// idle (summing the threads alive at each reading would take an ended
+    /// thread's whole life off the load).
     fn per_request(self, after: ProcessCost, requests: u64, load: Load) -> Load {
-        Load {
-            cpu: Some((after.cpu - self.cpu) / requests as u32),
-            switches: Some((after.switches - self.switches) as f64 / requests as f64),
-            ..load
+        let (mut cpu, mut switches) = (Duration::ZERO, 0);
+        for (id, (after_cpu, after_switches)) in &after.threads {
+            let (before_cpu, before_switches) = self.threads.get(id).copied().unwrap_or_default();
+            cpu += after_cpu.saturating_sub(before_cpu);
+            switches += after_switches.saturating_sub(before_switches);
         }
+        Load { cpu: Some(cpu / requests as u32), switches: Some(switches as f64 / requests as f64), ..load }
     }
 }
 
@@ -835,6 +844,9 @@ fn sdk_http_loads(port: u16, pid: u32) -> anyhow::Result<Vec<Load>> {
         go.flush()?;
         let result = next(&mut driver)?;
         let after = ProcessCost::of(pid)?;
+        // Now the driver may end its sessions.
+        go.write_all(b"measured\n")?;
+        go.flush()?;
         let total = result["total"].as_u64().context("no total")?;
         let seconds = result["seconds"].as_f64().context("no seconds")?;
         let latency = |at: usize| -> anyhow::Result<Duration> {
