@@ -36,7 +36,7 @@ fn requests_read_together_are_all_answered_when_the_input_ends_at_once() {
         assert_eq!(answer["result"]["messages"][0]["content"]["text"], format!("Please review this Python code:\n{id}"), "{answer}");
     }
     let stderr = server.stderr();
-    assert!(stderr.contains("the input ended answered_here=3"), "{stderr}");
+    assert!(stderr.contains("the input ended handled_here=3"), "{stderr}");
 }
 
 #[test]
@@ -115,4 +115,23 @@ fn an_error_from_the_hot_path_carries_the_id_and_rmcps_words() {
     server.send(&json!({ "jsonrpc": "2.0", "id": id, "method": "prompts/get", "params": { "arguments": {} } }));
     let response = server.response(id);
     assert_eq!(response["error"]["code"], -32602, "{response}");
+}
+
+#[test]
+fn a_reused_id_gets_an_answer_for_each_call() {
+    // A client may reuse an id while a call with it runs (JSON-RPC leaves it
+    // to the client): each call is answered, and a stop finds none open.
+    let (_dir, mut server) = serve_plugins(&["hostile"], &["--deadline-ms", "300", "--shutdown-grace-ms", "20000"]);
+    server.result("ping", json!({}));
+    for _ in 0..2 {
+        server.send(&json!({ "jsonrpc": "2.0", "id": 77, "method": "prompts/get", "params": { "name": "sleep" } }));
+    }
+    for _ in 0..2 {
+        let answer: serde_json::Value = serde_json::from_str(&server.next_line()).unwrap();
+        assert_eq!(answer["id"], 77, "{answer}");
+        assert_eq!(answer["error"]["message"], "plugin 'hostile' exceeded its 300 ms deadline", "{answer}");
+    }
+    let started = std::time::Instant::now();
+    assert_eq!(server.terminate(), Some(0), "{}", server.stderr());
+    assert!(started.elapsed() < std::time::Duration::from_secs(5), "the stop waited {:?}", started.elapsed());
 }

@@ -253,18 +253,27 @@ struct HotPath {
     /// `notifications/cancelled` naming them cancels: a cancelled call's
     /// answer is not written (as rmcp does). Whoever removes a call's entry
     /// decides: the call itself (it writes its answer) or its cancellation.
-    running: Arc<std::sync::Mutex<HashMap<RequestId, (u64, CancellationToken)>>>,
+    /// A client may reuse an id while a call with it runs: each has its own
+    /// entry, and a cancellation naming the id cancels them all.
+    running: Arc<std::sync::Mutex<RunningCalls>>,
     next_serial: u64,
     /// The hot calls running as tasks: at the end of the input they have
     /// [`END_OF_INPUT_GRACE`] to write their answers, as rmcp's own have.
     tasks: TaskTracker,
-    /// How many requests were answered here, for the session's last log line.
-    answered: u64,
+    /// When the calls still running at the end of the input are abandoned:
+    /// set once, so that a wait dropped and begun again does not restart it.
+    abandon_at: Option<tokio::time::Instant>,
+    /// How many requests were taken here, for the session's last log line.
+    handled: u64,
 }
 
 /// How long the calls still running at the end of the input have to answer
 /// before the session closes: rmcp's own figure for its handlers.
 const END_OF_INPUT_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The hot calls running as tasks, by id: each its serial number and the
+/// token its cancellation cancels.
+type RunningCalls = HashMap<RequestId, Vec<(u64, CancellationToken)>>;
 
 /// What [`HotPath::take`] did with a message.
 enum Taken {
@@ -280,7 +289,15 @@ type HotCall = Pin<Box<dyn Future<Output = ServerJsonRpcMessage> + Send>>;
 
 impl HotPath {
     fn new(server: Arc<PromptServer>) -> HotPath {
-        HotPath { server, peer: Arc::default(), running: Arc::default(), next_serial: 0, tasks: TaskTracker::new(), answered: 0 }
+        HotPath {
+            server,
+            peer: Arc::default(),
+            running: Arc::default(),
+            next_serial: 0,
+            tasks: TaskTracker::new(),
+            abandon_at: None,
+            handled: 0,
+        }
     }
 
     /// The call that answers `message`, if it is a hot request and the
@@ -342,29 +359,39 @@ impl HotPath {
         if let JsonRpcMessage::Notification(notification) = &message
             && let ClientNotification::CancelledNotification(cancelled) = &notification.notification
             && let Some(id) = &cancelled.params.request_id
-            && let Some((_, token)) = self.running.lock().expect("never poisoned").remove(id)
+            && let Some(calls) = self.running.lock().expect("never poisoned").remove(id)
         {
-            token.cancel();
+            calls.into_iter().for_each(|(_, token)| token.cancel());
         }
         let cancelled = CancellationToken::new();
         let (id, mut call) = match self.call(message, &cancelled) {
             Ok(call) => call,
             Err(message) => return Taken::ForRmcp(message),
         };
-        self.answered += 1;
+        self.handled += 1;
         if !more_read && let Poll::Ready(answer) = futures::poll!(call.as_mut()) {
             return Taken::Answered(answer);
         }
         let serial = self.next_serial;
         self.next_serial += 1;
-        self.running.lock().expect("never poisoned").insert(id.clone(), (serial, cancelled));
+        self.running.lock().expect("never poisoned").entry(id.clone()).or_default().push((serial, cancelled));
         let (write, calls, running) = (write.clone(), calls.clone(), self.running.clone());
         let task = async move {
             let answer = call.await;
             let still_running = {
                 let mut running = running.lock().expect("never poisoned");
-                let own = running.get(&id).is_some_and(|(running, _)| *running == serial);
-                own && running.remove(&id).is_some()
+                let calls = running.get_mut(&id);
+                let own = calls.as_ref().and_then(|calls| calls.iter().position(|(running, _)| *running == serial));
+                match (calls, own) {
+                    (Some(calls), Some(at)) => {
+                        calls.swap_remove(at);
+                        if calls.is_empty() {
+                            running.remove(&id);
+                        }
+                        true
+                    }
+                    _ => false,
+                }
             };
             // Otherwise it was cancelled: the client expects no answer, and
             // its call was counted as finished when the notification was read.
@@ -378,10 +405,11 @@ impl HotPath {
 
     /// At the end of the input: waits up to [`END_OF_INPUT_GRACE`] for the
     /// calls still running to write their answers. Waiting again (after a
-    /// dropped wait) is harmless.
-    async fn finish(&self) {
+    /// dropped wait) waits only what is left of it.
+    async fn finish(&mut self) {
         self.tasks.close();
-        if tokio::time::timeout(END_OF_INPUT_GRACE, self.tasks.wait()).await.is_err() {
+        let abandon_at = *self.abandon_at.get_or_insert_with(|| tokio::time::Instant::now() + END_OF_INPUT_GRACE);
+        if tokio::time::timeout_at(abandon_at, self.tasks.wait()).await.is_err() {
             tracing::warn!(count = self.tasks.len(), "the input ended; calls still running after 5 s are abandoned, unanswered");
         }
     }
@@ -539,7 +567,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Send + Unpin + 'static> StdioTranspor
                 return None;
             }
             let Some(line) = self.lines.next().await else {
-                if let Some(hot) = &self.hot {
+                if let Some(hot) = &mut self.hot {
                     hot.finish().await;
                 }
                 return None;
@@ -568,9 +596,9 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Send + Unpin + 'static> StdioTranspor
         }
     }
 
-    /// How many requests were answered by the transport itself.
-    fn answered_here(&self) -> u64 {
-        self.hot.as_ref().map_or(0, |hot| hot.answered)
+    /// How many requests the transport took to answer itself.
+    fn handled_here(&self) -> u64 {
+        self.hot.as_ref().map_or(0, |hot| hot.handled)
     }
 }
 
@@ -600,7 +628,7 @@ where
         match message {
             Some(message) => {
                 if message.is_none() {
-                    tracing::info!(answered_here = self.answered_here(), "the input ended");
+                    tracing::info!(handled_here = self.handled_here(), "the input ended");
                     self.input_ended.cancel();
                 }
                 message
