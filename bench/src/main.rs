@@ -734,13 +734,12 @@ fn http_get(setup: &Setup, rounds: usize, report: &mut Report) -> anyhow::Result
             let port = free_port()?;
             let mut args = args.clone();
             args.extend(["--http".to_string(), format!("127.0.0.1:{port}")]);
-            let mut child = Command::new(program).args(&args).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).spawn()?;
+            let child = Killed(Command::new(program).args(&args).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).spawn()?);
             wait_for_port(port)?;
-            let before = ProcessCost::of(child.id())?;
+            let before = ProcessCost::of(child.0.id())?;
             let load = runtime.block_on(http_load(port, 64, 200));
-            let after = ProcessCost::of(child.id());
-            let _ = child.kill();
-            let _ = child.wait();
+            let after = ProcessCost::of(child.0.id());
+            drop(child);
             results[index].push(before.per_request(after?, 64 * 200, load?));
         }
     }

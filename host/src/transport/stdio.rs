@@ -301,12 +301,9 @@ impl HotPath {
     }
 
     /// The call that answers `message`, if it is a hot request and the
-    /// session has started; its context's token is `cancelled`'s child.
-    fn call(
-        &self,
-        message: RxJsonRpcMessage<RoleServer>,
-        cancelled: &CancellationToken,
-    ) -> Result<(RequestId, HotCall), RxJsonRpcMessage<RoleServer>> {
+    /// session has started, and the token that cancels it (its context's
+    /// token is that token's child).
+    fn call(&self, message: RxJsonRpcMessage<RoleServer>) -> Result<(RequestId, HotCall, CancellationToken), RxJsonRpcMessage<RoleServer>> {
         let Some(peer) = self.peer.get() else { return Err(message) };
         let JsonRpcMessage::Request(JsonRpcRequest {
             request: ClientRequest::GetPromptRequest(_) | ClientRequest::ListPromptsRequest(_) | ClientRequest::CompleteRequest(_),
@@ -318,6 +315,7 @@ impl HotPath {
         let JsonRpcMessage::Request(JsonRpcRequest { id, mut request, .. }) = message else { unreachable!("matched above") };
         // As rmcp does: the request's `_meta` and extensions move to its
         // context.
+        let cancelled = CancellationToken::new();
         let mut context = RequestContext::new(id.clone(), peer.clone());
         context.ct = cancelled.child_token();
         context.meta = std::mem::take(request.get_meta_mut());
@@ -342,7 +340,7 @@ impl HotPath {
                 }
             }
         });
-        Ok((id, call))
+        Ok((id, call, cancelled))
     }
 
     /// Answers `message` here if it is a hot request: unless `more_read`
@@ -363,8 +361,7 @@ impl HotPath {
         {
             calls.into_iter().for_each(|(_, token)| token.cancel());
         }
-        let cancelled = CancellationToken::new();
-        let (id, mut call) = match self.call(message, &cancelled) {
+        let (id, mut call, cancelled) = match self.call(message) {
             Ok(call) => call,
             Err(message) => return Taken::ForRmcp(message),
         };
@@ -410,7 +407,11 @@ impl HotPath {
         self.tasks.close();
         let abandon_at = *self.abandon_at.get_or_insert_with(|| tokio::time::Instant::now() + END_OF_INPUT_GRACE);
         if tokio::time::timeout_at(abandon_at, self.tasks.wait()).await.is_err() {
-            tracing::warn!(count = self.tasks.len(), "the input ended; calls still running after 5 s are abandoned, unanswered");
+            tracing::warn!(
+                count = self.tasks.len(),
+                grace_s = END_OF_INPUT_GRACE.as_secs(),
+                "the input ended; calls still running after the grace are abandoned, unanswered"
+            );
         }
     }
 }
