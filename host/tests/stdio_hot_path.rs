@@ -135,3 +135,32 @@ fn a_reused_id_gets_an_answer_for_each_call() {
     assert_eq!(server.terminate(), Some(0), "{}", server.stderr());
     assert!(started.elapsed() < std::time::Duration::from_secs(5), "the stop waited {:?}", started.elapsed());
 }
+
+/// The log of a 2025-11-25 session whose client declared `capabilities`,
+/// after a `prompts/get` and a `prompts/list`, both answered, and the end of
+/// its input.
+fn log_after_a_get_and_a_list(capabilities: serde_json::Value) -> String {
+    let (_dir, mut server) = serve_plugins(&["code_review"], &[]);
+    server.initialize_with("2025-11-25", capabilities);
+    let text = server.get_prompt("code_review", json!({ "code": "z" }));
+    assert_eq!(text["messages"][0]["content"]["text"], "Please review this Python code:\nz");
+    let listed = server.result("prompts/list", json!({}));
+    assert_eq!(listed["prompts"][0]["name"], "code_review", "{listed}");
+    assert_eq!(server.close_stdin(), Some(0), "{}", server.stderr());
+    server.stderr()
+}
+
+#[test]
+fn a_get_from_a_client_that_fills_in_forms_is_left_to_rmcp() {
+    // rmcp ties an `elicitation/create` to the request it serves: a
+    // `prompts/get` that may be answered with one is rmcp's, whatever the
+    // prompt; a `prompts/list` in the same session is still the transport's.
+    let log = log_after_a_get_and_a_list(json!({ "elicitation": {} }));
+    assert!(log.contains("the input ended handled_here=1"), "{log}");
+}
+
+#[test]
+fn a_get_from_a_client_that_cannot_fill_in_forms_is_the_transports() {
+    let log = log_after_a_get_and_a_list(json!({}));
+    assert!(log.contains("the input ended handled_here=2"), "{log}");
+}

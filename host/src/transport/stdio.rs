@@ -249,14 +249,6 @@ struct HotPath {
     server: Arc<PromptServer>,
     /// The session's peer, set when rmcp has started the session.
     peer: Arc<OnceLock<Peer<RoleServer>>>,
-    /// The hot calls running as tasks, by id, with the token that a
-    /// `notifications/cancelled` naming them cancels: a cancelled call's
-    /// answer is not written (as rmcp does). Whoever removes a call's entry
-    /// decides: the call itself (it writes its answer) or its cancellation.
-    /// A client may reuse an id while a call with it runs: each has its own
-    /// entry, and a cancellation naming the id cancels them all.
-    running: Arc<std::sync::Mutex<RunningCalls>>,
-    next_serial: u64,
     /// The hot calls running as tasks: at the end of the input they have
     /// [`END_OF_INPUT_GRACE`] to write their answers, as rmcp's own have.
     tasks: TaskTracker,
@@ -270,10 +262,6 @@ struct HotPath {
 /// How long the calls still running at the end of the input have to answer
 /// before the session closes: rmcp's own figure for its handlers.
 const END_OF_INPUT_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
-
-/// The hot calls running as tasks, by id: each its serial number and the
-/// token its cancellation cancels.
-type RunningCalls = HashMap<RequestId, Vec<(u64, CancellationToken)>>;
 
 /// What [`HotPath::take`] did with a message.
 enum Taken {
@@ -289,15 +277,7 @@ type HotCall = Pin<Box<dyn Future<Output = ServerJsonRpcMessage> + Send>>;
 
 impl HotPath {
     fn new(server: Arc<PromptServer>) -> HotPath {
-        HotPath {
-            server,
-            peer: Arc::default(),
-            running: Arc::default(),
-            next_serial: 0,
-            tasks: TaskTracker::new(),
-            abandon_at: None,
-            handled: 0,
-        }
+        HotPath { server, peer: Arc::default(), tasks: TaskTracker::new(), abandon_at: None, handled: 0 }
     }
 
     /// The call that answers `message`, if it is a hot request and the
@@ -354,13 +334,6 @@ impl HotPath {
         write: &SharedWriter<W>,
         calls: &Arc<Calls>,
     ) -> Taken {
-        if let JsonRpcMessage::Notification(notification) = &message
-            && let ClientNotification::CancelledNotification(cancelled) = &notification.notification
-            && let Some(id) = &cancelled.params.request_id
-            && let Some(calls) = self.running.lock().expect("never poisoned").remove(id)
-        {
-            calls.into_iter().for_each(|(_, token)| token.cancel());
-        }
         let (id, mut call, cancelled) = match self.call(message) {
             Ok(call) => call,
             Err(message) => return Taken::ForRmcp(message),
@@ -369,30 +342,15 @@ impl HotPath {
         if !more_read && let Poll::Ready(answer) = futures::poll!(call.as_mut()) {
             return Taken::Answered(answer);
         }
-        let serial = self.next_serial;
-        self.next_serial += 1;
-        self.running.lock().expect("never poisoned").entry(id.clone()).or_default().push((serial, cancelled));
-        let (write, calls, running) = (write.clone(), calls.clone(), self.running.clone());
+        let hot_task = calls.task_started(id, cancelled);
+        let (write, calls) = (write.clone(), calls.clone());
         let task = async move {
             let answer = call.await;
-            let still_running = {
-                let mut running = running.lock().expect("never poisoned");
-                let calls = running.get_mut(&id);
-                let own = calls.as_ref().and_then(|calls| calls.iter().position(|(running, _)| *running == serial));
-                match (calls, own) {
-                    (Some(calls), Some(at)) => {
-                        calls.swap_remove(at);
-                        if calls.is_empty() {
-                            running.remove(&id);
-                        }
-                        true
-                    }
-                    _ => false,
-                }
-            };
             // Otherwise it was cancelled: the client expects no answer, and
             // its call was counted as finished when the notification was read.
-            if still_running && let Err(error) = write_answer(&write, &calls, answer).await {
+            if calls.task_done(hot_task)
+                && let Err(error) = write_answer(&write, &calls, answer).await
+            {
                 tracing::debug!(%error, "the answer of a call could not be written: the client is gone");
             }
         };
@@ -454,14 +412,28 @@ fn logged_ids(ids: &[RequestId]) -> Vec<RequestId> {
 const LOGGED_IDS: usize = 10;
 const LOGGED_ID_CHARS: usize = 64;
 
-/// The requests handed to rmcp and not yet answered, each holding a token of
-/// `tracker`, so that stopping can wait until they are answered. A client
-/// may reuse an id while a request with it is open: each holds its own
-/// token, and each answer with that id releases one.
+/// The requests read and not yet answered, each holding a token of
+/// `tracker`, so that stopping can wait until they are answered; and, of
+/// those, the hot calls running as tasks, each with the token that a
+/// `notifications/cancelled` naming it cancels (a cancelled call's answer is
+/// not written, as rmcp does). A client may reuse an id while a request with
+/// it is open: each holds its own token, and each answer with that id
+/// releases one; a cancellation naming the id cancels every hot call with
+/// it.
 #[derive(Default)]
 struct Calls {
     tracker: TaskTracker,
     open: std::sync::Mutex<HashMap<RequestId, Vec<TaskTrackerToken>>>,
+    /// Whoever removes a running call's entry decides: the call itself (it
+    /// writes its answer) or its cancellation.
+    running: std::sync::Mutex<HashMap<RequestId, Vec<(u64, CancellationToken)>>>,
+    next_serial: std::sync::atomic::AtomicU64,
+}
+
+/// A hot call running as a task, as [`Calls::task_started`] noted it.
+struct HotTask {
+    id: RequestId,
+    serial: u64,
 }
 
 impl Calls {
@@ -489,16 +461,41 @@ impl Calls {
     fn read(&self, message: &RxJsonRpcMessage<RoleServer>) {
         match message {
             JsonRpcMessage::Request(request) => self.started(request.id.clone()),
-            // rmcp sends no answer to a request the client cancelled.
+            // rmcp sends no answer to a request the client cancelled, and a
+            // hot call cancelled writes none.
             JsonRpcMessage::Notification(notification) => {
                 if let ClientNotification::CancelledNotification(cancelled) = &notification.notification
                     && let Some(id) = &cancelled.params.request_id
                 {
                     self.finished(id);
+                    if let Some(calls) = self.running.lock().expect("never poisoned").remove(id) {
+                        calls.into_iter().for_each(|(_, token)| token.cancel());
+                    }
                 }
             }
             JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_) => {}
         }
+    }
+
+    /// Notes a hot call with `id` running as a task, cancelled through
+    /// `cancel`.
+    fn task_started(&self, id: RequestId, cancel: CancellationToken) -> HotTask {
+        let serial = self.next_serial.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.running.lock().expect("never poisoned").entry(id.clone()).or_default().push((serial, cancel));
+        HotTask { id, serial }
+    }
+
+    /// Whether `call`, now done, is still running (and so writes its
+    /// answer), not cancelled; it is running no more.
+    fn task_done(&self, call: HotTask) -> bool {
+        let mut running = self.running.lock().expect("never poisoned");
+        let Some(calls) = running.get_mut(&call.id) else { return false };
+        let Some(at) = calls.iter().position(|(serial, _)| *serial == call.serial) else { return false };
+        calls.swap_remove(at);
+        if calls.is_empty() {
+            running.remove(&call.id);
+        }
+        true
     }
 }
 
