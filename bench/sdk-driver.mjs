@@ -6,14 +6,15 @@
 //
 // ROUNDS_JSON is a list of loads, e.g. [{"total":3000,"inFlight":1}]. Each
 // load keeps `inFlight` prompts/get of code_review outstanding until `total`
-// have been answered. Prints one JSON object per load on stdout:
-// {"total", "inFlight", "seconds", "latenciesUs": [p50, p99], "cpuNs",
-// "switches"}, and the server's pid first as {"pid": N}. cpuNs and switches
-// are the server's CPU time and context switches over the load, all its
-// threads together (from /proc, as prompt-host-bench reads them for its own
-// driver). Every reply is checked.
+// have been answered. It prints the server's pid first, as {"pid": N}. For
+// each load it prints {"ready": true} and waits for a line on stdin
+// (prompt-host-bench reads the server's CPU time and context switches
+// there), runs the load, prints {"total", "inFlight", "seconds",
+// "latenciesUs": [p50, p99]} and waits for another line (prompt-host-bench
+// reads them again) before it goes on; after the last load it closes the
+// client, which ends the server. Every reply is checked.
 
-import { readFileSync, readdirSync } from "node:fs";
+import { createInterface } from "node:readline";
 import { createRequire } from "node:module";
 
 // The SDK is installed once, for the end-to-end tests, by tests/setup.
@@ -42,37 +43,11 @@ const client = new Client({ name: "prompt-host-bench-sdk-driver", version: "0" }
 await client.connect(transport);
 console.log(JSON.stringify({ pid: transport.pid }));
 
-// CPU nanoseconds and context switches of each thread of a process, by
-// thread id.
-function processCost(pid) {
-  const threads = new Map();
-  for (const task of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      const cpuNs = Number(readFileSync(`/proc/${pid}/task/${task}/schedstat`, "utf8").split(" ")[0]);
-      let switches = 0;
-      for (const line of readFileSync(`/proc/${pid}/task/${task}/status`, "utf8").split("\n")) {
-        if (line.includes("ctxt_switches")) switches += Number(line.split(/\s+/)[1]);
-      }
-      threads.set(task, { cpuNs, switches });
-    } catch {
-      // A thread that ended between the listing and the read.
-    }
-  }
-  return threads;
-}
-
-// What each thread alive after a load spent since before it (all of it for
-// a thread started meanwhile); a thread that ended meanwhile (the blocking
-// pool's, after 10 s idle) counts nothing, as prompt-host-bench counts.
-function costBetween(before, after) {
-  let cpuNs = 0;
-  let switches = 0;
-  for (const [task, now] of after) {
-    const then = before.get(task) ?? { cpuNs: 0, switches: 0 };
-    cpuNs += Math.max(0, now.cpuNs - then.cpuNs);
-    switches += Math.max(0, now.switches - then.switches);
-  }
-  return { cpuNs, switches };
+// The lines prompt-host-bench writes on stdin, two per load.
+const lines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
+async function waitForLine() {
+  const { done } = await lines.next();
+  if (done) throw new Error("prompt-host-bench closed the driver's stdin");
 }
 
 async function getOnce() {
@@ -94,11 +69,11 @@ for (const { total, inFlight } of loads) {
       latencies.push(await getOnce());
     }
   };
-  const before = processCost(transport.pid);
+  console.log(JSON.stringify({ ready: true }));
+  await waitForLine();
   const begun = process.hrtime.bigint();
   await Promise.all(Array.from({ length: Math.min(inFlight, total) }, worker));
   const seconds = Number(process.hrtime.bigint() - begun) / 1e9;
-  const after = processCost(transport.pid);
   latencies.sort((a, b) => a - b);
   const at = (q) => latencies[Math.round((latencies.length - 1) * q)];
   console.log(JSON.stringify({
@@ -106,7 +81,8 @@ for (const { total, inFlight } of loads) {
     inFlight,
     seconds,
     latenciesUs: [at(0.5), at(0.99)],
-    ...costBetween(before, after),
   }));
+  await waitForLine();
 }
 await client.close();
+process.exit(0);

@@ -407,44 +407,20 @@ impl Driver {
             Driver::TypeScriptSdk => {
                 let loads: Vec<Value> = LOADS.iter().map(|&(total, in_flight)| json!({ "total": total, "inFlight": in_flight })).collect();
                 let driver = Path::new(env!("CARGO_MANIFEST_DIR")).join("sdk-driver.mjs");
-                let mut child = Command::new("node")
-                    .arg(&driver)
-                    .arg(Value::from(loads).to_string())
-                    .arg("--")
-                    .arg(program)
-                    .args(args)
-                    .stdout(Stdio::piped())
-                    .spawn()
-                    .context("starting node bench/sdk-driver.mjs (tests/setup installs the SDK it needs)")?;
-                let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-                let mut next = || -> anyhow::Result<Value> {
-                    let line = lines.next().context("the SDK driver stopped early")??;
-                    Ok(serde_json::from_str(&line)?)
-                };
-                let pid = next()?["pid"].as_u64().context("the SDK driver printed no pid")? as u32;
+                let mut command = Command::new("node");
+                command.arg(&driver).arg(Value::from(loads).to_string()).arg("--").arg(program).args(args);
+                let mut sdk = SdkDriver::start(&mut command, "bench/sdk-driver.mjs")?;
+                let pid = sdk.next()?["pid"].as_u64().context("the SDK driver printed no pid")? as u32;
                 let mut results = Vec::new();
+                let mut peak = 0;
                 for _ in LOADS {
-                    let result = next()?;
-                    let micros = |at: usize| Duration::from_secs_f64(result["latenciesUs"][at].as_f64().unwrap_or(0.0) / 1e6);
-                    let total = result["total"].as_f64().context("no total")?;
-                    let seconds = result["seconds"].as_f64().context("no seconds")?;
-                    let cost = Load {
-                        per_second: total / seconds,
-                        p50: micros(0),
-                        p99: micros(1),
-                        cpu: Some(Duration::from_secs_f64(result["cpuNs"].as_f64().context("no cpuNs")? / 1e9 / total)),
-                        switches: Some(result["switches"].as_f64().context("no switches")? / total),
-                    };
-                    results.push(cost);
-                    if results.len() == LOADS.len() {
-                        // Read before the client closes the server.
-                        let peak = memory_kib(pid, "VmHWM").unwrap_or(0);
-                        let status = child.wait()?;
-                        ensure!(status.success(), "the SDK driver failed: {status}");
-                        return Ok((results[1], results[2], peak));
-                    }
+                    results.push(sdk.measure(pid)?);
+                    // Read before the client closes the server.
+                    peak = memory_kib(pid, "VmHWM").unwrap_or(0);
+                    sdk.measured()?;
                 }
-                unreachable!("the loop returns after the last load")
+                sdk.finish()?;
+                Ok((results[1], results[2], peak))
             }
         }
     }
@@ -817,47 +793,87 @@ fn sdk_http_loads(port: u16, pid: u32) -> anyhow::Result<Vec<Load>> {
         SDK_HTTP_LOADS.iter().map(|&(clients, per_client)| json!({ "clients": clients, "perClient": per_client })).collect();
     let arguments = json!({ "url": format!("http://127.0.0.1:{port}/mcp"), "loads": loads, "warmUp": 20 });
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("sdk-http-driver.mjs");
-    let mut driver = Killed(
-        Command::new("node")
-            .arg(&script)
-            .arg(arguments.to_string())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .context("starting node bench/sdk-http-driver.mjs (tests/setup installs the SDK it needs)")?,
-    );
-    let mut go = driver.0.stdin.take().context("no stdin")?;
-    let mut lines = BufReader::new(driver.0.stdout.take().context("no stdout")?).lines();
-    let mut next = |driver: &mut Killed| -> anyhow::Result<Value> {
-        match lines.next() {
-            Some(line) => Ok(serde_json::from_str(&line?)?),
-            // It printed why on stderr.
-            None => bail!("the SDK HTTP driver failed: {}", driver.0.wait()?),
-        }
-    };
+    let mut driver = SdkDriver::start(Command::new("node").arg(&script).arg(arguments.to_string()), "bench/sdk-http-driver.mjs")?;
     let mut results = Vec::new();
     for _ in SDK_HTTP_LOADS {
-        ensure!(next(&mut driver)?["ready"] == json!(true), "the SDK HTTP driver did not get ready");
-        let before = ProcessCost::of(pid)?;
-        go.write_all(b"go\n")?;
-        go.flush()?;
-        let result = next(&mut driver)?;
-        let after = ProcessCost::of(pid)?;
+        results.push(driver.measure(pid)?);
         // Now the driver may end its sessions.
-        go.write_all(b"measured\n")?;
-        go.flush()?;
+        driver.measured()?;
+    }
+    driver.finish()?;
+    Ok(results)
+}
+
+/// An official-SDK driver (`bench/sdk-driver.mjs` or
+/// `bench/sdk-http-driver.mjs`), which prints one JSON object a line and
+/// waits, around each load, for prompt-host-bench to read the server's
+/// costs: it prints {"ready": true}, runs the load when it reads a line,
+/// prints {"total", "seconds", "latenciesUs": [p50, p99]}, and goes on when
+/// it reads another.
+struct SdkDriver {
+    child: Killed,
+    go: ChildStdin,
+    lines: std::io::Lines<BufReader<ChildStdout>>,
+}
+
+impl SdkDriver {
+    /// Starts `command`, the driver `script` (as errors name it).
+    fn start(command: &mut Command, script: &str) -> anyhow::Result<SdkDriver> {
+        let mut child = Killed(
+            command
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .spawn()
+                .with_context(|| format!("starting node {script} (tests/setup installs the SDK it needs)"))?,
+        );
+        let go = child.0.stdin.take().context("no stdin")?;
+        let lines = BufReader::new(child.0.stdout.take().context("no stdout")?).lines();
+        Ok(SdkDriver { child, go, lines })
+    }
+
+    /// The next object the driver prints.
+    fn next(&mut self) -> anyhow::Result<Value> {
+        match self.lines.next() {
+            Some(line) => Ok(serde_json::from_str(&line?)?),
+            // It printed why on stderr.
+            None => bail!("the SDK driver failed: {}", self.child.0.wait()?),
+        }
+    }
+
+    fn write_line(&mut self, line: &str) -> anyhow::Result<()> {
+        writeln!(self.go, "{line}")?;
+        Ok(self.go.flush()?)
+    }
+
+    /// The driver's next load, with the CPU time and context switches per
+    /// request of the server (process `pid`) read around it.
+    fn measure(&mut self, pid: u32) -> anyhow::Result<Load> {
+        ensure!(self.next()?["ready"] == json!(true), "the SDK driver did not get ready");
+        let before = ProcessCost::of(pid)?;
+        self.write_line("go")?;
+        let result = self.next()?;
+        let after = ProcessCost::of(pid)?;
         let total = result["total"].as_u64().context("no total")?;
         let seconds = result["seconds"].as_f64().context("no seconds")?;
         let latency = |at: usize| -> anyhow::Result<Duration> {
             Ok(Duration::from_secs_f64(result["latenciesUs"][at].as_f64().context("no latencies")? / 1e6))
         };
         let load = Load { per_second: total as f64 / seconds, p50: latency(0)?, p99: latency(1)?, cpu: None, switches: None };
-        results.push(before.per_request(after, total, load));
+        Ok(before.per_request(after, total, load))
     }
-    drop(go);
-    let status = driver.0.wait()?;
-    ensure!(status.success(), "the SDK HTTP driver failed: {status}");
-    Ok(results)
+
+    /// Lets the driver go on after a load.
+    fn measured(&mut self) -> anyhow::Result<()> {
+        self.write_line("measured")
+    }
+
+    /// Waits for the driver to end, successfully.
+    fn finish(mut self) -> anyhow::Result<()> {
+        drop(self.go);
+        let status = self.child.0.wait()?;
+        ensure!(status.success(), "the SDK driver failed: {status}");
+        Ok(())
+    }
 }
 
 /// `clients` sessions, each making `per_client` prompts/get in a row.
