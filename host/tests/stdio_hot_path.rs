@@ -9,7 +9,7 @@
 mod support;
 
 use serde_json::json;
-use support::serve_plugins;
+use support::{Server, plugin_dir, serve_plugins};
 
 /// Lines of a `prompts/get` of code_review with ids `ids`, one write.
 fn gets(ids: std::ops::Range<u64>) -> String {
@@ -35,8 +35,8 @@ fn requests_read_together_are_all_answered_when_the_input_ends_at_once() {
         let answer = server.response(id);
         assert_eq!(answer["result"]["messages"][0]["content"]["text"], format!("Please review this Python code:\n{id}"), "{answer}");
     }
-    let stderr = server.stderr();
-    assert!(stderr.contains("the input ended handled_here=3"), "{stderr}");
+    let stderr = server.wait_for_stderr("the input ended handled_here=");
+    assert!(stderr.contains("the input ended handled_here=3\n"), "{stderr}");
 }
 
 #[test]
@@ -136,31 +136,60 @@ fn a_reused_id_gets_an_answer_for_each_call() {
     assert!(started.elapsed() < std::time::Duration::from_secs(5), "the stop waited {:?}", started.elapsed());
 }
 
+#[test]
+fn a_cancellation_naming_a_reused_id_ends_every_call_with_it() {
+    // Both calls with the id are cancelled, neither is answered, and a stop
+    // finds neither open (it would wait out the 20 s grace for one).
+    let (_dir, mut server) = serve_plugins(&["hostile", "code_review"], &["--deadline-ms", "1000", "--shutdown-grace-ms", "20000"]);
+    server.result("ping", json!({}));
+    for _ in 0..2 {
+        server.send(&json!({ "jsonrpc": "2.0", "id": 78, "method": "prompts/get", "params": { "name": "sleep" } }));
+    }
+    server.send(&json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": 78 } }));
+    // Past both sleepers' deadline: had either been answered, its error
+    // would come before this answer.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let quick = server.send_request("prompts/get", json!({ "name": "code_review", "arguments": { "code": "after" } }));
+    let next: serde_json::Value = serde_json::from_str(&server.next_line()).unwrap();
+    assert_eq!(next["id"], quick, "a cancelled call was answered: {next}");
+    assert_eq!(next["result"]["messages"][0]["content"]["text"], "Please review this Python code:\nafter");
+    let started = std::time::Instant::now();
+    assert_eq!(server.terminate(), Some(0), "{}", server.stderr());
+    assert!(started.elapsed() < std::time::Duration::from_secs(10), "the stop waited {:?}", started.elapsed());
+    let stderr = server.stderr();
+    assert!(!stderr.contains("requests left unanswered"), "{stderr}");
+}
+
 /// The log of a 2025-11-25 session whose client declared `capabilities`,
 /// after a `prompts/get` and a `prompts/list`, both answered, and the end of
 /// its input.
 fn log_after_a_get_and_a_list(capabilities: serde_json::Value) -> String {
-    let (_dir, mut server) = serve_plugins(&["code_review"], &[]);
+    let dir = plugin_dir(&["code_review"]);
+    let mut server = Server::spawn(&["--plugins", dir.path().to_str().unwrap()]);
     server.initialize_with("2025-11-25", capabilities);
+    // Once the ping is answered, the session has started: what follows may
+    // be the transport's.
+    server.result("ping", json!({}));
     let text = server.get_prompt("code_review", json!({ "code": "z" }));
     assert_eq!(text["messages"][0]["content"]["text"], "Please review this Python code:\nz");
     let listed = server.result("prompts/list", json!({}));
     assert_eq!(listed["prompts"][0]["name"], "code_review", "{listed}");
     assert_eq!(server.close_stdin(), Some(0), "{}", server.stderr());
-    server.stderr()
+    server.wait_for_stderr("the input ended handled_here=")
 }
 
 #[test]
 fn a_get_from_a_client_that_fills_in_forms_is_left_to_rmcp() {
     // rmcp ties an `elicitation/create` to the request it serves: a
     // `prompts/get` that may be answered with one is rmcp's, whatever the
-    // prompt; a `prompts/list` in the same session is still the transport's.
+    // prompt. Of the two requests, one is taken here: the `prompts/list`,
+    // which is never asked with a form.
     let log = log_after_a_get_and_a_list(json!({ "elicitation": {} }));
-    assert!(log.contains("the input ended handled_here=1"), "{log}");
+    assert!(log.contains("the input ended handled_here=1\n"), "{log}");
 }
 
 #[test]
 fn a_get_from_a_client_that_cannot_fill_in_forms_is_the_transports() {
     let log = log_after_a_get_and_a_list(json!({}));
-    assert!(log.contains("the input ended handled_here=2"), "{log}");
+    assert!(log.contains("the input ended handled_here=2\n"), "{log}");
 }

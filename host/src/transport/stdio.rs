@@ -346,13 +346,14 @@ impl HotPath {
         let (write, calls) = (write.clone(), calls.clone());
         let task = async move {
             let answer = call.await;
-            // Otherwise it was cancelled: the client expects no answer, and
-            // its call was counted as finished when the notification was read.
-            if calls.task_done(hot_task)
-                && let Err(error) = write_answer(&write, &calls, answer).await
-            {
+            // Else it was cancelled: the client expects no answer, and its
+            // request was finished when the notification was read.
+            let Some(done) = calls.task_done(hot_task) else { return };
+            if let Err(error) = write_message(&write, answer).await {
                 tracing::debug!(%error, "the answer of a call could not be written: the client is gone");
             }
+            // Written, or never to be: either way the request is over.
+            drop(done);
         };
         self.tasks.spawn(tracing::Instrument::in_current_span(task));
         Taken::Running
@@ -377,18 +378,26 @@ impl HotPath {
 /// rmcp's writer, shared by rmcp's answers and the transport's own.
 type SharedWriter<W> = Arc<Mutex<Option<TransportWriter<RoleServer, W>>>>;
 
-/// Writes and flushes `item`; the request it answers, if any, is then
-/// finished, written or never to be.
+/// Writes and flushes `item`.
+async fn write_message<W: AsyncWrite + Send + Unpin + 'static>(
+    write: &SharedWriter<W>,
+    item: TxJsonRpcMessage<RoleServer>,
+) -> io::Result<()> {
+    match write.lock().await.as_mut() {
+        Some(writer) => writer.send(item).await.map_err(io::Error::from),
+        None => Err(io::Error::new(io::ErrorKind::NotConnected, "the transport is closed")),
+    }
+}
+
+/// Writes and flushes `item`, a message from rmcp; the request it answers,
+/// if any, is then finished, written or never to be.
 async fn write_answer<W: AsyncWrite + Send + Unpin + 'static>(
     write: &SharedWriter<W>,
     calls: &Calls,
     item: TxJsonRpcMessage<RoleServer>,
 ) -> io::Result<()> {
     let answered = answered_id(&item);
-    let sent = match write.lock().await.as_mut() {
-        Some(writer) => writer.send(item).await.map_err(io::Error::from),
-        None => Err(io::Error::new(io::ErrorKind::NotConnected, "the transport is closed")),
-    };
+    let sent = write_message(write, item).await;
     if let Some(id) = answered {
         calls.finished(&id);
     }
@@ -413,20 +422,24 @@ const LOGGED_IDS: usize = 10;
 const LOGGED_ID_CHARS: usize = 64;
 
 /// The requests read and not yet answered, each holding a token of
-/// `tracker`, so that stopping can wait until they are answered; and, of
-/// those, the hot calls running as tasks, each with the token that a
-/// `notifications/cancelled` naming it cancels (a cancelled call's answer is
-/// not written, as rmcp does). A client may reuse an id while a request with
-/// it is open: each holds its own token, and each answer with that id
-/// releases one; a cancellation naming the id cancels every hot call with
-/// it.
+/// `tracker`, so that stopping can wait until they are answered. A client
+/// may reuse an id while a request with it is open: each holds its own
+/// token, and each answer with that id releases one.
+///
+/// A hot call running as a task moves its request's token to `running`,
+/// beside the token that a `notifications/cancelled` naming it cancels (a
+/// cancelled call's answer is not written, as rmcp does), and releases it
+/// once its answer is written: each of its requests is finished once, by
+/// the call or by its cancellation, whatever else uses its id.
 #[derive(Default)]
 struct Calls {
     tracker: TaskTracker,
+    /// The requests open, but for the hot calls running as tasks.
     open: std::sync::Mutex<HashMap<RequestId, Vec<TaskTrackerToken>>>,
-    /// Whoever removes a running call's entry decides: the call itself (it
-    /// writes its answer) or its cancellation.
-    running: std::sync::Mutex<HashMap<RequestId, Vec<(u64, CancellationToken)>>>,
+    /// The hot calls running as tasks. Whoever removes a call's entry
+    /// decides: the call itself (it writes its answer) or its cancellation
+    /// (which cancels every hot call with the id it names).
+    running: std::sync::Mutex<HashMap<RequestId, Vec<RunningTask>>>,
     next_serial: std::sync::atomic::AtomicU64,
 }
 
@@ -436,40 +449,58 @@ struct HotTask {
     serial: u64,
 }
 
+/// A hot call running as a task: its serial number, the token that cancels
+/// it, and its request's token.
+struct RunningTask {
+    serial: u64,
+    cancel: CancellationToken,
+    _open: Option<TaskTrackerToken>,
+}
+
 impl Calls {
     fn started(&self, id: RequestId) {
         self.open.lock().expect("never poisoned").entry(id).or_default().push(self.tracker.token());
     }
 
     fn finished(&self, id: &RequestId) {
+        drop(self.take_open(id));
+    }
+
+    /// The token of one open request with `id`, no longer open.
+    fn take_open(&self, id: &RequestId) -> Option<TaskTrackerToken> {
         let mut open = self.open.lock().expect("never poisoned");
-        if let Some(tokens) = open.get_mut(id) {
-            tokens.pop();
-            if tokens.is_empty() {
-                open.remove(id);
-            }
+        let tokens = open.get_mut(id)?;
+        let token = tokens.pop();
+        if tokens.is_empty() {
+            open.remove(id);
         }
+        token
     }
 
     /// The ids of the open requests, one per request.
     fn open_ids(&self) -> Vec<RequestId> {
-        let open = self.open.lock().expect("never poisoned");
-        open.iter().flat_map(|(id, tokens)| std::iter::repeat_n(id.clone(), tokens.len())).collect()
+        let mut ids: Vec<RequestId> = {
+            let open = self.open.lock().expect("never poisoned");
+            open.iter().flat_map(|(id, tokens)| std::iter::repeat_n(id.clone(), tokens.len())).collect()
+        };
+        let running = self.running.lock().expect("never poisoned");
+        ids.extend(running.iter().flat_map(|(id, tasks)| std::iter::repeat_n(id.clone(), tasks.len())));
+        ids
     }
 
     /// Notes what a message from the client starts or ends.
     fn read(&self, message: &RxJsonRpcMessage<RoleServer>) {
         match message {
             JsonRpcMessage::Request(request) => self.started(request.id.clone()),
-            // rmcp sends no answer to a request the client cancelled, and a
-            // hot call cancelled writes none.
             JsonRpcMessage::Notification(notification) => {
                 if let ClientNotification::CancelledNotification(cancelled) = &notification.notification
                     && let Some(id) = &cancelled.params.request_id
                 {
+                    // rmcp sends no answer to a request of its own the
+                    // client cancelled, and a hot call cancelled writes none.
                     self.finished(id);
-                    if let Some(calls) = self.running.lock().expect("never poisoned").remove(id) {
-                        calls.into_iter().for_each(|(_, token)| token.cancel());
+                    if let Some(tasks) = self.running.lock().expect("never poisoned").remove(id) {
+                        tasks.iter().for_each(|task| task.cancel.cancel());
                     }
                 }
             }
@@ -477,25 +508,27 @@ impl Calls {
         }
     }
 
-    /// Notes a hot call with `id` running as a task, cancelled through
-    /// `cancel`.
+    /// Notes a hot call with `id`, read and open, running as a task,
+    /// cancelled through `cancel`.
     fn task_started(&self, id: RequestId, cancel: CancellationToken) -> HotTask {
         let serial = self.next_serial.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        self.running.lock().expect("never poisoned").entry(id.clone()).or_default().push((serial, cancel));
+        let task = RunningTask { serial, cancel, _open: self.take_open(&id) };
+        self.running.lock().expect("never poisoned").entry(id.clone()).or_default().push(task);
         HotTask { id, serial }
     }
 
-    /// Whether `call`, now done, is still running (and so writes its
-    /// answer), not cancelled; it is running no more.
-    fn task_done(&self, call: HotTask) -> bool {
+    /// `call`, now done, if it is still running (and so writes its answer,
+    /// its request finished when this is dropped), not cancelled; it is
+    /// running no more.
+    fn task_done(&self, call: HotTask) -> Option<RunningTask> {
         let mut running = self.running.lock().expect("never poisoned");
-        let Some(calls) = running.get_mut(&call.id) else { return false };
-        let Some(at) = calls.iter().position(|(serial, _)| *serial == call.serial) else { return false };
-        calls.swap_remove(at);
-        if calls.is_empty() {
+        let tasks = running.get_mut(&call.id)?;
+        let at = tasks.iter().position(|task| task.serial == call.serial)?;
+        let task = tasks.swap_remove(at);
+        if tasks.is_empty() {
             running.remove(&call.id);
         }
-        true
+        Some(task)
     }
 }
 
