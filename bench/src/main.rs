@@ -416,7 +416,7 @@ impl Driver {
                 for _ in LOADS {
                     results.push(sdk.measure(pid)?);
                     // Read before the client closes the server.
-                    peak = memory_kib(pid, "VmHWM").unwrap_or(0);
+                    peak = memory_kib(pid, "VmHWM")?;
                     sdk.measured()?;
                 }
                 sdk.finish()?;
@@ -811,6 +811,8 @@ fn sdk_http_loads(port: u16, pid: u32) -> anyhow::Result<Vec<Load>> {
 /// prints {"total", "seconds", "latenciesUs": [p50, p99]}, and goes on when
 /// it reads another.
 struct SdkDriver {
+    /// The script, as errors name it.
+    script: &'static str,
     child: Killed,
     go: ChildStdin,
     lines: std::io::Lines<BufReader<ChildStdout>>,
@@ -818,7 +820,7 @@ struct SdkDriver {
 
 impl SdkDriver {
     /// Starts `command`, the driver `script` (as errors name it).
-    fn start(command: &mut Command, script: &str) -> anyhow::Result<SdkDriver> {
+    fn start(command: &mut Command, script: &'static str) -> anyhow::Result<SdkDriver> {
         let mut child = Killed(
             command
                 .stdin(Stdio::piped())
@@ -828,7 +830,7 @@ impl SdkDriver {
         );
         let go = child.0.stdin.take().context("no stdin")?;
         let lines = BufReader::new(child.0.stdout.take().context("no stdout")?).lines();
-        Ok(SdkDriver { child, go, lines })
+        Ok(SdkDriver { script, child, go, lines })
     }
 
     /// The next object the driver prints.
@@ -836,19 +838,22 @@ impl SdkDriver {
         match self.lines.next() {
             Some(line) => Ok(serde_json::from_str(&line?)?),
             // It printed why on stderr.
-            None => bail!("the SDK driver failed: {}", self.child.0.wait()?),
+            None => bail!("{} failed: {}", self.script, self.child.0.wait()?),
         }
     }
 
     fn write_line(&mut self, line: &str) -> anyhow::Result<()> {
-        writeln!(self.go, "{line}")?;
-        Ok(self.go.flush()?)
+        match writeln!(self.go, "{line}").and_then(|()| self.go.flush()) {
+            Ok(()) => Ok(()),
+            // It ended: say how.
+            Err(error) => bail!("{} stopped reading ({error}): {}", self.script, self.child.0.wait()?),
+        }
     }
 
     /// The driver's next load, with the CPU time and context switches per
     /// request of the server (process `pid`) read around it.
     fn measure(&mut self, pid: u32) -> anyhow::Result<Load> {
-        ensure!(self.next()?["ready"] == json!(true), "the SDK driver did not get ready");
+        ensure!(self.next()?["ready"] == json!(true), "{} did not get ready", self.script);
         let before = ProcessCost::of(pid)?;
         self.write_line("go")?;
         let result = self.next()?;
@@ -871,7 +876,7 @@ impl SdkDriver {
     fn finish(mut self) -> anyhow::Result<()> {
         drop(self.go);
         let status = self.child.0.wait()?;
-        ensure!(status.success(), "the SDK driver failed: {status}");
+        ensure!(status.success(), "{} failed: {status}", self.script);
         Ok(())
     }
 }
