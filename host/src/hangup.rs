@@ -55,3 +55,16 @@ pub fn on_each(work: impl Fn() + Send + Sync + 'static, until: CancellationToken
         }
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn with_no_signals_to_listen_to_the_next_hangup_never_comes() {
+        let mut none = None;
+        let waited = tokio::time::timeout(std::time::Duration::from_millis(100), next(&mut none)).await;
+        assert!(waited.is_err(), "next completed with no signals to listen to");
+        assert!(none.is_none());
+    }
+}

@@ -267,8 +267,9 @@ const END_OF_INPUT_GRACE: std::time::Duration = std::time::Duration::from_secs(5
 enum Taken {
     /// Not a hot request: rmcp's.
     ForRmcp(RxJsonRpcMessage<RoleServer>),
-    /// Answered at once: the answer to write.
-    Answered(ServerJsonRpcMessage),
+    /// Answered at once: the answer to write, and its request's token, to
+    /// release once it is written.
+    Answered(ServerJsonRpcMessage, Option<TaskTrackerToken>),
     /// Still running, as a task that writes its answer.
     Running,
 }
@@ -340,7 +341,7 @@ impl HotPath {
         };
         self.handled += 1;
         if !more_read && let Poll::Ready(answer) = futures::poll!(call.as_mut()) {
-            return Taken::Answered(answer);
+            return Taken::Answered(answer, calls.take_open(&id));
         }
         let hot_task = calls.task_started(id, cancelled);
         let (write, calls) = (write.clone(), calls.clone());
@@ -426,11 +427,13 @@ const LOGGED_ID_CHARS: usize = 64;
 /// may reuse an id while a request with it is open: each holds its own
 /// token, and each answer with that id releases one.
 ///
-/// A hot call running as a task moves its request's token to `running`,
-/// beside the token that a `notifications/cancelled` naming it cancels (a
-/// cancelled call's answer is not written, as rmcp does), and releases it
-/// once its answer is written: each of its requests is finished once, by
-/// the call or by its cancellation, whatever else uses its id.
+/// rmcp's answers finish a request by its id. A hot request takes its
+/// token out of `open` instead, and releases it once its answer is written:
+/// an answer made at once holds it until then ([`PendingAnswer`]); a call
+/// running as a task holds it in `running`, beside the token that a
+/// `notifications/cancelled` naming it cancels (a cancelled call's answer
+/// is not written, as rmcp does). So each hot request is finished once, by
+/// its answer or by its cancellation, whatever else uses its id.
 #[derive(Default)]
 struct Calls {
     tracker: TaskTracker,
@@ -535,9 +538,9 @@ impl Calls {
 struct PendingAnswer {
     /// The answer, until the writer holds it (then only the flush is left).
     message: Option<ServerJsonRpcMessage>,
-    /// The request it answers, finished once it is written: a hot request
-    /// (a refused line was never started).
-    finishes: Option<RequestId>,
+    /// The token of the hot request it answers, released once it is
+    /// written, or never to be (a refused line was never started: none).
+    _request: Option<TaskTrackerToken>,
 }
 
 impl<R: AsyncRead, W: AsyncWrite> StdioTransport<R, W> {
@@ -577,11 +580,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Send + Unpin + 'static> StdioTranspor
                 written.map_err(io::Error::from)
             }
         };
-        let answer = self.answer.take().expect("held above");
         // Written, or never to be: either way the request is over.
-        if let Some(id) = &answer.finishes {
-            self.calls.finished(id);
-        }
+        drop(self.answer.take());
         match written {
             Ok(()) => true,
             Err(error) => {
@@ -607,18 +607,16 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Send + Unpin + 'static> StdioTranspor
                 Ok(Incoming::Message(message)) => {
                     self.calls.read(&message);
                     let Some(hot) = &mut self.hot else { return Some(message) };
-                    let id = match &message {
-                        JsonRpcMessage::Request(request) => Some(request.id.clone()),
-                        _ => None,
-                    };
                     let more_read = !self.lines.read_buffer().is_empty();
                     match hot.take(message, more_read, &self.write, &self.calls).await {
                         Taken::ForRmcp(message) => return Some(message),
-                        Taken::Answered(message) => self.answer = Some(PendingAnswer { message: Some(message), finishes: id }),
+                        Taken::Answered(message, request) => {
+                            self.answer = Some(PendingAnswer { message: Some(message), _request: request })
+                        }
                         Taken::Running => {}
                     }
                 }
-                Ok(Incoming::Refused(message)) => self.answer = Some(PendingAnswer { message: Some(message), finishes: None }),
+                Ok(Incoming::Refused(message)) => self.answer = Some(PendingAnswer { message: Some(message), _request: None }),
                 Err(error) => {
                     tracing::error!(%error, "cannot read stdin");
                     return None;
