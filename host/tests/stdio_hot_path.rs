@@ -35,8 +35,7 @@ fn requests_read_together_are_all_answered_when_the_input_ends_at_once() {
         let answer = server.response(id);
         assert_eq!(answer["result"]["messages"][0]["content"]["text"], format!("Please review this Python code:\n{id}"), "{answer}");
     }
-    let stderr = server.wait_for_stderr("the input ended handled_here=");
-    assert!(stderr.contains("the input ended handled_here=3\n"), "{stderr}");
+    server.wait_for_stderr("the input ended handled_here=3\n");
 }
 
 #[test]
@@ -156,14 +155,15 @@ fn a_cancellation_naming_a_reused_id_ends_every_call_with_it() {
     let started = std::time::Instant::now();
     assert_eq!(server.terminate(), Some(0), "{}", server.stderr());
     assert!(started.elapsed() < std::time::Duration::from_secs(10), "the stop waited {:?}", started.elapsed());
-    let stderr = server.stderr();
+    // The last line of a stop: the lines before it are all in.
+    let stderr = server.wait_for_stderr("stopped\n");
     assert!(!stderr.contains("requests left unanswered"), "{stderr}");
 }
 
-/// The log of a 2025-11-25 session whose client declared `capabilities`,
-/// after a `prompts/get` and a `prompts/list`, both answered, and the end of
-/// its input.
-fn log_after_a_get_and_a_list(capabilities: serde_json::Value) -> String {
+/// A 2025-11-25 session whose client declared `capabilities`, after a
+/// `prompts/get` and a `prompts/list`, both answered, and the end of its
+/// input.
+fn after_a_get_and_a_list(capabilities: serde_json::Value) -> Server {
     let dir = plugin_dir(&["code_review"]);
     let mut server = Server::spawn(&["--plugins", dir.path().to_str().unwrap()]);
     server.initialize_with("2025-11-25", capabilities);
@@ -175,7 +175,7 @@ fn log_after_a_get_and_a_list(capabilities: serde_json::Value) -> String {
     let listed = server.result("prompts/list", json!({}));
     assert_eq!(listed["prompts"][0]["name"], "code_review", "{listed}");
     assert_eq!(server.close_stdin(), Some(0), "{}", server.stderr());
-    server.wait_for_stderr("the input ended handled_here=")
+    server
 }
 
 #[test]
@@ -184,12 +184,10 @@ fn a_get_from_a_client_that_fills_in_forms_is_left_to_rmcp() {
     // `prompts/get` that may be answered with one is rmcp's, whatever the
     // prompt. Of the two requests, one is taken here: the `prompts/list`,
     // which is never asked with a form.
-    let log = log_after_a_get_and_a_list(json!({ "elicitation": {} }));
-    assert!(log.contains("the input ended handled_here=1\n"), "{log}");
+    after_a_get_and_a_list(json!({ "elicitation": {} })).wait_for_stderr("the input ended handled_here=1\n");
 }
 
 #[test]
 fn a_get_from_a_client_that_cannot_fill_in_forms_is_the_transports() {
-    let log = log_after_a_get_and_a_list(json!({}));
-    assert!(log.contains("the input ended handled_here=2\n"), "{log}");
+    after_a_get_and_a_list(json!({})).wait_for_stderr("the input ended handled_here=2\n");
 }

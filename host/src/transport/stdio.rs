@@ -125,14 +125,14 @@ where
     // An elicitation waiting for the client's answer would hold the stop for
     // the whole grace: it ends now, and its call is answered.
     session_ended.cancel();
-    let open = calls.open_ids();
-    if !open.is_empty() {
-        tracing::info!(count = open.len(), ids = ?logged_ids(&open), "no more requests are read; answering those already read");
+    let (count, open) = calls.open_requests();
+    if count > 0 {
+        tracing::info!(count, ids = ?logged_ids(&open), "no more requests are read; answering those already read");
     }
     let finished = super::drain(&calls.tracker, grace).await;
     if !finished {
-        let open = calls.open_ids();
-        tracing::warn!(count = open.len(), ids = ?logged_ids(&open), "requests left unanswered");
+        let (count, open) = calls.open_requests();
+        tracing::warn!(count, ids = ?logged_ids(&open), answers_being_written = count - open.len(), "requests left unanswered");
     }
     session.cancel();
     // With every call answered, rmcp closes the session at once; a call
@@ -214,7 +214,8 @@ pub struct StdioTransport<R, W> {
     lines: FramedRead<R, LineCodec>,
     /// rmcp's writer: the transport's own answers share it with rmcp's.
     write: SharedWriter<W>,
-    /// An answer to a refused line, until it has been written and flushed.
+    /// An answer the transport made (to a refused line, or a hot request
+    /// answered at once), until it has been written and flushed.
     answer: Option<PendingAnswer>,
     /// Cancelled when the server stops: from then on, no line is read.
     stopping: CancellationToken,
@@ -432,12 +433,13 @@ const LOGGED_ID_CHARS: usize = 64;
 /// an answer made at once holds it until then ([`PendingAnswer`]); a call
 /// running as a task holds it in `running`, beside the token that a
 /// `notifications/cancelled` naming it cancels (a cancelled call's answer
-/// is not written, as rmcp does). So each hot request is finished once, by
+/// is not written, as rmcp does), and takes it back while it writes. So each hot request is finished once, by
 /// its answer or by its cancellation, whatever else uses its id.
 #[derive(Default)]
 struct Calls {
     tracker: TaskTracker,
-    /// The requests open, but for the hot calls running as tasks.
+    /// The requests open, but for hot requests, whose tokens go with their
+    /// answer or their running call.
     open: std::sync::Mutex<HashMap<RequestId, Vec<TaskTrackerToken>>>,
     /// The hot calls running as tasks. Whoever removes a call's entry
     /// decides: the call itself (it writes its answer) or its cancellation
@@ -480,7 +482,16 @@ impl Calls {
         token
     }
 
-    /// The ids of the open requests, one per request.
+    /// How many requests are open (each holds a token of `tracker`), and the
+    /// ids of those whose answer is not being written: an answer held or
+    /// being written holds its request's token, not its id.
+    fn open_requests(&self) -> (usize, Vec<RequestId>) {
+        let ids = self.open_ids();
+        (self.tracker.len().max(ids.len()), ids)
+    }
+
+    /// The ids of the open requests whose answer is not being written, one
+    /// per request.
     fn open_ids(&self) -> Vec<RequestId> {
         let mut ids: Vec<RequestId> = {
             let open = self.open.lock().expect("never poisoned");
@@ -1072,6 +1083,39 @@ mod tests {
         calls.finished(&RequestId::Number(7));
         assert!(calls.open_ids().is_empty());
         assert!(calls.tracker.is_empty());
+    }
+
+    #[test]
+    fn a_hot_request_is_open_until_its_answer_is_written_or_it_is_cancelled() {
+        let calls = Calls::default();
+        let id = RequestId::Number(7);
+        let cancel: RxJsonRpcMessage<RoleServer> =
+            serde_json::from_str(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}"#).unwrap();
+        // One request of rmcp's and three hot ones, all with one id.
+        for _ in 0..4 {
+            calls.started(id.clone());
+        }
+        let answered_at_once = calls.take_open(&id).expect("read");
+        let (first_cancel, second_cancel) = (CancellationToken::new(), CancellationToken::new());
+        let first = calls.task_started(id.clone(), first_cancel.clone());
+        let second = calls.task_started(id.clone(), second_cancel.clone());
+        assert_eq!(calls.open_requests(), (4, vec![id.clone(), id.clone(), id.clone()]));
+        // The first call is done, and writes its answer: still open.
+        let writing = calls.task_done(first).expect("not cancelled");
+        assert_eq!(calls.open_requests(), (4, vec![id.clone(), id.clone()]));
+        // A cancellation naming the id ends rmcp's request and the call still
+        // running; the answers made are written.
+        calls.read(&cancel);
+        assert!(second_cancel.is_cancelled() && !first_cancel.is_cancelled());
+        assert!(calls.task_done(second).is_none(), "a cancelled call writes no answer");
+        assert_eq!(calls.open_requests(), (2, vec![]));
+        drop(writing);
+        drop(answered_at_once);
+        assert!(calls.tracker.is_empty());
+        // A cancellation naming an id not open finishes nothing.
+        calls.started(RequestId::Number(8));
+        calls.read(&cancel);
+        assert_eq!(calls.open_requests(), (1, vec![RequestId::Number(8)]));
     }
 
     #[test]
