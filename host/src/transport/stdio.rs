@@ -433,8 +433,9 @@ const LOGGED_ID_CHARS: usize = 64;
 /// an answer made at once holds it until then ([`PendingAnswer`]); a call
 /// running as a task holds it in `running`, beside the token that a
 /// `notifications/cancelled` naming it cancels (a cancelled call's answer
-/// is not written, as rmcp does), and takes it back while it writes. So each hot request is finished once, by
-/// its answer or by its cancellation, whatever else uses its id.
+/// is not written, as rmcp does), and takes it back while it writes. So
+/// each hot request is finished once, by its answer or by its
+/// cancellation, whatever else uses its id.
 #[derive(Default)]
 struct Calls {
     tracker: TaskTracker,
