@@ -18,14 +18,14 @@ use std::collections::HashMap;
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::pin::Pin;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::{Buf, Bytes, BytesMut};
 use futures::{SinkExt, StreamExt};
 use rmcp::model::{
-    ClientNotification, ClientRequest, ErrorCode, ErrorData, GetExtensions, GetMeta, JsonRpcMessage, JsonRpcRequest, RequestId,
-    ServerJsonRpcMessage,
+    ClientNotification, ClientRequest, ErrorCode, ErrorData, GetExtensions, GetMeta, JsonRpcMessage, JsonRpcRequest, JsonRpcResponse,
+    RequestId, ServerJsonRpcMessage, ServerResult,
 };
 use rmcp::service::{RequestContext, RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
@@ -35,7 +35,7 @@ use rustix::net::{RecvFlags, SendFlags};
 use serde_json::json;
 use tokio::io::unix::AsyncFd;
 use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
-use tokio::sync::Mutex;
+use tokio::sync::{Mutex, SetOnce};
 use tokio_util::codec::{Decoder, FramedRead, FramedWrite};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::{TaskTracker, task_tracker::TaskTrackerToken};
@@ -228,6 +228,10 @@ pub struct StdioTransport<R, W> {
     /// The hot methods, answered here once the session has started; without
     /// it, every message goes to rmcp.
     hot: Option<HotPath>,
+    /// Whether rmcp has sent its answer to `initialize`: every line read
+    /// from then on is read by rmcp's session loop, whose peer the hot path
+    /// needs.
+    initialize_answered: bool,
 }
 
 /// The hot methods (`prompts/get`, `prompts/list`, `completion/complete`),
@@ -248,8 +252,11 @@ pub struct StdioTransport<R, W> {
 /// rmcp: rmcp ties such a request to the one it serves.
 struct HotPath {
     server: Arc<PromptServer>,
-    /// The session's peer, set when rmcp has started the session.
-    peer: Arc<OnceLock<Peer<RoleServer>>>,
+    /// The session's peer, set when rmcp has started the session. rmcp
+    /// starts its session loop (which reads the lines after `initialize`)
+    /// before it hands the peer over, so a line read after `initialize` is
+    /// answered waits for it: read before, a hot request would go to rmcp.
+    peer: Arc<SetOnce<Peer<RoleServer>>>,
     /// The hot calls running as tasks: at the end of the input they have
     /// [`END_OF_INPUT_GRACE`] to write their answers, as rmcp's own have.
     tasks: TaskTracker,
@@ -565,6 +572,7 @@ impl<R: AsyncRead, W: AsyncWrite> StdioTransport<R, W> {
             calls: Arc::default(),
             input_ended: CancellationToken::new(),
             hot: None,
+            initialize_answered: false,
         }
     }
 }
@@ -605,6 +613,11 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Send + Unpin + 'static> StdioTranspor
 
     /// The next message for rmcp, read from the lines.
     async fn next_message(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
+        if self.initialize_answered
+            && let Some(hot) = &self.hot
+        {
+            hot.peer.wait().await;
+        }
         loop {
             if !self.write_held_answer().await {
                 return None;
@@ -651,6 +664,9 @@ where
     type Error = io::Error;
 
     fn send(&mut self, item: TxJsonRpcMessage<RoleServer>) -> impl Future<Output = io::Result<()>> + Send + 'static {
+        if let JsonRpcMessage::Response(JsonRpcResponse { result: ServerResult::InitializeResult(_), .. }) = &item {
+            self.initialize_answered = true;
+        }
         let (write, calls) = (self.write.clone(), self.calls.clone());
         async move { write_answer(&write, &calls, item).await }
     }
@@ -1127,6 +1143,41 @@ mod tests {
         assert_eq!(logged.len(), 10);
         assert_eq!(logged[0], RequestId::String(format!("{}…", "x".repeat(64)).into()));
         assert_eq!(logged[1..], (0..9).map(RequestId::Number).collect::<Vec<_>>()[..]);
+    }
+
+    #[tokio::test]
+    async fn after_initialize_is_answered_a_hot_request_waits_for_the_session_to_be_the_transports() {
+        // rmcp's session loop reads the lines after `initialize` before its
+        // peer is handed over: a `prompts/list` read then is still the
+        // transport's, once the peer is set.
+        let list = r#"{"jsonrpc":"2.0","id":9,"method":"prompts/list"}"#;
+        let input = format!("{list}\n{PING}\n");
+        let (writer, output) = tokio::io::duplex(64 << 10);
+        let mut transport = StdioTransport::new(input.as_bytes(), writer, 1000);
+        let server = Arc::new(PromptServer::new(Arc::new(crate::registry::Registry::new(Vec::new())), 10));
+        let hot = HotPath::new(server.clone());
+        let peer = hot.peer.clone();
+        transport.hot = Some(hot);
+        let info = rmcp::ServerHandler::get_info(&*server);
+        transport.send(ServerJsonRpcMessage::response(ServerResult::InitializeResult(info), RequestId::Number(0))).await.unwrap();
+        {
+            let mut receive = std::pin::pin!(transport.receive());
+            assert!(futures::poll!(&mut receive).is_pending(), "a line was read before the session's peer was set");
+        }
+        // A peer of a session of its own: the list needs none of its state.
+        let elsewhere = rmcp::service::serve_directly(server, StdioTransport::new(&b""[..], tokio::io::sink(), 1000), None);
+        peer.set(elsewhere.peer().clone()).unwrap();
+        let next = transport.receive().await.expect("the ping is rmcp's");
+        assert_eq!(serde_json::to_value(next).unwrap()["method"], "ping");
+        assert_eq!(transport.handled_here(), 1);
+        // Read with the ping behind it, the list runs as a task.
+        transport.hot.as_mut().unwrap().finish().await;
+        transport.close().await.unwrap();
+        let mut lines = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(output));
+        let initialize: Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+        assert_eq!(initialize["id"], 0, "{initialize}");
+        let listed: Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+        assert_eq!(listed, json!({ "jsonrpc": "2.0", "id": 9, "result": { "prompts": [] } }));
     }
 
     #[tokio::test]
