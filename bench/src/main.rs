@@ -406,10 +406,9 @@ impl Driver {
             }
             Driver::TypeScriptSdk => {
                 let loads: Vec<Value> = LOADS.iter().map(|&(total, in_flight)| json!({ "total": total, "inFlight": in_flight })).collect();
-                let driver = Path::new(env!("CARGO_MANIFEST_DIR")).join("sdk-driver.mjs");
-                let mut command = Command::new("node");
-                command.arg(&driver).arg(Value::from(loads).to_string()).arg("--").arg(program).args(args);
-                let mut sdk = SdkDriver::start(&mut command, "bench/sdk-driver.mjs")?;
+                let mut arguments = vec![Value::from(loads).to_string().into(), "--".into(), program.as_os_str().to_owned()];
+                arguments.extend(args.iter().map(Into::into));
+                let mut sdk = SdkDriver::start("sdk-driver.mjs", &arguments)?;
                 let pid = sdk.next()?["pid"].as_u64().context("the SDK driver printed no pid")? as u32;
                 let mut results = Vec::new();
                 let mut peak = 0;
@@ -792,8 +791,7 @@ fn sdk_http_loads(port: u16, pid: u32) -> anyhow::Result<Vec<Load>> {
     let loads: Vec<Value> =
         SDK_HTTP_LOADS.iter().map(|&(clients, per_client)| json!({ "clients": clients, "perClient": per_client })).collect();
     let arguments = json!({ "url": format!("http://127.0.0.1:{port}/mcp"), "loads": loads, "warmUp": 20 });
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("sdk-http-driver.mjs");
-    let mut driver = SdkDriver::start(Command::new("node").arg(&script).arg(arguments.to_string()), "bench/sdk-http-driver.mjs")?;
+    let mut driver = SdkDriver::start("sdk-http-driver.mjs", &[arguments.to_string().into()])?;
     let mut results = Vec::new();
     for _ in SDK_HTTP_LOADS {
         results.push(driver.measure(pid)?);
@@ -811,7 +809,7 @@ fn sdk_http_loads(port: u16, pid: u32) -> anyhow::Result<Vec<Load>> {
 /// prints {"total", "seconds", "latenciesUs": [p50, p99]}, and goes on when
 /// it reads another.
 struct SdkDriver {
-    /// The script, as errors name it.
+    /// The script's name in `bench/`, as errors name it.
     script: &'static str,
     child: Killed,
     go: ChildStdin,
@@ -819,14 +817,16 @@ struct SdkDriver {
 }
 
 impl SdkDriver {
-    /// Starts `command`, the driver `script` (as errors name it).
-    fn start(command: &mut Command, script: &'static str) -> anyhow::Result<SdkDriver> {
+    /// Starts `node bench/SCRIPT ARGUMENTS...`.
+    fn start(script: &'static str, arguments: &[std::ffi::OsString]) -> anyhow::Result<SdkDriver> {
         let mut child = Killed(
-            command
+            Command::new("node")
+                .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join(script))
+                .args(arguments)
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped())
                 .spawn()
-                .with_context(|| format!("starting node {script} (tests/setup installs the SDK it needs)"))?,
+                .with_context(|| format!("starting node bench/{script} (tests/setup installs the SDK it needs)"))?,
         );
         let go = child.0.stdin.take().context("no stdin")?;
         let lines = BufReader::new(child.0.stdout.take().context("no stdout")?).lines();
@@ -838,7 +838,7 @@ impl SdkDriver {
         match self.lines.next() {
             Some(line) => Ok(serde_json::from_str(&line?)?),
             // It printed why on stderr.
-            None => bail!("{} failed: {}", self.script, self.child.0.wait()?),
+            None => bail!("bench/{} failed: {}", self.script, self.child.0.wait()?),
         }
     }
 
@@ -846,14 +846,14 @@ impl SdkDriver {
         match writeln!(self.go, "{line}").and_then(|()| self.go.flush()) {
             Ok(()) => Ok(()),
             // It ended: say how.
-            Err(error) => bail!("{} stopped reading ({error}): {}", self.script, self.child.0.wait()?),
+            Err(error) => bail!("bench/{} stopped reading ({error}): {}", self.script, self.child.0.wait()?),
         }
     }
 
     /// The driver's next load, with the CPU time and context switches per
     /// request of the server (process `pid`) read around it.
     fn measure(&mut self, pid: u32) -> anyhow::Result<Load> {
-        ensure!(self.next()?["ready"] == json!(true), "{} did not get ready", self.script);
+        ensure!(self.next()?["ready"] == json!(true), "bench/{} did not get ready", self.script);
         let before = ProcessCost::of(pid)?;
         self.write_line("go")?;
         let result = self.next()?;
@@ -876,7 +876,7 @@ impl SdkDriver {
     fn finish(mut self) -> anyhow::Result<()> {
         drop(self.go);
         let status = self.child.0.wait()?;
-        ensure!(status.success(), "{} failed: {status}", self.script);
+        ensure!(status.success(), "bench/{} failed: {status}", self.script);
         Ok(())
     }
 }
