@@ -228,9 +228,9 @@ pub struct StdioTransport<R, W> {
     /// The hot methods, answered here once the session has started; without
     /// it, every message goes to rmcp.
     hot: Option<HotPath>,
-    /// Whether rmcp has sent its answer to `initialize`: every line read
-    /// from then on is read by rmcp's session loop, whose peer the hot path
-    /// needs.
+    /// Whether rmcp has handed the transport its answer to `initialize`:
+    /// every line read from then on is read by rmcp's session loop, whose
+    /// peer the hot path needs.
     initialize_answered: bool,
 }
 
@@ -256,6 +256,9 @@ struct HotPath {
     /// starts its session loop (which reads the lines after `initialize`)
     /// before it hands the peer over, so a line read after `initialize` is
     /// answered waits for it: read before, a hot request would go to rmcp.
+    /// A session begun without `initialize` (2026-07-28, by a request
+    /// carrying its own metadata) has no such point: a hot request read
+    /// before the peer is set goes to rmcp, answered all the same.
     peer: Arc<SetOnce<Peer<RoleServer>>>,
     /// The hot calls running as tasks: at the end of the input they have
     /// [`END_OF_INPUT_GRACE`] to write their answers, as rmcp's own have.
@@ -1149,26 +1152,34 @@ mod tests {
     async fn after_initialize_is_answered_a_hot_request_waits_for_the_session_to_be_the_transports() {
         // rmcp's session loop reads the lines after `initialize` before its
         // peer is handed over: a `prompts/list` read then is still the
-        // transport's, once the peer is set.
+        // transport's, once the peer is set. Before `initialize` is
+        // answered, lines are read without waiting (rmcp's handshake reads
+        // them).
         let list = r#"{"jsonrpc":"2.0","id":9,"method":"prompts/list"}"#;
-        let input = format!("{list}\n{PING}\n");
+        let second_ping = PING.replace(r#""id":1"#, r#""id":2"#);
+        let input = format!("{PING}\n{list}\n{second_ping}\n");
         let (writer, output) = tokio::io::duplex(64 << 10);
         let mut transport = StdioTransport::new(input.as_bytes(), writer, 1000);
         let server = Arc::new(PromptServer::new(Arc::new(crate::registry::Registry::new(Vec::new())), 10));
         let hot = HotPath::new(server.clone());
         let peer = hot.peer.clone();
         transport.hot = Some(hot);
+        let first = futures::poll!(std::pin::pin!(transport.receive()));
+        let Poll::Ready(Some(first)) = first else { panic!("a line before initialize's answer waited: {first:?}") };
+        assert_eq!(serde_json::to_value(first).unwrap()["id"], 1);
         let info = rmcp::ServerHandler::get_info(&*server);
         transport.send(ServerJsonRpcMessage::response(ServerResult::InitializeResult(info), RequestId::Number(0))).await.unwrap();
-        {
+        let next = {
             let mut receive = std::pin::pin!(transport.receive());
             assert!(futures::poll!(&mut receive).is_pending(), "a line was read before the session's peer was set");
-        }
-        // A peer of a session of its own: the list needs none of its state.
-        let elsewhere = rmcp::service::serve_directly(server, StdioTransport::new(&b""[..], tokio::io::sink(), 1000), None);
-        peer.set(elsewhere.peer().clone()).unwrap();
-        let next = transport.receive().await.expect("the ping is rmcp's");
-        assert_eq!(serde_json::to_value(next).unwrap()["method"], "ping");
+            // A peer of a session of its own: the list needs none of its
+            // state.
+            let elsewhere = rmcp::service::serve_directly(server, StdioTransport::new(&b""[..], tokio::io::sink(), 1000), None);
+            peer.set(elsewhere.peer().clone()).unwrap();
+            // The same wait, woken by the peer.
+            tokio::time::timeout(std::time::Duration::from_secs(10), receive).await.expect("the wait was not woken")
+        };
+        assert_eq!(serde_json::to_value(next.expect("the second ping is rmcp's")).unwrap()["id"], 2);
         assert_eq!(transport.handled_here(), 1);
         // Read with the ping behind it, the list runs as a task.
         transport.hot.as_mut().unwrap().finish().await;
@@ -1178,6 +1189,7 @@ mod tests {
         assert_eq!(initialize["id"], 0, "{initialize}");
         let listed: Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
         assert_eq!(listed, json!({ "jsonrpc": "2.0", "id": 9, "result": { "prompts": [] } }));
+        assert_eq!(lines.next_line().await.unwrap(), None);
     }
 
     #[tokio::test]
