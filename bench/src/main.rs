@@ -409,7 +409,7 @@ impl Driver {
                 let mut arguments = vec![Value::from(loads).to_string().into(), "--".into(), program.as_os_str().to_owned()];
                 arguments.extend(args.iter().map(Into::into));
                 let mut sdk = SdkDriver::start("sdk-driver.mjs", &arguments)?;
-                let pid = sdk.next()?["pid"].as_u64().context("the SDK driver printed no pid")? as u32;
+                let pid = sdk.next()?["pid"].as_u64().with_context(|| format!("bench/{} printed no pid", sdk.script))? as u32;
                 let mut results = Vec::new();
                 let mut peak = 0;
                 for _ in LOADS {

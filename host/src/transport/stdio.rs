@@ -228,10 +228,6 @@ pub struct StdioTransport<R, W> {
     /// The hot methods, answered here once the session has started; without
     /// it, every message goes to rmcp.
     hot: Option<HotPath>,
-    /// Whether rmcp has handed the transport its answer to `initialize`:
-    /// every line read from then on is read by rmcp's session loop, whose
-    /// peer the hot path needs.
-    initialize_answered: bool,
 }
 
 /// The hot methods (`prompts/get`, `prompts/list`, `completion/complete`),
@@ -260,6 +256,10 @@ struct HotPath {
     /// carrying its own metadata) has no such point: a hot request read
     /// before the peer is set goes to rmcp, answered all the same.
     peer: Arc<SetOnce<Peer<RoleServer>>>,
+    /// Whether rmcp has handed the transport its answer to `initialize`:
+    /// every line read from then on is read by rmcp's session loop, and
+    /// waits for `peer`.
+    initialize_answered: bool,
     /// The hot calls running as tasks: at the end of the input they have
     /// [`END_OF_INPUT_GRACE`] to write their answers, as rmcp's own have.
     tasks: TaskTracker,
@@ -280,7 +280,7 @@ enum Taken {
     ForRmcp(RxJsonRpcMessage<RoleServer>),
     /// Answered at once: the answer to write, and its request's token, to
     /// release once it is written.
-    Answered(ServerJsonRpcMessage, Option<TaskTrackerToken>),
+    Answered(ServerJsonRpcMessage, TaskTrackerToken),
     /// Still running, as a task that writes its answer.
     Running,
 }
@@ -289,7 +289,7 @@ type HotCall = Pin<Box<dyn Future<Output = ServerJsonRpcMessage> + Send>>;
 
 impl HotPath {
     fn new(server: Arc<PromptServer>) -> HotPath {
-        HotPath { server, peer: Arc::default(), tasks: TaskTracker::new(), abandon_at: None, handled: 0 }
+        HotPath { server, peer: Arc::default(), initialize_answered: false, tasks: TaskTracker::new(), abandon_at: None, handled: 0 }
     }
 
     /// The call that answers `message`, if it is a hot request and the
@@ -352,7 +352,7 @@ impl HotPath {
         };
         self.handled += 1;
         if !more_read && let Poll::Ready(answer) = futures::poll!(call.as_mut()) {
-            return Taken::Answered(answer, calls.take_open(&id));
+            return Taken::Answered(answer, calls.tracker.token());
         }
         let hot_task = calls.task_started(id, cancelled);
         let (write, calls) = (write.clone(), calls.clone());
@@ -390,6 +390,11 @@ impl HotPath {
 /// rmcp's writer, shared by rmcp's answers and the transport's own.
 type SharedWriter<W> = Arc<Mutex<Option<TransportWriter<RoleServer, W>>>>;
 
+/// Why nothing more can be written: the session closed the writer.
+fn closed() -> io::Error {
+    io::Error::new(io::ErrorKind::NotConnected, "the transport is closed")
+}
+
 /// Writes and flushes `item`.
 async fn write_message<W: AsyncWrite + Send + Unpin + 'static>(
     write: &SharedWriter<W>,
@@ -397,7 +402,7 @@ async fn write_message<W: AsyncWrite + Send + Unpin + 'static>(
 ) -> io::Result<()> {
     match write.lock().await.as_mut() {
         Some(writer) => writer.send(item).await.map_err(io::Error::from),
-        None => Err(io::Error::new(io::ErrorKind::NotConnected, "the transport is closed")),
+        None => Err(closed()),
     }
 }
 
@@ -438,9 +443,9 @@ const LOGGED_ID_CHARS: usize = 64;
 /// may reuse an id while a request with it is open: each holds its own
 /// token, and each answer with that id releases one.
 ///
-/// rmcp's answers finish a request by its id. A hot request takes its
-/// token out of `open` instead, and releases it once its answer is written:
-/// an answer made at once holds it until then ([`PendingAnswer`]); a call
+/// rmcp's answers finish a request by its id. A hot request never enters
+/// `open`: its token goes with its answer, released once it is written.
+/// An answer made at once holds it until then ([`PendingAnswer`]); a call
 /// running as a task holds it in `running`, beside the token that a
 /// `notifications/cancelled` naming it cancels (a cancelled call's answer
 /// is not written, as rmcp does), and takes it back while it writes. So
@@ -449,8 +454,7 @@ const LOGGED_ID_CHARS: usize = 64;
 #[derive(Default)]
 struct Calls {
     tracker: TaskTracker,
-    /// The requests open, but for hot requests, whose tokens go with their
-    /// answer or their running call.
+    /// The requests rmcp answers, open.
     open: std::sync::Mutex<HashMap<RequestId, Vec<TaskTrackerToken>>>,
     /// The hot calls running as tasks. Whoever removes a call's entry
     /// decides: the call itself (it writes its answer) or its cancellation
@@ -470,7 +474,7 @@ struct HotTask {
 struct RunningTask {
     serial: u64,
     cancel: CancellationToken,
-    _open: Option<TaskTrackerToken>,
+    _open: TaskTrackerToken,
 }
 
 impl Calls {
@@ -479,18 +483,13 @@ impl Calls {
     }
 
     fn finished(&self, id: &RequestId) {
-        drop(self.take_open(id));
-    }
-
-    /// The token of one open request with `id`, no longer open.
-    fn take_open(&self, id: &RequestId) -> Option<TaskTrackerToken> {
         let mut open = self.open.lock().expect("never poisoned");
-        let tokens = open.get_mut(id)?;
-        let token = tokens.pop();
-        if tokens.is_empty() {
-            open.remove(id);
+        if let Some(tokens) = open.get_mut(id) {
+            tokens.pop();
+            if tokens.is_empty() {
+                open.remove(id);
+            }
         }
-        token
     }
 
     /// How many requests are open (each holds a token of `tracker`), and the
@@ -513,7 +512,7 @@ impl Calls {
         ids
     }
 
-    /// Notes what a message from the client starts or ends.
+    /// Notes what a message from the client, for rmcp, starts or ends.
     fn read(&self, message: &RxJsonRpcMessage<RoleServer>) {
         match message {
             JsonRpcMessage::Request(request) => self.started(request.id.clone()),
@@ -524,9 +523,8 @@ impl Calls {
                     // rmcp sends no answer to a request of its own the
                     // client cancelled, and a hot call cancelled writes none.
                     self.finished(id);
-                    if let Some(tasks) = self.running.lock().expect("never poisoned").remove(id) {
-                        tasks.iter().for_each(|task| task.cancel.cancel());
-                    }
+                    let cancelled = self.running.lock().expect("never poisoned").remove(id);
+                    cancelled.into_iter().flatten().for_each(|task| task.cancel.cancel());
                 }
             }
             JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_) => {}
@@ -537,7 +535,7 @@ impl Calls {
     /// cancelled through `cancel`.
     fn task_started(&self, id: RequestId, cancel: CancellationToken) -> HotTask {
         let serial = self.next_serial.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let task = RunningTask { serial, cancel, _open: self.take_open(&id) };
+        let task = RunningTask { serial, cancel, _open: self.tracker.token() };
         self.running.lock().expect("never poisoned").entry(id.clone()).or_default().push(task);
         HotTask { id, serial }
     }
@@ -575,7 +573,6 @@ impl<R: AsyncRead, W: AsyncWrite> StdioTransport<R, W> {
             calls: Arc::default(),
             input_ended: CancellationToken::new(),
             hot: None,
-            initialize_answered: false,
         }
     }
 }
@@ -589,7 +586,7 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Send + Unpin + 'static> StdioTranspor
         let Some(answer) = &mut self.answer else { return true };
         let mut write = self.write.lock().await;
         let written = match write.as_mut() {
-            None => Err(io::Error::new(io::ErrorKind::NotConnected, "the transport is closed")),
+            None => Err(closed()),
             Some(writer) => {
                 let written: Result<(), JsonRpcMessageCodecError> = async {
                     if answer.message.is_some() {
@@ -616,8 +613,8 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Send + Unpin + 'static> StdioTranspor
 
     /// The next message for rmcp, read from the lines.
     async fn next_message(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
-        if self.initialize_answered
-            && let Some(hot) = &self.hot
+        if let Some(hot) = &self.hot
+            && hot.initialize_answered
         {
             hot.peer.wait().await;
         }
@@ -633,13 +630,18 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Send + Unpin + 'static> StdioTranspor
             };
             match line {
                 Ok(Incoming::Message(message)) => {
-                    self.calls.read(&message);
-                    let Some(hot) = &mut self.hot else { return Some(message) };
+                    let Some(hot) = &mut self.hot else {
+                        self.calls.read(&message);
+                        return Some(message);
+                    };
                     let more_read = !self.lines.read_buffer().is_empty();
                     match hot.take(message, more_read, &self.write, &self.calls).await {
-                        Taken::ForRmcp(message) => return Some(message),
+                        Taken::ForRmcp(message) => {
+                            self.calls.read(&message);
+                            return Some(message);
+                        }
                         Taken::Answered(message, request) => {
-                            self.answer = Some(PendingAnswer { message: Some(message), _request: request })
+                            self.answer = Some(PendingAnswer { message: Some(message), _request: Some(request) })
                         }
                         Taken::Running => {}
                     }
@@ -667,8 +669,10 @@ where
     type Error = io::Error;
 
     fn send(&mut self, item: TxJsonRpcMessage<RoleServer>) -> impl Future<Output = io::Result<()>> + Send + 'static {
-        if let JsonRpcMessage::Response(JsonRpcResponse { result: ServerResult::InitializeResult(_), .. }) = &item {
-            self.initialize_answered = true;
+        if let JsonRpcMessage::Response(JsonRpcResponse { result: ServerResult::InitializeResult(_), .. }) = &item
+            && let Some(hot) = &mut self.hot
+        {
+            hot.initialize_answered = true;
         }
         let (write, calls) = (self.write.clone(), self.calls.clone());
         async move { write_answer(&write, &calls, item).await }
@@ -1112,10 +1116,8 @@ mod tests {
         let cancel: RxJsonRpcMessage<RoleServer> =
             serde_json::from_str(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}"#).unwrap();
         // One request of rmcp's and three hot ones, all with one id.
-        for _ in 0..4 {
-            calls.started(id.clone());
-        }
-        let answered_at_once = calls.take_open(&id).expect("read");
+        calls.started(id.clone());
+        let answered_at_once = calls.tracker.token();
         let (first_cancel, second_cancel) = (CancellationToken::new(), CancellationToken::new());
         let first = calls.task_started(id.clone(), first_cancel.clone());
         let second = calls.task_started(id.clone(), second_cancel.clone());
