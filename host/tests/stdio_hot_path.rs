@@ -162,6 +162,30 @@ fn a_cancellation_naming_a_reused_id_ends_every_call_with_it() {
     assert!(!stderr.contains("requests left unanswered"), "{stderr}");
 }
 
+#[test]
+fn a_reused_id_of_requests_rmcp_answers_leaves_nothing_open() {
+    // rmcp keeps one request per id in flight, and writes one answer for
+    // them: a stop waits for that one, not for an answer never to come
+    // (it would wait out the 20 s grace).
+    let dir = plugin_dir(&["hostile"]);
+    let mut server = Server::spawn(&["--plugins", dir.path().to_str().unwrap(), "--deadline-ms", "300", "--shutdown-grace-ms", "20000"]);
+    // A client that fills in forms: its `prompts/get` is rmcp's.
+    server.initialize_with("2025-11-25", json!({ "elicitation": {} }));
+    for _ in 0..2 {
+        server.send(&json!({ "jsonrpc": "2.0", "id": 79, "method": "prompts/get", "params": { "name": "sleep" } }));
+    }
+    let answer: serde_json::Value = serde_json::from_str(&server.next_line()).unwrap();
+    assert_eq!(answer["id"], 79, "{answer}");
+    assert_eq!(answer["error"]["message"], "plugin 'hostile' exceeded its 300 ms deadline", "{answer}");
+    // Past the second call's deadline.
+    std::thread::sleep(std::time::Duration::from_millis(600));
+    let started = std::time::Instant::now();
+    assert_eq!(server.terminate(), Some(0), "{}", server.stderr());
+    assert!(started.elapsed() < std::time::Duration::from_secs(5), "the stop waited {:?}", started.elapsed());
+    let stderr = server.wait_for_stderr("stopped\n");
+    assert!(!stderr.contains("requests left unanswered"), "{stderr}");
+}
+
 /// A 2025-11-25 session whose client declared `capabilities`, after a
 /// `prompts/get` and a `prompts/list`, both answered, and the end of its
 /// input.

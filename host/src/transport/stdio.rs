@@ -439,9 +439,12 @@ const LOGGED_IDS: usize = 10;
 const LOGGED_ID_CHARS: usize = 64;
 
 /// The requests read and not yet answered, each holding a token of
-/// `tracker`, so that stopping can wait until they are answered. A client
-/// may reuse an id while a request with it is open: each holds its own
-/// token, and each answer with that id releases one.
+/// `tracker`, so that stopping can wait until they are answered.
+///
+/// A client may reuse an id while a request with it is open. rmcp keeps
+/// one request per id in flight (a second replaces the first in its
+/// table) and writes one answer for them, so `open` holds one token per
+/// id: a token per request would wait for answers never to come.
 ///
 /// rmcp's answers finish a request by its id. A hot request never enters
 /// `open`: its token goes with its answer, released once it is written.
@@ -455,7 +458,7 @@ const LOGGED_ID_CHARS: usize = 64;
 struct Calls {
     tracker: TaskTracker,
     /// The requests rmcp answers, open.
-    open: std::sync::Mutex<HashMap<RequestId, Vec<TaskTrackerToken>>>,
+    open: std::sync::Mutex<HashMap<RequestId, TaskTrackerToken>>,
     /// The hot calls running as tasks. Whoever removes a call's entry
     /// decides: the call itself (it writes its answer) or its cancellation
     /// (which cancels every hot call with the id it names).
@@ -479,17 +482,11 @@ struct RunningTask {
 
 impl Calls {
     fn started(&self, id: RequestId) {
-        self.open.lock().expect("never poisoned").entry(id).or_default().push(self.tracker.token());
+        self.open.lock().expect("never poisoned").entry(id).or_insert_with(|| self.tracker.token());
     }
 
     fn finished(&self, id: &RequestId) {
-        let mut open = self.open.lock().expect("never poisoned");
-        if let Some(tokens) = open.get_mut(id) {
-            tokens.pop();
-            if tokens.is_empty() {
-                open.remove(id);
-            }
-        }
+        self.open.lock().expect("never poisoned").remove(id);
     }
 
     /// How many requests are open (each holds a token of `tracker`), and the
@@ -505,7 +502,7 @@ impl Calls {
     fn open_ids(&self) -> Vec<RequestId> {
         let mut ids: Vec<RequestId> = {
             let open = self.open.lock().expect("never poisoned");
-            open.iter().flat_map(|(id, tokens)| std::iter::repeat_n(id.clone(), tokens.len())).collect()
+            open.keys().cloned().collect()
         };
         let running = self.running.lock().expect("never poisoned");
         ids.extend(running.iter().flat_map(|(id, tasks)| std::iter::repeat_n(id.clone(), tasks.len())));
@@ -1095,18 +1092,19 @@ mod tests {
     }
 
     #[test]
-    fn a_reused_id_keeps_each_request_open_until_its_own_answer() {
+    fn a_reused_id_is_one_open_request_as_rmcp_answers_it_once() {
         let calls = Calls::default();
         calls.started(RequestId::Number(7));
         calls.started(RequestId::Number(7));
-        assert_eq!(calls.open_ids(), [RequestId::Number(7), RequestId::Number(7)]);
-        assert_eq!(calls.tracker.len(), 2);
-        calls.finished(&RequestId::Number(7));
         assert_eq!(calls.open_ids(), [RequestId::Number(7)]);
         assert_eq!(calls.tracker.len(), 1);
         calls.finished(&RequestId::Number(7));
         assert!(calls.open_ids().is_empty());
         assert!(calls.tracker.is_empty());
+        // An answer naming an id not open finishes nothing.
+        calls.started(RequestId::Number(8));
+        calls.finished(&RequestId::Number(7));
+        assert_eq!(calls.open_ids(), [RequestId::Number(8)]);
     }
 
     #[test]
