@@ -327,7 +327,7 @@ impl HotPath {
                 // On rmcp's path a panic ends its request's task, unanswered;
                 // here it would end the session's: it is answered instead.
                 Err(_) => {
-                    tracing::error!(id = %answer_id, "the host failed while answering a request (a panic): answered as an internal error");
+                    tracing::error!(id = ?logged_id(&answer_id), "the host failed while answering a request (a panic): answered as an internal error");
                     JsonRpcMessage::error(ErrorData::internal_error("the host failed while answering this request", None), Some(answer_id))
                 }
             }
@@ -424,15 +424,18 @@ async fn write_answer<W: AsyncWrite + Send + Unpin + 'static>(
 /// Request ids in a log line: the ids are the client's, so at most
 /// [`LOGGED_IDS`] of them, each cut to [`LOGGED_ID_CHARS`] characters.
 fn logged_ids(ids: &[RequestId]) -> Vec<RequestId> {
-    ids.iter()
-        .take(LOGGED_IDS)
-        .map(|id| match id {
-            RequestId::String(text) if text.chars().count() > LOGGED_ID_CHARS => {
-                RequestId::String(format!("{}…", text.chars().take(LOGGED_ID_CHARS).collect::<String>()).into())
-            }
-            id => id.clone(),
-        })
-        .collect()
+    ids.iter().take(LOGGED_IDS).map(logged_id).collect()
+}
+
+/// A request id in a log line, cut to [`LOGGED_ID_CHARS`] characters: log
+/// it with `?`, which escapes what the client wrote.
+fn logged_id(id: &RequestId) -> RequestId {
+    match id {
+        RequestId::String(text) if text.chars().count() > LOGGED_ID_CHARS => {
+            RequestId::String(format!("{}…", text.chars().take(LOGGED_ID_CHARS).collect::<String>()).into())
+        }
+        id => id.clone(),
+    }
 }
 
 const LOGGED_IDS: usize = 10;
