@@ -93,6 +93,9 @@ fn a_cancelled_call_is_not_answered_and_the_next_is() {
     let next: serde_json::Value = serde_json::from_str(&server.next_line()).unwrap();
     assert_eq!(next["id"], quick, "the cancelled call was answered: {next}");
     assert_eq!(next["result"]["messages"][0]["content"]["text"], "Please review this Python code:\ny");
+    // Nor later: nothing more comes.
+    assert_eq!(server.close_stdin(), Some(0), "{}", server.stderr());
+    assert_eq!(server.rest_of_stdout(), Vec::<String>::new());
     let stderr = server.stderr();
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
@@ -157,6 +160,8 @@ fn a_cancellation_naming_a_reused_id_ends_every_call_with_it() {
     let started = std::time::Instant::now();
     assert_eq!(server.terminate(), Some(0), "{}", server.stderr());
     assert!(started.elapsed() < std::time::Duration::from_secs(10), "the stop waited {:?}", started.elapsed());
+    // Nor later: nothing more comes.
+    assert_eq!(server.rest_of_stdout(), Vec::<String>::new());
     // The last line of a stop: the lines before it are all in.
     let stderr = server.wait_for_stderr("stopped\n");
     assert!(!stderr.contains("requests left unanswered"), "{stderr}");

@@ -191,6 +191,19 @@ impl Server {
             .unwrap_or_else(|error| panic!("no line on stdout ({error:?}); stderr:\n{}", self.stderr()))
     }
 
+    /// The lines the server wrote to stdout that were not read yet, to its
+    /// end: call it once the server has exited.
+    pub fn rest_of_stdout(&mut self) -> Vec<String> {
+        let mut rest = Vec::new();
+        loop {
+            match self.lines.recv_timeout(RESPONSE_TIMEOUT) {
+                Ok(line) => rest.push(line),
+                Err(RecvTimeoutError::Disconnected) => return rest,
+                Err(RecvTimeoutError::Timeout) => panic!("stdout did not end; stderr:\n{}", self.stderr()),
+            }
+        }
+    }
+
     /// Sends a request and returns its id.
     pub fn send_request(&mut self, method: &str, params: Value) -> u64 {
         let id = self.next_id;
