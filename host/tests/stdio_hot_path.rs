@@ -187,6 +187,8 @@ fn a_reused_id_of_requests_rmcp_answers_leaves_nothing_open() {
     let started = std::time::Instant::now();
     assert_eq!(server.terminate(), Some(0), "{}", server.stderr());
     assert!(started.elapsed() < std::time::Duration::from_secs(5), "the stop waited {:?}", started.elapsed());
+    // One answer for the two.
+    assert_eq!(server.rest_of_stdout(), Vec::<String>::new());
     let stderr = server.wait_for_stderr("stopped\n");
     assert!(!stderr.contains("requests left unanswered"), "{stderr}");
 }

@@ -351,10 +351,13 @@ impl HotPath {
             Err(message) => return Taken::ForRmcp(message),
         };
         self.handled += 1;
+        // Taken before the call is first polled: a stop on another thread
+        // waits for it from here.
+        let open = calls.tracker.token();
         if !more_read && let Poll::Ready(answer) = futures::poll!(call.as_mut()) {
-            return Taken::Answered(answer, calls.tracker.token());
+            return Taken::Answered(answer, open);
         }
-        let hot_task = calls.task_started(id, cancelled);
+        let hot_task = calls.task_started(id, cancelled, open);
         let (write, calls) = (write.clone(), calls.clone());
         let task = async move {
             let answer = call.await;
@@ -406,21 +409,6 @@ async fn write_message<W: AsyncWrite + Send + Unpin + 'static>(
     }
 }
 
-/// Writes and flushes `item`, a message from rmcp; the request it answers,
-/// if any, is then finished, written or never to be.
-async fn write_answer<W: AsyncWrite + Send + Unpin + 'static>(
-    write: &SharedWriter<W>,
-    calls: &Calls,
-    item: TxJsonRpcMessage<RoleServer>,
-) -> io::Result<()> {
-    let answered = answered_id(&item);
-    let sent = write_message(write, item).await;
-    if let Some(id) = answered {
-        calls.finished(&id);
-    }
-    sent
-}
-
 /// Request ids in a log line: the ids are the client's, so at most
 /// [`LOGGED_IDS`] of them, each cut to [`LOGGED_ID_CHARS`] characters.
 fn logged_ids(ids: &[RequestId]) -> Vec<RequestId> {
@@ -449,7 +437,9 @@ const LOGGED_ID_CHARS: usize = 64;
 /// table) and writes one answer for them, so `open` holds one token per
 /// id: a token per request would wait for answers never to come.
 ///
-/// rmcp's answers finish a request by its id. A hot request never enters
+/// rmcp's answer takes its request's token out of `open` when rmcp hands
+/// it to the transport, as rmcp drops the request from its own table then,
+/// and releases it once the answer is written. A hot request never enters
 /// `open`: its token goes with its answer, released once it is written.
 /// An answer made at once holds it until then ([`PendingAnswer`]); a call
 /// running as a task holds it in `running`, beside the token that a
@@ -488,8 +478,9 @@ impl Calls {
         self.open.lock().expect("never poisoned").entry(id).or_insert_with(|| self.tracker.token());
     }
 
-    fn finished(&self, id: &RequestId) {
-        self.open.lock().expect("never poisoned").remove(id);
+    /// The token of the open request with `id`, no longer open.
+    fn take_open(&self, id: &RequestId) -> Option<TaskTrackerToken> {
+        self.open.lock().expect("never poisoned").remove(id)
     }
 
     /// How many requests are open (each holds a token of `tracker`), and the
@@ -522,7 +513,7 @@ impl Calls {
                 {
                     // rmcp sends no answer to a request of its own the
                     // client cancelled, and a hot call cancelled writes none.
-                    self.finished(id);
+                    drop(self.take_open(id));
                     let cancelled = self.running.lock().expect("never poisoned").remove(id);
                     cancelled.into_iter().flatten().for_each(|task| task.cancel.cancel());
                 }
@@ -531,11 +522,11 @@ impl Calls {
         }
     }
 
-    /// Notes a hot call with `id`, read and open, running as a task,
-    /// cancelled through `cancel`.
-    fn task_started(&self, id: RequestId, cancel: CancellationToken) -> HotTask {
+    /// Notes a hot call with `id` running as a task, cancelled through
+    /// `cancel`, its request open while `open` is held.
+    fn task_started(&self, id: RequestId, cancel: CancellationToken, open: TaskTrackerToken) -> HotTask {
         let serial = self.next_serial.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let task = RunningTask { serial, cancel, _open: self.tracker.token() };
+        let task = RunningTask { serial, cancel, _open: open };
         self.running.lock().expect("never poisoned").entry(id.clone()).or_default().push(task);
         HotTask { id, serial }
     }
@@ -674,8 +665,17 @@ where
         {
             hot.initialize_answered = true;
         }
-        let (write, calls) = (self.write.clone(), self.calls.clone());
-        async move { write_answer(&write, &calls, item).await }
+        // The request is no longer open the moment rmcp hands over its
+        // answer, as rmcp drops it from its own table then (a request with
+        // its id read from here on is a new one); its token is released
+        // once the answer is written, or never to be.
+        let answering = answered_id(&item).and_then(|id| self.calls.take_open(&id));
+        let write = self.write.clone();
+        async move {
+            let sent = write_message(&write, item).await;
+            drop(answering);
+            sent
+        }
     }
 
     /// The next message for rmcp; none once the server stops. rmcp polls
@@ -1101,13 +1101,31 @@ mod tests {
         calls.started(RequestId::Number(7));
         assert_eq!(calls.open_ids(), [RequestId::Number(7)]);
         assert_eq!(calls.tracker.len(), 1);
-        calls.finished(&RequestId::Number(7));
+        drop(calls.take_open(&RequestId::Number(7)));
         assert!(calls.open_ids().is_empty());
         assert!(calls.tracker.is_empty());
         // An answer naming an id not open finishes nothing.
         calls.started(RequestId::Number(8));
-        calls.finished(&RequestId::Number(7));
+        drop(calls.take_open(&RequestId::Number(7)));
         assert_eq!(calls.open_ids(), [RequestId::Number(8)]);
+    }
+
+    #[tokio::test]
+    async fn a_request_read_while_an_answer_with_its_id_is_written_is_a_new_one() {
+        // rmcp drops a request from its table when it hands over the
+        // answer: a request with the same id read while that answer is
+        // written is new, and rmcp will answer it.
+        let (writer, _output) = tokio::io::duplex(4096);
+        let mut transport = StdioTransport::new(&b""[..], writer, 1000);
+        let id = RequestId::Number(5);
+        transport.calls.started(id.clone());
+        let writing = transport.send(ServerJsonRpcMessage::error(ErrorData::internal_error("done", None), Some(id.clone())));
+        assert!(transport.calls.open_ids().is_empty());
+        assert_eq!(transport.calls.tracker.len(), 1, "the answer being written holds its request");
+        transport.calls.started(id.clone());
+        writing.await.unwrap();
+        assert_eq!(transport.calls.open_ids(), [id]);
+        assert_eq!(transport.calls.tracker.len(), 1);
     }
 
     #[test]
@@ -1120,8 +1138,8 @@ mod tests {
         calls.started(id.clone());
         let answered_at_once = calls.tracker.token();
         let (first_cancel, second_cancel) = (CancellationToken::new(), CancellationToken::new());
-        let first = calls.task_started(id.clone(), first_cancel.clone());
-        let second = calls.task_started(id.clone(), second_cancel.clone());
+        let first = calls.task_started(id.clone(), first_cancel.clone(), calls.tracker.token());
+        let second = calls.task_started(id.clone(), second_cancel.clone(), calls.tracker.token());
         assert_eq!(calls.open_requests(), (4, vec![id.clone(), id.clone(), id.clone()]));
         // The first call is done, and writes its answer: still open.
         let writing = calls.task_done(first).expect("not cancelled");
