@@ -1123,6 +1123,7 @@ mod tests {
         assert!(transport.calls.open_ids().is_empty());
         assert_eq!(transport.calls.tracker.len(), 1, "the answer being written holds its request");
         transport.calls.started(id.clone());
+        assert_eq!(transport.calls.tracker.len(), 2);
         writing.await.unwrap();
         assert_eq!(transport.calls.open_ids(), [id]);
         assert_eq!(transport.calls.tracker.len(), 1);
