@@ -14,6 +14,22 @@
 
 use std::io::Write;
 
+/// The message of `event`, as a log line shows it: for the binary's filter
+/// of rmcp's lines, and for tests that read what was logged in process.
+pub fn event_message(event: &tracing::Event<'_>) -> String {
+    struct Message(String);
+    impl tracing::field::Visit for Message {
+        fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+            if field.name() == "message" {
+                self.0 = format!("{value:?}");
+            }
+        }
+    }
+    let mut message = Message(String::new());
+    event.record(&mut message);
+    message.0
+}
+
 /// A writer of JSON log lines to stderr, each rewritten by [`unquote_line`].
 pub struct JsonLogWriter;
 

@@ -58,7 +58,8 @@
 //!
 //! Beside the request path, each depending only on what is listed after it
 //! and on the request path's modules: [`json_log`] (the JSON log lines,
-//! their Debug fields unquoted once; it depends on none of them), [`hangup`]
+//! their Debug fields unquoted once, and an event's message; it depends on
+//! none of them), [`hangup`]
 //! (SIGHUP, at which files are read again; it depends on none of them), [`report`] (the `inspect` command's
 //! report as a person reads it), [`inspect`] (that report, built), [`install`]
 //! (packs from registries: add, update, remove, list, publish, sign),

@@ -236,29 +236,22 @@ impl PluginDirectory {
         let attempted_loads = !sources.is_empty();
         let (plugins, mut failures) = self.loader.load_all(sources, |id| config.plugin_settings(id)).await;
         failures.extend(unreadable);
+        // What changes what calls see is logged once it is published, so
+        // that a line saying "for the next call" is already true.
+        let mut to_announce = Vec::new();
         for plugin in plugins {
             let id = plugin.id().to_string();
             loaded.failed.remove(&id);
             loaded.settings.insert(id.clone(), config.plugin_settings(&id));
             let plugin = Arc::new(plugin);
-            log_sight_change(&id, loaded.plugins.get(&id).map(|before| before.sight()), plugin.sight());
             crate::metrics::plugin_loaded(&id, &crate::catalog::served_names(&plugin));
-            tracing::info!(
-                plugin = %id.escape_debug(),
-                prompts = plugin.prompts().len(),
-                sha256 = &plugin.digest()[..12],
-                wit = plugin.wit_version().as_str(),
-                // What the pack says it is: its own words, escaped.
-                // (Left out when the pack says nothing, not logged as an Option.)
-                pack = plugin.info().map(|info| tracing::field::debug(format!("{} {}", info.name, info.version))),
-                "plugin {}",
-                if loaded.plugins.contains_key(&id) { "replaced" } else { "loaded" }
-            );
-            if loaded.plugins.insert(id.clone(), plugin).is_some() {
+            let before = loaded.plugins.insert(id.clone(), plugin.clone());
+            if before.is_some() {
                 rescan.replaced.push(id);
             } else {
                 rescan.added.push(id);
             }
+            to_announce.push(Announcement::Loaded { plugin, before });
         }
         for failure in failures {
             let id = loader::plugin_id(Path::new(&failure.origin));
@@ -270,7 +263,7 @@ impl PluginDirectory {
                 // What serves must meet the configuration in force (a new pin, a lower limit).
                 loaded.plugins.remove(&id);
                 loaded.settings.remove(&id);
-                tracing::error!(file = %failure.origin, ?error, "plugin removed: it does not load under the new configuration");
+                to_announce.push(Announcement::RemovedByConfig { file: failure.origin.clone(), error: error.clone() });
                 rescan.removed.push(id.clone());
             } else if loaded.plugins.contains_key(&id) {
                 tracing::error!(file = %failure.origin, ?error, "new version not loaded, the previous one keeps serving");
@@ -288,8 +281,8 @@ impl PluginDirectory {
         for id in gone {
             loaded.plugins.remove(&id);
             loaded.settings.remove(&id);
-            tracing::info!(plugin = %id.escape_debug(), "plugin removed");
             crate::metrics::plugin_removed(&id);
+            to_announce.push(Announcement::Removed { id: id.clone() });
             rescan.removed.push(id);
         }
         loaded.failed.retain(|id, _| present.contains(id));
@@ -302,6 +295,7 @@ impl PluginDirectory {
         loaded.unmatched = unmatched.into_iter().map(|section| section.name).collect();
 
         rescan.published = self.registry.publish(loaded.plugins.values().cloned().collect());
+        to_announce.iter().for_each(Announcement::log);
         rescan.served = Served::now(&self.registry, present.len(), loaded.plugins.len());
         if attempted_loads {
             // Off the runtime: it walks the allocator's arenas.
@@ -393,6 +387,49 @@ fn restart_only_change(current: &ServeConfig, new: &ServeConfig) -> Option<&'sta
     ]
     .into_iter()
     .find_map(|(key, changed)| changed.then_some(key))
+}
+
+/// A change to what is served, logged once the catalog with it is published.
+enum Announcement {
+    Loaded {
+        plugin: Arc<Plugin>,
+        before: Option<Arc<Plugin>>,
+    },
+    /// Taken out of service: it does not load under the configuration now in force.
+    RemovedByConfig {
+        file: String,
+        error: String,
+    },
+    /// Its file is gone from the directory.
+    Removed {
+        id: String,
+    },
+}
+
+impl Announcement {
+    fn log(&self) {
+        match self {
+            Announcement::Loaded { plugin, before } => {
+                let id = plugin.id();
+                log_sight_change(id, before.as_ref().map(|before| before.sight()), plugin.sight());
+                tracing::info!(
+                    plugin = %id.escape_debug(),
+                    prompts = plugin.prompts().len(),
+                    sha256 = &plugin.digest()[..12],
+                    wit = plugin.wit_version().as_str(),
+                    // What the pack says it is: its own words, escaped.
+                    // (Left out when the pack says nothing, not logged as an Option.)
+                    pack = plugin.info().map(|info| tracing::field::debug(format!("{} {}", info.name, info.version))),
+                    "plugin {}",
+                    if before.is_some() { "replaced" } else { "loaded" }
+                );
+            }
+            Announcement::RemovedByConfig { file, error } => {
+                tracing::error!(file = %file, ?error, "plugin removed: it does not load under the new configuration")
+            }
+            Announcement::Removed { id } => tracing::info!(plugin = %id.escape_debug(), "plugin removed"),
+        }
+    }
 }
 
 /// Logs, in one line, what a plugin's calls see of the machine when it is

@@ -346,3 +346,75 @@ fn a_limits_only_change_at_sighup_applies_to_the_next_call_and_tells_no_client()
     assert_eq!(spin(&mut server), "plugin 'hostile' exceeded its 100 ms deadline");
     assert_eq!(server.drain_notifications(), Vec::<serde_json::Value>::new());
 }
+
+/// A logged line's message, the grants `grants_probe` was served with when
+/// it was written, and how many plugins were served.
+type LineAndServed = (String, Vec<String>, usize);
+
+/// Each line the watcher logs, with what the registry served when it was written.
+#[derive(Clone)]
+struct ServedAtEachLine {
+    registry: std::sync::Arc<prompt_host::registry::Registry>,
+    lines: std::sync::Arc<std::sync::Mutex<Vec<LineAndServed>>>,
+}
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for ServedAtEachLine {
+    fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
+        let message = prompt_host::json_log::event_message(event);
+        let snapshot = self.registry.snapshot();
+        let probe = snapshot.resolve("read").map(|(_, plugin)| plugin.sight().given()).unwrap_or_default();
+        let plugins = snapshot.catalog().entries().iter().map(|entry| entry.plugin).collect::<std::collections::BTreeSet<_>>().len();
+        self.lines.lock().unwrap().push((message, probe, plugins));
+    }
+}
+
+#[tokio::test]
+async fn a_change_is_logged_once_the_next_call_is_served_by_it() {
+    // The grants test's SIGHUP read the log line "grants changed for the
+    // next call", made that call, and was served the old grants: the line
+    // was written before the change was published.
+    use std::sync::Arc;
+    use tracing_subscriber::layer::SubscriberExt;
+    let root = tempfile::tempdir().unwrap();
+    for folder in ["plugins", "project", "logs"] {
+        std::fs::create_dir_all(root.path().join(folder)).unwrap();
+    }
+    std::fs::copy(built_plugin("grants_probe"), root.path().join("plugins/grants_probe.wasm")).unwrap();
+    let config = |folders: &str| {
+        let text = format!("[server]\nplugins = \"plugins\"\n\n[plugins.grants_probe.grants.folders]\n{folders}\n");
+        prompt_host::config::ServeConfig::from_toml_in(&text, root.path()).unwrap()
+    };
+    let first = config("project = \"project\"\nlogs = \"logs\"\n");
+    let sandbox = Arc::new(prompt_host::sandbox::Sandbox::new(first.sandbox_config()).unwrap());
+    let loader = Arc::new(prompt_host::loader::Loader::new(sandbox, None));
+    let registry = Arc::new(prompt_host::registry::Registry::new(Vec::new()));
+    let plugins = root.path().join("plugins");
+    let directory = prompt_host::watch::PluginDirectory::new(&plugins, loader, Arc::new(first), registry.clone());
+    let seen = ServedAtEachLine { registry, lines: Default::default() };
+    let _logging = tracing::subscriber::set_default(tracing_subscriber::registry().with(seen.clone()));
+    let line_with = |text: &str| {
+        let lines = seen.lines.lock().unwrap();
+        let found = lines.iter().filter(|(message, ..)| message.contains(text)).cloned().collect::<Vec<_>>();
+        assert_eq!(found.len(), 1, "one line with {text:?} in {lines:?}");
+        found.into_iter().next().unwrap()
+    };
+    let both = vec!["folder project = ".to_string(), "folder logs = ".to_string()];
+    let given = |given: Vec<String>| given.iter().map(|grant| grant.split_inclusive("= ").next().unwrap().to_string()).collect::<Vec<_>>();
+
+    directory.rescan(false).await.unwrap();
+    let (_, served, served_plugins) = line_with("plugin loaded");
+    assert_eq!((given(served), served_plugins), (both, 1));
+
+    directory.replace_config(config("project = \"project\"\n")).unwrap();
+    directory.rescan(true).await.unwrap();
+    let (message, served, _) = line_with("grants changed for the next call");
+    assert!(message.starts_with("grants changed for the next call: now folder project = "), "{message}");
+    assert_eq!(given(served), ["folder project = "]);
+    let (_, served, _) = line_with("plugin replaced");
+    assert_eq!(given(served), ["folder project = "]);
+
+    std::fs::remove_file(plugins.join("grants_probe.wasm")).unwrap();
+    directory.rescan(false).await.unwrap();
+    let (_, served, served_plugins) = line_with("plugin removed");
+    assert_eq!((served, served_plugins), (Vec::<String>::new(), 0));
+}

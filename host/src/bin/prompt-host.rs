@@ -84,17 +84,7 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for ClientGoneFilter {
         if event.metadata().target() != "rmcp::service" {
             return true;
         }
-        struct Message(String);
-        impl tracing::field::Visit for Message {
-            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
-                if field.name() == "message" {
-                    self.0 = format!("{value:?}");
-                }
-            }
-        }
-        let mut message = Message(String::new());
-        event.record(&mut message);
-        !CLIENT_GONE_MESSAGES.contains(&message.0.as_str())
+        !CLIENT_GONE_MESSAGES.contains(&prompt_host::json_log::event_message(event).as_str())
     }
 }
 
