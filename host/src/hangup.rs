@@ -42,8 +42,10 @@ pub async fn next(_: &mut Option<()>) {
 /// `until` is cancelled.
 pub fn on_each(work: impl Fn() + Send + Sync + 'static, until: CancellationToken) {
     let work = std::sync::Arc::new(work);
+    // Listened for from here on, not from the task's first poll: a SIGHUP
+    // with no listener yet would end the process.
+    let mut hangups = signals();
     tokio::spawn(async move {
-        let mut hangups = signals();
         loop {
             tokio::select! {
                 () = next(&mut hangups) => {
@@ -65,5 +67,20 @@ mod tests {
         let mut none = None;
         let waited = tokio::time::timeout(std::time::Duration::from_millis(100), next(&mut none)).await;
         assert!(waited.is_err(), "next completed with no signals to listen to");
+    }
+
+    /// A SIGHUP sent once `on_each` has returned, before its task first
+    /// runs, is its work's: with no listener yet it would end the process
+    /// (this test binary, here).
+    #[cfg(unix)]
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_sighup_as_soon_as_on_each_returns_runs_its_work() {
+        let (done, worked) = std::sync::mpsc::channel();
+        on_each(move || done.send(()).unwrap(), CancellationToken::new());
+        // No await in between: the listening task has not run yet.
+        let sent = std::process::Command::new("kill").args(["-HUP", &std::process::id().to_string()]).status().unwrap();
+        assert!(sent.success());
+        let waited = tokio::task::spawn_blocking(move || worked.recv_timeout(std::time::Duration::from_secs(10))).await.unwrap();
+        assert_eq!(waited, Ok(()));
     }
 }

@@ -315,10 +315,12 @@ impl PluginDirectory {
         let mut watch = config.watch.then(|| LiveWatch::start(&self.dir, config.watch_poll, events.clone()));
         let directory = self.clone();
         let config_source = config_source.map(Arc::new);
+        // Listened for from here on, before the server answers anyone, not
+        // from the task's first poll: a SIGHUP with no listener ends the process.
+        let mut hangups = crate::hangup::signals();
         tokio::spawn(async move {
             // The watcher sends into the channel as long as the task lives.
             let _events = events;
-            let mut hangups = crate::hangup::signals();
             loop {
                 let retry_failed = tokio::select! {
                     Some(change) = received.recv() => {

@@ -1073,8 +1073,8 @@ fn a_sigstore_bundle_beside_a_file_signs_exactly_that_file_by_key_or_keyless_at_
     let unsigned = packs.join("unsigned.wasm");
     tool(&["bundle", "--wasm", unsigned.to_str().unwrap(), "--key", keys["private"].as_str().unwrap()]);
     server.notification("notifications/prompts/list_changed");
-    let log = server.wait_for_stderr("plugin=unsigned");
-    assert!(log.lines().any(|line| line.contains("plugin loaded") && line.contains("plugin=unsigned")), "{log}");
+    // (Once it is published, which may be after the client hears of it.)
+    server.wait_for_stderr("plugin loaded plugin=unsigned");
 }
 
 #[test]

@@ -243,15 +243,29 @@ fn get_on_a_terminal_asks_the_form_s_questions() {
         .spawn()
         .expect("util-linux's script runs the command on a pty");
     let mut stdin = child.stdin.take().unwrap();
-    for answer in ["Hello there\n", "French\n"] {
-        // Typed once the question is asked (a pty drops nothing, but keep the order a person has).
-        std::thread::sleep(std::time::Duration::from_millis(1500));
+    let shown = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let reader = {
+        let (mut stdout, shown) = (child.stdout.take().unwrap(), shown.clone());
+        std::thread::spawn(move || {
+            use std::io::Read;
+            let mut chunk = [0u8; 4096];
+            while let Ok(read @ 1..) = stdout.read(&mut chunk) {
+                shown.lock().unwrap().push_str(&String::from_utf8_lossy(&chunk[..read]));
+            }
+        })
+    };
+    // Each answer typed once its question is shown, as a person would.
+    for (question, answer) in
+        [("text (The text to translate): ", "Hello there\n"), ("language (The language to translate into): ", "French\n")]
+    {
+        wait_for_text(&shown, question, 1);
         stdin.write_all(answer.as_bytes()).unwrap();
     }
-    std::thread::sleep(std::time::Duration::from_millis(500));
+    wait_for_text(&shown, "Translate this text into French", 1);
     drop(stdin);
-    let output = child.wait_with_output().unwrap();
-    let text = String::from_utf8_lossy(&output.stdout).replace("\r\n", "\n");
+    assert!(child.wait().unwrap().success());
+    reader.join().unwrap();
+    let text = shown.lock().unwrap().replace("\r\n", "\n");
     assert!(
         text.contains(
             "What text should be translated?\n  text (The text to translate): Hello there\n\

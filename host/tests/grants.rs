@@ -455,22 +455,8 @@ fn sixty_four_calls_at_once_stay_within_the_packs_share_of_descriptors() {
     let site = Site::new("");
     let mut server = site.serve();
     let pid = server.pid();
-    let descriptors = || std::fs::read_dir(format!("/proc/{pid}/fd")).unwrap().count();
-    // The count once it stands still: a used instance is dropped after its
-    // reply is sent, and the next one built, in a task of their own.
-    let settled = || {
-        let mut last = descriptors();
-        loop {
-            std::thread::sleep(std::time::Duration::from_millis(200));
-            let now = descriptors();
-            if now == last {
-                return now;
-            }
-            last = now;
-        }
-    };
     assert_eq!(read(&mut server, "/project/main.py"), "read 12 bytes: print('hi')\n");
-    let before = settled();
+    let before = support::settled_descriptors(pid);
     let calls: Vec<u64> = (0..64)
         .map(|_| {
             // Each holds its files for 100 ms, so the 16 the quota runs at once hold theirs at once.
@@ -492,7 +478,7 @@ fn sixty_four_calls_at_once_stay_within_the_packs_share_of_descriptors() {
     }
     assert!(busy > 0, "16 calls of 201 descriptors each fit in the pack's share");
     // Every descriptor a call held is closed once it is answered.
-    assert_eq!(settled(), before);
+    assert_eq!(support::settled_descriptors(pid), before);
     assert_eq!(read(&mut server, "/project/main.py"), "read 12 bytes: print('hi')\n");
 }
 

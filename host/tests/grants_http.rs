@@ -338,7 +338,8 @@ fn sixty_four_calls_held_by_dripping_responses_end_at_their_deadlines_and_leave_
     let pid = server.pid();
     let descriptors = || std::fs::read_dir(format!("/proc/{pid}/fd")).unwrap().count();
     assert_eq!(fetch(&mut server, json!({ "url": origin.url("/hello") })), "status 200, 21 bytes: hello from the origin");
-    let before = descriptors();
+    // (Once the instance that fetched is dropped, with its connection.)
+    let before = support::settled_descriptors(pid);
     let calls: Vec<u64> = (0..64)
         .map(|_| server.send_request("prompts/get", json!({ "name": "fetch", "arguments": { "url": origin.url("/drip") } })))
         .collect();

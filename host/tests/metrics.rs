@@ -219,6 +219,8 @@ fn readyz_is_503_again_once_the_server_is_stopping_while_calls_finish() {
     assert_eq!(get(addr, "/readyz", "localhost").0, 200);
     // A call that runs until its deadline keeps the server draining.
     let call = server.send_request("prompts/get", json!({ "name": "sleep" }));
+    // Answered after the call is read, so the stop finds the call to wait for.
+    server.request("ping", json!({}));
     support::send_signal(server.pid(), "TERM");
     server.wait_for_stderr("SIGTERM: stopping");
     assert_eq!(get(addr, "/readyz", "localhost"), (503, "not ready: stopping\n".to_string()));

@@ -44,10 +44,17 @@ after(() => {
   rmSync(work, { recursive: true, force: true });
 });
 
-async function connect(onListChanged) {
+// `onStreamOpen` is called once the server has answered the session's GET,
+// which opens the stream that notifications come on.
+async function connect(onListChanged, onStreamOpen) {
   const client = new Client({ name: "prompt-host-e2e-http", version: "1.0.0" });
   if (onListChanged) client.setNotificationHandler(PromptListChangedNotificationSchema, onListChanged);
-  await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+  const watching = async (input, init) => {
+    const response = await fetch(input, init);
+    if (init?.method === "GET" && response.ok && onStreamOpen) onStreamOpen();
+    return response;
+  };
+  await client.connect(new StreamableHTTPClientTransport(new URL(url), { fetch: watching }));
   return client;
 }
 
@@ -64,18 +71,22 @@ test("list every page, get, and complete over HTTP", async () => {
 
 test("two sessions each receive list_changed when a pack is added", async () => {
   const heard = [];
+  const opened = [];
   const sessions = await Promise.all(
     [0, 1].map((index) => new Promise((resolve) => {
+      let streamOpen;
+      opened[index] = new Promise((open) => { streamOpen = open; });
       heard[index] = new Promise((wake) => {
-        resolve(connect(() => wake()));
+        resolve(connect(() => wake(), () => streamOpen()));
       });
     })),
   );
-  // Let both sessions open their notification streams before the change.
-  await Promise.all(sessions.map((client) => client.ping()));
-  await new Promise((resolve) => setTimeout(resolve, 300));
+  // Both sessions' notification streams are open before the change (a
+  // notification sent before a stream opens is not kept for it).
+  const noStream = new Promise((_, reject) => setTimeout(() => reject(new Error("a session opened no stream within 20 s")), 20000).unref());
+  await Promise.race([Promise.all(opened), noStream]);
   install(plugins, "media_prompts");
-  const timeout = new Promise((_, reject) => setTimeout(() => reject(new Error("no list_changed within 20 s")), 20000));
+  const timeout = new Promise((_, reject) => setTimeout(() => reject(new Error("no list_changed within 20 s")), 20000).unref());
   await Promise.race([Promise.all(heard), timeout]);
   assert.deepEqual(await names(sessions[1]), [
     "code_review", "git-commit", "explain-code", "debug-error", "describe-image", "transcribe-audio",

@@ -374,6 +374,22 @@ impl Server {
     }
 }
 
+/// How many descriptors process `pid` holds, once the count has stood still
+/// for 200 ms: a used instance is dropped after its reply is sent, and the
+/// next one built, in tasks of their own.
+pub fn settled_descriptors(pid: u32) -> usize {
+    let descriptors = || std::fs::read_dir(format!("/proc/{pid}/fd")).unwrap().count();
+    let mut last = descriptors();
+    loop {
+        std::thread::sleep(Duration::from_millis(200));
+        let now = descriptors();
+        if now == last {
+            return now;
+        }
+        last = now;
+    }
+}
+
 /// What the server logs once the metrics listener serves, before its URL.
 pub const METRICS_SERVED: &str = "metrics, /healthz and /readyz served on http://";
 
