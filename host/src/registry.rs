@@ -108,9 +108,11 @@ impl Registry {
             }
             return false;
         }
+        // Said once it is served: a line or a metric read before is true.
+        let next = Arc::new(next);
+        self.current.store(next.clone());
         next.warn_of_new_clashes(&current.skipped);
         metrics::catalog_published(next.catalog.version(), next.catalog.entries().len());
-        self.current.store(Arc::new(next));
         self.changes.send_modify(|generation| *generation += 1);
         true
     }

@@ -244,7 +244,6 @@ impl PluginDirectory {
             loaded.failed.remove(&id);
             loaded.settings.insert(id.clone(), config.plugin_settings(&id));
             let plugin = Arc::new(plugin);
-            crate::metrics::plugin_loaded(&id, &crate::catalog::served_names(&plugin));
             let before = loaded.plugins.insert(id.clone(), plugin.clone());
             if before.is_some() {
                 rescan.replaced.push(id);
@@ -281,7 +280,6 @@ impl PluginDirectory {
         for id in gone {
             loaded.plugins.remove(&id);
             loaded.settings.remove(&id);
-            crate::metrics::plugin_removed(&id);
             to_announce.push(Announcement::Removed { id: id.clone() });
             rescan.removed.push(id);
         }
@@ -295,7 +293,8 @@ impl PluginDirectory {
         loaded.unmatched = unmatched.into_iter().map(|section| section.name).collect();
 
         rescan.published = self.registry.publish(loaded.plugins.values().cloned().collect());
-        to_announce.iter().for_each(Announcement::log);
+        // (An old version a change replaced is dropped here, once said.)
+        to_announce.into_iter().for_each(Announcement::announce);
         rescan.served = Served::now(&self.registry, present.len(), loaded.plugins.len());
         if attempted_loads {
             // Off the runtime: it walks the allocator's arenas.
@@ -391,7 +390,8 @@ fn restart_only_change(current: &ServeConfig, new: &ServeConfig) -> Option<&'sta
     .find_map(|(key, changed)| changed.then_some(key))
 }
 
-/// A change to what is served, logged once the catalog with it is published.
+/// A change to what is served, logged and counted once the catalog with it
+/// is published.
 enum Announcement {
     Loaded {
         plugin: Arc<Plugin>,
@@ -409,10 +409,11 @@ enum Announcement {
 }
 
 impl Announcement {
-    fn log(&self) {
+    fn announce(self) {
         match self {
             Announcement::Loaded { plugin, before } => {
                 let id = plugin.id();
+                crate::metrics::plugin_loaded(id, &crate::catalog::served_names(&plugin));
                 log_sight_change(id, before.as_ref().map(|before| before.sight()), plugin.sight());
                 tracing::info!(
                     plugin = %id.escape_debug(),
@@ -429,7 +430,10 @@ impl Announcement {
             Announcement::RemovedByConfig { file, error } => {
                 tracing::error!(file = %file, ?error, "plugin removed: it does not load under the new configuration")
             }
-            Announcement::Removed { id } => tracing::info!(plugin = %id.escape_debug(), "plugin removed"),
+            Announcement::Removed { id } => {
+                crate::metrics::plugin_removed(&id);
+                tracing::info!(plugin = %id.escape_debug(), "plugin removed");
+            }
         }
     }
 }

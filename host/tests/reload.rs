@@ -178,6 +178,9 @@ fn pack_dir(path: &std::path::Path, names: &[&str]) {
 /// which proves the watch moved to it.
 fn a_new_file_is_seen(server: &mut Server, dir: &std::path::Path) {
     install(dir, "media_prompts", "media_prompts.wasm");
+    // (A notification of an earlier change may still be queued: the line
+    // is written once the new pack is served.)
+    server.wait_for_stderr("plugin loaded plugin=media_prompts");
     server.notification(LIST_CHANGED);
     assert_eq!(server.list_all_names(), DEV_AND_MEDIA);
 }

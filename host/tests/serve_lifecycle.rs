@@ -193,7 +193,7 @@ fn sigterm_stops_an_idle_stdio_server() {
 }
 
 #[test]
-fn sigterm_while_plugins_load_stops_the_server_with_a_log_line() {
+fn a_sighup_while_plugins_load_is_said_and_a_sigterm_stops_the_server() {
     // A pack that lists its prompts until its deadline: loading it takes a
     // minute, and the signal comes while it does.
     let plugins = support::plugin_dir(&["hostile_list_loop"]);
@@ -207,6 +207,9 @@ fn sigterm_while_plugins_load_stops_the_server_with_a_log_line() {
         "60000",
     ]);
     server.wait_for_stderr("compiled hostile_list_loop in ");
+    // No reader of files listens yet: the SIGHUP ends nothing, and is said.
+    support::send_signal(server.pid(), "HUP");
+    server.wait_for_stderr("SIGHUP while loading plugins: nothing is read again now; send it again once the server serves");
     assert_eq!(server.terminate(), Some(0));
     let stderr = server.wait_for_stderr("SIGTERM while loading plugins: stopped");
     assert!(!stderr.contains("serving "), "{stderr}");

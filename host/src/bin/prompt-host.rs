@@ -767,6 +767,10 @@ async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
     // compile, a pack that lists its prompts until its deadline) is logged
     // and ends the process cleanly too.
     let mut signals = StopSignals::install();
+    // No reader of files listens for SIGHUP before the plugins are loaded,
+    // and with none listening it would end the process: it is heard here.
+    // (tokio keeps the handler for the life of the process.)
+    let mut hangups = prompt_host::hangup::signals();
     // Over HTTP with OAuth tenants, each tenant's directory is served on
     // its own, and `server.plugins` is not served.
     let tenanted = listener.is_some() && !config.tenants.is_empty();
@@ -796,11 +800,17 @@ async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
             Ok((prompt_host::startup::start(&config, config_source).await?, Default::default()))
         }
     };
-    let (host, tenants) = tokio::select! {
-        hosts = start => hosts?,
-        signal = signals.next() => {
-            tracing::info!("{signal} while loading plugins: stopped");
-            return Ok(());
+    let mut start = std::pin::pin!(start);
+    let (host, tenants) = loop {
+        tokio::select! {
+            hosts = &mut start => break hosts?,
+            signal = signals.next() => {
+                tracing::info!("{signal} while loading plugins: stopped");
+                return Ok(());
+            }
+            () = prompt_host::hangup::next(&mut hangups) => {
+                tracing::warn!("SIGHUP while loading plugins: nothing is read again now; send it again once the server serves");
+            }
         }
     };
     // With the line on what is served: the start-up summary.

@@ -375,10 +375,12 @@ impl Server {
 }
 
 /// How many descriptors process `pid` holds, once the count has stood still
-/// for 200 ms: a used instance is dropped after its reply is sent, and the
-/// next one built, in tasks of their own.
+/// for 200 ms (or fails after the response timeout): a used instance is
+/// dropped after its reply is sent, and the next one built, in tasks of
+/// their own.
 pub fn settled_descriptors(pid: u32) -> usize {
     let descriptors = || std::fs::read_dir(format!("/proc/{pid}/fd")).unwrap().count();
+    let deadline = std::time::Instant::now() + RESPONSE_TIMEOUT;
     let mut last = descriptors();
     loop {
         std::thread::sleep(Duration::from_millis(200));
@@ -386,6 +388,7 @@ pub fn settled_descriptors(pid: u32) -> usize {
         if now == last {
             return now;
         }
+        assert!(std::time::Instant::now() < deadline, "process {pid}'s descriptors never settled: {last}, then {now}");
         last = now;
     }
 }
