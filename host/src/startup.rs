@@ -71,14 +71,15 @@ async fn load(config: &ServeConfig, config_source: Option<ConfigSource>) -> Resu
         for failure in &failures {
             tracing::error!("bundled pack not loaded: {failure}");
         }
-        for plugin in &plugins {
-            crate::metrics::plugin_loaded(plugin.id(), &crate::catalog::served_names(plugin));
-        }
         for unmatched in config.unmatched_plugins(&names) {
             tracing::warn!("{unmatched}");
         }
         let loaded = plugins.len();
-        registry.publish(plugins.into_iter().map(Arc::new).collect());
+        let plugins: Vec<Arc<crate::plugin::Plugin>> = plugins.into_iter().map(Arc::new).collect();
+        registry.publish(plugins.clone());
+        for plugin in &plugins {
+            crate::metrics::plugin_loaded(plugin.id(), &crate::catalog::served_names(plugin));
+        }
         Served::now(&registry, names.len(), loaded).log(None);
         return Ok(Host { registry, watcher: None });
     };

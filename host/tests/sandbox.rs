@@ -265,7 +265,7 @@ fn calls_past_the_concurrency_bound_are_refused_as_busy() {
     assert_eq!(server.response(sleeper)["error"]["message"], "plugin 'hostile' exceeded its 2000 ms deadline");
     // And the slot is free again: at once, or once the sleeper's next
     // instance, built in that slot after its call, is made (until then, busy).
-    let served = (0..10)
+    let served = (0..100)
         .map(|_| server.request("prompts/get", echo.clone()))
         .find(|response| {
             let busy = response["error"]["data"]["failure"] == "busy";

@@ -209,7 +209,9 @@ fn a_sighup_while_plugins_load_is_said_and_a_sigterm_stops_the_server() {
     server.wait_for_stderr("compiled hostile_list_loop in ");
     // No reader of files listens yet: the SIGHUP ends nothing, and is said.
     support::send_signal(server.pid(), "HUP");
-    server.wait_for_stderr("SIGHUP while loading plugins: nothing is read again now; send it again once the server serves");
+    server.wait_for_stderr(
+        "SIGHUP while loading plugins: only what has finished loading reads its files again; send it again once the server serves",
+    );
     assert_eq!(server.terminate(), Some(0));
     let stderr = server.wait_for_stderr("SIGTERM while loading plugins: stopped");
     assert!(!stderr.contains("serving "), "{stderr}");

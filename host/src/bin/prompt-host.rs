@@ -733,6 +733,14 @@ fn serve_config(args: &ServeArgs) -> Result<ServeConfig, ConfigError> {
 }
 
 async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
+    // Listened for from the first moment, so that a stop while plugins
+    // load (a slow compile, a pack that lists its prompts until its
+    // deadline) is logged and ends the process cleanly too.
+    let mut signals = StopSignals::install();
+    // No reader of files listens for SIGHUP before the plugins are loaded,
+    // and with none listening it would end the process: it is heard here.
+    // (tokio keeps the handler for the life of the process.)
+    let mut hangups = prompt_host::hangup::signals();
     args.config = config_file(args.config.take());
     // What can be wrong without loading a plugin is checked first: the
     // config, the token file and the address (bound here, so that one in
@@ -763,14 +771,6 @@ async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
             Ok(config)
         }) as prompt_host::watch::ConfigSource
     });
-    // Listened for from here on, so that a stop while plugins load (a slow
-    // compile, a pack that lists its prompts until its deadline) is logged
-    // and ends the process cleanly too.
-    let mut signals = StopSignals::install();
-    // No reader of files listens for SIGHUP before the plugins are loaded,
-    // and with none listening it would end the process: it is heard here.
-    // (tokio keeps the handler for the life of the process.)
-    let mut hangups = prompt_host::hangup::signals();
     // Over HTTP with OAuth tenants, each tenant's directory is served on
     // its own, and `server.plugins` is not served.
     let tenanted = listener.is_some() && !config.tenants.is_empty();
@@ -809,7 +809,9 @@ async fn serve(mut args: ServeArgs) -> anyhow::Result<()> {
                 return Ok(());
             }
             () = prompt_host::hangup::next(&mut hangups) => {
-                tracing::warn!("SIGHUP while loading plugins: nothing is read again now; send it again once the server serves");
+                tracing::warn!(
+                    "SIGHUP while loading plugins: only what has finished loading reads its files again; send it again once the server serves"
+                );
             }
         }
     };
