@@ -28,6 +28,16 @@ async def all_names(session: ClientSession) -> list[str]:
             return names
 
 
+def on_stream_opened(opened):
+    """An httpx2 response hook that sets the event `opened` once the server
+    answers a session's GET: the stream its notifications come on is open
+    (one sent before it opens is not kept for it)."""
+    async def hook(response):
+        if response.request.method == "GET" and response.status_code == 200:
+            opened.set()
+    return hook
+
+
 def install(plugin_dir: Path, plugin: str) -> None:
     """Copies a built pack in beside, then renames it into place."""
     staging = plugin_dir / f".{plugin}.wasm.partial"

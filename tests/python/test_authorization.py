@@ -23,7 +23,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.types import PaginatedRequestParams, PromptReference
 
-from server import BINARY, BUILT, ROOT, all_names, install
+from server import BINARY, BUILT, ROOT, all_names, install, on_stream_opened
 
 PROVIDER = ROOT / "tests/oauth/provider.mjs"
 # oidc-provider supports Node 22 and later: the one the conformance suite runs on.
@@ -277,14 +277,22 @@ async def test_each_tenant_hears_only_its_own_list_changes():
                     events[tenant].set()
             return on_message
 
-        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {provider.token('acme-client')}"}) as acme_http, \
-                httpx2.AsyncClient(headers={"Authorization": f"Bearer {provider.token('globex-client')}"}) as globex_http, \
+        opened = {"acme": anyio.Event(), "globex": anyio.Event()}
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {provider.token('acme-client')}"},
+                                      event_hooks={"response": [on_stream_opened(opened["acme"])]}) as acme_http, \
+                httpx2.AsyncClient(headers={"Authorization": f"Bearer {provider.token('globex-client')}"},
+                                   event_hooks={"response": [on_stream_opened(opened["globex"])]}) as globex_http, \
                 streamable_http_client(url, http_client=acme_http) as (read_a, write_a), \
                 streamable_http_client(url, http_client=globex_http) as (read_g, write_g), \
                 ClientSession(read_a, write_a, message_handler=handler("acme")) as acme, \
                 ClientSession(read_g, write_g, message_handler=handler("globex")) as globex:
             await acme.initialize()
             await globex.initialize()
+            # Both sessions' streams are open before the change (globex's, so
+            # that hearing nothing below says something).
+            with anyio.fail_after(20):
+                await opened["acme"].wait()
+                await opened["globex"].wait()
             install(work / "acme", "media_prompts")
             with anyio.fail_after(20):
                 await events["acme"].wait()

@@ -30,11 +30,16 @@ CLIENT_CREDENTIALS = "Basic " + b64encode(b"prompt-host:prompt-host-secret").dec
 
 class Endpoint:
     """A loopback HTTP server of the test's own, answering with `answer(handler)`
-    after `delay` seconds, counting what it was asked."""
+    after `delay` seconds, counting what it was asked. While `junk_held` is
+    cleared, a question about a `junk…` token is not answered: the test
+    holds the host's turns for as long as it needs, however loaded the
+    machine."""
 
     def __init__(self, answer, delay: float = 0.0):
         self.answer, self.delay, self.asked = answer, delay, Counter()
         self.in_flight, self.most_in_flight, self.lock = 0, 0, threading.Lock()
+        self.junk_held = threading.Event()
+        self.junk_held.set()
         endpoint = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -62,6 +67,8 @@ class Endpoint:
             self.asked[key] += 1
             self.in_flight += 1
             self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        if key.startswith("junk"):
+            self.junk_held.wait(timeout=60)
         time.sleep(self.delay)
         with self.lock:
             self.in_flight -= 1
@@ -77,8 +84,25 @@ class Endpoint:
             pass  # the host gave up waiting
 
     def close(self):
+        self.junk_held.set()
         self.server.shutdown()
         self.server.server_close()
+
+    @contextmanager
+    def holding_junk(self, threads: list[threading.Thread], under_way: int):
+        """Holds every question about a junk token until the block ends:
+        starts `threads`, and waits for `under_way` questions to be asked."""
+        self.junk_held.clear()
+        try:
+            for thread in threads:
+                thread.start()
+            deadline = time.monotonic() + 30
+            while self.in_flight < under_way:
+                assert time.monotonic() < deadline, f"{self.in_flight} of {under_way} questions asked"
+                time.sleep(0.02)
+            yield
+        finally:
+            self.junk_held.set()
 
 
 class Introspector(Endpoint):
@@ -185,12 +209,10 @@ def test_one_client_has_at_most_two_introspections_under_way_unless_configured()
                 answers = []
                 threads = [threading.Thread(target=lambda: answers.append(request_from("127.0.0.7", url, f"junk{uuid.uuid4().hex}")))
                            for _ in range(per_client)]
-                for thread in threads:
-                    thread.start()
-                time.sleep(0.3)
-                over = request_from("127.0.0.7", url, f"junk{uuid.uuid4().hex}")
-                # Another address is not held up by that client's turns.
-                valid = request_from("127.0.0.8", url, introspector.issue(provider.issuer, url))
+                with introspector.holding_junk(threads, under_way=per_client):
+                    over = request_from("127.0.0.7", url, f"junk{uuid.uuid4().hex}")
+                    # Another address is not held up by that client's turns.
+                    valid = request_from("127.0.0.8", url, introspector.issue(provider.issuer, url))
                 for thread in threads:
                     thread.join()
                 assert over == (503, b"service unavailable: access tokens cannot be checked now\n")
@@ -292,16 +314,12 @@ def test_a_network_that_sends_junk_loses_the_turns_its_valid_token_earned():
         def valid_while_the_suspect_turns_are_taken():
             """A fresh valid token from `a` while junk from its /24 holds the
             4 suspect turns for longer than a request waits for a turn (5 s)."""
-            introspector.delay = 6.0
             junk = [threading.Thread(target=request_from, args=(f"127.0.6.{host}", url, f"junk{uuid.uuid4().hex}"))
                     for host in (2, 3) for _ in range(2)]
-            for thread in junk:
-                thread.start()
-            time.sleep(0.5)
-            answer = request_from(a, url, introspector.issue(provider.issuer, url))
+            with introspector.holding_junk(junk, under_way=4):
+                answer = request_from(a, url, introspector.issue(provider.issuer, url))
             for thread in junk:
                 thread.join()
-            introspector.delay = 0.0
             return answer
 
         # `a` presents a valid token; a neighbour's junk makes the /24 suspect.
@@ -350,11 +368,10 @@ def test_one_prefix_has_at_most_eight_introspections_under_way_and_busy_refusals
         answers = []
         threads = [threading.Thread(target=lambda host=host: answers.append(request_from(f"127.0.0.{host}", url, f"junk{uuid.uuid4().hex}")))
                    for host in range(20, 24) for _ in range(2)]
-        for thread in threads:
-            thread.start()
-        time.sleep(0.4)
-        # Another address of the same /24 is over the prefix's 8; one of another /24 is not.
-        over = [request_from("127.0.0.30", url, f"junk{uuid.uuid4().hex}") for _ in range(25)]
+        with introspector.holding_junk(threads, under_way=8):
+            # Another address of the same /24 is over the prefix's 8.
+            over = [request_from("127.0.0.30", url, f"junk{uuid.uuid4().hex}") for _ in range(25)]
+        # One of another /24 is not (once the junk is answered, a turn is free).
         valid = request_from("127.0.1.30", url, introspector.issue(provider.issuer, url))
         # 25 busy refusals do not use up the refusal log's 20 lines.
         assert post(url, "not!a-token").status_code == 401
@@ -376,14 +393,12 @@ def test_behind_a_trusted_proxy_each_forwarded_client_has_its_own_turns():
         answers = []
         threads = [threading.Thread(target=lambda source=source, forwarded=forwarded: answers.append(junk(source, forwarded)))
                    for source, forwarded in [("127.0.0.1", "192.0.2.1")] * 2 + [("127.0.0.5", "192.0.2.50"), ("127.0.0.5", "192.0.2.51")]]
-        for thread in threads:
-            thread.start()
-        time.sleep(0.4)
         busy = (503, b"service unavailable: access tokens cannot be checked now\n")
-        # Through the proxy: the client is the rightmost address it did not write itself.
-        assert junk("127.0.0.1", "198.51.100.7, 192.0.2.1") == busy
-        # Not through a trusted proxy: the header is the client's, and not read.
-        assert junk("127.0.0.5", "192.0.2.52") == busy
+        with introspector.holding_junk(threads, under_way=4):
+            # Through the proxy: the client is the rightmost address it did not write itself.
+            assert junk("127.0.0.1", "198.51.100.7, 192.0.2.1") == busy
+            # Not through a trusted proxy: the header is the client's, and not read.
+            assert junk("127.0.0.5", "192.0.2.52") == busy
         assert request_from("127.0.0.1", url, introspector.issue(provider.issuer, url), "192.0.2.2")[0] == 200
         for thread in threads:
             thread.join()
@@ -479,8 +494,10 @@ def test_a_rotated_key_waits_for_the_fetch_under_way_and_a_background_fetch_is_a
             keys["set"], delay["now"] = {"keys": second}, 0.0
             time.sleep(1.2)
             assert post(url, old).status_code == 200  # held, stale: fetched again in the background
-            time.sleep(0.5)
-            answer = post(url, old)
+            # Once the background fetch is in (the requests meanwhile start no other within a second).
+            deadline = time.monotonic() + 5
+            while (answer := post(url, old)).status_code == 200 and time.monotonic() < deadline:
+                time.sleep(0.1)
             assert (answer.status_code, answer.text) == (401, "unauthorized: the access token is not valid\n")
             assert "it is signed by a key the issuer does not publish" in log_path.read_text()
             assert post(url, rotated).status_code == 200
@@ -548,8 +565,9 @@ def test_tokens_naming_an_unknown_key_wait_for_a_slow_key_set_only_a_few_at_a_ti
             # Two wait (at most 5 s, then 503: the keys did not come), four
             # are refused at once; /healthz was never held up.
             assert statuses == [503] * 6, answers
-            assert max(took) < 7, took
-            assert sum(1 for spent in took if spent < 1) == 4, took
+            # (Bounds with room for a loaded machine: "at once" is well under the 5 s wait.)
+            assert max(took) < 9, took
+            assert sum(1 for spent in took if spent < 2.5) == 4, took
             log = log_path.read_text()
             assert "2 requests from this client (or 8 from its prefix) already wait for the issuer's keys" in log, log
             assert "its key is not held, and the issuer's keys did not come within 5 s" in log, log

@@ -11,7 +11,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.types import PromptReference
 
-from server import http_server, install
+from server import http_server, install, on_stream_opened
 
 INITIALIZE = {
     "jsonrpc": "2.0",
@@ -63,12 +63,21 @@ async def test_two_sessions_hear_that_a_pack_was_added():
                     heard[index].set()
             return on_message
 
-        async with streamable_http_client(url) as (read_a, write_a), streamable_http_client(url) as (read_b, write_b):
+        opened = [anyio.Event(), anyio.Event()]
+        http_a, http_b = create_mcp_http_client(), create_mcp_http_client()
+        for http, event in ((http_a, opened[0]), (http_b, opened[1])):
+            http.event_hooks["response"].append(on_stream_opened(event))
+        async with http_a, http_b, streamable_http_client(url, http_client=http_a) as (read_a, write_a), \
+                streamable_http_client(url, http_client=http_b) as (read_b, write_b):
             async with ClientSession(read_a, write_a, message_handler=handler(0)) as a, \
                     ClientSession(read_b, write_b, message_handler=handler(1)) as b:
                 await a.initialize()
                 await b.initialize()
                 assert [p.name for p in (await a.list_prompts()).prompts] == ["code_review"]
+                # Both sessions' streams are open before the change.
+                with anyio.fail_after(20):
+                    await opened[0].wait()
+                    await opened[1].wait()
                 install(plugin_dir, "media_prompts")
                 with anyio.fail_after(20):
                     await heard[0].wait()
