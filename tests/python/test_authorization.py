@@ -20,6 +20,7 @@ import pytest
 
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.types import PaginatedRequestParams, PromptReference
 
@@ -278,10 +279,12 @@ async def test_each_tenant_hears_only_its_own_list_changes():
             return on_message
 
         opened = {"acme": anyio.Event(), "globex": anyio.Event()}
-        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {provider.token('acme-client')}"},
-                                      event_hooks={"response": [on_stream_opened(opened["acme"])]}) as acme_http, \
-                httpx2.AsyncClient(headers={"Authorization": f"Bearer {provider.token('globex-client')}"},
-                                   event_hooks={"response": [on_stream_opened(opened["globex"])]}) as globex_http, \
+        # The SDK's own client (its timeouts keep an idle event stream open).
+        acme_http = create_mcp_http_client(headers={"Authorization": f"Bearer {provider.token('acme-client')}"})
+        globex_http = create_mcp_http_client(headers={"Authorization": f"Bearer {provider.token('globex-client')}"})
+        for http, tenant in ((acme_http, "acme"), (globex_http, "globex")):
+            http.event_hooks["response"].append(on_stream_opened(opened[tenant]))
+        async with acme_http, globex_http, \
                 streamable_http_client(url, http_client=acme_http) as (read_a, write_a), \
                 streamable_http_client(url, http_client=globex_http) as (read_g, write_g), \
                 ClientSession(read_a, write_a, message_handler=handler("acme")) as acme, \

@@ -38,7 +38,7 @@ class Endpoint:
     def __init__(self, answer, delay: float = 0.0):
         self.answer, self.delay, self.asked = answer, delay, Counter()
         self.in_flight, self.most_in_flight, self.lock = 0, 0, threading.Lock()
-        self.junk_held = threading.Event()
+        self.junk_held, self.junk_waiting = threading.Event(), 0
         self.junk_held.set()
         endpoint = self
 
@@ -68,7 +68,11 @@ class Endpoint:
             self.in_flight += 1
             self.most_in_flight = max(self.most_in_flight, self.in_flight)
         if key.startswith("junk"):
+            with self.lock:
+                self.junk_waiting += 1
             self.junk_held.wait(timeout=60)
+            with self.lock:
+                self.junk_waiting -= 1
         time.sleep(self.delay)
         with self.lock:
             self.in_flight -= 1
@@ -91,14 +95,15 @@ class Endpoint:
     @contextmanager
     def holding_junk(self, threads: list[threading.Thread], under_way: int):
         """Holds every question about a junk token until the block ends:
-        starts `threads`, and waits for `under_way` questions to be asked."""
+        starts `threads`, and waits for `under_way` of them to be asked.
+        (Keep the block well under the host's 10 s wait for the issuer.)"""
         self.junk_held.clear()
         try:
             for thread in threads:
                 thread.start()
             deadline = time.monotonic() + 30
-            while self.in_flight < under_way:
-                assert time.monotonic() < deadline, f"{self.in_flight} of {under_way} questions asked"
+            while self.junk_waiting < under_way:
+                assert time.monotonic() < deadline, f"{self.junk_waiting} of {under_way} questions asked"
                 time.sleep(0.02)
             yield
         finally:
@@ -313,7 +318,7 @@ def test_a_network_that_sends_junk_loses_the_turns_its_valid_token_earned():
 
         def valid_while_the_suspect_turns_are_taken():
             """A fresh valid token from `a` while junk from its /24 holds the
-            4 suspect turns for longer than a request waits for a turn (5 s)."""
+            4 suspect turns until `a` is answered (a turn is waited for 5 s)."""
             junk = [threading.Thread(target=request_from, args=(f"127.0.6.{host}", url, f"junk{uuid.uuid4().hex}"))
                     for host in (2, 3) for _ in range(2)]
             with introspector.holding_junk(junk, under_way=4):
@@ -368,11 +373,13 @@ def test_one_prefix_has_at_most_eight_introspections_under_way_and_busy_refusals
         answers = []
         threads = [threading.Thread(target=lambda host=host: answers.append(request_from(f"127.0.0.{host}", url, f"junk{uuid.uuid4().hex}")))
                    for host in range(20, 24) for _ in range(2)]
+        # Another /24 presents a valid token: it has turns of its own (the
+        # junk takes all 8 clean turns below).
+        assert request_from("127.0.1.30", url, introspector.issue(provider.issuer, url))[0] == 200
         with introspector.holding_junk(threads, under_way=8):
-            # Another address of the same /24 is over the prefix's 8.
+            # Another address of the same /24 is over the prefix's 8; one of another /24 is not.
             over = [request_from("127.0.0.30", url, f"junk{uuid.uuid4().hex}") for _ in range(25)]
-        # One of another /24 is not (once the junk is answered, a turn is free).
-        valid = request_from("127.0.1.30", url, introspector.issue(provider.issuer, url))
+            valid = request_from("127.0.1.30", url, introspector.issue(provider.issuer, url))
         # 25 busy refusals do not use up the refusal log's 20 lines.
         assert post(url, "not!a-token").status_code == 401
         for thread in threads:
@@ -399,7 +406,7 @@ def test_behind_a_trusted_proxy_each_forwarded_client_has_its_own_turns():
             assert junk("127.0.0.1", "198.51.100.7, 192.0.2.1") == busy
             # Not through a trusted proxy: the header is the client's, and not read.
             assert junk("127.0.0.5", "192.0.2.52") == busy
-        assert request_from("127.0.0.1", url, introspector.issue(provider.issuer, url), "192.0.2.2")[0] == 200
+            assert request_from("127.0.0.1", url, introspector.issue(provider.issuer, url), "192.0.2.2")[0] == 200
         for thread in threads:
             thread.join()
         assert sorted(status for status, _ in answers) == [401] * 4
@@ -566,7 +573,7 @@ def test_tokens_naming_an_unknown_key_wait_for_a_slow_key_set_only_a_few_at_a_ti
             # are refused at once; /healthz was never held up.
             assert statuses == [503] * 6, answers
             # (Bounds with room for a loaded machine: "at once" is well under the 5 s wait.)
-            assert max(took) < 9, took
+            assert max(took) < 7.5, took
             assert sum(1 for spent in took if spent < 2.5) == 4, took
             log = log_path.read_text()
             assert "2 requests from this client (or 8 from its prefix) already wait for the issuer's keys" in log, log
