@@ -794,11 +794,7 @@ impl Gate {
         response.map(|body| {
             // The call is over, the stream's place free and the client gone
             // when hyper drops the body: sent, or the client gone.
-            // The request stops counting as under way once its last frame
-            // is handed to hyper, before its client can have read it: a
-            // client that sends its next request on reading this answer
-            // finds its place free.
-            let body = Holding::new(body, (call, stream, client_gone, expiry_timer)).releasing_at_end(under_way);
+            let body = Holding::new(body, (call, under_way, stream, client_gone, expiry_timer));
             match is_stream {
                 true => body.ending_with(stream_end).boxed(),
                 false => body.boxed(),
@@ -1048,40 +1044,23 @@ impl Drop for StreamHeld {
 /// A response body, and what is held until hyper drops it (the response
 /// sent, or its client gone); with `end`, it ends, cleanly (its last chunk
 /// sent), when `end` completes: how the streams end at once when the server
-/// stops. `at_end` is released as soon as the body has no more to give
-/// (or when it is dropped, if sooner).
+/// stops.
 struct Holding<T> {
     body: Body,
     _held: T,
     // In a mutex only to be `Sync`, as a boxed body must be; only ever
     // reached through `get_mut`, which does not lock.
     end: Option<std::sync::Mutex<std::pin::Pin<Box<tokio_util::sync::WaitForCancellationFutureOwned>>>>,
-    at_end: Option<Arc<std::sync::Mutex<Option<StreamHeld>>>>,
 }
 
 impl<T> Holding<T> {
     fn new(body: Body, held: T) -> Holding<T> {
-        Holding { body, _held: held, end: None, at_end: None }
+        Holding { body, _held: held, end: None }
     }
 
     /// Ends the body when `end` is cancelled.
     fn ending_with(self, end: CancellationToken) -> Holding<T> {
         Holding { end: Some(std::sync::Mutex::new(Box::pin(end.cancelled_owned()))), ..self }
-    }
-
-    /// Releases what `held` holds once the body has no more to give.
-    fn releasing_at_end(self, held: Arc<std::sync::Mutex<Option<StreamHeld>>>) -> Holding<T> {
-        let holding = Holding { at_end: Some(held), ..self };
-        if hyper::body::Body::is_end_stream(&holding.body) {
-            holding.release_at_end();
-        }
-        holding
-    }
-
-    fn release_at_end(&self) {
-        if let Some(held) = &self.at_end {
-            held.lock().expect("never poisoned").take();
-        }
     }
 }
 
@@ -1096,14 +1075,9 @@ impl<T: Unpin> hyper::body::Body for Holding<T> {
         if let Some(end) = &mut self.end
             && end.get_mut().expect("never poisoned").as_mut().poll(context).is_ready()
         {
-            self.release_at_end();
             return std::task::Poll::Ready(None);
         }
-        let frame = std::pin::Pin::new(&mut self.body).poll_frame(context);
-        if matches!(frame, std::task::Poll::Ready(None)) || self.body.is_end_stream() {
-            self.release_at_end();
-        }
-        frame
+        std::pin::Pin::new(&mut self.body).poll_frame(context)
     }
 
     fn is_end_stream(&self) -> bool {
@@ -1412,38 +1386,6 @@ async fn answer_unparsed(response: Response<Body>, body: &Bytes) -> Response<Bod
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A client that sends its next request on reading an answer finds the
-    /// answered request's place free: it is released when the body has no
-    /// more to give, before hyper writes the end and drops the body. (The
-    /// Python fair-share test at a cap of one request saw a 429 while the
-    /// answer before was dropped late.)
-    #[tokio::test]
-    async fn a_request_stops_counting_once_its_answer_has_no_more_to_give() {
-        let mut config = HttpConfig::new("127.0.0.1:0".parse().unwrap());
-        config.max_streams_per_user = 1;
-        let requests = Arc::new(Streams::new(&config, Counted::Requests));
-        let place = || requests.admit("acme", Some("alice"));
-        let full = || match place() {
-            Ok(_) => panic!("the one place is free"),
-            Err((_, refusal)) => refusal,
-        };
-
-        // An empty answer (a 202) has nothing to give: free at once.
-        let empty =
-            Holding::new(Full::new(Bytes::new()).boxed(), ()).releasing_at_end(Arc::new(std::sync::Mutex::new(Some(place().unwrap()))));
-        drop(place().expect("an empty answer's place is free"));
-        drop(empty);
-
-        // An answer with a body: counted until its last frame is given.
-        let body = Full::new(Bytes::from_static(b"{}")).boxed();
-        let mut answer = Holding::new(body, ()).releasing_at_end(Arc::new(std::sync::Mutex::new(Some(place().unwrap()))));
-        assert!(full().contains("holds its maximum of 1 requests under way"), "{}", full());
-        let frame = answer.frame().await.unwrap().unwrap();
-        assert_eq!(frame.into_data().unwrap(), Bytes::from_static(b"{}"));
-        drop(place().expect("free once the last frame is given, the body not yet dropped"));
-        drop(answer);
-    }
 
     #[tokio::test]
     async fn an_address_is_ip_and_port_or_a_name_and_port() {
