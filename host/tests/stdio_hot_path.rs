@@ -157,10 +157,16 @@ fn a_cancellation_naming_a_reused_id_ends_every_call_with_it() {
     let next: serde_json::Value = serde_json::from_str(&server.next_line()).unwrap();
     assert_eq!(next["id"], quick, "a cancelled call was answered: {next}");
     assert_eq!(next["result"]["messages"][0]["content"]["text"], "Please review this Python code:\nafter");
+    // Nor later: nothing more comes.
+    stops_within_answering_nothing_more(&mut server, 10);
+}
+
+/// SIGTERM stops `server` within `seconds`, with nothing more on stdout and
+/// no request left unanswered in its log.
+fn stops_within_answering_nothing_more(server: &mut Server, seconds: u64) {
     let started = std::time::Instant::now();
     assert_eq!(server.terminate(), Some(0), "{}", server.stderr());
-    assert!(started.elapsed() < std::time::Duration::from_secs(10), "the stop waited {:?}", started.elapsed());
-    // Nor later: nothing more comes.
+    assert!(started.elapsed() < std::time::Duration::from_secs(seconds), "the stop waited {:?}", started.elapsed());
     assert_eq!(server.rest_of_stdout(), Vec::<String>::new());
     // The last line of a stop: the lines before it are all in.
     let stderr = server.wait_for_stderr("stopped\n");
@@ -184,13 +190,8 @@ fn a_reused_id_of_requests_rmcp_answers_leaves_nothing_open() {
     assert_eq!(answer["error"]["message"], "plugin 'hostile' exceeded its 300 ms deadline", "{answer}");
     // Past the second call's deadline.
     std::thread::sleep(std::time::Duration::from_millis(600));
-    let started = std::time::Instant::now();
-    assert_eq!(server.terminate(), Some(0), "{}", server.stderr());
-    assert!(started.elapsed() < std::time::Duration::from_secs(5), "the stop waited {:?}", started.elapsed());
     // One answer for the two.
-    assert_eq!(server.rest_of_stdout(), Vec::<String>::new());
-    let stderr = server.wait_for_stderr("stopped\n");
-    assert!(!stderr.contains("requests left unanswered"), "{stderr}");
+    stops_within_answering_nothing_more(&mut server, 5);
 }
 
 /// A 2025-11-25 session whose client declared `capabilities`, after a
