@@ -29,7 +29,7 @@ type Section = fn(&Setup, usize, &mut Report) -> anyhow::Result<()>;
 
 /// The sections, by the names `--only` takes, in the order a full run
 /// measures them.
-const SECTIONS: [(&str, Section); 15] = [
+const SECTIONS: [(&str, Section); 16] = [
     ("stdio", |setup, rounds, report| stdio_get(setup, rounds, report)),
     ("sandbox", |setup, _, report| sandbox_alone(setup, report)),
     ("http", |setup, rounds, report| http_get(setup, rounds, report)),
@@ -45,6 +45,7 @@ const SECTIONS: [(&str, Section); 15] = [
     ("copy", |setup, _, report| copy_budget_memory(setup, report)),
     ("metrics", |setup, rounds, report| metrics_overhead(setup, rounds, report)),
     ("grants", |setup, rounds, report| granted_calls(setup, rounds, report)),
+    ("waiting", |setup, rounds, report| waiting_calls(setup, rounds, report)),
 ];
 
 fn usage() -> String {
@@ -284,7 +285,21 @@ impl StdioServer {
     /// [`StdioServer::load`] of the prompt `asked` names, each answer
     /// checked to hold what it expects.
     fn load_prompt(&mut self, total: u64, in_flight: u64, writes: Writes, asked: &Asked) -> anyhow::Result<Load> {
+        self.load_prompt_counting_errors(total, in_flight, writes, asked, false).map(|(load, _)| load)
+    }
+
+    /// [`StdioServer::load_prompt`], counting the answers that are errors
+    /// when `errors_allowed` (any other answer must be the expected one).
+    fn load_prompt_counting_errors(
+        &mut self,
+        total: u64,
+        in_flight: u64,
+        writes: Writes,
+        asked: &Asked,
+        errors_allowed: bool,
+    ) -> anyhow::Result<(Load, u64)> {
         let first = self.next_id;
+        let mut errors = 0;
         let mut sent_at: HashMap<u64, Instant> = HashMap::with_capacity(in_flight as usize);
         let mut latencies = Vec::with_capacity(total as usize);
         let started = Instant::now();
@@ -300,7 +315,10 @@ impl StdioServer {
         while (latencies.len() as u64) < total {
             let line = self.read_line()?;
             let Some(id) = response_id(&line) else { continue };
-            ensure!(line.contains(asked.expected), "request {id} was answered {line}");
+            if !line.contains(asked.expected) {
+                ensure!(errors_allowed && line.contains(r#""error":"#), "request {id} was answered {line}");
+                errors += 1;
+            }
             let at = sent_at.remove(&id).context("a response to no request")?;
             latencies.push(at.elapsed());
             if sent < total {
@@ -315,7 +333,7 @@ impl StdioServer {
             }
         }
         self.next_id = first + total;
-        Ok(Load::new(started.elapsed(), latencies))
+        Ok((Load::new(started.elapsed(), latencies), errors))
     }
 
     fn send_get(&mut self, id: u64, sent_at: &mut HashMap<u64, Instant>, asked: &Asked) -> anyhow::Result<()> {
@@ -1258,6 +1276,49 @@ fn granted_calls(setup: &Setup, rounds: usize, report: &mut Report) -> anyhow::R
     Ok(())
 }
 
+/// Calls that wait on their origin (hardening round 4): the fixture
+/// `grants_probe` granted a loopback origin that answers each request after
+/// 100 ms, each call making 3 requests to it (300 ms of waiting, little CPU),
+/// 16 in flight (the pack's `concurrent_calls`), raw driver, one message per
+/// write, 160 calls a round; the host and the `--compare` binary, if given,
+/// alternated in each round. Calls answered per second, p50, and how many
+/// ended in an error (at the default 1 s deadline), medians of the rounds.
+fn waiting_calls(setup: &Setup, rounds: usize, report: &mut Report) -> anyhow::Result<()> {
+    const ANSWER: &str = "status 200, 21 bytes: hello from the origin\\nstatus 200, 21 bytes: hello from the origin\\nstatus 200, 21 bytes: hello from the origin";
+    let dir = setup.plugin_dir("waiting", &["grants_probe"])?;
+    let origin = LoopbackOrigin::start_answering_after(Duration::from_millis(100))?;
+    let config = setup.work.path().join("waiting.toml");
+    std::fs::write(&config, format!("[plugins.grants_probe.grants]\nhttp = [\"http://{}\"]\n", origin.address))?;
+    let cache = setup.work.path().join("waiting-cache");
+    let url = format!("http://{}/hello", origin.address);
+    let asked = Asked { prompt: "fetch", arguments: json!({ "url": url, "times": "3" }), expected: ANSWER };
+    let mut hosts = vec![("prompt-host", setup.bin("prompt-host"))];
+    if let Some(compare) = &setup.compare {
+        hosts.push(("prompt-host (--compare binary)", compare.clone()));
+    }
+    let mut results: Vec<Vec<(Load, u64)>> = vec![Vec::new(); hosts.len()];
+    for _ in 0..rounds {
+        for (index, (_, program)) in hosts.iter().enumerate() {
+            let mut server = StdioServer::start(program, &host_args(&config, &dir, &cache))?;
+            server.load_prompt_counting_errors(16, 16, Writes::PerMessage, &asked, true)?;
+            results[index].push(server.load_prompt_counting_errors(160, 16, Writes::PerMessage, &asked, true)?);
+        }
+    }
+    for ((name, _), results) in hosts.iter().zip(&results) {
+        let load = Load::median(&results.iter().map(|(load, _)| load.clone()).collect::<Vec<_>>());
+        let mut errors: Vec<u64> = results.iter().map(|(_, errors)| *errors).collect();
+        errors.sort();
+        report.facts.push((
+            format!(
+                "{name}: grants_probe calls that each wait 3 × 100 ms on a loopback origin, 16 in flight, 160 calls, raw driver \
+                 (median of {rounds} rounds): calls/s, p50, errors"
+            ),
+            format!("{:.1}, {}, {}", load.per_second, micros(load.p50), errors[errors.len() / 2]),
+        ));
+    }
+    Ok(())
+}
+
 /// An HTTP origin on loopback for the grants section: one port of those
 /// the fixture asks for, answering every request with 21 bytes and
 /// closing (the host keeps no connection between requests).
@@ -1267,6 +1328,12 @@ struct LoopbackOrigin {
 
 impl LoopbackOrigin {
     fn start() -> anyhow::Result<LoopbackOrigin> {
+        LoopbackOrigin::start_answering_after(Duration::ZERO)
+    }
+
+    /// [`LoopbackOrigin::start`], each answer sent `delay` after its request
+    /// was read (each connection on a thread of its own).
+    fn start_answering_after(delay: Duration) -> anyhow::Result<LoopbackOrigin> {
         let listener = (47801..=47808)
             .find_map(|port| std::net::TcpListener::bind(("127.0.0.1", port)).ok())
             .ok_or_else(|| anyhow::anyhow!("none of the ports 47801 to 47808 is free for the loopback origin"))?;
@@ -1276,13 +1343,20 @@ impl LoopbackOrigin {
             for stream in listener.incoming() {
                 let Ok(mut stream) = stream else { continue };
                 let Ok(reading) = stream.try_clone() else { continue };
-                let mut reader = std::io::BufReader::new(reading);
-                let mut line = String::new();
-                // The request's head, to its empty line; a GET has no body.
-                while reader.read_line(&mut line).is_ok_and(|read| read > 0) && line != "\r\n" {
-                    line.clear();
+                let answer = move || {
+                    let mut reader = std::io::BufReader::new(reading);
+                    let mut line = String::new();
+                    // The request's head, to its empty line; a GET has no body.
+                    while reader.read_line(&mut line).is_ok_and(|read| read > 0) && line != "\r\n" {
+                        line.clear();
+                    }
+                    std::thread::sleep(delay);
+                    let _ = stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 21\r\nconnection: close\r\n\r\nhello from the origin");
+                };
+                match delay.is_zero() {
+                    true => answer(),
+                    false => drop(std::thread::spawn(answer)),
                 }
-                let _ = stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 21\r\nconnection: close\r\n\r\nhello from the origin");
             }
         });
         Ok(LoopbackOrigin { address })

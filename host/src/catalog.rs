@@ -102,27 +102,28 @@ pub struct Catalog {
 }
 
 impl Catalog {
-    /// Merges the plugins' prompts. A served name belongs to the first plugin
-    /// (by name) that declares it; the same name from a later plugin is
-    /// skipped and reported.
-    pub fn build(plugins: &[PluginSummary]) -> (Catalog, Vec<Skipped>) {
+    /// Merges the plugins' prompts. A served name stays with the plugin
+    /// that serves it in `previous` (the catalog being replaced), as long as
+    /// that plugin still declares it, so a plugin added later never takes a
+    /// name from one that is serving it; a name no plugin served before
+    /// belongs to the first plugin (by name) that declares it. The same name
+    /// from any other plugin is skipped and reported.
+    pub fn build(plugins: &[PluginSummary], previous: Option<&Catalog>) -> (Catalog, Vec<Skipped>) {
         let mut order: Vec<usize> = (0..plugins.len()).collect();
         order.sort_by(|&a, &b| plugins[a].id.cmp(&plugins[b].id));
+        let owners = owners(plugins, &order, previous);
 
         let prompts = plugins.iter().map(|plugin| plugin.prompts.len()).sum();
-        let mut catalog = Catalog {
-            version: version(order.iter().map(|&i| &plugins[i])),
-            entries: Vec::with_capacity(prompts),
-            by_name: HashMap::with_capacity(prompts),
-        };
+        let mut catalog = Catalog { version: String::new(), entries: Vec::with_capacity(prompts), by_name: HashMap::with_capacity(prompts) };
         let mut skipped = Vec::new();
-        for index in order {
+        for &index in &order {
             let plugin = &plugins[index];
             let served_by: Arc<str> = Arc::from(plugin.id.as_str());
             for (at, declared) in plugin.prompts.iter().enumerate() {
                 let name = served_name(&plugin.prefix, &declared.name);
-                if let Some(&existing) = catalog.by_name.get(&name) {
-                    let owner = catalog.entries[existing].plugin;
+                let owner = owners[&name];
+                // A plugin that declares one name twice serves its first.
+                if owner != index || catalog.by_name.contains_key(&name) {
                     skipped.push(Skipped { name, plugin: plugin.id.clone(), served_by: plugins[owner].id.clone() });
                     continue;
                 }
@@ -139,6 +140,7 @@ impl Catalog {
                 });
             }
         }
+        catalog.version = version(order.iter().map(|&i| &plugins[i]), &skipped);
         (catalog, skipped)
     }
 
@@ -211,10 +213,43 @@ pub fn served_names(plugin: &Plugin) -> Vec<String> {
     plugin.prompts().iter().map(|prompt| served_name(plugin.prefix(), &prompt.name)).collect()
 }
 
-fn version<'a>(plugins: impl Iterator<Item = &'a PluginSummary>) -> String {
+/// Which plugin serves each name: the one serving it in `previous`, if it
+/// still declares it, else the first in `order` that declares it.
+fn owners(plugins: &[PluginSummary], order: &[usize], previous: Option<&Catalog>) -> HashMap<String, usize> {
+    let mut owners: HashMap<String, usize> = HashMap::new();
+    for &index in order {
+        let plugin = &plugins[index];
+        for declared in &plugin.prompts {
+            let name = served_name(&plugin.prefix, &declared.name);
+            let incumbent = previous.and_then(|previous| previous.resolve(&name)).is_some_and(|entry| *entry.served_by == *plugin.id);
+            match owners.entry(name) {
+                std::collections::hash_map::Entry::Vacant(vacant) => {
+                    vacant.insert(index);
+                }
+                std::collections::hash_map::Entry::Occupied(mut occupied) if incumbent => {
+                    occupied.insert(index);
+                }
+                std::collections::hash_map::Entry::Occupied(_) => {}
+            }
+        }
+    }
+    owners
+}
+
+/// The version of a catalog of `plugins` (in order) that skipped `skipped`:
+/// equal plugin sets give equal versions on any host, and so do equal
+/// plugin sets whose clashes were settled alike (a name kept by the plugin
+/// that served it first).
+fn version<'a>(plugins: impl Iterator<Item = &'a PluginSummary>, skipped: &[Skipped]) -> String {
     let mut hasher = Sha256::new();
     for plugin in plugins {
         for part in [&plugin.id, &plugin.digest, &plugin.prefix] {
+            hasher.update((part.len() as u64).to_le_bytes());
+            hasher.update(part.as_bytes());
+        }
+    }
+    for skip in skipped {
+        for part in [&skip.name, &skip.plugin] {
             hasher.update((part.len() as u64).to_le_bytes());
             hasher.update(part.as_bytes());
         }
@@ -243,7 +278,7 @@ mod tests {
 
     #[test]
     fn plugins_merge_in_name_order_and_keep_their_own_order() {
-        let (catalog, skipped) = Catalog::build(&[plugin("zeta", "", &["z2", "z1"]), plugin("alpha", "", &["a2", "a1"])]);
+        let (catalog, skipped) = Catalog::build(&[plugin("zeta", "", &["z2", "z1"]), plugin("alpha", "", &["a2", "a1"])], None);
         assert_eq!(names(catalog.entries()), ["a2", "a1", "z2", "z1"]);
         assert!(skipped.is_empty());
         let entry = catalog.resolve("z1").unwrap();
@@ -255,7 +290,7 @@ mod tests {
 
     #[test]
     fn a_typo_finds_the_closest_name() {
-        let (catalog, _) = Catalog::build(&[plugin("a", "", &["translate", "summarize", "code_review"])]);
+        let (catalog, _) = Catalog::build(&[plugin("a", "", &["translate", "summarize", "code_review"])], None);
         assert_eq!(catalog.closest("translat"), Some("translate"));
         assert_eq!(catalog.closest("sumarise"), Some("summarize"));
         assert_eq!(catalog.closest("code-review"), Some("code_review"));
@@ -267,15 +302,38 @@ mod tests {
 
     #[test]
     fn a_clashing_name_stays_with_the_first_plugin() {
-        let (catalog, skipped) = Catalog::build(&[plugin("b", "", &["shared", "b-only"]), plugin("a", "", &["shared"])]);
+        let (catalog, skipped) = Catalog::build(&[plugin("b", "", &["shared", "b-only"]), plugin("a", "", &["shared"])], None);
         assert_eq!(names(catalog.entries()), ["shared", "b-only"]);
         assert_eq!(catalog.resolve("shared").unwrap().plugin, 1);
         assert_eq!(skipped, [Skipped { name: "shared".into(), plugin: "b".into(), served_by: "a".into() }]);
     }
 
     #[test]
+    fn a_name_stays_with_the_plugin_serving_it_when_a_plugin_that_sorts_first_comes() {
+        let incumbent = || plugin("triage_errors", "", &["triage-errors", "summary"]);
+        let newcomer = || plugin("triage-errors", "", &["triage-errors", "new-one"]);
+        let (served, _) = Catalog::build(&[incumbent()], None);
+        let (catalog, skipped) = Catalog::build(&[incumbent(), newcomer()], Some(&served));
+        assert_eq!(names(catalog.entries()), ["new-one", "triage-errors", "summary"]);
+        assert_eq!(catalog.resolve("triage-errors").unwrap().plugin, 0);
+        assert_eq!(skipped, [Skipped { name: "triage-errors".into(), plugin: "triage-errors".into(), served_by: "triage_errors".into() }]);
+        // A later change keeps it there (the newcomer replaced, say).
+        let (again, _) = Catalog::build(&[newcomer(), incumbent()], Some(&catalog));
+        assert_eq!(again.resolve("triage-errors").unwrap().served_by.as_ref(), "triage_errors");
+        // With no plugin serving it before (at start), the first by name takes it.
+        let (fresh, skipped) = Catalog::build(&[incumbent(), newcomer()], None);
+        assert_eq!(fresh.resolve("triage-errors").unwrap().plugin, 1);
+        assert_eq!(skipped, [Skipped { name: "triage-errors".into(), plugin: "triage_errors".into(), served_by: "triage-errors".into() }]);
+        // The two lists differ, and so do their versions (and cursors).
+        assert_ne!(fresh.version(), catalog.version());
+        // Once the incumbent is gone, the name is free for the next.
+        let (after, skipped) = Catalog::build(&[newcomer()], Some(&catalog));
+        assert_eq!((after.resolve("triage-errors").unwrap().plugin, skipped), (0, vec![]));
+    }
+
+    #[test]
     fn prefixes_rename_and_resolve_back() {
-        let (catalog, skipped) = Catalog::build(&[plugin("a", "", &["shared"]), plugin("b", "team-", &["shared"])]);
+        let (catalog, skipped) = Catalog::build(&[plugin("a", "", &["shared"]), plugin("b", "team-", &["shared"])], None);
         assert_eq!(names(catalog.entries()), ["shared", "team-shared"]);
         assert!(skipped.is_empty());
         assert_eq!(catalog.resolve("team-shared").unwrap().declared_name, "shared");
@@ -283,16 +341,16 @@ mod tests {
 
     #[test]
     fn equal_plugin_sets_give_equal_versions() {
-        let one = Catalog::build(&[plugin("a", "", &["x"]), plugin("b", "", &["y"])]).0;
-        let two = Catalog::build(&[plugin("b", "", &["y"]), plugin("a", "", &["x"])]).0;
+        let one = Catalog::build(&[plugin("a", "", &["x"]), plugin("b", "", &["y"])], None).0;
+        let two = Catalog::build(&[plugin("b", "", &["y"]), plugin("a", "", &["x"])], None).0;
         assert_eq!(one.version(), two.version());
-        let changed = Catalog::build(&[plugin("a", "p-", &["x"]), plugin("b", "", &["y"])]).0;
+        let changed = Catalog::build(&[plugin("a", "p-", &["x"]), plugin("b", "", &["y"])], None).0;
         assert_ne!(one.version(), changed.version());
     }
 
     #[test]
     fn pages_walk_the_whole_catalog() {
-        let (catalog, _) = Catalog::build(&[plugin("a", "", &["1", "2", "3", "4", "5"])]);
+        let (catalog, _) = Catalog::build(&[plugin("a", "", &["1", "2", "3", "4", "5"])], None);
         let first = catalog.page(None, 2).unwrap();
         assert_eq!(names(first.prompts), ["1", "2"]);
         let second = catalog.page(first.next_cursor.as_deref(), 2).unwrap();
@@ -304,8 +362,8 @@ mod tests {
 
     #[test]
     fn a_cursor_from_another_catalog_is_stale() {
-        let (old, _) = Catalog::build(&[plugin("a", "", &["1", "2", "3"])]);
-        let (new, _) = Catalog::build(&[plugin("a", "", &["1", "2", "3"]), plugin("b", "", &["4"])]);
+        let (old, _) = Catalog::build(&[plugin("a", "", &["1", "2", "3"])], None);
+        let (new, _) = Catalog::build(&[plugin("a", "", &["1", "2", "3"]), plugin("b", "", &["4"])], None);
         let cursor = old.page(None, 1).unwrap().next_cursor.unwrap();
         assert_eq!(new.page(Some(&cursor), 1), Err(CursorError::Stale));
     }
@@ -330,7 +388,7 @@ mod tests {
                     plugin(&format!("{id}{i}"), "", &names)
                 })
                 .collect();
-            let (catalog, skipped) = Catalog::build(&summaries);
+            let (catalog, skipped) = Catalog::build(&summaries, None);
             let mut walked = Vec::new();
             let mut cursor: Option<String> = None;
             loop {
@@ -356,7 +414,7 @@ mod tests {
         /// that decodes points inside the catalog.
         #[test]
         fn any_cursor_text_decodes_or_is_refused(text in ".{0,64}", len in 0usize..200) {
-            let (catalog, _) = Catalog::build(&[]);
+            let (catalog, _) = Catalog::build(&[], None);
             if let Ok(position) = cursor::decode(&text, catalog.version(), len) {
                 proptest::prop_assert!(position > 0 && position < len);
             }
@@ -365,7 +423,7 @@ mod tests {
 
     #[test]
     fn an_empty_catalog_has_one_empty_page() {
-        let (catalog, _) = Catalog::build(&[]);
+        let (catalog, _) = Catalog::build(&[], None);
         let page = catalog.page(None, 10).unwrap();
         assert!(page.prompts.is_empty());
         assert_eq!(page.next_cursor, None);

@@ -577,7 +577,8 @@ fn toml_error(text: &str, error: &toml::de::Error) -> String {
     let whole = text.lines().nth(line - 1).unwrap_or("");
     let table = text.lines().take(line).filter(|line| line.trim_start().starts_with('[')).last().unwrap_or("");
     if table.contains("grants") || whole.contains("grants") {
-        return format!("line {line}, column {column}: {} (in a grants table, values are not shown)", without_quoted(message));
+        let message = if quotes_only_keys(message) { message.to_string() } else { without_quoted(message) };
+        return format!("line {line}, column {column}: {message} (in a grants table, values are not shown)");
     }
     let key: String = whole.trim_start().chars().take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')).collect();
     let sets = whole.trim_start()[key.len()..].trim_start().starts_with('=');
@@ -585,6 +586,12 @@ fn toml_error(text: &str, error: &toml::de::Error) -> String {
         true => format!("line {line}, column {column}: {message}"),
         false => format!("line {line}, column {column}, key {key}: {message}"),
     }
+}
+
+/// Whether toml's `message` quotes nothing but key names (a key unknown,
+/// missing or given twice): key names are no secret, and are shown.
+fn quotes_only_keys(message: &str) -> bool {
+    ["unknown field `", "missing field `", "duplicate key `", "duplicate field `"].iter().any(|start| message.starts_with(start))
 }
 
 /// `message` with whatever it quotes (`"..."`, `` `...` ``) left out.
@@ -765,6 +772,18 @@ mod tests {
             assert!(error.starts_with("line 2, column ") || error.starts_with("line 3, column "), "{error}");
             assert!(error.ends_with("(in a grants table, values are not shown)"), "{error}");
         }
+    }
+
+    #[test]
+    fn a_mistyped_key_in_a_grants_table_is_named_and_no_value_is_shown() {
+        let error = ServeConfig::from_toml("[plugins.acme.grants.foldrs]\nlogs = \"/var/log\"\n").unwrap_err();
+        assert_eq!(
+            error,
+            "line 1, column 22: unknown field `foldrs`, expected one of `folders`, `env`, `http` \
+             (in a grants table, values are not shown)"
+        );
+        let error = ServeConfig::from_toml("[plugins.acme.grants.env]\nAPI_TOKEN = { fil = \"hunter2\" }\n").unwrap_err();
+        assert!(!error.contains("hunter2"), "{error}");
     }
 
     #[test]

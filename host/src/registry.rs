@@ -23,11 +23,13 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    /// Merges the plugins' prompts into a catalog. A prompt whose served name
-    /// is taken by another plugin is skipped (see [`Registry::publish`]).
-    pub fn new(plugins: Vec<Arc<Plugin>>) -> Snapshot {
+    /// Merges the plugins' prompts into a catalog, after `previous` (the
+    /// snapshot it replaces, if any): a prompt whose served name is taken by
+    /// another plugin is skipped, and a name stays with the plugin that
+    /// served it in `previous` ([`Catalog::build`]).
+    pub fn new(plugins: Vec<Arc<Plugin>>, previous: Option<&Snapshot>) -> Snapshot {
         let summaries: Vec<PluginSummary> = plugins.iter().map(|plugin| summary(plugin)).collect();
-        let (catalog, skipped) = Catalog::build(&summaries);
+        let (catalog, skipped) = Catalog::build(&summaries, previous.map(|previous| &previous.catalog));
         Snapshot { plugins, catalog, skipped }
     }
 
@@ -81,7 +83,7 @@ pub struct Registry {
 
 impl Registry {
     pub fn new(plugins: Vec<Arc<Plugin>>) -> Registry {
-        let snapshot = Snapshot::new(plugins);
+        let snapshot = Snapshot::new(plugins, None);
         snapshot.warn_of_new_clashes(&[]);
         metrics::catalog_published(snapshot.catalog.version(), snapshot.catalog.entries().len());
         Registry { current: ArcSwap::from_pointee(snapshot), changes: watch::Sender::new(0) }
@@ -98,8 +100,8 @@ impl Registry {
     /// configuration, say) is served from the next call on, but changes no
     /// prompt, cursor or catalog version, and so tells no client.
     pub fn publish(&self, plugins: Vec<Arc<Plugin>>) -> bool {
-        let next = Snapshot::new(plugins);
         let current = self.current.load();
+        let next = Snapshot::new(plugins, Some(&**current));
         if next.catalog.version() == current.catalog.version() {
             let same_plugins = next.plugins.len() == current.plugins.len()
                 && next.plugins.iter().zip(&current.plugins).all(|(next, current)| Arc::ptr_eq(next, current));

@@ -239,7 +239,10 @@ fn each_http_budget_fails_the_call_naming_it_and_the_host_serves_on() {
     let dripping = refused(&mut server, "fetch", json!({ "url": origin.url("/drip") }));
     assert_eq!(dripping["data"]["failure"], "deadline", "{dripping}");
     // Huge headers: the response head is bounded (64 KiB); the pack is told, the call goes on.
-    assert_eq!(fetch(&mut server, json!({ "url": origin.url("/huge-headers") })), "error: ErrorCode::HttpProtocolError");
+    assert_eq!(
+        fetch(&mut server, json!({ "url": origin.url("/huge-headers") })),
+        "error: ErrorCode::HttpResponseHeaderSectionSize(Some(65536))"
+    );
     assert_eq!(fetch(&mut server, json!({ "url": origin.url("/hello") })), "status 200, 21 bytes: hello from the origin");
 }
 
@@ -260,6 +263,27 @@ fn headers_a_pack_controls_cannot_smuggle_a_request() {
         fetch(&mut server, json!({ "url": origin.url("/headers"), "header": "transfer-encoding: chunked" })),
         "error: header HeaderError::Forbidden"
     );
+    // Headers a pack builds take at most 16 KiB (as wasi:http counts them):
+    // past it, wasi:http 0.2 has no error the pack could handle, and the
+    // call fails saying so (hardening round 4, item 5: one number).
+    let big = |bytes: usize| json!({ "url": origin.url("/headers"), "header": format!("x-big: {}", "v".repeat(bytes)) });
+    assert_eq!(fetch(&mut server, big(15 << 10)), "status 200, 10 bytes: host\nx-big");
+    assert_eq!(
+        refused(&mut server, "fetch", big(20 << 10)),
+        json!({
+            "code": -32603,
+            "message": "plugin 'grants_probe' trapped: the headers it built for one request passed the 16 KiB they may take",
+            "data": { "plugin": "grants_probe", "failure": "trap" },
+        })
+    );
+    // Every hop-by-hop header is refused, `te` and `trailer` too (hardening round 4, item 4).
+    for header in ["te: trailers", "trailer: x-a", "keep-alive: 5", "proxy-connection: close", "upgrade: h2c"] {
+        assert_eq!(
+            fetch(&mut server, json!({ "url": origin.url("/headers"), "header": header })),
+            "error: header HeaderError::Forbidden",
+            "{header}"
+        );
+    }
     // What arrives: the host's own host header and the pack's plain one, nothing else.
     assert_eq!(
         fetch(&mut server, json!({ "url": origin.url("/headers"), "header": "x-plain: yes" })),
@@ -434,4 +458,151 @@ fn requests_kept_unsent_are_bounded_by_the_resources_cap() {
     assert!(grown < 64 << 20, "the host's peak memory grew by {grown} bytes");
     // And the host serves on.
     assert_eq!(only_text(&server.get_prompt("env", json!({ "name": "GREETING" }))), "GREETING is not set");
+}
+
+/// A plugin directory with the probe (granted `origin`, under
+/// `probe_limits`) and `other_probe` (another pack, under `other_limits`),
+/// served on two CPUs: the slow lane is one thread wide, as on the
+/// project's 2-core machines, whatever this machine has.
+fn serve_waiting(origin: &Origin, probe_limits: &str, other_limits: &str) -> (tempfile::TempDir, Server) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("plugins")).unwrap();
+    std::fs::copy(built_plugin("grants_probe"), dir.path().join("plugins/grants_probe.wasm")).unwrap();
+    std::fs::copy(built_plugin("grants_probe"), dir.path().join("plugins/other_probe.wasm")).unwrap();
+    let config = format!(
+        "[server]\nplugins = \"plugins\"\n\n[plugins.grants_probe.grants]\nhttp = [{:?}]\n\n\
+         [plugins.grants_probe.limits]\n{probe_limits}\n\n[plugins.other_probe]\nprefix = \"other-\"\n\n\
+         [plugins.other_probe.limits]\n{other_limits}\n",
+        origin.url("")
+    );
+    std::fs::write(dir.path().join("config.toml"), config).unwrap();
+    let server = Server::start_on_two_cpus(&["--config", dir.path().join("config.toml").to_str().unwrap()]);
+    (dir, server)
+}
+
+/// Sends `count` calls of `prompt` at once, and reads their answers (or errors), in order.
+fn at_once(server: &mut Server, count: usize, prompt: &str, arguments: Value) -> Vec<u64> {
+    (0..count).map(|_| server.send_request("prompts/get", json!({ "name": prompt, "arguments": arguments }))).collect()
+}
+
+/// What one call of `prompt` answered: its text, or its error's message.
+fn outcome(server: &mut Server, prompt: &str, arguments: Value) -> String {
+    let ids = at_once(server, 1, prompt, arguments);
+    outcomes(server, ids).remove(0)
+}
+
+/// What each of the calls `ids` answered: its text, or its error's message.
+fn outcomes(server: &mut Server, ids: Vec<u64>) -> Vec<String> {
+    ids.into_iter()
+        .map(|id| {
+            let response = server.response(id);
+            match response.get("result") {
+                Some(result) => only_text(result).to_string(),
+                None => response["error"]["message"].as_str().unwrap().to_string(),
+            }
+        })
+        .collect()
+}
+
+/// Hardening round 4, item 1: a call waiting on its origin holds no turn in
+/// the slow lane, so a pack's calls that wait run at once, as many as its
+/// `concurrent_calls` (16). Each makes 3 requests that the origin answers in
+/// 100 ms, within the default 1 s deadline; while a call's age decided, the
+/// calls took the plugin's one slow turn in turn and 12 of 16 ended at their deadline.
+#[test]
+fn calls_that_wait_on_their_origin_run_at_once() {
+    let origin = Origin::start(ALL, None);
+    let (_dir, mut server) = serve_waiting(&origin, "", "");
+    let started = std::time::Instant::now();
+    let ids = at_once(&mut server, 16, "fetch", json!({ "url": origin.url("/slow?ms=100"), "times": "3" }));
+    let answered = outcomes(&mut server, ids);
+    let took = started.elapsed();
+    let each = ["status 200, 4 bytes: slow"; 3].join("\n");
+    assert_eq!(answered, vec![each; 16], "after {took:?}");
+}
+
+/// Item 2: while 16 calls of one pack wait on their origin (each long in
+/// wall time: 800 ms, then 800 ms more), a CPU-bound call of another pack
+/// (about 20 ms of work) finishes within its 500 ms deadline: no waiting
+/// call holds the slow lane. While a call's age decided, the first waiting
+/// call to run again took the lane and kept it through its second wait.
+#[test]
+fn a_call_waiting_on_its_origin_delays_no_other_pack() {
+    let origin = Origin::start(ALL, None);
+    let (_dir, mut server) = serve_waiting(&origin, "deadline_ms = 3000", "deadline_ms = 500");
+    let burn = json!({ "iterations": "20000000" });
+    // Alone, for the record (and to compile and warm what the call needs).
+    let alone = std::time::Instant::now();
+    assert_eq!(outcome(&mut server, "other-burn", burn.clone()), "burned");
+    let alone = alone.elapsed();
+    let waiting = at_once(&mut server, 16, "fetch", json!({ "url": origin.url("/slow?ms=800"), "times": "2" }));
+    // Once the first requests are answered, and the second ones are waited for.
+    std::thread::sleep(std::time::Duration::from_millis(1000));
+    let beside = std::time::Instant::now();
+    assert_eq!(outcome(&mut server, "other-burn", burn), "burned", "alone it took {alone:?}");
+    let beside = beside.elapsed();
+    let each = ["status 200, 4 bytes: slow"; 2].join("\n");
+    assert_eq!(outcomes(&mut server, waiting), vec![each; 16], "the burn took {beside:?} beside them, {alone:?} alone");
+}
+
+/// Item 2, the other side: a pack cannot use waiting to run more than its
+/// share. 16 calls that spin 5 ms and sleep 1 ms, over and over for 1.5 s,
+/// are long calls that take their plugin's one slow turn each time they run
+/// again after a sleep; another pack's CPU-bound call, behind at most one of
+/// their turns, finishes within its 300 ms deadline. (Were a wait to start a
+/// call's count again, the 16 would never be long, would share both threads
+/// with it, and it would take about eight times as long as alone.)
+#[test]
+fn a_pack_that_alternates_spinning_and_waiting_gets_no_more_than_its_share() {
+    let origin = Origin::start(ALL, None);
+    let (_dir, mut server) = serve_waiting(&origin, "deadline_ms = 3000\nfuel = 100000000000", "deadline_ms = 300");
+    let burn = json!({ "iterations": "20000000" });
+    let alone = std::time::Instant::now();
+    assert_eq!(outcome(&mut server, "other-burn", burn.clone()), "burned");
+    let alone = alone.elapsed();
+    let alternating = at_once(&mut server, 16, "alternate", json!({ "spin_ms": "5", "wait_ms": "1", "for_ms": "1500" }));
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let beside = std::time::Instant::now();
+    assert_eq!(outcome(&mut server, "other-burn", burn), "burned", "alone it took {alone:?}");
+    let beside = beside.elapsed();
+    assert_eq!(outcomes(&mut server, alternating), vec!["alternated"; 16], "the burn took {beside:?} beside them, {alone:?} alone");
+}
+
+/// Hardening round 4, item 3: a response's head is counted as it is read
+/// and refused past 64 KiB exactly. hyper's own buffer bound let heads of
+/// 81 KiB (80 headers of 1 KiB) and 97 KiB (95 of 1,000 bytes) reach the
+/// pack as `200`.
+#[test]
+fn a_response_head_is_bounded_at_64_kib_exactly() {
+    let origin = Origin::start(ALL, None);
+    let (_dir, mut server) = serve(&[origin.url("")], "");
+    let head = |server: &mut Server, bytes: usize| fetch(server, json!({ "url": origin.url(&format!("/head?bytes={bytes}")) }));
+    assert_eq!(head(&mut server, 65536), "status 200, 0 bytes: ");
+    let refused = "error: ErrorCode::HttpResponseHeaderSectionSize(Some(65536))";
+    for bytes in [65537, 81 << 10, 97 << 10] {
+        assert_eq!(head(&mut server, bytes), refused, "a head of {bytes} bytes");
+    }
+    assert_eq!(head(&mut server, 1000), "status 200, 0 bytes: ");
+}
+
+/// Hardening round 4, item 6: a refused request is the call's failure
+/// whatever the pack does after it: answers, traps, or runs to its deadline
+/// (reported as `trap` and `deadline` before).
+#[test]
+fn a_refused_request_is_the_failure_whatever_the_pack_does_next() {
+    let origin = Origin::start(NAMED, None);
+    let (_dir, mut server) = serve(&[origin.url("")], "deadline_ms = 300");
+    let other = origin.other_port();
+    let expected = grant_failure(
+        "grants_probe",
+        "not-granted",
+        format!(
+            "plugin 'grants_probe' called http://127.0.0.1:{other}/hello, which no origin granted to it admits: \
+             grant it with http = [\"http://127.0.0.1:{other}\"] in [plugins.grants_probe.grants]"
+        ),
+    );
+    for then in ["", "trap", "spin"] {
+        let url = format!("http://127.0.0.1:{other}/hello");
+        assert_eq!(refused(&mut server, "fetch", json!({ "url": url, "then": then })), expected, "then {then:?}");
+    }
 }

@@ -433,3 +433,39 @@ async fn a_change_is_logged_once_the_next_call_is_served_by_it() {
     let (_, served, served_plugins) = line_with("plugin removed");
     assert_eq!((served, served_plugins), (Vec::<String>::new(), 0));
 }
+
+/// Hardening round 4, item 7: a pack added while the server runs never takes
+/// a prompt name that a running pack serves, though its file name sorts
+/// first: its prompt is the one skipped, and the warning says so. At start,
+/// with no pack serving the name yet, the first file name takes it, as
+/// documented.
+#[test]
+fn a_hot_added_pack_never_takes_a_name_a_running_pack_serves() {
+    let dir = plugin_dir(&["code_review"]);
+    let serving = |server: &mut Server| {
+        let listed = server.result("prompts/list", json!({}));
+        let prompts = listed["prompts"].as_array().unwrap().clone();
+        prompts.iter().map(|prompt| format!("{} by {}", prompt["name"], prompt["_meta"]["prompt-host/plugin"])).collect::<Vec<_>>()
+    };
+    let mut server = Server::start(&["--plugins", dir.path().to_str().unwrap()]);
+    assert_eq!(serving(&mut server), ["\"code_review\" by \"code_review\""]);
+    // `a_review` sorts before `code_review`, and declares the same name.
+    install(dir.path(), "code_review", "a_review.wasm");
+    let stderr = server.wait_for_stderr("already serves that name");
+    assert!(
+        stderr.contains("prompt 'code_review' of plugin 'a_review' is skipped: plugin 'code_review' already serves that name"),
+        "{stderr}"
+    );
+    assert_eq!(serving(&mut server), ["\"code_review\" by \"code_review\""]);
+    let answer = server.get_prompt("code_review", json!({ "code": "x" }));
+    assert_eq!(only_text(&answer), "Please review this Python code:\nx");
+
+    // A new server has no pack serving the name yet: the first by file name takes it.
+    let mut restarted = Server::start(&["--plugins", dir.path().to_str().unwrap()]);
+    assert_eq!(serving(&mut restarted), ["\"code_review\" by \"a_review\""]);
+    let stderr = restarted.wait_for_stderr("already serves that name");
+    assert!(
+        stderr.contains("prompt 'code_review' of plugin 'code_review' is skipped: plugin 'a_review' already serves that name"),
+        "{stderr}"
+    );
+}

@@ -297,6 +297,21 @@ fn an_invalid_config_file_is_refused_at_start_naming_the_key() {
     assert!(stderr.contains("unknown field `deadline`"), "{stderr}");
 }
 
+/// Hardening round 4, item 8: a mistyped key in a grants table is named,
+/// with the keys it could be (key names are no secret; values stay hidden).
+#[test]
+fn a_mistyped_grants_key_is_named_with_the_keys_it_could_be() {
+    let (_config_dir, config) = config_file("[plugins.acme.grants.foldrs]\nlogs = \"/var/log\"\n");
+    let stderr = refused_config(&config);
+    assert_eq!(
+        stderr,
+        format!(
+            "error: invalid config file {config}: line 1, column 22: unknown field `foldrs`, \
+             expected one of `folders`, `env`, `http` (in a grants table, values are not shown)\n"
+        )
+    );
+}
+
 #[test]
 fn a_hammered_plugin_exhausts_only_its_own_quota() {
     let plugins = plugin_dir(&["hostile", "code_review"]);

@@ -37,15 +37,17 @@ use crate::bindings::{
     Pack, PackPre, PromptAnswer, WitVersion, from_v0_2, from_v0_3, provider, provider_v0_2, provider_v0_3, v0_1, v0_2, v0_3,
 };
 use crate::grants::folders::{self, CallFolders, Descriptors, FolderView, PluginFolders};
-use crate::grants::http::{CallHttp, MAX_REQUEST_FIELDS};
+use crate::grants::http::{CallHttp, FIELDS_TOO_LARGE, MAX_REQUEST_FIELDS};
 use crate::grants::{GrantRefusal, IoMeter, IoUsage, Sight};
 use crate::limits::Limits;
 use crate::log_budget::{Admission, LogBudget, LogWindow};
 
 mod capture;
+mod cpu_turn;
 pub mod spares;
 
 use capture::CapturedOutput;
+use cpu_turn::CpuTurn;
 use spares::{SPARE_MEMORY, SPARES, Shelf};
 
 /// How often the engine's epoch advances. A running call yields to the async
@@ -98,11 +100,6 @@ impl Default for SandboxConfig {
         }
     }
 }
-
-/// A call that has run this long is a long call: long calls take turns in
-/// the slow lane, so that however many spin, calls that finish quickly
-/// always find a free worker thread.
-const LONG_CALL: Duration = Duration::from_millis(10);
 
 /// Why a call into a plugin failed. The messages complete a sentence that
 /// starts with the plugin's name: "plugin 'acme' exceeded its fuel budget".
@@ -493,9 +490,7 @@ impl Sandbox {
             guard: MemoryGuard::new(limits.memory_bytes),
             started,
             deadline: started + limits.deadline,
-            slow_lane: self.slow_lane.clone(),
-            plugin_slow_turn: quota.slow_turn.clone(),
-            slow_turn: Arc::default(),
+            cpu: Arc::new(CpuTurn::new(quota.slow_turn.clone(), self.slow_lane.clone())),
             folders,
             http,
             http_fields: http_fields(),
@@ -510,23 +505,12 @@ impl Sandbox {
         store.set_epoch_deadline(1);
         store.epoch_deadline_callback(|context| {
             let state = context.data();
-            let now = Instant::now();
-            if now >= state.deadline {
+            if Instant::now() >= state.deadline {
                 return Err(DeadlineReached.into());
             }
-            if now - state.started >= LONG_CALL && state.slow_turn.lock().unwrap().is_none() {
-                // Wait for the plugin's turn, then for a turn in the slow
-                // lane, and keep both to the end.
-                let (own, lane, turn) = (state.plugin_slow_turn.clone(), state.slow_lane.clone(), state.slow_turn.clone());
-                return Ok(UpdateDeadline::YieldCustom(
-                    1,
-                    Box::pin(async move {
-                        let own = own.acquire_owned().await.expect("a quota never closes its semaphore");
-                        let lane = lane.acquire_owned().await.expect("the slow lane never closes");
-                        *turn.lock().unwrap() = Some([own, lane]);
-                    }),
-                ));
-            }
+            // A yield for the tick, not a wait: a long call keeps its turns
+            // (and one that became long takes them before it runs on).
+            state.cpu.tick();
             // tokio's yield_now puts the task at the back of the run queue;
             // a plain wake would land it in the worker's LIFO slot, and a
             // spinning plugin would run again at once, starving the others.
@@ -630,17 +614,18 @@ impl Instance {
             let cap = MAX_HOST_RESOURCES_WITH_HTTP + self.limits.grant_files_opened;
             self.store.data_mut().table.set_max_capacity(cap);
         }
+        let cpu = self.store.data().cpu.clone();
         let (deadline, store) = (self.limits.deadline, &mut self.store);
         let result = match pre {
-            PackPre::V0_1(pre) => tokio::time::timeout(deadline, pre.instantiate_async(store)).await.map(|r| r.map(Pack::V0_1)),
-            PackPre::V0_2(pre) => tokio::time::timeout(deadline, pre.instantiate_async(store)).await.map(|r| r.map(Pack::V0_2)),
+            PackPre::V0_1(pre) => step(&cpu, deadline, pre.instantiate_async(store)).await.map(|r| r.map(Pack::V0_1)),
+            PackPre::V0_2(pre) => step(&cpu, deadline, pre.instantiate_async(store)).await.map(|r| r.map(Pack::V0_2)),
             PackPre::V0_3(pre) => {
                 let instantiate = async {
                     let instance = pre.pre.instance_pre().instantiate_async(&mut *store).await?;
                     let pack = pre.indices.load(&mut *store, &instance)?;
                     Ok(Pack::V0_3(pack, pre.prompts_that_ask.map(|function| (instance, function))))
                 };
-                tokio::time::timeout(deadline, instantiate).await
+                step(&cpu, deadline, instantiate).await
             }
         };
         self.pack = Some(self.settle(result, false)?);
@@ -656,7 +641,7 @@ impl Instance {
         let held = SpareBuild {
             _slots: self.slots.take(),
             _running: self.running.take(),
-            _slow_turn: self.store.data().slow_turn.lock().unwrap().take(),
+            _slow_turn: self.store.data().cpu.take_turns(),
         };
         (self, held)
     }
@@ -695,34 +680,34 @@ impl Instance {
     /// or 0.3 pack, in the same instance and within the same deadline), and
     /// says what the calls cost.
     pub async fn list_prompts(mut self) -> Result<(Listing, CallUsage), CallFailure> {
-        let pack = self.take_pack();
+        let (pack, cpu) = (self.take_pack(), self.store.data().cpu.clone());
         let listing = match pack {
             Pack::V0_1(pack) => {
                 let remaining = self.remaining();
                 let call = pack.prompt_host_prompts_prompt_provider().call_list_prompts(&mut self.store);
-                let result = tokio::time::timeout(remaining, call).await;
+                let result = step(&cpu, remaining, call).await;
                 Listing { prompts: self.settle(result, true)?, ..Listing::default() }
             }
             Pack::V0_2(pack) => {
                 let provider = pack.prompt_host_prompts_prompt_provider();
                 let remaining = self.remaining();
                 let call = provider.call_describe_pack(&mut self.store);
-                let result = tokio::time::timeout(remaining, call).await;
+                let result = step(&cpu, remaining, call).await;
                 let info = self.settle(result, false)?;
                 let remaining = self.remaining();
                 let call = provider.call_list_prompts(&mut self.store);
-                let result = tokio::time::timeout(remaining, call).await;
+                let result = step(&cpu, remaining, call).await;
                 Listing { prompts: from_v0_2::prompts(self.settle(result, true)?), info: Some(info), ..Listing::default() }
             }
             Pack::V0_3(pack, asking) => {
                 let provider = pack.prompt_host_prompts_prompt_provider();
                 let remaining = self.remaining();
                 let call = provider.call_describe_pack(&mut self.store);
-                let result = tokio::time::timeout(remaining, call).await;
+                let result = step(&cpu, remaining, call).await;
                 let (info, wants) = from_v0_3::info(self.settle(result, false)?);
                 let remaining = self.remaining();
                 let call = provider.call_list_prompts(&mut self.store);
-                let result = tokio::time::timeout(remaining, call).await;
+                let result = step(&cpu, remaining, call).await;
                 let declared = self.settle(result, asking.is_none())?;
                 let prompts_that_ask = match asking {
                     Some((instance, function)) => {
@@ -733,7 +718,7 @@ impl Instance {
                             let (names,) = function.call_async(&mut *store, ()).await?;
                             Ok(names)
                         };
-                        let result = tokio::time::timeout(remaining, call).await;
+                        let result = step(&cpu, remaining, call).await;
                         Some(self.settle(result, true)?)
                     }
                     None => None,
@@ -759,24 +744,24 @@ impl Instance {
         arguments: &[provider::Argument],
         input: Option<&provider_v0_2::Input>,
     ) -> Result<Result<PromptAnswer, provider::PromptError>, CallFailure> {
-        let (pack, remaining) = (self.take_pack(), self.remaining());
+        let (pack, remaining, cpu) = (self.take_pack(), self.remaining(), self.store.data().cpu.clone());
         let store = &mut self.store;
         let result = match pack {
             Pack::V0_1(pack) => {
                 let call = pack.prompt_host_prompts_prompt_provider().call_get_prompt(store, name, arguments);
-                tokio::time::timeout(remaining, call).await.map(|r| r.map(|answer| answer.map(PromptAnswer::Reply)))
+                step(&cpu, remaining, call).await.map(|r| r.map(|answer| answer.map(PromptAnswer::Reply)))
             }
             Pack::V0_2(pack) => {
                 let arguments = from_v0_2::arguments(arguments);
                 let call = pack.prompt_host_prompts_prompt_provider().call_get_prompt(store, name, &arguments, input);
-                let result = tokio::time::timeout(remaining, call).await;
+                let result = step(&cpu, remaining, call).await;
                 result.map(|r| r.map(|answer| answer.map(from_v0_2::answer).map_err(from_v0_2::error)))
             }
             Pack::V0_3(pack, _) => {
                 let arguments = from_v0_3::arguments(arguments);
                 let input = input.map(from_v0_3::input);
                 let call = pack.prompt_host_prompts_prompt_provider().call_get_prompt(store, name, &arguments, input.as_ref());
-                let result = tokio::time::timeout(remaining, call).await;
+                let result = step(&cpu, remaining, call).await;
                 result.map(|r| r.map(|answer| answer.map(from_v0_3::answer).map_err(from_v0_3::error)))
             }
         };
@@ -791,23 +776,23 @@ impl Instance {
         value: &str,
         context: &[provider::Argument],
     ) -> Result<Result<provider::Completion, provider::PromptError>, CallFailure> {
-        let (pack, remaining) = (self.take_pack(), self.remaining());
+        let (pack, remaining, cpu) = (self.take_pack(), self.remaining(), self.store.data().cpu.clone());
         let store = &mut self.store;
         let result = match pack {
             Pack::V0_1(pack) => {
                 let call = pack.prompt_host_prompts_prompt_provider().call_complete(store, prompt, argument, value, context);
-                tokio::time::timeout(remaining, call).await
+                step(&cpu, remaining, call).await
             }
             Pack::V0_2(pack) => {
                 let context = from_v0_2::arguments(context);
                 let call = pack.prompt_host_prompts_prompt_provider().call_complete(store, prompt, argument, value, &context);
-                let result = tokio::time::timeout(remaining, call).await;
+                let result = step(&cpu, remaining, call).await;
                 result.map(|r| r.map(|answer| answer.map(from_v0_2::completion).map_err(from_v0_2::error)))
             }
             Pack::V0_3(pack, _) => {
                 let context = from_v0_3::arguments(context);
                 let call = pack.prompt_host_prompts_prompt_provider().call_complete(store, prompt, argument, value, &context);
-                let result = tokio::time::timeout(remaining, call).await;
+                let result = step(&cpu, remaining, call).await;
                 result.map(|r| r.map(|answer| answer.map(from_v0_3::completion).map_err(from_v0_3::error)))
             }
         };
@@ -821,7 +806,9 @@ impl Instance {
         let meter = self.store.data().folders.meter();
         let (refusal, deadline_reached) = (meter.refusal(), meter.deadline_reached());
         let outcome = match result {
-            Ok(Ok(_)) if let Some(refusal) = refusal => Err(CallFailure::Grant(refusal)),
+            // A refusal is the cause of whatever follows it: the pack's own
+            // answer, a trap, or running to its deadline after it.
+            _ if let Some(refusal) = refusal => Err(CallFailure::Grant(refusal)),
             Ok(Ok(_)) if deadline_reached => Err(CallFailure::DeadlineExceeded { deadline: self.limits.deadline }),
             Ok(Ok(value)) => Ok(value),
             Ok(Err(error)) => Err(self.classify(&error)),
@@ -887,6 +874,10 @@ impl Instance {
         if error.chain().any(|cause| cause.to_string().contains(HOSTCALL_FUEL_EXHAUSTED)) {
             return CallFailure::CopyBudget { budget: self.copy_budget };
         }
+        if error.chain().any(|cause| cause.to_string().contains(FIELDS_TOO_LARGE)) {
+            let message = format!("the headers it built for one request passed the {} KiB they may take", MAX_REQUEST_FIELDS >> 10);
+            return CallFailure::Trap { message };
+        }
         if self.store.data().guard.denied.is_some() {
             return CallFailure::MemoryLimit { limit_bytes: self.limits.memory_bytes };
         }
@@ -899,6 +890,13 @@ impl Instance {
         };
         CallFailure::Trap { message }
     }
+}
+
+/// Runs one step of a call (its start, or a function of the pack) within
+/// `limit`, counting the time it runs and holding a long call's turns only
+/// while it runs ([`cpu_turn`]).
+async fn step<F: std::future::Future>(cpu: &Arc<CpuTurn>, limit: Duration, call: F) -> Result<F::Output, tokio::time::error::Elapsed> {
+    tokio::time::timeout(limit, cpu.run(call)).await
 }
 
 /// How wasmtime's error reads when a call copied more than its hostcall fuel
@@ -1024,12 +1022,9 @@ pub struct CallState {
     guard: MemoryGuard,
     started: Instant,
     deadline: Instant,
-    slow_lane: Arc<Semaphore>,
-    /// The plugin's one turn for the slow lane (see [`CallQuota`]).
-    plugin_slow_turn: Arc<Semaphore>,
-    /// The call's turns, its plugin's and the slow lane's, once it is a long
-    /// call.
-    slow_turn: Arc<std::sync::Mutex<Option<[OwnedSemaphorePermit; 2]>>>,
+    /// How long the call has run, and its turns in the slow lane while it
+    /// runs as a long call ([`cpu_turn`]).
+    cpu: Arc<CpuTurn>,
     /// What its pack was granted, and what the call used of it.
     folders: CallFolders,
     /// Its outgoing HTTP, to the origins its pack was granted.
@@ -1417,11 +1412,11 @@ mod tests {
         assert_eq!(sandbox.running.count.load(Ordering::SeqCst), 1);
         // Its start ran long: it took the plugin's turn and one of the lane's.
         let turn = [quota.slow_turn.clone().try_acquire_owned().unwrap(), sandbox.slow_lane.clone().try_acquire_owned().unwrap()];
-        *instance.store.data().slow_turn.lock().unwrap() = Some(turn);
+        instance.store.data().cpu.hold(turn);
         instance.store.data_mut().started -= Duration::from_millis(300);
 
         let (mut spare, held) = instance.shelved();
-        assert!(spare.slots.is_none() && spare.running.is_none() && spare.store.data().slow_turn.lock().unwrap().is_none());
+        assert!(spare.slots.is_none() && spare.running.is_none() && !spare.store.data().cpu.holds_turns());
         assert!((300..400).contains(&spare.made_in.as_millis()), "{:?}", spare.made_in);
         // Until what it held is dropped, none of it is free.
         assert_eq!((quota.calls.available_permits(), sandbox.slow_lane.available_permits()), (0, lane - 1));

@@ -398,7 +398,14 @@ impl OnePluginArgs {
     /// The configuration the plugin loads under.
     fn config(&self) -> anyhow::Result<ServeConfig> {
         let mut config = match config_file(self.config.clone()) {
-            Some(path) => ServeConfig::from_file(&path)?,
+            Some(path) => {
+                // Said, so that a check run beside a config file knows what
+                // applies to the plugin: that file's limits, prefix, pin and grants.
+                let how = if self.config.is_some() { "--config" } else { "found in the working directory" };
+                let shown = std::path::absolute(&path).unwrap_or_else(|_| path.clone());
+                eprintln!("config: {} ({how}): its settings for this plugin apply", shown.display());
+                ServeConfig::from_file(&path)?
+            }
             None => ServeConfig::default(),
         };
         // As in serve: the options replace [limits], and the plugin's own

@@ -102,8 +102,23 @@ impl Server {
         Server::attach(child, Box::new(ours_in), Box::new(ours_out))
     }
 
+    /// Starts `prompt-host serve` with these arguments on two CPUs only
+    /// (`taskset`), so that its sandbox's slow lane is one thread wide on
+    /// any machine, and completes the MCP handshake.
+    pub fn start_on_two_cpus(args: &[&str]) -> Server {
+        let mut command = Command::new("taskset");
+        command.args(["-c", "0,1", env!("CARGO_BIN_EXE_prompt-host")]);
+        let mut server = Server::spawn_command(Server::serve_command(command, args));
+        server.initialize("2025-11-25");
+        server
+    }
+
     fn command(args: &[&str]) -> Command {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_prompt-host"));
+        Server::serve_command(Command::new(env!("CARGO_BIN_EXE_prompt-host")), args)
+    }
+
+    /// `command` (the binary, or what runs it) told to serve with `args`.
+    fn serve_command(mut command: Command, args: &[&str]) -> Command {
         command
             .arg("serve")
             .args(args)

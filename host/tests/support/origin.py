@@ -10,6 +10,9 @@ listens, and serves:
   /endless          200, chunked, 64 KiB chunks as fast as they go, forever
   /huge-headers     200 with 200 headers of 1 KiB each
   /count            200, how many requests it has answered before this one
+  /slow?ms=N        200, "slow", after N ms
+  /head?bytes=N     200 with a head (status line, headers, blank line) of
+                    exactly N bytes, in headers of at most 1,005 bytes
   /headers          200, the request's header names, one a line
   POST /echo        200, how many body bytes it read
   /api/v1/alerts    200, one firing alert, as Prometheus' HTTP API answers
@@ -85,6 +88,17 @@ class Origin(http.server.BaseHTTPRequestHandler):
                 pass
         elif url.path == "/huge-headers":
             self.answer(200, b"", [("x-filler-%d" % i, "z" * 1024) for i in range(200)])
+        elif url.path == "/head":
+            size = int(parse_qs(url.query)["bytes"][0])
+            status, end = b"HTTP/1.1 200 OK\r\n", b"content-length: 0\r\n\r\n"
+            fill = size - len(status) - len(end)
+            count = -(-fill // 1005)
+            fillers = [b"x: " + b"z" * (fill // count + (1 if at < fill % count else 0) - 5) + b"\r\n" for at in range(count)]
+            self.wfile.write(status + b"".join(fillers) + end)
+            self.wfile.flush()
+        elif url.path == "/slow":
+            time.sleep(int(parse_qs(url.query)["ms"][0]) / 1000)
+            self.answer(200, b"slow")
         elif url.path == "/count":
             self.answer(200, str(before).encode())
         elif url.path == "/api/v1/alerts":
@@ -103,6 +117,9 @@ class Origin(http.server.BaseHTTPRequestHandler):
 
 class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     daemon_threads = True
+    # Tests open many connections at once (16 calls of one pack): none may
+    # wait on a full backlog (a dropped SYN is retried a second later).
+    request_queue_size = 64
 
 
 def main():

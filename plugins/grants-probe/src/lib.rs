@@ -20,11 +20,17 @@
 //!   KiB when given, with `header` as `name: value` when given), following
 //!   up to 5 redirects, `times` times (1 if not given): one line per
 //!   request, `status N, M bytes: TEXT` (the first 64 characters) or
-//!   `error: CODE`. It asks for `http://127.0.0.1:P` for P in
+//!   `error: CODE`; with undeclared `then` = `trap` or `spin`, it then
+//!   panics or spins to its deadline instead of answering. It asks for `http://127.0.0.1:P` for P in
 //!   47801..=47808, `http://localhost:P` for P in 47801..=47804 and
 //!   `https://127.0.0.1:P` for P in 47805..=47808 (16 in all, the most a
 //!   pack may ask for), so that a test's loopback server can take any
 //!   free port of those.
+//! - `burn` (`iterations`, undeclared): runs that many rounds of a small
+//!   computation, and answers `burned` (CPU alone, for a fixed amount of work);
+//! - `alternate` (`spin_ms`, `wait_ms`, `for_ms`, undeclared): spins `spin_ms`,
+//!   then sleeps `wait_ms` (`wasi:clocks`), until `for_ms` have passed, and
+//!   answers `alternated`;
 //! - `hoard`: makes outgoing requests with bodies, writes to each as much as
 //!   it may, and keeps them all, never sending one, until the host refuses
 //!   (host memory no budget would charge, but for the resources' cap).
@@ -285,6 +291,33 @@ fn hoard() -> String {
     }
 }
 
+/// Runs `iterations` rounds of xorshift: work for the CPU alone.
+fn burn(iterations: usize) -> String {
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    for _ in 0..iterations {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+    }
+    // Printed nowhere: kept only so the loop is not optimized away.
+    std::hint::black_box(x);
+    "burned".into()
+}
+
+/// Spins `spin_ms`, then sleeps `wait_ms`, until `for_ms` have passed.
+fn alternate(spin_ms: u64, wait_ms: u64, for_ms: u64) -> String {
+    use std::time::{Duration, Instant};
+    let began = Instant::now();
+    while began.elapsed() < Duration::from_millis(for_ms) {
+        let spun = Instant::now();
+        while spun.elapsed() < Duration::from_millis(spin_ms) {
+            std::hint::spin_loop();
+        }
+        std::thread::sleep(Duration::from_millis(wait_ms));
+    }
+    "alternated".into()
+}
+
 struct GrantsProbe;
 
 impl Guest for GrantsProbe {
@@ -318,6 +351,8 @@ impl Guest for GrantsProbe {
             prompt("start", &[]),
             prompt("fetch", &["url"]),
             prompt("hoard", &[]),
+            prompt("burn", &[]),
+            prompt("alternate", &[]),
         ]
     }
 
@@ -338,9 +373,18 @@ impl Guest for GrantsProbe {
             "fetch" => {
                 let times = number("times").max(1);
                 let (header, body_kib) = (value(&arguments, "header"), number("body_kib"));
-                (0..times).map(|_| fetch_once(value(&arguments, "url"), header, body_kib)).collect::<Vec<_>>().join("\n")
+                let answer = (0..times).map(|_| fetch_once(value(&arguments, "url"), header, body_kib)).collect::<Vec<_>>().join("\n");
+                match value(&arguments, "then") {
+                    "trap" => panic!("trapped after the requests"),
+                    "spin" => loop {
+                        std::hint::spin_loop();
+                    },
+                    _ => answer,
+                }
             }
             "hoard" => hoard(),
+            "burn" => burn(number("iterations")),
+            "alternate" => alternate(number("spin_ms") as u64, number("wait_ms") as u64, number("for_ms") as u64),
             "start" => format!("the start saw /logs: {}", START_SAW_LOGS.load(Ordering::Relaxed)),
             _ => return Err(PromptError::NotFound),
         };

@@ -41,8 +41,14 @@ use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
 use super::folders::DescriptorHolder;
 use super::{Budget, GrantRefusal, IoMeter, Sight};
 
-/// The most bytes of a response's status line and headers the host reads
-/// (hyper's read buffer): a longer head fails the request.
+mod head;
+
+use head::HeadLimited;
+
+/// The most bytes of a response's status line and headers (with any
+/// interim `1xx` heads before them) the host reads, counted as they are
+/// read ([`head`]): a longer head fails the request, and the pack is told
+/// `HTTP-response-header-section-size`.
 pub const MAX_RESPONSE_HEAD: usize = 64 << 10;
 
 /// The most headers a response may have.
@@ -55,8 +61,34 @@ pub const MAX_RESPONSE_HEADERS: usize = 100;
 pub const MAX_LOOKUPS: usize = 2;
 
 /// The most bytes of headers a pack may build for one request (wasi:http's
-/// field size limit, which counts their in-memory size).
+/// field size limit, which counts their in-memory size: each field's name
+/// and value, and the size of the two in a header map). Past it the WASI
+/// call that adds a field traps: wasi:http 0.2's `header-error` has no case
+/// for a size, so no error the pack could handle says it; the call fails,
+/// saying so ([`FIELDS_TOO_LARGE`]).
 pub const MAX_REQUEST_FIELDS: usize = 16 << 10;
+
+/// How wasi:http's error reads when a pack's fields pass [`MAX_REQUEST_FIELDS`].
+pub const FIELDS_TOO_LARGE: &str = "total size of fields exceeds limit";
+
+/// The request headers a pack may not set, in one list: those of the
+/// connection itself (the hop-by-hop headers of RFC 9110, section 7.6.1,
+/// and `trailer`, `proxy-authenticate`, `http2-settings`) and `host`, which
+/// the host sets itself from the host and port it checked. wasi:http
+/// refuses each (`forbidden`) when the pack sets it.
+pub const FORBIDDEN_REQUEST_HEADERS: [&str; 11] = [
+    "connection",
+    "host",
+    "http2-settings",
+    "keep-alive",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+];
 
 /// The most bytes one write to a request's body takes; a body buffers at
 /// most two such chunks before they are sent (and charged).
@@ -236,6 +268,7 @@ fn refused_v6(address: Ipv6Addr) -> Option<&'static str> {
         _ if (segments[0] & 0xfe00) == 0xfc00 || (segments[0] & 0xffc0) == 0xfec0 => "private",
         _ if segments[0] == 0x2001 && segments[1] == 0 => "tunnel (Teredo)",
         _ if segments[0] == 0x2001 && segments[1] == 0x0db8 => "documentation",
+        _ if segments[..3] == [0x2001, 0x0002, 0] => "benchmarking",
         _ if segments[0] == 0x0100 && segments[1..4] == [0, 0, 0] => "discard",
         _ => return None,
     })
@@ -296,6 +329,10 @@ impl CallHttp {
 }
 
 impl WasiHttpHooks for CallHttp {
+    fn forbidden_header_filter(&mut self) -> wasmtime_wasi_http::ForbiddenHeaderFilter {
+        Arc::new(|name| FORBIDDEN_REQUEST_HEADERS.contains(&name.as_str()))
+    }
+
     fn p2_outgoing_body_buffer_chunks(&mut self) -> usize {
         1
     }
@@ -378,6 +415,12 @@ impl Sending {
         let host = request.uri().host().unwrap_or_default().to_string();
         let port = request.uri().port_u16().unwrap_or(if https { 443 } else { 80 });
         let address = self.address(&host, port).await?;
+        // A name that resolves to one of this host's own addresses (its
+        // public one, say) reaches this host's own services, past any
+        // firewall: refused before anything is connected.
+        if literal_address(&host).is_none() && is_own_address(address.ip()) {
+            return Err(self.refuse_address(&host, port, address.ip(), "this host's own"));
+        }
         let held = self.descriptors.take().ok_or(Error::ConnectionLimitReached)?;
         let until = self.until(self.options.connect_timeout);
         let stream = match tokio::time::timeout_at(until, tokio::net::TcpStream::connect(address)).await {
@@ -385,16 +428,10 @@ impl Sending {
             Err(_) => return Err(self.timed_out(Error::ConnectionTimeout)),
         };
         let _ = stream.set_nodelay(true);
-        // A name that resolves to one of this host's own addresses (its
-        // public one, say) reaches this host's own services, past any
-        // firewall: told by the connection's two ends being one address.
-        // Nothing has been sent yet.
-        let own = stream.local_addr().ok().map(|local| local.ip());
-        if literal_address(&host).is_none() && own == Some(address.ip()) {
-            return Err(self.refuse_address(&host, port, address.ip(), "this host's own"));
-        }
         let mut builder = hyper::client::conn::http1::Builder::new();
-        builder.max_buf_size(MAX_RESPONSE_HEAD).max_headers(MAX_RESPONSE_HEADERS);
+        // hyper's buffer is no bound of its own (the head is counted as it
+        // is read): room for a whole head and what follows it in one read.
+        builder.max_buf_size(2 * MAX_RESPONSE_HEAD).max_headers(MAX_RESPONSE_HEADERS);
         let (sender, connection): (_, Connection) = match https {
             true => {
                 let name = server_name(&host)?;
@@ -403,16 +440,16 @@ impl Sending {
                     .await
                     .map_err(|_| self.timed_out(Error::ConnectionTimeout))?
                     .map_err(tls_error)?;
-                let (sender, connection) = tokio::time::timeout_at(until, builder.handshake(TokioIo::new(stream)))
+                let (sender, connection) = tokio::time::timeout_at(until, builder.handshake(TokioIo::new(HeadLimited::new(stream))))
                     .await
                     .map_err(|_| Error::ConnectionTimeout)??;
-                (sender, Box::new(async move { connection.await.map_err(Error::from) }))
+                (sender, Box::new(async move { connection.await.map_err(response_error) }))
             }
             false => {
-                let (sender, connection) = tokio::time::timeout_at(until, builder.handshake(TokioIo::new(stream)))
+                let (sender, connection) = tokio::time::timeout_at(until, builder.handshake(TokioIo::new(HeadLimited::new(stream))))
                     .await
                     .map_err(|_| Error::ConnectionTimeout)??;
-                (sender, Box::new(async move { connection.await.map_err(Error::from) }))
+                (sender, Box::new(async move { connection.await.map_err(response_error) }))
             }
         };
         // `host` names what was checked (the pack's authority as written
@@ -468,14 +505,14 @@ impl Sending {
             until,
             std::future::poll_fn(|cx| {
                 if let Poll::Ready(result) = response.as_mut().poll(cx) {
-                    return Poll::Ready(result.map_err(Error::from));
+                    return Poll::Ready(result.map_err(response_error));
                 }
                 if !done && let Poll::Ready(result) = connection.as_mut().poll(cx) {
                     done = true;
                     if let Err(error) = result {
                         return Poll::Ready(Err(error));
                     }
-                    return response.as_mut().poll(cx).map_err(Error::from);
+                    return response.as_mut().poll(cx).map_err(response_error);
                 }
                 Poll::Pending
             }),
@@ -543,6 +580,30 @@ impl Sending {
             Error::HttpRequestDenied
         })
     }
+}
+
+/// What a failed exchange tells the pack: a head past [`MAX_RESPONSE_HEAD`],
+/// as such.
+fn response_error(error: hyper::Error) -> Error {
+    match head::is_head_too_large(&error) {
+        true => Error::HttpResponseHeaderSectionSize(u32::try_from(MAX_RESPONSE_HEAD).ok()),
+        false => Error::from(error),
+    }
+}
+
+/// Whether `address` is one of this host's own: the route to it leaves
+/// from it. Told by a UDP socket connected to it, which is a route lookup
+/// and sends nothing; an address with no route is not the host's.
+fn is_own_address(address: IpAddr) -> bool {
+    let any: SocketAddr = match address {
+        IpAddr::V4(_) => (Ipv4Addr::UNSPECIFIED, 0).into(),
+        IpAddr::V6(_) => (Ipv6Addr::UNSPECIFIED, 0).into(),
+    };
+    let local = std::net::UdpSocket::bind(any).and_then(|socket| {
+        socket.connect((address, 9))?;
+        socket.local_addr()
+    });
+    local.is_ok_and(|local| local.ip() == address)
 }
 
 /// The address `host` is, when it is one rather than a name (an IPv6 one
@@ -779,11 +840,32 @@ mod tests {
             ("64:ff9b:1::a00:1", "private"),
             ("::ffff:0:a00:1", "private"),
             ("192.88.99.1", "reserved"),
+            ("198.18.0.1", "benchmarking"),
+            ("2001:2::1", "benchmarking"),
+            ("2001:2:0:ffff::1", "benchmarking"),
         ] {
             assert_eq!(refused(address), Some(class), "{address}");
         }
-        for address in ["93.184.215.14", "2606:2800:21f:cb07:6820:80da:af6b:8b2c", "8.8.8.8", "172.32.0.1"] {
+        for address in ["93.184.215.14", "2606:2800:21f:cb07:6820:80da:af6b:8b2c", "8.8.8.8", "172.32.0.1", "2001:3::1"] {
             assert_eq!(refused(address), None, "{address}");
+        }
+    }
+
+    /// The host's own addresses are told before connecting (no test over the
+    /// binary can show it: a name that resolves to this machine's public
+    /// address would have to be made, and packets stay on loopback).
+    #[test]
+    fn this_hosts_own_addresses_are_told_without_connecting() {
+        assert!(is_own_address(IpAddr::V4(Ipv4Addr::LOCALHOST)));
+        // A documentation address is nobody's (with a route or without).
+        assert!(!is_own_address("192.0.2.1".parse().unwrap()));
+        // The address this machine would send from, if it has a route out.
+        let outward = std::net::UdpSocket::bind("0.0.0.0:0").and_then(|socket| {
+            socket.connect("192.0.2.1:9")?;
+            socket.local_addr()
+        });
+        if let Ok(outward) = outward {
+            assert!(is_own_address(outward.ip()), "{outward}");
         }
     }
 }

@@ -1,0 +1,215 @@
+//! A call's share of the CPU: how long it has run, and the turns it holds
+//! while it runs as a long call.
+//!
+//! A call that has run [`LONG_CALL`] is a long call: it runs only while it
+//! holds its plugin's one slow turn and one of the sandbox's slow-lane
+//! turns, so that however many calls spin, calls that finish quickly always
+//! find a free worker thread. What counts is the time the call *runs*: the
+//! time spent inside each poll of the call's future (WebAssembly and the
+//! host's own work for it). A call that waits (for an HTTP response, a
+//! clock, its turn) is not polled, so it neither adds to its time nor holds
+//! a turn while it waits: it gives its turns back when it starts to wait,
+//! and takes them again, behind whoever queued meanwhile, before it runs
+//! again. A pack cannot use waiting to run more than its share; its deadline
+//! and its budgets still bound the whole call, waiting included.
+//!
+//! The epoch callback yields at every tick; those yields are not waits (the
+//! call is ready to run on), so a long call keeps its turns through them
+//! ([`CpuTurn::tick`]).
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, ready};
+use std::time::{Duration, Instant};
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+/// A call that has run this long is a long call: long calls take turns in
+/// the slow lane, so that however many spin, calls that finish quickly
+/// always find a free worker thread.
+pub const LONG_CALL: Duration = Duration::from_millis(10);
+
+/// The two turns a long call runs under: its plugin's and the slow lane's.
+type Turns = [OwnedSemaphorePermit; 2];
+
+
+/// One call's share of the CPU (one per store: an instance, while it starts
+/// and through its one call).
+pub struct CpuTurn {
+    /// The plugin's one turn for the slow lane (see [`super::CallQuota`]).
+    plugin_turn: Arc<Semaphore>,
+    /// The sandbox's slow lane: one turn fewer than the cores.
+    lane: Arc<Semaphore>,
+    state: Mutex<TurnState>,
+}
+
+#[derive(Default)]
+struct TurnState {
+    /// How long the call has run, over all its polls so far.
+    ran: Duration,
+    /// Its turns, while it is a long call that runs (or is ready to).
+    held: Option<Turns>,
+    /// The last time the call stopped, it was for the epoch's tick, not to wait.
+    ticked: bool,
+}
+
+/// A call waiting for its turns.
+type TurnWait = Pin<Box<dyn Future<Output = Turns> + Send>>;
+
+impl CpuTurn {
+    /// A call's share, under its plugin's `plugin_turn` and the sandbox's `lane`.
+    pub fn new(plugin_turn: Arc<Semaphore>, lane: Arc<Semaphore>) -> CpuTurn {
+        CpuTurn { plugin_turn, lane, state: Mutex::default() }
+    }
+
+    /// The epoch callback yields the call at a tick: it is ready to run on.
+    pub fn tick(&self) {
+        self.state.lock().unwrap().ticked = true;
+    }
+
+    /// Takes any turns the call holds (an instance made ahead of its call,
+    /// once it is built, gives them back by dropping them).
+    pub fn take_turns(&self) -> Option<[OwnedSemaphorePermit; 2]> {
+        self.state.lock().unwrap().held.take()
+    }
+
+    /// How long the call has run so far.
+    #[cfg(test)]
+    pub fn ran(&self) -> Duration {
+        self.state.lock().unwrap().ran
+    }
+
+    /// Runs `call`, counting the time it runs, and holding the turns of a
+    /// long call only while it runs.
+    pub async fn run<F: Future>(self: &Arc<Self>, call: F) -> F::Output {
+        let mut call = std::pin::pin!(call);
+        let mut waiting: Option<TurnWait> = None;
+        std::future::poll_fn(|cx| self.poll(cx, call.as_mut(), &mut waiting)).await
+    }
+
+    fn poll<F: Future>(&self, cx: &mut Context<'_>, call: Pin<&mut F>, waiting: &mut Option<TurnWait>) -> Poll<F::Output> {
+        if waiting.is_some() || self.needs_turns() {
+            let wait = waiting.get_or_insert_with(|| {
+                let (own, lane) = (self.plugin_turn.clone(), self.lane.clone());
+                // The plugin's own turn first, so each plugin has at most
+                // one call queued for the lane: the lane's turns go round the plugins.
+                Box::pin(async move {
+                    let own = own.acquire_owned().await.expect("a quota never closes its semaphore");
+                    let lane = lane.acquire_owned().await.expect("the slow lane never closes");
+                    [own, lane]
+                })
+            });
+            let turns = ready!(wait.as_mut().poll(cx));
+            *waiting = None;
+            self.state.lock().unwrap().held = Some(turns);
+        }
+        let started = Instant::now();
+        let polled = call.poll(cx);
+        let ran = started.elapsed();
+        let given_back = {
+            let mut state = self.state.lock().unwrap();
+            state.ran += ran;
+            let waits = polled.is_pending() && !std::mem::take(&mut state.ticked);
+            // Waiting on the host: the turns are for running.
+            if waits { state.held.take() } else { None }
+        };
+        drop(given_back);
+        polled
+    }
+
+    fn needs_turns(&self) -> bool {
+        let state = self.state.lock().unwrap();
+        state.ran >= LONG_CALL && state.held.is_none()
+    }
+
+    /// Whether the call holds its turns now.
+    #[cfg(test)]
+    pub fn holds_turns(&self) -> bool {
+        self.state.lock().unwrap().held.is_some()
+    }
+
+    /// Holds `turns` (a test's stand-in for a long call's).
+    #[cfg(test)]
+    pub fn hold(&self, turns: Turns) {
+        self.state.lock().unwrap().held = Some(turns);
+    }
+
+    /// Counts `ran` as run (a test's stand-in for a long start).
+    #[cfg(test)]
+    pub fn count_as_run(&self, ran: Duration) {
+        self.state.lock().unwrap().ran += ran;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A future that runs for `ran` (spinning on the thread), then waits `waits` on a timer, `times` times.
+    async fn spin_then_wait(turn: Arc<CpuTurn>, ran: Duration, waits: Duration, times: usize, lane: Arc<Semaphore>) -> Vec<(bool, usize)> {
+        let mut seen = Vec::new();
+        for _ in 0..times {
+            let until = Instant::now() + ran;
+            while Instant::now() < until {
+                std::hint::spin_loop();
+            }
+            tokio::time::sleep(waits).await;
+            // After each wait, as the call runs again: does it hold its turns, and how many are free?
+            seen.push((turn.holds_turns(), lane.available_permits()));
+        }
+        seen
+    }
+
+    #[tokio::test]
+    async fn a_call_that_only_waits_needs_no_turn() {
+        // No turn is free at all: a call that needed one would never end.
+        let (own, lane) = (Arc::new(Semaphore::new(0)), Arc::new(Semaphore::new(0)));
+        let turn = Arc::new(CpuTurn::new(own, lane.clone()));
+        let seen = turn.run(spin_then_wait(turn.clone(), Duration::ZERO, Duration::from_millis(30), 3, lane)).await;
+        assert_eq!(seen, [(false, 0), (false, 0), (false, 0)]);
+        assert!(turn.ran() < LONG_CALL, "{:?}", turn.ran());
+    }
+
+    #[tokio::test]
+    async fn a_long_call_holds_its_turns_only_while_it_runs() {
+        let (own, lane) = (Arc::new(Semaphore::new(1)), Arc::new(Semaphore::new(1)));
+        let turn = Arc::new(CpuTurn::new(own.clone(), lane.clone()));
+        turn.count_as_run(LONG_CALL);
+        let watcher = {
+            let (own, lane) = (own.clone(), lane.clone());
+            // While the call waits on its timer, both turns are free for others.
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                (own.available_permits(), lane.available_permits())
+            })
+        };
+        let seen = turn.run(spin_then_wait(turn.clone(), Duration::from_millis(1), Duration::from_millis(30), 2, lane.clone())).await;
+        // It ran holding both (none free), and took them again after each wait.
+        assert_eq!(seen, [(true, 0), (true, 0)]);
+        assert_eq!(watcher.await.unwrap(), (1, 1));
+        // Done (its last poll was Ready): it still holds them until its store goes.
+        assert_eq!((own.available_permits(), lane.available_permits()), (0, 0));
+        drop(turn.take_turns().expect("the call's turns"));
+        assert_eq!((own.available_permits(), lane.available_permits()), (1, 1));
+    }
+
+    #[tokio::test]
+    async fn a_long_call_that_waited_runs_again_only_once_its_turn_comes() {
+        let (own, lane) = (Arc::new(Semaphore::new(1)), Arc::new(Semaphore::new(1)));
+        let turn = Arc::new(CpuTurn::new(own.clone(), lane.clone()));
+        turn.count_as_run(LONG_CALL);
+        let call = tokio::spawn({
+            let turn = turn.clone();
+            async move { turn.run(async { tokio::time::sleep(Duration::from_millis(20)).await }).await }
+        });
+        // Another plugin's long call takes the lane while the first waits.
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        let other = lane.clone().try_acquire_owned().expect("the waiting call gave the lane back");
+        tokio::time::sleep(Duration::from_millis(40)).await;
+        // The timer is long done, but the call cannot run on without the lane.
+        assert!(!call.is_finished());
+        drop(other);
+        call.await.unwrap();
+    }
+}
