@@ -1305,7 +1305,7 @@ fn waiting_calls(setup: &Setup, rounds: usize, report: &mut Report) -> anyhow::R
         }
     }
     for ((name, _), results) in hosts.iter().zip(&results) {
-        let load = Load::median(&results.iter().map(|(load, _)| load.clone()).collect::<Vec<_>>());
+        let load = Load::median(&results.iter().map(|(load, _)| *load).collect::<Vec<_>>());
         let mut errors: Vec<u64> = results.iter().map(|(_, errors)| *errors).collect();
         errors.sort();
         report.facts.push((

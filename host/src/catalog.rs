@@ -114,7 +114,8 @@ impl Catalog {
         let owners = owners(plugins, &order, previous);
 
         let prompts = plugins.iter().map(|plugin| plugin.prompts.len()).sum();
-        let mut catalog = Catalog { version: String::new(), entries: Vec::with_capacity(prompts), by_name: HashMap::with_capacity(prompts) };
+        let mut catalog =
+            Catalog { version: String::new(), entries: Vec::with_capacity(prompts), by_name: HashMap::with_capacity(prompts) };
         let mut skipped = Vec::new();
         for &index in &order {
             let plugin = &plugins[index];

@@ -511,6 +511,11 @@ impl PromptServer {
         if let Some(completion) = entry.typed.as_ref().and_then(|typed| typed.completion(&argument.name, &argument.value)) {
             return Ok(plugin.bounded_on_the_wire(&entry.declared_name, CompleteResult::new(convert::completion(completion)))?);
         }
+        // The pack sees only context values of their kind (a form half filled in leaves the rest out).
+        let context = match entry.typed.as_ref() {
+            Some(typed) => typed.completion_context(context),
+            None => context,
+        };
         let call = plugin.complete(&entry.declared_name, &argument.name, &argument.value, &context);
         let completion = plugin_call(plugin, metrics::Method::Complete, call, error::outcome).await?;
         Ok(plugin.bounded_on_the_wire(&entry.declared_name, CompleteResult::new(convert::completion(completion)))?)

@@ -102,6 +102,9 @@ fn choices_and_booleans_are_completed_by_the_host_and_the_rest_by_the_pack() {
     assert_eq!((error["code"].clone(), error["data"]["failure"].clone()), (json!(-32603), json!("panic")), "{error}");
 }
 
+/// What a URI may hold after its scheme, as the schema publishes it.
+const URI_REST: &str = r"[^\x00-\x20\x7F-\u00A0\u00AD\u0600-\u0605\u061C\u06DD\u070F\u0890\u0891\u08E2\u1680\u180E\u2000-\u200F\u2028-\u202F\u205F-\u2064\u2066-\u206F\u3000\uFEFF\uFFF9-\uFFFB𑂽𑃍𓐰-𓐿𛲠-𛲣𝅳-𝅺󠀁󠀠-󠁿]+";
+
 #[test]
 fn each_argument_is_listed_with_a_hint_and_its_schema_in_the_prompts_meta() {
     let (_dir, mut server) = serve_plugins(&["typed_arguments"], &[]);
@@ -134,8 +137,10 @@ fn each_argument_is_listed_with_a_hint_and_its_schema_in_the_prompts_meta() {
                 "count": { "type": "integer", "minimum": 1, "maximum": 10, "examples": [3] },
                 "ratio": { "type": "number", "minimum": 0.0, "maximum": 1.0 },
                 "verbose": { "type": "boolean" },
-                "title": { "type": "string", "maxLength": 20, "pattern": "^(?:[A-Za-z ]+)$" },
-                "source": { "type": "string", "format": "uri", "pattern": "^(?:https|file):" },
+                // Published so that ECMA-262 and Python's re read it as the host does.
+                "title": { "type": "string", "maxLength": 20, "pattern": r"^(?:[\x20A-Za-z]+)(?![\s\S])" },
+                // Either case of the schemes, then no white space, control or format character.
+                "source": { "type": "string", "pattern": format!(r"^(?:(?:[Hh][Tt][Tt][Pp][Ss]|[Ff][Ii][Ll][Ee])\x3A{URI_REST})(?![\s\S])") },
                 "free": { "type": "string" },
             },
             "required": ["count"],
@@ -152,15 +157,18 @@ fn a_pack_whose_declarations_break_a_bound_is_refused_at_load_naming_each() {
         "1. wanted folder \"../etc\" is not a name such as \"logs\"",
         "2. wanted origin \"ftp://x\" is not an https: or http: URL with a host, and no user, query or fragment",
         "3. prompt \"bad\", argument \"many\": 101 choices: declare from 1 to 100",
-        "4. prompt \"bad\", argument \"pattern\": pattern does not compile: error: unclosed group",
+        "4. prompt \"bad\", argument \"pattern\": pattern is not an ECMA-262 pattern the host can publish: it has a group that is never closed (at character 2)",
         "5. prompt \"bad\", argument \"huge\": pattern compiles to more than 262144 bytes",
-        "6. prompt \"bad\", argument \"bounds\": min 5 is more than max 1",
-        "7. prompt \"bad\", argument \"nan\": a bound is not a finite number",
-        "8. prompt \"bad\", argument \"default\": default \"yes\" is not true or false",
+        "6. prompt \"bad\", argument \"flag\": pattern is not an ECMA-262 pattern the host can publish: it has an inline flag or another `(?` form, which ECMA-262 does not have (at character 3)",
+        "7. prompt \"bad\", argument \"greek\": pattern is not an ECMA-262 pattern the host can publish: it uses a Unicode property (\\p or \\P), which Python's re does not have (at character 3)",
+        "8. prompt \"bad\", argument \"posix\": pattern is not an ECMA-262 pattern the host can publish: it has a lone ']' (the `u` flag refuses it: write \\]) (at character 11)",
+        "9. prompt \"bad\", argument \"bounds\": min 5 is more than max 1",
+        "10. prompt \"bad\", argument \"nan\": a bound is not a finite number",
+        "11. prompt \"bad\", argument \"default\": default \"yes\" is not true or false",
     ] {
         assert!(report.contains(problem), "{problem} in:\n{report}");
     }
-    assert!(report.contains("this host would refuse it (8 problems)"), "{report}");
+    assert!(report.contains("this host would refuse it (11 problems)"), "{report}");
 }
 
 #[test]

@@ -6,11 +6,23 @@
 //! Schema fragment, and a short hint for clients that show only text).
 //!
 //! MCP passes every argument value as a string, and so does the host: a
-//! value that passes reaches the pack exactly as the client wrote it.
+//! value that passes reaches the pack as the client wrote it, but for an
+//! integer, which reaches it in plain decimal (`1.0` and `1e2` are integers
+//! as JSON Schema counts them, and reach the pack as `1` and `100`).
+//!
+//! The published schema says what the host enforces, for a client that
+//! reads each value as JSON when it is one (a number, `true`, `false`,
+//! written with no space around it) and as a string otherwise: patterns
+//! in the syntax ECMA-262 and Python's `re` read alike ([`pattern`]), URIs
+//! as a pattern of their own, integers and numbers within the host's range.
 
 use serde_json::{Value, json};
 
 use crate::bindings::{provider, provider_v0_2};
+
+mod pattern;
+
+pub use pattern::{MAX_PATTERN_NESTING, MAX_PUBLISHED_PATTERN_BYTES, MAX_REPETITION, Pattern};
 
 /// The most choices an argument may declare (also the most values one
 /// `completion/complete` answer may hold).
@@ -69,47 +81,9 @@ pub enum Kind {
     Uri {
         /// The schemes allowed, lowercase; empty means any.
         schemes: Vec<String>,
+        /// What such a URI is, as checked and published ([`Pattern::uri`]).
+        pattern: Pattern,
     },
-}
-
-/// A pattern as the pack wrote it, and compiled, anchored at both ends.
-#[derive(Debug, Clone)]
-pub struct Pattern {
-    /// As the pack wrote it.
-    pub source: String,
-    /// `^(?:source)$`, compiled.
-    pub regex: regex::Regex,
-}
-
-impl PartialEq for Pattern {
-    fn eq(&self, other: &Pattern) -> bool {
-        self.source == other.source
-    }
-}
-
-impl Pattern {
-    /// `source` compiled, anchored at both ends, within the size limits;
-    /// else why not.
-    pub fn compile(source: &str) -> Result<Pattern, String> {
-        if source.len() > MAX_PATTERN_BYTES {
-            return Err(format!("is {} bytes, more than the limit of {MAX_PATTERN_BYTES}", source.len()));
-        }
-        let build = |pattern: &str| {
-            regex::RegexBuilder::new(pattern)
-                .size_limit(MAX_PATTERN_COMPILED_BYTES)
-                .dfa_size_limit(MAX_PATTERN_COMPILED_BYTES)
-                .build()
-                .map_err(|error| match error {
-                    regex::Error::CompiledTooBig(limit) => format!("compiles to more than {limit} bytes"),
-                    error => format!("does not compile: {}", error.to_string().lines().last().unwrap_or_default().trim()),
-                })
-        };
-        // Alone first: a source such as `a)|(?:.*` would otherwise close the
-        // anchoring group and match anything.
-        build(source)?;
-        let regex = build(&format!("^(?:{source})$"))?;
-        Ok(Pattern { source: source.to_string(), regex })
-    }
 }
 
 /// One argument as a 0.3 pack declared it, checked.
@@ -172,6 +146,12 @@ pub fn argument_value(value: &provider_v0_2::FieldValue) -> String {
 }
 
 impl Kind {
+    /// An absolute URI, of one of `schemes` (lowercase) if any are named.
+    pub fn uri(schemes: Vec<String>) -> Kind {
+        let pattern = Pattern::uri(&schemes);
+        Kind::Uri { schemes, pattern }
+    }
+
     /// The kind of form field that asks for a value of this kind: a choice
     /// is a list to pick from, a boolean a yes or no, an integer or a
     /// number a number (its bounds checked on the answer), text and a URI
@@ -202,7 +182,7 @@ impl Kind {
             }
             Kind::Boolean => value == "true" || value == "false",
             Kind::Choice(choices) => choices.iter().any(|choice| choice == value),
-            Kind::Uri { schemes } => absolute_uri(value).is_some_and(|scheme| schemes.is_empty() || schemes.contains(&scheme)),
+            Kind::Uri { pattern, .. } => pattern.regex.is_match(value),
         };
         if fits { Ok(()) } else { Err(self.expected()) }
     }
@@ -225,8 +205,8 @@ impl Kind {
             Kind::Number { min, max } => format!("a number{}", bounds(min.map(number_text), max.map(number_text))),
             Kind::Boolean => "true or false".to_string(),
             Kind::Choice(choices) => format!("one of: {}", listed(choices)),
-            Kind::Uri { schemes } if schemes.is_empty() => "an absolute URI".to_string(),
-            Kind::Uri { schemes } => format!("an absolute URI of scheme {}", schemes.join(" or ")),
+            Kind::Uri { schemes, .. } if schemes.is_empty() => "an absolute URI".to_string(),
+            Kind::Uri { schemes, .. } => format!("an absolute URI of scheme {}", schemes.join(" or ")),
         }
     }
 
@@ -244,31 +224,31 @@ impl Kind {
                     set("maxLength", json!(max));
                 }
                 if let Some(pattern) = pattern {
-                    set("pattern", json!(format!("^(?:{})$", pattern.source)));
+                    set("pattern", json!(pattern.published));
                 }
             }
+            // Bounds as the host's own range when the pack gives none: a
+            // value past it is no integer or number to the host.
             Kind::Integer { min, max } => {
                 set("type", json!("integer"));
-                min.inspect(|min| set("minimum", json!(min)));
-                max.inspect(|max| set("maximum", json!(max)));
+                set("minimum", json!(min.unwrap_or(i64::MIN)));
+                set("maximum", json!(max.unwrap_or(i64::MAX)));
             }
             Kind::Number { min, max } => {
                 set("type", json!("number"));
-                min.inspect(|min| set("minimum", json!(min)));
-                max.inspect(|max| set("maximum", json!(max)));
+                set("minimum", json!(min.unwrap_or(f64::MIN)));
+                set("maximum", json!(max.unwrap_or(f64::MAX)));
             }
             Kind::Boolean => set("type", json!("boolean")),
             Kind::Choice(choices) => {
                 set("type", json!("string"));
                 set("enum", json!(choices));
             }
-            Kind::Uri { schemes } => {
+            // No `format`: validators check `uri` each their own way (ajv's
+            // refuses `|`, python-jsonschema checks no format by default).
+            Kind::Uri { pattern, .. } => {
                 set("type", json!("string"));
-                set("format", json!("uri"));
-                if !schemes.is_empty() {
-                    let schemes: Vec<String> = schemes.iter().map(|scheme| regex::escape(scheme)).collect();
-                    set("pattern", json!(format!("^(?:{}):", schemes.join("|"))));
-                }
+                set("pattern", json!(pattern.published));
             }
         }
         schema
@@ -379,15 +359,37 @@ impl PromptArguments {
                 arguments.push(provider::Argument { name: declared.name.clone(), value: default.clone() });
             }
         }
-        for argument in arguments.iter() {
+        for argument in arguments.iter_mut() {
             let Some(kind) = self.get(&argument.name).and_then(|declared| declared.kind.as_ref()) else { continue };
             kind.check(&argument.value).map_err(|expected| Refused {
                 argument: argument.name.clone(),
                 expected,
                 given: crate::shown::cut_printable(&argument.value, MAX_SHOWN_VALUE_BYTES),
             })?;
+            if let Kind::Integer { .. } = kind
+                && let Some(number) = integer(&argument.value)
+            {
+                argument.value = number.to_string();
+            }
         }
         Ok(())
+    }
+
+    /// A completion's context as the pack's `complete` sees it: the values
+    /// of declared arguments that are not of their kind left out (a form
+    /// half filled in), integers in plain decimal.
+    pub fn completion_context(&self, context: Vec<provider::Argument>) -> Vec<provider::Argument> {
+        context
+            .into_iter()
+            .filter_map(|mut argument| {
+                let Some(kind) = self.get(&argument.name).and_then(|declared| declared.kind.as_ref()) else { return Some(argument) };
+                kind.check(&argument.value).ok()?;
+                if let (Kind::Integer { .. }, Some(number)) = (kind, integer(&argument.value)) {
+                    argument.value = number.to_string();
+                }
+                Some(argument)
+            })
+            .collect()
     }
 
     /// `prompt`'s argument descriptions as listed: each with the hint of its
@@ -458,14 +460,17 @@ impl PromptArguments {
     }
 }
 
-/// A decimal integer as people write one: an optional `-`, then digits (no
-/// `+`, no spaces; leading zeros allowed).
+/// An integer as JSON Schema counts one: a number as JSON writes it (no
+/// leading zero, no `+`, no space) whose value is whole (`1.0`, `1e2`),
+/// within the range of an `i64`.
 fn integer(value: &str) -> Option<i64> {
-    let digits = value.strip_prefix('-').unwrap_or(value);
-    if digits.is_empty() || !digits.bytes().all(|byte| byte.is_ascii_digit()) {
-        return None;
+    let parsed = serde_json::from_str::<serde_json::Number>(value).ok().filter(|_| value.trim() == value)?;
+    if let Some(whole) = parsed.as_i64() {
+        return Some(whole);
     }
-    value.parse().ok()
+    // A fraction or an exponent: whole, and exactly an i64 (2^63 is not).
+    let float = parsed.as_f64().filter(|float| float.is_finite() && float.fract() == 0.0)?;
+    (-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&float).then_some(float as i64)
 }
 
 /// A finite number, written as JSON writes one (no spaces, no `NaN`).
@@ -474,16 +479,6 @@ fn number(value: &str) -> Option<f64> {
         return None;
     }
     serde_json::from_str::<serde_json::Number>(value).ok()?.as_f64().filter(|number| number.is_finite())
-}
-
-/// The scheme of `value`, lowercase, if it is an absolute URI with no
-/// whitespace or control character anywhere (the URL parser would strip or
-/// encode them, and the pack gets the value as written).
-fn absolute_uri(value: &str) -> Option<String> {
-    if value.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return None;
-    }
-    url::Url::parse(value).ok().map(|url| url.scheme().to_string())
 }
 
 /// ` from 1 to 10`, ` of at least 1`, ` of at most 10`, or nothing.
@@ -538,8 +533,12 @@ mod tests {
         assert_eq!(Kind::Text { max_length: Some(2), pattern: None }.check("éé"), Ok(()));
         let integer = Kind::Integer { min: Some(1), max: Some(10) };
         assert_eq!(integer.check("10"), Ok(()));
-        for refused in ["11", "0", "+5", " 5", "5.0", "", "-", "1e1", "99999999999999999999"] {
+        for refused in ["11", "0", "+5", " 5", "5.5", "", "-", "1e2", "007", "99999999999999999999", "1e19"] {
             assert_eq!(integer.check(refused), Err("an integer from 1 to 10".into()), "{refused:?}");
+        }
+        // Whole numbers as JSON writes them are integers, as JSON Schema counts them.
+        for accepted in ["5.0", "1e1", "10.00", "5E0"] {
+            assert_eq!(integer.check(accepted), Ok(()), "{accepted:?}");
         }
         assert_eq!(Kind::Integer { min: None, max: None }.check("-12"), Ok(()));
         let number = Kind::Number { min: Some(-1.5), max: None };
@@ -554,13 +553,13 @@ mod tests {
         let choice = Kind::Choice(vec!["short".into(), "long".into()]);
         assert_eq!(choice.check("long"), Ok(()));
         assert_eq!(choice.check("Long"), Err("one of: short, long".into()));
-        let uri = Kind::Uri { schemes: vec!["https".into(), "file".into()] };
+        let uri = Kind::uri(vec!["https".into(), "file".into()]);
         assert_eq!(uri.check("HTTPS://example.com/a"), Ok(()));
         assert_eq!(uri.check("file:///src/main.py"), Ok(()));
         assert_eq!(uri.check("http://example.com"), Err("an absolute URI of scheme https or file".into()));
-        assert_eq!(Kind::Uri { schemes: vec![] }.check("relative/path"), Err("an absolute URI".into()));
-        // The URL parser strips or encodes these; the pack would get them raw.
-        for refused in ["https://exa\r\nmple.com", "\u{1}https://x", "https://x/a b"] {
+        assert_eq!(Kind::uri(vec![]).check("relative/path"), Err("an absolute URI".into()));
+        // White space, controls and format characters (a bidi override, a zero-width space).
+        for refused in ["https://exa\r\nmple.com", "\u{1}https://x", "https://x/a b", "https://a\u{202E}b", "https://a\u{200B}b"] {
             assert!(uri.check(refused).is_err(), "{refused:?}");
         }
         assert_eq!(Kind::Number { min: Some(-1e300), max: Some(1e-300) }.expected(), "a number from -1e+300 to 1e-300");
@@ -573,10 +572,16 @@ mod tests {
             Declared { name: "n".into(), ..declared(Kind::Integer { min: Some(1), max: None }) },
         ]);
         let argument = |name: &str, value: &str| provider::Argument { name: name.into(), value: value.into() };
-        let mut given = vec![argument("n", "2"), argument("extra", "anything")];
+        let mut given = vec![argument("n", "2e1"), argument("extra", "anything")];
         assert_eq!(arguments.apply(&mut given), Ok(()));
         let pairs: Vec<(&str, &str)> = given.iter().map(|argument| (argument.name.as_str(), argument.value.as_str())).collect();
-        assert_eq!(pairs, [("n", "2"), ("extra", "anything"), ("a", "short")]);
+        // An integer reaches the pack in plain decimal.
+        assert_eq!(pairs, [("n", "20"), ("extra", "anything"), ("a", "short")]);
+        // A completion's context keeps what is of its kind.
+        let context =
+            arguments.completion_context(vec![argument("n", "0"), argument("a", "long"), argument("x", "1"), argument("n", "3.0")]);
+        let pairs: Vec<(&str, &str)> = context.iter().map(|argument| (argument.name.as_str(), argument.value.as_str())).collect();
+        assert_eq!(pairs, [("a", "long"), ("x", "1"), ("n", "3")]);
         let mut given = vec![argument("a", "long"), argument("n", &format!("0\u{1b}{}", "9".repeat(300)))];
         let refused = arguments.apply(&mut given).unwrap_err();
         assert_eq!((refused.argument.as_str(), refused.expected.as_str()), ("n", "an integer of at least 1"));
@@ -593,12 +598,12 @@ mod tests {
     #[test]
     fn patterns_are_bounded_in_source_and_compiled_size() {
         assert_eq!(Pattern::compile(&"a".repeat(MAX_PATTERN_BYTES + 1)).unwrap_err(), "is 1025 bytes, more than the limit of 1024");
-        assert!(Pattern::compile("(").unwrap_err().starts_with("does not compile: "));
-        assert!(Pattern::compile(r"\w{1000}\w{1000}").unwrap_err().starts_with("compiles to more than "));
+        assert!(Pattern::compile("(").unwrap_err().starts_with("is not an ECMA-262 pattern the host can publish: "));
+        assert!(Pattern::compile(r"(?:\w{1000}){1000}").unwrap_err().starts_with("compiles to more than "));
         // Look-around is not in the linear-time syntax.
         assert!(Pattern::compile("(?=a)a").is_err());
         // A source cannot close the anchoring group.
-        assert!(Pattern::compile("a)|(?:.*").unwrap_err().starts_with("does not compile: "));
+        assert!(Pattern::compile("a)|(?:.*").unwrap_err().contains("closes no group"));
     }
 
     #[test]
@@ -635,7 +640,7 @@ mod tests {
             default: None,
             examples: vec!["3".into()],
         };
-        assert_eq!(count.schema(), json!({ "type": "integer", "minimum": 1, "examples": [3] }));
+        assert_eq!(count.schema(), json!({ "type": "integer", "minimum": 1, "maximum": i64::MAX, "examples": [3] }));
         let arguments = PromptArguments::from(vec![tone, count]);
         assert_eq!(
             arguments.schema(),
@@ -643,7 +648,7 @@ mod tests {
                 "type": "object",
                 "properties": {
                     "tone": { "type": "string", "enum": ["short", "long"], "default": "short" },
-                    "count": { "type": "integer", "minimum": 1, "examples": [3] },
+                    "count": { "type": "integer", "minimum": 1, "maximum": i64::MAX, "examples": [3] },
                 },
                 "required": ["count"],
             })

@@ -638,11 +638,7 @@ impl Instance {
     /// shelf (until then the spare still counts in the pool's share of calls).
     fn shelved(mut self) -> (Instance, SpareBuild) {
         self.made_in = self.store.data().started.elapsed();
-        let held = SpareBuild {
-            _slots: self.slots.take(),
-            _running: self.running.take(),
-            _slow_turn: self.store.data().cpu.take_turns(),
-        };
+        let held = SpareBuild { _slots: self.slots.take(), _running: self.running.take(), _slow_turn: self.store.data().cpu.take_turns() };
         (self, held)
     }
 

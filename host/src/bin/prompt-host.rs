@@ -399,11 +399,13 @@ impl OnePluginArgs {
     fn config(&self) -> anyhow::Result<ServeConfig> {
         let mut config = match config_file(self.config.clone()) {
             Some(path) => {
-                // Said, so that a check run beside a config file knows what
-                // applies to the plugin: that file's limits, prefix, pin and grants.
-                let how = if self.config.is_some() { "--config" } else { "found in the working directory" };
-                let shown = std::path::absolute(&path).unwrap_or_else(|_| path.clone());
-                eprintln!("config: {} ({how}): its settings for this plugin apply", shown.display());
+                // A file found in the working directory is said (one named
+                // by --config is known): a check run beside a config file
+                // gets that file's limits, prefix, pin and grants.
+                if self.config.is_none() {
+                    let shown = std::path::absolute(&path).unwrap_or_else(|_| path.clone());
+                    eprintln!("config: {} (found in the working directory): its settings for this plugin apply", shown.display());
+                }
                 ServeConfig::from_file(&path)?
             }
             None => ServeConfig::default(),

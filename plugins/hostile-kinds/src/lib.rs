@@ -46,7 +46,11 @@ impl Guest for HostileKinds {
             arguments: vec![
                 argument("many", ArgumentKind::Choice((0..101).map(|n| n.to_string()).collect()), None),
                 argument("pattern", ArgumentKind::Text(TextKind { max_length: None, pattern: Some("(".into()) }), None),
-                argument("huge", ArgumentKind::Text(TextKind { max_length: None, pattern: Some(r"\w{1000}\w{1000}".into()) }), None),
+                argument("huge", ArgumentKind::Text(TextKind { max_length: None, pattern: Some(r"(?:\w{1000}){1000}".into()) }), None),
+                // Rust's syntax, not ECMA-262's: refused, naming why.
+                argument("flag", ArgumentKind::Text(TextKind { max_length: None, pattern: Some("(?i)abc".into()) }), None),
+                argument("greek", ArgumentKind::Text(TextKind { max_length: None, pattern: Some(r"\p{Greek}+".into()) }), None),
+                argument("posix", ArgumentKind::Text(TextKind { max_length: None, pattern: Some("[[:alpha:]]+".into()) }), None),
                 argument("bounds", ArgumentKind::Integer(IntegerKind { min: Some(5), max: Some(1) }), None),
                 argument("nan", ArgumentKind::Number(NumberKind { min: Some(f64::NAN), max: None }), None),
                 argument("default", ArgumentKind::Boolean, Some("yes")),

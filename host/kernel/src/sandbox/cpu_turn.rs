@@ -33,7 +33,6 @@ pub const LONG_CALL: Duration = Duration::from_millis(10);
 /// The two turns a long call runs under: its plugin's and the slow lane's.
 type Turns = [OwnedSemaphorePermit; 2];
 
-
 /// One call's share of the CPU (one per store: an instance, while it starts
 /// and through its one call).
 pub struct CpuTurn {
