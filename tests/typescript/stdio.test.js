@@ -77,14 +77,30 @@ test("typed arguments reach the client as a JSON Schema in _meta", async () => {
     cursor = page.nextCursor;
   } while (cursor);
   const analyze = prompts.find((prompt) => prompt.name === "analyze-project");
-  assert.deepEqual(analyze._meta["prompt-host/arguments"], {
+  const schema = analyze._meta["prompt-host/arguments"];
+  const { pattern, ...fileUri } = schema.properties.fileUri;
+  assert.deepEqual({ ...schema, properties: { ...schema.properties, fileUri } }, {
     type: "object",
     properties: {
       timeframe: { type: "string", enum: ["15m", "1h", "6h", "24h", "7d"] },
-      fileUri: { type: "string", format: "uri", pattern: "^(?:file):", examples: ["file:///src/app.py"] },
+      fileUri: { type: "string", examples: ["file:///src/app.py"] },
     },
     required: ["timeframe", "fileUri"],
   });
+  // The URI pattern is the host's own check, read by this client's engine
+  // with the u flag JSON Schema's patterns use.
+  const uri = new RegExp(pattern, "u");
+  const verdicts = ["file:///src/app.py", "FILE:///src/app.py", "file:", "https://example.com/", "file:///a b", "file:///a\u200Bb", " file:///a"]
+    .map((value) => [value, uri.test(value)]);
+  assert.deepEqual(verdicts, [
+    ["file:///src/app.py", true],
+    ["FILE:///src/app.py", true],
+    ["file:", false],
+    ["https://example.com/", false],
+    ["file:///a b", false],
+    ["file:///a\u200Bb", false],
+    [" file:///a", false],
+  ]);
   assert.equal(analyze.arguments[0].description, "Time period to analyze logs (one of: 15m, 1h, 6h, 24h, 7d)");
 });
 
