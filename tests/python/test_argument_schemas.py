@@ -36,7 +36,8 @@ VALUES = [
     "https://example.com", "HTTPS://example.com/a", "File:///src/a.py", "file:///x", "x-foo:bar", "X-FOO:bar",
     "git+ssh://h/r", "http://example.com", "relative/path", "https://a\u202eb", "https://a\u200bb", "https://a b",
     "https:", "1x:y", "mailto:a@b", "ABé.", "Cé.x", "Cé. ", "Aé.\u3000", "ÀBC", "\u0000", "abc\u0000", "c", "cab",
-    "abx", "w" * 40, "w" * 41, "abcd", "a b", "a\u00a0b", "😀",
+    "abx", "w" * 40, "w" * 41, "abcd", "a b", "a\u00a0b", "😀", "9007199254740991", "-9007199254740991",
+    "9007199254740992", "9007199254740993.0", "-9223372036854775809", "0.99999999999999999999", "9007199254740991.4",
 ]
 
 

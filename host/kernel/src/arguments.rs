@@ -41,6 +41,10 @@ pub const MAX_PATTERN_COMPILED_BYTES: usize = 256 << 10;
 pub const MAX_PATTERNS: usize = 16;
 /// The most schemes a URI argument may name.
 pub const MAX_SCHEMES: usize = 16;
+/// The greatest integer the host takes, and its negative the least:
+/// JavaScript's `Number.MAX_SAFE_INTEGER`, the last of the integers every
+/// client's JSON reads exactly, so its validator and the host agree on each.
+pub const MAX_INTEGER: i64 = (1 << 53) - 1;
 /// The most of a client's value quoted back in a refusal, in bytes.
 pub const MAX_SHOWN_VALUE_BYTES: usize = 256;
 /// The key of a listed prompt's `_meta` under which the host puts the
@@ -59,7 +63,8 @@ pub enum Kind {
         /// The pattern the whole value must match.
         pattern: Option<Pattern>,
     },
-    /// A whole number in decimal, within inclusive bounds.
+    /// A whole number as JSON writes one (`3`, `3.0`, `3e0`), within
+    /// ±[`MAX_INTEGER`] and inclusive bounds; the pack reads it in decimal.
     Integer {
         /// The least value.
         min: Option<i64>,
@@ -201,7 +206,10 @@ impl Kind {
                 }
                 expected
             }
-            Kind::Integer { min, max } => format!("an integer{}", bounds(min.map(|min| min.to_string()), max.map(|max| max.to_string()))),
+            Kind::Integer { min: given_min, max: given_max } => {
+                let (min, max) = integer_bounds(*given_min, *given_max);
+                format!("an integer{}", bounds(given_min.map(|_| min.to_string()), given_max.map(|_| max.to_string())))
+            }
             Kind::Number { min, max } => format!("a number{}", bounds(min.map(number_text), max.map(number_text))),
             Kind::Boolean => "true or false".to_string(),
             Kind::Choice(choices) => format!("one of: {}", listed(choices)),
@@ -227,12 +235,13 @@ impl Kind {
                     set("pattern", json!(pattern.published));
                 }
             }
-            // Bounds as the host's own range when the pack gives none: a
-            // value past it is no integer or number to the host.
+            // Bounds as the host's own range where the pack gives none or
+            // a wider one: a value past it is no integer or number to the host.
             Kind::Integer { min, max } => {
                 set("type", json!("integer"));
-                set("minimum", json!(min.unwrap_or(i64::MIN)));
-                set("maximum", json!(max.unwrap_or(i64::MAX)));
+                let (min, max) = integer_bounds(*min, *max);
+                set("minimum", json!(min));
+                set("maximum", json!(max));
             }
             Kind::Number { min, max } => {
                 set("type", json!("number"));
@@ -461,24 +470,26 @@ impl PromptArguments {
 }
 
 /// An integer as JSON Schema counts one: a number as JSON writes it (no
-/// leading zero, no `+`, no space) whose value is whole (`1.0`, `1e2`),
-/// within the range of an `i64`.
+/// leading zero, no `+`, no space) whose value, read as clients read JSON
+/// (the nearest double), is whole (`1.0`, `1e2`) and within
+/// ±[`MAX_INTEGER`].
 fn integer(value: &str) -> Option<i64> {
-    let parsed = serde_json::from_str::<serde_json::Number>(value).ok().filter(|_| value.trim() == value)?;
-    if let Some(whole) = parsed.as_i64() {
-        return Some(whole);
-    }
-    // A fraction or an exponent: whole, and exactly an i64 (2^63 is not).
-    let float = parsed.as_f64().filter(|float| float.is_finite() && float.fract() == 0.0)?;
-    (-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&float).then_some(float as i64)
+    let number = number(value)?;
+    (number.fract() == 0.0 && number.abs() <= MAX_INTEGER as f64).then_some(number as i64)
 }
 
-/// A finite number, written as JSON writes one (no spaces, no `NaN`).
+/// An integer argument's bounds within the host's range.
+fn integer_bounds(min: Option<i64>, max: Option<i64>) -> (i64, i64) {
+    (min.map_or(-MAX_INTEGER, |min| min.max(-MAX_INTEGER)), max.map_or(MAX_INTEGER, |max| max.min(MAX_INTEGER)))
+}
+
+/// A finite number, written as JSON writes one (no spaces, no `NaN`), read
+/// as the nearest double, as JavaScript and Python read it.
 fn number(value: &str) -> Option<f64> {
-    if value.is_empty() || value.trim() != value {
-        return None;
-    }
-    serde_json::from_str::<serde_json::Number>(value).ok()?.as_f64().filter(|number| number.is_finite())
+    serde_json::from_str::<serde_json::Number>(value).ok().filter(|_| value.trim() == value)?;
+    // Rust's own parser, correctly rounded (serde_json's default is not
+    // always, and a client's validator reads the nearest double).
+    value.parse::<f64>().ok().filter(|number| number.is_finite())
 }
 
 /// ` from 1 to 10`, ` of at least 1`, ` of at most 10`, or nothing.
@@ -541,6 +552,19 @@ mod tests {
             assert_eq!(integer.check(accepted), Ok(()), "{accepted:?}");
         }
         assert_eq!(Kind::Integer { min: None, max: None }.check("-12"), Ok(()));
+        // The host's range is the integers every client reads exactly, and a
+        // value is what a client's JSON reads: the nearest double.
+        let any = Kind::Integer { min: None, max: None };
+        for accepted in ["9007199254740991", "-9007199254740991", "0.99999999999999999999", "9007199254740991.4", "-0"] {
+            assert_eq!(any.check(accepted), Ok(()), "{accepted:?}");
+        }
+        for refused in ["9007199254740992", "9007199254740993.0", "-9223372036854775809", "9223372036854775807", "1e16", "0.5"] {
+            assert_eq!(any.check(refused), Err("an integer".into()), "{refused:?}");
+        }
+        let wide = Kind::Integer { min: Some(i64::MIN), max: Some(i64::MAX) };
+        assert_eq!(wide.schema()["minimum"], json!(-MAX_INTEGER));
+        assert_eq!(wide.schema()["maximum"], json!(MAX_INTEGER));
+        assert_eq!(wide.check("9007199254740992"), Err("an integer from -9007199254740991 to 9007199254740991".into()));
         let number = Kind::Number { min: Some(-1.5), max: None };
         for accepted in ["-1.5", "0", "1e3", "2.25"] {
             assert_eq!(number.check(accepted), Ok(()), "{accepted:?}");
@@ -640,7 +664,7 @@ mod tests {
             default: None,
             examples: vec!["3".into()],
         };
-        assert_eq!(count.schema(), json!({ "type": "integer", "minimum": 1, "maximum": i64::MAX, "examples": [3] }));
+        assert_eq!(count.schema(), json!({ "type": "integer", "minimum": 1, "maximum": MAX_INTEGER, "examples": [3] }));
         let arguments = PromptArguments::from(vec![tone, count]);
         assert_eq!(
             arguments.schema(),
@@ -648,7 +672,7 @@ mod tests {
                 "type": "object",
                 "properties": {
                     "tone": { "type": "string", "enum": ["short", "long"], "default": "short" },
-                    "count": { "type": "integer", "minimum": 1, "maximum": i64::MAX, "examples": [3] },
+                    "count": { "type": "integer", "minimum": 1, "maximum": MAX_INTEGER, "examples": [3] },
                 },
                 "required": ["count"],
             })
