@@ -554,7 +554,6 @@ pub struct Spares {
 struct SpareBuild {
     _slots: Option<[OwnedSemaphorePermit; 2]>,
     _running: Option<RunningCall>,
-    _slow_turn: Option<[OwnedSemaphorePermit; 2]>,
 }
 
 /// One fresh instance of a plugin, for one call (or, while it waits for one,
@@ -633,12 +632,13 @@ impl Instance {
     }
 
     /// This instance as a spare, and what it held while it was built: its
-    /// slots, its place among the running calls, and any turn in the slow
-    /// lane its start took. The caller drops them once the spare is on the
-    /// shelf (until then the spare still counts in the pool's share of calls).
+    /// slots and its place among the running calls (a turn in the slow lane
+    /// its start took went back when the start ended). The caller drops
+    /// them once the spare is on the shelf (until then the spare still
+    /// counts in the pool's share of calls).
     fn shelved(mut self) -> (Instance, SpareBuild) {
         self.made_in = self.store.data().started.elapsed();
-        let held = SpareBuild { _slots: self.slots.take(), _running: self.running.take(), _slow_turn: self.store.data().cpu.take_turns() };
+        let held = SpareBuild { _slots: self.slots.take(), _running: self.running.take() };
         (self, held)
     }
 
@@ -1398,7 +1398,7 @@ mod tests {
     }
 
     #[test]
-    fn a_shelved_spare_gives_back_its_slots_and_any_slow_lane_turn_and_a_handed_out_one_counts_its_build_time() {
+    fn a_shelved_spare_gives_back_its_slots_and_a_handed_out_one_counts_its_build_time() {
         let sandbox = Sandbox::new(SandboxConfig::default()).unwrap();
         let quota = CallQuota::new(1);
         let lane = sandbox.slow_lane.available_permits();
@@ -1406,16 +1406,13 @@ mod tests {
         let limits = Limits { deadline: Duration::from_millis(1000), ..Limits::default() };
         let mut instance = sandbox.new_instance(&limits, 1, &quota, "acme", &sandbox.no_sight.clone(), slots(), false);
         assert_eq!(sandbox.running.count.load(Ordering::SeqCst), 1);
-        // Its start ran long: it took the plugin's turn and one of the lane's.
-        let turn = [quota.slow_turn.clone().try_acquire_owned().unwrap(), sandbox.slow_lane.clone().try_acquire_owned().unwrap()];
-        instance.store.data().cpu.hold(turn);
         instance.store.data_mut().started -= Duration::from_millis(300);
 
         let (mut spare, held) = instance.shelved();
         assert!(spare.slots.is_none() && spare.running.is_none() && !spare.store.data().cpu.holds_turns());
         assert!((300..400).contains(&spare.made_in.as_millis()), "{:?}", spare.made_in);
         // Until what it held is dropped, none of it is free.
-        assert_eq!((quota.calls.available_permits(), sandbox.slow_lane.available_permits()), (0, lane - 1));
+        assert_eq!(quota.calls.available_permits(), 0);
         drop(held);
         assert_eq!(
             (quota.calls.available_permits(), sandbox.slots.available_permits()),

@@ -47,7 +47,8 @@ pub struct CpuTurn {
 struct TurnState {
     /// How long the call has run, over all its polls so far.
     ran: Duration,
-    /// Its turns, while it is a long call that runs (or is ready to).
+    /// Its turns, while it is a long call that runs (or is ready to), until
+    /// the step it runs returns or waits.
     held: Option<Turns>,
     /// The last time the call stopped, it was for the epoch's tick, not to wait.
     ticked: bool,
@@ -65,12 +66,6 @@ impl CpuTurn {
     /// The epoch callback yields the call at a tick: it is ready to run on.
     pub fn tick(&self) {
         self.state.lock().unwrap().ticked = true;
-    }
-
-    /// Takes any turns the call holds (an instance made ahead of its call,
-    /// once it is built, gives them back by dropping them).
-    pub fn take_turns(&self) -> Option<[OwnedSemaphorePermit; 2]> {
-        self.state.lock().unwrap().held.take()
     }
 
     /// How long the call has run so far.
@@ -110,8 +105,9 @@ impl CpuTurn {
             let mut state = self.state.lock().unwrap();
             state.ran += ran;
             let waits = polled.is_pending() && !std::mem::take(&mut state.ticked);
-            // Waiting on the host: the turns are for running.
-            if waits { state.held.take() } else { None }
+            // Waiting on the host, or done with this step (the next, if
+            // any, takes them again): the turns are for running.
+            if waits || polled.is_ready() { state.held.take() } else { None }
         };
         drop(given_back);
         polled
@@ -126,12 +122,6 @@ impl CpuTurn {
     #[cfg(test)]
     pub fn holds_turns(&self) -> bool {
         self.state.lock().unwrap().held.is_some()
-    }
-
-    /// Holds `turns` (a test's stand-in for a long call's).
-    #[cfg(test)]
-    pub fn hold(&self, turns: Turns) {
-        self.state.lock().unwrap().held = Some(turns);
     }
 
     /// Counts `ran` as run (a test's stand-in for a long start).
@@ -165,7 +155,8 @@ mod tests {
         // No turn is free at all: a call that needed one would never end.
         let (own, lane) = (Arc::new(Semaphore::new(0)), Arc::new(Semaphore::new(0)));
         let turn = Arc::new(CpuTurn::new(own, lane.clone()));
-        let seen = turn.run(spin_then_wait(turn.clone(), Duration::ZERO, Duration::from_millis(30), 3, lane)).await;
+        let call = turn.run(spin_then_wait(turn.clone(), Duration::ZERO, Duration::from_millis(30), 3, lane));
+        let seen = tokio::time::timeout(Duration::from_secs(10), call).await.expect("a call that only waits ends without a turn");
         assert_eq!(seen, [(false, 0), (false, 0), (false, 0)]);
         assert!(turn.ran() < LONG_CALL, "{:?}", turn.ran());
     }
@@ -179,7 +170,7 @@ mod tests {
             let (own, lane) = (own.clone(), lane.clone());
             // While the call waits on its timer, both turns are free for others.
             tokio::spawn(async move {
-                tokio::time::sleep(Duration::from_millis(10)).await;
+                tokio::time::sleep(Duration::from_millis(15)).await;
                 (own.available_permits(), lane.available_permits())
             })
         };
@@ -187,10 +178,9 @@ mod tests {
         // It ran holding both (none free), and took them again after each wait.
         assert_eq!(seen, [(true, 0), (true, 0)]);
         assert_eq!(watcher.await.unwrap(), (1, 1));
-        // Done (its last poll was Ready): it still holds them until its store goes.
-        assert_eq!((own.available_permits(), lane.available_permits()), (0, 0));
-        drop(turn.take_turns().expect("the call's turns"));
+        // Done (its last poll was Ready): it gave them back at once.
         assert_eq!((own.available_permits(), lane.available_permits()), (1, 1));
+        assert!(!turn.holds_turns());
     }
 
     #[tokio::test]
