@@ -427,11 +427,18 @@ impl Sending {
             Ok(stream) => stream.map_err(Error::Connect)?,
             Err(_) => return Err(self.timed_out(Error::ConnectionTimeout)),
         };
+        // The same, told by the connection itself, should the route lookup
+        // have failed: a connection to itself leaves from the address it reaches.
+        let reached_self = stream.local_addr().ok().map(|local| local.ip()) == Some(address.ip());
+        if literal_address(&host).is_none() && reached_self {
+            return Err(self.refuse_address(&host, port, address.ip(), "this host's own"));
+        }
         let _ = stream.set_nodelay(true);
         let mut builder = hyper::client::conn::http1::Builder::new();
         // hyper's buffer is no bound of its own (the head is counted as it
-        // is read): room for a whole head and what follows it in one read.
-        builder.max_buf_size(2 * MAX_RESPONSE_HEAD).max_headers(MAX_RESPONSE_HEADERS);
+        // is read): room for a whole head and the start of the body that
+        // may come in the same read, and no more per connection.
+        builder.max_buf_size(MAX_RESPONSE_HEAD + (16 << 10)).max_headers(MAX_RESPONSE_HEADERS);
         let (sender, connection): (_, Connection) = match https {
             true => {
                 let name = server_name(&host)?;
