@@ -9,68 +9,17 @@
 //! loopback only: the other refused address classes are shown by the unit
 //! tests of the address check (`grants::http`).
 
+#[path = "support/origin.rs"]
+mod origin;
 mod support;
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
+
+use origin::{ALL, NAMED, Origin, TLS};
 
 use serde_json::{Value, json};
 use support::{Server, built_plugin, only_text};
-
-/// The loopback ports the fixture asks for `http://127.0.0.1:P` (all),
-/// `http://localhost:P` (the lower half) and `https://127.0.0.1:P` (the
-/// upper half).
-const ALL: std::ops::RangeInclusive<u16> = 47801..=47808;
-const NAMED: std::ops::RangeInclusive<u16> = 47801..=47804;
-const TLS: std::ops::RangeInclusive<u16> = 47805..=47808;
-
-/// A real HTTP server on one of the loopback ports the fixture asks for.
-struct Origin {
-    child: Child,
-    port: u16,
-}
-
-impl Origin {
-    /// On the first free port of `ports`, over TLS with `tls` (the
-    /// certificate's and the key's files).
-    fn start(ports: std::ops::RangeInclusive<u16>, tls: Option<(&Path, &Path)>) -> Origin {
-        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/origin.py");
-        let mut command = Command::new("python3");
-        command.arg(script);
-        if let Some((certificate, key)) = tls {
-            command.arg("--tls").arg(certificate).arg(key);
-        }
-        let ports: Vec<String> = ports.map(|port| port.to_string()).collect();
-        let mut child = command.args(&ports).stdout(Stdio::piped()).spawn().unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-        let port = line
-            .trim()
-            .strip_prefix("PORT ")
-            .unwrap_or_else(|| panic!("the origin did not start on any of the ports {ports:?}, the ones the fixture asks for: {line:?}"))
-            .parse()
-            .unwrap();
-        Origin { child, port }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("http://127.0.0.1:{}{path}", self.port)
-    }
-
-    /// Another port the fixture asks for, which no test's server holds
-    /// while this one runs (the next one up, or down at the end).
-    fn other_port(&self) -> u16 {
-        if self.port == 47808 { 47801 } else { self.port + 1 }
-    }
-}
-
-impl Drop for Origin {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// A plugin directory with the probe (and `other_probe`, granted nothing),
 /// and a config granting `grants_probe` the origins `http` under `limits`.
@@ -458,114 +407,6 @@ fn requests_kept_unsent_are_bounded_by_the_resources_cap() {
     assert!(grown < 64 << 20, "the host's peak memory grew by {grown} bytes");
     // And the host serves on.
     assert_eq!(only_text(&server.get_prompt("env", json!({ "name": "GREETING" }))), "GREETING is not set");
-}
-
-/// A plugin directory with the probe (granted `origin`, under
-/// `probe_limits`) and `other_probe` (another pack, under `other_limits`),
-/// served on two CPUs: the slow lane is one thread wide, as on the
-/// project's 2-core machines, whatever this machine has.
-fn serve_waiting(origin: &Origin, probe_limits: &str, other_limits: &str) -> (tempfile::TempDir, Server) {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir(dir.path().join("plugins")).unwrap();
-    std::fs::copy(built_plugin("grants_probe"), dir.path().join("plugins/grants_probe.wasm")).unwrap();
-    std::fs::copy(built_plugin("grants_probe"), dir.path().join("plugins/other_probe.wasm")).unwrap();
-    let config = format!(
-        "[server]\nplugins = \"plugins\"\n\n[plugins.grants_probe.grants]\nhttp = [{:?}]\n\n\
-         [plugins.grants_probe.limits]\n{probe_limits}\n\n[plugins.other_probe]\nprefix = \"other-\"\n\n\
-         [plugins.other_probe.limits]\n{other_limits}\n",
-        origin.url("")
-    );
-    std::fs::write(dir.path().join("config.toml"), config).unwrap();
-    let server = Server::start_on_two_cpus(&["--config", dir.path().join("config.toml").to_str().unwrap()]);
-    (dir, server)
-}
-
-/// Sends `count` calls of `prompt` at once, and reads their answers (or errors), in order.
-fn at_once(server: &mut Server, count: usize, prompt: &str, arguments: Value) -> Vec<u64> {
-    (0..count).map(|_| server.send_request("prompts/get", json!({ "name": prompt, "arguments": arguments }))).collect()
-}
-
-/// What one call of `prompt` answered: its text, or its error's message.
-fn outcome(server: &mut Server, prompt: &str, arguments: Value) -> String {
-    let ids = at_once(server, 1, prompt, arguments);
-    outcomes(server, ids).remove(0)
-}
-
-/// What each of the calls `ids` answered: its text, or its error's message.
-fn outcomes(server: &mut Server, ids: Vec<u64>) -> Vec<String> {
-    ids.into_iter()
-        .map(|id| {
-            let response = server.response(id);
-            match response.get("result") {
-                Some(result) => only_text(result).to_string(),
-                None => response["error"]["message"].as_str().unwrap().to_string(),
-            }
-        })
-        .collect()
-}
-
-/// Hardening round 4, item 1: a call waiting on its origin holds no turn in
-/// the slow lane, so a pack's calls that wait run at once, as many as its
-/// `concurrent_calls` (16). Each makes 3 requests that the origin answers in
-/// 100 ms, within the default 1 s deadline; while a call's age decided, the
-/// calls took the plugin's one slow turn in turn and 12 of 16 ended at their deadline.
-#[test]
-fn calls_that_wait_on_their_origin_run_at_once() {
-    let origin = Origin::start(ALL, None);
-    let (_dir, mut server) = serve_waiting(&origin, "", "");
-    let started = std::time::Instant::now();
-    let ids = at_once(&mut server, 16, "fetch", json!({ "url": origin.url("/slow?ms=100"), "times": "3" }));
-    let answered = outcomes(&mut server, ids);
-    let took = started.elapsed();
-    let each = ["status 200, 4 bytes: slow"; 3].join("\n");
-    assert_eq!(answered, vec![each; 16], "after {took:?}");
-}
-
-/// Item 2: while 16 calls of one pack wait on their origin (each long in
-/// wall time: 800 ms, then 800 ms more), a CPU-bound call of another pack
-/// (about 20 ms of work) finishes within its 500 ms deadline: no waiting
-/// call holds the slow lane. While a call's age decided, the first waiting
-/// call to run again took the lane and kept it through its second wait.
-#[test]
-fn a_call_waiting_on_its_origin_delays_no_other_pack() {
-    let origin = Origin::start(ALL, None);
-    let (_dir, mut server) = serve_waiting(&origin, "deadline_ms = 3000", "deadline_ms = 500");
-    let burn = json!({ "iterations": "20000000" });
-    // Alone, for the record (and to compile and warm what the call needs).
-    let alone = std::time::Instant::now();
-    assert_eq!(outcome(&mut server, "other-burn", burn.clone()), "burned");
-    let alone = alone.elapsed();
-    let waiting = at_once(&mut server, 16, "fetch", json!({ "url": origin.url("/slow?ms=800"), "times": "2" }));
-    // Once the first requests are answered, and the second ones are waited for.
-    std::thread::sleep(std::time::Duration::from_millis(1000));
-    let beside = std::time::Instant::now();
-    assert_eq!(outcome(&mut server, "other-burn", burn), "burned", "alone it took {alone:?}");
-    let beside = beside.elapsed();
-    let each = ["status 200, 4 bytes: slow"; 2].join("\n");
-    assert_eq!(outcomes(&mut server, waiting), vec![each; 16], "the burn took {beside:?} beside them, {alone:?} alone");
-}
-
-/// Item 2, the other side: a pack cannot use waiting to run more than its
-/// share. 16 calls that spin 5 ms and sleep 1 ms, over and over for 1.5 s,
-/// are long calls that take their plugin's one slow turn each time they run
-/// again after a sleep; another pack's CPU-bound call, behind at most one of
-/// their turns, finishes within its 300 ms deadline. (Were a wait to start a
-/// call's count again, the 16 would never be long, would share both threads
-/// with it, and it would take about eight times as long as alone.)
-#[test]
-fn a_pack_that_alternates_spinning_and_waiting_gets_no_more_than_its_share() {
-    let origin = Origin::start(ALL, None);
-    let (_dir, mut server) = serve_waiting(&origin, "deadline_ms = 3000\nfuel = 100000000000", "deadline_ms = 300");
-    let burn = json!({ "iterations": "20000000" });
-    let alone = std::time::Instant::now();
-    assert_eq!(outcome(&mut server, "other-burn", burn.clone()), "burned");
-    let alone = alone.elapsed();
-    let alternating = at_once(&mut server, 16, "alternate", json!({ "spin_ms": "5", "wait_ms": "1", "for_ms": "1500" }));
-    std::thread::sleep(std::time::Duration::from_millis(200));
-    let beside = std::time::Instant::now();
-    assert_eq!(outcome(&mut server, "other-burn", burn), "burned", "alone it took {alone:?}");
-    let beside = beside.elapsed();
-    assert_eq!(outcomes(&mut server, alternating), vec!["alternated"; 16], "the burn took {beside:?} beside them, {alone:?} alone");
 }
 
 /// Hardening round 4, item 3: a response's head is counted as it is read

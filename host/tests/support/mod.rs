@@ -106,8 +106,9 @@ impl Server {
     /// (`taskset`), so that its sandbox's slow lane is one thread wide on
     /// any machine, and completes the MCP handshake.
     pub fn start_on_two_cpus(args: &[&str]) -> Server {
+        let cpus = two_allowed_cpus();
         let mut command = Command::new("taskset");
-        command.args(["-c", "0,1", env!("CARGO_BIN_EXE_prompt-host")]);
+        command.args(["-c", &cpus, env!("CARGO_BIN_EXE_prompt-host")]);
         let mut server = Server::spawn_command(Server::serve_command(command, args));
         server.initialize("2025-11-25");
         server
@@ -554,4 +555,20 @@ pub fn meta_2026(capabilities: Value) -> Value {
 /// The `_meta` of a 2026-07-28 client that declared elicitation.
 pub fn elicitation_2026() -> Value {
     meta_2026(json!({ "elicitation": {} }))
+}
+
+/// The first two CPUs this process may run on (from `Cpus_allowed_list`,
+/// such as `0-3,8`), as `taskset -c` takes them: a container or CI runner
+/// may grant CPUs other than 0 and 1.
+fn two_allowed_cpus() -> String {
+    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status is readable");
+    let list = status.lines().find_map(|line| line.strip_prefix("Cpus_allowed_list:")).expect("Cpus_allowed_list is listed").trim();
+    let allowed = list.split(',').flat_map(|part| {
+        let (first, last) = part.split_once('-').unwrap_or((part, part));
+        let (first, last): (u32, u32) = (first.parse().unwrap(), last.parse().unwrap());
+        first..=last
+    });
+    let two: Vec<String> = allowed.take(2).map(|cpu| cpu.to_string()).collect();
+    assert_eq!(two.len(), 2, "this process may run on one CPU only ({list}), and the test needs two");
+    two.join(",")
 }

@@ -1,0 +1,154 @@
+//! Calls that wait on a granted origin (hardening round 4, items 1 and 2),
+//! over the real binary on two CPUs, so that the sandbox's slow lane is one
+//! thread wide as on the project's 2-core machines. A test binary of their
+//! own, run one at a time: what they show is how the host shares two CPUs,
+//! and another test running beside them would take its share too. Where a
+//! test needs a deadline, it is a multiple of the CPU-bound call's time
+//! alone, measured first, so a slower machine moves both.
+
+#[path = "support/origin.rs"]
+mod origin;
+mod support;
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use origin::{ALL, Origin};
+use serde_json::{Value, json};
+use support::{Server, built_plugin, only_text};
+
+/// Held by each test for its whole run: they measure time on two CPUs.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// The CPU-bound call of the other pack: about 20 million loop iterations.
+fn burn() -> Value {
+    json!({ "iterations": "20000000" })
+}
+
+/// A plugin directory with the probe (granted `origin`, under
+/// `probe_limits`) and `other_probe` (another pack, under `other_limits`),
+/// served on two CPUs.
+fn serve_waiting(origin: &Origin, probe_limits: &str, other_limits: &str) -> (tempfile::TempDir, Server) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("plugins")).unwrap();
+    std::fs::copy(built_plugin("grants_probe"), dir.path().join("plugins/grants_probe.wasm")).unwrap();
+    std::fs::copy(built_plugin("grants_probe"), dir.path().join("plugins/other_probe.wasm")).unwrap();
+    let config = format!(
+        "[server]\nplugins = \"plugins\"\n\n[plugins.grants_probe.grants]\nhttp = [{:?}]\n\n\
+         [plugins.grants_probe.limits]\n{probe_limits}\n\n[plugins.other_probe]\nprefix = \"other-\"\n\n\
+         [plugins.other_probe.limits]\n{other_limits}\n",
+        origin.url("")
+    );
+    std::fs::write(dir.path().join("config.toml"), config).unwrap();
+    let server = Server::start_on_two_cpus(&["--config", dir.path().join("config.toml").to_str().unwrap()]);
+    (dir, server)
+}
+
+/// How long the other pack's CPU-bound call takes alone on two CPUs, once
+/// compiled and warm.
+fn burn_alone(origin: &Origin) -> Duration {
+    let (_dir, mut server) = serve_waiting(origin, "", "");
+    assert_eq!(outcome(&mut server, "other-burn", burn()), "burned");
+    let started = Instant::now();
+    assert_eq!(outcome(&mut server, "other-burn", burn()), "burned");
+    started.elapsed()
+}
+
+/// Sends `count` calls of `prompt` at once, and reads their answers (or errors), in order.
+fn at_once(server: &mut Server, count: usize, prompt: &str, arguments: Value) -> Vec<u64> {
+    (0..count).map(|_| server.send_request("prompts/get", json!({ "name": prompt, "arguments": arguments }))).collect()
+}
+
+/// What one call of `prompt` answered: its text, or its error's message.
+fn outcome(server: &mut Server, prompt: &str, arguments: Value) -> String {
+    let ids = at_once(server, 1, prompt, arguments);
+    outcomes(server, ids).remove(0)
+}
+
+/// What each of the calls `ids` answered: its text, or its error's message.
+fn outcomes(server: &mut Server, ids: Vec<u64>) -> Vec<String> {
+    ids.into_iter()
+        .map(|id| {
+            let response = server.response(id);
+            match response.get("result") {
+                Some(result) => only_text(result).to_string(),
+                None => response["error"]["message"].as_str().unwrap().to_string(),
+            }
+        })
+        .collect()
+}
+
+/// Item 1: a call waiting on its origin holds no turn in the slow lane, so
+/// a pack's calls that wait run at once, as many as its `concurrent_calls`
+/// (16). Each makes 3 requests that the origin answers in 100 ms, within the
+/// default 1 s deadline; while a call's age decided, the calls took the
+/// plugin's one slow turn in turn and 12 of 16 ended at their deadline.
+#[test]
+fn calls_that_wait_on_their_origin_run_at_once() {
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let origin = Origin::start(ALL, None);
+    let (_dir, mut server) = serve_waiting(&origin, "", "");
+    let started = Instant::now();
+    let ids = at_once(&mut server, 16, "fetch", json!({ "url": origin.url("/slow?ms=100"), "times": "3" }));
+    let answered = outcomes(&mut server, ids);
+    let took = started.elapsed();
+    let each = ["status 200, 4 bytes: slow"; 3].join("\n");
+    assert_eq!(answered, vec![each; 16], "after {took:?}");
+}
+
+/// Item 2: while 16 calls of one pack wait on their origin, a CPU-bound
+/// call of another pack finishes within a deadline of 10 times its time
+/// alone (at least 300 ms): no waiting call holds the slow lane. Each
+/// waiting call makes two requests the origin answers after 3 such
+/// deadlines, and the CPU-bound call starts during the second, by when
+/// each waiting call has run long enough to be a long call; while a call's
+/// age decided, the first waiting call to run again took the lane and kept
+/// it through its second wait, past the CPU-bound call's deadline.
+#[test]
+fn a_call_waiting_on_its_origin_delays_no_other_pack() {
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let origin = Origin::start(ALL, None);
+    let alone = burn_alone(&origin);
+    let deadline = (alone * 10).max(Duration::from_millis(300));
+    let wait = deadline * 3;
+    let (_dir, mut server) = serve_waiting(
+        &origin,
+        &format!("deadline_ms = {}", (wait * 2 + Duration::from_secs(2)).as_millis()),
+        &format!("deadline_ms = {}", deadline.as_millis()),
+    );
+    assert_eq!(outcome(&mut server, "other-burn", burn()), "burned", "warming up");
+    let url = origin.url(&format!("/slow?ms={}", wait.as_millis()));
+    let waiting = at_once(&mut server, 16, "fetch", json!({ "url": url, "times": "2" }));
+    // Once the first requests are answered, and the second ones are waited for.
+    std::thread::sleep(wait + wait / 4);
+    let beside = Instant::now();
+    assert_eq!(outcome(&mut server, "other-burn", burn()), "burned", "alone it took {alone:?}, its deadline {deadline:?}");
+    let beside = beside.elapsed();
+    let each = ["status 200, 4 bytes: slow"; 2].join("\n");
+    assert_eq!(outcomes(&mut server, waiting), vec![each; 16], "the burn took {beside:?} beside them, {alone:?} alone");
+}
+
+/// Item 2, the other side: a pack cannot use waiting to run more than its
+/// share. 16 calls that spin 5 ms and sleep 1 ms, over and over for 1.5 s,
+/// are long calls that take their plugin's one slow turn each time they run
+/// again after a sleep; another pack's CPU-bound call, sharing the lane's
+/// one thread with one of them at a time, takes about twice its time alone,
+/// and finishes within 4 times it (at least 60 ms). Were a wait to start a
+/// call's count again, the 16 would never be long, would share both threads
+/// with it, and it would take about 8 times as long as alone.
+#[test]
+fn a_pack_that_alternates_spinning_and_waiting_gets_no_more_than_its_share() {
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let origin = Origin::start(ALL, None);
+    let alone = burn_alone(&origin);
+    let deadline = (alone * 4).max(Duration::from_millis(60));
+    let (_dir, mut server) =
+        serve_waiting(&origin, "deadline_ms = 3000\nfuel = 100000000000", &format!("deadline_ms = {}", deadline.as_millis()));
+    assert_eq!(outcome(&mut server, "other-burn", burn()), "burned", "warming up");
+    let alternating = at_once(&mut server, 16, "alternate", json!({ "spin_ms": "5", "wait_ms": "1", "for_ms": "1500" }));
+    std::thread::sleep(Duration::from_millis(200));
+    let beside = Instant::now();
+    assert_eq!(outcome(&mut server, "other-burn", burn()), "burned", "alone it took {alone:?}, its deadline {deadline:?}");
+    let beside = beside.elapsed();
+    assert_eq!(outcomes(&mut server, alternating), vec!["alternated"; 16], "the burn took {beside:?} beside them, {alone:?} alone");
+}
