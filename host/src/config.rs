@@ -565,9 +565,10 @@ struct ConfigFile {
 /// What is wrong in a config file's text, and where (line and column):
 /// never the line itself, which toml's own message quotes, and which may
 /// hold a granted secret. The key the line sets is named when it is a bare
-/// key; within a `grants` table (and on a line that names one), quoted
-/// parts of the message, which may be the value, are left out too, and no
-/// key is named (the line may be inside a multi-line secret).
+/// key; within a `grants` table (and on a line that names one), the line's
+/// key is not named (the line may be inside a multi-line secret), and
+/// quoted parts of the message, which may be the value, are left out too,
+/// unless all it quotes is key names (a key unknown, missing or given twice).
 fn toml_error(text: &str, error: &toml::de::Error) -> String {
     let message = error.message().trim_end();
     let Some(span) = error.span() else { return message.to_string() };

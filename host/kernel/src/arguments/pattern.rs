@@ -27,7 +27,9 @@ use super::{MAX_PATTERN_BYTES, MAX_PATTERN_COMPILED_BYTES};
 
 /// How deep groups may nest in a pattern.
 pub const MAX_PATTERN_NESTING: usize = 32;
-/// The most times a pattern may repeat something (the `regex` crate's own bound).
+/// The most times a pattern may repeat something: a repetition is
+/// compiled as that many copies, so this keeps a short pattern from
+/// spending the compile budget in one `{n}`, and says why in its own words.
 pub const MAX_REPETITION: u32 = 1000;
 /// The longest pattern as published (the sets `\s`, `\w`, `.` and the
 /// like are spelled out), in bytes.
