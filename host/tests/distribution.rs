@@ -2311,10 +2311,7 @@ fn credentials_go_only_over_https_or_to_the_registrys_own_host_on_every_path_and
     // Token services on link-local, unspecified or metadata addresses, or on
     // plain HTTP off this machine, are never asked, with or without credentials.
     for (realm, why) in [
-        (
-            "http://169.254.169.254/latest/meta-data/iam/security-credentials/",
-            "it is a link-local address, where cloud metadata services answer",
-        ),
+        ("http://169.254.169.254/latest/meta-data/iam/security-credentials/", "it is a cloud metadata service's address"),
         ("https://[fe80::1]/token", "it is a link-local address, where cloud metadata services answer"),
         ("http://0.0.0.0:PORT/token", "it is an unspecified address"),
         ("https://metadata.google.internal/computeMetadata/v1/", "it is a cloud metadata service's name"),

@@ -25,6 +25,7 @@ use std::fmt;
 
 use oci_client::Reference;
 use oci_client::manifest::{OciDescriptor, OciImageManifest};
+use prompt_host_addresses::AddressClass;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -1162,26 +1163,16 @@ fn refused_address(url: &url::Url) -> Option<String> {
 }
 
 /// Why `ip` is never asked anything, if it is not: link-local, unspecified
-/// or a cloud metadata service's.
+/// or a cloud metadata service's, in any IPv6 form that carries such an
+/// IPv4 address (a registry on loopback or a private network is asked).
 fn refused_ip(ip: std::net::IpAddr) -> Option<String> {
-    let ip = match ip {
-        std::net::IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, std::net::IpAddr::V4),
-        v4 => v4,
+    let why = match prompt_host_addresses::classify(ip)? {
+        AddressClass::Unspecified => "it is an unspecified address",
+        AddressClass::LinkLocal => "it is a link-local address, where cloud metadata services answer",
+        AddressClass::CloudMetadata => "it is a cloud metadata service's address",
+        _ => return None,
     };
-    if ip.is_unspecified() {
-        return Some("it is an unspecified address".into());
-    }
-    let link_local = match ip {
-        std::net::IpAddr::V4(v4) => v4.is_link_local(),
-        std::net::IpAddr::V6(v6) => v6.segments()[0] & 0xffc0 == 0xfe80,
-    };
-    if link_local {
-        return Some("it is a link-local address, where cloud metadata services answer".into());
-    }
-    if METADATA_ADDRESSES.iter().any(|metadata| metadata.parse::<std::net::IpAddr>().is_ok_and(|metadata| metadata == ip)) {
-        return Some("it is a cloud metadata service's address".into());
-    }
-    None
+    Some(why.to_string())
 }
 
 /// The addresses the token service at `realm` is asked at: a name is
@@ -1209,9 +1200,6 @@ async fn checked_realm_addresses(realm: &url::Url) -> Result<Option<(String, Vec
     Ok(Some((name.to_string(), addresses)))
 }
 
-/// Cloud metadata services outside the link-local ranges (AWS's IPv6 one,
-/// Alibaba Cloud's).
-const METADATA_ADDRESSES: &[&str] = &["fd00:ec2::254", "100.100.100.200"];
 /// Names of cloud metadata services.
 const METADATA_HOSTS: &[&str] =
     &["metadata.google.internal", "metadata", "metadata.azure.com", "instance-data", "instance-data.ec2.internal"];
@@ -1354,8 +1342,8 @@ mod tests {
         let at = |ip: &str| std::net::SocketAddr::new(ip.parse().unwrap(), 443);
         assert_eq!(
             checked_addresses("cdn.evil.example", vec![at("169.254.169.254"), at("fe80::1")]),
-            Err("\"cdn.evil.example\" resolves to only refused addresses: 169.254.169.254 (it is a link-local address, where \
-                 cloud metadata services answer), fe80::1 (it is a link-local address, where cloud metadata services answer)"
+            Err("\"cdn.evil.example\" resolves to only refused addresses: 169.254.169.254 (it is a cloud metadata service's \
+                 address), fe80::1 (it is a link-local address, where cloud metadata services answer)"
                 .to_string())
         );
         assert_eq!(checked_addresses("cdn.example", vec![at("169.254.1.1"), at("127.0.0.1")]), Ok(vec![at("127.0.0.1")]));
@@ -1474,9 +1462,15 @@ mod tests {
     fn token_services_on_link_local_unspecified_or_metadata_addresses_or_plain_http_elsewhere_are_refused() {
         let why = |realm: &str| refused_realm(&url::Url::parse(realm).unwrap());
         let link_local = Some("it is a link-local address, where cloud metadata services answer".to_string());
-        assert_eq!(why("http://169.254.169.254/latest/meta-data/"), link_local);
+        let metadata = Some("it is a cloud metadata service's address".to_string());
+        assert_eq!(why("http://169.254.169.254/latest/meta-data/"), metadata);
         assert_eq!(why("https://[fe80::1]/token"), link_local);
-        assert_eq!(why("https://[::ffff:169.254.169.254]/token"), link_local);
+        assert_eq!(why("https://169.254.1.1/token"), link_local);
+        assert_eq!(why("https://[::ffff:169.254.169.254]/token"), metadata);
+        // Every IPv6 form that carries a metadata address, and Azure's WireServer (#54).
+        for carried in ["[64:ff9b::a9fe:a9fe]", "[64:ff9b:1::a9fe:a9fe]", "[2002:a9fe:a9fe::1]", "[::169.254.169.254]", "168.63.129.16"] {
+            assert_eq!(why(&format!("https://{carried}/token")), metadata, "{carried}");
+        }
         assert_eq!(why("https://0.0.0.0/token"), Some("it is an unspecified address".to_string()));
         assert_eq!(why("https://[::]/token"), Some("it is an unspecified address".to_string()));
         assert_eq!(why("https://[fd00:ec2::254]/"), Some("it is a cloud metadata service's address".to_string()));
@@ -1501,10 +1495,13 @@ mod tests {
             "{addresses:?}"
         );
         assert_eq!(checked_realm_addresses(&url::Url::parse("http://127.0.0.1:5000/token").unwrap()).await, Ok(None));
+        assert_eq!(refused_ip("169.254.169.254".parse().unwrap()), Some("it is a cloud metadata service's address".into()));
         assert_eq!(
-            refused_ip("169.254.169.254".parse().unwrap()),
-            Some("it is a link-local address, where cloud metadata services answer".into())
+            refused_ip("64:ff9b::a83f:8110".parse().unwrap()),
+            Some("it is a cloud metadata service's address".into()),
+            "Azure's WireServer through NAT64"
         );
+        assert_eq!(refused_ip("10.0.0.1".parse().unwrap()), None, "a registry on a private network is asked");
         assert_eq!(refused_ip("127.0.0.1".parse().unwrap()), None);
     }
 

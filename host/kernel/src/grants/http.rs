@@ -34,6 +34,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use http_body::{Body, Frame};
 use http_body_util::BodyExt;
+use prompt_host_addresses::AddressClass;
 use tokio_rustls::rustls;
 use wasmtime_wasi_http::io::TokioIo;
 use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
@@ -207,71 +208,10 @@ fn path_within(path: &str, prefix: &str) -> bool {
 }
 
 /// Why a name's address is refused, unless the grant names the address
-/// itself: the classes a request from a pack must never reach by a name
-/// (server-side request forgery), or `None` for an address on the internet.
+/// itself: every class of [`prompt_host_addresses`] (server-side request
+/// forgery), or `None` for an address on the internet.
 pub fn refused_class(address: IpAddr) -> Option<&'static str> {
-    match address {
-        IpAddr::V4(address) => refused_v4(address),
-        IpAddr::V6(address) => refused_v6(address),
-    }
-}
-
-fn refused_v4(address: Ipv4Addr) -> Option<&'static str> {
-    let [a, b, c, _] = address.octets();
-    Some(match () {
-        _ if address == Ipv4Addr::new(169, 254, 169, 254)
-            || address == Ipv4Addr::new(100, 100, 100, 200)
-            || address == Ipv4Addr::new(168, 63, 129, 16) =>
-        {
-            "cloud metadata"
-        }
-        _ if address.is_loopback() => "loopback",
-        _ if address.is_private() => "private",
-        _ if address.is_link_local() => "link-local",
-        _ if a == 100 && (b & 0xc0) == 64 => "shared (carrier-grade NAT)",
-        _ if a == 0 => "unspecified",
-        _ if address.is_multicast() => "multicast",
-        _ if a >= 240 => "reserved",
-        _ if a == 192 && b == 0 && c == 0 => "reserved",
-        _ if a == 192 && b == 88 && c == 99 => "reserved",
-        _ if a == 198 && (b & 0xfe) == 18 => "benchmarking",
-        _ if address.is_documentation() => "documentation",
-        _ => return None,
-    })
-}
-
-fn refused_v6(address: Ipv6Addr) -> Option<&'static str> {
-    let segments = address.segments();
-    // An IPv4 address carried in an IPv6 one reaches that IPv4 address.
-    if let Some(v4) = address.to_ipv4_mapped() {
-        return refused_v4(v4);
-    }
-    // NAT64 (64:ff9b::/96, and local-use 64:ff9b:1::/48), SIIT (::ffff:0:a.b.c.d).
-    let nat64 =
-        segments[..6] == [0x64, 0xff9b, 0, 0, 0, 0] || segments[..3] == [0x64, 0xff9b, 1] || segments[..6] == [0, 0, 0, 0, 0xffff, 0];
-    let compatible = segments[..6] == [0, 0, 0, 0, 0, 0] && !address.is_loopback() && !address.is_unspecified();
-    if nat64 || compatible {
-        // NAT64 (64:ff9b::/96) and the old IPv4-compatible form (::a.b.c.d).
-        let [.., high, low] = segments;
-        return refused_v4(Ipv4Addr::from((u32::from(high) << 16) | u32::from(low)));
-    }
-    if segments[0] == 0x2002 {
-        // 6to4 carries an IPv4 address in its second and third segments.
-        return refused_v4(Ipv4Addr::from((u32::from(segments[1]) << 16) | u32::from(segments[2])));
-    }
-    Some(match () {
-        _ if segments == [0xfd00, 0x0ec2, 0, 0, 0, 0, 0, 0x0254] => "cloud metadata",
-        _ if address.is_loopback() => "loopback",
-        _ if address.is_unspecified() => "unspecified",
-        _ if address.is_multicast() => "multicast",
-        _ if (segments[0] & 0xffc0) == 0xfe80 => "link-local",
-        _ if (segments[0] & 0xfe00) == 0xfc00 || (segments[0] & 0xffc0) == 0xfec0 => "private",
-        _ if segments[0] == 0x2001 && segments[1] == 0 => "tunnel (Teredo)",
-        _ if segments[0] == 0x2001 && segments[1] == 0x0db8 => "documentation",
-        _ if segments[..3] == [0x2001, 0x0002, 0] => "benchmarking",
-        _ if segments[0] == 0x0100 && segments[1..4] == [0, 0, 0] => "discard",
-        _ => return None,
-    })
+    prompt_host_addresses::classify(address).map(AddressClass::name)
 }
 
 /// The part of a call's state its outgoing HTTP needs: what the pack was
@@ -850,6 +790,10 @@ mod tests {
             ("198.18.0.1", "benchmarking"),
             ("2001:2::1", "benchmarking"),
             ("2001:2:0:ffff::1", "benchmarking"),
+            ("64:ff9b::a9fe:a9fe", "cloud metadata"),
+            ("64:ff9b::a83f:8110", "cloud metadata"),
+            ("2002:a9fe:a9fe::1", "cloud metadata"),
+            ("::169.254.169.254", "cloud metadata"),
         ] {
             assert_eq!(refused(address), Some(class), "{address}");
         }
