@@ -84,7 +84,7 @@ impl Entry {
             tenant: tenant.to_string(),
             user,
             method,
-            prompt: crate::validate::cut_printable(prompt, MAX_PROMPT_BYTES),
+            prompt: prompt_host_kernel::validate::cut_printable(prompt, MAX_PROMPT_BYTES),
             plugin: plugin.map(str::to_string),
             outcome,
             duration_ms: (elapsed.as_secs_f64() * 1e6).round() / 1e3,
@@ -145,7 +145,7 @@ impl AccessLog {
 }
 
 fn open(path: &Path) -> Result<File, String> {
-    crate::files::open_append(path).map_err(|error| format!("cannot open the access log {}: {error}", path.display()))
+    prompt_host_files::open_append(path).map_err(|error| format!("cannot open the access log {}: {error}", path.display()))
 }
 
 #[cfg(test)]

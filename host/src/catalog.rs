@@ -12,8 +12,8 @@ use std::sync::Arc;
 
 use rmcp::model::{MetaObject, Prompt};
 
-use crate::arguments::{PromptArguments, SCHEMA_META_KEY};
-use crate::plugin::Plugin;
+use prompt_host_kernel::arguments::{PromptArguments, SCHEMA_META_KEY};
+use prompt_host_kernel::plugin::Plugin;
 use sha2::{Digest, Sha256};
 
 pub use cursor::CursorError;

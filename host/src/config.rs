@@ -102,17 +102,17 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::catalog::DEFAULT_PAGE_SIZE;
-use crate::distribution::RegistrySettings;
-use crate::grants::Grants;
 use crate::handler::DEFAULT_LIST_TTL_MS;
 use crate::input::ElicitationLimits;
-use crate::limits::{LimitOverrides, Limits};
 use crate::loader::PluginSettings;
-use crate::sandbox::SandboxConfig;
-use crate::signature::{Identity, Keyless, SignaturePolicy, TrustedKey};
 use crate::transport::authorization::AuthorizationSettings;
 use authorization::{AuthorizationSection, TenantSection};
 use elicitation::ElicitationSection;
+use prompt_host_kernel::grants::Grants;
+use prompt_host_kernel::limits::{LimitOverrides, Limits};
+use prompt_host_kernel::sandbox::SandboxConfig;
+use prompt_host_trust::distribution::RegistrySettings;
+use prompt_host_trust::signature::{Identity, Keyless, SignaturePolicy, TrustedKey};
 use registry::RegistrySection;
 use sandbox::SandboxSection;
 use server::ServerSection;
@@ -381,7 +381,7 @@ impl ServeConfig {
     pub fn from_file(path: &Path) -> Result<ServeConfig, ConfigError> {
         let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
         let invalid = |problem| ConfigError { path: path.display().to_string(), problem };
-        let text = crate::files::read_text(&path).map_err(|error| invalid(error.to_string()))?;
+        let text = prompt_host_files::read_text(&path).map_err(|error| invalid(error.to_string()))?;
         let folder = path.parent().unwrap_or(Path::new(""));
         ServeConfig::from_toml_in(&text, folder).map_err(invalid)
     }
@@ -405,7 +405,7 @@ impl ServeConfig {
         // Every path key of the file: relative to the file's folder.
         config.plugins_dir = file.server.plugins.map(|dir| folder.join(dir));
         config.pack_store = Some(folder.join(file.server.store.unwrap_or_else(|| PathBuf::from(DEFAULT_PACK_STORE))));
-        config.lockfile = Some(folder.join(crate::lockfile::LOCKFILE_NAME));
+        config.lockfile = Some(folder.join(prompt_host_trust::lockfile::LOCKFILE_NAME));
         config.signatures = SignaturePolicy {
             required: file.signatures.require.unwrap_or(false),
             keys: read_keys("signatures.public_keys", &file.signatures.public_keys, folder)?,
@@ -449,7 +449,7 @@ impl ServeConfig {
         config.plugins = file.plugins;
         for (name, plugin) in config.plugins.iter_mut() {
             if let Some(source) = &plugin.source {
-                crate::distribution::PackReference::parse(source).map_err(|error| format!("plugins.{name}.source: {error}"))?;
+                prompt_host_trust::distribution::PackReference::parse(source).map_err(|error| format!("plugins.{name}.source: {error}"))?;
                 if config.plugins_dir.is_none() {
                     return Err(format!("plugins.{name}.source needs server.plugins: packs from registries are installed there"));
                 }
@@ -664,8 +664,8 @@ mod tests {
         )
         .unwrap();
         let origins = |tenant: &str| config.for_tenant(tenant, Path::new(tenant)).plugin_settings("insights").grants.origins;
-        assert_eq!(origins("acme"), [crate::grants::Origin::parse("https://acme.example/v1/").unwrap()]);
-        assert_eq!(origins("other"), [crate::grants::Origin::parse("https://shared.example").unwrap()]);
+        assert_eq!(origins("acme"), [prompt_host_kernel::grants::Origin::parse("https://acme.example/v1/").unwrap()]);
+        assert_eq!(origins("other"), [prompt_host_kernel::grants::Origin::parse("https://shared.example").unwrap()]);
         // What would grant acme's insights more names acme's own table; no [plugins.insights] section appears.
         let acme = config.for_tenant("acme", Path::new("acme"));
         assert_eq!(acme.plugin_settings("insights").grants.section.as_deref(), Some("tenants.acme.grants.insights"));
@@ -715,7 +715,7 @@ mod tests {
     #[test]
     fn an_empty_file_gives_the_defaults() {
         let store = Some(PathBuf::from(DEFAULT_PACK_STORE));
-        let lockfile = Some(PathBuf::from(crate::lockfile::LOCKFILE_NAME));
+        let lockfile = Some(PathBuf::from(prompt_host_trust::lockfile::LOCKFILE_NAME));
         assert_eq!(ServeConfig::from_toml(""), Ok(ServeConfig { pack_store: store, lockfile, ..ServeConfig::default() }));
     }
 

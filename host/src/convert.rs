@@ -9,7 +9,7 @@ use rmcp::model::{
 };
 use serde_json::Value;
 
-use crate::bindings::provider;
+use prompt_host_kernel::bindings::provider;
 
 /// A prompt as a plugin declared it, served under `exposed_name`.
 pub fn prompt(declared: &provider::Prompt, exposed_name: &str) -> Prompt {
@@ -153,7 +153,7 @@ pub fn arguments(arguments: Option<&JsonObject>) -> Result<Vec<provider::Argumen
         .map(|(name, value)| match value {
             Value::String(value) => Ok(provider::Argument { name: name.clone(), value: value.clone() }),
             // The name is the client's: escaped and bounded wherever it is shown.
-            other => Err(NonStringArgument { name: crate::validate::error_message(name), found: json_kind(other) }),
+            other => Err(NonStringArgument { name: prompt_host_kernel::validate::error_message(name), found: json_kind(other) }),
         })
         .collect()
 }

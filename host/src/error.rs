@@ -9,13 +9,13 @@
 use rmcp::model::{ErrorCode, ErrorData};
 use serde_json::{Value, json};
 
-use crate::arguments::Refused;
 use crate::catalog::CursorError;
 use crate::convert::NonStringArgument;
-use crate::grants::GrantRefusal;
 use crate::input::InputError;
-use crate::plugin::PluginError;
-use crate::sandbox::CallFailure;
+use prompt_host_kernel::arguments::Refused;
+use prompt_host_kernel::grants::GrantRefusal;
+use prompt_host_kernel::plugin::PluginError;
+use prompt_host_kernel::sandbox::CallFailure;
 
 /// Why a request failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -172,9 +172,9 @@ pub fn unparsed_request(method: &str, params: Option<Value>) -> RequestError {
         "prompts/get" => params_problem::<GetPromptRequestParams>(params),
         "prompts/list" => params_problem::<PaginatedRequestParams>(params),
         "completion/complete" => params_problem::<CompleteRequestParams>(params),
-        _ => return RequestError::UnknownMethod(crate::validate::error_message(method)),
+        _ => return RequestError::UnknownMethod(prompt_host_kernel::validate::error_message(method)),
     };
-    RequestError::InvalidParams { method: method.to_string(), problem: crate::validate::error_message(problem) }
+    RequestError::InvalidParams { method: method.to_string(), problem: prompt_host_kernel::validate::error_message(problem) }
 }
 
 fn params_problem<T: serde::de::DeserializeOwned>(params: Option<Value>) -> String {

@@ -20,16 +20,16 @@ use rmcp::{Peer, RoleServer, ServerHandler};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use crate::bindings::{PromptAnswer, provider};
 use crate::convert;
 use crate::error::{self, RequestError};
 use crate::identity::{self, Principal};
 use crate::input::{self, Answers, Binding, ElicitationLimits, Forms, InputError, PendingElicitations, RequestStateSeal};
-use crate::limits::Limits;
 use crate::metrics;
-use crate::plugin::{Plugin, PluginError};
 use crate::registry::{Registry, Snapshot};
 use crate::traces;
+use prompt_host_kernel::bindings::{PromptAnswer, provider};
+use prompt_host_kernel::limits::Limits;
+use prompt_host_kernel::plugin::{Plugin, PluginError};
 
 /// Serves the registry's prompts over MCP.
 #[derive(Clone)]
@@ -454,7 +454,7 @@ impl PromptServer {
         let missing: Vec<&str> = missing.iter().map(String::as_str).collect();
         let form = typed.form_for_missing(prompt, &entry.prompt.name, &missing);
         // Checked at load with the declared name; the served one may be longer.
-        if let Err(problem) = crate::validate::input_required(&form, plugin.limits()) {
+        if let Err(problem) = prompt_host_kernel::validate::input_required(&form, plugin.limits()) {
             tracing::debug!(prompt = %entry.prompt.name.escape_debug(), problem = %problem.escape_debug(), "no form for the missing arguments");
             return None;
         }
@@ -895,7 +895,7 @@ fn add_answered(arguments: &mut Vec<provider::Argument>, answered: &[provider::A
 fn unknown_prompt(snapshot: &Snapshot, name: &str) -> RequestError {
     // The name is the client's: escaped and bounded, in the message and in `data`.
     let closest = snapshot.catalog().closest(name).map(str::to_string);
-    RequestError::UnknownPrompt { name: crate::validate::error_message(name), closest }
+    RequestError::UnknownPrompt { name: prompt_host_kernel::validate::error_message(name), closest }
 }
 
 /// Refuses arguments (and `answers_bytes` of answers to forms) larger in
@@ -920,7 +920,7 @@ fn check_argument_size<'a>(
 /// wrote (the prompt name, the message) goes in escaped fields, never in
 /// the log line's message.
 fn log_failure(method: &str, prompt: &str, error: RequestError) -> ErrorData {
-    let prompt = crate::validate::error_message(prompt);
+    let prompt = prompt_host_kernel::validate::error_message(prompt);
     match &error {
         RequestError::Plugin(refused @ PluginError::InvalidArguments { .. }) => {
             tracing::info!(method, prompt = ?prompt, plugin = refused.plugin(), error = ?refused.to_string(), "arguments refused by the plugin");

@@ -30,11 +30,11 @@ use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::bindings::{provider, provider_v0_2 as v2};
 use crate::convert::json_kind;
 use crate::identity::Principal;
-use crate::limits::Limits;
-use crate::validate::{MAX_FORM_FIELDS, MAX_FORMS, json_escaped_len};
+use prompt_host_kernel::bindings::{provider, provider_v0_2 as v2};
+use prompt_host_kernel::limits::Limits;
+use prompt_host_kernel::validate::{MAX_FORM_FIELDS, MAX_FORMS, json_escaped_len};
 
 /// How long a user has to fill in the forms: a `requestState` older than
 /// this is refused, and the request must start again.
@@ -184,7 +184,7 @@ impl RequestStateSeal {
     /// -hex 32 > file` works).
     pub fn from_key_files(current: &Path, previous: &[PathBuf]) -> Result<RequestStateSeal, KeyError> {
         let read = |path: &Path| {
-            let bytes = crate::files::read(path, crate::files::MAX_SMALL_FILE_BYTES)
+            let bytes = prompt_host_files::read(path, prompt_host_files::MAX_SMALL_FILE_BYTES)
                 .map_err(|error| KeyError::Read { path: path.to_path_buf(), error })?;
             let key = bytes.trim_ascii().to_vec();
             if key.len() < MIN_KEY_BYTES {
@@ -534,7 +534,7 @@ pub fn answered_arguments(input: &v2::Input) -> Vec<provider::Argument> {
             v2::FormResponse::Accept(fields) => fields.as_slice(),
             _ => &[],
         })
-        .map(|field| provider::Argument { name: field.name.clone(), value: crate::arguments::argument_value(&field.value) })
+        .map(|field| provider::Argument { name: field.name.clone(), value: prompt_host_kernel::arguments::argument_value(&field.value) })
         .collect()
 }
 
@@ -890,7 +890,7 @@ mod tests {
             })
             .collect();
         let input = v2::InputRequired { forms, state: vec![0xff; limits.max_input_state_bytes] };
-        crate::validate::input_required(&input, &limits).unwrap();
+        prompt_host_kernel::validate::input_required(&input, &limits).unwrap();
         let state = seal().ask(&Forms::from(&input), &binding()).request_state.unwrap();
         assert!(state.len() <= sealed_state_bound(&limits), "{} > {}", state.len(), sealed_state_bound(&limits));
         // With the most arguments answered through the host's form carried

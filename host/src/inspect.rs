@@ -6,16 +6,16 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::cache::Origin;
 use crate::catalog::served_name;
 use crate::config::ServeConfig;
 use crate::convert;
 use crate::loader::{self, LoadFailure, LoadTrace, PluginSource};
-use crate::plugin::Plugin;
-use crate::sandbox::CallUsage;
-use crate::signature::Verified;
 use crate::startup::loader_for_one;
-pub use crate::validate::Problem;
+use prompt_host_kernel::cache::Origin;
+use prompt_host_kernel::plugin::Plugin;
+use prompt_host_kernel::sandbox::CallUsage;
+pub use prompt_host_kernel::validate::Problem;
+use prompt_host_trust::signature::Verified;
 
 /// What `prompt-host inspect` found in a plugin file: what it offers, what
 /// loading it cost, and every problem that would stop the server loading it.
@@ -106,8 +106,8 @@ pub struct PackDescription {
     pub wants: Vec<String>,
 }
 
-impl From<crate::bindings::provider_v0_2::PackInfo> for PackDescription {
-    fn from(info: crate::bindings::provider_v0_2::PackInfo) -> Self {
+impl From<prompt_host_kernel::bindings::provider_v0_2::PackInfo> for PackDescription {
+    fn from(info: prompt_host_kernel::bindings::provider_v0_2::PackInfo) -> Self {
         PackDescription {
             name: info.name,
             version: info.version,
@@ -193,10 +193,9 @@ pub async fn inspect(path: &Path, config: &ServeConfig) -> Result<Report, LoadFa
         report.from_cache = compiled.origin == Origin::Cache;
         report.imports = loader::import_names(&sandbox, &compiled.component);
         report.exports = loader::export_names(&sandbox, &compiled.component);
-        report.wit_version = report
-            .exports
-            .iter()
-            .find_map(|export| export.strip_prefix(crate::bindings::PROVIDER_INTERFACE)?.strip_prefix('@').map(str::to_string));
+        report.wit_version = report.exports.iter().find_map(|export| {
+            export.strip_prefix(prompt_host_kernel::bindings::PROVIDER_INTERFACE)?.strip_prefix('@').map(str::to_string)
+        });
     }
     report.listing = trace.listing.map(ListingCost::from);
     report.pack = trace.info.map(PackDescription::from);

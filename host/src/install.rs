@@ -16,13 +16,12 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::config::ServeConfig;
-use crate::distribution::{DistributionError, PackReference, Progress, PulledPack, RegistryClient};
-use crate::files;
 use crate::loader::{self, PluginSource};
-use crate::lockfile::{LockedPack, Lockfile, LockfileError, LockfileGuard, is_plugin_name};
-use crate::pack_store::{self, PackStore};
-use crate::signature::{self, Provenance, SignatureError};
 use crate::startup;
+use prompt_host_trust::distribution::{DistributionError, PackReference, Progress, PulledPack, RegistryClient};
+use prompt_host_trust::lockfile::{LockedPack, Lockfile, LockfileError, LockfileGuard, is_plugin_name};
+use prompt_host_trust::pack_store::{self, PackStore};
+use prompt_host_trust::signature::{self, Provenance, SignatureError};
 
 /// Where the commands work: the configuration, and the files beside it.
 pub struct Installation<'a> {
@@ -62,7 +61,7 @@ pub enum InstallError {
          {installed:?}: a registry may be rolling it back; `{retry}` installs it"
     )]
     UnorderedVersion { name: String, reference: String, digest: String, says: String, installed: String, retry: Retry },
-    #[error("{name:?} is not a valid plugin name: use {} (choose one with --name)", crate::lockfile::PLUGIN_NAME_RULE)]
+    #[error("{name:?} is not a valid plugin name: use {} (choose one with --name)", prompt_host_trust::lockfile::PLUGIN_NAME_RULE)]
     InvalidName { name: String },
     #[error(
         "a plugin named {name:?} is already installed ({path}): `prompt-host update {name} --to REFERENCE` moves it \
@@ -437,7 +436,7 @@ impl<'a> Installation<'a> {
                     return Ok(Sourced::Served(locked.clone()));
                 }
                 let stored = self.store.wasm_path(&locked.sha256);
-                let bytes = read_file(&stored, files::MAX_PACK_FILE_BYTES)?;
+                let bytes = read_file(&stored, prompt_host_files::MAX_PACK_FILE_BYTES)?;
                 let actual = loader::digest(&bytes);
                 if actual != locked.sha256 {
                     return Err(InstallError::StoreDamaged {
@@ -536,7 +535,7 @@ impl<'a> Installation<'a> {
                 source: file.display().to_string(),
                 tag: None,
                 digest: None,
-                sha256: files::read(&file, self.config.registry.max_pack_bytes).ok().map(|bytes| loader::digest(&bytes)),
+                sha256: prompt_host_files::read(&file, self.config.registry.max_pack_bytes).ok().map(|bytes| loader::digest(&bytes)),
                 signer: None,
                 prompts,
                 granted,
@@ -657,7 +656,7 @@ impl<'a> Installation<'a> {
             return Some(version.clone());
         }
         // Read as every file is (bounded, a FIFO or device refused at once).
-        let bytes = files::read(&self.store.wasm_path(&installed.sha256), files::MAX_PACK_FILE_BYTES).ok()?;
+        let bytes = prompt_host_files::read(&self.store.wasm_path(&installed.sha256), prompt_host_files::MAX_PACK_FILE_BYTES).ok()?;
         if loader::digest(&bytes) != installed.sha256 {
             return None;
         }
@@ -687,7 +686,7 @@ impl<'a> Installation<'a> {
     /// Puts the stored component in the plugin directory, whole.
     fn place(&self, pack: &LockedPack, placing: Placing) -> Result<(), InstallError> {
         let stored = self.store.wasm_path(&pack.sha256);
-        let bytes = read_file(&stored, files::MAX_PACK_FILE_BYTES)?;
+        let bytes = read_file(&stored, prompt_host_files::MAX_PACK_FILE_BYTES)?;
         let file = self.plugin_file(&pack.name);
         let placed = match placing {
             Placing::Replace => pack_store::write_atomically(&file, &bytes),
@@ -705,7 +704,7 @@ impl<'a> Installation<'a> {
     /// tokio's blocking pool (a pack is up to 1 GiB).
     async fn file_state(&self, locked: &LockedPack) -> FileState {
         let (file, sha256) = (self.plugin_file(&locked.name), locked.sha256.clone());
-        tokio::task::spawn_blocking(move || match files::read(&file, files::MAX_PACK_FILE_BYTES) {
+        tokio::task::spawn_blocking(move || match prompt_host_files::read(&file, prompt_host_files::MAX_PACK_FILE_BYTES) {
             Ok(bytes) if loader::digest(&bytes) == sha256 => FileState::Agrees,
             Ok(_) => FileState::Differs,
             Err(_) => FileState::Missing,
@@ -734,7 +733,7 @@ impl<'a> Installation<'a> {
 /// CNCF wasm artifact; returns the manifest digest (what to sign).
 pub async fn publish(config: &ServeConfig, file: &Path, reference: &str) -> Result<String, InstallError> {
     let reference = PackReference::parse(reference)?;
-    let wasm = read_file(file, files::MAX_PACK_FILE_BYTES)?;
+    let wasm = read_file(file, prompt_host_files::MAX_PACK_FILE_BYTES)?;
     let client = RegistryClient::new(config.registry.clone())?;
     Ok(client.publish(&wasm, &reference).await?)
 }
@@ -755,7 +754,7 @@ pub async fn sign(
     if reference.digest().is_none() && !allow_tag {
         return Err(InstallError::SignTag { reference: reference.to_string() });
     }
-    let key = read_file(key_file, files::MAX_SMALL_FILE_BYTES)?;
+    let key = read_file(key_file, prompt_host_files::MAX_SMALL_FILE_BYTES)?;
     let client = RegistryClient::new(config.registry.clone())?;
     let digest = client.resolve(&reference).await?;
     let repository = format!("{}/{}", reference.registry(), reference.repository());
@@ -912,9 +911,10 @@ fn skipped_note(skipped: &[String]) -> String {
 }
 
 /// Reads a file the way every file the host is given is read
-/// ([`crate::files`]), saying which one could not be.
+/// ([`prompt_host_files`]), saying which one could not be.
 fn read_file(path: &Path, max_bytes: u64) -> Result<Vec<u8>, InstallError> {
-    files::read(path, max_bytes).map_err(|error| InstallError::Read { path: path.display().to_string(), error: error.to_string() })
+    prompt_host_files::read(path, max_bytes)
+        .map_err(|error| InstallError::Read { path: path.display().to_string(), error: error.to_string() })
 }
 
 fn check_name(name: &str) -> Result<(), InstallError> {

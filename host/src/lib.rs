@@ -2,13 +2,15 @@
 //! prompt packs.
 //!
 //! This crate is the server. Below it, and kept apart by the compiler, are
-//! the sandbox kernel (`prompt-host-kernel`: [`plugin`], [`validate`],
-//! [`arguments`], [`sandbox`], [`cache`], [`limits`], [`log_budget`], [`bindings`]; no
-//! protocol, HTTP, registries or telemetry), the trust chain
-//! (`prompt-host-trust`: [`pack_store`], [`lockfile`], [`signature`],
-//! [`distribution`]; no WebAssembly runtime, no protocol) and the one way a
-//! file is read (`prompt-host-files`: [`files`]), which both of them need.
-//! Their modules are re-exported here under their old names.
+//! the sandbox kernel (`prompt_host_kernel`: `plugin`, `validate`,
+//! `arguments`, `sandbox`, `grants`, `cache`, `limits`, `log_budget`,
+//! `bindings`; no protocol, HTTP server, registries or telemetry), the
+//! trust chain (`prompt_host_trust`: `pack_store`, `lockfile`,
+//! `signature`, `distribution`; no WebAssembly runtime, no protocol), the
+//! one way a file is read (`prompt_host_files`) and the one address
+//! classifier (`prompt_host_addresses`), which both of them need. Their
+//! modules are named by their crate's path wherever they are used (no
+//! re-export here), so a reader finds each where it lives.
 //! `tests/crate-boundaries` checks the dependency trees.
 //!
 //! A request flows top to bottom through these modules, and each depends only
@@ -23,19 +25,19 @@
 //! - [`input`]: input-required prompts: forms as elicitation requests, the
 //!   sealed request state, the answers checked;
 //! - [`convert`]: WIT types to MCP types and back;
-//! - [`plugin`]: a loaded plugin and calls into it;
-//! - [`validate`]: checks on everything a plugin returns;
-//! - [`arguments`]: typed prompt arguments (WIT 0.3): values checked
+//! - [`plugin`](prompt_host_kernel::plugin): a loaded plugin and calls into it;
+//! - [`validate`](prompt_host_kernel::validate): checks on everything a plugin returns;
+//! - [`arguments`](prompt_host_kernel::arguments): typed prompt arguments (WIT 0.3): values checked
 //!   against their declared kinds, completions of choices and booleans, the
 //!   schema clients see;
-//! - [`sandbox`]: the engine and one fresh store per call, in each plugin's
+//! - [`sandbox`](prompt_host_kernel::sandbox): the engine and one fresh store per call, in each plugin's
 //!   share of the slots;
-//! - [`limits`]: every limit a plugin runs under, declared once;
-//! - [`log_budget`]: at most so many log lines of a kind per window, for
+//! - [`limits`](prompt_host_kernel::limits): every limit a plugin runs under, declared once;
+//! - [`log_budget`](prompt_host_kernel::log_budget): at most so many log lines of a kind per window, for
 //!   what a pack or a client can make the host log;
 //! - [`metrics`]: the Prometheus metrics and the health state, which the
 //!   server's modules above record into, and the kernel's through
-//!   [`sandbox::CallObserver`] (it depends on none of them);
+//!   [`prompt_host_kernel::sandbox::CallObserver`] (it depends on none of them);
 //! - [`access_log`]: the access log, one JSON line per `prompts/get` and
 //!   `completion/complete` (it depends on none of them but `validate`'s
 //!   cutting of a client's text);
@@ -45,15 +47,15 @@
 //! - [`identity`]: who a request comes from (tenant, issuer, subject), the
 //!   session ids bound to it, and the keyed labels naming sessions in logs
 //!   and traces (it depends on none of them either);
-//! - [`bindings`]: generated from the WIT packages (0.1, 0.2 and 0.3, side
+//! - [`bindings`](prompt_host_kernel::bindings): generated from the WIT packages (0.1, 0.2 and 0.3, side
 //!   by side), and the one adapter from each later version's types into the
 //!   host's;
-//! - [`files`]: reading a file the host is given: opened without blocking,
+//! - [`files`](prompt_host_files): reading a file the host is given: opened without blocking,
 //!   a regular file only, bounded (it depends on no other module).
 //!
-//! From [`plugin`] down, the modules are the kernel's; [`metrics`],
+//! From [`plugin`](prompt_host_kernel::plugin) down, the modules are the kernel's; [`metrics`],
 //! [`traces`] and [`identity`] are the server's, and the kernel reports
-//! what each call used through [`sandbox::CallObserver`], which
+//! what each call used through [`prompt_host_kernel::sandbox::CallObserver`], which
 //! [`startup`] implements with them.
 //!
 //! Beside the request path, each depending only on what is listed after it
@@ -67,11 +69,11 @@
 //! the `get` command), [`watch`] (the live plugin directory), [`config`], [`bundled`]
 //! (the example packs built in), [`loader`] (from bytes to plugin, their
 //! signature checked), [`scaffold`] (the `new` command: a new pack from
-//! templates), [`lockfile`] (`prompt-host.lock`, and the one rule for
-//! plugin names), [`pack_store`] (pulled packs by digest, each install with
-//! its provenance), [`signature`] (which signatures count, and checking
-//! them), [`distribution`] (OCI registries, every byte bounded) and
-//! [`cache`] (compiled plugins on disk).
+//! templates), [`lockfile`](prompt_host_trust::lockfile) (`prompt-host.lock`, and the one rule for
+//! plugin names), [`pack_store`](prompt_host_trust::pack_store) (pulled packs by digest, each install with
+//! its provenance), [`signature`](prompt_host_trust::signature) (which signatures count, and checking
+//! them), [`distribution`](prompt_host_trust::distribution) (OCI registries, every byte bounded) and
+//! [`cache`](prompt_host_kernel::cache) (compiled plugins on disk).
 
 pub mod access_log;
 pub mod bundled;
@@ -95,11 +97,3 @@ pub mod startup;
 pub mod traces;
 pub mod transport;
 pub mod watch;
-
-// The sandbox kernel, the trust chain and the file reader are crates of
-// their own (host/kernel, host/trust, host/files), so that the compiler
-// keeps them apart; their modules are here under the names they have always
-// had, for the modules above and for tests.
-pub use prompt_host_files as files;
-pub use prompt_host_kernel::{arguments, bindings, cache, grants, limits, log_budget, plugin, sandbox, validate};
-pub use prompt_host_trust::{distribution, lockfile, pack_store, signature};

@@ -15,17 +15,16 @@ use std::time::{Duration, Instant};
 use sha2::{Digest, Sha256};
 use wasmtime::component::Component;
 
-use crate::bindings::{PROVIDER_INTERFACE, PackPre, WitVersion, provider, provider_v0_2, provider_v0_3};
-use crate::cache::{CompiledCache, Origin};
-use crate::files;
-use crate::grants::{Grants, Sight, Withheld};
-use crate::limits::Limits;
-use crate::lockfile::{LockedPack, Lockfile};
-use crate::pack_store::PackStore;
-use crate::plugin::Plugin;
-use crate::sandbox::{CallFailure, CallQuota, CallState, CallUsage, PrepareError, Sandbox};
-use crate::signature::{self, SignatureError, SignaturePolicy, Verified};
-use crate::validate::{self, Answer, Problem};
+use prompt_host_kernel::bindings::{PROVIDER_INTERFACE, PackPre, WitVersion, provider, provider_v0_2, provider_v0_3};
+use prompt_host_kernel::cache::{CompiledCache, Origin};
+use prompt_host_kernel::grants::{Grants, Sight, Withheld};
+use prompt_host_kernel::limits::Limits;
+use prompt_host_kernel::plugin::Plugin;
+use prompt_host_kernel::sandbox::{CallFailure, CallQuota, CallState, CallUsage, PrepareError, Sandbox};
+use prompt_host_kernel::validate::{self, Answer, Problem};
+use prompt_host_trust::lockfile::{LockedPack, Lockfile};
+use prompt_host_trust::pack_store::PackStore;
+use prompt_host_trust::signature::{self, SignatureError, SignaturePolicy, Verified};
 
 /// The versions of the WIT package this host accepts, for people:
 /// "prompt-host:prompts 0.1.x, 0.2.x or 0.3.x" (a 0.y release is compatible within
@@ -62,15 +61,15 @@ impl PluginSource {
     /// Reads a `.wasm` file of at most `max_bytes` (`registry.max_pack_mib`:
     /// a file in the plugin directory is bounded as a pulled pack is), and
     /// the Sigstore bundle beside it if there is one (each a regular file,
-    /// opened without blocking, bounded: see [`crate::files`]); the plugin
+    /// opened without blocking, bounded: see [`prompt_host_files`]); the plugin
     /// is named after the file. This blocks: on the async runtime, call
     /// [`PluginSource::read_off_runtime`].
     pub fn read(path: &Path, max_bytes: u64) -> Result<PluginSource, LoadFailure> {
         let origin = path.display().to_string();
         let failure = |error| LoadFailure { origin: origin.clone(), error };
-        let bytes = files::read(path, max_bytes).map_err(|error| failure(LoadError::Read(error.to_string())))?;
+        let bytes = prompt_host_files::read(path, max_bytes).map_err(|error| failure(LoadError::Read(error.to_string())))?;
         let bundle_path = PathBuf::from(format!("{}{}", path.display(), signature::BUNDLE_SUFFIX));
-        let bundle = files::read_if_exists(&bundle_path, files::MAX_SMALL_FILE_BYTES)
+        let bundle = prompt_host_files::read_if_exists(&bundle_path, prompt_host_files::MAX_SMALL_FILE_BYTES)
             .map_err(|error| failure(LoadError::Bundle { path: bundle_path.display().to_string(), error: error.to_string() }))?;
         Ok(PluginSource { id: plugin_id(path), origin, bytes, bundle })
     }
@@ -121,7 +120,7 @@ pub struct PluginSettings {
     /// bytes it records.
     pub lockfile: Option<PathBuf>,
     /// Which repository a pack pulled from a mirror is signed as.
-    pub mirrors: crate::distribution::Mirrors,
+    pub mirrors: prompt_host_trust::distribution::Mirrors,
     /// What the operator grants it to see, of what it asks for.
     pub grants: Grants,
 }

@@ -34,11 +34,11 @@ use std::time::{Duration, Instant, SystemTime};
 
 use arc_swap::ArcSwap;
 
-use crate::grants::IoUsage;
-use crate::sandbox::CallUsage;
 use prometheus::{
     Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry, TextEncoder,
 };
+use prompt_host_kernel::grants::IoUsage;
+use prompt_host_kernel::sandbox::CallUsage;
 
 /// The calls into a plugin that are counted: what the `method` label says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -12,7 +12,7 @@ use tokio::sync::watch;
 use crate::catalog::{Catalog, Entry, PluginSummary, Skipped};
 use crate::convert;
 use crate::metrics;
-use crate::plugin::Plugin;
+use prompt_host_kernel::plugin::Plugin;
 
 /// The plugins being served, and the catalog merged from them.
 pub struct Snapshot {

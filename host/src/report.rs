@@ -4,8 +4,8 @@
 use std::fmt;
 
 use crate::inspect::{ArgumentCompletions, MAX_COMPLETIONS_TRIED, Report};
-use crate::limits::grouped;
-use crate::validate::printable;
+use prompt_host_kernel::limits::grouped;
+use prompt_host_kernel::validate::printable;
 
 /// The report as a person reads it.
 impl fmt::Display for Report {

@@ -131,7 +131,7 @@ fn files(language: Language) -> &'static [TemplateFile] {
 /// Why a pack could not be created.
 #[derive(Debug, thiserror::Error)]
 pub enum ScaffoldError {
-    #[error("'{0}' cannot name a pack: it names the plugin and its .wasm file, so use {rule}", rule = crate::lockfile::PLUGIN_NAME_RULE)]
+    #[error("'{0}' cannot name a pack: it names the plugin and its .wasm file, so use {rule}", rule = prompt_host_trust::lockfile::PLUGIN_NAME_RULE)]
     BadName(String),
     #[error(
         "'{name}' cannot name a Rust pack: its .wasm file is named after its crate, and a crate's file name turns \
@@ -149,7 +149,7 @@ pub enum ScaffoldError {
 /// Checks that `name` can name a pack in `language`: a plugin name, and,
 /// in Rust, one its crate's .wasm file keeps.
 pub fn check_name(name: &str, language: Language) -> Result<(), ScaffoldError> {
-    if !crate::lockfile::is_plugin_name(name) {
+    if !prompt_host_trust::lockfile::is_plugin_name(name) {
         return Err(ScaffoldError::BadName(name.to_string()));
     }
     let kept_by_a_crate = name.starts_with(|c: char| c.is_ascii_lowercase()) && !name.contains('-');

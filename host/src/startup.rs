@@ -5,12 +5,12 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::bundled;
-use crate::cache::CompiledCache;
 use crate::config::ServeConfig;
 use crate::loader::{self, LoadError, LoadFailure, Loader, PluginSettings, PluginSource};
 use crate::registry::Registry;
-use crate::sandbox::{CallObserver, CallUsage, PrepareError, Sandbox};
 use crate::watch::{self, ConfigSource, PluginDirectory, Served};
+use prompt_host_kernel::cache::CompiledCache;
+use prompt_host_kernel::sandbox::{CallObserver, CallUsage, PrepareError, Sandbox};
 
 /// Why the host could not start.
 #[derive(Debug, thiserror::Error)]
@@ -75,7 +75,7 @@ async fn load(config: &ServeConfig, config_source: Option<ConfigSource>) -> Resu
             tracing::warn!("{unmatched}");
         }
         let loaded = plugins.len();
-        let plugins: Vec<Arc<crate::plugin::Plugin>> = plugins.into_iter().map(Arc::new).collect();
+        let plugins: Vec<Arc<prompt_host_kernel::plugin::Plugin>> = plugins.into_iter().map(Arc::new).collect();
         registry.publish(plugins.clone());
         for plugin in &plugins {
             crate::metrics::plugin_loaded(plugin.id(), &crate::catalog::served_names(plugin));

@@ -266,7 +266,7 @@ impl PluginCallSpan {
 
 /// Records what a call into a pack cost on the current span (the call's,
 /// see [`PluginCallSpan::within`]); outside one, nothing.
-pub fn call_usage(usage: &crate::sandbox::CallUsage) {
+pub fn call_usage(usage: &prompt_host_kernel::sandbox::CallUsage) {
     if TRACER.get().is_none() {
         return;
     }
@@ -276,7 +276,7 @@ pub fn call_usage(usage: &crate::sandbox::CallUsage) {
         span.set_attribute(KeyValue::new("prompt_host.plugin.peak_memory_bytes", usage.peak_memory_bytes as i64));
         // What it did with its grants, on the spans of calls that used any.
         let io = &usage.io;
-        if *io != crate::grants::IoUsage::default() {
+        if *io != prompt_host_kernel::grants::IoUsage::default() {
             span.set_attribute(KeyValue::new("prompt_host.plugin.granted.files_opened", io.files_opened as i64));
             span.set_attribute(KeyValue::new("prompt_host.plugin.granted.read_bytes", io.read_bytes as i64));
             span.set_attribute(KeyValue::new("prompt_host.plugin.granted.dir_entries", io.dir_entries as i64));

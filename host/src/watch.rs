@@ -25,8 +25,8 @@ use tokio::sync::{Mutex, mpsc};
 
 use crate::config::{ConfigError, ServeConfig};
 use crate::loader::{self, Loader, PluginSettings, PluginSource};
-use crate::plugin::Plugin;
 use crate::registry::Registry;
+use prompt_host_kernel::plugin::Plugin;
 
 /// How long after a change the directory is rescanned: the events of a burst
 /// (a copy in progress, a batch of files) within it give one rescan. A fixed
@@ -442,7 +442,7 @@ impl Announcement {
 /// first loaded seeing something, and whenever that changes (a grant
 /// added, narrowed or removed at SIGHUP, or an update asking for more or
 /// less): calls under way keep what they started with.
-fn log_sight_change(id: &str, before: Option<&crate::grants::Sight>, now: &crate::grants::Sight) {
+fn log_sight_change(id: &str, before: Option<&prompt_host_kernel::grants::Sight>, now: &prompt_host_kernel::grants::Sight) {
     let listed = |given: Vec<String>| if given.is_empty() { "nothing".to_string() } else { given.join(", ") };
     let now = now.given();
     match before.map(|before| before.given()) {
@@ -460,7 +460,7 @@ fn log_sight_change(id: &str, before: Option<&crate::grants::Sight>, now: &crate
 struct SandboxConfigKey(usize, usize, Duration);
 
 impl SandboxConfigKey {
-    fn of(config: &crate::sandbox::SandboxConfig) -> SandboxConfigKey {
+    fn of(config: &prompt_host_kernel::sandbox::SandboxConfig) -> SandboxConfigKey {
         SandboxConfigKey(config.max_wasm_stack, config.max_concurrent_calls, config.queue_wait)
     }
 }

@@ -6,11 +6,11 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use prompt_host::bindings::provider;
 use prompt_host::config::ServeConfig;
 use prompt_host::error::RequestError;
 use prompt_host::handler::PromptServer;
 use prompt_host::registry::Registry;
+use prompt_host_kernel::bindings::provider;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use rmcp::model::{ErrorCode, ErrorData, GetPromptRequestParams};

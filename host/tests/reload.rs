@@ -400,7 +400,7 @@ async fn a_change_is_logged_once_the_next_call_is_served_by_it() {
         prompt_host::config::ServeConfig::from_toml_in(&text, root.path()).unwrap()
     };
     let first = config("project = \"project\"\nlogs = \"logs\"\n");
-    let sandbox = Arc::new(prompt_host::sandbox::Sandbox::new(first.sandbox_config()).unwrap());
+    let sandbox = Arc::new(prompt_host_kernel::sandbox::Sandbox::new(first.sandbox_config()).unwrap());
     let loader = Arc::new(prompt_host::loader::Loader::new(sandbox, None));
     let registry = Arc::new(prompt_host::registry::Registry::new(Vec::new()));
     let plugins = root.path().join("plugins");

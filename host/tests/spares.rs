@@ -9,11 +9,11 @@ mod support;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use prompt_host::bindings::{PromptAnswer, provider};
 use prompt_host::loader::{Loader, PluginSettings, PluginSource};
-use prompt_host::plugin::Plugin;
-use prompt_host::sandbox::spares::SPARES;
-use prompt_host::sandbox::{CallObserver, CallUsage, Sandbox, SandboxConfig};
+use prompt_host_kernel::bindings::{PromptAnswer, provider};
+use prompt_host_kernel::plugin::Plugin;
+use prompt_host_kernel::sandbox::spares::SPARES;
+use prompt_host_kernel::sandbox::{CallObserver, CallUsage, Sandbox, SandboxConfig};
 use support::built_plugin;
 
 /// Remembers what each call used.

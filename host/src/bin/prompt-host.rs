@@ -9,11 +9,11 @@ use clap::{Args, CommandFactory, Parser, Subcommand};
 use prompt_host::config::{ConfigError, ServeConfig};
 use prompt_host::error::RequestError;
 use prompt_host::handler::{ListCaching, PromptServer};
-use prompt_host::limits::LimitOverrides;
 use prompt_host::scaffold::{self, Language};
 use prompt_host::transport::http::{self, HttpConfig, HttpListener};
 use prompt_host::transport::operations::MetricsListener;
 use prompt_host::transport::stdio;
+use prompt_host_kernel::limits::LimitOverrides;
 
 #[path = "prompt-host/packs.rs"]
 mod packs;

@@ -40,7 +40,7 @@ impl AuthorizationSection {
             (None, None, None) => Ok(None),
             (Some(endpoint), Some(client_id), Some(secret_file)) => {
                 let path = folder.join(secret_file);
-                let secret = crate::files::read_text(&path)
+                let secret = prompt_host_files::read_text(&path)
                     .map_err(|error| format!("authorization.client_secret_file: cannot read {}: {error}", path.display()))?;
                 Ok(Some(Introspection {
                     endpoint: url::Url::parse(endpoint)
@@ -64,7 +64,7 @@ impl AuthorizationSection {
         if let Some(file) = &self.ca_file {
             let path = folder.join(file);
             ca_certificates.push(
-                crate::files::read(&path, crate::files::MAX_SMALL_FILE_BYTES)
+                prompt_host_files::read(&path, prompt_host_files::MAX_SMALL_FILE_BYTES)
                     .map_err(|error| format!("authorization.ca_file: cannot read {}: {error}", path.display()))?,
             );
         }

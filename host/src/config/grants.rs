@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::grants::{Grants, Origin, Secret, is_folder_name, is_value_name};
+use prompt_host_kernel::grants::{Grants, Origin, Secret, is_folder_name, is_value_name};
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -77,11 +77,11 @@ impl GrantsSection {
             }
             let path = folder.join(path);
             let cannot = |error: std::io::Error| format!("{section}.folders.{name}: cannot grant {}: {error}", path.display());
-            let dir = crate::files::open_granted_folder(&path).map_err(cannot)?;
+            let dir = prompt_host_files::open_granted_folder(&path).map_err(cannot)?;
             // A kernel without openat2 (before Linux 5.6), or a seccomp
             // profile that forbids it, could give no granted folder at all:
             // said here, not at every call.
-            crate::files::open_beneath(&dir, ".", true, crate::files::Beneath::Directory).map_err(cannot)?;
+            prompt_host_files::open_beneath(&dir, ".", true, prompt_host_files::Beneath::Directory).map_err(cannot)?;
             grants.folders.insert(name.clone(), path);
         }
         for (name, value) in &self.env {
@@ -92,7 +92,7 @@ impl GrantsSection {
                 ValueGrant::Value(value) => value.clone(),
                 ValueGrant::File { file } => {
                     let path = folder.join(file);
-                    let text = crate::files::read_text(&path)
+                    let text = prompt_host_files::read_text(&path)
                         .map_err(|error| format!("{section}.env.{name}: cannot read {}: {error}", path.display()))?;
                     let text = text.strip_suffix('\n').map(|text| text.strip_suffix('\r').unwrap_or(text)).unwrap_or(&text);
                     text.to_string()

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use super::positive;
-use crate::distribution::{Mirrors, RegistrySettings};
+use prompt_host_trust::distribution::{Mirrors, RegistrySettings};
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -29,17 +29,17 @@ impl RegistrySection {
         };
         if let Some(file) = &self.ca_file {
             let path = folder.join(file);
-            let pem = crate::files::read(&path, crate::files::MAX_SMALL_FILE_BYTES)
+            let pem = prompt_host_files::read(&path, prompt_host_files::MAX_SMALL_FILE_BYTES)
                 .map_err(|error| format!("registry.ca_file: cannot read {}: {error}", path.display()))?;
             settings.ca_certificates.push(pem);
         }
         if let Some(mib) = self.max_pack_mib {
             positive("registry.max_pack_mib", mib)?;
             settings.max_pack_bytes = mib.checked_mul(1 << 20).ok_or("registry.max_pack_mib is too large")?;
-            if settings.max_pack_bytes > crate::files::MAX_PACK_FILE_BYTES {
+            if settings.max_pack_bytes > prompt_host_files::MAX_PACK_FILE_BYTES {
                 return Err(format!(
                     "registry.max_pack_mib is {mib}, more than the {} MiB a pack file may have",
-                    crate::files::MAX_PACK_FILE_BYTES >> 20
+                    prompt_host_files::MAX_PACK_FILE_BYTES >> 20
                 ));
             }
         }

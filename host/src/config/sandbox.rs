@@ -6,8 +6,8 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use super::positive;
-use crate::limits::MAX_CONCURRENT_CALLS;
-use crate::sandbox::{MAX_WASM_STACK, SandboxConfig};
+use prompt_host_kernel::limits::MAX_CONCURRENT_CALLS;
+use prompt_host_kernel::sandbox::{MAX_WASM_STACK, SandboxConfig};
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -28,7 +28,7 @@ impl SandboxSection {
                 return Err(format!(
                     "sandbox.max_wasm_stack_kib must be at most {max}: calls run on the engine's {} KiB stacks, and \
                      the host's own functions need the rest",
-                    crate::sandbox::CALL_STACK >> 10
+                    prompt_host_kernel::sandbox::CALL_STACK >> 10
                 ));
             }
         }

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::signature::{Identity, Keyless, TrustedKey, TrustedRoot};
+use prompt_host_trust::signature::{Identity, Keyless, TrustedKey, TrustedRoot};
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -32,7 +32,7 @@ impl SignaturesSection {
             }
             (Some(file), false) => {
                 let path = folder.join(file);
-                let text = crate::files::read_text(&path)
+                let text = prompt_host_files::read_text(&path)
                     .map_err(|error| format!("signatures.trusted_root: cannot read {}: {error}", path.display()))?;
                 let root =
                     TrustedRoot::from_json(&text).map_err(|error| format!("signatures.trusted_root: {}: {error}", path.display()))?;
@@ -48,7 +48,7 @@ pub(super) fn read_keys(key: &str, files: &[PathBuf], folder: &Path) -> Result<V
         .iter()
         .map(|file| {
             let path = folder.join(file);
-            let pem = crate::files::read_text(&path).map_err(|error| format!("{key}: cannot read {}: {error}", path.display()))?;
+            let pem = prompt_host_files::read_text(&path).map_err(|error| format!("{key}: cannot read {}: {error}", path.display()))?;
             TrustedKey::new(file.display().to_string(), pem).map_err(|error| format!("{key}: {error}"))
         })
         .collect()

@@ -331,11 +331,12 @@ pub struct ResourceServer {
     suspects: std::sync::Mutex<ExpiringMap<IpAddr, ()>>,
     /// Introspections refused as busy, logged apart from other refusals so
     /// that a flood of them cannot silence the log of the rest.
-    busy_log: std::sync::Mutex<crate::log_budget::LogWindow>,
+    busy_log: std::sync::Mutex<prompt_host_kernel::log_budget::LogWindow>,
 }
 
 /// Busy refusals logged every 10 s; past that they are counted.
-const BUSY_LOG: crate::log_budget::LogBudget = crate::log_budget::LogBudget { lines: 10, window: Duration::from_secs(10) };
+const BUSY_LOG: prompt_host_kernel::log_budget::LogBudget =
+    prompt_host_kernel::log_budget::LogBudget { lines: 10, window: Duration::from_secs(10) };
 
 /// A map of at most `max` entries, each until a time: expired entries are
 /// never answered and are dropped first; when full, the entry expiring
@@ -808,7 +809,7 @@ impl ResourceServer {
 
     /// Logs a busy refusal within its own budget, and returns it.
     fn busy(&self, peer: IpAddr, why: String) -> Denial {
-        use crate::log_budget::Admission;
+        use prompt_host_kernel::log_budget::Admission;
         let mut window = self.busy_log.lock().expect("never poisoned");
         if let Some(dropped) = window.roll(BUSY_LOG) {
             tracing::warn!(dropped, "{dropped} requests refused as busy (503) were not logged in the last {} s", BUSY_LOG.window.as_secs());

@@ -137,7 +137,7 @@ fn cannot_listen(addr: SocketAddr, error: &std::io::Error) -> String {
 /// so that the connection cap, not a low default soft limit (often 1024),
 /// is what bounds connections.
 fn raise_descriptor_limit() {
-    let limit = crate::files::raise_descriptor_limit();
+    let limit = prompt_host_files::raise_descriptor_limit();
     tracing::debug!(limit, "open-descriptor limit");
 }
 

@@ -51,7 +51,7 @@ use super::connections::{self, ConnectionCaps, Connections, Place, WriteDeadline
 use super::front::{self, Body, LOOPBACK_HOSTS, ListenOptions, plain};
 use super::tokens::{Presented, TOKENS_ISSUER, TokenSet, Tokens};
 use crate::identity::{self, Principal};
-use crate::log_budget::{Admission, LogBudget, LogWindow};
+use prompt_host_kernel::log_budget::{Admission, LogBudget, LogWindow};
 use sessions::CappedSessions;
 
 /// The path MCP is served at.
@@ -1269,10 +1269,13 @@ fn refusal_logged(refusals: &std::sync::Mutex<LogWindow>) -> bool {
 }
 
 /// A header's value as a refusal and the log may show it (bytes that are not
-/// UTF-8 replaced, cut as [`crate::validate::error_message`] cuts: a header
+/// UTF-8 replaced, cut as [`prompt_host_kernel::validate::error_message`] cuts: a header
 /// may be as long as the head, 64 KiB), or "" when absent.
 fn header_text(headers: &hyper::HeaderMap, name: hyper::header::HeaderName) -> String {
-    headers.get(name).map(|value| crate::validate::error_message(String::from_utf8_lossy(value.as_bytes()))).unwrap_or_default()
+    headers
+        .get(name)
+        .map(|value| prompt_host_kernel::validate::error_message(String::from_utf8_lossy(value.as_bytes())))
+        .unwrap_or_default()
 }
 
 /// The header carrying a session's id.

@@ -16,7 +16,7 @@ use std::time::Duration;
 use rmcp::model::{ClientJsonRpcMessage, ErrorCode, ErrorData, RequestId, ServerJsonRpcMessage};
 use serde_json::error::Category;
 
-use crate::log_budget::{Admission, LogBudget, LogWindow};
+use prompt_host_kernel::log_budget::{Admission, LogBudget, LogWindow};
 
 /// What the top-level `id` member of a message says, found without parsing
 /// the message.
@@ -239,7 +239,7 @@ pub fn answer(transport: &str, message: &[u8], error: &serde_json::Error) -> Opt
     let id = found.into_id();
     // serde_json's message names what it expected, and may quote the
     // client's text: escaped and bounded like any text from outside.
-    let reason = crate::validate::error_message(error.to_string());
+    let reason = prompt_host_kernel::validate::error_message(error.to_string());
     let (code, what) = match error.classify() {
         Category::Data => (ErrorCode::INVALID_REQUEST, "Invalid request"),
         Category::Syntax | Category::Eof | Category::Io => (ErrorCode::PARSE_ERROR, "Parse error"),
@@ -277,7 +277,7 @@ pub fn log_skipped(transport: &str, message: &[u8], id: Option<&RequestId>, reas
     match window.admit(SKIPPED_LOG) {
         Admission::Log => {
             let start = String::from_utf8_lossy(&message[..message.len().min(LOGGED_START_BYTES)]);
-            let id = id.map(|id| crate::validate::error_message(id.to_string()));
+            let id = id.map(|id| prompt_host_kernel::validate::error_message(id.to_string()));
             if answered {
                 tracing::warn!(transport, bytes = message.len(), id = ?id, reason = ?reason, start = ?start, "answered a message that could not be parsed");
             } else {

@@ -195,7 +195,7 @@ impl Tokens {
 
     fn read_files(&self) -> Result<TokenSet, String> {
         let read = |path: &Path, what: &str| {
-            crate::files::read_text(path).map_err(|error| format!("cannot read the {what} {}: {error}", path.display()))
+            prompt_host_files::read_text(path).map_err(|error| format!("cannot read the {what} {}: {error}", path.display()))
         };
         let mut set = TokenSet::default();
         if let Some(path) = &self.single {
@@ -277,7 +277,7 @@ fn check_word(what: &str, text: &str, punctuation: &[char], rule: &str) -> Resul
     let allowed = |c: char| c.is_ascii_alphanumeric() || punctuation.contains(&c);
     match !text.is_empty() && text.len() <= 64 && text.chars().all(allowed) {
         true => Ok(()),
-        false => Err(format!("the {what} {:?} is not {rule}", crate::validate::error_message(text))),
+        false => Err(format!("the {what} {:?} is not {rule}", prompt_host_kernel::validate::error_message(text))),
     }
 }
 
@@ -344,12 +344,12 @@ pub fn new_token(name: &str, tenant: Option<&str>, expires: Option<&str>) -> Res
 pub fn add_new_token(path: &Path, name: &str, tenant: Option<&str>, expires: Option<&str>) -> Result<String, String> {
     let shown = path.display();
     let file_name = path.file_name().and_then(|name| name.to_str()).unwrap_or("tokens");
-    let lock = crate::files::open_append(&path.with_file_name(format!("{file_name}.lock")))
+    let lock = prompt_host_files::open_append(&path.with_file_name(format!("{file_name}.lock")))
         .map_err(|error| format!("cannot lock the tokens file {shown}: {error}"))?;
     rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive)
         .map_err(|error| format!("cannot lock the tokens file {shown}: {error}"))?;
     let existing = match std::fs::symlink_metadata(path) {
-        Ok(_) => Some(crate::files::read_text(path).map_err(|error| format!("cannot read the tokens file {shown}: {error}"))?),
+        Ok(_) => Some(prompt_host_files::read_text(path).map_err(|error| format!("cannot read the tokens file {shown}: {error}"))?),
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
         Err(error) => return Err(format!("cannot read the tokens file {shown}: {error}")),
     };
@@ -361,8 +361,11 @@ pub fn add_new_token(path: &Path, name: &str, tenant: Option<&str>, expires: Opt
     let header = "# Bearer tokens prompt-host accepts (--auth-tokens-file), each as the SHA-256 of the token.\n\
                   # Add one with `prompt-host token new NAME`; remove its entry and send SIGHUP to revoke it.\n";
     let text = format!("{}{entry}", existing.as_deref().unwrap_or(header));
-    if text.len() as u64 > crate::files::MAX_SMALL_FILE_BYTES {
-        return Err(format!("the tokens file {shown} would be more than the {} bytes the host reads", crate::files::MAX_SMALL_FILE_BYTES));
+    if text.len() as u64 > prompt_host_files::MAX_SMALL_FILE_BYTES {
+        return Err(format!(
+            "the tokens file {shown} would be more than the {} bytes the host reads",
+            prompt_host_files::MAX_SMALL_FILE_BYTES
+        ));
     }
     if TokenSet::named(path, &text)?.len() > MAX_TOKENS {
         return Err(format!("the tokens file {shown} has {MAX_TOKENS} tokens, the most the host reads"));
@@ -370,7 +373,7 @@ pub fn add_new_token(path: &Path, name: &str, tenant: Option<&str>, expires: Opt
     let temporary = path.with_file_name(format!(".{file_name}.new"));
     let _ = std::fs::remove_file(&temporary);
     let write = || -> std::io::Result<()> {
-        let mut file = crate::files::open_append(&temporary)?;
+        let mut file = prompt_host_files::open_append(&temporary)?;
         #[cfg(unix)]
         if let Ok(old) = std::fs::metadata(path) {
             use std::os::unix::fs::{MetadataExt, PermissionsExt};

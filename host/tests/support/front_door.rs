@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use prompt_host::transport::malformed::http_body;
 use prompt_host::transport::stdio::{Incoming, decode_lines};
-use prompt_host::validate::MAX_ERROR_MESSAGE_BYTES;
+use prompt_host_kernel::validate::MAX_ERROR_MESSAGE_BYTES;
 use rmcp::model::{JsonRpcMessage, RequestId, ServerJsonRpcMessage};
 use serde_json::Value;
 

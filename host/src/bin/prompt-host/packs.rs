@@ -7,7 +7,7 @@ use std::path::Path;
 use anyhow::{Context, bail};
 use prompt_host::config::ServeConfig;
 use prompt_host::install::{self, Installation, Listed, Sourced, Updated};
-use prompt_host::lockfile::{LockedPack, Lockfile};
+use prompt_host_trust::lockfile::{LockedPack, Lockfile};
 
 /// A download's progress: a bar on a terminal, nothing otherwise.
 fn progress_bar() -> Option<indicatif::ProgressBar> {
@@ -156,7 +156,7 @@ pub fn keygen(prefix: &str) -> anyhow::Result<()> {
         }
     }
     let password = keygen_password()?;
-    let (private, public) = prompt_host::signature::generate_key_pair(password.as_bytes()).map_err(anyhow::Error::msg)?;
+    let (private, public) = prompt_host_trust::signature::generate_key_pair(password.as_bytes()).map_err(anyhow::Error::msg)?;
     write_new(&key_path, private.as_bytes(), 0o600)?;
     write_new(&pub_path, public.as_bytes(), 0o644)?;
     eprintln!("Private key written to {key_path}\nPublic key written to {pub_path}");
