@@ -8,10 +8,13 @@
 //! refuses the classes where cloud credentials answer, and leaves a
 //! registry on loopback or a private network reachable).
 //!
-//! An IPv6 address that carries an IPv4 one (IPv4-mapped, NAT64 and its
-//! local-use range, SIIT, the old IPv4-compatible form, 6to4) is classed
-//! as the IPv4 address it reaches: `64:ff9b::a9fe:a9fe` is
-//! 169.254.169.254.
+//! An IPv6 address that carries an IPv4 one (IPv4-mapped, NAT64, SIIT, the
+//! old IPv4-compatible form, 6to4) is classed as the IPv4 address it
+//! reaches: `64:ff9b::a9fe:a9fe` is 169.254.169.254. Local-use NAT64
+//! (`64:ff9b:1::/48`) may carry it in any of four layouts, which the
+//! address does not say: it is classed as cloud metadata, link-local or
+//! loopback if any address it could carry is one, and as private otherwise
+//! (it never reaches the internet directly).
 #![warn(missing_docs)]
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -22,7 +25,10 @@ pub enum AddressClass {
     /// A cloud provider's metadata or host service, which hands out the
     /// machine's credentials: 169.254.169.254 (most clouds),
     /// 100.100.100.200 (Alibaba Cloud), 168.63.129.16 (Azure's
-    /// WireServer), fd00:ec2::254 (AWS over IPv6).
+    /// WireServer), 192.0.0.192 (Oracle Cloud Classic), fd00:ec2::254 and
+    /// fd00:ec2::23 (AWS over IPv6, and its EKS Pod Identity Agent),
+    /// fd20:ce::254 (Google Cloud over IPv6), fd00:c1::a9fe:a9fe (Oracle
+    /// Cloud over IPv6), fd00:42::42 (Scaleway over IPv6).
     CloudMetadata,
     /// This machine: 127.0.0.0/8, ::1.
     Loopback,
@@ -36,11 +42,13 @@ pub enum AddressClass {
     Unspecified,
     /// Multicast: 224/4, ff00::/8.
     Multicast,
-    /// Reserved: 240/4 and the broadcast address, 192.0.0/24, 192.88.99/24.
+    /// Reserved: 240/4 and the broadcast address, 192.0.0/24, 192.88.99/24,
+    /// 5f00::/16 (SRv6 segment identifiers).
     Reserved,
     /// Benchmarking: 198.18/15, 2001:2::/48.
     Benchmarking,
-    /// Documentation: 192.0.2/24, 198.51.100/24, 203.0.113/24, 2001:db8::/32.
+    /// Documentation: 192.0.2/24, 198.51.100/24, 203.0.113/24,
+    /// 2001:db8::/32, 3fff::/20.
     Documentation,
     /// Teredo tunnels: 2001::/32, which reach an IPv4 address indirectly.
     Teredo,
@@ -81,7 +89,8 @@ fn classify_v4(address: Ipv4Addr) -> Option<AddressClass> {
     Some(match () {
         _ if address == Ipv4Addr::new(169, 254, 169, 254)
             || address == Ipv4Addr::new(100, 100, 100, 200)
-            || address == Ipv4Addr::new(168, 63, 129, 16) =>
+            || address == Ipv4Addr::new(168, 63, 129, 16)
+            || address == Ipv4Addr::new(192, 0, 0, 192) =>
         {
             AddressClass::CloudMetadata
         }
@@ -100,13 +109,25 @@ fn classify_v4(address: Ipv4Addr) -> Option<AddressClass> {
     })
 }
 
+/// Cloud metadata services' IPv6 addresses (see [`AddressClass::CloudMetadata`]).
+const METADATA_V6: [Ipv6Addr; 5] = [
+    Ipv6Addr::new(0xfd00, 0x0ec2, 0, 0, 0, 0, 0, 0x0254),
+    Ipv6Addr::new(0xfd00, 0x0ec2, 0, 0, 0, 0, 0, 0x0023),
+    Ipv6Addr::new(0xfd20, 0x00ce, 0, 0, 0, 0, 0, 0x0254),
+    Ipv6Addr::new(0xfd00, 0x00c1, 0, 0, 0, 0, 0xa9fe, 0xa9fe),
+    Ipv6Addr::new(0xfd00, 0x0042, 0, 0, 0, 0, 0, 0x0042),
+];
+
 fn classify_v6(address: Ipv6Addr) -> Option<AddressClass> {
     if let Some(v4) = carried_v4(address) {
         return classify_v4(v4);
     }
     let segments = address.segments();
+    if segments[..3] == [0x64, 0xff9b, 1] {
+        return Some(local_use_nat64(address));
+    }
     Some(match () {
-        _ if segments == [0xfd00, 0x0ec2, 0, 0, 0, 0, 0, 0x0254] => AddressClass::CloudMetadata,
+        _ if METADATA_V6.contains(&address) => AddressClass::CloudMetadata,
         _ if address.is_loopback() => AddressClass::Loopback,
         _ if address.is_unspecified() => AddressClass::Unspecified,
         _ if address.is_multicast() => AddressClass::Multicast,
@@ -116,13 +137,36 @@ fn classify_v6(address: Ipv6Addr) -> Option<AddressClass> {
         _ if segments[0] == 0x2001 && segments[1] == 0x0db8 => AddressClass::Documentation,
         _ if segments[..3] == [0x2001, 0x0002, 0] => AddressClass::Benchmarking,
         _ if segments[0] == 0x0100 && segments[1..4] == [0, 0, 0] => AddressClass::Discard,
+        _ if (segments[0] & 0xfff0) == 0x3ff0 => AddressClass::Documentation,
+        _ if segments[0] == 0x5f00 => AddressClass::Reserved,
         _ => return None,
     })
 }
 
-/// The IPv4 address an IPv6 one reaches, when it carries one: IPv4-mapped
-/// (`::ffff:a.b.c.d`), NAT64 (`64:ff9b::/96`, and the local-use
-/// `64:ff9b:1::/48`), SIIT (`::ffff:0:a.b.c.d`), the old IPv4-compatible
+/// A local-use NAT64 address (RFC 8215, `64:ff9b:1::/48`): its network
+/// chooses a prefix of 48, 56, 64 or 96 bits (RFC 6052), each of which
+/// puts the IPv4 address elsewhere. Classed as cloud metadata, link-local
+/// or loopback if any of the four addresses it could carry is, and as
+/// private otherwise.
+fn local_use_nat64(address: Ipv6Addr) -> AddressClass {
+    let bits = u128::from(address);
+    let field = |shift: u32, width: u32| ((bits >> shift) & ((1 << width) - 1)) as u32;
+    let carried = [
+        field(64, 16) << 16 | field(40, 16), // a /48 prefix: bits 48-63, then 72-87
+        field(64, 8) << 24 | field(32, 24),  // a /56 prefix: bits 56-63, then 72-95
+        field(24, 32),                       // a /64 prefix: bits 72-103
+        field(0, 32),                        // a /96 prefix: the last 32 bits
+    ];
+    let classes: Vec<AddressClass> = carried.into_iter().filter_map(|v4| classify_v4(Ipv4Addr::from(v4))).collect();
+    // Not "unspecified": the other layouts of most addresses read as
+    // 0.0.0.0/8, which a translator never reaches.
+    let most_dangerous = [AddressClass::CloudMetadata, AddressClass::LinkLocal, AddressClass::Loopback];
+    most_dangerous.into_iter().find(|class| classes.contains(class)).unwrap_or(AddressClass::Private)
+}
+
+/// The IPv4 address an IPv6 one reaches, when it carries one where the
+/// address itself says: IPv4-mapped (`::ffff:a.b.c.d`), NAT64
+/// (`64:ff9b::/96`), SIIT (`::ffff:0:a.b.c.d`), the old IPv4-compatible
 /// form (`::a.b.c.d`, but `::` and `::1`), and 6to4 (`2002:AABB:CCDD::/48`).
 fn carried_v4(address: Ipv6Addr) -> Option<Ipv4Addr> {
     if let Some(v4) = address.to_ipv4_mapped() {
@@ -130,8 +174,7 @@ fn carried_v4(address: Ipv6Addr) -> Option<Ipv4Addr> {
     }
     let segments = address.segments();
     let [.., high, low] = segments;
-    let nat64 =
-        segments[..6] == [0x64, 0xff9b, 0, 0, 0, 0] || segments[..3] == [0x64, 0xff9b, 1] || segments[..6] == [0, 0, 0, 0, 0xffff, 0];
+    let nat64 = segments[..6] == [0x64, 0xff9b, 0, 0, 0, 0] || segments[..6] == [0, 0, 0, 0, 0xffff, 0];
     let compatible = segments[..6] == [0, 0, 0, 0, 0, 0] && !address.is_loopback() && !address.is_unspecified();
     if nat64 || compatible {
         return Some(Ipv4Addr::from((u32::from(high) << 16) | u32::from(low)));
@@ -158,7 +201,12 @@ mod tests {
             ("169.254.169.254", CloudMetadata),
             ("100.100.100.200", CloudMetadata),
             ("168.63.129.16", CloudMetadata),
+            ("192.0.0.192", CloudMetadata),
             ("fd00:ec2::254", CloudMetadata),
+            ("fd00:ec2::23", CloudMetadata),
+            ("fd20:ce::254", CloudMetadata),
+            ("fd00:c1::a9fe:a9fe", CloudMetadata),
+            ("fd00:42::42", CloudMetadata),
             ("127.0.0.1", Loopback),
             ("127.8.9.10", Loopback),
             ("::1", Loopback),
@@ -184,6 +232,8 @@ mod tests {
             ("2001:2:0:ffff::1", Benchmarking),
             ("192.0.2.1", Documentation),
             ("2001:db8::1", Documentation),
+            ("3fff:fff::1", Documentation),
+            ("5f00::1", Reserved),
             ("2001::1", Teredo),
             ("100::1", Discard),
         ] {
@@ -201,7 +251,6 @@ mod tests {
         for (form, metadata, azure, private) in [
             ("IPv4-mapped", "::ffff:169.254.169.254", "::ffff:168.63.129.16", "::ffff:10.0.0.1"),
             ("NAT64", "64:ff9b::a9fe:a9fe", "64:ff9b::a83f:8110", "64:ff9b::a00:1"),
-            ("local-use NAT64", "64:ff9b:1::a9fe:a9fe", "64:ff9b:1::a83f:8110", "64:ff9b:1::a00:1"),
             ("SIIT", "::ffff:0:a9fe:a9fe", "::ffff:0:a83f:8110", "::ffff:0:a00:1"),
             ("IPv4-compatible", "::169.254.169.254", "::168.63.129.16", "::10.0.0.1"),
             ("6to4", "2002:a9fe:a9fe::1", "2002:a83f:8110::", "2002:a00:1::1"),
@@ -213,5 +262,23 @@ mod tests {
         // An internet address carried so is on the internet.
         assert_eq!(class("64:ff9b::808:808"), None);
         assert_eq!(class("2002:808:808::1"), None);
+    }
+
+    /// Local-use NAT64 carries its IPv4 address where its network's prefix
+    /// length puts it, which the address does not say: 169.254.169.254 and
+    /// 127.0.0.1 are found in each of the four layouts, and the rest of the
+    /// range is private.
+    #[test]
+    fn local_use_nat64_is_what_it_could_carry_in_any_layout() {
+        for (layout, metadata, loopback) in [
+            ("/48", "64:ff9b:1:a9fe:a9:fe00::", "64:ff9b:1:7f00:0:100::"),
+            ("/56", "64:ff9b:1:a9:fe:a9fe::", "64:ff9b:1:7f:0:1::"),
+            ("/64", "64:ff9b:1:0:a9:fea9:fe00:0", "64:ff9b:1:0:7f:0:100:0"),
+            ("/96", "64:ff9b:1::a9fe:a9fe", "64:ff9b:1::7f00:1"),
+        ] {
+            assert_eq!(class(metadata), Some(AddressClass::CloudMetadata), "{layout}: {metadata}");
+            assert_eq!(class(loopback), Some(AddressClass::Loopback), "{layout}: {loopback}");
+        }
+        assert_eq!(class("64:ff9b:1::808:808"), Some(AddressClass::Private));
     }
 }

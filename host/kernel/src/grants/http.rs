@@ -539,8 +539,12 @@ fn response_error(error: hyper::Error) -> Error {
 }
 
 /// Whether `address` is one of this host's own: the route to it leaves
-/// from it. Told by a UDP socket connected to it, which is a route lookup
-/// and sends nothing; an address with no route is not the host's.
+/// from it, or a socket can be bound to it. The route alone misses a
+/// secondary address (Linux routes to it from the primary one, as it
+/// routes to 127.0.0.2 from 127.0.0.1); binding alone would take every
+/// address for this host's where the system lets a socket bind to any
+/// (`ip_nonlocal_bind`), told by binding to a documentation address, which
+/// is nobody's. Both are told by UDP sockets, which send nothing.
 fn is_own_address(address: IpAddr) -> bool {
     let any: SocketAddr = match address {
         IpAddr::V4(_) => (Ipv4Addr::UNSPECIFIED, 0).into(),
@@ -550,7 +554,13 @@ fn is_own_address(address: IpAddr) -> bool {
         socket.connect((address, 9))?;
         socket.local_addr()
     });
-    local.is_ok_and(|local| local.ip() == address)
+    let routed_from_itself = local.is_ok_and(|local| local.ip() == address);
+    let nobodys: IpAddr = match address {
+        IpAddr::V4(_) => Ipv4Addr::new(192, 0, 2, 1).into(),
+        IpAddr::V6(_) => Ipv6Addr::new(0x2001, 0x0db8, 0, 0, 0, 0, 0, 1).into(),
+    };
+    let binds = |address: IpAddr| std::net::UdpSocket::bind((address, 0)).is_ok();
+    routed_from_itself || (binds(address) && !binds(nobodys))
 }
 
 /// The address `host` is, when it is one rather than a name (an IPv6 one
@@ -808,6 +818,9 @@ mod tests {
     #[test]
     fn this_hosts_own_addresses_are_told_without_connecting() {
         assert!(is_own_address(IpAddr::V4(Ipv4Addr::LOCALHOST)));
+        // Routed to from 127.0.0.1, as a secondary address is from the
+        // primary one: the route alone took it for another host's.
+        assert!(is_own_address("127.0.0.2".parse().unwrap()));
         // A documentation address is nobody's (with a route or without).
         assert!(!is_own_address("192.0.2.1".parse().unwrap()));
         // The address this machine would send from, if it has a route out.
