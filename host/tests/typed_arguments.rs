@@ -163,12 +163,13 @@ fn a_pack_whose_declarations_break_a_bound_is_refused_at_load_naming_each() {
         "7. prompt \"bad\", argument \"greek\": pattern is not an ECMA-262 pattern the host can publish: it uses a Unicode property (\\p or \\P), which Python's re does not have (at character 3)",
         "8. prompt \"bad\", argument \"posix\": pattern is not an ECMA-262 pattern the host can publish: it has a lone ']' (the `u` flag refuses it: write \\]) (at character 11)",
         "9. prompt \"bad\", argument \"bounds\": min 5 is more than max 1",
-        "10. prompt \"bad\", argument \"nan\": a bound is not a finite number",
-        "11. prompt \"bad\", argument \"default\": default \"yes\" is not true or false",
+        "10. prompt \"bad\", argument \"past\": min 1152921504606846976 is more than the greatest integer the host takes, 9007199254740991",
+        "11. prompt \"bad\", argument \"nan\": a bound is not a finite number",
+        "12. prompt \"bad\", argument \"default\": default \"yes\" is not true or false",
     ] {
         assert!(report.contains(problem), "{problem} in:\n{report}");
     }
-    assert!(report.contains("this host would refuse it (11 problems)"), "{report}");
+    assert!(report.contains("this host would refuse it (12 problems)"), "{report}");
 }
 
 #[test]

@@ -550,6 +550,13 @@ fn argument_kind(kind: &provider_v0_3::ArgumentKind) -> Result<Kind, String> {
             {
                 return Err(format!("min {min} is more than max {max}"));
             }
+            // Past the host's range, a bound would leave no integer to take.
+            if let Some(min) = bounds.min.filter(|min| *min > arguments::MAX_INTEGER) {
+                return Err(format!("min {min} is more than the greatest integer the host takes, {}", arguments::MAX_INTEGER));
+            }
+            if let Some(max) = bounds.max.filter(|max| *max < -arguments::MAX_INTEGER) {
+                return Err(format!("max {max} is less than the least integer the host takes, -{}", arguments::MAX_INTEGER));
+            }
             Kind::Integer { min: bounds.min, max: bounds.max }
         }
         Declared::Number(bounds) => {

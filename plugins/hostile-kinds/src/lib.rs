@@ -52,6 +52,8 @@ impl Guest for HostileKinds {
                 argument("greek", ArgumentKind::Text(TextKind { max_length: None, pattern: Some(r"\p{Greek}+".into()) }), None),
                 argument("posix", ArgumentKind::Text(TextKind { max_length: None, pattern: Some("[[:alpha:]]+".into()) }), None),
                 argument("bounds", ArgumentKind::Integer(IntegerKind { min: Some(5), max: Some(1) }), None),
+                // Past the integers every client reads exactly: no value could pass.
+                argument("past", ArgumentKind::Integer(IntegerKind { min: Some(1 << 60), max: None }), None),
                 argument("nan", ArgumentKind::Number(NumberKind { min: Some(f64::NAN), max: None }), None),
                 argument("default", ArgumentKind::Boolean, Some("yes")),
             ],
