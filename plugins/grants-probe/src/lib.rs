@@ -15,7 +15,10 @@
 //!   that many times at once, and holds them until `hold_ms` after the call
 //!   began;
 //! - `stat` (`path`): what the file is, without following a final symlink.
-//! - `fetch` (`url`, and undeclared `times`, `header`, `body_kib`): sends
+//! - `fetch` (`url`, and undeclared `times`, `header`, `body_kib`,
+//!   `burn_first`): runs `burn` for that many iterations first (none if
+//!   not given: CPU time, which a spin on the clock is not when the host's
+//!   threads are busy), then sends
 //!   a request through `wasi:http/outgoing-handler` (a POST of `body_kib`
 //!   KiB when given, with `header` as `name: value` when given), following
 //!   up to 5 redirects, `times` times (1 if not given): one line per
@@ -371,6 +374,7 @@ impl Guest for GrantsProbe {
             "open-many" => open_many(path, number("count"), number("hold_ms") as u64),
             "stat" => stat(path),
             "fetch" => {
+                burn(number("burn_first"));
                 let times = number("times").max(1);
                 let (header, body_kib) = (value(&arguments, "header"), number("body_kib"));
                 let answer = (0..times).map(|_| fetch_once(value(&arguments, "url"), header, body_kib)).collect::<Vec<_>>().join("\n");
