@@ -80,19 +80,19 @@ fn outcomes(server: &mut Server, ids: Vec<u64>) -> Vec<String> {
 
 /// Item 1: a call waiting on its origin holds no turn in the slow lane, so
 /// a pack's calls that wait run at once, as many as its `concurrent_calls`
-/// (16). Each first runs half the other pack's burn (about 15 ms of CPU
-/// here), so that it is a long call (past 10 ms of running), then makes 3
-/// requests that the origin answers in 100 ms, within a 2 s deadline (all
-/// 16 take about 0.6 s here; one at a time, they would take 5 s); while a
+/// (16). Each first runs the other pack's whole burn (about 30 ms of CPU
+/// here), so that it is a long call (past 10 ms of running) on a machine
+/// up to 3 times as fast, then makes 3 requests that the origin answers in
+/// 100 ms, within a 3 s deadline (one at a time, they would take 5 s); while a
 /// call's age decided, the calls took the plugin's one slow turn in turn
 /// and 12 of 16 ended at the default 1 s deadline.
 #[test]
 fn calls_that_wait_on_their_origin_run_at_once() {
     let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let origin = Origin::start(ALL, None);
-    let (_dir, mut server) = serve_waiting(&origin, "deadline_ms = 2000", "");
+    let (_dir, mut server) = serve_waiting(&origin, "deadline_ms = 3000", "");
     let started = Instant::now();
-    let ids = at_once(&mut server, 16, "fetch", json!({ "url": origin.url("/slow?ms=100"), "times": "3", "burn_first": "10000000" }));
+    let ids = at_once(&mut server, 16, "fetch", json!({ "url": origin.url("/slow?ms=100"), "times": "3", "burn_first": "20000000" }));
     let answered = outcomes(&mut server, ids);
     let took = started.elapsed();
     let each = ["status 200, 4 bytes: slow"; 3].join("\n");
@@ -102,7 +102,7 @@ fn calls_that_wait_on_their_origin_run_at_once() {
 /// Item 2: while 16 calls of one pack wait on their origin, a CPU-bound
 /// call of another pack finishes within a deadline of 10 times its time
 /// alone (at least 300 ms): no waiting call holds the slow lane. Each
-/// waiting call first runs half the burn, so that it is a long call, then makes two
+/// waiting call first runs the whole burn, so that it is a long call, then makes two
 /// requests the origin answers after 3 such deadlines, and the CPU-bound
 /// call starts during the second; while a call's
 /// age decided, the first waiting call to run again took the lane and kept
@@ -121,7 +121,7 @@ fn a_call_waiting_on_its_origin_delays_no_other_pack() {
     );
     assert_eq!(outcome(&mut server, "other-burn", burn()), "burned", "warming up");
     let url = origin.url(&format!("/slow?ms={}", wait.as_millis()));
-    let waiting = at_once(&mut server, 16, "fetch", json!({ "url": url, "times": "2", "burn_first": "10000000" }));
+    let waiting = at_once(&mut server, 16, "fetch", json!({ "url": url, "times": "2", "burn_first": "20000000" }));
     // Once the first requests are answered, and the second ones are waited for.
     std::thread::sleep(wait + wait / 4);
     let beside = Instant::now();

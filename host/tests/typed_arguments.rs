@@ -164,12 +164,13 @@ fn a_pack_whose_declarations_break_a_bound_is_refused_at_load_naming_each() {
         "8. prompt \"bad\", argument \"posix\": pattern is not an ECMA-262 pattern the host can publish: it has a lone ']' (the `u` flag refuses it: write \\]) (at character 11)",
         "9. prompt \"bad\", argument \"bounds\": min 5 is more than max 1",
         "10. prompt \"bad\", argument \"past\": min 1152921504606846976 is more than the greatest integer the host takes, 9007199254740991",
-        "11. prompt \"bad\", argument \"nan\": a bound is not a finite number",
-        "12. prompt \"bad\", argument \"default\": default \"yes\" is not true or false",
+        "11. prompt \"bad\", argument \"below\": max -1152921504606846976 is less than the least integer the host takes, -9007199254740991",
+        "12. prompt \"bad\", argument \"nan\": a bound is not a finite number",
+        "13. prompt \"bad\", argument \"default\": default \"yes\" is not true or false",
     ] {
         assert!(report.contains(problem), "{problem} in:\n{report}");
     }
-    assert!(report.contains("this host would refuse it (12 problems)"), "{report}");
+    assert!(report.contains("this host would refuse it (13 problems)"), "{report}");
 }
 
 #[test]

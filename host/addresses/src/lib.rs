@@ -137,7 +137,7 @@ fn classify_v6(address: Ipv6Addr) -> Option<AddressClass> {
         _ if segments[0] == 0x2001 && segments[1] == 0x0db8 => AddressClass::Documentation,
         _ if segments[..3] == [0x2001, 0x0002, 0] => AddressClass::Benchmarking,
         _ if segments[0] == 0x0100 && segments[1..4] == [0, 0, 0] => AddressClass::Discard,
-        _ if (segments[0] & 0xfff0) == 0x3ff0 => AddressClass::Documentation,
+        _ if segments[0] == 0x3fff && (segments[1] & 0xf000) == 0 => AddressClass::Documentation,
         _ if segments[0] == 0x5f00 => AddressClass::Reserved,
         _ => return None,
     })
@@ -239,7 +239,7 @@ mod tests {
         ] {
             assert_eq!(class(address), Some(expected), "{address}");
         }
-        for address in ["93.184.215.14", "2606:2800:21f:cb07:6820:80da:af6b:8b2c", "8.8.8.8", "172.32.0.1", "2001:3::1"] {
+        for address in ["93.184.215.14", "2606:2800:21f:cb07:6820:80da:af6b:8b2c", "8.8.8.8", "172.32.0.1", "2001:3::1", "3fff:1000::1"] {
             assert_eq!(class(address), None, "{address}");
         }
     }

@@ -469,7 +469,7 @@ fn typed_bytes(typed: &PromptArguments) -> usize {
 const MAX_PROBLEMS: usize = 100;
 
 const HINT_ARGUMENT_KIND: &str = "declare at most 100 distinct, non-empty choices of at most 256 bytes, bounds with min <= max \
-     (finite numbers), at most 16 patterns per pack of at most 1 KiB each in ECMA-262's syntax (no look-around, back-references, \\b, \\p or inline flags), at most 16 lowercase URI \
+     (finite numbers; integers within -(2^53-1) to 2^53-1), at most 16 patterns per pack of at most 1 KiB each in ECMA-262's syntax (no look-around, back-references, \\b, \\p or inline flags), at most 16 lowercase URI \
      schemes, and a default and at most 8 examples of the argument's kind";
 
 /// Checks the typed arguments of a 0.3 pack's prompts, and turns them into

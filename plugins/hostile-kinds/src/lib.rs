@@ -54,6 +54,7 @@ impl Guest for HostileKinds {
                 argument("bounds", ArgumentKind::Integer(IntegerKind { min: Some(5), max: Some(1) }), None),
                 // Past the integers every client reads exactly: no value could pass.
                 argument("past", ArgumentKind::Integer(IntegerKind { min: Some(1 << 60), max: None }), None),
+                argument("below", ArgumentKind::Integer(IntegerKind { min: None, max: Some(-(1 << 60)) }), None),
                 argument("nan", ArgumentKind::Number(NumberKind { min: Some(f64::NAN), max: None }), None),
                 argument("default", ArgumentKind::Boolean, Some("yes")),
             ],

@@ -543,9 +543,13 @@ fn response_error(error: hyper::Error) -> Error {
 /// secondary address (Linux routes to it from the primary one, as it
 /// routes to 127.0.0.2 from 127.0.0.1); binding alone would take every
 /// address for this host's where the system lets a socket bind to any
-/// (`ip_nonlocal_bind`), told by binding to a documentation address, which
-/// is nobody's. Both are told by UDP sockets, which send nothing.
+/// (`ip_nonlocal_bind`), so a bind counts only when one to a
+/// documentation address of the same family, which is nobody's, fails.
+/// Both are told by UDP sockets, which send nothing.
 fn is_own_address(address: IpAddr) -> bool {
+    // An IPv4 address written in IPv6 (`::ffff:a.b.c.d`) is an IPv4
+    // address to the system, bound under IPv4's settings.
+    let address = address.to_canonical();
     let any: SocketAddr = match address {
         IpAddr::V4(_) => (Ipv4Addr::UNSPECIFIED, 0).into(),
         IpAddr::V6(_) => (Ipv6Addr::UNSPECIFIED, 0).into(),
@@ -821,6 +825,7 @@ mod tests {
         // Routed to from 127.0.0.1, as a secondary address is from the
         // primary one: the route alone took it for another host's.
         assert!(is_own_address("127.0.0.2".parse().unwrap()));
+        assert!(is_own_address("::ffff:127.0.0.2".parse().unwrap()));
         // A documentation address is nobody's (with a route or without).
         assert!(!is_own_address("192.0.2.1".parse().unwrap()));
         // The address this machine would send from, if it has a route out.
