@@ -20,6 +20,20 @@ use support::{Server, built_plugin, only_text};
 /// Held by each test for its whole run: they measure time on two CPUs.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
+/// This test's turn to measure time on the two CPUs, held to its end.
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// How long the other pack's CPU-bound call takes beside whatever `server`
+/// is running, once it answers `burned` (within its `deadline`, set from
+/// its time `alone`).
+fn burn_beside(server: &mut Server, alone: Duration, deadline: Duration) -> Duration {
+    let started = Instant::now();
+    assert_eq!(outcome(server, "other-burn", burn()), "burned", "alone it took {alone:?}, its deadline {deadline:?}");
+    started.elapsed()
+}
+
 /// The CPU-bound call of the other pack: about 20 million loop iterations.
 fn burn() -> Value {
     json!({ "iterations": "20000000" })
@@ -88,7 +102,7 @@ fn outcomes(server: &mut Server, ids: Vec<u64>) -> Vec<String> {
 /// and 12 of 16 ended at the default 1 s deadline.
 #[test]
 fn calls_that_wait_on_their_origin_run_at_once() {
-    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let _alone = one_at_a_time();
     let origin = Origin::start(ALL, None);
     let (_dir, mut server) = serve_waiting(&origin, "deadline_ms = 3000", "");
     let started = Instant::now();
@@ -102,14 +116,14 @@ fn calls_that_wait_on_their_origin_run_at_once() {
 /// Item 2: while 16 calls of one pack wait on their origin, a CPU-bound
 /// call of another pack finishes within a deadline of 10 times its time
 /// alone (at least 300 ms): no waiting call holds the slow lane. Each
-/// waiting call first runs the whole burn, so that it is a long call, then makes two
-/// requests the origin answers after 3 such deadlines, and the CPU-bound
-/// call starts during the second; while a call's
-/// age decided, the first waiting call to run again took the lane and kept
-/// it through its second wait, past the CPU-bound call's deadline.
+/// waiting call first runs the whole burn, so that it is a long call, then
+/// makes two requests the origin answers after 3 such deadlines, and the
+/// CPU-bound call starts during the second; while a call's age decided,
+/// the first waiting call to run again took the lane and kept it through
+/// its second wait, past the CPU-bound call's deadline.
 #[test]
 fn a_call_waiting_on_its_origin_delays_no_other_pack() {
-    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let _alone = one_at_a_time();
     let origin = Origin::start(ALL, None);
     let alone = burn_alone(&origin);
     let deadline = (alone * 10).max(Duration::from_millis(300));
@@ -124,9 +138,7 @@ fn a_call_waiting_on_its_origin_delays_no_other_pack() {
     let waiting = at_once(&mut server, 16, "fetch", json!({ "url": url, "times": "2", "burn_first": "20000000" }));
     // Once the first requests are answered, and the second ones are waited for.
     std::thread::sleep(wait + wait / 4);
-    let beside = Instant::now();
-    assert_eq!(outcome(&mut server, "other-burn", burn()), "burned", "alone it took {alone:?}, its deadline {deadline:?}");
-    let beside = beside.elapsed();
+    let beside = burn_beside(&mut server, alone, deadline);
     let each = ["status 200, 4 bytes: slow"; 2].join("\n");
     assert_eq!(outcomes(&mut server, waiting), vec![each; 16], "the burn took {beside:?} beside them, {alone:?} alone");
 }
@@ -141,7 +153,7 @@ fn a_call_waiting_on_its_origin_delays_no_other_pack() {
 /// with it, and it would take about 8 times as long as alone.
 #[test]
 fn a_pack_that_alternates_spinning_and_waiting_gets_no_more_than_its_share() {
-    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let _alone = one_at_a_time();
     let origin = Origin::start(ALL, None);
     let alone = burn_alone(&origin);
     let deadline = (alone * 4).max(Duration::from_millis(60));
@@ -150,8 +162,6 @@ fn a_pack_that_alternates_spinning_and_waiting_gets_no_more_than_its_share() {
     assert_eq!(outcome(&mut server, "other-burn", burn()), "burned", "warming up");
     let alternating = at_once(&mut server, 16, "alternate", json!({ "spin_ms": "5", "wait_ms": "1", "for_ms": "1500" }));
     std::thread::sleep(Duration::from_millis(200));
-    let beside = Instant::now();
-    assert_eq!(outcome(&mut server, "other-burn", burn()), "burned", "alone it took {alone:?}, its deadline {deadline:?}");
-    let beside = beside.elapsed();
+    let beside = burn_beside(&mut server, alone, deadline);
     assert_eq!(outcomes(&mut server, alternating), vec!["alternated"; 16], "the burn took {beside:?} beside them, {alone:?} alone");
 }

@@ -355,10 +355,12 @@ impl Sending {
         let host = request.uri().host().unwrap_or_default().to_string();
         let port = request.uri().port_u16().unwrap_or(if https { 443 } else { 80 });
         let address = self.address(&host, port).await?;
+        // An origin that is an address was granted as such; a name was not.
+        let by_name = literal_address(&host).is_none();
         // A name that resolves to one of this host's own addresses (its
         // public one, say) reaches this host's own services, past any
         // firewall: refused before anything is connected.
-        if literal_address(&host).is_none() && is_own_address(address.ip()) {
+        if by_name && is_own_address(address.ip()) {
             return Err(self.refuse_address(&host, port, address.ip(), "this host's own"));
         }
         let held = self.descriptors.take().ok_or(Error::ConnectionLimitReached)?;
@@ -370,7 +372,7 @@ impl Sending {
         // The same, told by the connection itself, should the route lookup
         // have failed: a connection to itself leaves from the address it reaches.
         let reached_self = stream.local_addr().ok().map(|local| local.ip()) == Some(address.ip());
-        if literal_address(&host).is_none() && reached_self {
+        if by_name && reached_self {
             return Err(self.refuse_address(&host, port, address.ip(), "this host's own"));
         }
         let _ = stream.set_nodelay(true);
