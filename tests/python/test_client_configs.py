@@ -1,11 +1,11 @@
-"""The README's client configurations, run as written: every JSON block of
-"Use it from an MCP client" and of "Connecting a client with a bearer token"
-is read from README.md, its documented placeholders (the binary's path, the
+"""The documented client configurations, run as written: every JSON block of
+"Use it from an MCP client" (README.md) and of "Connecting a client with a
+bearer token" (docs/http.md) is read from its page, its documented placeholders (the binary's path, the
 port, the token) are filled in, and the official MCP Python SDK connects
 exactly as the entry says: a `command` entry is spawned over stdio (with its
 `args` and `env`), a `url` entry is reached over Streamable HTTP with its
 `headers`. The mcp-remote entry (Claude Desktop) runs the real bridge, the
-version pinned in tests/package.json, through `npx` as the README writes it."""
+version pinned in tests/package.json, through `npx` as docs/http.md writes it."""
 
 import json
 import os
@@ -56,8 +56,9 @@ def json_blocks(text: str) -> list[dict]:
 
 
 README = (ROOT / "README.md").read_text()
+HTTP_PAGE = (ROOT / "docs/http.md").read_text()
 STDIO_BLOCKS = json_blocks(section(README, "### Use it from an MCP client"))
-TOKEN_BLOCKS = json_blocks(section(README, "#### Connecting a client with a bearer token"))
+TOKEN_BLOCKS = json_blocks(section(HTTP_PAGE, "## Connecting a client with a bearer token"))
 
 
 def the_entry(block: dict) -> tuple[str, dict]:
