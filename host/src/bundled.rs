@@ -21,7 +21,8 @@ pub fn sources() -> Vec<PluginSource> {
 const EXAMPLES_CONFIG: &str = r#"# Serves the example packs built into prompt-host, copied here to start from:
 #   prompt-host serve --config prompt-host.toml
 # Add, replace or remove .wasm files in plugins/: a running server picks the
-# change up, and tells its clients. docs/config-file.md has every key.
+# change up, and tells its clients. prompt-host's book, docs/config-file.md
+# in its repository, has every key.
 
 [server]
 plugins = "plugins"

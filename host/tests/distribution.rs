@@ -1678,7 +1678,7 @@ fn keygen_writes_a_cosign_key_pair_that_signs_here_and_in_the_independent_tool_a
         "error: cosign.key exists: keygen does not replace a key (remove it, or choose another --output-key-prefix)\n"
     );
 
-    // The keys openssl writes, as the README says: SEC1 (with its EC PARAMETERS block) and encrypted PKCS#8.
+    // The keys openssl writes, as docs/packs-from-a-registry.md says: SEC1 (with its EC PARAMETERS block) and encrypted PKCS#8.
     openssl(keys.path(), &["ecparam", "-name", "prime256v1", "-genkey", "-out", "sec1.pem"]);
     openssl(keys.path(), &["ec", "-in", "sec1.pem", "-pubout", "-out", "sec1.pub"]);
     openssl(

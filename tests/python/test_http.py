@@ -126,7 +126,7 @@ async def test_the_sdk_client_connects_with_a_bearer_token(tmp_path):
     token_file = tmp_path / "token"
     token_file.write_text("s3cret-token\n")
     with http_server(["code_review"], "--auth-token-file", str(token_file)) as (url, _):
-        # As the README shows: the token rides on the SDK's HTTP client handed to the transport.
+        # As docs/http.md shows: the token rides on the SDK's HTTP client handed to the transport.
         async with create_mcp_http_client(headers={"Authorization": "Bearer s3cret-token"}) as http, \
                 streamable_http_client(url, http_client=http) as (read, write), \
                 ClientSession(read, write) as session:
@@ -136,7 +136,7 @@ async def test_the_sdk_client_connects_with_a_bearer_token(tmp_path):
 
 @pytest.mark.anyio
 async def test_a_client_made_as_the_readme_says_still_hears_list_changed_after_the_keep_alive(tmp_path):
-    # The README's way (the SDK's own HTTP client, with the token): its read
+    # docs/http.md's way (the SDK's own HTTP client, with the token): its read
     # timeout outlasts the 15 s between keep-alives on an idle event stream,
     # so a change 21 s after the session opened still reaches it.
     token_file = tmp_path / "token"
