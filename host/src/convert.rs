@@ -9,10 +9,10 @@ use rmcp::model::{
 };
 use serde_json::Value;
 
-use prompt_host_kernel::bindings::provider;
+use prompt_host_kernel::model;
 
 /// A prompt as a plugin declared it, served under `exposed_name`.
-pub fn prompt(declared: &provider::Prompt, exposed_name: &str) -> Prompt {
+pub fn prompt(declared: &model::Prompt, exposed_name: &str) -> Prompt {
     let mut prompt = Prompt::new(exposed_name, declared.description.clone(), None);
     prompt.title = declared.title.clone();
     if !declared.arguments.is_empty() {
@@ -24,68 +24,68 @@ pub fn prompt(declared: &provider::Prompt, exposed_name: &str) -> Prompt {
     prompt
 }
 
-fn prompt_argument(declared: &provider::PromptArgument) -> PromptArgument {
+fn prompt_argument(declared: &model::PromptArgument) -> PromptArgument {
     let mut argument = PromptArgument::new(&declared.name).with_required(declared.required);
     argument.title = declared.title.clone();
     argument.description = declared.description.clone();
     argument
 }
 
-fn icon(declared: &provider::Icon) -> Icon {
+fn icon(declared: &model::Icon) -> Icon {
     let mut icon = Icon::new(&declared.src);
     icon.mime_type = declared.mime_type.clone();
     if !declared.sizes.is_empty() {
         icon.sizes = Some(declared.sizes.clone());
     }
     icon.theme = declared.theme.map(|theme| match theme {
-        provider::IconTheme::Light => IconTheme::Light,
-        provider::IconTheme::Dark => IconTheme::Dark,
+        model::IconTheme::Light => IconTheme::Light,
+        model::IconTheme::Dark => IconTheme::Dark,
     });
     icon
 }
 
 /// A plugin's reply to `get-prompt`, as the result of `prompts/get`.
-pub fn reply(reply: provider::PromptReply) -> GetPromptResult {
+pub fn reply(reply: model::PromptReply) -> GetPromptResult {
     let messages = reply.messages.into_iter().map(message).collect();
     let mut result = GetPromptResult::new(messages);
     result.description = reply.description;
     result
 }
 
-fn message(message: provider::Message) -> PromptMessage {
+fn message(message: model::Message) -> PromptMessage {
     PromptMessage::new(role(message.role), content(message.content))
 }
 
-fn role(role: provider::Role) -> Role {
+fn role(role: model::Role) -> Role {
     match role {
-        provider::Role::User => Role::User,
-        provider::Role::Assistant => Role::Assistant,
+        model::Role::User => Role::User,
+        model::Role::Assistant => Role::Assistant,
     }
 }
 
-fn content(content: provider::Content) -> ContentBlock {
+fn content(content: model::Content) -> ContentBlock {
     match content {
-        provider::Content::Text(text) => {
+        model::Content::Text(text) => {
             let mut block = TextContent::new(text.text);
             block.annotations = text.annotations.map(annotations);
             ContentBlock::Text(block)
         }
-        provider::Content::Image(image) => {
+        model::Content::Image(image) => {
             let mut block = ImageContent::new(BASE64.encode(&image.data), image.mime_type);
             block.annotations = image.annotations.map(annotations);
             ContentBlock::Image(block)
         }
-        provider::Content::Audio(audio) => {
+        model::Content::Audio(audio) => {
             let mut block = AudioContent::new(BASE64.encode(&audio.data), audio.mime_type);
             block.annotations = audio.annotations.map(annotations);
             ContentBlock::Audio(block)
         }
-        provider::Content::Resource(resource) => {
+        model::Content::Resource(resource) => {
             let contents = match resource.body {
-                provider::ResourceBody::Text(text) => {
+                model::ResourceBody::Text(text) => {
                     ResourceContents::TextResourceContents { uri: resource.uri, mime_type: resource.mime_type, text, meta: None }
                 }
-                provider::ResourceBody::Blob(blob) => ResourceContents::BlobResourceContents {
+                model::ResourceBody::Blob(blob) => ResourceContents::BlobResourceContents {
                     uri: resource.uri,
                     mime_type: resource.mime_type,
                     blob: BASE64.encode(&blob),
@@ -96,7 +96,7 @@ fn content(content: provider::Content) -> ContentBlock {
             block.annotations = resource.annotations.map(annotations);
             ContentBlock::Resource(block)
         }
-        provider::Content::ResourceLink(link) => {
+        model::Content::ResourceLink(link) => {
             let mut block = Resource::new(link.uri, link.name);
             block.title = link.title;
             block.description = link.description;
@@ -108,7 +108,7 @@ fn content(content: provider::Content) -> ContentBlock {
     }
 }
 
-fn annotations(declared: provider::Annotations) -> Annotations {
+fn annotations(declared: model::Annotations) -> Annotations {
     let mut annotations = Annotations::default();
     if !declared.audience.is_empty() {
         annotations.audience = Some(declared.audience.into_iter().map(role).collect());
@@ -123,7 +123,7 @@ pub const MAX_COMPLETION_VALUES: usize = CompletionInfo::MAX_VALUES;
 
 /// A plugin's completion, as the result of `completion/complete`. Values past
 /// the protocol's maximum are cut, and `hasMore` then says so.
-pub fn completion(completion: provider::Completion) -> CompletionInfo {
+pub fn completion(completion: model::Completion) -> CompletionInfo {
     let mut values = completion.values;
     let cut = values.len() > MAX_COMPLETION_VALUES;
     values.truncate(MAX_COMPLETION_VALUES);
@@ -144,14 +144,14 @@ pub struct NonStringArgument {
 
 /// The arguments of a `prompts/get` request, as the plugin receives them, in
 /// the order the client sent them.
-pub fn arguments(arguments: Option<&JsonObject>) -> Result<Vec<provider::Argument>, NonStringArgument> {
+pub fn arguments(arguments: Option<&JsonObject>) -> Result<Vec<model::Argument>, NonStringArgument> {
     let Some(arguments) = arguments else {
         return Ok(Vec::new());
     };
     arguments
         .iter()
         .map(|(name, value)| match value {
-            Value::String(value) => Ok(provider::Argument { name: name.clone(), value: value.clone() }),
+            Value::String(value) => Ok(model::Argument { name: name.clone(), value: value.clone() }),
             // The name is the client's: escaped and bounded wherever it is shown.
             other => Err(NonStringArgument { name: prompt_host_kernel::validate::error_message(name), found: json_kind(other) }),
         })
@@ -159,9 +159,9 @@ pub fn arguments(arguments: Option<&JsonObject>) -> Result<Vec<provider::Argumen
 }
 
 /// The already-filled arguments of a `completion/complete` request.
-pub fn completion_context<'a>(arguments: impl IntoIterator<Item = (&'a String, &'a String)>) -> Vec<provider::Argument> {
-    let mut context: Vec<provider::Argument> =
-        arguments.into_iter().map(|(name, value)| provider::Argument { name: name.clone(), value: value.clone() }).collect();
+pub fn completion_context<'a>(arguments: impl IntoIterator<Item = (&'a String, &'a String)>) -> Vec<model::Argument> {
+    let mut context: Vec<model::Argument> =
+        arguments.into_iter().map(|(name, value)| model::Argument { name: name.clone(), value: value.clone() }).collect();
     // The client sends a JSON object; give plugins a stable order.
     context.sort_by(|a, b| a.name.cmp(&b.name));
     context
@@ -201,11 +201,11 @@ mod tests {
 
     #[test]
     fn media_is_base64_encoded() {
-        let reply = provider::PromptReply {
+        let reply = model::PromptReply {
             description: None,
-            messages: vec![provider::Message {
-                role: provider::Role::User,
-                content: provider::Content::Image(provider::MediaContent {
+            messages: vec![model::Message {
+                role: model::Role::User,
+                content: model::Content::Image(model::MediaContent {
                     data: vec![1, 2, 3],
                     mime_type: "image/png".into(),
                     annotations: None,
@@ -219,7 +219,7 @@ mod tests {
     #[test]
     fn completions_are_cut_at_the_protocol_maximum() {
         let values: Vec<String> = (0..150).map(|i| i.to_string()).collect();
-        let info = completion(provider::Completion { values, total: Some(150), has_more: false });
+        let info = completion(model::Completion { values, total: Some(150), has_more: false });
         assert_eq!(info.values.len(), 100);
         assert_eq!(info.has_more, Some(true));
         assert_eq!(info.total, Some(150));

@@ -27,8 +27,8 @@ use crate::input::{self, Answers, Binding, ElicitationLimits, Forms, InputError,
 use crate::metrics;
 use crate::registry::{Registry, Snapshot};
 use crate::traces;
-use prompt_host_kernel::bindings::{PromptAnswer, provider};
 use prompt_host_kernel::limits::Limits;
+use prompt_host_kernel::model::{self, PromptAnswer};
 use prompt_host_kernel::plugin::{Plugin, PluginError};
 
 /// Serves the registry's prompts over MCP.
@@ -329,7 +329,7 @@ impl PromptServer {
         // sends again with every round; what the host adds (answers to its
         // form, defaults) goes after them. Made only where a state is opened
         // or sealed: most calls need none.
-        let missing = |arguments: &[provider::Argument]| -> Vec<String> {
+        let missing = |arguments: &[model::Argument]| -> Vec<String> {
             entry
                 .required_arguments()
                 .filter(|required| !arguments.iter().any(|argument| argument.name == *required))
@@ -344,7 +344,7 @@ impl PromptServer {
             }
         }
         let sent = arguments.len();
-        let binding = |arguments: &[provider::Argument]| Binding::new(principal, plugin.digest(), &request.name, &arguments[..sent]);
+        let binding = |arguments: &[model::Argument]| Binding::new(principal, plugin.digest(), &request.name, &arguments[..sent]);
         // A retry: the forms sealed in the state, and the arguments answered
         // through the host's form in an earlier round; a form left
         // unanswered is asked for again. Answers without a state answer
@@ -504,7 +504,7 @@ impl PromptServer {
         let context =
             convert::completion_context(request.context.as_ref().and_then(|context| context.arguments.as_ref()).into_iter().flatten());
         let argument = &request.argument;
-        let typed = provider::Argument { name: argument.name.clone(), value: argument.value.clone() };
+        let typed = model::Argument { name: argument.name.clone(), value: argument.value.clone() };
         check_argument_size(&reference.name, context.iter().chain([&typed]), plugin.limits(), 0)?;
         // Choices and booleans (0.3) are completed from the declaration:
         // the pack does not run.
@@ -882,7 +882,7 @@ fn cannot_ask(entry: &crate::catalog::Entry, forms: &Forms, why: &'static str) -
 
 /// Adds the arguments the user gave through the host's form to the
 /// client's, after them: each that the client did not pass itself.
-fn add_answered(arguments: &mut Vec<provider::Argument>, answered: &[provider::Argument]) {
+fn add_answered(arguments: &mut Vec<model::Argument>, answered: &[model::Argument]) {
     for argument in answered {
         if !arguments.iter().any(|given| given.name == argument.name) {
             arguments.push(argument.clone());
@@ -902,7 +902,7 @@ fn unknown_prompt(snapshot: &Snapshot, name: &str) -> RequestError {
 /// all than the owning plugin accepts.
 fn check_argument_size<'a>(
     prompt: &str,
-    arguments: impl IntoIterator<Item = &'a provider::Argument>,
+    arguments: impl IntoIterator<Item = &'a model::Argument>,
     limits: &Limits,
     answers_bytes: usize,
 ) -> Result<(), RequestError> {

@@ -32,8 +32,8 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::convert::json_kind;
 use crate::identity::Principal;
-use prompt_host_kernel::bindings::{provider, provider_v0_2 as v2};
 use prompt_host_kernel::limits::Limits;
+use prompt_host_kernel::model;
 use prompt_host_kernel::validate::{MAX_FORM_FIELDS, MAX_FORMS, json_escaped_len};
 
 /// How long a user has to fill in the forms: a `requestState` older than
@@ -276,7 +276,7 @@ pub fn sealed_state_bound(limits: &Limits) -> usize {
 pub struct Binding(Vec<u8>);
 
 impl Binding {
-    pub fn new(principal: &Principal, plugin_digest: &str, prompt: &str, arguments: &[provider::Argument]) -> Binding {
+    pub fn new(principal: &Principal, plugin_digest: &str, prompt: &str, arguments: &[model::Argument]) -> Binding {
         let arguments: Vec<[&str; 2]> = arguments.iter().map(|a| [a.name.as_str(), a.value.as_str()]).collect();
         let user = [principal.tenant.as_str(), principal.issuer.as_str(), principal.subject.as_str()];
         let bound = json!(["prompt-host input-required", user, plugin_digest, prompt, arguments]);
@@ -332,8 +332,8 @@ enum Kind {
     Enum { choices: Vec<String>, default: Option<String> },
 }
 
-impl From<&v2::InputRequired> for Forms {
-    fn from(input: &v2::InputRequired) -> Forms {
+impl From<&model::InputRequired> for Forms {
+    fn from(input: &model::InputRequired) -> Forms {
         let forms = input
             .forms
             .iter()
@@ -347,14 +347,14 @@ impl From<&v2::InputRequired> for Forms {
     }
 }
 
-impl From<&v2::FormField> for Field {
-    fn from(field: &v2::FormField) -> Field {
+impl From<&model::FormField> for Field {
+    fn from(field: &model::FormField) -> Field {
         let kind = match &field.kind {
-            v2::FieldKind::String(default) => Kind::String { default: default.clone() },
-            v2::FieldKind::Number(default) => Kind::Number { default: *default },
-            v2::FieldKind::Integer(default) => Kind::Integer { default: *default },
-            v2::FieldKind::Boolean(default) => Kind::Boolean { default: *default },
-            v2::FieldKind::Enum(choices) => Kind::Enum { choices: choices.choices.clone(), default: choices.default.clone() },
+            model::FieldKind::String(default) => Kind::String { default: default.clone() },
+            model::FieldKind::Number(default) => Kind::Number { default: *default },
+            model::FieldKind::Integer(default) => Kind::Integer { default: *default },
+            model::FieldKind::Boolean(default) => Kind::Boolean { default: *default },
+            model::FieldKind::Enum(choices) => Kind::Enum { choices: choices.choices.clone(), default: choices.default.clone() },
         };
         Field {
             name: field.name.clone(),
@@ -381,7 +381,7 @@ pub struct FieldQuestion<'a> {
 impl Forms {
     /// The form the host built for a prompt's missing arguments
     /// (`arguments::PromptArguments::form_for_missing`).
-    pub fn for_missing_arguments(form: &v2::InputRequired) -> Forms {
+    pub fn for_missing_arguments(form: &model::InputRequired) -> Forms {
         Forms { for_arguments: true, ..Forms::from(form) }
     }
 
@@ -392,14 +392,14 @@ impl Forms {
 
     /// These forms, carrying `answered`: arguments the user gave through
     /// the host's form in an earlier round.
-    pub fn carrying(mut self, answered: &[provider::Argument]) -> Forms {
+    pub fn carrying(mut self, answered: &[model::Argument]) -> Forms {
         self.answered = answered.iter().map(|argument| [argument.name.clone(), argument.value.clone()]).collect();
         self
     }
 
     /// The arguments these forms carry from an earlier round.
-    pub fn carried(&self) -> Vec<provider::Argument> {
-        self.answered.iter().map(|[name, value]| provider::Argument { name: name.clone(), value: value.clone() }).collect()
+    pub fn carried(&self) -> Vec<model::Argument> {
+        self.answered.iter().map(|[name, value]| model::Argument { name: name.clone(), value: value.clone() }).collect()
     }
 
     /// The forms' keys, messages and fields (each with its title, else its
@@ -472,11 +472,11 @@ impl Forms {
             let Some(response) = responses.and_then(|responses| responses.get(&form.key)) else {
                 return Ok(Answers::Missing);
             };
-            answers.push(v2::FormAnswer { key: form.key.clone(), response: form.response(response)? });
+            answers.push(model::FormAnswer { key: form.key.clone(), response: form.response(response)? });
         }
         // Sealed by this host from the pack's bytes: it decodes.
         let state = BASE64.decode(&self.state).map_err(|_| InputError::BadState)?;
-        Ok(Answers::Complete(v2::Input { answers, state }))
+        Ok(Answers::Complete(model::Input { answers, state }))
     }
 }
 
@@ -526,15 +526,15 @@ pub async fn elicit(
 /// arguments, as argument values (`arguments::argument_value`); none when
 /// the user declined or cancelled it. They count with the client's against
 /// `max_argument_kib`, as arguments do.
-pub fn answered_arguments(input: &v2::Input) -> Vec<provider::Argument> {
+pub fn answered_arguments(input: &model::Input) -> Vec<model::Argument> {
     input
         .answers
         .iter()
         .flat_map(|answer| match &answer.response {
-            v2::FormResponse::Accept(fields) => fields.as_slice(),
+            model::FormResponse::Accept(fields) => fields.as_slice(),
             _ => &[],
         })
-        .map(|field| provider::Argument { name: field.name.clone(), value: prompt_host_kernel::arguments::argument_value(&field.value) })
+        .map(|field| model::Argument { name: field.name.clone(), value: prompt_host_kernel::arguments::argument_value(&field.value) })
         .collect()
 }
 
@@ -542,7 +542,7 @@ pub fn answered_arguments(input: &v2::Input) -> Vec<provider::Argument> {
 /// along, sealed, into the next round of a 2026-07-28 request (when the
 /// pack asks for more): their names and values, as JSON writes them, at
 /// most `max_form_bytes` in all.
-pub fn check_carried(answered: &[provider::Argument], limits: &Limits) -> Result<(), InputError> {
+pub fn check_carried(answered: &[model::Argument], limits: &Limits) -> Result<(), InputError> {
     let bytes: usize = answered.iter().map(|argument| json_escaped_len(&argument.name) + json_escaped_len(&argument.value)).sum();
     match bytes > limits.max_form_bytes {
         true => Err(InputError::AnswersTooLarge { bytes, limit: limits.max_form_bytes }),
@@ -554,7 +554,7 @@ pub fn check_carried(answered: &[provider::Argument], limits: &Limits) -> Result
 #[derive(Debug)]
 pub enum Answers {
     /// Every form is answered, and every answer checked.
-    Complete(v2::Input),
+    Complete(model::Input),
     /// A form has no answer.
     Missing,
 }
@@ -562,9 +562,9 @@ pub enum Answers {
 /// The bytes of the answers' names and string values, counted with the
 /// arguments against `limits.max_argument_bytes` (a number or a boolean
 /// counts 8).
-pub fn input_bytes(input: &v2::Input) -> usize {
-    let value_bytes = |value: &v2::FieldValue| match value {
-        v2::FieldValue::String(text) => text.len(),
+pub fn input_bytes(input: &model::Input) -> usize {
+    let value_bytes = |value: &model::FieldValue| match value {
+        model::FieldValue::String(text) => text.len(),
         _ => 8,
     };
     input
@@ -572,7 +572,7 @@ pub fn input_bytes(input: &v2::Input) -> usize {
         .iter()
         .map(|answer| {
             let fields = match &answer.response {
-                v2::FormResponse::Accept(fields) => fields.iter().map(|field| field.name.len() + value_bytes(&field.value)).sum(),
+                model::FormResponse::Accept(fields) => fields.iter().map(|field| field.name.len() + value_bytes(&field.value)).sum(),
                 _ => 0,
             };
             answer.key.len() + fields
@@ -605,15 +605,15 @@ impl Form {
     }
 
     /// What the user did with this form, from the client's answer.
-    fn response(&self, response: &Value) -> Result<v2::FormResponse, InputError> {
+    fn response(&self, response: &Value) -> Result<model::FormResponse, InputError> {
         let problem = |problem: String| InputError::Response { form: self.key.clone(), problem };
         let result: ElicitResult =
             serde_json::from_value(response.clone()).map_err(|error| problem(format!("is not an elicitation result ({error})")))?;
         match result.action {
             ElicitationAction::Accept => {}
-            ElicitationAction::Decline => return Ok(v2::FormResponse::Decline),
+            ElicitationAction::Decline => return Ok(model::FormResponse::Decline),
             // Cancel, and any action a later revision adds: not an answer.
-            _ => return Ok(v2::FormResponse::Cancel),
+            _ => return Ok(model::FormResponse::Cancel),
         }
         let empty = Map::new();
         let content = match &result.content {
@@ -630,9 +630,9 @@ impl Form {
                 None | Some(Value::Null) => continue,
                 Some(value) => field.value(value).map_err(|problem| field.problem(&self.key, problem))?,
             };
-            fields.push(v2::FieldAnswer { name: field.name.clone(), value });
+            fields.push(model::FieldAnswer { name: field.name.clone(), value });
         }
-        Ok(v2::FormResponse::Accept(fields))
+        Ok(model::FormResponse::Accept(fields))
     }
 }
 
@@ -687,23 +687,25 @@ impl Field {
     }
 
     /// A client's value for this field, if it is of the field's kind.
-    fn value(&self, value: &Value) -> Result<v2::FieldValue, String> {
+    fn value(&self, value: &Value) -> Result<model::FieldValue, String> {
         let wrong = |expected: &str| format!("must be {expected}, not {}", json_kind(value));
         match (&self.kind, value) {
-            (Kind::String { .. }, Value::String(text)) => Ok(v2::FieldValue::String(text.clone())),
+            (Kind::String { .. }, Value::String(text)) => Ok(model::FieldValue::String(text.clone())),
             (Kind::String { .. }, _) => Err(wrong("a string")),
             (Kind::Number { .. }, Value::Number(number)) => {
-                number.as_f64().filter(|n| n.is_finite()).map(v2::FieldValue::Number).ok_or_else(|| wrong("a number"))
+                number.as_f64().filter(|n| n.is_finite()).map(model::FieldValue::Number).ok_or_else(|| wrong("a number"))
             }
             (Kind::Number { .. }, _) => Err(wrong("a number")),
             (Kind::Integer { .. }, Value::Number(number)) => number
                 .as_i64()
-                .map(v2::FieldValue::Integer)
+                .map(model::FieldValue::Integer)
                 .ok_or_else(|| format!("must be a whole number that fits 64 bits, not {number}")),
             (Kind::Integer { .. }, _) => Err(wrong("a whole number")),
-            (Kind::Boolean { .. }, Value::Bool(flag)) => Ok(v2::FieldValue::Boolean(*flag)),
+            (Kind::Boolean { .. }, Value::Bool(flag)) => Ok(model::FieldValue::Boolean(*flag)),
             (Kind::Boolean { .. }, _) => Err(wrong("a boolean")),
-            (Kind::Enum { choices, .. }, Value::String(choice)) if choices.contains(choice) => Ok(v2::FieldValue::String(choice.clone())),
+            (Kind::Enum { choices, .. }, Value::String(choice)) if choices.contains(choice) => {
+                Ok(model::FieldValue::String(choice.clone()))
+            }
             (Kind::Enum { choices, .. }, Value::String(choice)) => {
                 let quoted: Vec<String> = choices.iter().map(|choice| format!("{choice:?}")).collect();
                 Err(format!("must be one of {}, not {choice:?}", quoted.join(", ")))
@@ -763,13 +765,13 @@ pub enum InputError {
 mod tests {
     use super::*;
 
-    fn field(name: &str, kind: v2::FieldKind, required: bool) -> v2::FormField {
-        v2::FormField { name: name.into(), title: None, description: None, kind, required }
+    fn field(name: &str, kind: model::FieldKind, required: bool) -> model::FormField {
+        model::FormField { name: name.into(), title: None, description: None, kind, required }
     }
 
-    fn asked(fields: Vec<v2::FormField>) -> v2::InputRequired {
-        v2::InputRequired {
-            forms: vec![v2::Form { key: "user_context".into(), message: "What context?".into(), fields }],
+    fn asked(fields: Vec<model::FormField>) -> model::InputRequired {
+        model::InputRequired {
+            forms: vec![model::Form { key: "user_context".into(), message: "What context?".into(), fields }],
             state: b"step 1".to_vec(),
         }
     }
@@ -787,18 +789,18 @@ mod tests {
     }
 
     fn binding_for(principal: &Principal) -> Binding {
-        Binding::new(principal, "digest", "prompt", &[provider::Argument { name: "a".into(), value: "1".into() }])
+        Binding::new(principal, "digest", "prompt", &[model::Argument { name: "a".into(), value: "1".into() }])
     }
 
     #[test]
     fn a_form_becomes_an_elicitation_request_with_a_flat_schema() {
-        let choices = v2::EnumField { choices: vec!["low".into(), "high".into()], default: Some("low".into()) };
-        let mut context = field("context", v2::FieldKind::String(None), true);
+        let choices = model::EnumField { choices: vec!["low".into(), "high".into()], default: Some("low".into()) };
+        let mut context = field("context", model::FieldKind::String(None), true);
         context.title = Some("Context".into());
         let forms = Forms::from(&asked(vec![
             context,
-            field("level", v2::FieldKind::Enum(choices), false),
-            field("count", v2::FieldKind::Integer(Some(3)), false),
+            field("level", model::FieldKind::Enum(choices), false),
+            field("count", model::FieldKind::Integer(Some(3)), false),
         ]));
         let result = seal().ask(&forms, &binding());
         let json = serde_json::to_value(&result).unwrap();
@@ -826,7 +828,7 @@ mod tests {
 
     #[test]
     fn a_sealed_state_opens_only_unchanged_and_for_its_own_request() {
-        let forms = Forms::from(&asked(vec![field("context", v2::FieldKind::String(None), true)]));
+        let forms = Forms::from(&asked(vec![field("context", model::FieldKind::String(None), true)]));
         let state = seal().ask(&forms, &binding()).request_state.unwrap();
         let limits = Limits::default();
         assert_eq!(seal().open(&state, &binding(), &limits), Ok(forms));
@@ -834,7 +836,7 @@ mod tests {
         let tampered = format!("{state}-TAMPERED");
         assert_eq!(seal().open(&tampered, &binding(), &limits), Err(InputError::BadState));
         let alice = alice();
-        let other = Binding::new(&alice, "digest", "prompt", &[provider::Argument { name: "a".into(), value: "2".into() }]);
+        let other = Binding::new(&alice, "digest", "prompt", &[model::Argument { name: "a".into(), value: "2".into() }]);
         assert_eq!(seal().open(&state, &other, &limits), Err(InputError::BadState));
         for user in [
             Principal { subject: "mallory".into(), ..alice.clone() },
@@ -853,7 +855,7 @@ mod tests {
 
     #[test]
     fn a_state_sealed_before_a_key_rotation_opens_after_it_until_the_key_is_retired() {
-        let forms = Forms::from(&asked(vec![field("context", v2::FieldKind::String(None), true)]));
+        let forms = Forms::from(&asked(vec![field("context", model::FieldKind::String(None), true)]));
         let limits = Limits::default();
         let (old, new) = (vec![1; 32], vec![2; 40]);
         let before = RequestStateSeal::with_keys(old.clone(), Vec::new());
@@ -874,13 +876,13 @@ mod tests {
     fn the_largest_forms_and_state_seal_within_the_bound() {
         let limits = Limits { max_form_bytes: 4096, max_input_state_bytes: 1024, ..Limits::default() };
         let per_field = limits.max_form_bytes / (MAX_FORMS * MAX_FORM_FIELDS);
-        let forms: Vec<v2::Form> = (0..MAX_FORMS)
-            .map(|form| v2::Form {
+        let forms: Vec<model::Form> = (0..MAX_FORMS)
+            .map(|form| model::Form {
                 key: format!("f{form}"),
                 message: String::new(),
                 fields: (0..MAX_FORM_FIELDS)
                     .map(|index| {
-                        let mut field = field(&format!("n{index}"), v2::FieldKind::Number(Some(-1.0e300)), true);
+                        let mut field = field(&format!("n{index}"), model::FieldKind::Number(Some(-1.0e300)), true);
                         // U+0001 is six bytes on the wire, as validate counts it.
                         field.description = Some("\u{1}".repeat(per_field.saturating_sub(4) / 6));
                         field.title = Some(String::new());
@@ -889,7 +891,7 @@ mod tests {
                     .collect(),
             })
             .collect();
-        let input = v2::InputRequired { forms, state: vec![0xff; limits.max_input_state_bytes] };
+        let input = model::InputRequired { forms, state: vec![0xff; limits.max_input_state_bytes] };
         prompt_host_kernel::validate::input_required(&input, &limits).unwrap();
         let state = seal().ask(&Forms::from(&input), &binding()).request_state.unwrap();
         assert!(state.len() <= sealed_state_bound(&limits), "{} > {}", state.len(), sealed_state_bound(&limits));
@@ -897,23 +899,23 @@ mod tests {
         // along: one per field of that form, their bytes within the
         // arguments' limit, each byte six on the wire.
         let per_argument = limits.max_form_bytes / MAX_FORM_FIELDS / 6;
-        let answered: Vec<provider::Argument> = (0..MAX_FORM_FIELDS)
+        let answered: Vec<model::Argument> = (0..MAX_FORM_FIELDS)
             .map(|index| {
                 let name = format!("a{index}");
-                provider::Argument { value: "\u{1}".repeat(per_argument - name.len()), name }
+                model::Argument { value: "\u{1}".repeat(per_argument - name.len()), name }
             })
             .collect();
         let carried = Forms::from(&input).carrying(&answered);
         let state = seal().ask(&carried, &binding()).request_state.unwrap();
         assert!(state.len() <= sealed_state_bound(&limits), "{} > {}", state.len(), sealed_state_bound(&limits));
-        let pairs = |arguments: Vec<provider::Argument>| arguments.into_iter().map(|a| (a.name, a.value)).collect::<Vec<_>>();
+        let pairs = |arguments: Vec<model::Argument>| arguments.into_iter().map(|a| (a.name, a.value)).collect::<Vec<_>>();
         assert_eq!(pairs(seal().open(&state, &binding(), &limits).unwrap().carried()), pairs(answered));
     }
 
     #[test]
     fn answers_carried_to_a_later_round_are_bounded_as_json() {
         let limits = Limits { max_form_bytes: 10, ..Limits::default() };
-        let argument = |value: &str| provider::Argument { name: "a".into(), value: value.into() };
+        let argument = |value: &str| model::Argument { name: "a".into(), value: value.into() };
         assert_eq!(check_carried(&[argument("123456789")], &limits), Ok(()));
         // A newline is two bytes in JSON: 11 in all.
         assert_eq!(check_carried(&[argument("12345678\n")], &limits), Err(InputError::AnswersTooLarge { bytes: 11, limit: 10 }));
@@ -921,11 +923,11 @@ mod tests {
 
     #[test]
     fn answers_are_checked_against_the_fields() {
-        let choices = v2::EnumField { choices: vec!["low".into(), "high".into()], default: None };
+        let choices = model::EnumField { choices: vec!["low".into(), "high".into()], default: None };
         let forms = Forms::from(&asked(vec![
-            field("context", v2::FieldKind::String(None), true),
-            field("level", v2::FieldKind::Enum(choices), false),
-            field("count", v2::FieldKind::Integer(None), false),
+            field("context", model::FieldKind::String(None), true),
+            field("level", model::FieldKind::Enum(choices), false),
+            field("count", model::FieldKind::Integer(None), false),
         ]));
         let answer = |content: Value| {
             let responses: InputResponses = [("user_context".to_string(), json!({ "action": "accept", "content": content }))].into();
@@ -935,7 +937,7 @@ mod tests {
             panic!("a valid answer was refused")
         };
         assert_eq!(input.state, b"step 1");
-        let v2::FormResponse::Accept(fields) = &input.answers[0].response else { panic!("not accepted") };
+        let model::FormResponse::Accept(fields) = &input.answers[0].response else { panic!("not accepted") };
         let names: Vec<&str> = fields.iter().map(|field| field.name.as_str()).collect();
         assert_eq!(names, ["context", "count"]);
         assert_eq!(
@@ -956,7 +958,7 @@ mod tests {
         );
         let declined: InputResponses = [("user_context".to_string(), json!({ "action": "decline" }))].into();
         let Ok(Answers::Complete(input)) = forms.answers(Some(&declined)) else { panic!("a decline was refused") };
-        assert!(matches!(input.answers[0].response, v2::FormResponse::Decline));
+        assert!(matches!(input.answers[0].response, model::FormResponse::Decline));
         let malformed: InputResponses = [("user_context".to_string(), json!(12345))].into();
         assert!(matches!(forms.answers(Some(&malformed)), Err(InputError::Response { .. })));
         let elsewhere: InputResponses = [("other".to_string(), json!({ "action": "accept" }))].into();

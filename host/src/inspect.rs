@@ -106,8 +106,8 @@ pub struct PackDescription {
     pub wants: Vec<String>,
 }
 
-impl From<prompt_host_kernel::bindings::provider_v0_2::PackInfo> for PackDescription {
-    fn from(info: prompt_host_kernel::bindings::provider_v0_2::PackInfo) -> Self {
+impl From<prompt_host_kernel::model::PackInfo> for PackDescription {
+    fn from(info: prompt_host_kernel::model::PackInfo) -> Self {
         PackDescription {
             name: info.name,
             version: info.version,

@@ -15,10 +15,11 @@ use std::time::{Duration, Instant};
 use sha2::{Digest, Sha256};
 use wasmtime::component::Component;
 
-use prompt_host_kernel::bindings::{PROVIDER_INTERFACE, PackPre, WitVersion, provider, provider_v0_2, provider_v0_3};
+use prompt_host_kernel::bindings::{Linked, PROVIDER_INTERFACE, WitVersion};
 use prompt_host_kernel::cache::{CompiledCache, Origin};
 use prompt_host_kernel::grants::{Grants, Sight, Withheld};
 use prompt_host_kernel::limits::Limits;
+use prompt_host_kernel::model;
 use prompt_host_kernel::plugin::Plugin;
 use prompt_host_kernel::sandbox::{CallFailure, CallQuota, CallState, CallUsage, PrepareError, Sandbox};
 use prompt_host_kernel::validate::{self, Answer, Problem};
@@ -306,11 +307,11 @@ pub struct LoadTrace {
     pub listing: Option<CallUsage>,
     /// The prompts as declared, when they failed validation (a loaded
     /// plugin holds its own).
-    pub invalid_prompts: Vec<provider::Prompt>,
+    pub invalid_prompts: Vec<model::Prompt>,
     /// What a 0.2 or 0.3 pack said it is, when it said it.
-    pub info: Option<provider_v0_2::PackInfo>,
+    pub info: Option<model::PackInfo>,
     /// What a 0.3 pack said it wants to see, when it said it.
-    pub wants: Option<provider_v0_3::Wants>,
+    pub wants: Option<model::Wants>,
     /// Who signed it, when a trusted key did.
     pub signature: Option<Verified>,
     /// What its calls see of what it asked for, once it loaded.
@@ -558,7 +559,7 @@ fn check_pin(digest: &str, settings: &PluginSettings) -> Result<(), LoadError> {
 
 /// Links a compiled component, telling a component of another world apart
 /// from one that needs imports the host lacks.
-pub fn prepare(sandbox: &Sandbox, component: &Component) -> Result<PackPre<CallState>, LoadError> {
+pub fn prepare(sandbox: &Sandbox, component: &Component) -> Result<Linked<CallState>, LoadError> {
     let exports = export_names(sandbox, component);
     let Some(found) = exports.iter().find_map(|name| name.strip_prefix(PROVIDER_INTERFACE)) else {
         let exports = if exports.is_empty() { "nothing".to_string() } else { exports.join(", ") };

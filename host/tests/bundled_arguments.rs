@@ -10,7 +10,7 @@ use prompt_host::config::ServeConfig;
 use prompt_host::error::RequestError;
 use prompt_host::handler::PromptServer;
 use prompt_host::registry::Registry;
-use prompt_host_kernel::bindings::provider;
+use prompt_host_kernel::model;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use rmcp::model::{ErrorCode, ErrorData, GetPromptRequestParams};
@@ -115,10 +115,8 @@ fn no_argument_value_makes_a_bundled_prompt_fail_internally() {
 
             // Completing any typed value, with the others as context, is never a fault either.
             let (entry, plugin) = snapshot.resolve(prompt).unwrap();
-            let context: Vec<provider::Argument> = given
-                .iter()
-                .map(|(name, value)| provider::Argument { name: name.clone(), value: value.as_str().unwrap().into() })
-                .collect();
+            let context: Vec<model::Argument> =
+                given.iter().map(|(name, value)| model::Argument { name: name.clone(), value: value.as_str().unwrap().into() }).collect();
             for (argument, value) in arguments.iter().zip(&values) {
                 let typed = value.as_deref().unwrap_or_default();
                 let completion = runtime.block_on(plugin.complete(&entry.declared_name, &argument.name, typed, &context));

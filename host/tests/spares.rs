@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use prompt_host::loader::{Loader, PluginSettings, PluginSource};
-use prompt_host_kernel::bindings::{PromptAnswer, provider};
+use prompt_host_kernel::model::{self, PromptAnswer};
 use prompt_host_kernel::plugin::Plugin;
 use prompt_host_kernel::sandbox::spares::SPARES;
 use prompt_host_kernel::sandbox::{CallObserver, CallUsage, Sandbox, SandboxConfig};
@@ -56,8 +56,8 @@ async fn count(plugin: &Plugin) -> String {
 /// The one text `prompt` of `plugin` answers.
 async fn text(plugin: &Plugin, prompt: &str) -> String {
     match plugin.get_prompt(prompt, &[], None).await.unwrap() {
-        PromptAnswer::Reply(provider::PromptReply { messages, .. }) => match &messages[0].content {
-            provider::Content::Text(text) => text.text.clone(),
+        PromptAnswer::Reply(model::PromptReply { messages, .. }) => match &messages[0].content {
+            model::Content::Text(text) => text.text.clone(),
             other => panic!("not a text: {other:?}"),
         },
         other => panic!("not a reply: {other:?}"),

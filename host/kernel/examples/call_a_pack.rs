@@ -12,8 +12,8 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use prompt_host_kernel::bindings::{PromptAnswer, provider};
 use prompt_host_kernel::limits::Limits;
+use prompt_host_kernel::model::{self, PromptAnswer};
 use prompt_host_kernel::sandbox::{CallObserver, CallUsage, Sandbox, SandboxConfig};
 
 /// Prints what each call used.
@@ -33,11 +33,11 @@ async fn main() -> Result<(), String> {
     println!("{} declares {} prompts", plugin.id(), plugin.prompts().len());
     for prompt in plugin.prompts() {
         // Each required argument given a value, as a client would.
-        let arguments: Vec<provider::Argument> = prompt
+        let arguments: Vec<model::Argument> = prompt
             .arguments
             .iter()
             .filter(|argument| argument.required)
-            .map(|argument| provider::Argument { name: argument.name.clone(), value: "fn main() {}".to_string() })
+            .map(|argument| model::Argument { name: argument.name.clone(), value: "fn main() {}".to_string() })
             .collect();
         println!("get-prompt {}", prompt.name);
         match plugin.get_prompt(&prompt.name, &arguments, None).await.map_err(|error| error.to_string())? {

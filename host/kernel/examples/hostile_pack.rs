@@ -15,8 +15,8 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use prompt_host_kernel::bindings::PromptAnswer;
 use prompt_host_kernel::limits::Limits;
+use prompt_host_kernel::model::PromptAnswer;
 use prompt_host_kernel::plugin::PluginError;
 use prompt_host_kernel::sandbox::{Sandbox, SandboxConfig};
 

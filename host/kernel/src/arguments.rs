@@ -13,12 +13,12 @@
 //! The published schema says what the host enforces, for a client that
 //! reads each value as JSON when it is one (a number, `true`, `false`,
 //! written with no space around it) and as a string otherwise: patterns
-//! in the syntax ECMA-262 and Python's `re` read alike ([`pattern`]), URIs
+//! in the syntax ECMA-262 and Python's `re` read alike (`pattern`), URIs
 //! as a pattern of their own, integers and numbers within the host's range.
 
 use serde_json::{Value, json};
 
-use crate::bindings::{provider, provider_v0_2};
+use crate::model;
 
 mod pattern;
 
@@ -114,7 +114,7 @@ pub struct PromptArguments {
     /// The arguments, in declaration order.
     pub declared: Vec<Declared>,
     /// Whether the prompt opted in to have the host ask for its missing
-    /// required arguments, with a form built from [`Self::form_fields`].
+    /// required arguments, with a form built from [`Self::form_for_missing`].
     pub asks_for_missing: bool,
 }
 
@@ -137,16 +137,16 @@ pub const ARGUMENTS_FORM_KEY: &str = "arguments";
 /// have passed: text as it is, a whole number in decimal, a number as JSON
 /// writes it, a boolean as `true` or `false`. The host checks it against the
 /// argument's kind afterwards, as any value.
-pub fn argument_value(value: &provider_v0_2::FieldValue) -> String {
+pub fn argument_value(value: &model::FieldValue) -> String {
     match value {
-        provider_v0_2::FieldValue::String(text) => text.clone(),
-        provider_v0_2::FieldValue::Integer(integer) => integer.to_string(),
+        model::FieldValue::String(text) => text.clone(),
+        model::FieldValue::Integer(integer) => integer.to_string(),
         // A whole number as the user typed it (`1`, not `1.0`).
-        provider_v0_2::FieldValue::Number(number) if number.fract() == 0.0 && number.abs() < 1e15 => (*number as i64).to_string(),
-        provider_v0_2::FieldValue::Number(number) => {
+        model::FieldValue::Number(number) if number.fract() == 0.0 && number.abs() < 1e15 => (*number as i64).to_string(),
+        model::FieldValue::Number(number) => {
             serde_json::Number::from_f64(*number).map_or_else(|| number.to_string(), |number| number.to_string())
         }
-        provider_v0_2::FieldValue::Boolean(boolean) => boolean.to_string(),
+        model::FieldValue::Boolean(boolean) => boolean.to_string(),
     }
 }
 
@@ -161,13 +161,13 @@ impl Kind {
     /// is a list to pick from, a boolean a yes or no, an integer or a
     /// number a number (its bounds checked on the answer), text and a URI
     /// text.
-    pub fn field(&self) -> provider_v0_2::FieldKind {
+    pub fn field(&self) -> model::FieldKind {
         match self {
-            Kind::Text { .. } | Kind::Uri { .. } => provider_v0_2::FieldKind::String(None),
-            Kind::Integer { .. } => provider_v0_2::FieldKind::Integer(None),
-            Kind::Number { .. } => provider_v0_2::FieldKind::Number(None),
-            Kind::Boolean => provider_v0_2::FieldKind::Boolean(None),
-            Kind::Choice(choices) => provider_v0_2::FieldKind::Enum(provider_v0_2::EnumField { choices: choices.clone(), default: None }),
+            Kind::Text { .. } | Kind::Uri { .. } => model::FieldKind::String(None),
+            Kind::Integer { .. } => model::FieldKind::Integer(None),
+            Kind::Number { .. } => model::FieldKind::Number(None),
+            Kind::Boolean => model::FieldKind::Boolean(None),
+            Kind::Choice(choices) => model::FieldKind::Enum(model::EnumField { choices: choices.clone(), default: None }),
         }
     }
 
@@ -360,12 +360,12 @@ impl PromptArguments {
     /// then checks every declared argument's value against its kind: the
     /// first that is not of it is refused. Undeclared arguments pass as
     /// they came.
-    pub fn apply(&self, arguments: &mut Vec<provider::Argument>) -> Result<(), Refused> {
+    pub fn apply(&self, arguments: &mut Vec<model::Argument>) -> Result<(), Refused> {
         for declared in &self.declared {
             if let Some(default) = &declared.default
                 && !arguments.iter().any(|argument| argument.name == declared.name)
             {
-                arguments.push(provider::Argument { name: declared.name.clone(), value: default.clone() });
+                arguments.push(model::Argument { name: declared.name.clone(), value: default.clone() });
             }
         }
         for argument in arguments.iter_mut() {
@@ -387,7 +387,7 @@ impl PromptArguments {
     /// A completion's context as the pack's `complete` sees it: the values
     /// of declared arguments that are not of their kind left out (a form
     /// half filled in), integers in plain decimal.
-    pub fn completion_context(&self, context: Vec<provider::Argument>) -> Vec<provider::Argument> {
+    pub fn completion_context(&self, context: Vec<model::Argument>) -> Vec<model::Argument> {
         context
             .into_iter()
             .filter_map(|mut argument| {
@@ -404,7 +404,7 @@ impl PromptArguments {
     /// `prompt`'s argument descriptions as listed: each with the hint of its
     /// declaration ([`Declared::described`]), and not required when it has
     /// a default.
-    pub fn describe(&self, prompt: &mut provider::Prompt) {
+    pub fn describe(&self, prompt: &mut model::Prompt) {
         for argument in &mut prompt.arguments {
             if let Some(declared) = self.get(&argument.name) {
                 argument.description = declared.described(argument.description.as_deref());
@@ -421,10 +421,10 @@ impl PromptArguments {
     /// The completion the host answers itself for argument `argument`
     /// from its declaration (a choice or a boolean), for what the user
     /// typed; none when the pack answers it.
-    pub fn completion(&self, argument: &str, typed: &str) -> Option<provider::Completion> {
+    pub fn completion(&self, argument: &str, typed: &str) -> Option<model::Completion> {
         let completed = self.get(argument)?.complete(typed)?;
         let total = u32::try_from(completed.total).unwrap_or(u32::MAX);
-        Some(provider::Completion { values: completed.values, total: Some(total), has_more: completed.has_more })
+        Some(model::Completion { values: completed.values, total: Some(total), has_more: completed.has_more })
     }
 
     /// The form the host asks the user to fill in for `prompt`'s required
@@ -433,28 +433,28 @@ impl PromptArguments {
     /// of the form kind its declaration maps to ([`Kind::field`]), its
     /// message naming the prompt as clients see it (`served_name`). Key
     /// [`ARGUMENTS_FORM_KEY`]; no state.
-    pub fn form_for_missing(&self, prompt: &provider::Prompt, served_name: &str, missing: &[&str]) -> provider_v0_2::InputRequired {
+    pub fn form_for_missing(&self, prompt: &model::Prompt, served_name: &str, missing: &[&str]) -> model::InputRequired {
         let fields = prompt
             .arguments
             .iter()
             .filter(|argument| missing.contains(&argument.name.as_str()))
-            .map(|argument| provider_v0_2::FormField {
+            .map(|argument| model::FormField {
                 name: argument.name.clone(),
                 title: argument.title.clone(),
                 description: argument.description.clone(),
                 kind: self
                     .get(&argument.name)
                     .and_then(|declared| declared.kind.as_ref())
-                    .map_or(provider_v0_2::FieldKind::String(None), Kind::field),
+                    .map_or(model::FieldKind::String(None), Kind::field),
                 required: true,
             })
             .collect();
-        let form = provider_v0_2::Form {
+        let form = model::Form {
             key: ARGUMENTS_FORM_KEY.to_string(),
             message: format!("The prompt {served_name} needs: {}", missing.join(", ")),
             fields,
         };
-        provider_v0_2::InputRequired { forms: vec![form], state: Vec::new() }
+        model::InputRequired { forms: vec![form], state: Vec::new() }
     }
 
     /// The JSON Schema of the prompt's arguments as an object: each
@@ -522,7 +522,7 @@ mod tests {
 
     #[test]
     fn a_form_answer_becomes_the_argument_value_a_client_would_write() {
-        use provider_v0_2::FieldValue;
+        use model::FieldValue;
         let values = [FieldValue::Number(1.0), FieldValue::Number(-0.5), FieldValue::Number(1e300), FieldValue::Integer(-7)];
         let written: Vec<String> = values.iter().map(argument_value).collect();
         assert_eq!(written, ["1", "-0.5", "1e+300", "-7"]);
@@ -595,7 +595,7 @@ mod tests {
             Declared { default: Some("short".into()), ..declared(Kind::Choice(vec!["short".into(), "long".into()])) },
             Declared { name: "n".into(), ..declared(Kind::Integer { min: Some(1), max: None }) },
         ]);
-        let argument = |name: &str, value: &str| provider::Argument { name: name.into(), value: value.into() };
+        let argument = |name: &str, value: &str| model::Argument { name: name.into(), value: value.into() };
         let mut given = vec![argument("n", "2e1"), argument("extra", "anything")];
         assert_eq!(arguments.apply(&mut given), Ok(()));
         let pairs: Vec<(&str, &str)> = given.iter().map(|argument| (argument.name.as_str(), argument.value.as_str())).collect();

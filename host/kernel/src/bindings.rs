@@ -1,61 +1,29 @@
-//! Host-side bindings generated from the WIT packages in `wit/`, one module
-//! per version the host accepts (0.1 in `wit/`, 0.2 in `wit/0.2/`, 0.3 in
-//! `wit/0.3/`), and the one adapter from each into the host's own types.
+//! The edge between the WIT packages in `wit/` and the host's own model
+//! ([`crate::model`]): one module per version the host accepts, each holding
+//! that version's generated bindings and the one adapter from its types into
+//! the model (0.1 in `wit/`, [`v0_1`]; 0.2 in `wit/0.2/`, [`v0_2`]; 0.3 in
+//! `wit/0.3/`, [`v0_3`]).
 //!
-//! The host's own types are 0.1's (`provider`), which every module above
-//! this one speaks, plus the input-required types 0.2 added
-//! (`provider_v0_2::InputRequired` and `Input`), 0.2's `PackInfo`, and
-//! [`PromptAnswer`]; what 0.3 added (argument kinds, what a pack wants) is
-//! taken as 0.3's types by `validate`, which turns the kinds into the
-//! host's [`crate::arguments`]. A 0.2 or 0.3 pack's answers are converted
-//! here, once, into those; nothing above the plugin layer knows which
-//! version a pack targets, except to report it.
+//! A version's module links a pack ([`LinkedPack`]) and calls its exports
+//! ([`PackExports`]); nothing above this module knows which version a pack
+//! targets, except to report it ([`WitVersion`]) and to ask what it can do
+//! ([`WitVersion::can_ask_for_input`] and its kin). Adding a version is one
+//! new module here, and one variant of [`WitVersion`].
 //!
 //! Every export is called asynchronously, so that a plugin's call yields to
 //! the runtime (see `sandbox`) instead of holding a worker thread.
 
-/// Bindings of `prompt-host:prompts@0.1.0`.
-// The generated types are documented in the WIT files under wit/; bindgen!
-// cannot carry those comments into its output.
-#[allow(missing_docs)]
-pub mod v0_1 {
-    wasmtime::component::bindgen!({
-        path: "../../wit",
-        world: "prompt-pack",
-        exports: { default: async },
-    });
-}
+use std::future::Future;
+use std::pin::Pin;
 
-/// Bindings of `prompt-host:prompts@0.2.0`.
-// The generated types are documented in the WIT files under wit/0.2/;
-// bindgen! cannot carry those comments into its output.
-#[allow(missing_docs)]
-pub mod v0_2 {
-    wasmtime::component::bindgen!({
-        path: "../../wit/0.2",
-        world: "prompt-pack",
-        exports: { default: async },
-    });
-}
+use wasmtime::Store;
+use wasmtime::component::{Component, InstancePre};
 
-/// Bindings of `prompt-host:prompts@0.3.1` (a 0.3.0 pack's exports are
-/// found by their semver-compatible names). The `asking` interface 0.3.1
-/// added is optional, so it is looked up by name ([`ASKING_INTERFACE`]),
-/// not bound here.
-// The generated types are documented in the WIT files under wit/0.3/;
-// bindgen! cannot carry those comments into its output.
-#[allow(missing_docs)]
-pub mod v0_3 {
-    wasmtime::component::bindgen!({
-        path: "../../wit/0.3",
-        world: "prompt-pack",
-        exports: { default: async },
-    });
-}
+use crate::model;
 
-pub use v0_1::exports::prompt_host::prompts::prompt_provider as provider;
-pub use v0_2::exports::prompt_host::prompts::prompt_provider as provider_v0_2;
-pub use v0_3::exports::prompt_host::prompts::prompt_provider as provider_v0_3;
+pub mod v0_1;
+pub mod v0_2;
+pub mod v0_3;
 
 /// The fully qualified name of the interface every pack must export, without
 /// its version.
@@ -109,6 +77,29 @@ impl WitVersion {
     pub fn can_ask_for_input(self) -> bool {
         self >= WitVersion::V0_2
     }
+
+    /// Whether packs of this version declare their arguments' kinds,
+    /// defaults and examples, which the host checks and enforces.
+    pub fn declares_argument_kinds(self) -> bool {
+        self >= WitVersion::V0_3
+    }
+
+    /// Whether packs of this version may be granted folders, HTTP origins
+    /// and named values (and so are linked with `wasi:http`).
+    pub fn can_be_granted(self) -> bool {
+        self >= WitVersion::V0_3
+    }
+
+    /// Links a component that targets this version (instantiated through
+    /// `instance_pre`), checking that it exports what the version declares.
+    /// The error says what is missing or of the wrong type.
+    pub fn link<T: Send + 'static>(self, component: &Component, instance_pre: InstancePre<T>) -> Result<Linked<T>, String> {
+        match self {
+            WitVersion::V0_1 => v0_1::link(instance_pre),
+            WitVersion::V0_2 => v0_2::link(instance_pre),
+            WitVersion::V0_3 => v0_3::link(component, instance_pre),
+        }
+    }
 }
 
 impl std::fmt::Display for WitVersion {
@@ -117,92 +108,80 @@ impl std::fmt::Display for WitVersion {
     }
 }
 
-/// A pack's component, linked and ready to instantiate, in the version of
-/// the bindings it targets.
-pub enum PackPre<T: 'static> {
-    /// A pack that targets 0.1.
-    V0_1(v0_1::PromptPackPre<T>),
-    /// A pack that targets 0.2.
-    V0_2(v0_2::PromptPackPre<T>),
-    /// A pack that targets 0.3.
-    V0_3(PackPreV0_3<T>),
+/// One call into a pack's instance, as the host's types.
+pub type Call<'a, R> = Pin<Box<dyn Future<Output = wasmtime::Result<R>> + Send + 'a>>;
+
+/// A call a version lacks: it answers `None` at once.
+pub fn absent<'a, R: Send + 'a>() -> Call<'a, Option<R>> {
+    Box::pin(std::future::ready(Ok(None)))
 }
 
-impl<T: 'static> Clone for PackPre<T> {
-    fn clone(&self) -> Self {
-        match self {
-            PackPre::V0_1(pre) => PackPre::V0_1(pre.clone()),
-            PackPre::V0_2(pre) => PackPre::V0_2(pre.clone()),
-            PackPre::V0_3(pre) => PackPre::V0_3(pre.clone()),
-        }
-    }
-}
+/// A pack's component, linked and ready to instantiate.
+pub type Linked<T> = std::sync::Arc<dyn LinkedPack<T>>;
 
-/// The interface through which a 0.3.1 pack opts prompts in to have the
-/// host ask for their missing arguments (any 0.3.x release of it is found).
-pub const ASKING_INTERFACE: &str = "prompt-host:prompts/asking@0.3.1";
-
-/// Its one function: the names of the prompts that opt in.
-pub const PROMPTS_THAT_ASK: &str = "prompts-that-ask";
-
-/// A 0.3 pack, linked: its bindings, and the `prompts-that-ask` function of
-/// its `asking` export, if it has one.
-pub struct PackPreV0_3<T: 'static> {
-    /// The bindings of `prompt-provider`.
-    pub pre: v0_3::PromptPackPre<T>,
-    /// Where `prompt-provider`'s functions are, resolved once.
-    pub indices: v0_3::PromptPackIndices,
-    /// `asking`'s `prompts-that-ask`, if the pack exports it.
-    pub prompts_that_ask: Option<wasmtime::component::ComponentExportIndex>,
-}
-
-impl<T: 'static> Clone for PackPreV0_3<T> {
-    fn clone(&self) -> Self {
-        PackPreV0_3 { pre: self.pre.clone(), indices: self.indices.clone(), prompts_that_ask: self.prompts_that_ask }
-    }
-}
-
-impl<T: 'static> PackPre<T> {
+/// What a version's bindings do with a linked pack.
+pub trait LinkedPack<T: 'static>: Send + Sync {
     /// The version the pack targets.
-    pub fn version(&self) -> WitVersion {
-        match self {
-            PackPre::V0_1(_) => WitVersion::V0_1,
-            PackPre::V0_2(_) => WitVersion::V0_2,
-            PackPre::V0_3(_) => WitVersion::V0_3,
-        }
-    }
+    fn version(&self) -> WitVersion;
+
+    /// A fresh instance of the pack, in `store`.
+    fn instantiate<'a>(&'a self, store: &'a mut Store<T>) -> Call<'a, Box<dyn PackExports<T>>>;
 }
 
-/// An instantiated pack, in the version of the bindings it targets.
-pub enum Pack {
-    /// A pack that targets 0.1.
-    V0_1(v0_1::PromptPack),
-    /// A pack that targets 0.2.
-    V0_2(v0_2::PromptPack),
-    /// A pack that targets 0.3, and its instance when the pack exports
-    /// `asking` (to call `prompts-that-ask` at load).
-    V0_3(v0_3::PromptPack, Option<(wasmtime::component::Instance, wasmtime::component::ComponentExportIndex)>),
-}
-
-/// What `get-prompt` answered, in the host's types: a 0.1 pack always
-/// answers with a reply.
+/// What a pack says of itself: what it is, and what it would like to be
+/// granted (0.3 on).
 #[derive(Debug, Clone)]
-pub enum PromptAnswer {
-    /// The prompt's messages.
-    Reply(provider::PromptReply),
-    /// The pack needs answers from the user first (0.2 packs only): forms to
-    /// fill in, and state of the pack's own that comes back with them.
-    InputRequired(provider_v0_2::InputRequired),
+pub struct Description {
+    /// What it is.
+    pub info: model::PackInfo,
+    /// What it wants to see.
+    pub wants: Option<model::Wants>,
 }
 
-/// The conversions every version after 0.1 shares: the types it kept from
-/// 0.1 are the same records, generated once per version. Expanded in a
-/// module where `v` names that version's `prompt_provider` and `host` the
-/// host's.
+/// What a version's bindings call in one instance of a pack. A function the
+/// version lacks answers `None` at once, without entering the instance.
+pub trait PackExports<T: 'static>: Send + Sync {
+    /// The version the pack targets.
+    fn version(&self) -> WitVersion;
+
+    /// `describe-pack` (0.2 on).
+    fn describe_pack<'a>(&'a self, store: &'a mut Store<T>) -> Call<'a, Option<Description>>;
+
+    /// `list-prompts`.
+    fn list_prompts<'a>(&'a self, store: &'a mut Store<T>) -> Call<'a, Vec<model::Prompt>>;
+
+    /// `asking`'s `prompts-that-ask` (0.3.1 on, when the pack exports it).
+    fn prompts_that_ask<'a>(&'a self, store: &'a mut Store<T>) -> Call<'a, Option<Vec<String>>>;
+
+    /// `get-prompt`, with the answers to the forms the pack asked for, if
+    /// any (a pack that cannot ask never gets any).
+    fn get_prompt<'a>(
+        &'a self,
+        store: &'a mut Store<T>,
+        name: &'a str,
+        arguments: &'a [model::Argument],
+        input: Option<&'a model::Input>,
+    ) -> Call<'a, Result<model::PromptAnswer, model::PromptError>>;
+
+    /// `complete`.
+    fn complete<'a>(
+        &'a self,
+        store: &'a mut Store<T>,
+        prompt: &'a str,
+        argument: &'a str,
+        value: &'a str,
+        context: &'a [model::Argument],
+    ) -> Call<'a, Result<model::Completion, model::PromptError>>;
+}
+
+/// The conversions into the model every version shares: the types 0.1
+/// declared, kept by every later version, are the same records generated
+/// once per version. Expanded in a version's module where `v` names its
+/// `prompt_provider`, and which defines `prompt_argument`.
 macro_rules! kept_from_v0_1 {
     () => {
-        fn prompt(prompt: v::Prompt) -> host::Prompt {
-            host::Prompt {
+        fn prompt(prompt: v::Prompt) -> model::Prompt {
+            model::Prompt {
                 name: prompt.name,
                 title: prompt.title,
                 description: prompt.description,
@@ -211,72 +190,62 @@ macro_rules! kept_from_v0_1 {
             }
         }
 
-        // A 0.3 argument's kind, default and examples are read by `validate`.
-        fn prompt_argument(argument: v::PromptArgument) -> host::PromptArgument {
-            host::PromptArgument {
-                name: argument.name,
-                title: argument.title,
-                description: argument.description,
-                required: argument.required,
-            }
-        }
-
-        fn icon(icon: v::Icon) -> host::Icon {
-            host::Icon {
+        fn icon(icon: v::Icon) -> model::Icon {
+            model::Icon {
                 src: icon.src,
                 mime_type: icon.mime_type,
                 sizes: icon.sizes,
                 theme: icon.theme.map(|theme| match theme {
-                    v::IconTheme::Light => host::IconTheme::Light,
-                    v::IconTheme::Dark => host::IconTheme::Dark,
+                    v::IconTheme::Light => model::IconTheme::Light,
+                    v::IconTheme::Dark => model::IconTheme::Dark,
                 }),
             }
         }
 
-        fn reply(reply: v::PromptReply) -> host::PromptReply {
-            host::PromptReply { description: reply.description, messages: reply.messages.into_iter().map(message).collect() }
+        fn reply(reply: v::PromptReply) -> model::PromptReply {
+            model::PromptReply { description: reply.description, messages: reply.messages.into_iter().map(message).collect() }
         }
 
-        fn message(message: v::Message) -> host::Message {
-            host::Message { role: role(message.role), content: content(message.content) }
+        fn message(message: v::Message) -> model::Message {
+            model::Message { role: role(message.role), content: content(message.content) }
         }
 
-        fn role(role: v::Role) -> host::Role {
+        fn role(role: v::Role) -> model::Role {
             match role {
-                v::Role::User => host::Role::User,
-                v::Role::Assistant => host::Role::Assistant,
+                v::Role::User => model::Role::User,
+                v::Role::Assistant => model::Role::Assistant,
             }
         }
 
-        fn annotations(annotations: v::Annotations) -> host::Annotations {
-            host::Annotations {
+        fn annotations(annotations: v::Annotations) -> model::Annotations {
+            model::Annotations {
                 audience: annotations.audience.into_iter().map(role).collect(),
                 priority: annotations.priority,
                 last_modified: annotations.last_modified,
             }
         }
 
-        fn media(media: v::MediaContent) -> host::MediaContent {
-            host::MediaContent { data: media.data, mime_type: media.mime_type, annotations: media.annotations.map(annotations) }
+        fn media(media: v::MediaContent) -> model::MediaContent {
+            model::MediaContent { data: media.data, mime_type: media.mime_type, annotations: media.annotations.map(annotations) }
         }
 
-        fn content(content: v::Content) -> host::Content {
+        fn content(content: v::Content) -> model::Content {
             match content {
                 v::Content::Text(text) => {
-                    host::Content::Text(host::TextContent { text: text.text, annotations: text.annotations.map(annotations) })
+                    model::Content::Text(model::TextContent { text: text.text, annotations: text.annotations.map(annotations) })
                 }
-                v::Content::Image(image) => host::Content::Image(media(image)),
-                v::Content::Audio(audio) => host::Content::Audio(media(audio)),
-                v::Content::Resource(resource) => host::Content::Resource(host::EmbeddedResource {
+                v::Content::Image(image) => model::Content::Image(media(image)),
+                v::Content::Audio(audio) => model::Content::Audio(media(audio)),
+                v::Content::Resource(resource) => model::Content::Resource(model::EmbeddedResource {
                     uri: resource.uri,
                     mime_type: resource.mime_type,
                     body: match resource.body {
-                        v::ResourceBody::Text(text) => host::ResourceBody::Text(text),
-                        v::ResourceBody::Blob(blob) => host::ResourceBody::Blob(blob),
+                        v::ResourceBody::Text(text) => model::ResourceBody::Text(text),
+                        v::ResourceBody::Blob(blob) => model::ResourceBody::Blob(blob),
                     },
                     annotations: resource.annotations.map(annotations),
                 }),
-                v::Content::ResourceLink(link) => host::Content::ResourceLink(host::ResourceLink {
+                v::Content::ResourceLink(link) => model::Content::ResourceLink(model::ResourceLink {
                     uri: link.uri,
                     name: link.name,
                     title: link.title,
@@ -288,117 +257,168 @@ macro_rules! kept_from_v0_1 {
             }
         }
 
-        /// A pack's prompt error, as the host's.
-        pub fn error(error: v::PromptError) -> host::PromptError {
+        fn error(error: v::PromptError) -> model::PromptError {
             match error {
-                v::PromptError::NotFound => host::PromptError::NotFound,
-                v::PromptError::InvalidArguments(message) => host::PromptError::InvalidArguments(message),
-                v::PromptError::Internal(message) => host::PromptError::Internal(message),
+                v::PromptError::NotFound => model::PromptError::NotFound,
+                v::PromptError::InvalidArguments(message) => model::PromptError::InvalidArguments(message),
+                v::PromptError::Internal(message) => model::PromptError::Internal(message),
             }
         }
 
-        /// A pack's completion, as the host's.
-        pub fn completion(completion: v::Completion) -> host::Completion {
-            host::Completion { values: completion.values, total: completion.total, has_more: completion.has_more }
+        fn completion(completion: v::Completion) -> model::Completion {
+            model::Completion { values: completion.values, total: completion.total, has_more: completion.has_more }
         }
 
         /// Arguments the other way: from the host to the pack.
-        pub fn arguments(arguments: &[host::Argument]) -> Vec<v::Argument> {
+        fn arguments(arguments: &[model::Argument]) -> Vec<v::Argument> {
             arguments.iter().map(|argument| v::Argument { name: argument.name.clone(), value: argument.value.clone() }).collect()
         }
     };
 }
 
-/// The adapter from 0.2's types into the host's (0.1's).
-pub mod from_v0_2 {
-    use super::{PromptAnswer, provider as host, provider_v0_2 as v};
-
-    kept_from_v0_1!();
-
-    /// A 0.2 pack's `list-prompts` result, as the host's prompts.
-    pub fn prompts(prompts: Vec<v::Prompt>) -> Vec<host::Prompt> {
-        prompts.into_iter().map(prompt).collect()
-    }
-
-    /// A 0.2 pack's `get-prompt` answer, as the host's [`PromptAnswer`].
-    pub fn answer(answer: v::PromptAnswer) -> PromptAnswer {
-        match answer {
-            v::PromptAnswer::Reply(reply) => PromptAnswer::Reply(self::reply(reply)),
-            v::PromptAnswer::InputRequired(input) => PromptAnswer::InputRequired(input),
+/// The conversions of the input-required conversation every version from
+/// 0.2 on shares, both ways. Expanded where [`kept_from_v0_1`] is.
+macro_rules! asking_since_v0_2 {
+    () => {
+        fn answer(answer: v::PromptAnswer) -> model::PromptAnswer {
+            match answer {
+                v::PromptAnswer::Reply(reply) => model::PromptAnswer::Reply(self::reply(reply)),
+                v::PromptAnswer::InputRequired(input) => model::PromptAnswer::InputRequired(input_required(input)),
+            }
         }
-    }
+
+        fn input_required(input: v::InputRequired) -> model::InputRequired {
+            model::InputRequired { forms: input.forms.into_iter().map(form).collect(), state: input.state }
+        }
+
+        fn form(form: v::Form) -> model::Form {
+            model::Form { key: form.key, message: form.message, fields: form.fields.into_iter().map(field).collect() }
+        }
+
+        fn field(field: v::FormField) -> model::FormField {
+            let kind = match field.kind {
+                v::FieldKind::String(default) => model::FieldKind::String(default),
+                v::FieldKind::Number(default) => model::FieldKind::Number(default),
+                v::FieldKind::Integer(default) => model::FieldKind::Integer(default),
+                v::FieldKind::Boolean(default) => model::FieldKind::Boolean(default),
+                v::FieldKind::Enum(choices) => {
+                    model::FieldKind::Enum(model::EnumField { choices: choices.choices, default: choices.default })
+                }
+            };
+            model::FormField { name: field.name, title: field.title, description: field.description, kind, required: field.required }
+        }
+
+        /// The user's answers, from the host to the pack.
+        fn input(input: &model::Input) -> v::Input {
+            let value = |value: &model::FieldValue| match value {
+                model::FieldValue::String(text) => v::FieldValue::String(text.clone()),
+                model::FieldValue::Number(number) => v::FieldValue::Number(*number),
+                model::FieldValue::Integer(integer) => v::FieldValue::Integer(*integer),
+                model::FieldValue::Boolean(boolean) => v::FieldValue::Boolean(*boolean),
+            };
+            let response = |response: &model::FormResponse| match response {
+                model::FormResponse::Accept(answers) => v::FormResponse::Accept(
+                    answers.iter().map(|answer| v::FieldAnswer { name: answer.name.clone(), value: value(&answer.value) }).collect(),
+                ),
+                model::FormResponse::Decline => v::FormResponse::Decline,
+                model::FormResponse::Cancel => v::FormResponse::Cancel,
+            };
+            v::Input {
+                answers: input
+                    .answers
+                    .iter()
+                    .map(|answer| v::FormAnswer { key: answer.key.clone(), response: response(&answer.response) })
+                    .collect(),
+                state: input.state.clone(),
+            }
+        }
+    };
 }
 
-/// The adapter from 0.3's types into the host's: 0.1's, and 0.2's for
-/// input-required and what a pack is. What 0.3 added (argument kinds, what
-/// a pack wants) stays in 0.3's types, for `validate`.
-pub mod from_v0_3 {
-    use super::{PromptAnswer, provider as host, provider_v0_2 as v2, provider_v0_3 as v};
-
-    kept_from_v0_1!();
-
-    /// A 0.3 pack's `list-prompts` result, as the host's prompts; the
-    /// arguments' kinds, defaults and examples are read from the result
-    /// itself (`validate::argument_declarations`).
-    pub fn prompts(prompts: &[v::Prompt]) -> Vec<host::Prompt> {
-        prompts.iter().cloned().map(prompt).collect()
-    }
-
-    /// What a 0.3 pack says it is, as the host's (0.2's), and what it wants.
-    pub fn info(info: v::PackInfo) -> (v2::PackInfo, v::Wants) {
-        let v::PackInfo { name, version, description, authors, license, homepage, repository, wants } = info;
-        (v2::PackInfo { name, version, description, authors, license, homepage, repository }, wants)
-    }
-
-    /// A 0.3 pack's `get-prompt` answer, as the host's [`PromptAnswer`].
-    pub fn answer(answer: v::PromptAnswer) -> PromptAnswer {
-        match answer {
-            v::PromptAnswer::Reply(reply) => PromptAnswer::Reply(self::reply(reply)),
-            v::PromptAnswer::InputRequired(input) => PromptAnswer::InputRequired(input_required(input)),
+/// The calls every version makes alike, in `impl PackExports<T> for Pack`
+/// of a version's module, where `Pack`'s first field is the generated
+/// bindings of an instance: `list-prompts` and `complete`, whose types every
+/// version kept from 0.1.
+macro_rules! calls_kept_from_v0_1 {
+    () => {
+        fn list_prompts<'a>(&'a self, store: &'a mut Store<T>) -> Call<'a, Vec<model::Prompt>> {
+            Box::pin(async move {
+                let prompts = self.0.prompt_host_prompts_prompt_provider().call_list_prompts(store).await?;
+                Ok(prompts.into_iter().map(prompt).collect())
+            })
         }
-    }
 
-    fn input_required(input: v::InputRequired) -> v2::InputRequired {
-        v2::InputRequired { forms: input.forms.into_iter().map(form).collect(), state: input.state }
-    }
-
-    fn form(form: v::Form) -> v2::Form {
-        v2::Form { key: form.key, message: form.message, fields: form.fields.into_iter().map(field).collect() }
-    }
-
-    fn field(field: v::FormField) -> v2::FormField {
-        let kind = match field.kind {
-            v::FieldKind::String(default) => v2::FieldKind::String(default),
-            v::FieldKind::Number(default) => v2::FieldKind::Number(default),
-            v::FieldKind::Integer(default) => v2::FieldKind::Integer(default),
-            v::FieldKind::Boolean(default) => v2::FieldKind::Boolean(default),
-            v::FieldKind::Enum(choices) => v2::FieldKind::Enum(v2::EnumField { choices: choices.choices, default: choices.default }),
-        };
-        v2::FormField { name: field.name, title: field.title, description: field.description, kind, required: field.required }
-    }
-
-    /// The user's answers, from the host to a 0.3 pack.
-    pub fn input(input: &v2::Input) -> v::Input {
-        let value = |value: &v2::FieldValue| match value {
-            v2::FieldValue::String(text) => v::FieldValue::String(text.clone()),
-            v2::FieldValue::Number(number) => v::FieldValue::Number(*number),
-            v2::FieldValue::Integer(integer) => v::FieldValue::Integer(*integer),
-            v2::FieldValue::Boolean(boolean) => v::FieldValue::Boolean(*boolean),
-        };
-        let response = |response: &v2::FormResponse| match response {
-            v2::FormResponse::Accept(answers) => v::FormResponse::Accept(
-                answers.iter().map(|answer| v::FieldAnswer { name: answer.name.clone(), value: value(&answer.value) }).collect(),
-            ),
-            v2::FormResponse::Decline => v::FormResponse::Decline,
-            v2::FormResponse::Cancel => v::FormResponse::Cancel,
-        };
-        v::Input {
-            answers: input
-                .answers
-                .iter()
-                .map(|answer| v::FormAnswer { key: answer.key.clone(), response: response(&answer.response) })
-                .collect(),
-            state: input.state.clone(),
+        fn complete<'a>(
+            &'a self,
+            store: &'a mut Store<T>,
+            prompt: &'a str,
+            argument: &'a str,
+            value: &'a str,
+            context: &'a [model::Argument],
+        ) -> Call<'a, Result<model::Completion, model::PromptError>> {
+            Box::pin(async move {
+                let context = arguments(context);
+                let provider = self.0.prompt_host_prompts_prompt_provider();
+                let answer = provider.call_complete(store, prompt, argument, value, &context).await?;
+                Ok(answer.map(completion).map_err(error))
+            })
         }
-    }
+    };
 }
+
+/// `get-prompt` as every version from 0.2 on calls it, with the answers to
+/// the forms the pack asked for; expanded where [`calls_kept_from_v0_1`] is.
+macro_rules! get_prompt_since_v0_2 {
+    () => {
+        fn get_prompt<'a>(
+            &'a self,
+            store: &'a mut Store<T>,
+            name: &'a str,
+            arguments: &'a [model::Argument],
+            input: Option<&'a model::Input>,
+        ) -> Call<'a, Result<model::PromptAnswer, model::PromptError>> {
+            Box::pin(async move {
+                let (arguments, input) = (self::arguments(arguments), input.map(self::input));
+                let provider = self.0.prompt_host_prompts_prompt_provider();
+                let answer = provider.call_get_prompt(store, name, &arguments, input.as_ref()).await?;
+                Ok(answer.map(self::answer).map_err(error))
+            })
+        }
+    };
+}
+
+/// A version whose world bindgen! links whole (0.1, 0.2): its `link`, and
+/// its linked and instantiated pack, `Pre` and `Pack`. Expanded in the
+/// version's module, with the version's [`WitVersion`] variant.
+macro_rules! linked_by_bindgen {
+    ($version:ident) => {
+        /// Links a pack of this version.
+        pub(super) fn link<T: Send + 'static>(instance_pre: InstancePre<T>) -> Result<Linked<T>, String> {
+            let pre = generated::PromptPackPre::new(instance_pre).map_err(|e| format!("{e:#}"))?;
+            Ok(std::sync::Arc::new(Pre(pre)))
+        }
+
+        struct Pre<T: 'static>(generated::PromptPackPre<T>);
+
+        impl<T: Send + 'static> LinkedPack<T> for Pre<T> {
+            fn version(&self) -> WitVersion {
+                WitVersion::$version
+            }
+
+            fn instantiate<'a>(&'a self, store: &'a mut Store<T>) -> Call<'a, Box<dyn PackExports<T>>> {
+                Box::pin(async move {
+                    let pack = self.0.instantiate_async(store).await?;
+                    Ok(Box::new(Pack(pack)) as Box<dyn PackExports<T>>)
+                })
+            }
+        }
+
+        struct Pack(generated::PromptPack);
+    };
+}
+
+use asking_since_v0_2;
+use calls_kept_from_v0_1;
+use get_prompt_since_v0_2;
+use kept_from_v0_1;
+use linked_by_bindgen;

@@ -35,8 +35,8 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::bindings::provider_v0_3::Wants;
 use crate::limits::Limits;
+use crate::model::Wants;
 pub use http::Origin;
 
 /// What the operator grants one plugin, by the names a pack asks for them
@@ -496,7 +496,7 @@ impl IoMeter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bindings::provider_v0_3::WantedFolder;
+    use crate::model::WantedFolder;
 
     fn wants(folders: &[&str], env: &[&str]) -> Wants {
         Wants {

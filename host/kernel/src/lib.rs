@@ -19,9 +19,11 @@
 //!   what a pack or a client can make the host log;
 //! - [`shown`]: text a pack or a client controls, made printable and cut:
 //!   the one rule, wherever such text is shown;
-//! - [`bindings`]: generated from the WIT packages (0.1, 0.2 and 0.3, side
-//!   by side), and the one adapter from each later version's types into the
-//!   host's.
+//! - [`bindings`]: generated from the WIT packages (0.1, 0.2 and 0.3, one
+//!   module each), and the one adapter from each version's types into the
+//!   model;
+//! - [`model`]: the host's own types of a pack, its prompts and its
+//!   answers, which every module above `bindings` speaks.
 //!
 //! It must never depend on the protocol (rmcp), HTTP (hyper, reqwest),
 //! registries and signatures (oci-client, sigstore, jsonwebtoken), or
@@ -36,6 +38,7 @@ pub mod cache;
 pub mod grants;
 pub mod limits;
 pub mod log_budget;
+pub mod model;
 pub mod plugin;
 pub mod sandbox;
 pub mod shown;

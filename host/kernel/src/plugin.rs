@@ -5,9 +5,10 @@
 use std::sync::Arc;
 
 use crate::arguments::PromptArguments;
-use crate::bindings::{PackPre, PromptAnswer, WitVersion, provider, provider_v0_2};
+use crate::bindings::{Linked, WitVersion};
 use crate::grants::Sight;
 use crate::limits::Limits;
+use crate::model::{self, PromptAnswer};
 use crate::sandbox::spares::PackInstances;
 use crate::sandbox::{CallFailure, CallQuota, CallState, Sandbox};
 use crate::validate::{self, Answer, CheckedListing};
@@ -17,7 +18,7 @@ pub struct Plugin {
     id: String,
     digest: String,
     prefix: String,
-    prompts: Vec<provider::Prompt>,
+    prompts: Vec<model::Prompt>,
     /// The typed arguments of each prompt, in the order of `prompts` (0.3
     /// packs); empty otherwise.
     typed: Vec<Arc<PromptArguments>>,
@@ -25,7 +26,7 @@ pub struct Plugin {
     /// share of the sandbox.
     instances: Arc<PackInstances>,
     /// What the pack says it is (0.2 packs), validated.
-    info: Option<provider_v0_2::PackInfo>,
+    info: Option<model::PackInfo>,
 }
 
 /// Why a call into a plugin did not produce a usable answer. Every message
@@ -106,7 +107,7 @@ impl Plugin {
         listing: CheckedListing,
         limits: Limits,
         quota: CallQuota,
-        pre: PackPre<CallState>,
+        pre: Linked<CallState>,
         sandbox: Arc<Sandbox>,
         sight: Sight,
     ) -> Plugin {
@@ -123,7 +124,7 @@ impl Plugin {
     }
 
     /// What the pack says it is: its name, version, authors... (0.2 packs).
-    pub fn info(&self) -> Option<&provider_v0_2::PackInfo> {
+    pub fn info(&self) -> Option<&model::PackInfo> {
         self.info.as_ref()
     }
 
@@ -143,7 +144,7 @@ impl Plugin {
     }
 
     /// The prompts the plugin declared, validated, in its order.
-    pub fn prompts(&self) -> &[provider::Prompt] {
+    pub fn prompts(&self) -> &[model::Prompt] {
         &self.prompts
     }
 
@@ -173,8 +174,8 @@ impl Plugin {
     pub async fn get_prompt(
         &self,
         prompt: &str,
-        arguments: &[provider::Argument],
-        input: Option<&provider_v0_2::Input>,
+        arguments: &[model::Argument],
+        input: Option<&model::Input>,
     ) -> Result<PromptAnswer, PluginError> {
         let budget = validate::copy_budget(Answer::Reply, self.limits());
         let mut instance = self.instances.fresh(budget).await.map_err(|f| self.failed(f))?;
@@ -195,8 +196,8 @@ impl Plugin {
         prompt: &str,
         argument: &str,
         value: &str,
-        context: &[provider::Argument],
-    ) -> Result<provider::Completion, PluginError> {
+        context: &[model::Argument],
+    ) -> Result<model::Completion, PluginError> {
         let budget = validate::copy_budget(Answer::Completion, self.limits());
         let mut instance = self.instances.fresh(budget).await.map_err(|f| self.failed(f))?;
         let answer = instance.complete(prompt, argument, value, context).await;
@@ -219,14 +220,14 @@ impl Plugin {
         PluginError::InvalidReply { plugin: self.id.clone(), prompt: prompt.to_string(), problem: validate::error_message(problem) }
     }
 
-    fn prompt_error(&self, prompt: &str, error: provider::PromptError) -> PluginError {
+    fn prompt_error(&self, prompt: &str, error: model::PromptError) -> PluginError {
         let (plugin, prompt) = (self.id.clone(), prompt.to_string());
         match error {
-            provider::PromptError::NotFound => PluginError::Disowned { plugin, prompt },
-            provider::PromptError::InvalidArguments(message) => {
+            model::PromptError::NotFound => PluginError::Disowned { plugin, prompt },
+            model::PromptError::InvalidArguments(message) => {
                 PluginError::InvalidArguments { plugin, prompt, message: validate::error_message(message) }
             }
-            provider::PromptError::Internal(message) => PluginError::Internal { plugin, prompt, message: validate::error_message(message) },
+            model::PromptError::Internal(message) => PluginError::Internal { plugin, prompt, message: validate::error_message(message) },
         }
     }
 }

@@ -33,14 +33,13 @@ use wasmtime::{
 };
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
-use crate::bindings::{
-    Pack, PackPre, PromptAnswer, WitVersion, from_v0_2, from_v0_3, provider, provider_v0_2, provider_v0_3, v0_1, v0_2, v0_3,
-};
+use crate::bindings::{Linked, PackExports, WitVersion};
 use crate::grants::folders::{self, CallFolders, Descriptors, FolderView, PluginFolders};
 use crate::grants::http::{CallHttp, FIELDS_TOO_LARGE, MAX_REQUEST_FIELDS};
 use crate::grants::{GrantRefusal, IoMeter, IoUsage, Sight};
 use crate::limits::Limits;
 use crate::log_budget::{Admission, LogBudget, LogWindow};
+use crate::model::{self, PromptAnswer};
 
 mod capture;
 mod cpu_turn;
@@ -373,23 +372,10 @@ impl Sandbox {
 
     /// Links a component against the WASI the host provides and checks that
     /// it exports the prompt-provider interface of `version`.
-    pub fn prepare(&self, component: &Component, version: WitVersion) -> Result<PackPre<CallState>, PrepareError> {
-        let linker = match version {
-            WitVersion::V0_1 | WitVersion::V0_2 => &self.linker,
-            WitVersion::V0_3 => &self.linker_with_http,
-        };
+    pub fn prepare(&self, component: &Component, version: WitVersion) -> Result<Linked<CallState>, PrepareError> {
+        let linker = if version.can_be_granted() { &self.linker_with_http } else { &self.linker };
         let instance_pre = linker.instantiate_pre(component).map_err(|e| PrepareError::Link(format!("{e:#}")))?;
-        let link_error = |e: wasmtime::Error| PrepareError::Link(format!("{e:#}"));
-        Ok(match version {
-            WitVersion::V0_1 => PackPre::V0_1(v0_1::PromptPackPre::new(instance_pre).map_err(link_error)?),
-            WitVersion::V0_2 => PackPre::V0_2(v0_2::PromptPackPre::new(instance_pre).map_err(link_error)?),
-            WitVersion::V0_3 => {
-                let prompts_that_ask = asking_export(component)?;
-                let indices = v0_3::PromptPackIndices::new(&instance_pre).map_err(link_error)?;
-                let pre = v0_3::PromptPackPre::new(instance_pre).map_err(link_error)?;
-                PackPre::V0_3(crate::bindings::PackPreV0_3 { pre, indices, prompts_that_ask })
-            }
-        })
+        version.link(component, instance_pre).map_err(PrepareError::Link)
     }
 
     /// Instantiates a fresh instance of a prepared component, under `limits`,
@@ -399,7 +385,7 @@ impl Sandbox {
     /// the plugin in the log lines of what it printed.
     pub async fn instantiate(
         &self,
-        pre: &PackPre<CallState>,
+        pre: &Linked<CallState>,
         limits: &Limits,
         copy_budget: usize,
         quota: &CallQuota,
@@ -560,7 +546,7 @@ struct SpareBuild {
 /// a spare).
 pub struct Instance {
     store: Store<CallState>,
-    pack: Option<Pack>,
+    pack: Option<Box<dyn PackExports<CallState>>>,
     limits: Limits,
     copy_budget: usize,
     max_wasm_stack: usize,
@@ -581,52 +567,17 @@ pub struct Instance {
     observer: Arc<dyn CallObserver>,
 }
 
-/// The `prompts-that-ask` function of a 0.3.1 pack's `asking` export, if it
-/// has one; refused at link time, as a wrong `prompt-provider` is, when the
-/// interface is there and the function is missing or of another type.
-fn asking_export(component: &Component) -> Result<Option<wasmtime::component::ComponentExportIndex>, PrepareError> {
-    use wasmtime::component::types::{ComponentItem, Type};
-    let Some((_, asking)) = component.get_export(None, crate::bindings::ASKING_INTERFACE) else { return Ok(None) };
-    let wrong = || {
-        PrepareError::Link(format!(
-            "its export {} must hold {}: func() -> list<string>, as WIT 0.3.1 declares it",
-            crate::bindings::ASKING_INTERFACE,
-            crate::bindings::PROMPTS_THAT_ASK
-        ))
-    };
-    let (item, function) = component.get_export(Some(&asking), crate::bindings::PROMPTS_THAT_ASK).ok_or_else(wrong)?;
-    let ComponentItem::ComponentFunc(ty) = item else { return Err(wrong()) };
-    let results: Vec<Type> = ty.results().collect();
-    let returns_names = matches!(results.as_slice(), [Type::List(list)] if matches!(list.ty(), Type::String));
-    if ty.params().len() != 0 || !returns_names {
-        return Err(wrong());
-    }
-    Ok(Some(function))
-}
-
 impl Instance {
     /// This store (made by [`Sandbox::new_instance`]) with the pack of `pre`
     /// instantiated in it, within its deadline.
-    async fn instantiated(mut self, pre: &PackPre<CallState>) -> Result<Instance, CallFailure> {
-        if let PackPre::V0_3(_) = pre {
+    async fn instantiated(mut self, pre: &Linked<CallState>) -> Result<Instance, CallFailure> {
+        if pre.version().can_be_granted() {
             // Besides, the files its call may hold open at once.
             let cap = MAX_HOST_RESOURCES_WITH_HTTP + self.limits.grant_files_opened;
             self.store.data_mut().table.set_max_capacity(cap);
         }
         let cpu = self.store.data().cpu.clone();
-        let (deadline, store) = (self.limits.deadline, &mut self.store);
-        let result = match pre {
-            PackPre::V0_1(pre) => step(&cpu, deadline, pre.instantiate_async(store)).await.map(|r| r.map(Pack::V0_1)),
-            PackPre::V0_2(pre) => step(&cpu, deadline, pre.instantiate_async(store)).await.map(|r| r.map(Pack::V0_2)),
-            PackPre::V0_3(pre) => {
-                let instantiate = async {
-                    let instance = pre.pre.instance_pre().instantiate_async(&mut *store).await?;
-                    let pack = pre.indices.load(&mut *store, &instance)?;
-                    Ok(Pack::V0_3(pack, pre.prompts_that_ask.map(|function| (instance, function))))
-                };
-                step(&cpu, deadline, instantiate).await
-            }
-        };
+        let result = step(&cpu, self.limits.deadline, pre.instantiate(&mut self.store)).await;
         self.pack = Some(self.settle(result, false)?);
         Ok(self)
     }
@@ -663,7 +614,7 @@ impl Instance {
     }
 
     /// The pack, for its one call: its clocks start now.
-    fn take_pack(&mut self) -> Pack {
+    fn take_pack(&mut self) -> Box<dyn PackExports<CallState>> {
         self.store.data().clock.start();
         self.pack.take().expect("an Instance is handed out instantiated, and makes one call")
     }
@@ -672,95 +623,32 @@ impl Instance {
         self.store.data().deadline.saturating_duration_since(Instant::now())
     }
 
-    /// Calls the plugin's `list-prompts` (after `describe-pack`, for a 0.2
-    /// or 0.3 pack, in the same instance and within the same deadline), and
-    /// says what the calls cost.
+    /// Calls the plugin's `describe-pack`, `list-prompts` and
+    /// `prompts-that-ask` (those its version has), in the same instance and
+    /// within the same deadline, and says what the calls cost.
     pub async fn list_prompts(mut self) -> Result<(Listing, CallUsage), CallFailure> {
         let (pack, cpu) = (self.take_pack(), self.store.data().cpu.clone());
-        let listing = match pack {
-            Pack::V0_1(pack) => {
-                let remaining = self.remaining();
-                let call = pack.prompt_host_prompts_prompt_provider().call_list_prompts(&mut self.store);
-                let result = step(&cpu, remaining, call).await;
-                Listing { prompts: self.settle(result, true)?, ..Listing::default() }
-            }
-            Pack::V0_2(pack) => {
-                let provider = pack.prompt_host_prompts_prompt_provider();
-                let remaining = self.remaining();
-                let call = provider.call_describe_pack(&mut self.store);
-                let result = step(&cpu, remaining, call).await;
-                let info = self.settle(result, false)?;
-                let remaining = self.remaining();
-                let call = provider.call_list_prompts(&mut self.store);
-                let result = step(&cpu, remaining, call).await;
-                Listing { prompts: from_v0_2::prompts(self.settle(result, true)?), info: Some(info), ..Listing::default() }
-            }
-            Pack::V0_3(pack, asking) => {
-                let provider = pack.prompt_host_prompts_prompt_provider();
-                let remaining = self.remaining();
-                let call = provider.call_describe_pack(&mut self.store);
-                let result = step(&cpu, remaining, call).await;
-                let (info, wants) = from_v0_3::info(self.settle(result, false)?);
-                let remaining = self.remaining();
-                let call = provider.call_list_prompts(&mut self.store);
-                let result = step(&cpu, remaining, call).await;
-                let declared = self.settle(result, asking.is_none())?;
-                let prompts_that_ask = match asking {
-                    Some((instance, function)) => {
-                        let remaining = self.remaining();
-                        let store = &mut self.store;
-                        let call = async {
-                            let function = instance.get_typed_func::<(), (Vec<String>,)>(&mut *store, &function)?;
-                            let (names,) = function.call_async(&mut *store, ()).await?;
-                            Ok(names)
-                        };
-                        let result = step(&cpu, remaining, call).await;
-                        Some(self.settle(result, true)?)
-                    }
-                    None => None,
-                };
-                Listing {
-                    prompts: from_v0_3::prompts(&declared),
-                    declared: Some(declared),
-                    info: Some(info),
-                    wants: Some(wants),
-                    prompts_that_ask,
-                }
-            }
-        };
-        Ok((listing, self.usage()))
+        let result = step(&cpu, self.remaining(), pack.describe_pack(&mut self.store)).await;
+        let described = self.settle(result, false)?;
+        let result = step(&cpu, self.remaining(), pack.list_prompts(&mut self.store)).await;
+        let prompts = self.settle(result, false)?;
+        let result = step(&cpu, self.remaining(), pack.prompts_that_ask(&mut self.store)).await;
+        let prompts_that_ask = self.settle(result, true)?;
+        let (info, wants) = described.map_or((None, None), |described| (Some(described.info), described.wants));
+        let typed_arguments = pack.version().declares_argument_kinds();
+        Ok((Listing { prompts, typed_arguments, info, wants, prompts_that_ask }, self.usage()))
     }
 
     /// Calls the plugin's `get-prompt`, with the answers to the forms it
-    /// asked for, if any (`input`; only a 0.2 pack asks, so a 0.1 pack
-    /// never gets any).
+    /// asked for, if any (`input`; a pack that cannot ask never gets any).
     pub async fn get_prompt(
         &mut self,
         name: &str,
-        arguments: &[provider::Argument],
-        input: Option<&provider_v0_2::Input>,
-    ) -> Result<Result<PromptAnswer, provider::PromptError>, CallFailure> {
+        arguments: &[model::Argument],
+        input: Option<&model::Input>,
+    ) -> Result<Result<PromptAnswer, model::PromptError>, CallFailure> {
         let (pack, remaining, cpu) = (self.take_pack(), self.remaining(), self.store.data().cpu.clone());
-        let store = &mut self.store;
-        let result = match pack {
-            Pack::V0_1(pack) => {
-                let call = pack.prompt_host_prompts_prompt_provider().call_get_prompt(store, name, arguments);
-                step(&cpu, remaining, call).await.map(|r| r.map(|answer| answer.map(PromptAnswer::Reply)))
-            }
-            Pack::V0_2(pack) => {
-                let arguments = from_v0_2::arguments(arguments);
-                let call = pack.prompt_host_prompts_prompt_provider().call_get_prompt(store, name, &arguments, input);
-                let result = step(&cpu, remaining, call).await;
-                result.map(|r| r.map(|answer| answer.map(from_v0_2::answer).map_err(from_v0_2::error)))
-            }
-            Pack::V0_3(pack, _) => {
-                let arguments = from_v0_3::arguments(arguments);
-                let input = input.map(from_v0_3::input);
-                let call = pack.prompt_host_prompts_prompt_provider().call_get_prompt(store, name, &arguments, input.as_ref());
-                let result = step(&cpu, remaining, call).await;
-                result.map(|r| r.map(|answer| answer.map(from_v0_3::answer).map_err(from_v0_3::error)))
-            }
-        };
+        let result = step(&cpu, remaining, pack.get_prompt(&mut self.store, name, arguments, input)).await;
         self.settle(result, true)
     }
 
@@ -770,28 +658,10 @@ impl Instance {
         prompt: &str,
         argument: &str,
         value: &str,
-        context: &[provider::Argument],
-    ) -> Result<Result<provider::Completion, provider::PromptError>, CallFailure> {
+        context: &[model::Argument],
+    ) -> Result<Result<model::Completion, model::PromptError>, CallFailure> {
         let (pack, remaining, cpu) = (self.take_pack(), self.remaining(), self.store.data().cpu.clone());
-        let store = &mut self.store;
-        let result = match pack {
-            Pack::V0_1(pack) => {
-                let call = pack.prompt_host_prompts_prompt_provider().call_complete(store, prompt, argument, value, context);
-                step(&cpu, remaining, call).await
-            }
-            Pack::V0_2(pack) => {
-                let context = from_v0_2::arguments(context);
-                let call = pack.prompt_host_prompts_prompt_provider().call_complete(store, prompt, argument, value, &context);
-                let result = step(&cpu, remaining, call).await;
-                result.map(|r| r.map(|answer| answer.map(from_v0_2::completion).map_err(from_v0_2::error)))
-            }
-            Pack::V0_3(pack, _) => {
-                let context = from_v0_3::arguments(context);
-                let call = pack.prompt_host_prompts_prompt_provider().call_complete(store, prompt, argument, value, &context);
-                let result = step(&cpu, remaining, call).await;
-                result.map(|r| r.map(|answer| answer.map(from_v0_3::completion).map_err(from_v0_3::error)))
-            }
-        };
+        let result = step(&cpu, remaining, pack.complete(&mut self.store, prompt, argument, value, context)).await;
         self.settle(result, true)
     }
 
@@ -992,18 +862,20 @@ impl wasmtime_wasi::HostWallClock for CallWallClock {
     }
 }
 
-/// What a pack's `list-prompts` (and `describe-pack`) answered, in the
-/// host's types, and what 0.3 added in 0.3's, for `validate`.
+/// What a pack's `list-prompts` (and `describe-pack` and `prompts-that-ask`,
+/// where its version has them) answered, in the host's model, for
+/// `validate`.
 #[derive(Default)]
 pub struct Listing {
-    /// The prompts, in the host's types.
-    pub prompts: Vec<provider::Prompt>,
-    /// The prompts as a 0.3 pack declared them, with their arguments' kinds.
-    pub declared: Option<Vec<provider_v0_3::Prompt>>,
-    /// What a 0.2 or 0.3 pack says it is.
-    pub info: Option<provider_v0_2::PackInfo>,
-    /// What a 0.3 pack wants to see.
-    pub wants: Option<provider_v0_3::Wants>,
+    /// The prompts.
+    pub prompts: Vec<model::Prompt>,
+    /// Whether the pack's version declares its arguments' kinds, defaults
+    /// and examples (0.3 on): then they are checked and enforced.
+    pub typed_arguments: bool,
+    /// What the pack says it is (0.2 on).
+    pub info: Option<model::PackInfo>,
+    /// What the pack wants to see (0.3 on).
+    pub wants: Option<model::Wants>,
     /// The prompts a 0.3.1 pack that exports `asking` opts in to have the
     /// host ask for their missing arguments.
     pub prompts_that_ask: Option<Vec<String>>,

@@ -17,8 +17,8 @@
 use std::collections::HashSet;
 
 use crate::arguments::{self, Declared, Kind, Pattern, PromptArguments};
-use crate::bindings::{provider, provider_v0_2, provider_v0_3};
 use crate::limits::Limits;
+use crate::model;
 // The one rule for text a pack or a client controls, as it may be shown;
 // below `arguments`, which quotes client values with it.
 use crate::sandbox::{CallFailure, Listing};
@@ -146,28 +146,28 @@ const HINT_ICON_MIME: &str = "use an image media type, such as image/png or imag
 /// A pack's listing, checked: what the host serves.
 pub struct CheckedListing {
     /// The prompts, with each typed argument's hint in its description.
-    pub prompts: Vec<provider::Prompt>,
+    pub prompts: Vec<model::Prompt>,
     /// The typed arguments of each prompt (0.3 packs), or none.
     pub typed: Vec<PromptArguments>,
     /// What a 0.2 or 0.3 pack says it is.
-    pub info: Option<provider_v0_2::PackInfo>,
+    pub info: Option<model::PackInfo>,
 }
 
 /// Checks everything a pack's `describe-pack` and `list-prompts` answered
 /// ([`pack_info`], [`wants`], [`argument_declarations`],
 /// [`prompt_definitions`]). A listing with any problem is not served: the
 /// problems, and the prompts as declared, for the report.
-pub fn listing(listing: Listing, limits: &Limits) -> Result<CheckedListing, (Vec<Problem>, Vec<provider::Prompt>)> {
-    let Listing { mut prompts, declared, info, wants, prompts_that_ask } = listing;
+pub fn listing(listing: Listing, limits: &Limits) -> Result<CheckedListing, (Vec<Problem>, Vec<model::Prompt>)> {
+    let Listing { mut prompts, typed_arguments, info, wants, prompts_that_ask } = listing;
     let mut problems = info.as_ref().map(pack_info).unwrap_or_default();
     problems.extend(wants.as_ref().map(self::wants).unwrap_or_default());
-    let mut typed = match declared {
-        Some(declared) => {
-            let (typed, found) = argument_declarations(&declared);
+    let mut typed = match typed_arguments {
+        true => {
+            let (typed, found) = argument_declarations(&prompts);
             problems.extend(found);
             typed
         }
-        None => Vec::new(),
+        false => Vec::new(),
     };
     // The hints are part of the descriptions the size limit counts.
     for (prompt, typed) in prompts.iter_mut().zip(&typed) {
@@ -194,7 +194,7 @@ const HINT_ASKING: &str = "name in prompts-that-ask only prompts list-prompts li
 /// for all its required arguments must pass the checks a pack's own form
 /// passes ([`input_required`]), so that any form the host builds for it
 /// does.
-fn asking(names: &[String], prompts: &[provider::Prompt], typed: &mut [PromptArguments], limits: &Limits) -> Vec<Problem> {
+fn asking(names: &[String], prompts: &[model::Prompt], typed: &mut [PromptArguments], limits: &Limits) -> Vec<Problem> {
     let problem = |problem: String| Problem { problem, hint: Some(HINT_ASKING) };
     if names.len() > prompts.len() {
         return vec![problem(format!("prompts-that-ask names {} prompts, more than the {} it lists", names.len(), prompts.len()))];
@@ -230,7 +230,7 @@ fn asking(names: &[String], prompts: &[provider::Prompt], typed: &mut [PromptArg
 /// empty otherwise), usable, unique names,
 /// and well-formed icons. Returns every problem found, in declaration
 /// order; a plugin with any is not loaded.
-pub fn prompt_definitions(prompts: &[provider::Prompt], typed: &[PromptArguments], limits: &Limits) -> Vec<Problem> {
+pub fn prompt_definitions(prompts: &[model::Prompt], typed: &[PromptArguments], limits: &Limits) -> Vec<Problem> {
     let mut problems = Vec::new();
     let mut report = |problem: String, hint| problems.push(Problem { problem, hint: Some(hint) });
     if prompts.len() > limits.max_prompts {
@@ -276,7 +276,7 @@ pub fn prompt_definitions(prompts: &[provider::Prompt], typed: &[PromptArguments
 
 /// Checks a plugin's reply to `get-prompt`: its size against the limits,
 /// then every message's content.
-pub fn reply(reply: &provider::PromptReply, limits: &Limits) -> Result<(), String> {
+pub fn reply(reply: &model::PromptReply, limits: &Limits) -> Result<(), String> {
     if reply.messages.len() > limits.max_messages {
         return Err(format!("it holds {} messages, more than the limit of {}", reply.messages.len(), limits.max_messages));
     }
@@ -298,7 +298,7 @@ pub fn reply(reply: &provider::PromptReply, limits: &Limits) -> Result<(), Strin
 
 /// Checks a plugin's completion: no suggestion longer than a string may be.
 /// (The whole answer is held to the reply limit by [`wire_size`].)
-pub fn completion(completion: &provider::Completion, limits: &Limits) -> Result<(), String> {
+pub fn completion(completion: &model::Completion, limits: &Limits) -> Result<(), String> {
     for (index, value) in completion.values.iter().enumerate() {
         let size = json_escaped_len(value);
         if size > limits.max_string_bytes {
@@ -349,8 +349,8 @@ impl std::io::Write for ByteCounter {
 /// of at most [`MAX_FORM_FIELDS`] fields, every key and field name usable
 /// and unique where it must be, every enum's choices unique and its default
 /// among them, the forms' bytes in all and the state within the limits.
-pub fn input_required(input: &provider_v0_2::InputRequired, limits: &Limits) -> Result<(), String> {
-    use provider_v0_2::FieldKind;
+pub fn input_required(input: &model::InputRequired, limits: &Limits) -> Result<(), String> {
+    use model::FieldKind;
     let count = |what: &str, found: usize, max: usize| match found {
         0 => Err(format!("{what}: none, and at least one is needed")),
         found if found > max => Err(format!("{what}: {found}, more than the limit of {max}")),
@@ -420,7 +420,7 @@ const HINT_PACK_INFO: &str = "describe-pack: keep each string within 1 KiB, name
 /// name and a version a person can read back (as names are), and a homepage
 /// and repository that are `https:` or `http:` URLs. Returns every problem;
 /// a pack with any is not loaded.
-pub fn pack_info(info: &provider_v0_2::PackInfo) -> Vec<Problem> {
+pub fn pack_info(info: &model::PackInfo) -> Vec<Problem> {
     let mut problems = Vec::new();
     let mut report = |problem: String| problems.push(Problem { problem, hint: Some(HINT_PACK_INFO) });
     let optional =
@@ -476,12 +476,12 @@ const HINT_ARGUMENT_KIND: &str = "declare at most 100 distinct, non-empty choice
 /// the host's [`PromptArguments`], one per prompt: each choice, bound,
 /// pattern (compiled here, once), scheme, default and example. Returns them
 /// with every problem found; a plugin with any is not loaded.
-pub fn argument_declarations(declared: &[provider_v0_3::Prompt]) -> (Vec<PromptArguments>, Vec<Problem>) {
+pub fn argument_declarations(declared: &[model::Prompt]) -> (Vec<PromptArguments>, Vec<Problem>) {
     let mut problems = Vec::new();
     let patterns = declared
         .iter()
         .flat_map(|prompt| &prompt.arguments)
-        .filter(|argument| matches!(&argument.kind, Some(provider_v0_3::ArgumentKind::Text(text)) if text.pattern.is_some()))
+        .filter(|argument| matches!(&argument.kind, Some(model::ArgumentKind::Text(text)) if text.pattern.is_some()))
         .count();
     if patterns > arguments::MAX_PATTERNS {
         // None is compiled: each keeps memory of its own.
@@ -537,8 +537,8 @@ pub fn argument_declarations(declared: &[provider_v0_3::Prompt]) -> (Vec<PromptA
 }
 
 /// One declared kind, checked and turned into the host's.
-fn argument_kind(kind: &provider_v0_3::ArgumentKind) -> Result<Kind, String> {
-    use provider_v0_3::ArgumentKind as Declared;
+fn argument_kind(kind: &model::ArgumentKind) -> Result<Kind, String> {
+    use model::ArgumentKind as Declared;
     Ok(match kind {
         Declared::Text(text) => Kind::Text {
             max_length: text.max_length,
@@ -617,7 +617,7 @@ const HINT_WANTS: &str = "describe-pack: want at most 16 folders (each named lik
 /// each; folder names a path segment can carry, origins `http:` or
 /// `https:` URLs with a host and nothing after the path, value names of
 /// ASCII letters, digits and `_`, each unique. Returns every problem.
-pub fn wants(wants: &provider_v0_3::Wants) -> Vec<Problem> {
+pub fn wants(wants: &model::Wants) -> Vec<Problem> {
     let mut problems = Vec::new();
     let mut report = |problem: String| problems.push(Problem { problem, hint: Some(HINT_WANTS) });
     for (what, count) in [("folders", wants.folders.len()), ("origins", wants.origins.len()), ("values", wants.env.len())] {
@@ -664,7 +664,7 @@ pub fn wants(wants: &provider_v0_3::Wants) -> Vec<Problem> {
 }
 
 /// The bytes of every string in one prompt definition, on the wire.
-fn definition_bytes(prompt: &provider::Prompt) -> usize {
+fn definition_bytes(prompt: &model::Prompt) -> usize {
     let optional = |text: &Option<String>| text.as_deref().map_or(0, json_escaped_len);
     let arguments: usize = prompt
         .arguments
@@ -683,13 +683,13 @@ fn definition_bytes(prompt: &provider::Prompt) -> usize {
 
 /// The size on the wire of each string or byte string in one piece of
 /// content, by field: strings JSON-escaped, binary data in base64.
-fn content_sizes(content: &provider::Content) -> Vec<(&'static str, usize)> {
+fn content_sizes(content: &model::Content) -> Vec<(&'static str, usize)> {
     let optional = |text: &Option<String>| text.as_deref().map_or(0, json_escaped_len);
     let annotations = match content {
-        provider::Content::Text(text) => &text.annotations,
-        provider::Content::Image(media) | provider::Content::Audio(media) => &media.annotations,
-        provider::Content::Resource(resource) => &resource.annotations,
-        provider::Content::ResourceLink(link) => &link.annotations,
+        model::Content::Text(text) => &text.annotations,
+        model::Content::Image(media) | model::Content::Audio(media) => &media.annotations,
+        model::Content::Resource(resource) => &resource.annotations,
+        model::Content::ResourceLink(link) => &link.annotations,
     };
     let last_modified = annotations.as_ref().map_or(0, |annotations| optional(&annotations.last_modified));
     let mut sizes = content_field_sizes(content, optional);
@@ -697,19 +697,19 @@ fn content_sizes(content: &provider::Content) -> Vec<(&'static str, usize)> {
     sizes
 }
 
-fn content_field_sizes(content: &provider::Content, optional: impl Fn(&Option<String>) -> usize) -> Vec<(&'static str, usize)> {
+fn content_field_sizes(content: &model::Content, optional: impl Fn(&Option<String>) -> usize) -> Vec<(&'static str, usize)> {
     match content {
-        provider::Content::Text(text) => vec![("text", json_escaped_len(&text.text))],
-        provider::Content::Image(media) => {
+        model::Content::Text(text) => vec![("text", json_escaped_len(&text.text))],
+        model::Content::Image(media) => {
             vec![("image data", base64_len(media.data.len())), ("mime type", json_escaped_len(&media.mime_type))]
         }
-        provider::Content::Audio(media) => {
+        model::Content::Audio(media) => {
             vec![("audio data", base64_len(media.data.len())), ("mime type", json_escaped_len(&media.mime_type))]
         }
-        provider::Content::Resource(resource) => {
+        model::Content::Resource(resource) => {
             let body = match &resource.body {
-                provider::ResourceBody::Text(text) => json_escaped_len(text),
-                provider::ResourceBody::Blob(blob) => base64_len(blob.len()),
+                model::ResourceBody::Text(text) => json_escaped_len(text),
+                model::ResourceBody::Blob(blob) => base64_len(blob.len()),
             };
             vec![
                 ("resource uri", json_escaped_len(&resource.uri)),
@@ -717,7 +717,7 @@ fn content_field_sizes(content: &provider::Content, optional: impl Fn(&Option<St
                 ("resource contents", body),
             ]
         }
-        provider::Content::ResourceLink(link) => vec![
+        model::Content::ResourceLink(link) => vec![
             ("resource link uri", json_escaped_len(&link.uri)),
             ("resource link name", json_escaped_len(&link.name)),
             ("resource link title", optional(&link.title)),
@@ -727,23 +727,23 @@ fn content_field_sizes(content: &provider::Content, optional: impl Fn(&Option<St
     }
 }
 
-fn content(content: &provider::Content) -> Result<(), String> {
+fn content(content: &model::Content) -> Result<(), String> {
     match content {
-        provider::Content::Text(_) => Ok(()),
-        provider::Content::Image(image) => {
+        model::Content::Text(_) => Ok(()),
+        model::Content::Image(image) => {
             media_type(&image.mime_type, Some("image/")).map_err(|problem| format!("image mime type {problem}"))
         }
-        provider::Content::Audio(audio) => {
+        model::Content::Audio(audio) => {
             media_type(&audio.mime_type, Some("audio/")).map_err(|problem| format!("audio mime type {problem}"))
         }
-        provider::Content::Resource(resource) => {
+        model::Content::Resource(resource) => {
             uri(&resource.uri).map_err(|problem| format!("resource uri {problem}"))?;
             if let Some(mime_type) = &resource.mime_type {
                 media_type(mime_type, None).map_err(|problem| format!("resource mime type {problem}"))?;
             }
             Ok(())
         }
-        provider::Content::ResourceLink(link) => {
+        model::Content::ResourceLink(link) => {
             uri(&link.uri).map_err(|problem| format!("resource link uri {problem}"))?;
             if link.name.is_empty() {
                 return Err("resource link name is empty".into());
@@ -811,13 +811,13 @@ mod tests {
     use super::*;
 
     /// A 0.3 prompt named `name` whose arguments `a0`, `a1`... each take `kind`, with `default`.
-    fn typed_prompt(name: &str, arguments: usize, kind: provider_v0_3::ArgumentKind, default: Option<&str>) -> provider_v0_3::Prompt {
-        provider_v0_3::Prompt {
+    fn typed_prompt(name: &str, arguments: usize, kind: model::ArgumentKind, default: Option<&str>) -> model::Prompt {
+        model::Prompt {
             name: name.into(),
             title: None,
             description: None,
             arguments: (0..arguments)
-                .map(|at| provider_v0_3::PromptArgument {
+                .map(|at| model::PromptArgument {
                     name: format!("a{at}"),
                     title: None,
                     description: None,
@@ -833,7 +833,7 @@ mod tests {
 
     #[test]
     fn a_pack_declares_at_most_16_patterns_and_none_is_compiled_past_that() {
-        let pattern = provider_v0_3::ArgumentKind::Text(provider_v0_3::TextKind { max_length: None, pattern: Some("a".into()) });
+        let pattern = model::ArgumentKind::Text(model::TextKind { max_length: None, pattern: Some("a".into()) });
         let (typed, problems) = argument_declarations(&[typed_prompt("p", 16, pattern.clone(), None)]);
         assert_eq!((typed[0].declared.len(), problems), (16, vec![]));
         let (typed, problems) = argument_declarations(&[typed_prompt("p", 17, pattern, None)]);
@@ -847,7 +847,7 @@ mod tests {
     #[test]
     fn problems_with_typed_arguments_quote_names_cut_and_stop_at_100() {
         let long_name = format!("\u{1b}{}", "n".repeat(10_000));
-        let (_, problems) = argument_declarations(&[typed_prompt(&long_name, 150, provider_v0_3::ArgumentKind::Boolean, Some("yes"))]);
+        let (_, problems) = argument_declarations(&[typed_prompt(&long_name, 150, model::ArgumentKind::Boolean, Some("yes"))]);
         assert_eq!(problems.len(), 100);
         let shown = cut_printable(&long_name, MAX_NAME_BYTES);
         assert_eq!(problems[0].problem, format!("prompt {shown:?}, argument \"a0\": default \"yes\" is not true or false"));
@@ -856,16 +856,16 @@ mod tests {
 
     #[test]
     fn the_hints_added_to_descriptions_count_toward_the_catalog_limit() {
-        let choices = provider_v0_3::ArgumentKind::Choice((0..10).map(|n| format!("choice{n:02}")).collect());
+        let choices = model::ArgumentKind::Choice((0..10).map(|n| format!("choice{n:02}")).collect());
         let declared = vec![typed_prompt("p", 1, choices, None)];
         let (typed, _) = argument_declarations(&declared);
-        let undescribed = crate::bindings::from_v0_3::prompts(&declared);
+        let undescribed = declared.clone();
         // What the definitions and the schema take, without the hint.
         let counted = prompt_definitions(&undescribed, &typed, &Limits { max_catalog_bytes: 0, ..Limits::default() });
         let without_hint: usize = counted[0].problem.split(' ').nth(3).unwrap().parse().unwrap();
         let limits = Limits { max_catalog_bytes: without_hint, ..Limits::default() };
         assert_eq!(prompt_definitions(&undescribed, &typed, &limits), vec![]);
-        let listed = Listing { prompts: undescribed, declared: Some(declared), ..Listing::default() };
+        let listed = Listing { prompts: undescribed, typed_arguments: true, ..Listing::default() };
         let (problems, _) = listing(listed, &limits).err().expect("the hint takes the listing past the limit");
         let hint = "(one of: choice00, choice01, choice02, choice03, choice04, choice05, choice06, choice07, choice08, choice09)";
         assert_eq!(
@@ -876,10 +876,9 @@ mod tests {
 
     /// What `listing` says of a 0.3.1 pack of `declared` prompts whose
     /// `prompts-that-ask` answers `asking`: which prompts ask, or the problems.
-    fn asking_of(declared: Vec<provider_v0_3::Prompt>, asking: &[&str]) -> Result<Vec<bool>, Vec<String>> {
-        let prompts = crate::bindings::from_v0_3::prompts(&declared);
+    fn asking_of(declared: Vec<model::Prompt>, asking: &[&str]) -> Result<Vec<bool>, Vec<String>> {
         let names = asking.iter().map(|name| name.to_string()).collect();
-        let listed = Listing { prompts, declared: Some(declared), prompts_that_ask: Some(names), ..Listing::default() };
+        let listed = Listing { prompts: declared, typed_arguments: true, prompts_that_ask: Some(names), ..Listing::default() };
         match listing(listed, &Limits::default()) {
             Ok(checked) => Ok(checked.typed.iter().map(|typed| typed.asks_for_missing).collect()),
             Err((problems, _)) => Err(problems.into_iter().map(|problem| problem.problem).collect()),
@@ -888,8 +887,8 @@ mod tests {
 
     #[test]
     fn prompts_that_ask_are_each_a_listed_prompt_once_whose_form_passes_the_form_checks() {
-        let boolean = provider_v0_3::ArgumentKind::Boolean;
-        let required = |mut prompt: provider_v0_3::Prompt| {
+        let boolean = model::ArgumentKind::Boolean;
+        let required = |mut prompt: model::Prompt| {
             prompt.arguments.iter_mut().for_each(|argument| argument.required = true);
             prompt
         };
@@ -922,20 +921,28 @@ mod tests {
         );
     }
 
-    fn prompt(name: &str, arguments: &[&str]) -> provider::Prompt {
-        provider::Prompt {
+    fn prompt(name: &str, arguments: &[&str]) -> model::Prompt {
+        model::Prompt {
             name: name.into(),
             title: None,
             description: None,
             arguments: arguments
                 .iter()
-                .map(|name| provider::PromptArgument { name: name.to_string(), title: None, description: None, required: true })
+                .map(|name| model::PromptArgument {
+                    name: name.to_string(),
+                    title: None,
+                    description: None,
+                    required: true,
+                    kind: None,
+                    default: None,
+                    examples: vec![],
+                })
                 .collect(),
             icons: Vec::new(),
         }
     }
 
-    fn problems(prompts: &[provider::Prompt], max_prompts: usize) -> Vec<String> {
+    fn problems(prompts: &[model::Prompt], max_prompts: usize) -> Vec<String> {
         let limits = Limits { max_prompts, ..Limits::default() };
         prompt_definitions(prompts, &[], &limits).into_iter().map(|problem| problem.problem).collect()
     }
@@ -964,12 +971,7 @@ mod tests {
     #[test]
     fn every_problem_is_reported_with_its_hint() {
         let mut with_icon = prompt("b c", &["x", "x"]);
-        with_icon.icons.push(provider::Icon {
-            src: "icon.png".into(),
-            mime_type: Some("text/plain".into()),
-            sizes: Vec::new(),
-            theme: None,
-        });
+        with_icon.icons.push(model::Icon { src: "icon.png".into(), mime_type: Some("text/plain".into()), sizes: Vec::new(), theme: None });
         let found = prompt_definitions(&[prompt("a", &[]), prompt("a", &[]), with_icon], &[], &Limits::default());
         let found: Vec<(&str, &str)> = found.iter().map(|p| (p.problem.as_str(), p.hint.unwrap())).collect();
         assert_eq!(
@@ -1018,7 +1020,7 @@ mod tests {
     fn completions_are_held_to_the_string_and_the_reply_limits() {
         let limits = Limits { max_string_bytes: 4, max_reply_bytes: 10, ..Limits::default() };
         let values =
-            |values: &[&str]| provider::Completion { values: values.iter().map(|v| v.to_string()).collect(), total: None, has_more: false };
+            |values: &[&str]| model::Completion { values: values.iter().map(|v| v.to_string()).collect(), total: None, has_more: false };
         assert_eq!(completion(&values(&["abcd", "efgh", "ij"]), &limits), Ok(()));
         assert_eq!(completion(&values(&["abcd", "efgh", "abcde"]), &limits), Err("value 2 is 5 bytes, more than the limit of 4".into()));
     }
@@ -1104,11 +1106,11 @@ mod tests {
         assert_eq!(reply(&text_reply(&[&"\"".repeat(30)]), &limits), Ok(()));
         assert_eq!(reply(&text_reply(&[&"\"".repeat(31)]), &limits), Err("message 0: text is 62 bytes, more than the limit of 60".into()));
         // 45 bytes of image are 60 in base64.
-        let image = |bytes: usize| provider::PromptReply {
+        let image = |bytes: usize| model::PromptReply {
             description: None,
-            messages: vec![provider::Message {
-                role: provider::Role::User,
-                content: provider::Content::Image(provider::MediaContent {
+            messages: vec![model::Message {
+                role: model::Role::User,
+                content: model::Content::Image(model::MediaContent {
                     data: vec![0; bytes],
                     mime_type: "image/png".into(),
                     annotations: None,
@@ -1130,14 +1132,14 @@ mod tests {
         assert!(copy_budget(Answer::Reply, &tiny) > MAX_ERROR_MESSAGE_BYTES * 16);
     }
 
-    fn text_reply(texts: &[&str]) -> provider::PromptReply {
-        provider::PromptReply {
+    fn text_reply(texts: &[&str]) -> model::PromptReply {
+        model::PromptReply {
             description: None,
             messages: texts
                 .iter()
-                .map(|text| provider::Message {
-                    role: provider::Role::User,
-                    content: provider::Content::Text(provider::TextContent { text: text.to_string(), annotations: None }),
+                .map(|text| model::Message {
+                    role: model::Role::User,
+                    content: model::Content::Text(model::TextContent { text: text.to_string(), annotations: None }),
                 })
                 .collect(),
         }
@@ -1156,17 +1158,13 @@ mod tests {
     #[test]
     fn a_last_modified_annotation_is_held_to_the_string_limit() {
         let limits = Limits { max_string_bytes: 12, ..Limits::default() };
-        let annotated = |last_modified: &str| provider::PromptReply {
+        let annotated = |last_modified: &str| model::PromptReply {
             description: None,
-            messages: vec![provider::Message {
-                role: provider::Role::User,
-                content: provider::Content::Text(provider::TextContent {
+            messages: vec![model::Message {
+                role: model::Role::User,
+                content: model::Content::Text(model::TextContent {
                     text: String::new(),
-                    annotations: Some(provider::Annotations {
-                        audience: vec![],
-                        priority: None,
-                        last_modified: Some(last_modified.into()),
-                    }),
+                    annotations: Some(model::Annotations { audience: vec![], priority: None, last_modified: Some(last_modified.into()) }),
                 }),
             }],
         };
@@ -1185,23 +1183,20 @@ mod tests {
         assert_eq!(reply(&long, &limits), Err("description is 6 bytes, more than the limit of 5".into()));
     }
 
-    fn form_field(name: &str, kind: provider_v0_2::FieldKind) -> provider_v0_2::FormField {
-        provider_v0_2::FormField { name: name.into(), title: None, description: None, kind, required: true }
+    fn form_field(name: &str, kind: model::FieldKind) -> model::FormField {
+        model::FormField { name: name.into(), title: None, description: None, kind, required: true }
     }
 
-    fn forms(keys_and_fields: Vec<(&str, Vec<provider_v0_2::FormField>)>) -> provider_v0_2::InputRequired {
-        provider_v0_2::InputRequired {
-            forms: keys_and_fields
-                .into_iter()
-                .map(|(key, fields)| provider_v0_2::Form { key: key.into(), message: "m".into(), fields })
-                .collect(),
+    fn forms(keys_and_fields: Vec<(&str, Vec<model::FormField>)>) -> model::InputRequired {
+        model::InputRequired {
+            forms: keys_and_fields.into_iter().map(|(key, fields)| model::Form { key: key.into(), message: "m".into(), fields }).collect(),
             state: Vec::new(),
         }
     }
 
     #[test]
     fn input_required_answers_are_held_to_their_rules_and_limits() {
-        use provider_v0_2::{EnumField, FieldKind};
+        use model::{EnumField, FieldKind};
         let limits = Limits { max_form_bytes: 20, max_input_state_bytes: 4, ..Limits::default() };
         let text = || form_field("a", FieldKind::String(None));
         assert_eq!(input_required(&forms(vec![("k", vec![text()])]), &limits), Ok(()));
@@ -1256,7 +1251,7 @@ mod tests {
 
     #[test]
     fn what_a_pack_says_it_is_is_held_to_its_rules() {
-        let info = |name: &str, homepage: Option<&str>, authors: usize| provider_v0_2::PackInfo {
+        let info = |name: &str, homepage: Option<&str>, authors: usize| model::PackInfo {
             name: name.into(),
             version: "1.0.0".into(),
             description: None,

@@ -28,11 +28,12 @@ pub fn built_pack(name: &str) -> PathBuf {
 pub async fn load(sandbox: &Arc<Sandbox>, path: &Path, limits: Limits) -> Result<Plugin, String> {
     let bytes = std::fs::read(path).map_err(|error| format!("cannot read {}: {error}", path.display()))?;
     let component = sandbox.compile(&bytes).map_err(|error| error.to_string())?;
-    let pre = sandbox
-        .prepare(&component, WitVersion::V0_3)
-        .or_else(|_| sandbox.prepare(&component, WitVersion::V0_2))
-        .or_else(|_| sandbox.prepare(&component, WitVersion::V0_1))
-        .map_err(|error| format!("not a prompt pack: {error}"))?;
+    // The newest version first: a pack links as the version it exports.
+    let pre = WitVersion::ACCEPTED
+        .iter()
+        .rev()
+        .find_map(|version| sandbox.prepare(&component, *version).ok())
+        .ok_or_else(|| format!("not a prompt pack of WIT {:?}", WitVersion::ACCEPTED.map(WitVersion::as_str)))?;
     let id = path.file_stem().unwrap_or_default().to_string_lossy().into_owned();
     let quota = CallQuota::new(limits.concurrent_calls);
     let budget = validate::copy_budget(Answer::Definitions, &limits);

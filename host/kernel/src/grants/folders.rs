@@ -29,7 +29,7 @@
 //!
 //! The descriptors a pack holds are wasmtime-wasi's resource types by name
 //! (the other WASI interfaces are still wasmtime-wasi's); the table entries
-//! behind them are this module's [`Node`]s, reached by their index.
+//! behind them are this module's `Node`s, reached by their index.
 
 use std::ffi::OsStr;
 use std::os::fd::OwnedFd;

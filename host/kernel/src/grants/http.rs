@@ -48,7 +48,7 @@ use head::HeadLimited;
 
 /// The most bytes of a response's status line and headers (with any
 /// interim `1xx` heads before them) the host reads, counted as they are
-/// read ([`head`]): a longer head fails the request, and the pack is told
+/// read (`head`): a longer head fails the request, and the pack is told
 /// `HTTP-response-header-section-size`.
 pub const MAX_RESPONSE_HEAD: usize = 64 << 10;
 

@@ -35,7 +35,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::{CallFailure, CallQuota, CallState, Instance, Sandbox};
-use crate::bindings::PackPre;
+use crate::bindings::Linked;
 use crate::grants::Sight;
 use crate::grants::folders::PluginFolders;
 use crate::limits::Limits;
@@ -57,7 +57,7 @@ pub const SPARE_MEMORY_EACH: usize = SPARE_MEMORY / 4;
 /// spare is ready, and ahead of its next call after each call.
 pub struct PackInstances {
     sandbox: Arc<Sandbox>,
-    pre: PackPre<CallState>,
+    pre: Linked<CallState>,
     limits: Limits,
     quota: CallQuota,
     plugin: String,
@@ -80,7 +80,7 @@ impl PackInstances {
     /// under `limits`, `quota` calls at a time, seeing `sight`.
     pub fn new(
         sandbox: Arc<Sandbox>,
-        pre: PackPre<CallState>,
+        pre: Linked<CallState>,
         limits: Limits,
         quota: CallQuota,
         plugin: String,
@@ -102,7 +102,7 @@ impl PackInstances {
     }
 
     /// The prepared component.
-    pub fn pre(&self) -> &PackPre<CallState> {
+    pub fn pre(&self) -> &Linked<CallState> {
         &self.pre
     }
 
