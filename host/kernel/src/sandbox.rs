@@ -8,7 +8,7 @@
 //! - fuel (instructions executed),
 //! - a wall-clock deadline, enforced by epoch interruption in WebAssembly code
 //!   and by a timer around host calls that block,
-//! - linear memory, tables and instances (a [`ResourceLimiter`]),
+//! - linear memory, tables and instances (a [`wasmtime::ResourceLimiter`]),
 //! - the engine's WebAssembly stack size,
 //! - and a bound on how many instances run at once: in all, and of each
 //!   plugin (its [`CallQuota`]), so one plugin can only exhaust its own share.
@@ -20,39 +20,47 @@
 //! arguments, no network, empty stdin. What they print is captured and
 //! logged, never written to the host's stdout.
 //!
+//! Its parts: the engine, the slots and one call's [`Instance`] here; the
+//! clocks a pack reads (`clock`), the memory limiter (`memory_guard`), the
+//! epoch ticker (`epoch`), the slow lane's turns (`cpu_turn`), what a pack
+//! prints (`capture`, `output`), what a call ends in ([`CallFailure`],
+//! [`CallUsage`]) and the spare instances ([`spares`]).
+//!
 //! This module knows nothing of MCP.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use wasmtime::component::{Component, Linker, ResourceTable};
-use wasmtime::{
-    Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, ResourceLimiter, Store, Trap, UpdateDeadline,
-};
+use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, Trap, UpdateDeadline};
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 use crate::bindings::{Linked, PackExports, WitVersion};
 use crate::grants::folders::{self, CallFolders, Descriptors, FolderView, PluginFolders};
 use crate::grants::http::{CallHttp, FIELDS_TOO_LARGE, MAX_REQUEST_FIELDS};
-use crate::grants::{GrantRefusal, IoMeter, IoUsage, Sight};
+use crate::grants::{GrantRefusal, IoMeter, Sight};
 use crate::limits::Limits;
-use crate::log_budget::{Admission, LogBudget, LogWindow};
 use crate::model::{self, PromptAnswer};
 
 mod capture;
+mod clock;
 mod cpu_turn;
+mod epoch;
+mod memory_guard;
+mod outcome;
+mod output;
 pub mod spares;
 
 use capture::CapturedOutput;
+use clock::{CallClock, CallWallClock};
 use cpu_turn::CpuTurn;
+use epoch::{DeadlineReached, RunningCall, RunningCalls, start_epoch_ticker};
+use memory_guard::{MAX_INSTANCES, MAX_MEMORIES, MAX_TABLE_ELEMENTS, MAX_TABLES, MemoryGuard};
+pub use outcome::{BusyScope, CallFailure, CallUsage, PrepareError};
+use output::{OutputLog, panic_message, panic_message_start};
 use spares::{SPARE_MEMORY, SPARES, Shelf};
-
-/// How often the engine's epoch advances. A running call yields to the async
-/// runtime at every tick, and its deadline is checked at every tick; the tick
-/// bounds how long a spinning plugin holds a worker thread before others run.
-const EPOCH_TICK: Duration = Duration::from_millis(1);
 
 /// Settings of the sandbox shared by every plugin.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -100,90 +108,6 @@ impl Default for SandboxConfig {
     }
 }
 
-/// Why a call into a plugin failed. The messages complete a sentence that
-/// starts with the plugin's name: "plugin 'acme' exceeded its fuel budget".
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum CallFailure {
-    /// The call burned all its fuel.
-    #[error("exceeded its fuel budget ({budget} units)")]
-    OutOfFuel {
-        /// The plugin's fuel limit.
-        budget: u64,
-    },
-    /// The call ran past its deadline, in WebAssembly code or blocked in a
-    /// host call.
-    #[error("exceeded its {} ms deadline", deadline.as_millis())]
-    DeadlineExceeded {
-        /// The plugin's deadline.
-        deadline: Duration,
-    },
-    /// A memory of the instance tried to grow past the plugin's memory limit.
-    #[error("exceeded its {} MiB memory limit", limit_bytes >> 20)]
-    MemoryLimit {
-        /// The plugin's memory limit, in bytes.
-        limit_bytes: usize,
-    },
-    /// The call used more WebAssembly stack than the sandbox allows.
-    #[error("overflowed its {} KiB stack", limit_bytes >> 10)]
-    StackOverflow {
-        /// The sandbox's WebAssembly stack limit, in bytes.
-        limit_bytes: usize,
-    },
-    /// The call trapped after the pack wrote a Rust panic message to stderr.
-    #[error("panicked: {message}")]
-    Panic {
-        /// The panic's message and its location, as the pack wrote them.
-        message: String,
-    },
-    /// The call trapped for any other reason.
-    #[error("trapped: {message}")]
-    Trap {
-        /// The trap, or the root cause of the error, as wasmtime words it.
-        message: String,
-    },
-    /// No call slot came free within the queue wait: the plugin's quota or
-    /// the sandbox's slots stayed full.
-    #[error("could not be called: all {limit} {scope} stayed busy for {} ms", waited.as_millis())]
-    Busy {
-        /// How many calls the full scope allows at once.
-        limit: usize,
-        /// How long the call waited for a slot.
-        waited: Duration,
-        /// Whose slots were full.
-        scope: BusyScope,
-    },
-    /// The call used a folder its pack was not granted, or went past a
-    /// budget of what it was granted.
-    #[error("{0}")]
-    Grant(GrantRefusal),
-    /// The call's answer, or a call it made to the host, was larger than
-    /// the host copies out of one call.
-    #[error("returned more than the {budget} bytes the host copies out of one call")]
-    CopyBudget {
-        /// The most the host copies out of the instance in one call, in bytes.
-        budget: usize,
-    },
-}
-
-/// Whose calls were all busy: the plugin's own (its quota), or every
-/// plugin's (the sandbox's slots).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BusyScope {
-    /// The plugin's own quota of concurrent calls.
-    Plugin,
-    /// The sandbox's slots, shared by every plugin.
-    Sandbox,
-}
-
-impl std::fmt::Display for BusyScope {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            BusyScope::Plugin => "of its concurrent calls",
-            BusyScope::Sandbox => "sandbox slots",
-        })
-    }
-}
-
 /// One plugin's share of the sandbox: how many of its calls may run at once,
 /// and its one turn in the slow lane.
 #[derive(Debug, Clone)]
@@ -202,39 +126,6 @@ impl CallQuota {
     pub fn new(limit: usize) -> CallQuota {
         CallQuota { calls: Arc::new(Semaphore::new(limit)), limit, slow_turn: Arc::new(Semaphore::new(1)) }
     }
-}
-
-impl CallFailure {
-    /// A short, stable name for the kind of failure, for structured error data.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            CallFailure::OutOfFuel { .. } => "fuel",
-            CallFailure::DeadlineExceeded { .. } => "deadline",
-            CallFailure::MemoryLimit { .. } => "memory",
-            CallFailure::StackOverflow { .. } => "stack",
-            CallFailure::Panic { .. } => "panic",
-            CallFailure::Trap { .. } => "trap",
-            CallFailure::Busy { .. } => "busy",
-            CallFailure::CopyBudget { .. } => "invalid-reply",
-            CallFailure::Grant(GrantRefusal::Budget { .. }) => "grant-budget",
-            CallFailure::Grant(GrantRefusal::NotGranted { .. } | GrantRefusal::OriginNotGranted { .. }) => "not-granted",
-            CallFailure::Grant(GrantRefusal::AddressRefused { .. }) => "address-refused",
-        }
-    }
-}
-
-/// Why a component could not be prepared for calls.
-#[derive(Debug, thiserror::Error)]
-pub enum PrepareError {
-    /// The engine could not be created, or the component's bytes could not
-    /// be compiled.
-    #[error("{0}")]
-    Compile(String),
-    /// WASI could not be added to the linker, or the component could not be
-    /// linked against it or does not export the prompt-provider interface
-    /// of its version.
-    #[error("{0}")]
-    Link(String),
 }
 
 /// The engine's configuration: fuel, epochs, the stack limit, and (if
@@ -788,20 +679,6 @@ impl CallObserver for Unobserved {
     fn call_finished(&self, _plugin: &str, _usage: &CallUsage) {}
 }
 
-/// What one call cost, from instantiation to its answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CallUsage {
-    /// What it used of its pack's granted folders.
-    pub io: IoUsage,
-    /// Fuel burned.
-    pub fuel: u64,
-    /// The size its largest linear memory reached: what the memory limit,
-    /// which applies to each memory, is measured against.
-    pub peak_memory_bytes: usize,
-    /// Wall-clock time.
-    pub elapsed: Duration,
-}
-
 /// The most WASI resources (streams, pollables, ...) the host holds for one
 /// instance at once: past it, the WASI call that would make one traps. A
 /// prompt needs a handful; wasmtime's default (a million) let a spare's
@@ -816,51 +693,6 @@ pub const MAX_HOST_RESOURCES: usize = 4096;
 /// charged, so their number is what bounds it: about 4 MiB per call, and
 /// 16 KiB more for each file the budget allows.
 pub const MAX_HOST_RESOURCES_WITH_HTTP: usize = 256;
-
-/// The clocks a pack reads: both stand at zero while its instance starts
-/// (its start function and constructors), and run from the moment its call
-/// begins: the monotonic clock from zero, the wall clock as the host's. So
-/// an instance made ahead of time (a spare, started right after the
-/// previous call ended) cannot be told from one made for the call, and
-/// cannot carry when the previous call ended into the next.
-#[derive(Clone, Default)]
-struct CallClock(Arc<std::sync::OnceLock<Instant>>);
-
-impl CallClock {
-    fn start(&self) {
-        let _ = self.0.set(Instant::now());
-    }
-
-    fn started(&self) -> bool {
-        self.0.get().is_some()
-    }
-}
-
-impl wasmtime_wasi::HostMonotonicClock for CallClock {
-    fn resolution(&self) -> u64 {
-        1
-    }
-
-    fn now(&self) -> u64 {
-        self.0.get().map_or(0, |started| u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX))
-    }
-}
-
-/// The wall clock of [`CallClock`]: the UNIX epoch until the call begins.
-struct CallWallClock(CallClock);
-
-impl wasmtime_wasi::HostWallClock for CallWallClock {
-    fn resolution(&self) -> Duration {
-        Duration::from_nanos(1)
-    }
-
-    fn now(&self) -> Duration {
-        match self.0.started() {
-            true => std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default(),
-            false => Duration::ZERO,
-        }
-    }
-}
 
 /// What a pack's `list-prompts` (and `describe-pack` and `prompts-that-ask`,
 /// where its version has them) answered, in the host's model, for
@@ -927,261 +759,9 @@ impl WasiView for CallState {
     }
 }
 
-/// Caps linear memory, tables and instances, and remembers whether it refused
-/// a memory growth, so that the trap that follows (a Rust guest aborts when an
-/// allocation fails) can be reported as the memory limit it is.
-struct MemoryGuard {
-    memory_bytes: usize,
-    denied: Option<usize>,
-    /// The size the largest memory reached. A growth allowed here that the
-    /// system then fails still counts; with the pool's memory reserved up
-    /// front, that is rare. (Growth past a memory's own maximum fails before
-    /// it gets here.)
-    largest: usize,
-    /// The sizes of all its memories together.
-    total: usize,
-}
-
-impl MemoryGuard {
-    fn new(memory_bytes: usize) -> MemoryGuard {
-        MemoryGuard { memory_bytes, denied: None, largest: 0, total: 0 }
-    }
-}
-
-/// Table elements one table may grow to.
-const MAX_TABLE_ELEMENTS: usize = 100_000;
-/// Core instances, tables and memories one component instance may create
-/// (a Rust, JavaScript or Python pack uses a handful of each).
-const MAX_INSTANCES: usize = 16;
-const MAX_TABLES: usize = 4;
-const MAX_MEMORIES: usize = 4;
-
-impl ResourceLimiter for MemoryGuard {
-    fn memory_growing(&mut self, current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
-        if desired > self.memory_bytes {
-            self.denied = Some(desired);
-            return Ok(false);
-        }
-        // Also called when a memory is created, with `current` 0.
-        self.largest = self.largest.max(desired);
-        self.total += desired.saturating_sub(current);
-        Ok(true)
-    }
-
-    fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
-        Ok(desired <= MAX_TABLE_ELEMENTS)
-    }
-
-    fn instances(&self) -> usize {
-        MAX_INSTANCES
-    }
-
-    fn tables(&self) -> usize {
-        MAX_TABLES
-    }
-
-    fn memories(&self) -> usize {
-        MAX_MEMORIES
-    }
-}
-
-/// Raised from the epoch callback when a call outlives its deadline.
-#[derive(Debug)]
-struct DeadlineReached;
-
-impl std::fmt::Display for DeadlineReached {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("deadline reached")
-    }
-}
-
-impl std::error::Error for DeadlineReached {}
-
-/// Advances the engine's epoch every [`EPOCH_TICK`] while calls run, for as
-/// long as the engine lives. One thread per engine, whatever the number of
-/// plugins and calls.
-///
-/// Idle, it sleeps: an idle host (a stdio server beside its client all day)
-/// wakes about once a second, not a thousand times. Busy, it keeps ticking
-/// until no call has run for [`TICKER_LINGER`], so that a call does not pay
-/// to wake it: under a stream of short calls the call path only counts
-/// itself in and out, and the ticker is never parked and woken per call.
-/// A tick comes a full [`EPOCH_TICK`] after the ticker wakes, so a short
-/// call is not interrupted by the wake-up its own start caused.
-fn start_epoch_ticker(engine: &Engine, running: Arc<RunningCalls>) {
-    let engine = engine.weak();
-    let calls = running.clone();
-    let ticker = std::thread::Builder::new()
-        .name("prompt-host-epoch".into())
-        .spawn(move || {
-            let mut last_busy = Instant::now();
-            loop {
-                if calls.count.load(Ordering::SeqCst) > 0 {
-                    last_busy = Instant::now();
-                } else if last_busy.elapsed() >= TICKER_LINGER {
-                    calls.parked.store(true, Ordering::SeqCst);
-                    // A call that started before `parked` was set is seen
-                    // here; one that starts after it sees `parked` and
-                    // unparks (an unpark before the park is not lost).
-                    if calls.count.load(Ordering::SeqCst) == 0 {
-                        // The timeout only lets the thread notice that the
-                        // engine is gone.
-                        std::thread::park_timeout(IDLE_CHECK);
-                    }
-                    calls.parked.store(false, Ordering::SeqCst);
-                    if engine.upgrade().is_none() {
-                        return;
-                    }
-                    // Woken by a call (counted above on the next turn), or
-                    // by the timeout: then it parks again at once.
-                    continue;
-                }
-                std::thread::sleep(EPOCH_TICK);
-                let Some(engine) = engine.upgrade() else { return };
-                if calls.count.load(Ordering::SeqCst) > 0 {
-                    engine.increment_epoch();
-                    #[cfg(test)]
-                    calls.ticks.fetch_add(1, Ordering::Relaxed);
-                }
-            }
-        })
-        .expect("failed to start the epoch ticker thread");
-    running.ticker.set(ticker.thread().clone()).expect("one ticker per sandbox");
-}
-
-/// How often an idle ticker checks that its engine still lives.
-const IDLE_CHECK: Duration = Duration::from_secs(1);
-
-/// How long the ticker keeps ticking after the last call ends, before it
-/// parks until the next one.
-const TICKER_LINGER: Duration = Duration::from_millis(100);
-
-/// The calls running in a sandbox, so that its epoch ticker runs only while
-/// there are any.
-#[derive(Default)]
-struct RunningCalls {
-    count: AtomicUsize,
-    /// Whether the ticker is parked (or about to park) until a call starts.
-    parked: AtomicBool,
-    /// Epoch ticks so far, for the tests (the engine does not tell).
-    #[cfg(test)]
-    ticks: std::sync::atomic::AtomicU64,
-    ticker: OnceLock<std::thread::Thread>,
-}
-
-/// One running call, from instantiation until its instance is dropped.
-struct RunningCall(Arc<RunningCalls>);
-
-impl RunningCall {
-    fn start(calls: &Arc<RunningCalls>) -> RunningCall {
-        calls.count.fetch_add(1, Ordering::SeqCst);
-        if calls.parked.swap(false, Ordering::SeqCst)
-            && let Some(ticker) = calls.ticker.get()
-        {
-            ticker.unpark();
-        }
-        RunningCall(calls.clone())
-    }
-}
-
-impl Drop for RunningCall {
-    fn drop(&mut self) {
-        self.0.count.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
-/// Extracts the message of a Rust panic from what a guest wrote to stderr:
-/// "thread '<unnamed>' panicked at src/lib.rs:9:5:\nboom\nnote: ..." gives
-/// "boom (at src/lib.rs:9:5)".
-fn panic_message(stderr: &str) -> Option<String> {
-    let line = panic_message_start(stderr)?;
-    let rest = &stderr[line + stderr[line..].find(PANICKED_AT)? + PANICKED_AT.len()..];
-    let (location, message) = rest.split_once(":\n")?;
-    let message: Vec<&str> = message.lines().take_while(|line| !line.starts_with("note: ")).collect();
-    Some(format!("{} (at {location})", message.join("\n").trim()))
-}
-
-const PANICKED_AT: &str = "panicked at ";
-
-/// Where the line of a Rust panic starts in what a guest wrote to stderr.
-/// The last such line counts: the panic ends the call, so it is the last
-/// thing the pack wrote, and a pack that printed "panicked at " earlier
-/// neither hides what it wrote after nor forges the message.
-fn panic_message_start(stderr: &str) -> Option<usize> {
-    let mut start = stderr.len();
-    loop {
-        let line = stderr[..start].trim_end_matches('\n').rfind('\n').map_or(0, |newline| newline + 1);
-        let text = &stderr[line..start];
-        if text.starts_with("thread '") && text.contains(PANICKED_AT) {
-            return Some(line);
-        }
-        if line == 0 {
-            return None;
-        }
-        start = line - 1;
-    }
-}
-
-/// Lines of one plugin's output logged every 10 s; past that they are
-/// counted, and the count is logged when the next window opens.
-const OUTPUT_LOG: LogBudget = LogBudget { lines: 50, window: Duration::from_secs(10) };
-
-/// One line of a plugin's output in the log: a line it wrote, or the note
-/// that the rest of what it wrote was not kept.
-enum LogLine<'a> {
-    Output(&'a str),
-    Cut(usize),
-}
-
-/// How many lines of each plugin's output the log has taken in the current
-/// window: a pack that prints on every call cannot flood the log.
-#[derive(Default)]
-struct OutputLog {
-    by_plugin: std::sync::Mutex<std::collections::HashMap<String, LogWindow>>,
-}
-
-impl OutputLog {
-    /// Logs what a plugin wrote to one stream, line by line under its name,
-    /// within the plugin's rate limit. Each line is a field, escaped (`?`),
-    /// so that a pack cannot forge a line of the host's log with a newline,
-    /// a carriage return or an escape sequence.
-    fn log(&self, plugin: &str, stream: &str, text: &str, dropped_bytes: usize) {
-        let lines = text.split('\n').filter(|line| !line.trim().is_empty());
-        if dropped_bytes == 0 && text.trim().is_empty() {
-            return;
-        }
-        let mut by_plugin = self.by_plugin.lock().unwrap();
-        let window = by_plugin.entry(plugin.to_string()).or_default();
-        if let Some(dropped) = window.roll(OUTPUT_LOG) {
-            tracing::warn!(
-                plugin,
-                dropped_lines = dropped,
-                "{dropped} lines of plugin output were not logged in the last {} s (at most {} are)",
-                OUTPUT_LOG.window.as_secs(),
-                OUTPUT_LOG.lines
-            );
-        }
-        let cut = (dropped_bytes > 0).then_some(LogLine::Cut(dropped_bytes));
-        for line in lines.map(LogLine::Output).chain(cut) {
-            match window.admit(OUTPUT_LOG) {
-                Admission::Log => match line {
-                    LogLine::Output(line) => tracing::info!(plugin, stream, output = ?line, "plugin output"),
-                    LogLine::Cut(bytes) => tracing::info!(plugin, stream, "... {bytes} more bytes not kept"),
-                },
-                Admission::FirstDropped => tracing::warn!(
-                    plugin,
-                    "plugin output rate limit reached: at most {} lines every {} s are logged; the rest are counted",
-                    OUTPUT_LOG.lines,
-                    OUTPUT_LOG.window.as_secs()
-                ),
-                Admission::Dropped => {}
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use super::epoch::TICKER_LINGER;
     use super::*;
 
     /// Whether `condition` holds within five seconds.
@@ -1215,43 +795,6 @@ mod tests {
         let parked_ticks = ticks();
         std::thread::sleep(TICKER_LINGER);
         assert_eq!(ticks(), parked_ticks, "the epoch advanced while the ticker was parked");
-    }
-
-    #[test]
-    fn panic_message_reads_rust_panic_output() {
-        let stderr = "\nthread '<unnamed>' panicked at src/lib.rs:9:5:\nboom\nnote: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n";
-        assert_eq!(panic_message(stderr).as_deref(), Some("boom (at src/lib.rs:9:5)"));
-    }
-
-    #[test]
-    fn the_last_panic_line_counts() {
-        let stderr = "printed: thread 'x' panicked at fake.rs:1:1:\nforged\nthread 'x' panicked at fake.rs:1:1:\nforged too\n\
-                      more output\nthread '<unnamed>' panicked at src/lib.rs:9:5:\nboom\nnote: run with `RUST_BACKTRACE=1`\n";
-        assert_eq!(panic_message(stderr).as_deref(), Some("boom (at src/lib.rs:9:5)"));
-        let start = panic_message_start(stderr).unwrap();
-        assert_eq!(
-            &stderr[..start],
-            "printed: thread 'x' panicked at fake.rs:1:1:\nforged\nthread 'x' panicked at fake.rs:1:1:\nforged too\nmore output\n"
-        );
-        assert_eq!(panic_message_start("no panic\n\n"), None);
-    }
-
-    #[test]
-    fn panic_message_is_none_without_a_panic() {
-        assert_eq!(panic_message("memory allocation of 5 bytes failed\n"), None);
-    }
-
-    #[test]
-    fn the_memory_guard_measures_the_largest_memory_against_the_limit() {
-        let mut guard = MemoryGuard::new(4 << 16);
-        // A memory is created, then grows; a second, smaller one is created.
-        assert!(guard.memory_growing(0, 1 << 16, None).unwrap());
-        assert!(guard.memory_growing(1 << 16, 3 << 16, None).unwrap());
-        assert!(guard.memory_growing(0, 2 << 16, None).unwrap());
-        assert_eq!((guard.largest, guard.total, guard.denied), (3 << 16, 5 << 16, None));
-        // A growth past the limit is refused, and remembered.
-        assert!(!guard.memory_growing(3 << 16, 5 << 16, None).unwrap());
-        assert_eq!((guard.largest, guard.total, guard.denied), (3 << 16, 5 << 16, Some(5 << 16)));
     }
 
     #[test]
@@ -1302,20 +845,5 @@ mod tests {
         assert_eq!((call.copy_budget, call.reported), (7, true));
         assert_eq!(sandbox.running.count.load(Ordering::SeqCst), 1);
         assert_eq!(quota.calls.available_permits(), 0);
-    }
-
-    #[test]
-    fn failures_read_as_sentences_about_the_plugin() {
-        let fuel = CallFailure::OutOfFuel { budget: 500_000_000 };
-        assert_eq!(fuel.to_string(), "exceeded its fuel budget (500000000 units)");
-        let deadline = CallFailure::DeadlineExceeded { deadline: Duration::from_millis(1000) };
-        assert_eq!(deadline.to_string(), "exceeded its 1000 ms deadline");
-        let memory = CallFailure::MemoryLimit { limit_bytes: 64 << 20 };
-        assert_eq!(memory.to_string(), "exceeded its 64 MiB memory limit");
-        let waited = Duration::from_millis(2000);
-        let own = CallFailure::Busy { limit: 16, waited, scope: BusyScope::Plugin };
-        assert_eq!(own.to_string(), "could not be called: all 16 of its concurrent calls stayed busy for 2000 ms");
-        let shared = CallFailure::Busy { limit: 64, waited, scope: BusyScope::Sandbox };
-        assert_eq!(shared.to_string(), "could not be called: all 64 sandbox slots stayed busy for 2000 ms");
     }
 }
