@@ -1,5 +1,5 @@
-//! Conversions between the WIT types plugins speak and the MCP types clients
-//! speak. Every such conversion lives here, in both directions.
+//! Conversions between the kernel's model of what packs answer and the MCP
+//! types clients speak. Every such conversion lives here, in both directions.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;

@@ -925,3 +925,47 @@ fn not_installed(name: &str, lockfile: &Lockfile) -> InstallError {
     let known: Vec<&str> = lockfile.packs.iter().map(|pack| pack.name.as_str()).collect();
     InstallError::NotInstalled { name: name.to_string(), known: if known.is_empty() { "none".to_string() } else { known.join(", ") } }
 }
+
+/// For `serve`: installs the packs the config names by source, before the
+/// plugin directory is loaded. A pack that cannot be installed is logged and
+/// not served; the rest are.
+pub async fn install_sources(config: &ServeConfig) {
+    if !config.plugins.values().any(|plugin| plugin.source.is_some()) {
+        return;
+    }
+    let installation = match Installation::new(config) {
+        Ok(installation) => installation,
+        Err(error) => return tracing::error!("packs named by source not installed: {error}"),
+    };
+    for (name, outcome) in installation.install_sources().await {
+        let plugin = name.escape_debug().to_string();
+        match outcome {
+            Ok(Sourced::Served(pack)) => {
+                tracing::info!(
+                    plugin,
+                    reference = pack.reference,
+                    digest = pack.digest,
+                    signer = pack.signer,
+                    "already installed from its source"
+                )
+            }
+            Ok(Sourced::Restored(pack)) => tracing::warn!(
+                plugin,
+                reference = pack.reference,
+                digest = pack.digest,
+                "its plugin file had changed or gone: put back from the pack store"
+            ),
+            Ok(Sourced::Installed(pack)) => tracing::info!(
+                plugin,
+                reference = pack.reference,
+                digest = pack.digest,
+                signer = pack.signer,
+                "pulled from its source and installed"
+            ),
+            // The error may quote what a registry sent: a Debug field, escaped.
+            Err(error) => {
+                tracing::error!(plugin, error = ?error.to_string(), "not installed from its source")
+            }
+        }
+    }
+}

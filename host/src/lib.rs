@@ -4,7 +4,7 @@
 //! This crate is the server. Below it, and kept apart by the compiler, are
 //! the sandbox kernel (`prompt_host_kernel`: `plugin`, `validate`,
 //! `arguments`, `sandbox`, `grants`, `cache`, `limits`, `log_budget`,
-//! `bindings`; no protocol, HTTP server, registries or telemetry), the
+//! `model`, `bindings`; no protocol, HTTP server, registries or telemetry), the
 //! trust chain (`prompt_host_trust`: `pack_store`, `lockfile`,
 //! `signature`, `distribution`; no WebAssembly runtime, no protocol), the
 //! one way a file is read (`prompt_host_files`) and the one address
@@ -12,6 +12,13 @@
 //! modules are named by their crate's path wherever they are used (no
 //! re-export here), so a reader finds each where it lives.
 //! `tests/crate-boundaries` checks the dependency trees.
+//!
+//! At the top, depending on any module below: [`cli`] (the command line:
+//! every command and option, and each command run; the binary only parses
+//! the arguments, sets up logging with [`logging`]'s filter, and calls
+//! [`cli::run`]) and [`serve`] (the server assembled from its
+//! configuration, one registry per tenant, its MCP servers, and the
+//! transport it serves them over until a stop signal).
 //!
 //! A request flows top to bottom through these modules, and each depends only
 //! on those below it:
@@ -24,7 +31,8 @@
 //! - [`catalog`]: the merged prompt list, name resolution, pages and cursors;
 //! - [`input`]: input-required prompts: forms as elicitation requests, the
 //!   sealed request state, the answers checked;
-//! - [`convert`]: WIT types to MCP types and back;
+//! - [`convert`]: the kernel's model of a pack's prompts and answers to MCP
+//!   types, and MCP's arguments back;
 //! - [`plugin`](prompt_host_kernel::plugin): a loaded plugin and calls into it;
 //! - [`validate`](prompt_host_kernel::validate): checks on everything a plugin returns;
 //! - [`arguments`](prompt_host_kernel::arguments): typed prompt arguments (WIT 0.3): values checked
@@ -47,9 +55,12 @@
 //! - [`identity`]: who a request comes from (tenant, issuer, subject), the
 //!   session ids bound to it, and the keyed labels naming sessions in logs
 //!   and traces (it depends on none of them either);
-//! - [`bindings`](prompt_host_kernel::bindings): generated from the WIT packages (0.1, 0.2 and 0.3, side
-//!   by side), and the one adapter from each later version's types into the
-//!   host's;
+//! - [`model`](prompt_host_kernel::model): the host's own types of a pack,
+//!   its prompts and its answers, which every module above the bindings
+//!   speaks;
+//! - [`bindings`](prompt_host_kernel::bindings): generated from the WIT
+//!   packages (0.1, 0.2 and 0.3, one module each), each with its adapter
+//!   into the model;
 //! - [`files`](prompt_host_files): reading a file the host is given: opened without blocking,
 //!   a regular file only, bounded (it depends on no other module).
 //!
@@ -61,7 +72,8 @@
 //! Beside the request path, each depending only on what is listed after it
 //! and on the request path's modules: [`json_log`] (the JSON log lines,
 //! their Debug fields unquoted once, and an event's message; it depends on
-//! none of them), [`hangup`]
+//! none of them), [`logging`] (the log's filter; it depends on `json_log`
+//! alone), [`hangup`]
 //! (SIGHUP, at which files are read again; it depends on none of them), [`report`] (the `inspect` command's
 //! report as a person reads it), [`inspect`] (that report, built), [`install`]
 //! (packs from registries: add, update, remove, list, publish, sign),
@@ -78,6 +90,7 @@
 pub mod access_log;
 pub mod bundled;
 pub mod catalog;
+pub mod cli;
 pub mod config;
 pub mod convert;
 pub mod error;
@@ -89,10 +102,12 @@ pub mod inspect;
 pub mod install;
 pub mod json_log;
 pub mod loader;
+pub mod logging;
 pub mod metrics;
 pub mod registry;
 pub mod report;
 pub mod scaffold;
+pub mod serve;
 pub mod startup;
 pub mod traces;
 pub mod transport;

@@ -1,13 +1,14 @@
-//! The registry commands, `add`, `update`, `remove`, `list` and `publish`:
-//! what they print. The work is the library's ([`prompt_host::install`]).
+//! The registry commands, `add`, `update`, `remove`, `list`, `publish`,
+//! `keygen` and `sign`: what they print. The work is [`crate::install`]'s.
 
 use std::io::IsTerminal;
 use std::path::Path;
 
-use anyhow::{Context, bail};
-use prompt_host::config::ServeConfig;
-use prompt_host::install::{self, Installation, Listed, Sourced, Updated};
 use prompt_host_trust::lockfile::{LockedPack, Lockfile};
+
+use super::CommandError;
+use crate::config::ServeConfig;
+use crate::install::{self, Installation, Listed, Updated};
 
 /// A download's progress: a bar on a terminal, nothing otherwise.
 fn progress_bar() -> Option<indicatif::ProgressBar> {
@@ -20,13 +21,13 @@ fn progress_bar() -> Option<indicatif::ProgressBar> {
     })
 }
 
-fn config(path: &Path) -> anyhow::Result<ServeConfig> {
-    ServeConfig::from_file(path).context("the registry commands need the config file `serve` uses (--config FILE)")
+fn config(path: &Path) -> Result<ServeConfig, CommandError> {
+    ServeConfig::from_file(path).map_err(CommandError::NeedsConfig)
 }
 
 /// `config`, with `reference`'s registry reached over plain HTTP if
 /// `plain_http` (`--plain-http`).
-fn reaching(mut config: ServeConfig, reference: &str, plain_http: bool) -> anyhow::Result<ServeConfig> {
+fn reaching(mut config: ServeConfig, reference: &str, plain_http: bool) -> Result<ServeConfig, CommandError> {
     if plain_http {
         config.registry.reach_over_plain_http(reference)?;
     }
@@ -40,7 +41,7 @@ pub async fn add(
     allow_downgrade: bool,
     replace: bool,
     plain_http: bool,
-) -> anyhow::Result<()> {
+) -> Result<(), CommandError> {
     let config = reaching(config(config_path)?, reference, plain_http)?;
     let installation = Installation::new(&config)?;
     let bar = progress_bar();
@@ -64,7 +65,7 @@ pub async fn update(
     to: Option<&str>,
     allow_downgrade: bool,
     plain_http: bool,
-) -> anyhow::Result<()> {
+) -> Result<(), CommandError> {
     let mut config = config(config_path)?;
     if plain_http {
         // The registries this update reaches: --to's, or those of the
@@ -102,19 +103,19 @@ pub async fn update(
         }
     }
     if failed > 0 {
-        bail!("{failed} of {} packs not updated", outcomes.len());
+        return Err(CommandError::Failed(format!("{failed} of {} packs not updated", outcomes.len())));
     }
     Ok(())
 }
 
-pub async fn remove(config_path: &Path, name: &str) -> anyhow::Result<()> {
+pub async fn remove(config_path: &Path, name: &str) -> Result<(), CommandError> {
     let config = config(config_path)?;
     let removed = Installation::new(&config)?.remove(name).await?;
     eprintln!("removed {} ({} at {})", removed.name, removed.reference, removed.digest);
     Ok(())
 }
 
-pub async fn list(config_path: &Path, json: bool) -> anyhow::Result<()> {
+pub async fn list(config_path: &Path, json: bool) -> Result<(), CommandError> {
     let config = config(config_path)?;
     let listed = Installation::new(&config)?.list().await?;
     if json {
@@ -130,14 +131,14 @@ pub async fn list(config_path: &Path, json: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn optional_config(path: Option<&Path>) -> anyhow::Result<ServeConfig> {
+fn optional_config(path: Option<&Path>) -> Result<ServeConfig, CommandError> {
     Ok(match path {
         Some(path) => ServeConfig::from_file(path)?,
         None => ServeConfig::default(),
     })
 }
 
-pub async fn sign(reference: &str, key: &Path, allow_tag: bool, config_path: Option<&Path>, plain_http: bool) -> anyhow::Result<()> {
+pub async fn sign(reference: &str, key: &Path, allow_tag: bool, config_path: Option<&Path>, plain_http: bool) -> Result<(), CommandError> {
     let config = reaching(optional_config(config_path)?, reference, plain_http)?;
     let password = std::env::var("COSIGN_PASSWORD").unwrap_or_default();
     let signed = install::sign(&config, reference, key, password.as_bytes(), allow_tag).await?;
@@ -148,15 +149,17 @@ pub async fn sign(reference: &str, key: &Path, allow_tag: bool, config_path: Opt
 }
 
 /// `prompt-host keygen`: PREFIX.key and PREFIX.pub, as cosign writes them.
-pub fn keygen(prefix: &str) -> anyhow::Result<()> {
+pub fn keygen(prefix: &str) -> Result<(), CommandError> {
     let (key_path, pub_path) = (format!("{prefix}.key"), format!("{prefix}.pub"));
     for path in [&key_path, &pub_path] {
         if Path::new(path).exists() {
-            bail!("{path} exists: keygen does not replace a key (remove it, or choose another --output-key-prefix)");
+            return Err(CommandError::Failed(format!(
+                "{path} exists: keygen does not replace a key (remove it, or choose another --output-key-prefix)"
+            )));
         }
     }
     let password = keygen_password()?;
-    let (private, public) = prompt_host_trust::signature::generate_key_pair(password.as_bytes()).map_err(anyhow::Error::msg)?;
+    let (private, public) = prompt_host_trust::signature::generate_key_pair(password.as_bytes()).map_err(CommandError::Failed)?;
     write_new(&key_path, private.as_bytes(), 0o600)?;
     write_new(&pub_path, public.as_bytes(), 0o644)?;
     eprintln!("Private key written to {key_path}\nPublic key written to {pub_path}");
@@ -165,14 +168,16 @@ pub fn keygen(prefix: &str) -> anyhow::Result<()> {
 
 /// The password of a new key: COSIGN_PASSWORD if set (empty included, as
 /// cosign takes it), else asked for twice on the terminal, unechoed.
-fn keygen_password() -> anyhow::Result<String> {
+fn keygen_password() -> Result<String, CommandError> {
     if let Ok(password) = std::env::var("COSIGN_PASSWORD") {
         return Ok(password);
     }
     if !std::io::stdin().is_terminal() {
-        bail!("no password for the private key: set COSIGN_PASSWORD, or run keygen on a terminal to be asked");
+        return Err(CommandError::Failed(
+            "no password for the private key: set COSIGN_PASSWORD, or run keygen on a terminal to be asked".into(),
+        ));
     }
-    let ask = |prompt: &str| -> anyhow::Result<String> {
+    let ask = |prompt: &str| -> Result<String, CommandError> {
         eprint!("{prompt}");
         // stty turns the terminal's echo off and back on: the password is not shown.
         let stty = |setting: &str| std::process::Command::new("stty").arg(setting).stdin(std::process::Stdio::inherit()).status();
@@ -181,18 +186,18 @@ fn keygen_password() -> anyhow::Result<String> {
         let read = std::io::stdin().read_line(&mut line);
         let _ = stty("echo");
         eprintln!();
-        read.context("reading the password")?;
+        read.map_err(|error| CommandError::Io { what: "reading the password".into(), error })?;
         Ok(line.trim_end_matches(['\r', '\n']).to_string())
     };
     let password = ask("Enter password for private key: ")?;
     if ask("Enter password for private key again: ")? != password {
-        bail!("the passwords differ: no key written");
+        return Err(CommandError::Failed("the passwords differ: no key written".into()));
     }
     Ok(password)
 }
 
 /// Writes `bytes` to a new file at `path` (never over one) with `mode`.
-fn write_new(path: &str, bytes: &[u8], mode: u32) -> anyhow::Result<()> {
+fn write_new(path: &str, bytes: &[u8], mode: u32) -> Result<(), CommandError> {
     use std::io::Write;
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);
@@ -200,11 +205,11 @@ fn write_new(path: &str, bytes: &[u8], mode: u32) -> anyhow::Result<()> {
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, mode);
     #[cfg(not(unix))]
     let _ = mode;
-    let mut file = options.open(path).with_context(|| format!("cannot create {path}"))?;
-    file.write_all(bytes).with_context(|| format!("cannot write {path}"))
+    let mut file = options.open(path).map_err(|error| CommandError::Io { what: format!("cannot create {path}"), error })?;
+    file.write_all(bytes).map_err(|error| CommandError::Io { what: format!("cannot write {path}"), error })
 }
 
-pub async fn publish(file: &Path, reference: &str, config_path: Option<&Path>, plain_http: bool) -> anyhow::Result<()> {
+pub async fn publish(file: &Path, reference: &str, config_path: Option<&Path>, plain_http: bool) -> Result<(), CommandError> {
     let config = reaching(optional_config(config_path)?, reference, plain_http)?;
     let digest = install::publish(&config, file, reference).await?;
     eprintln!("published {} to {reference}", file.display());
@@ -242,47 +247,5 @@ fn line(pack: &Listed) -> String {
     match pack.granted.is_empty() {
         true => line,
         false => format!("{line}\tgranted: {}", pack.granted.join(", ")),
-    }
-}
-
-/// For `serve`: installs the packs the config names by source, before the
-/// plugin directory is loaded. A pack that cannot be installed is logged and
-/// not served; the rest are.
-pub async fn install_sources(config: &ServeConfig) {
-    if !config.plugins.values().any(|plugin| plugin.source.is_some()) {
-        return;
-    }
-    let installation = match Installation::new(config) {
-        Ok(installation) => installation,
-        Err(error) => return tracing::error!("packs named by source not installed: {error}"),
-    };
-    for (name, outcome) in installation.install_sources().await {
-        let plugin = name.escape_debug().to_string();
-        match outcome {
-            Ok(Sourced::Served(pack)) => {
-                tracing::info!(
-                    plugin,
-                    reference = pack.reference,
-                    digest = pack.digest,
-                    signer = pack.signer,
-                    "already installed from its source"
-                )
-            }
-            Ok(Sourced::Restored(pack)) => tracing::warn!(
-                plugin,
-                reference = pack.reference,
-                digest = pack.digest,
-                "its plugin file had changed or gone: put back from the pack store"
-            ),
-            Ok(Sourced::Installed(pack)) => tracing::info!(
-                plugin,
-                reference = pack.reference,
-                digest = pack.digest,
-                signer = pack.signer,
-                "pulled from its source and installed"
-            ),
-            // The error may quote what a registry sent: a Debug field, escaped.
-            Err(error) => tracing::error!(plugin, error = ?error.to_string(), "not installed from its source"),
-        }
     }
 }
