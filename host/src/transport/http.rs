@@ -603,52 +603,51 @@ struct Gate {
     streams_end: CancellationToken,
 }
 
+/// Who a request is from, as its token says: the issuer, what names its
+/// tenants (for a refusal), and the grant; none for open access and the
+/// one unnamed token.
+type Granted = Option<(String, String, Grant)>;
+
+/// A request admitted to MCP: its head and body (read whole), the JSON-RPC
+/// methods it carries, whether it may open a session, and what it holds
+/// until its response is sent.
+struct Admitted {
+    parts: hyper::http::request::Parts,
+    body: Bytes,
+    may_open_session: bool,
+    held: Held,
+}
+
+/// What a request holds until its response is sent (until hyper drops the
+/// body): its place among the calls stopping waits for, among the requests
+/// under way or the streams, and the token that says its client is gone.
+struct Held {
+    call: Option<tokio_util::task::task_tracker::TaskTrackerToken>,
+    under_way: Arc<std::sync::Mutex<Option<StreamHeld>>>,
+    stream: Option<StreamHeld>,
+    client_gone: tokio_util::sync::DropGuard,
+}
+
 impl Gate {
+    /// One HTTP request, in phases: what is not MCP (health, metadata, 404),
+    /// who it is from, which tenant serves it, admission (caps, the body
+    /// read whole), and the MCP service's answer, rewritten where clients
+    /// expect otherwise.
     async fn route<S: ServerHandler + Clone + Send + Sync + 'static>(
         &self,
         request: Request<Incoming>,
         peer: SocketAddr,
         front: &Front<S>,
     ) -> Response<Body> {
-        let metadata = match &self.access {
-            Access::OAuth(server) => resource_metadata(&request, server),
-            _ => None,
-        };
-        if let Some(answer) = super::operations::health(&request).or(metadata) {
-            if !front::host_allowed(&request, &self.allowed_hosts) {
-                return Refusal::Host(header_text(request.headers(), hyper::header::HOST)).answer(peer, &self.refusals);
-            }
+        if let Some(answer) = self.outside_mcp(&request, peer) {
             return answer;
         }
-        if request.uri().path() != MCP_PATH {
-            return plain(StatusCode::NOT_FOUND, &format!("not found: MCP is served at {MCP_PATH}"));
-        }
-        // Who the request is from: an OAuth token's grant, or a named
-        // token's, with its issuer and what names its tenants; none for open
-        // access and the one unnamed token.
-        let grant: Option<(String, String, Grant)> = match &self.access {
-            Access::Open => None,
-            Access::Tokens(tokens) => match bearer(&request).map(|token| tokens.current().check(token, std::time::SystemTime::now())) {
-                None => return Refusal::NoToken.answer(peer, &self.refusals),
-                Some(Presented::Unnamed) => None,
-                Some(Presented::Named(grant)) => Some((TOKENS_ISSUER.to_string(), "the tokens file's tenant".to_string(), grant)),
-                Some(Presented::Expired(name)) => return Refusal::ExpiredToken(name).answer(peer, &self.refusals),
-                Some(Presented::Unknown) => return Refusal::WrongToken.answer(peer, &self.refusals),
-            },
-            Access::OAuth(server) => {
-                let client =
-                    server.client_address(request.headers().get_all("x-forwarded-for").iter().map(|value| value.as_bytes()), peer.ip());
-                match server.authorize(request.headers().get(hyper::header::AUTHORIZATION).map(|value| value.as_bytes()), client).await {
-                    Ok(grant) => {
-                        let settings = server.settings();
-                        Some((settings.issuer.clone(), settings.tenant_claim.clone().unwrap_or_default(), grant))
-                    }
-                    Err(denial) => return Refusal::Denied { challenge: server.challenge(&denial), denial }.answer(peer, &self.refusals),
-                }
-            }
+        let grant = match self.grant(&request, peer).await {
+            Ok(grant) => grant,
+            Err(refusal) => return refusal,
         };
         let named = grant.as_ref().map_or(&[][..], |(_, _, grant)| grant.tenants.as_slice());
-        let Some((tenant, Served { service, sessions })) = front.serving(named) else {
+        let Some((tenant, served)) = front.serving(named) else {
             let claim = grant.as_ref().map(|(_, claim, _)| claim.clone()).unwrap_or_default();
             return Refusal::UnservedTenant { claim, named: named.to_vec() }.answer(peer, &self.refusals);
         };
@@ -668,6 +667,69 @@ impl Gate {
         // user). A static token or open access names no user: the tenant's
         // cap holds.
         let user = grant.as_ref().map(|_| format!("{}\u{0}{}", principal.issuer, principal.subject));
+        let admitted = match self.admitted(request, tenant, user.as_deref(), grant.is_some(), &served.sessions).await {
+            Ok(admitted) => admitted,
+            Err(answer) => return answer,
+        };
+        let expires = grant.as_ref().and_then(|(_, _, grant)| grant.expires);
+        self.answered(admitted, served, &principal, user.as_deref(), expires, peer).await
+    }
+
+    /// The answer to a request for anything but MCP: the health endpoints
+    /// and the protected resource's metadata (for an allowed Host), or 404.
+    fn outside_mcp(&self, request: &Request<Incoming>, peer: SocketAddr) -> Option<Response<Body>> {
+        let metadata = match &self.access {
+            Access::OAuth(server) => resource_metadata(request, server),
+            _ => None,
+        };
+        if let Some(answer) = super::operations::health(request).or(metadata) {
+            if !front::host_allowed(request, &self.allowed_hosts) {
+                return Some(Refusal::Host(header_text(request.headers(), hyper::header::HOST)).answer(peer, &self.refusals));
+            }
+            return Some(answer);
+        }
+        (request.uri().path() != MCP_PATH).then(|| plain(StatusCode::NOT_FOUND, &format!("not found: MCP is served at {MCP_PATH}")))
+    }
+
+    /// Who the request is from: an OAuth token's grant, or a named token's,
+    /// with its issuer and what names its tenants; none for open access and
+    /// the one unnamed token. A refusal is the answer.
+    async fn grant(&self, request: &Request<Incoming>, peer: SocketAddr) -> Result<Granted, Response<Body>> {
+        match &self.access {
+            Access::Open => Ok(None),
+            Access::Tokens(tokens) => match bearer(request).map(|token| tokens.current().check(token, std::time::SystemTime::now())) {
+                None => Err(Refusal::NoToken.answer(peer, &self.refusals)),
+                Some(Presented::Unnamed) => Ok(None),
+                Some(Presented::Named(grant)) => Ok(Some((TOKENS_ISSUER.to_string(), "the tokens file's tenant".to_string(), grant))),
+                Some(Presented::Expired(name)) => Err(Refusal::ExpiredToken(name).answer(peer, &self.refusals)),
+                Some(Presented::Unknown) => Err(Refusal::WrongToken.answer(peer, &self.refusals)),
+            },
+            Access::OAuth(server) => {
+                let client =
+                    server.client_address(request.headers().get_all("x-forwarded-for").iter().map(|value| value.as_bytes()), peer.ip());
+                match server.authorize(request.headers().get(hyper::header::AUTHORIZATION).map(|value| value.as_bytes()), client).await {
+                    Ok(grant) => {
+                        let settings = server.settings();
+                        Ok(Some((settings.issuer.clone(), settings.tenant_claim.clone().unwrap_or_default(), grant)))
+                    }
+                    Err(denial) => Err(Refusal::Denied { challenge: server.challenge(&denial), denial }.answer(peer, &self.refusals)),
+                }
+            }
+        }
+    }
+
+    /// Admits a request of `tenant`'s `user` (OAuth alone names users:
+    /// `oauth`): counted among the calls, the requests under way or the
+    /// streams, its body read whole (bounded in size and rate), within the
+    /// session caps when it opens a session. A refusal is the answer.
+    async fn admitted(
+        &self,
+        request: Request<Incoming>,
+        tenant: &str,
+        user: Option<&str>,
+        oauth: bool,
+        sessions: &Arc<CappedSessions>,
+    ) -> Result<Admitted, Response<Body>> {
         // A POST carries a call (or opens or ends a session): stopping waits
         // until its response is sent, unless it opens a stream.
         let mut call = (request.method() == hyper::Method::POST).then(|| self.calls.token());
@@ -675,18 +737,15 @@ impl Gate {
         // and per tenant (a stream is counted as a stream instead, below).
         // Without, there is one tenant and no user: a client is bounded by
         // its network's connections.
-        let mut under_way = match grant.is_some().then(|| self.requests.admit(tenant, user.as_deref())) {
+        let mut under_way = match oauth.then(|| self.requests.admit(tenant, user)) {
             Some(Ok(held)) => Some(held),
-            Some(Err((status, refusal))) => return plain(status, &refusal),
+            Some(Err((status, refusal))) => return Err(plain(status, &refusal)),
             None => None,
         };
         let (mut parts, body) = request.into_parts();
         // hyper bounds the time to send headers; this bounds the body, read
         // whole (and bounded in size and rate) before rmcp sees it.
-        let body = match read_body(body, self.max_request_bytes, self.body_read_timeout).await {
-            Ok(body) => body,
-            Err(answer) => return answer,
-        };
+        let body = read_body(body, self.max_request_bytes, self.body_read_timeout).await?;
         let methods = json_rpc_methods(&body);
         let has_method = |name: &str| methods.iter().any(|method| method == name);
         // A session's GET stream, or a 2026-07-28 `subscriptions/listen`:
@@ -694,10 +753,7 @@ impl Gate {
         let opens_stream =
             parts.method == hyper::Method::GET || (parts.method == hyper::Method::POST && has_method("subscriptions/listen"));
         let stream = match opens_stream {
-            true => match self.streams.admit(tenant, user.as_deref()) {
-                Ok(held) => Some(held),
-                Err((status, refusal)) => return plain(status, &refusal),
-            },
+            true => Some(self.streams.admit(tenant, user).map_err(|(status, refusal)| plain(status, &refusal))?),
             false => None,
         };
         if opens_stream {
@@ -713,30 +769,29 @@ impl Gate {
         // 2026-07-28; later ones have none): a stateless request is never
         // refused for the session cap. One that names a session opens none
         // (rmcp answers 404 if the session is unknown).
-        let (parts_method_is_post, names_session) = (parts.method == hyper::Method::POST, parts.headers.contains_key(SESSION_ID_HEADER));
-        let opens_session = parts_method_is_post && !names_session && has_method("initialize");
+        let (is_post, names_session) = (parts.method == hyper::Method::POST, parts.headers.contains_key(SESSION_ID_HEADER));
+        let opens_session = is_post && !names_session && has_method("initialize");
         if opens_session && !sessions.has_room().await {
-            return plain(StatusCode::SERVICE_UNAVAILABLE, &sessions.full_message());
+            return Err(plain(StatusCode::SERVICE_UNAVAILABLE, &sessions.full_message()));
         }
         // One user holds at most half of its tenant's sessions.
         if opens_session
-            && let Some(user) = &user
+            && let Some(user) = user
             && !sessions.user_has_room(user).await
         {
-            return plain(StatusCode::TOO_MANY_REQUESTS, &sessions.user_full_message());
+            return Err(plain(StatusCode::TOO_MANY_REQUESTS, &sessions.user_full_message()));
         }
         // Cancelled when the response is dropped (sent, or the client
         // gone), or the session it belongs to is closed.
         let session = parts.headers.get(SESSION_ID_HEADER).and_then(|id| id.to_str().ok());
         let client_gone = session.and_then(|id| sessions.closing(id)).map_or_else(CancellationToken::new, |closing| closing.child_token());
         parts.extensions.insert(crate::handler::ClientGone(client_gone.clone()));
-        // Armed now: whenever this request ends, even before rmcp answers.
-        let client_gone = client_gone.drop_guard();
         // A call that asks its client for input (an elicitation) holds the
         // connection until answered, as a stream: it takes a stream's place.
         parts.extensions.insert(crate::handler::StreamPlace {
             take: {
-                let (streams, tenant, user, under_way) = (self.streams.clone(), tenant.to_string(), user.clone(), under_way.clone());
+                let (streams, tenant, user, under_way) =
+                    (self.streams.clone(), tenant.to_string(), user.map(str::to_string), under_way.clone());
                 Arc::new(move || {
                     let held = streams.admit(&tenant, user.as_deref()).map_err(|(_, refusal)| refusal)?;
                     under_way.lock().expect("never poisoned").take();
@@ -745,6 +800,27 @@ impl Gate {
             },
             stopping: self.streams_end.clone(),
         });
+        let may_open_session = is_post && !names_session && (opens_session || methods.is_empty());
+        // Armed now: whenever this request ends, even before rmcp answers.
+        let held = Held { call, under_way, stream, client_gone: client_gone.drop_guard() };
+        Ok(Admitted { parts, body, may_open_session, held })
+    }
+
+    /// The MCP service's answer to an admitted request, rewritten where
+    /// clients expect otherwise, holding what the request holds until it is
+    /// sent. A new session's id is bound to `principal`; a stream ends when
+    /// the server stops, or when the token that opened it `expires`.
+    async fn answered<S: ServerHandler + Clone + Send + Sync + 'static>(
+        &self,
+        admitted: Admitted,
+        served: &Served<S>,
+        principal: &Principal,
+        user: Option<&str>,
+        expires: Option<std::time::SystemTime>,
+        peer: SocketAddr,
+    ) -> Response<Body> {
+        let Admitted { parts, body, may_open_session, held } = admitted;
+        let Served { service, sessions } = served;
         let ends_session = parts.method == hyper::Method::DELETE;
         let (host, origin) = (header_text(&parts.headers, hyper::header::HOST), header_text(&parts.headers, hyper::header::ORIGIN));
         let mut response = service.handle(Request::from_parts(parts, Full::new(body.clone()))).await;
@@ -765,10 +841,10 @@ impl Gate {
         }
         // A new session's id, as its client gets it: bound to the principal.
         if let Some(id) = response.headers().get(SESSION_ID_HEADER).and_then(|id| id.to_str().ok()) {
-            if let Some(user) = &user {
+            if let Some(user) = user {
                 sessions.opened_by(id, user);
             }
-            let bound = identity::bind_session(id, &principal);
+            let bound = identity::bind_session(id, principal);
             let value = hyper::header::HeaderValue::from_str(&bound).expect("a session id and a hex tag are a header value");
             response.headers_mut().insert(SESSION_ID_HEADER, value);
         }
@@ -776,15 +852,14 @@ impl Gate {
         // answers the cap's refusal with 500; the client gets the 503 above.
         // (So is a body read as no request, that rmcp still took for an
         // initialize.)
-        let may_open_session = parts_method_is_post && !names_session && (opens_session || methods.is_empty());
         if may_open_session && response.status() == StatusCode::INTERNAL_SERVER_ERROR && !sessions.has_room().await {
             return plain(StatusCode::SERVICE_UNAVAILABLE, &sessions.full_message());
         }
-        let is_stream = stream.is_some();
+        let is_stream = held.stream.is_some();
         // A stream ends when the server stops, or when the token that
         // opened it stops counting.
         // (The child's timer ends with the body.)
-        let (stream_end, expiry_timer) = match grant.as_ref().and_then(|(_, _, grant)| grant.expires) {
+        let (stream_end, expiry_timer) = match expires {
             Some(expires) if is_stream => {
                 let child = ending_at(&self.streams_end, expires);
                 (child.clone(), Some(child.drop_guard()))
@@ -794,6 +869,7 @@ impl Gate {
         response.map(|body| {
             // The call is over, the stream's place free and the client gone
             // when hyper drops the body: sent, or the client gone.
+            let Held { call, under_way, stream, client_gone } = held;
             let body = Holding::new(body, (call, under_way, stream, client_gone, expiry_timer));
             match is_stream {
                 true => body.ending_with(stream_end).boxed(),
