@@ -312,7 +312,10 @@ impl PromptServer {
         response
     }
 
-    /// Answers a `prompts/get` of `entry`, served by `plugin`.
+    /// Answers a `prompts/get` of `entry`, served by `plugin`: the
+    /// arguments checked, the missing ones asked for (when the prompt asks
+    /// for them), the typed ones checked against their kinds, and then the
+    /// pack called, in as many rounds as its forms take.
     async fn answer_get(
         &self,
         entry: &crate::catalog::Entry,
@@ -321,99 +324,116 @@ impl PromptServer {
         asking: Asking,
         principal: &Principal,
     ) -> Result<GetPromptResponse, RequestError> {
-        let mut arguments = convert::arguments(request.arguments.as_ref())
+        let mut call = self.opened_get(entry, plugin, request, principal)?;
+        if !call.missing().is_empty()
+            && let Some(response) = self.fill_missing(&mut call, &asking).await?
+        {
+            return Ok(response);
+        }
+        call.check_arguments()?;
+        self.call_in_rounds(call, asking).await
+    }
+
+    /// A `prompts/get` opened: its arguments as the client sent them, sized,
+    /// and (unless the prompt asks for its missing arguments) all there;
+    /// with a retry, the forms sealed in its state opened, and the answers
+    /// to them taken.
+    fn opened_get<'a>(
+        &self,
+        entry: &'a crate::catalog::Entry,
+        plugin: &'a Plugin,
+        request: GetPromptRequestParams,
+        principal: &'a Principal,
+    ) -> Result<GetCall<'a>, RequestError> {
+        let arguments = convert::arguments(request.arguments.as_ref())
             .map_err(|problem| RequestError::NonStringArgument { prompt: request.name.clone(), problem })?;
         check_argument_size(&request.name, &arguments, plugin.limits(), 0)?;
-        let input_error = |problem: InputError| RequestError::Input { prompt: request.name.clone(), problem };
-        // A state is bound to the arguments as the client sent them, which it
-        // sends again with every round; what the host adds (answers to its
-        // form, defaults) goes after them. Made only where a state is opened
-        // or sealed: most calls need none.
-        let missing = |arguments: &[model::Argument]| -> Vec<String> {
-            entry
-                .required_arguments()
-                .filter(|required| !arguments.iter().any(|argument| argument.name == *required))
-                .map(str::to_string)
-                .collect()
+        let mut call = GetCall {
+            entry,
+            plugin,
+            principal,
+            name: request.name,
+            sent: arguments.len(),
+            arguments,
+            answered: Vec::new(),
+            input: None,
+            unanswered: None,
+            asked_for_arguments: false,
         };
         let asks_for_missing = entry.typed.as_ref().is_some_and(|typed| typed.asks_for_missing);
         if !asks_for_missing {
-            let missing = missing(&arguments);
+            let missing = call.missing();
             if !missing.is_empty() {
-                return Err(RequestError::MissingArguments { prompt: request.name, missing });
+                return Err(RequestError::MissingArguments { prompt: call.name, missing });
             }
         }
-        let sent = arguments.len();
-        let binding = |arguments: &[model::Argument]| Binding::new(principal, plugin.digest(), &request.name, &arguments[..sent]);
         // A retry: the forms sealed in the state, and the arguments answered
         // through the host's form in an earlier round; a form left
         // unanswered is asked for again. Answers without a state answer
         // nothing asked: ignored.
-        let mut answered = Vec::new();
-        let mut input = None;
-        let mut unanswered = None;
-        let mut asked_for_arguments = false;
         if let Some(state) = &request.request_state {
-            let forms = self.seal.open(state, &binding(&arguments), plugin.limits()).map_err(input_error)?;
-            answered = forms.carried();
-            match forms.answers(request.input_responses.as_ref()).map_err(input_error)? {
+            let forms = self.seal.open(state, &call.binding(), plugin.limits()).map_err(|problem| call.input_error(problem))?;
+            call.answered = forms.carried();
+            match forms.answers(request.input_responses.as_ref()).map_err(|problem| call.input_error(problem))? {
                 Answers::Complete(answers) if forms.is_for_arguments() => {
-                    answered.extend(input::answered_arguments(&answers));
-                    asked_for_arguments = true;
+                    call.answered.extend(input::answered_arguments(&answers));
+                    call.asked_for_arguments = true;
                 }
-                Answers::Complete(answers) => input = Some(answers),
-                Answers::Missing => unanswered = Some(forms),
+                Answers::Complete(answers) => call.input = Some(answers),
+                Answers::Missing => call.unanswered = Some(forms),
             }
         }
-        add_answered(&mut arguments, &answered);
-        if !missing(&arguments).is_empty() {
-            // The values the client did pass are checked first: no form for
-            // a request that would be refused anyway.
-            if let Some(typed) = &entry.typed {
-                typed
-                    .apply(&mut arguments.clone())
-                    .map_err(|refused| RequestError::InvalidArgument { prompt: request.name.clone(), refused })?;
+        add_answered(&mut call.arguments, &call.answered);
+        Ok(call)
+    }
+
+    /// Asks for `call`'s missing arguments with the host's form, if its
+    /// prompt asks for them (0.3.1), the client can be asked and has not
+    /// just declined it: now, or with an `InputRequiredResult` (then that is
+    /// the answer). Past that, a missing argument is -32602, as for every
+    /// other prompt.
+    async fn fill_missing(&self, call: &mut GetCall<'_>, asking: &Asking) -> Result<Option<GetPromptResponse>, RequestError> {
+        // The values the client did pass are checked first: no form for
+        // a request that would be refused anyway.
+        if let Some(typed) = &call.entry.typed {
+            typed.apply(&mut call.arguments.clone()).map_err(|refused| call.invalid_argument(refused))?;
+        }
+        let form = match call.unanswered.take() {
+            Some(forms) if forms.is_for_arguments() => Some(forms),
+            _ if call.asked_for_arguments || matches!(asking, Asking::Cannot(_)) => None,
+            _ => self.form_for_missing(call.entry, call.plugin, &call.missing()),
+        };
+        if let Some(form) = form {
+            if let Asking::InputRequired = asking {
+                return Ok(Some(GetPromptResponse::InputRequired(self.seal.ask(&form.carrying(&call.answered), &call.binding()))));
             }
-            // The host's form for them, if the prompt asks for its missing
-            // arguments (0.3.1), the client can be asked and has not just
-            // declined it; else -32602, as for every other prompt.
-            let form = match unanswered.take() {
-                Some(forms) if forms.is_for_arguments() => Some(forms),
-                _ if asked_for_arguments || matches!(asking, Asking::Cannot(_)) => None,
-                _ => self.form_for_missing(entry, plugin, &missing(&arguments)),
-            };
-            if let Some(form) = form {
-                if let Asking::InputRequired = &asking {
-                    return Ok(GetPromptResponse::InputRequired(self.seal.ask(&form.carrying(&answered), &binding(&arguments))));
-                }
-                let cannot_ask = |why| input_error(cannot_ask(entry, &form, why));
-                let responses = self.ask_now(&request.name, &asking, &form, cannot_ask).await?;
-                if let Answers::Complete(answers) = form.answers(Some(&responses)).map_err(input_error)? {
-                    answered = input::answered_arguments(&answers);
-                    add_answered(&mut arguments, &answered);
-                }
-            }
-            let missing = missing(&arguments);
-            if !missing.is_empty() {
-                return Err(RequestError::MissingArguments { prompt: request.name, missing });
+            let cannot_ask = |why| call.input_error(cannot_ask(call.entry, &form, why));
+            let responses = self.ask_now(&call.name, asking, &form, cannot_ask).await?;
+            if let Answers::Complete(answers) = form.answers(Some(&responses)).map_err(|problem| call.input_error(problem))? {
+                call.answered = input::answered_arguments(&answers);
+                add_answered(&mut call.arguments, &call.answered);
             }
         }
-        check_argument_size(&request.name, &arguments, plugin.limits(), 0)?;
-        // Typed arguments (0.3): defaults filled in, every declared value
-        // checked, before the pack runs.
-        if let Some(typed) = &entry.typed {
-            typed.apply(&mut arguments).map_err(|refused| RequestError::InvalidArgument { prompt: request.name.clone(), refused })?;
+        let missing = call.missing();
+        if !missing.is_empty() {
+            return Err(RequestError::MissingArguments { prompt: call.name.clone(), missing });
         }
-        if let Some(answers) = &input {
-            check_argument_size(&request.name, &arguments, plugin.limits(), input::input_bytes(answers))?;
-        }
+        Ok(None)
+    }
+
+    /// Calls the pack with `call`'s arguments, and while it answers with
+    /// forms, asks the client (now, or with an `InputRequiredResult`, which
+    /// is then the answer) and calls it again with the answers, at most
+    /// [`input::MAX_ELICITATION_ROUNDS`] times.
+    async fn call_in_rounds(&self, mut call: GetCall<'_>, asking: Asking) -> Result<GetPromptResponse, RequestError> {
+        let (entry, plugin) = (call.entry, call.plugin);
         let mut rounds = 0;
         loop {
-            let asked = match unanswered.take() {
+            let asked = match call.unanswered.take() {
                 Some(forms) => forms,
                 None => {
-                    let call = plugin.get_prompt(&entry.declared_name, &arguments, input.as_ref());
-                    let answer = plugin_call(plugin, metrics::Method::Get, call, |answer| match answer {
+                    let answer = plugin.get_prompt(&entry.declared_name, &call.arguments, call.input.as_ref());
+                    let answer = plugin_call(plugin, metrics::Method::Get, answer, |answer| match answer {
                         Ok(PromptAnswer::InputRequired(_)) => metrics::INPUT_REQUIRED,
                         answer => error::outcome(answer),
                     });
@@ -426,23 +446,23 @@ impl PromptServer {
                     }
                 }
             };
-            let cannot_ask = |why| input_error(cannot_ask(entry, &asked, why));
             if let Asking::InputRequired = &asking {
                 // The arguments answered through the host's form ride along
                 // to the next round, sealed: bounded as a form is.
-                input::check_carried(&answered, plugin.limits()).map_err(input_error)?;
-                return Ok(GetPromptResponse::InputRequired(self.seal.ask(&asked.carrying(&answered), &binding(&arguments))));
+                input::check_carried(&call.answered, plugin.limits()).map_err(|problem| call.input_error(problem))?;
+                return Ok(GetPromptResponse::InputRequired(self.seal.ask(&asked.carrying(&call.answered), &call.binding())));
             }
             rounds += 1;
             if rounds > input::MAX_ELICITATION_ROUNDS {
-                return Err(input_error(InputError::TooManyRounds));
+                return Err(call.input_error(InputError::TooManyRounds));
             }
-            let responses = self.ask_now(&request.name, &asking, &asked, cannot_ask).await?;
-            let Answers::Complete(answers) = asked.answers(Some(&responses)).map_err(input_error)? else {
+            let cannot_ask = |why| call.input_error(cannot_ask(entry, &asked, why));
+            let responses = self.ask_now(&call.name, &asking, &asked, cannot_ask).await?;
+            let Answers::Complete(answers) = asked.answers(Some(&responses)).map_err(|problem| call.input_error(problem))? else {
                 unreachable!("elicit answers every form");
             };
-            check_argument_size(&request.name, &arguments, plugin.limits(), input::input_bytes(&answers))?;
-            input = Some(answers);
+            check_argument_size(&call.name, &call.arguments, plugin.limits(), input::input_bytes(&answers))?;
+            call.input = Some(answers);
         }
     }
 
@@ -863,6 +883,71 @@ async fn forward_list_changes<E, Sent>(
                 }
             }
         }
+    }
+}
+
+/// One `prompts/get` under way, between its phases: what it is for, and
+/// where it stands.
+struct GetCall<'a> {
+    entry: &'a crate::catalog::Entry,
+    plugin: &'a Plugin,
+    principal: &'a Principal,
+    /// The prompt's name, as the client sent it.
+    name: String,
+    /// The client's arguments (the first `sent`), then those answered
+    /// through the host's form, then, once checked, the defaults.
+    arguments: Vec<model::Argument>,
+    sent: usize,
+    /// The arguments answered through the host's form, in this round or an
+    /// earlier one (carried in the sealed state).
+    answered: Vec<model::Argument>,
+    /// The answers to the pack's own forms.
+    input: Option<model::Input>,
+    /// The forms sealed in the state the client sent back, left unanswered.
+    unanswered: Option<Forms>,
+    /// Whether the client answered the host's form for missing arguments in
+    /// this round.
+    asked_for_arguments: bool,
+}
+
+impl GetCall<'_> {
+    /// The prompt's required arguments not among the arguments.
+    fn missing(&self) -> Vec<String> {
+        self.entry
+            .required_arguments()
+            .filter(|required| !self.arguments.iter().any(|argument| argument.name == *required))
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// What a state is bound to: the arguments as the client sent them,
+    /// which it sends again with every round; what the host adds (answers
+    /// to its form, defaults) goes after them. Made only where a state is
+    /// opened or sealed: most calls need none.
+    fn binding(&self) -> Binding {
+        Binding::new(self.principal, self.plugin.digest(), &self.name, &self.arguments[..self.sent])
+    }
+
+    fn input_error(&self, problem: InputError) -> RequestError {
+        RequestError::Input { prompt: self.name.clone(), problem }
+    }
+
+    fn invalid_argument(&self, refused: prompt_host_kernel::arguments::Refused) -> RequestError {
+        RequestError::InvalidArgument { prompt: self.name.clone(), refused }
+    }
+
+    /// The arguments sized again (with the answers to the pack's forms),
+    /// and, for typed arguments (0.3), the defaults filled in and every
+    /// declared value checked, before the pack runs.
+    fn check_arguments(&mut self) -> Result<(), RequestError> {
+        check_argument_size(&self.name, &self.arguments, self.plugin.limits(), 0)?;
+        if let Some(typed) = &self.entry.typed {
+            typed.apply(&mut self.arguments).map_err(|refused| RequestError::InvalidArgument { prompt: self.name.clone(), refused })?;
+        }
+        if let Some(answers) = &self.input {
+            check_argument_size(&self.name, &self.arguments, self.plugin.limits(), input::input_bytes(answers))?;
+        }
+        Ok(())
     }
 }
 
