@@ -69,6 +69,133 @@ struct Loaded {
     unmatched: BTreeSet<String>,
 }
 
+/// One plugin file as a rescan read it, and whether it vanished mid-scan.
+struct ReadFile {
+    source: Result<PluginSource, loader::LoadFailure>,
+    vanished: bool,
+    file: PathBuf,
+}
+
+/// The files of a rescan, sorted: the names present, the files to load
+/// (with what a failure of each is remembered by), and the unreadable ones.
+struct Sorted {
+    present: Vec<String>,
+    to_load: Vec<(PluginSource, String)>,
+    unreadable: Vec<loader::LoadFailure>,
+}
+
+impl Loaded {
+    /// Sorts what a rescan read: a file whose bytes and settings are those
+    /// served, or whose bytes failed before, is not loaded again.
+    fn sort(&self, read: Vec<ReadFile>, config: &ServeConfig) -> Sorted {
+        let mut sorted = Sorted { present: Vec::new(), to_load: Vec::new(), unreadable: Vec::new() };
+        for ReadFile { source, vanished, file } in read {
+            let source = match source {
+                Ok(source) => source,
+                Err(failure) if vanished => {
+                    tracing::debug!(file = %file.display(), "{failure}");
+                    sorted.present.push(loader::plugin_id(&file));
+                    continue;
+                }
+                Err(failure) => {
+                    sorted.present.push(loader::plugin_id(&file));
+                    sorted.unreadable.push(failure);
+                    continue;
+                }
+            };
+            sorted.present.push(source.id.clone());
+            let digest = loader::digest(&source.bytes);
+            let unchanged = self.plugins.get(&source.id).is_some_and(|plugin| plugin.digest() == digest)
+                && self.settings.get(&source.id) == Some(&config.plugin_settings(&source.id));
+            // A failure is remembered with the bundle beside the file: a bundle
+            // added or replaced later is a new attempt.
+            let attempt = match &source.bundle {
+                Some(bundle) => format!("{digest}+{}", loader::digest(bundle)),
+                None => digest,
+            };
+            let known_bad = self.failed.get(&source.id) == Some(&attempt);
+            if !unchanged && !known_bad {
+                sorted.to_load.push((source, attempt));
+            }
+        }
+        sorted
+    }
+
+    /// Serves the plugins a rescan loaded, each added or replacing its
+    /// previous version.
+    fn take_loaded(&mut self, plugins: Vec<Plugin>, config: &ServeConfig, rescan: &mut Rescan) -> Vec<Announcement> {
+        let mut to_announce = Vec::new();
+        for plugin in plugins {
+            let id = plugin.id().to_string();
+            self.failed.remove(&id);
+            self.settings.insert(id.clone(), config.plugin_settings(&id));
+            let plugin = Arc::new(plugin);
+            let before = self.plugins.insert(id.clone(), plugin.clone());
+            if before.is_some() {
+                rescan.replaced.push(id);
+            } else {
+                rescan.added.push(id);
+            }
+            to_announce.push(Announcement::Loaded { plugin, before });
+        }
+        to_announce
+    }
+
+    /// Logs and counts the files a rescan could not load, and remembers each
+    /// by its `digests` (a busy sandbox's failure is tried again). A
+    /// previous version keeps serving unless the configuration it loaded
+    /// under changed: what serves must meet the configuration in force.
+    fn take_failures(
+        &mut self,
+        failures: Vec<loader::LoadFailure>,
+        digests: &HashMap<String, String>,
+        config: &ServeConfig,
+        rescan: &mut Rescan,
+    ) -> Vec<Announcement> {
+        let mut to_announce = Vec::new();
+        for failure in failures {
+            let id = loader::plugin_id(Path::new(&failure.origin));
+            // The failure quotes what the pack said (a panic, a bad name): a Debug field, escaped.
+            let error = failure.to_string();
+            let settings_changed = self.settings.get(&id).is_some_and(|settings| *settings != config.plugin_settings(&id));
+            crate::metrics::plugin_load_failed(&id, !settings_changed && self.plugins.contains_key(&id));
+            if settings_changed {
+                // What serves must meet the configuration in force (a new pin, a lower limit).
+                self.plugins.remove(&id);
+                self.settings.remove(&id);
+                to_announce.push(Announcement::RemovedByConfig { file: failure.origin.clone(), error: error.clone() });
+                rescan.removed.push(id.clone());
+            } else if self.plugins.contains_key(&id) {
+                tracing::error!(file = %failure.origin, ?error, "new version not loaded, the previous one keeps serving");
+            } else {
+                tracing::error!(file = %failure.origin, ?error, "plugin not loaded");
+            }
+            // A busy sandbox says nothing about the file: try it again next time.
+            let transient = failure.error.is_transient();
+            if let Some(digest) = digests.get(&id).filter(|_| !transient) {
+                self.failed.insert(id.clone(), digest.clone());
+            }
+            rescan.failed.push(id);
+        }
+        to_announce
+    }
+
+    /// Takes out of service the plugins whose files are gone, and forgets
+    /// their failures.
+    fn drop_gone(&mut self, present: &[String], rescan: &mut Rescan) -> Vec<Announcement> {
+        let gone: Vec<String> = self.plugins.keys().filter(|id| !present.contains(id)).cloned().collect();
+        let mut to_announce = Vec::new();
+        for id in gone {
+            self.plugins.remove(&id);
+            self.settings.remove(&id);
+            to_announce.push(Announcement::Removed { id: id.clone() });
+            rescan.removed.push(id);
+        }
+        self.failed.retain(|id, _| present.contains(id));
+        to_announce
+    }
+}
+
 /// What one rescan changed.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Rescan {
@@ -181,56 +308,8 @@ impl PluginDirectory {
         if retry_failed {
             loaded.failed.clear();
         }
-        // Read off the async runtime: every file is opened without blocking
-        // and bounded (a FIFO is refused), but a read still waits on the disk.
-        let dir = self.dir.clone();
-        let max_pack_bytes = config.registry.max_pack_bytes;
-        let read = tokio::task::spawn_blocking(move || {
-            let files = loader::plugin_files(&dir)?;
-            let read = files.into_iter().map(|file| {
-                let source = PluginSource::read(&file, max_pack_bytes);
-                // Vanished mid-scan: the next rescan, which its removal triggers, unloads it.
-                // (A dangling symlink has not vanished: it is reported.)
-                let vanished = source.is_err() && std::fs::symlink_metadata(&file).is_err();
-                (source, vanished, file)
-            });
-            Ok::<_, std::io::Error>(read.collect::<Vec<_>>())
-        });
-        let read = read.await.expect("reading the plugin directory does not panic")?;
-        let mut rescan = Rescan::default();
-        let mut present = Vec::new();
-        let mut to_load = Vec::new();
-        let mut unreadable = Vec::new();
-        for (source, vanished, file) in read {
-            let source = match source {
-                Ok(source) => source,
-                Err(failure) if vanished => {
-                    tracing::debug!(file = %file.display(), "{failure}");
-                    present.push(loader::plugin_id(&file));
-                    continue;
-                }
-                Err(failure) => {
-                    present.push(loader::plugin_id(&file));
-                    unreadable.push(failure);
-                    continue;
-                }
-            };
-            present.push(source.id.clone());
-            let digest = loader::digest(&source.bytes);
-            let unchanged = loaded.plugins.get(&source.id).is_some_and(|plugin| plugin.digest() == digest)
-                && loaded.settings.get(&source.id) == Some(&config.plugin_settings(&source.id));
-            // A failure is remembered with the bundle beside the file: a bundle
-            // added or replaced later is a new attempt.
-            let attempt = match &source.bundle {
-                Some(bundle) => format!("{digest}+{}", loader::digest(bundle)),
-                None => digest,
-            };
-            let known_bad = loaded.failed.get(&source.id) == Some(&attempt);
-            if !unchanged && !known_bad {
-                to_load.push((source, attempt));
-            }
-        }
-
+        let read = self.read_files(config.registry.max_pack_bytes).await?;
+        let Sorted { present, to_load, unreadable } = loaded.sort(read, &config);
         let (sources, digests): (Vec<PluginSource>, Vec<String>) = to_load.into_iter().unzip();
         let ids_and_digests: HashMap<String, String> = sources.iter().map(|source| source.id.clone()).zip(digests).collect();
         let attempted_loads = !sources.is_empty();
@@ -238,52 +317,10 @@ impl PluginDirectory {
         failures.extend(unreadable);
         // What changes what calls see is logged once it is published, so
         // that a line saying "for the next call" is already true.
-        let mut to_announce = Vec::new();
-        for plugin in plugins {
-            let id = plugin.id().to_string();
-            loaded.failed.remove(&id);
-            loaded.settings.insert(id.clone(), config.plugin_settings(&id));
-            let plugin = Arc::new(plugin);
-            let before = loaded.plugins.insert(id.clone(), plugin.clone());
-            if before.is_some() {
-                rescan.replaced.push(id);
-            } else {
-                rescan.added.push(id);
-            }
-            to_announce.push(Announcement::Loaded { plugin, before });
-        }
-        for failure in failures {
-            let id = loader::plugin_id(Path::new(&failure.origin));
-            // The failure quotes what the pack said (a panic, a bad name): a Debug field, escaped.
-            let error = failure.to_string();
-            let settings_changed = loaded.settings.get(&id).is_some_and(|settings| *settings != config.plugin_settings(&id));
-            crate::metrics::plugin_load_failed(&id, !settings_changed && loaded.plugins.contains_key(&id));
-            if settings_changed {
-                // What serves must meet the configuration in force (a new pin, a lower limit).
-                loaded.plugins.remove(&id);
-                loaded.settings.remove(&id);
-                to_announce.push(Announcement::RemovedByConfig { file: failure.origin.clone(), error: error.clone() });
-                rescan.removed.push(id.clone());
-            } else if loaded.plugins.contains_key(&id) {
-                tracing::error!(file = %failure.origin, ?error, "new version not loaded, the previous one keeps serving");
-            } else {
-                tracing::error!(file = %failure.origin, ?error, "plugin not loaded");
-            }
-            // A busy sandbox says nothing about the file: try it again next time.
-            let transient = failure.error.is_transient();
-            if let Some(digest) = ids_and_digests.get(&id).filter(|_| !transient) {
-                loaded.failed.insert(id.clone(), digest.clone());
-            }
-            rescan.failed.push(id);
-        }
-        let gone: Vec<String> = loaded.plugins.keys().filter(|id| !present.contains(id)).cloned().collect();
-        for id in gone {
-            loaded.plugins.remove(&id);
-            loaded.settings.remove(&id);
-            to_announce.push(Announcement::Removed { id: id.clone() });
-            rescan.removed.push(id);
-        }
-        loaded.failed.retain(|id, _| present.contains(id));
+        let mut rescan = Rescan::default();
+        let mut to_announce = loaded.take_loaded(plugins, &config, &mut rescan);
+        to_announce.extend(loaded.take_failures(failures, &ids_and_digests, &config, &mut rescan));
+        to_announce.extend(loaded.drop_gone(&present, &mut rescan));
         let unmatched = config.unmatched_plugins(&present);
         for section in &unmatched {
             if !loaded.unmatched.contains(&section.name) {
@@ -302,6 +339,26 @@ impl PluginDirectory {
         }
         tracing::debug!(?rescan, "plugin directory rescanned");
         Ok(rescan)
+    }
+
+    /// Reads every plugin file of the directory, off the async runtime:
+    /// every file is opened without blocking and bounded (a FIFO is
+    /// refused), but a read still waits on the disk. Each with whether it
+    /// vanished mid-scan.
+    async fn read_files(&self, max_pack_bytes: u64) -> std::io::Result<Vec<ReadFile>> {
+        let dir = self.dir.clone();
+        let read = tokio::task::spawn_blocking(move || {
+            let files = loader::plugin_files(&dir)?;
+            let read = files.into_iter().map(|file| {
+                let source = PluginSource::read(&file, max_pack_bytes);
+                // Vanished mid-scan: the next rescan, which its removal triggers, unloads it.
+                // (A dangling symlink has not vanished: it is reported.)
+                let vanished = source.is_err() && std::fs::symlink_metadata(&file).is_err();
+                ReadFile { source, vanished, file }
+            });
+            Ok::<_, std::io::Error>(read.collect::<Vec<_>>())
+        });
+        read.await.expect("reading the plugin directory does not panic")
     }
 
     /// Rescans the directory on SIGHUP and, if the configuration watches
