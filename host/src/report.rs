@@ -10,6 +10,17 @@ use prompt_host_kernel::validate::printable;
 /// The report as a person reads it.
 impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.write_file(f)?;
+        self.write_pack(f)?;
+        self.write_costs(f)?;
+        self.write_prompts(f)?;
+        self.write_problems(f)
+    }
+}
+
+impl Report {
+    /// The verdict, and what the file is: its size, digest, signature, exports, imports and WIT version.
+    fn write_file(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.problems.len() {
             0 => writeln!(f, "{}: a prompt pack this host can load", self.plugin)?,
             1 => writeln!(f, "{}: this host would refuse it (1 problem)", self.plugin)?,
@@ -29,6 +40,11 @@ impl fmt::Display for Report {
         if let Some(version) = &self.wit_version {
             writeln!(f, "  wit       prompt-host:prompts {version}")?;
         }
+        Ok(())
+    }
+
+    /// What the pack says it is and wants, and what this configuration grants it.
+    fn write_pack(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if let Some(pack) = &self.pack {
             // All of it the pack's own words: shown as a terminal cannot take it for a command.
             writeln!(f, "  pack      {} {}", printable(&pack.name), printable(&pack.version))?;
@@ -60,6 +76,11 @@ impl fmt::Display for Report {
                 writeln!(f, "  {label:<9} {}", printable(withheld))?;
             }
         }
+        Ok(())
+    }
+
+    /// What compiling the pack and listing its prompts cost, against its limits.
+    fn write_costs(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.compile_ms {
             Some(compile_ms) if self.from_cache => writeln!(f, "  compile   from the compiled cache in {compile_ms:.1} ms")?,
             Some(compile_ms) => writeln!(f, "  compile   {compile_ms:.1} ms")?,
@@ -78,6 +99,11 @@ impl fmt::Display for Report {
                 limits.deadline_ms,
             )?;
         }
+        Ok(())
+    }
+
+    /// The prompts, their arguments, and what completing each gave.
+    fn write_prompts(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "  prompts   {}", self.prompts.len())?;
         for prompt in &self.prompts {
             // Names are checked at load (no control or format characters);
@@ -119,6 +145,11 @@ impl fmt::Display for Report {
                 self.completions_not_tried
             )?;
         }
+        Ok(())
+    }
+
+    /// Every problem, with its hint.
+    fn write_problems(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if !self.problems.is_empty() {
             writeln!(f, "  problems")?;
         }
