@@ -402,35 +402,7 @@ impl ServeConfig {
             plugin.limits.check(&format!("plugins.{name}.limits"))?;
         }
         let mut config = ServeConfig::default();
-        // Every path key of the file: relative to the file's folder.
-        config.plugins_dir = file.server.plugins.map(|dir| folder.join(dir));
-        config.pack_store = Some(folder.join(file.server.store.unwrap_or_else(|| PathBuf::from(DEFAULT_PACK_STORE))));
-        config.lockfile = Some(folder.join(prompt_host_trust::lockfile::LOCKFILE_NAME));
-        config.signatures = SignaturePolicy {
-            required: file.signatures.require.unwrap_or(false),
-            keys: read_keys("signatures.public_keys", &file.signatures.public_keys, folder)?,
-            keyless: file.signatures.keyless(folder)?,
-        };
-        config.registry = file.registry.apply(folder)?;
-        config.require_pinned = file.server.require_pinned.unwrap_or(config.require_pinned);
-        config.watch = file.server.watch.unwrap_or(config.watch);
-        if let Some(ms) = file.server.watch_poll_ms {
-            positive("server.watch_poll_ms", ms)?;
-            config.watch_poll = Some(Duration::from_millis(ms));
-        }
-        if let Some(dir) = file.server.cache_dir {
-            config.cache_dir = Some(folder.join(dir));
-        }
-        config.request_state_key_file = file.server.request_state_key_file.map(|key| folder.join(key));
-        config.access_log = file.server.access_log.map(|log| folder.join(log));
-        config.request_state_previous_key_files = file.server.request_state_previous_key_files.iter().map(|key| folder.join(key)).collect();
-        if config.request_state_key_file.is_none() && !config.request_state_previous_key_files.is_empty() {
-            return Err("server.request_state_previous_key_files needs server.request_state_key_file: the key that seals now".into());
-        }
-        if let Some(mib) = file.server.cache_max_mib {
-            positive("server.cache_max_mib", mib)?;
-            config.cache_max_bytes = mib.checked_mul(1 << 20).ok_or("server.cache_max_mib is too large")?;
-        }
+        config.apply_paths_and_trust(&file, folder)?;
         for (name, plugin) in &file.plugins {
             if let Some(pin) = &plugin.sha256
                 && !(pin.len() == 64 && pin.bytes().all(|b| b.is_ascii_hexdigit()))
@@ -446,7 +418,53 @@ impl ServeConfig {
         config.limits = file.limits.apply(&config.limits);
         config.sandbox = file.sandbox.apply(&config.sandbox)?;
         config.elicitation = file.elicitation.apply(config.elicitation)?;
-        config.plugins = file.plugins;
+        config.apply_plugins(file.plugins, folder)?;
+        config.apply_tenants(file.authorization.as_ref(), file.tenants, folder)?;
+        Ok(config)
+    }
+
+    /// The file's paths (each relative to the file's `folder`), its
+    /// signature policy and registry settings, and the server section's
+    /// switches.
+    fn apply_paths_and_trust(&mut self, file: &ConfigFile, folder: &Path) -> Result<(), String> {
+        let config = self;
+        // Every path key of the file: relative to the file's folder.
+        config.plugins_dir = file.server.plugins.clone().map(|dir| folder.join(dir));
+        config.pack_store = Some(folder.join(file.server.store.clone().unwrap_or_else(|| PathBuf::from(DEFAULT_PACK_STORE))));
+        config.lockfile = Some(folder.join(prompt_host_trust::lockfile::LOCKFILE_NAME));
+        config.signatures = SignaturePolicy {
+            required: file.signatures.require.unwrap_or(false),
+            keys: read_keys("signatures.public_keys", &file.signatures.public_keys, folder)?,
+            keyless: file.signatures.keyless(folder)?,
+        };
+        config.registry = file.registry.apply(folder)?;
+        config.require_pinned = file.server.require_pinned.unwrap_or(config.require_pinned);
+        config.watch = file.server.watch.unwrap_or(config.watch);
+        if let Some(ms) = file.server.watch_poll_ms {
+            positive("server.watch_poll_ms", ms)?;
+            config.watch_poll = Some(Duration::from_millis(ms));
+        }
+        if let Some(dir) = &file.server.cache_dir {
+            config.cache_dir = Some(folder.join(dir));
+        }
+        config.request_state_key_file = file.server.request_state_key_file.as_ref().map(|key| folder.join(key));
+        config.access_log = file.server.access_log.as_ref().map(|log| folder.join(log));
+        config.request_state_previous_key_files = file.server.request_state_previous_key_files.iter().map(|key| folder.join(key)).collect();
+        if config.request_state_key_file.is_none() && !config.request_state_previous_key_files.is_empty() {
+            return Err("server.request_state_previous_key_files needs server.request_state_key_file: the key that seals now".into());
+        }
+        if let Some(mib) = file.server.cache_max_mib {
+            positive("server.cache_max_mib", mib)?;
+            config.cache_max_bytes = mib.checked_mul(1 << 20).ok_or("server.cache_max_mib is too large")?;
+        }
+        Ok(())
+    }
+
+    /// The `[plugins.NAME]` sections: each source, signer and grant checked
+    /// and read.
+    fn apply_plugins(&mut self, plugins: BTreeMap<String, PluginConfig>, folder: &Path) -> Result<(), String> {
+        let config = self;
+        config.plugins = plugins;
         for (name, plugin) in config.plugins.iter_mut() {
             if let Some(source) = &plugin.source {
                 prompt_host_trust::distribution::PackReference::parse(source).map_err(|error| format!("plugins.{name}.source: {error}"))?;
@@ -468,11 +486,23 @@ impl ServeConfig {
                 plugin.trusted_keys = Some(read_keys(&format!("plugins.{name}.public_keys"), keys, folder)?);
             }
         }
-        if let Some(section) = &file.authorization {
+        Ok(())
+    }
+
+    /// The `[authorization]` section and the `[tenants.NAME]` sections,
+    /// which need it.
+    fn apply_tenants(
+        &mut self,
+        authorization: Option<&AuthorizationSection>,
+        tenants: BTreeMap<String, TenantSection>,
+        folder: &Path,
+    ) -> Result<(), String> {
+        let config = self;
+        if let Some(section) = authorization {
             config.authorization = Some(section.apply(folder)?);
             config.default_tenant = section.default_tenant.clone();
         }
-        for (name, tenant) in file.tenants {
+        for (name, tenant) in tenants {
             let mut grants = BTreeMap::new();
             for (plugin, section) in &tenant.grants {
                 grants.insert(plugin.clone(), section.apply(&format!("tenants.{name}.grants.{plugin}"), folder)?);
@@ -498,7 +528,7 @@ impl ServeConfig {
         {
             return Err(format!("authorization.default_tenant {default:?} is not a [tenants.NAME] section"));
         }
-        Ok(config)
+        Ok(())
     }
 }
 
