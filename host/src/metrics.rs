@@ -173,27 +173,30 @@ impl Metrics {
             registry.register(Box::new(metric.clone())).expect("each metric is registered once, under its own name");
             metric
         }
-        let histogram = |name: &str, help: &str, buckets: &[f64]| {
+        let histogram_by = |name: &str, help: &str, labels: &[&str], buckets: &[f64]| {
             let opts = HistogramOpts::new(name, help).buckets(buckets.to_vec());
-            register(&registry, HistogramVec::new(opts, &["plugin"]).expect("valid histogram"))
+            register(&registry, HistogramVec::new(opts, labels).expect("valid histogram"))
         };
+        let histogram = |name: &str, help: &str, buckets: &[f64]| histogram_by(name, help, &["plugin"], buckets);
         let counter = |name: &str, help: &str, labels: &[&str]| {
             register(&registry, IntCounterVec::new(Opts::new(name, help), labels).expect("valid counter"))
         };
+        let gauges = |name: &str, help: &str, labels: &[&str]| {
+            register(&registry, IntGaugeVec::new(Opts::new(name, help), labels).expect("valid gauge"))
+        };
+        let gauge = |name: &str, help: &str| register(&registry, IntGauge::new(name, help).expect("valid gauge"));
+        let total = |name: &str, help: &str| register(&registry, IntCounter::new(name, help).expect("valid counter"));
         Metrics {
             calls: counter(
                 "prompt_host_plugin_calls_total",
                 "Calls into a plugin, by method (prompts/get, completion/complete, list at load) and outcome.",
                 &["plugin", "method", "outcome"],
             ),
-            call_seconds: register(
-                &registry,
-                HistogramVec::new(
-                    HistogramOpts::new("prompt_host_plugin_call_duration_seconds", "How long calls into a plugin took, by method.")
-                        .buckets(SECONDS_BUCKETS.to_vec()),
-                    &["plugin", "method"],
-                )
-                .expect("valid histogram"),
+            call_seconds: histogram_by(
+                "prompt_host_plugin_call_duration_seconds",
+                "How long calls into a plugin took, by method.",
+                &["plugin", "method"],
+                SECONDS_BUCKETS,
             ),
             call_fuel: histogram("prompt_host_plugin_call_fuel", "Fuel (roughly, WebAssembly instructions) one call burned.", FUEL_BUCKETS),
             call_peak_memory: histogram(
@@ -215,50 +218,21 @@ impl Metrics {
                 "Instances of a plugin made ahead of a call that failed to start (the next call builds its own).",
                 &["plugin"],
             ),
-            last_load: register(
-                &registry,
-                IntGaugeVec::new(
-                    Opts::new("prompt_host_plugin_last_load_timestamp_seconds", "When the plugin last loaded successfully (Unix time)."),
-                    &["plugin"],
-                )
-                .expect("valid gauge"),
+            last_load: gauges(
+                "prompt_host_plugin_last_load_timestamp_seconds",
+                "When the plugin last loaded successfully (Unix time).",
+                &["plugin"],
             ),
-            sessions_open: register(
-                &registry,
-                IntGauge::new("prompt_host_sessions_open", "MCP sessions open over Streamable HTTP.").expect("valid gauge"),
+            sessions_open: gauge("prompt_host_sessions_open", "MCP sessions open over Streamable HTTP."),
+            requests_in_flight: gauge(
+                "prompt_host_requests_in_flight",
+                "prompts/list, prompts/get and completion/complete requests being answered.",
             ),
-            requests_in_flight: register(
-                &registry,
-                IntGauge::new(
-                    "prompt_host_requests_in_flight",
-                    "prompts/list, prompts/get and completion/complete requests being answered.",
-                )
-                .expect("valid gauge"),
-            ),
-            plugins_loaded: register(
-                &registry,
-                IntGauge::new("prompt_host_plugins_loaded", "Plugins loaded and serving (an earlier version counts while it serves).")
-                    .expect("valid gauge"),
-            ),
-            catalog_prompts: register(
-                &registry,
-                IntGauge::new("prompt_host_catalog_prompts", "Prompts in the catalog served.").expect("valid gauge"),
-            ),
-            catalog_info: register(
-                &registry,
-                IntGaugeVec::new(Opts::new("prompt_host_catalog_info", "The catalog served: its version, as a label."), &["version"])
-                    .expect("valid gauge"),
-            ),
-            reloads: register(
-                &registry,
-                IntCounter::new("prompt_host_reloads_total", "Rescans of the plugin directory after start (a change in it, or SIGHUP).")
-                    .expect("valid counter"),
-            ),
-            list_changed: register(
-                &registry,
-                IntCounter::new("prompt_host_list_changed_notifications_total", "notifications/prompts/list_changed sent to clients.")
-                    .expect("valid counter"),
-            ),
+            plugins_loaded: gauge("prompt_host_plugins_loaded", "Plugins loaded and serving (an earlier version counts while it serves)."),
+            catalog_prompts: gauge("prompt_host_catalog_prompts", "Prompts in the catalog served."),
+            catalog_info: gauges("prompt_host_catalog_info", "The catalog served: its version, as a label.", &["version"]),
+            reloads: total("prompt_host_reloads_total", "Rescans of the plugin directory after start (a change in it, or SIGHUP)."),
+            list_changed: total("prompt_host_list_changed_notifications_total", "notifications/prompts/list_changed sent to clients."),
             http_refusals: counter(
                 "prompt_host_http_refusals_total",
                 "HTTP requests refused before MCP saw them, by reason (no-token, wrong-token, expired-token, invalid-token, \
