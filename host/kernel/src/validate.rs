@@ -492,48 +492,48 @@ pub fn argument_declarations(declared: &[model::Prompt]) -> (Vec<PromptArguments
         .iter()
         .map(|prompt| {
             PromptArguments::from(
-                prompt
-                    .arguments
-                    .iter()
-                    .map(|argument| {
-                        // Names not yet checked (prompt_definitions does): cut.
-                        let name = |name: &str| cut_printable(name, MAX_NAME_BYTES);
-                        let at = format!("prompt {:?}, argument {:?}", name(&prompt.name), name(&argument.name));
-                        let mut report = |problem: String| {
-                            if problems.len() < MAX_PROBLEMS {
-                                problems.push(Problem { problem: format!("{at}: {problem}"), hint: Some(HINT_ARGUMENT_KIND) })
-                            }
-                        };
-                        let kind = argument.kind.as_ref().and_then(|kind| argument_kind(kind).map_err(&mut report).ok());
-                        let mut value = |what: &str, value: &str| {
-                            if value.len() > arguments::MAX_VALUE_BYTES {
-                                report(format!("{what} is {} bytes, more than the limit of {}", value.len(), arguments::MAX_VALUE_BYTES));
-                            } else if let Some(Err(expected)) = kind.as_ref().map(|kind| kind.check(value)) {
-                                report(format!("{what} {:?} is not {expected}", printable(value)));
-                            }
-                        };
-                        if let Some(default) = &argument.default {
-                            value("default", default);
-                        }
-                        for example in &argument.examples {
-                            value("example", example);
-                        }
-                        if argument.examples.len() > arguments::MAX_EXAMPLES {
-                            report(format!("{} examples, more than the limit of {}", argument.examples.len(), arguments::MAX_EXAMPLES));
-                        }
-                        Declared {
-                            name: argument.name.clone(),
-                            required: argument.required && argument.default.is_none(),
-                            kind,
-                            default: argument.default.clone(),
-                            examples: argument.examples.clone(),
-                        }
-                    })
-                    .collect::<Vec<_>>(),
+                prompt.arguments.iter().map(|argument| declared_argument(prompt, argument, &mut problems)).collect::<Vec<_>>(),
             )
         })
         .collect();
     (typed, problems)
+}
+
+/// One argument's declaration, checked (its problems added to `problems`,
+/// up to [`MAX_PROBLEMS`]) and turned into the host's.
+fn declared_argument(prompt: &model::Prompt, argument: &model::PromptArgument, problems: &mut Vec<Problem>) -> Declared {
+    // Names not yet checked (prompt_definitions does): cut.
+    let name = |name: &str| cut_printable(name, MAX_NAME_BYTES);
+    let at = format!("prompt {:?}, argument {:?}", name(&prompt.name), name(&argument.name));
+    let mut report = |problem: String| {
+        if problems.len() < MAX_PROBLEMS {
+            problems.push(Problem { problem: format!("{at}: {problem}"), hint: Some(HINT_ARGUMENT_KIND) })
+        }
+    };
+    let kind = argument.kind.as_ref().and_then(|kind| argument_kind(kind).map_err(&mut report).ok());
+    let mut value = |what: &str, value: &str| {
+        if value.len() > arguments::MAX_VALUE_BYTES {
+            report(format!("{what} is {} bytes, more than the limit of {}", value.len(), arguments::MAX_VALUE_BYTES));
+        } else if let Some(Err(expected)) = kind.as_ref().map(|kind| kind.check(value)) {
+            report(format!("{what} {:?} is not {expected}", printable(value)));
+        }
+    };
+    if let Some(default) = &argument.default {
+        value("default", default);
+    }
+    for example in &argument.examples {
+        value("example", example);
+    }
+    if argument.examples.len() > arguments::MAX_EXAMPLES {
+        report(format!("{} examples, more than the limit of {}", argument.examples.len(), arguments::MAX_EXAMPLES));
+    }
+    Declared {
+        name: argument.name.clone(),
+        required: argument.required && argument.default.is_none(),
+        kind,
+        default: argument.default.clone(),
+        examples: argument.examples.clone(),
+    }
 }
 
 /// One declared kind, checked and turned into the host's.
