@@ -209,7 +209,7 @@ pub async fn inspect(path: &Path, config: &ServeConfig) -> Result<Report, LoadFa
         pack.wants = folders.chain(origins).chain(values).collect();
     }
     report.signature = trace.signature.take();
-    report.granted = trace.sight.as_ref().map(|sight| sight.given()).unwrap_or_default();
+    report.granted = trace.access.as_ref().map(|access| access.given()).unwrap_or_default();
     report.withheld = trace.withheld.iter().map(ToString::to_string).collect();
     let prompts = match &loaded {
         Ok(plugin) => plugin.prompts(),

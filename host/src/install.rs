@@ -723,7 +723,7 @@ impl<'a> Installation<'a> {
             loader.load(source, settings).await.ok()
         };
         match loaded.await {
-            Some(plugin) => (Some(plugin.prompts().len()), plugin.sight().given()),
+            Some(plugin) => (Some(plugin.prompts().len()), plugin.access().given()),
             None => (None, Vec::new()),
         }
     }

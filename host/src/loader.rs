@@ -17,7 +17,7 @@ use wasmtime::component::Component;
 
 use prompt_host_kernel::bindings::{Linked, PROVIDER_INTERFACE, WitVersion};
 use prompt_host_kernel::cache::{CompiledCache, Origin};
-use prompt_host_kernel::grants::{Grants, Sight, Withheld};
+use prompt_host_kernel::grants::{GrantedAccess, Grants, Withheld};
 use prompt_host_kernel::limits::Limits;
 use prompt_host_kernel::model;
 use prompt_host_kernel::plugin::Plugin;
@@ -315,7 +315,7 @@ pub struct LoadTrace {
     /// Who signed it, when a trusted key did.
     pub signature: Option<Verified>,
     /// What its calls see of what it asked for, once it loaded.
-    pub sight: Option<Sight>,
+    pub access: Option<GrantedAccess>,
     /// What it asked for and was not granted, and what was granted and not asked for.
     pub withheld: Vec<Withheld>,
 }
@@ -411,7 +411,7 @@ impl Loader {
             trace.invalid_prompts = prompts;
             LoadError::Definitions(problems)
         })?;
-        let (sight, withheld) = Sight::between(&source.id, wants.as_ref(), &settings.grants);
+        let (access, withheld) = GrantedAccess::between(&source.id, wants.as_ref(), &settings.grants);
         for withheld in &withheld {
             match withheld {
                 Withheld::NotGranted { .. } => {
@@ -421,8 +421,8 @@ impl Loader {
             }
         }
         trace.withheld = withheld;
-        trace.sight = Some(sight.clone());
-        Ok(Plugin::new(source.id, digest, settings.prefix, checked, settings.limits, quota, pre, self.sandbox.clone(), sight))
+        trace.access = Some(access.clone());
+        Ok(Plugin::new(source.id, digest, settings.prefix, checked, settings.limits, quota, pre, self.sandbox.clone(), access))
     }
 
     /// Checks that the bytes are a component, then takes its compiled form

@@ -471,7 +471,7 @@ impl Announcement {
             Announcement::Loaded { plugin, before } => {
                 let id = plugin.id();
                 crate::metrics::plugin_loaded(id, &crate::catalog::served_names(&plugin));
-                log_sight_change(id, before.as_ref().map(|before| before.sight()), plugin.sight());
+                log_access_change(id, before.as_ref().map(|before| before.access()), plugin.access());
                 tracing::info!(
                     plugin = %id.escape_debug(),
                     prompts = plugin.prompts().len(),
@@ -499,7 +499,11 @@ impl Announcement {
 /// first loaded seeing something, and whenever that changes (a grant
 /// added, narrowed or removed at SIGHUP, or an update asking for more or
 /// less): calls under way keep what they started with.
-fn log_sight_change(id: &str, before: Option<&prompt_host_kernel::grants::Sight>, now: &prompt_host_kernel::grants::Sight) {
+fn log_access_change(
+    id: &str,
+    before: Option<&prompt_host_kernel::grants::GrantedAccess>,
+    now: &prompt_host_kernel::grants::GrantedAccess,
+) {
     let listed = |given: Vec<String>| if given.is_empty() { "nothing".to_string() } else { given.join(", ") };
     let now = now.given();
     match before.map(|before| before.given()) {

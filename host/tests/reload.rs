@@ -377,7 +377,7 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for ServedAtEachLine {
     fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
         let message = prompt_host::json_log::event_message(event);
         let snapshot = self.registry.snapshot();
-        let probe = snapshot.resolve("read").map(|(_, plugin)| plugin.sight().given()).unwrap_or_default();
+        let probe = snapshot.resolve("read").map(|(_, plugin)| plugin.access().given()).unwrap_or_default();
         let plugins = snapshot.catalog().entries().iter().map(|entry| entry.plugin).collect::<std::collections::BTreeSet<_>>().len();
         self.lines.lock().unwrap().push((message, probe, plugins));
     }

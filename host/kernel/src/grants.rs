@@ -3,7 +3,7 @@
 //!
 //! A pack sees nothing of the machine unless it asked for it
 //! (`pack-info.wants`) and the operator granted it (the config's
-//! `[plugins.NAME.grants]`, handed here as plain [`Grants`]): [`Sight::between`]
+//! `[plugins.NAME.grants]`, handed here as plain [`Grants`]): [`GrantedAccess::between`]
 //! is that intersection, made once when a plugin loads. What a call is given:
 //! - **folders**, read-only, as the preopened directories `/<name>`, through
 //!   the host's own implementation of the standard `wasi:filesystem`
@@ -116,7 +116,7 @@ pub struct SeenOrigin {
 /// What one plugin's calls see of the machine: what it asked for and was
 /// granted, and the folders it asked for that were not.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Sight {
+pub struct GrantedAccess {
     /// The plugin's name, for the errors its calls end in.
     pub plugin: String,
     /// The config table that grants it more (`plugins.NAME.grants`, or a
@@ -182,13 +182,13 @@ pub fn value_key(section: &str, name: &str) -> String {
     format!("{name} = {{ file = \"/path/to/secret\" }} in [{section}.env]")
 }
 
-impl Sight {
+impl GrantedAccess {
     /// What `plugin`'s calls see: what it asked for (`wants`: none for a
     /// pack before 0.3, which asks for nothing) and `grants` grants, and
     /// what was withheld either way.
-    pub fn between(plugin: &str, wants: Option<&Wants>, grants: &Grants) -> (Sight, Vec<Withheld>) {
+    pub fn between(plugin: &str, wants: Option<&Wants>, grants: &Grants) -> (GrantedAccess, Vec<Withheld>) {
         let section = grants_section(plugin, grants.section.as_deref());
-        let mut sight = Sight { plugin: plugin.to_string(), section: section.clone(), ..Sight::default() };
+        let mut access = GrantedAccess { plugin: plugin.to_string(), section: section.clone(), ..GrantedAccess::default() };
         let mut withheld = Vec::new();
         let (asked_folders, asked_values): (Vec<&str>, Vec<&str>) = match wants {
             Some(wants) => (wants.folders.iter().map(|f| f.name.as_str()).collect(), wants.env.iter().map(String::as_str).collect()),
@@ -202,7 +202,7 @@ impl Sight {
             if given.is_empty() {
                 withheld.push(Withheld::NotGranted { what: format!("origin {asked}"), key: origin_key(&section, asked) });
             }
-            sight.origins.push(SeenOrigin { asked: asked.clone(), given });
+            access.origins.push(SeenOrigin { asked: asked.clone(), given });
         }
         for granted in grants.origins.iter().filter(|granted| !asked_origins.iter().any(|asked| asked.overlap(granted).is_some())) {
             withheld.push(Withheld::NotAsked { what: format!("origin {granted}"), key: origin_key(&section, granted) });
@@ -212,11 +212,11 @@ impl Sight {
             if path.is_none() {
                 withheld.push(Withheld::NotGranted { what: format!("folder '{name}'"), key: folder_key(&section, name) });
             }
-            sight.folders.push(SeenFolder { name: name.to_string(), path });
+            access.folders.push(SeenFolder { name: name.to_string(), path });
         }
         for name in &asked_values {
             match grants.values.get(*name) {
-                Some(value) => sight.values.push((name.to_string(), value.clone())),
+                Some(value) => access.values.push((name.to_string(), value.clone())),
                 None => withheld.push(Withheld::NotGranted { what: format!("value '{name}'"), key: value_key(&section, name) }),
             }
         }
@@ -226,7 +226,7 @@ impl Sight {
         for name in grants.values.keys().filter(|name| !asked_values.contains(&name.as_str())) {
             withheld.push(Withheld::NotAsked { what: format!("value '{}'", name.escape_debug()), key: value_key(&section, name) });
         }
-        (sight, withheld)
+        (access, withheld)
     }
 
     /// What is given, one item each (`folder logs = /var/log/app`, `value
@@ -518,17 +518,17 @@ mod tests {
             ],
             section: None,
         };
-        let (sight, withheld) = Sight::between("acme", Some(&wants(&["logs", "project"], &["API_TOKEN", "REGION"])), &grants);
+        let (access, withheld) = GrantedAccess::between("acme", Some(&wants(&["logs", "project"], &["API_TOKEN", "REGION"])), &grants);
         assert_eq!(
-            sight.folders,
+            access.folders,
             [
                 SeenFolder { name: "logs".into(), path: Some(PathBuf::from("/var/log/app")) },
                 SeenFolder { name: "project".into(), path: None },
             ]
         );
-        assert_eq!(sight.values, [("API_TOKEN".to_string(), Secret::new("s3cret".into()))]);
+        assert_eq!(access.values, [("API_TOKEN".to_string(), Secret::new("s3cret".into()))]);
         assert_eq!(
-            sight.given(),
+            access.given(),
             [
                 "folder logs = /var/log/app (read-only)",
                 "origin https://api.example.com/v1/",
@@ -549,22 +549,22 @@ mod tests {
             ]
         );
         // A pack before 0.3 asks for nothing, and is given nothing.
-        let (sight, withheld) = Sight::between("old", None, &grants);
-        assert!(sight.folders.is_empty() && sight.values.is_empty() && sight.origins.is_empty());
+        let (access, withheld) = GrantedAccess::between("old", None, &grants);
+        assert!(access.folders.is_empty() && access.values.is_empty() && access.origins.is_empty());
         assert_eq!(withheld.len(), 7);
     }
 
     #[test]
     fn a_tenants_own_grants_are_named_in_what_would_grant_more() {
         let grants = Grants { section: Some("tenants.acme.grants.insights".into()), ..Grants::default() };
-        let (sight, withheld) = Sight::between("insights", Some(&wants(&["logs"], &[])), &grants);
-        assert_eq!(sight.section, "tenants.acme.grants.insights");
+        let (access, withheld) = GrantedAccess::between("insights", Some(&wants(&["logs"], &[])), &grants);
+        assert_eq!(access.section, "tenants.acme.grants.insights");
         assert_eq!(
             withheld[0].to_string(),
             "it asks for origin https://api.example.com, which is not granted (grant it with http = [\"https://api.example.com\"] in [tenants.acme.grants.insights])"
         );
         assert_eq!(
-            GrantRefusal::NotGranted { section: sight.section.clone(), folder: "logs".into() }.to_string(),
+            GrantRefusal::NotGranted { section: access.section.clone(), folder: "logs".into() }.to_string(),
             "used folder 'logs', which it asks for but is not granted: grant it with logs = \"/path/on/the/host\" in [tenants.acme.grants.insights.folders]"
         );
     }

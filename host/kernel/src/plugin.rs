@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use crate::arguments::PromptArguments;
 use crate::bindings::{Linked, WitVersion};
-use crate::grants::Sight;
+use crate::grants::GrantedAccess;
 use crate::limits::Limits;
 use crate::model::{self, PromptAnswer};
 use crate::sandbox::spares::PackInstances;
@@ -99,7 +99,7 @@ impl PluginError {
 impl Plugin {
     /// A plugin of prompts already listed and checked (the loader's work:
     /// [`validate::listing`]; this does not check them again), called
-    /// through `pre` in `sandbox`, `quota` calls at a time, each seeing `sight`.
+    /// through `pre` in `sandbox`, `quota` calls at a time, each seeing `access`.
     pub fn new(
         id: String,
         digest: String,
@@ -109,9 +109,9 @@ impl Plugin {
         quota: CallQuota,
         pre: Linked<CallState>,
         sandbox: Arc<Sandbox>,
-        sight: Sight,
+        access: GrantedAccess,
     ) -> Plugin {
-        let instances = PackInstances::new(sandbox, pre, limits, quota, id.clone(), sight);
+        let instances = PackInstances::new(sandbox, pre, limits, quota, id.clone(), access);
         let CheckedListing { prompts, typed, info } = listing;
         let typed = typed.into_iter().map(Arc::new).collect();
         Plugin { id, digest, prefix, prompts, typed, instances, info }
@@ -160,8 +160,8 @@ impl Plugin {
 
     /// What each call into this plugin sees of the machine: what its pack
     /// asked for and the operator granted.
-    pub fn sight(&self) -> &Sight {
-        self.instances.sight()
+    pub fn access(&self) -> &GrantedAccess {
+        self.instances.access()
     }
 
     fn failed(&self, failure: CallFailure) -> PluginError {

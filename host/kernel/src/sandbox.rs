@@ -40,7 +40,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use crate::bindings::{Linked, PackExports, WitVersion};
 use crate::grants::folders::{self, CallFolders, Descriptors, FolderView, PluginFolders};
 use crate::grants::http::{CallHttp, FIELDS_TOO_LARGE, MAX_REQUEST_FIELDS};
-use crate::grants::{GrantRefusal, IoMeter, Sight};
+use crate::grants::{GrantRefusal, GrantedAccess, IoMeter};
 use crate::limits::Limits;
 use crate::model::{self, PromptAnswer};
 
@@ -60,7 +60,7 @@ use epoch::{DeadlineReached, RunningCall, RunningCalls, start_epoch_ticker};
 use memory_guard::{MAX_INSTANCES, MAX_MEMORIES, MAX_TABLE_ELEMENTS, MAX_TABLES, MemoryGuard};
 pub use outcome::{BusyScope, CallFailure, CallUsage, PrepareError};
 use output::{OutputLog, panic_message, panic_message_start};
-use spares::{SPARE_MEMORY, SPARES, Shelf};
+use spares::{SPARE_MEMORY, SPARES, SparePool};
 
 /// Settings of the sandbox shared by every plugin.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -195,7 +195,7 @@ pub struct Sandbox {
     /// Turns for long calls: one fewer than the cores.
     slow_lane: Arc<Semaphore>,
     /// Instances made ahead of their plugins' next calls.
-    spares: Shelf<Instance>,
+    spares: SparePool<Instance>,
     /// How many spares were built, and how many calls took one.
     spares_made: AtomicU64,
     spares_handed_out: AtomicU64,
@@ -204,7 +204,7 @@ pub struct Sandbox {
     /// however many, cannot hold another tenant's.
     descriptors: Arc<Descriptors>,
     /// What a call sees when its plugin sees nothing (a listing's).
-    no_sight: Arc<PluginFolders>,
+    no_access: Arc<PluginFolders>,
 }
 
 impl Sandbox {
@@ -237,11 +237,11 @@ impl Sandbox {
             observer: Arc::new(Unobserved),
             slots: Arc::new(Semaphore::new(config.max_concurrent_calls)),
             slow_lane: Arc::new(Semaphore::new(cores.saturating_sub(1).max(1))),
-            spares: Shelf::new(SPARES, SPARE_MEMORY),
+            spares: SparePool::new(SPARES, SPARE_MEMORY),
             spares_made: AtomicU64::new(0),
             spares_handed_out: AtomicU64::new(0),
             descriptors: Descriptors::for_process().share(config.sandboxes.max(1)),
-            no_sight: Arc::new(PluginFolders::new(Sight::default(), Arc::new(Descriptors::new(1)))),
+            no_access: Arc::new(PluginFolders::new(GrantedAccess::default(), Arc::new(Descriptors::new(1)))),
             config,
         })
     }
@@ -283,13 +283,13 @@ impl Sandbox {
         plugin: &str,
     ) -> Result<Instance, CallFailure> {
         let slots = self.call_slots(quota).await?;
-        self.new_instance(limits, copy_budget, quota, plugin, &self.no_sight.clone(), slots, true).instantiated(pre).await
+        self.new_instance(limits, copy_budget, quota, plugin, &self.no_access.clone(), slots, true).instantiated(pre).await
     }
 
-    /// The folders of a plugin whose calls see `sight`, in its share of the
+    /// The folders of a plugin whose calls see `access`, in its share of the
     /// sandbox's descriptors.
-    pub fn plugin_folders(&self, sight: Sight) -> Arc<PluginFolders> {
-        Arc::new(PluginFolders::new(sight, self.descriptors.share(4)))
+    pub fn plugin_folders(&self, access: GrantedAccess) -> Arc<PluginFolders> {
+        Arc::new(PluginFolders::new(access, self.descriptors.share(4)))
     }
 
     /// The spare instances the sandbox holds now, and how many calls took one.
@@ -335,7 +335,7 @@ impl Sandbox {
         copy_budget: usize,
         quota: &CallQuota,
         plugin: &str,
-        sight: &Arc<PluginFolders>,
+        access: &Arc<PluginFolders>,
         slots: [OwnedSemaphorePermit; 2],
         reported: bool,
     ) -> Instance {
@@ -343,7 +343,7 @@ impl Sandbox {
         let stderr = CapturedOutput::new(limits.output_capture_bytes);
         let clock = CallClock::default();
         let mut wasi = WasiCtxBuilder::new();
-        for (name, value) in &sight.sight().values {
+        for (name, value) in &access.access().values {
             wasi.env(name, value.expose());
         }
         let wasi = wasi
@@ -356,7 +356,7 @@ impl Sandbox {
             .allow_ip_name_lookup(false)
             .build();
         let started = Instant::now();
-        let folders = CallFolders::new(sight.clone(), Arc::new(IoMeter::new(limits)));
+        let folders = CallFolders::new(access.clone(), Arc::new(IoMeter::new(limits)));
         let http = CallHttp::new(folders.meter().clone(), folders.holder(), started + limits.deadline);
         let mut table = ResourceTable::new();
         table.set_max_capacity(MAX_HOST_RESOURCES);
@@ -804,7 +804,7 @@ mod tests {
         let sandbox = Sandbox::new(SandboxConfig::default()).unwrap();
         let quota = CallQuota::new(1);
         let slots = [quota.calls.clone().try_acquire_owned().unwrap(), sandbox.slots.clone().try_acquire_owned().unwrap()];
-        let mut instance = sandbox.new_instance(&Limits::default(), 1, &quota, "acme", &sandbox.no_sight.clone(), slots, false);
+        let mut instance = sandbox.new_instance(&Limits::default(), 1, &quota, "acme", &sandbox.no_access.clone(), slots, false);
         let table = &mut instance.store.data_mut().table;
         for _ in 0..MAX_HOST_RESOURCES {
             table.push(()).unwrap();
@@ -819,7 +819,7 @@ mod tests {
         let lane = sandbox.slow_lane.available_permits();
         let slots = || [quota.calls.clone().try_acquire_owned().unwrap(), sandbox.slots.clone().try_acquire_owned().unwrap()];
         let limits = Limits { deadline: Duration::from_millis(1000), ..Limits::default() };
-        let mut instance = sandbox.new_instance(&limits, 1, &quota, "acme", &sandbox.no_sight.clone(), slots(), false);
+        let mut instance = sandbox.new_instance(&limits, 1, &quota, "acme", &sandbox.no_access.clone(), slots(), false);
         assert_eq!(sandbox.running.count.load(Ordering::SeqCst), 1);
         instance.store.data_mut().started -= Duration::from_millis(300);
 

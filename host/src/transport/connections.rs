@@ -134,7 +134,7 @@ impl Connections {
     /// be, it is refused; else a free place, or the place of the connection
     /// that costs most, closed for it; or, while none can be, the first to
     /// be freed.
-    pub(super) async fn place(&self, peer: IpAddr) -> Result<Place, NoPlace> {
+    pub(super) async fn place(&self, peer: IpAddr) -> Result<ConnectionSlot, NoPlace> {
         let (client, prefix) = (client_network(peer), client_prefix(peer));
         loop {
             // Woken when a connection becomes idle, stalls or closes.
@@ -187,7 +187,7 @@ impl Connections {
         None
     }
 
-    fn register(&self, states: &mut ConnectionStates, client: IpAddr, permit: tokio::sync::OwnedSemaphorePermit) -> Place {
+    fn register(&self, states: &mut ConnectionStates, client: IpAddr, permit: tokio::sync::OwnedSemaphorePermit) -> ConnectionSlot {
         states.next_id += 1;
         let id = states.next_id;
         let shed = CancellationToken::new();
@@ -207,7 +207,7 @@ impl Connections {
         );
         *states.clients.entry(client).or_default() += 1;
         *states.prefixes.entry(client_prefix(client)).or_default() += 1;
-        Place { id, shed, states: self.states.clone(), changed: self.changed.clone(), permit: Some(permit) }
+        ConnectionSlot { id, shed, states: self.states.clone(), changed: self.changed.clone(), permit: Some(permit) }
     }
 }
 
@@ -260,7 +260,7 @@ fn shed_costliest(states: &mut ConnectionStates, scope: Option<Scope>) -> bool {
 }
 
 /// One connection's place, given back (and forgotten) when dropped.
-pub(super) struct Place {
+pub(super) struct ConnectionSlot {
     id: u64,
     /// Cancelled when the connection is to close, to make room.
     pub shed: CancellationToken,
@@ -270,7 +270,7 @@ pub(super) struct Place {
     permit: Option<tokio::sync::OwnedSemaphorePermit>,
 }
 
-impl Place {
+impl ConnectionSlot {
     fn with_state(&self, change: impl FnOnce(&mut ConnectionState)) {
         if let Some(state) = self.states.lock().expect("never poisoned").open.get_mut(&self.id) {
             change(state);
@@ -306,7 +306,7 @@ impl Place {
     }
 }
 
-impl Drop for Place {
+impl Drop for ConnectionSlot {
     fn drop(&mut self) {
         {
             let mut guard = self.states.lock().expect("never poisoned");
@@ -330,7 +330,7 @@ impl Drop for Place {
 
 /// A request under way on a connection: while one is, it is not shed
 /// (unless its write stalls).
-pub(super) struct Busy(Arc<Place>);
+pub(super) struct Busy(Arc<ConnectionSlot>);
 
 impl Drop for Busy {
     fn drop(&mut self) {
@@ -357,11 +357,11 @@ pub(super) struct WriteDeadline<IO> {
     io: IO,
     /// Armed when a write first waits, disarmed when one takes a byte.
     stalled: Option<Pin<Box<tokio::time::Sleep>>>,
-    place: Option<Arc<Place>>,
+    place: Option<Arc<ConnectionSlot>>,
 }
 
 impl<IO> WriteDeadline<IO> {
-    pub(super) fn new(io: IO, place: Option<Arc<Place>>) -> WriteDeadline<IO> {
+    pub(super) fn new(io: IO, place: Option<Arc<ConnectionSlot>>) -> WriteDeadline<IO> {
         WriteDeadline { io, stalled: None, place }
     }
 

@@ -47,7 +47,7 @@ use rmcp::ServerHandler;
 
 use super::TransportError;
 use super::authorization::{AuthorizationSettings, Denial, Grant, ResourceServer};
-use super::connections::{self, ConnectionCaps, Connections, Place, WriteDeadline};
+use super::connections::{self, ConnectionCaps, ConnectionSlot, Connections, WriteDeadline};
 use super::front::{self, Body, LOOPBACK_HOSTS, ListenOptions, plain};
 use super::tokens::{Presented, TOKENS_ISSUER, TokenSet, Tokens};
 use crate::identity::{self, Principal};
@@ -305,7 +305,7 @@ impl HttpListener {
             }
             (None, None) => Access::Open,
         };
-        let gate = Arc::new(Gate {
+        let gate = Arc::new(RequestChecks {
             access,
             max_request_bytes: config.max_request_bytes,
             body_read_timeout: config.body_read_timeout,
@@ -409,7 +409,7 @@ async fn accept<S: ServerHandler + Clone + Send + Sync + 'static>(
     listener: tokio::net::TcpListener,
     connections: Arc<Connections>,
     front: Arc<Front<S>>,
-    gate: Arc<Gate>,
+    gate: Arc<RequestChecks>,
     stopping: Stopping,
 ) {
     let mut failures = AcceptFailures::default();
@@ -482,9 +482,9 @@ fn queued(listener: tokio::net::TcpListener) -> Vec<(tokio::net::TcpStream, Sock
 fn serve_connection<S: ServerHandler + Clone + Send + Sync + 'static>(
     stream: tokio::net::TcpStream,
     peer: SocketAddr,
-    place: Option<Place>,
+    place: Option<ConnectionSlot>,
     front: &Arc<Front<S>>,
-    gate: &Arc<Gate>,
+    gate: &Arc<RequestChecks>,
     stopping: &Stopping,
 ) {
     // Responses are small and interactive: no Nagle delay.
@@ -517,7 +517,7 @@ fn serve_connection<S: ServerHandler + Clone + Send + Sync + 'static>(
                         place.refused();
                     }
                     Ok::<_, Infallible>(match busy {
-                        Some(busy) => response.map(|body| Holding::new(body, busy).boxed()),
+                        Some(busy) => response.map(|body| HeldBody::new(body, busy).boxed()),
                         None => response,
                     })
                 }
@@ -583,7 +583,7 @@ enum Access {
 }
 
 /// What every request passes before rmcp sees it.
-struct Gate {
+struct RequestChecks {
     access: Access,
     max_request_bytes: usize,
     body_read_timeout: Duration,
@@ -628,7 +628,7 @@ struct Held {
     client_gone: tokio_util::sync::DropGuard,
 }
 
-impl Gate {
+impl RequestChecks {
     /// One HTTP request, in phases: what is not MCP (health, metadata, 404),
     /// who it is from, which tenant serves it, admission (caps, the body
     /// read whole), and the MCP service's answer, rewritten where clients
@@ -870,7 +870,7 @@ impl Gate {
             // The call is over, the stream's place free and the client gone
             // when hyper drops the body: sent, or the client gone.
             let Held { call, under_way, stream, client_gone } = held;
-            let body = Holding::new(body, (call, under_way, stream, client_gone, expiry_timer));
+            let body = HeldBody::new(body, (call, under_way, stream, client_gone, expiry_timer));
             match is_stream {
                 true => body.ending_with(stream_end).boxed(),
                 false => body.boxed(),
@@ -1121,7 +1121,7 @@ impl Drop for StreamHeld {
 /// sent, or its client gone); with `end`, it ends, cleanly (its last chunk
 /// sent), when `end` completes: how the streams end at once when the server
 /// stops.
-struct Holding<T> {
+struct HeldBody<T> {
     body: Body,
     _held: T,
     // In a mutex only to be `Sync`, as a boxed body must be; only ever
@@ -1129,18 +1129,18 @@ struct Holding<T> {
     end: Option<std::sync::Mutex<std::pin::Pin<Box<tokio_util::sync::WaitForCancellationFutureOwned>>>>,
 }
 
-impl<T> Holding<T> {
-    fn new(body: Body, held: T) -> Holding<T> {
-        Holding { body, _held: held, end: None }
+impl<T> HeldBody<T> {
+    fn new(body: Body, held: T) -> HeldBody<T> {
+        HeldBody { body, _held: held, end: None }
     }
 
     /// Ends the body when `end` is cancelled.
-    fn ending_with(self, end: CancellationToken) -> Holding<T> {
-        Holding { end: Some(std::sync::Mutex::new(Box::pin(end.cancelled_owned()))), ..self }
+    fn ending_with(self, end: CancellationToken) -> HeldBody<T> {
+        HeldBody { end: Some(std::sync::Mutex::new(Box::pin(end.cancelled_owned()))), ..self }
     }
 }
 
-impl<T: Unpin> hyper::body::Body for Holding<T> {
+impl<T: Unpin> hyper::body::Body for HeldBody<T> {
     type Data = Bytes;
     type Error = Infallible;
 

@@ -275,7 +275,7 @@ struct HotPath {
 const END_OF_INPUT_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// What [`HotPath::take`] did with a message.
-enum Taken {
+enum HotOutcome {
     /// Not a hot request: rmcp's.
     ForRmcp(RxJsonRpcMessage<RoleServer>),
     /// Answered at once: the answer to write, and its request's token, to
@@ -345,17 +345,17 @@ impl HotPath {
         more_read: bool,
         write: &SharedWriter<W>,
         calls: &Arc<Calls>,
-    ) -> Taken {
+    ) -> HotOutcome {
         let (id, mut call, cancelled) = match self.call(message) {
             Ok(call) => call,
-            Err(message) => return Taken::ForRmcp(message),
+            Err(message) => return HotOutcome::ForRmcp(message),
         };
         self.handled += 1;
-        // Taken before the call is first polled: a stop on another thread
+        // HotOutcome before the call is first polled: a stop on another thread
         // waits for it from here.
         let open = calls.tracker.token();
         if !more_read && let Poll::Ready(answer) = futures::poll!(call.as_mut()) {
-            return Taken::Answered(answer, open);
+            return HotOutcome::Answered(answer, open);
         }
         let hot_task = calls.task_started(id, cancelled, open);
         let (write, calls) = (write.clone(), calls.clone());
@@ -371,7 +371,7 @@ impl HotPath {
             drop(done);
         };
         self.tasks.spawn(tracing::Instrument::in_current_span(task));
-        Taken::Running
+        HotOutcome::Running
     }
 
     /// At the end of the input: waits up to [`END_OF_INPUT_GRACE`] for the
@@ -627,14 +627,14 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Send + Unpin + 'static> StdioTranspor
                     };
                     let more_read = !self.lines.read_buffer().is_empty();
                     match hot.take(message, more_read, &self.write, &self.calls).await {
-                        Taken::ForRmcp(message) => {
+                        HotOutcome::ForRmcp(message) => {
                             self.calls.read(&message);
                             return Some(message);
                         }
-                        Taken::Answered(message, request) => {
+                        HotOutcome::Answered(message, request) => {
                             self.answer = Some(PendingAnswer { message: Some(message), _request: Some(request) })
                         }
-                        Taken::Running => {}
+                        HotOutcome::Running => {}
                     }
                 }
                 Ok(Incoming::Refused(message)) => self.answer = Some(PendingAnswer { message: Some(message), _request: None }),

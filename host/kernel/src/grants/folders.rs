@@ -49,7 +49,7 @@ use wasmtime_wasi::p2::bindings::filesystem::types::{
 use wasmtime_wasi::p2::bindings::filesystem::{preopens, types};
 use wasmtime_wasi::p2::{DynInputStream, DynOutputStream, FsError, FsResult, InputStream, Pollable, StreamError, StreamResult};
 
-use super::{Budget, GrantRefusal, IoMeter, Sight};
+use super::{Budget, GrantRefusal, GrantedAccess, IoMeter};
 
 /// The most bytes one read of a granted file returns.
 pub const READ_CHUNK: usize = 64 << 10;
@@ -133,22 +133,22 @@ impl Descriptors {
 /// What one plugin's calls see, and the descriptors they hold between them.
 #[derive(Debug)]
 pub struct PluginFolders {
-    sight: Sight,
+    access: GrantedAccess,
     descriptors: Arc<Descriptors>,
     /// Its calls' name lookups under way (see [`super::http::MAX_LOOKUPS`]).
     lookups: Arc<tokio::sync::Semaphore>,
 }
 
 impl PluginFolders {
-    /// The folders of a plugin that sees `sight`, holding at most its
+    /// The folders of a plugin that sees `access`, holding at most its
     /// share of descriptors at once (`descriptors`).
-    pub fn new(sight: Sight, descriptors: Arc<Descriptors>) -> PluginFolders {
-        PluginFolders { sight, descriptors, lookups: Arc::new(tokio::sync::Semaphore::new(super::http::MAX_LOOKUPS)) }
+    pub fn new(access: GrantedAccess, descriptors: Arc<Descriptors>) -> PluginFolders {
+        PluginFolders { access, descriptors, lookups: Arc::new(tokio::sync::Semaphore::new(super::http::MAX_LOOKUPS)) }
     }
 
     /// What its calls see.
-    pub fn sight(&self) -> &Sight {
-        &self.sight
+    pub fn access(&self) -> &GrantedAccess {
+        &self.access
     }
 }
 
@@ -167,8 +167,8 @@ impl DescriptorHolder {
     }
 
     /// What the plugin's calls see.
-    pub fn sight(&self) -> &Sight {
-        &self.plugin.sight
+    pub fn access(&self) -> &GrantedAccess {
+        &self.plugin.access
     }
 
     /// The plugin's turns to resolve a name.
@@ -199,7 +199,7 @@ struct Opened {
 
 /// What a descriptor a pack holds is.
 enum Node {
-    /// The preopen of folder `folder` (an index into the sight's folders),
+    /// The preopen of folder `folder` (an index into the access's folders),
     /// opened on its first use in the call, once however many preopens of
     /// it the pack asks for.
     Root { folder: usize },
@@ -228,7 +228,7 @@ impl CallFolders {
     /// The folders `plugin` sees, for one call metered by `meter`, their
     /// descriptors counted in the plugin's share with every other call's.
     pub fn new(plugin: Arc<PluginFolders>, meter: Arc<IoMeter>) -> CallFolders {
-        let roots = std::sync::Mutex::new(vec![None; plugin.sight.folders.len()]);
+        let roots = std::sync::Mutex::new(vec![None; plugin.access.folders.len()]);
         CallFolders { plugin, meter, roots }
     }
 
@@ -302,8 +302,8 @@ impl FolderView<'_> {
         Err(code.into())
     }
 
-    fn sight(&self) -> &Sight {
-        &self.folders.plugin.sight
+    fn access(&self) -> &GrantedAccess {
+        &self.folders.plugin.access
     }
 
     /// Counts one more open descriptor, of the plugin and in all, unless
@@ -330,10 +330,10 @@ impl FolderView<'_> {
         if let Some(root) = &self.folders.roots.lock().unwrap()[folder] {
             return Ok(root.clone());
         }
-        let seen = &self.sight().folders[folder];
+        let seen = &self.access().folders[folder];
         let Some(path) = seen.path.clone() else {
             self.meter().denied();
-            let refusal = GrantRefusal::NotGranted { section: self.sight().section.clone(), folder: seen.name.clone() };
+            let refusal = GrantRefusal::NotGranted { section: self.access().section.clone(), folder: seen.name.clone() };
             return Err(refused(refusal));
         };
         self.meter().charge(Budget::FilesOpened, 1).map_err(refused)?;
@@ -353,7 +353,7 @@ impl FolderView<'_> {
     /// any use of what is beneath it fails the call.
     fn withheld(&self, fd: &Resource<types::Descriptor>) -> bool {
         match self.table.get(&node(fd)) {
-            Ok(Node::Root { folder }) => self.sight().folders[*folder].path.is_none(),
+            Ok(Node::Root { folder }) => self.access().folders[*folder].path.is_none(),
             _ => false,
         }
     }
@@ -510,7 +510,7 @@ impl InputStream for FileStream {
 impl preopens::Host for FolderView<'_> {
     fn get_directories(&mut self) -> wasmtime::Result<Vec<(Resource<types::Descriptor>, String)>> {
         let mut directories = Vec::new();
-        let names: Vec<String> = self.sight().folders.iter().map(|seen| format!("/{}", seen.name)).collect();
+        let names: Vec<String> = self.access().folders.iter().map(|seen| format!("/{}", seen.name)).collect();
         for (folder, name) in names.into_iter().enumerate() {
             let root = self.table.push(Node::Root { folder })?;
             directories.push((Resource::new_own(root.rep()), name));
@@ -813,7 +813,7 @@ mod tests {
     use super::*;
 
     fn holder(descriptors: Arc<Descriptors>) -> DescriptorHolder {
-        DescriptorHolder { plugin: Arc::new(PluginFolders::new(Sight::default(), descriptors)) }
+        DescriptorHolder { plugin: Arc::new(PluginFolders::new(GrantedAccess::default(), descriptors)) }
     }
 
     #[test]

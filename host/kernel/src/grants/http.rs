@@ -40,7 +40,7 @@ use wasmtime_wasi_http::io::TokioIo;
 use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
 
 use super::folders::DescriptorHolder;
-use super::{Budget, GrantRefusal, IoMeter, Sight};
+use super::{Budget, GrantRefusal, GrantedAccess, IoMeter};
 
 mod head;
 
@@ -232,8 +232,8 @@ impl CallHttp {
         CallHttp { meter, descriptors, deadline, begun: false }
     }
 
-    fn sight(&self) -> &Sight {
-        self.descriptors.sight()
+    fn access(&self) -> &GrantedAccess {
+        self.descriptors.access()
     }
 
     /// The call began at `begun` (or has not), and ends at `deadline`.
@@ -251,14 +251,14 @@ impl CallHttp {
         let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
         let path = uri.path();
         let admitted = !authority.contains('@')
-            && self.sight().origins.iter().any(|seen| seen.given.iter().any(|given| given.admits(https, host, port, path)));
+            && self.access().origins.iter().any(|seen| seen.given.iter().any(|given| given.admits(https, host, port, path)));
         if admitted {
             return Ok(());
         }
         // What the pack asked to call, escaped: it is the pack's text.
         let url = format!("{}://{}{}", if https { "https" } else { "http" }, authority, path).escape_debug().to_string();
-        let asked = self.sight().origins.iter().find(|seen| seen.asked.admits(https, host, port, path)).map(|seen| seen.asked.clone());
-        Err(self.refuse(GrantRefusal::OriginNotGranted { section: self.sight().section.clone(), url, asked }))
+        let asked = self.access().origins.iter().find(|seen| seen.asked.admits(https, host, port, path)).map(|seen| seen.asked.clone());
+        Err(self.refuse(GrantRefusal::OriginNotGranted { section: self.access().section.clone(), url, asked }))
     }
 
     fn refuse(&self, refusal: GrantRefusal) -> Error {
@@ -319,7 +319,7 @@ impl WasiHttpHooks for CallHttp {
             }
         };
         let sending = Sending {
-            plugin: self.sight().plugin.clone(),
+            plugin: self.access().plugin.clone(),
             meter: self.meter.clone(),
             descriptors: self.descriptors.clone(),
             deadline: tokio::time::Instant::from_std(self.deadline),

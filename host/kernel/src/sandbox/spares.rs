@@ -36,7 +36,7 @@ use std::sync::{Arc, Mutex};
 
 use super::{CallFailure, CallQuota, CallState, Instance, Sandbox};
 use crate::bindings::Linked;
-use crate::grants::Sight;
+use crate::grants::GrantedAccess;
 use crate::grants::folders::PluginFolders;
 use crate::limits::Limits;
 
@@ -62,7 +62,7 @@ pub struct PackInstances {
     quota: CallQuota,
     plugin: String,
     /// What its calls see of the machine.
-    sight: Arc<PluginFolders>,
+    access: Arc<PluginFolders>,
     /// This plugin's place on the sandbox's shelf.
     key: u64,
     /// Whether a task is building this plugin's spare now.
@@ -77,16 +77,16 @@ static NEXT_KEY: AtomicU64 = AtomicU64::new(0);
 
 impl PackInstances {
     /// The instances of the plugin `plugin`, made from `pre` in `sandbox`
-    /// under `limits`, `quota` calls at a time, seeing `sight`.
+    /// under `limits`, `quota` calls at a time, seeing `access`.
     pub fn new(
         sandbox: Arc<Sandbox>,
         pre: Linked<CallState>,
         limits: Limits,
         quota: CallQuota,
         plugin: String,
-        sight: Sight,
+        access: GrantedAccess,
     ) -> Arc<PackInstances> {
-        let sight = sandbox.plugin_folders(sight);
+        let access = sandbox.plugin_folders(access);
         let key = NEXT_KEY.fetch_add(1, Ordering::Relaxed);
         Arc::new(PackInstances {
             sandbox,
@@ -94,7 +94,7 @@ impl PackInstances {
             limits,
             quota,
             plugin,
-            sight,
+            access,
             key,
             making: AtomicBool::new(false),
             builds_no_spares: AtomicBool::new(false),
@@ -112,8 +112,8 @@ impl PackInstances {
     }
 
     /// What each call sees of the machine.
-    pub fn sight(&self) -> &Sight {
-        self.sight.sight()
+    pub fn access(&self) -> &GrantedAccess {
+        self.access.access()
     }
 
     /// A fresh instance for one call, once the plugin's quota and then the
@@ -129,7 +129,7 @@ impl PackInstances {
             }
             None => {
                 self.sandbox
-                    .new_instance(&self.limits, copy_budget, &self.quota, &self.plugin, &self.sight, slots, true)
+                    .new_instance(&self.limits, copy_budget, &self.quota, &self.plugin, &self.access, slots, true)
                     .instantiated(&self.pre)
                     .await
             }
@@ -159,7 +159,7 @@ impl PackInstances {
         let making = Making(&self.making);
         let slots = (self.quota.calls.clone().try_acquire_owned(), self.sandbox.slots.clone().try_acquire_owned());
         let (Ok(own), Ok(slot)) = slots else { return };
-        let instance = self.sandbox.new_instance(&self.limits, copy_budget, &self.quota, &self.plugin, &self.sight, [own, slot], false);
+        let instance = self.sandbox.new_instance(&self.limits, copy_budget, &self.quota, &self.plugin, &self.access, [own, slot], false);
         match instance.instantiated(&self.pre).await {
             Ok(instance) => {
                 let (spare, held) = instance.shelved();
@@ -219,7 +219,7 @@ impl Drop for PackInstances {
 }
 
 /// The spares of a sandbox, the one made longest ago first.
-pub(super) struct Shelf<T> {
+pub(super) struct SparePool<T> {
     spares: Mutex<VecDeque<Spare<T>>>,
     capacity: usize,
     memory_capacity: usize,
@@ -231,11 +231,11 @@ struct Spare<T> {
     item: T,
 }
 
-impl<T> Shelf<T> {
+impl<T> SparePool<T> {
     /// A shelf of at most `capacity` items of at most `memory_capacity`
     /// bytes between them.
-    pub(super) fn new(capacity: usize, memory_capacity: usize) -> Shelf<T> {
-        Shelf { spares: Mutex::new(VecDeque::new()), capacity, memory_capacity }
+    pub(super) fn new(capacity: usize, memory_capacity: usize) -> SparePool<T> {
+        SparePool { spares: Mutex::new(VecDeque::new()), capacity, memory_capacity }
     }
 
     /// Takes `key`'s item off the shelf.
@@ -280,7 +280,7 @@ mod tests {
 
     #[test]
     fn a_key_holds_one_item_and_taking_it_leaves_none() {
-        let shelf = Shelf::new(4, 100);
+        let shelf = SparePool::new(4, 100);
         assert!(shelf.put(1, 10, "first").is_empty());
         assert_eq!(shelf.put(1, 10, "second"), vec!["second"], "a key's second item is refused, not swapped in");
         assert!(shelf.holds(1));
@@ -291,7 +291,7 @@ mod tests {
 
     #[test]
     fn the_item_put_longest_ago_makes_room() {
-        let shelf = Shelf::new(2, 100);
+        let shelf = SparePool::new(2, 100);
         assert!(shelf.put(1, 10, "one").is_empty());
         assert!(shelf.put(2, 10, "two").is_empty());
         assert_eq!(shelf.put(3, 10, "three"), vec!["one"]);
@@ -303,7 +303,7 @@ mod tests {
 
     #[test]
     fn memory_is_bounded_as_well_as_the_count() {
-        let shelf = Shelf::new(10, 100);
+        let shelf = SparePool::new(10, 100);
         assert!(shelf.put(1, 60, "one").is_empty());
         assert!(shelf.put(2, 30, "two").is_empty());
         assert_eq!(shelf.put(3, 50, "three"), vec!["one"], "the oldest goes until the new one fits");
@@ -314,7 +314,7 @@ mod tests {
 
     #[test]
     fn taking_a_key_leaves_the_others() {
-        let shelf = Shelf::new(4, 100);
+        let shelf = SparePool::new(4, 100);
         shelf.put(1, 10, "one");
         shelf.put(2, 10, "two");
         assert_eq!(shelf.take(1), Some("one"));
