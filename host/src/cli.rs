@@ -6,6 +6,10 @@
 //! registry commands) and `starting` (`new`, `examples`). Only what a
 //! command was asked for goes to stdout.
 
+// The options' doc comments are clap's help text, where `[registry]` names
+// a section of the config file, not an item.
+#![allow(rustdoc::broken_intra_doc_links, rustdoc::bare_urls)]
+
 mod one_plugin;
 mod packs;
 mod starting;

@@ -101,7 +101,7 @@ fn fills_in_forms(context: &RequestContext<RoleServer>) -> bool {
 }
 
 /// Whether a `prompts/get` in `context` may be answered with
-/// `elicitation/create` requests to its client (see [`Asking::of`]): rmcp
+/// `elicitation/create` requests to its client (see `Asking::of`): rmcp
 /// ties those to the request it is serving, so such a request is left to it.
 pub fn may_elicit(context: &RequestContext<RoleServer>) -> bool {
     !is_2026_07_28_or_later(context) && fills_in_forms(context)
@@ -694,7 +694,7 @@ fn capabilities() -> ServerCapabilities {
 
 /// The methods of the capabilities this server does not declare (tools and
 /// resources) that rmcp routes to the handler; each answers through
-/// [`undeclared`]. (rmcp itself answers -32601 for the tasks and skills
+/// `undeclared`. (rmcp itself answers -32601 for the tasks and skills
 /// extensions, which this server does not declare either; logging and
 /// completions are declared.)
 pub const UNDECLARED_CAPABILITY_METHODS: [&str; 7] = [

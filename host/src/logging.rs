@@ -61,7 +61,7 @@ pub fn filter() -> tracing_subscriber::EnvFilter {
 /// handler has already logged how the call itself went.
 const CLIENT_GONE_MESSAGES: [&str; 2] = ["fail to response message", "failed to send pending response during drain"];
 
-/// Drops rmcp's [`CLIENT_GONE_MESSAGES`] events.
+/// Drops rmcp's `CLIENT_GONE_MESSAGES` events.
 pub struct ClientGoneFilter;
 
 impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for ClientGoneFilter {

@@ -267,8 +267,8 @@ static SKIPPED: LazyLock<Mutex<LogWindow>> = LazyLock::new(Mutex::default);
 
 /// Logs a skipped message once (`answered` or, a client's response, not):
 /// its length, its id, the reason (already
-/// bounded) and its first [`LOGGED_START_BYTES`] bytes, escaped (a Debug
-/// field); within [`SKIPPED_LOG`], so that a client cannot flood the log.
+/// bounded) and its first `LOGGED_START_BYTES` bytes, escaped (a Debug
+/// field); within `SKIPPED_LOG`, so that a client cannot flood the log.
 pub fn log_skipped(transport: &str, message: &[u8], id: Option<&RequestId>, reason: &str, answered: bool) {
     let mut window = SKIPPED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     if let Some(dropped) = window.roll(SKIPPED_LOG) {

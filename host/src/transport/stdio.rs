@@ -12,7 +12,7 @@
 //!
 //! Once rmcp has started the session, the hot methods (`prompts/get`,
 //! `prompts/list`, `completion/complete`) are answered here, on the thread
-//! that read them: see [`HotPath`].
+//! that read them: see `HotPath`.
 
 use std::collections::HashMap;
 use std::io;
