@@ -130,6 +130,12 @@ pub struct ServeConfig {
     /// How long a 2026-07-28 client may consider a page of `prompts/list`
     /// fresh (its `ttlMs`), in milliseconds.
     pub list_ttl_ms: u64,
+    /// Whether the prompts are also served as the tools `list_prompts` and
+    /// `get_prompt`, for clients that only call tools
+    /// (`server.prompts_as_tools`; off by default).
+    pub prompts_as_tools: bool,
+    /// Each tenant's own `prompts_as_tools`, where its section sets one.
+    pub tenant_prompts_as_tools: BTreeMap<String, bool>,
     /// The limits of every plugin without its own.
     pub limits: Limits,
     /// Settings of the sandbox shared by all plugins.
@@ -246,6 +252,8 @@ impl Default for ServeConfig {
             plugins_dir: None,
             page_size: DEFAULT_PAGE_SIZE,
             list_ttl_ms: DEFAULT_LIST_TTL_MS,
+            prompts_as_tools: false,
+            tenant_prompts_as_tools: BTreeMap::new(),
             limits: Limits::default(),
             sandbox: SandboxConfig::default(),
             elicitation: ElicitationLimits::default(),
@@ -273,6 +281,13 @@ impl Default for ServeConfig {
 }
 
 impl ServeConfig {
+    /// Whether `tenant`'s prompts (or, with none, the server's own) are also
+    /// served as tools: the tenant's `prompts_as_tools` where it sets one,
+    /// else `server.prompts_as_tools`.
+    pub fn prompts_as_tools_for(&self, tenant: Option<&str>) -> bool {
+        tenant.and_then(|tenant| self.tenant_prompts_as_tools.get(tenant).copied()).unwrap_or(self.prompts_as_tools)
+    }
+
     /// The configuration tenant `tenant` is served with: this one, over
     /// the tenant's plugin directory, with its own grants in place of
     /// `[plugins.NAME.grants]` for the plugins it names.
@@ -415,6 +430,7 @@ impl ServeConfig {
             config.page_size = page_size;
         }
         config.list_ttl_ms = file.server.list_ttl_ms.unwrap_or(config.list_ttl_ms);
+        config.prompts_as_tools = file.server.prompts_as_tools.unwrap_or(config.prompts_as_tools);
         config.limits = file.limits.apply(&config.limits);
         config.sandbox = file.sandbox.apply(&config.sandbox)?;
         config.elicitation = file.elicitation.apply(config.elicitation)?;
@@ -508,6 +524,9 @@ impl ServeConfig {
                 grants.insert(plugin.clone(), section.apply(&format!("tenants.{name}.grants.{plugin}"), folder)?);
             }
             config.tenant_grants.insert(name.clone(), grants);
+            if let Some(on) = tenant.prompts_as_tools {
+                config.tenant_prompts_as_tools.insert(name.clone(), on);
+            }
             config.tenants.insert(name, folder.join(tenant.plugins));
         }
         if !config.tenants.is_empty() {

@@ -25,6 +25,7 @@ use crate::error::{self, RequestError};
 use crate::identity::{self, Principal};
 use crate::input::{self, Answers, Binding, ElicitationLimits, Forms, InputError, PendingElicitations, RequestStateSeal};
 use crate::metrics;
+use crate::prompt_tools::{self, PromptRequest};
 use crate::registry::{Registry, Snapshot};
 use crate::traces;
 use prompt_host_kernel::limits::Limits;
@@ -41,6 +42,8 @@ pub struct PromptServer {
     seal: RequestStateSeal,
     elicitations: PendingElicitations,
     access_log: Option<Arc<crate::access_log::AccessLog>>,
+    /// Whether the prompts are also served as two tools (`prompt_tools`).
+    prompts_as_tools: bool,
 }
 
 /// Cancelled when the client of a request can no longer receive its answer:
@@ -177,7 +180,14 @@ impl PromptServer {
             seal: RequestStateSeal::random(),
             elicitations: PendingElicitations::new(ElicitationLimits::default()),
             access_log: None,
+            prompts_as_tools: false,
         }
+    }
+
+    /// The server, also serving its prompts as the tools `list_prompts` and
+    /// `get_prompt` when `on`, for clients that only call tools.
+    pub fn with_prompts_as_tools(self, on: bool) -> PromptServer {
+        PromptServer { prompts_as_tools: on, ..self }
     }
 
     /// The server, counting the elicitations waiting for answers in
@@ -544,7 +554,7 @@ impl PromptServer {
 
 impl ServerHandler for PromptServer {
     fn get_info(&self) -> ServerConfig {
-        InitializeResult::new(capabilities())
+        InitializeResult::new(capabilities(self.prompts_as_tools))
             .with_server_info(
                 Implementation::new("prompt-host", env!("CARGO_PKG_VERSION"))
                     .with_title("prompt-host")
@@ -607,7 +617,7 @@ impl ServerHandler for PromptServer {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        notify_list_changes(&self.registry, context.peer, self.session.ended.clone());
+        notify_list_changes(&self.registry, context.peer, self.session.ended.clone(), self.prompts_as_tools);
     }
 
     /// Accepted so that clients may set it; this server sends no log
@@ -621,17 +631,26 @@ impl ServerHandler for PromptServer {
     /// Protocol 2026-07-28 has no sessions: clients listen for prompt list
     /// changes with `subscriptions/listen`.
     fn accepted_subscription_filter(&self, _requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
-        Some(SubscriptionFilter::builder().prompts_list_changed().build())
+        let filter = SubscriptionFilter::builder().prompts_list_changed();
+        Some(if self.prompts_as_tools { filter.tools_list_changed() } else { filter }.build())
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
         let changes = self.registry.subscribe();
-        forward_list_changes(changes, context.cancelled(), || context.sink().notify_prompt_list_changed()).await;
+        let tools = self.prompts_as_tools;
+        let sink = context.sink();
+        let notify = || async {
+            sink.notify_prompt_list_changed().await?;
+            // `get_prompt`'s input schema names the prompts: it changed too.
+            if tools { sink.notify_tool_list_changed().await } else { Ok(()) }
+        };
+        forward_list_changes(changes, context.cancelled(), notify).await;
         Ok(())
     }
 
-    // This server declares no tools and no resources (see `get_info`): each
-    // of their methods that rmcp routes to the handler answers through
+    // This server declares no resources, and tools only when it serves its
+    // prompts as tools (see `get_info`): each method of an undeclared
+    // capability that rmcp routes to the handler answers through
     // `undeclared` (the list is `UNDECLARED_CAPABILITY_METHODS`).
 
     async fn list_tools(
@@ -639,11 +658,30 @@ impl ServerHandler for PromptServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        undeclared::<_, ListToolsRequestMethod>(&context, Some(ListToolsResult::default()))
+        if !self.prompts_as_tools {
+            return undeclared::<_, ListToolsRequestMethod>(&context, Some(ListToolsResult::default()));
+        }
+        Ok(ListToolsResult::with_all_items(prompt_tools::tools(&self.registry.snapshot())))
     }
 
-    async fn call_tool(&self, _request: CallToolRequestParams, context: RequestContext<RoleServer>) -> Result<CallToolResponse, ErrorData> {
-        undeclared::<_, CallToolRequestMethod>(&context, None)
+    /// A call of `list_prompts` or `get_prompt`: answered by the prompts
+    /// handler, exactly as the `prompts/list` or `prompts/get` it stands for.
+    async fn call_tool(&self, request: CallToolRequestParams, context: RequestContext<RoleServer>) -> Result<CallToolResponse, ErrorData> {
+        if !self.prompts_as_tools {
+            return undeclared::<_, CallToolRequestMethod>(&context, None);
+        }
+        let request = prompt_tools::request(request).map_err(|error| log_failure("tools/call", "", error))?;
+        match request {
+            PromptRequest::List(request) => {
+                let listed = self.list_prompts(request, context).await?;
+                Ok(CallToolResponse::Complete(prompt_tools::listed(listed)))
+            }
+            PromptRequest::Get(request) => match self.get_prompt(request, context).await? {
+                GetPromptResponse::Complete(result) => Ok(CallToolResponse::Complete(prompt_tools::got(result))),
+                GetPromptResponse::InputRequired(asked) => Ok(CallToolResponse::InputRequired(asked)),
+                _ => unreachable!("prompts/get is answered complete or with input required"),
+            },
+        }
     }
 
     async fn list_resources(
@@ -686,10 +724,18 @@ impl ServerHandler for PromptServer {
 }
 
 /// The capabilities this server declares: prompts (with list changes),
-/// completions and logging; no tools, no resources.
-fn capabilities() -> ServerCapabilities {
+/// completions and logging, and tools (with list changes) when it serves its
+/// prompts as tools; no resources.
+fn capabilities(prompts_as_tools: bool) -> ServerCapabilities {
     #[allow(deprecated, reason = "logging is deprecated from 2026-07-28, but clients of earlier revisions set its level")]
-    ServerCapabilities::builder().enable_logging().enable_prompts().enable_prompts_list_changed().enable_completions().build()
+    let mut capabilities =
+        ServerCapabilities::builder().enable_logging().enable_prompts().enable_prompts_list_changed().enable_completions().build();
+    if prompts_as_tools {
+        let mut tools = rmcp::model::ToolsCapability::default();
+        tools.list_changed = Some(true);
+        capabilities.tools = Some(tools);
+    }
+    capabilities
 }
 
 /// The methods of the capabilities this server does not declare (tools and
@@ -824,10 +870,15 @@ fn valid_traceparent(value: &str) -> bool {
 /// each effective change of the catalog, from its `initialized` on, until the
 /// session ends (`ended`), a notification cannot be sent, or the registry is
 /// dropped. Nothing polls: the task sleeps until one of these happens.
-fn notify_list_changes(registry: &Registry, peer: Peer<RoleServer>, ended: CancellationToken) {
+fn notify_list_changes(registry: &Registry, peer: Peer<RoleServer>, ended: CancellationToken, tools: bool) {
     let changes = registry.subscribe();
     tokio::spawn(async move {
-        forward_list_changes(changes, ended.cancelled(), || peer.notify_prompt_list_changed()).await;
+        let notify = || async {
+            peer.notify_prompt_list_changed().await?;
+            // `get_prompt`'s input schema names the prompts: it changed too.
+            if tools { peer.notify_tool_list_changed().await } else { Ok(()) }
+        };
+        forward_list_changes(changes, ended.cancelled(), notify).await;
         tracing::debug!("a session's list_changed notifier stopped");
     });
 }
@@ -1050,7 +1101,7 @@ mod tests {
 
     #[test]
     fn the_methods_answered_as_undeclared_belong_to_capabilities_not_declared() {
-        let declared = capabilities();
+        let declared = capabilities(false);
         assert_eq!((declared.tools, declared.resources), (None, None));
         for method in UNDECLARED_CAPABILITY_METHODS {
             assert!(method.starts_with("tools/") || method.starts_with("resources/"), "{method}");

@@ -104,6 +104,7 @@ pub mod json_log;
 pub mod loader;
 pub mod logging;
 pub mod metrics;
+pub mod prompt_tools;
 pub mod registry;
 pub mod report;
 pub mod scaffold;

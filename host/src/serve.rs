@@ -118,13 +118,18 @@ impl App {
             }
         }
         let servers = self.servers()?;
-        let by_name: BTreeMap<String, PromptServer> =
-            tenants.into_iter().map(|(name, host)| (name, servers.server_for(host.registry))).collect();
+        let by_name: BTreeMap<String, PromptServer> = tenants
+            .into_iter()
+            .map(|(name, host)| {
+                let server = servers.server_for(host.registry).with_prompts_as_tools(config.prompts_as_tools_for(Some(&name)));
+                (name, server)
+            })
+            .collect();
         // The default tenant is served by that tenant's one service (one
         // session table), not by a second one.
         let default = match &config.default_tenant {
             Some(name) if tenanted && by_name.contains_key(name) => http::DefaultTenant::Tenant(name.clone()),
-            _ => http::DefaultTenant::Own(servers.server_for(host.registry)),
+            _ => http::DefaultTenant::Own(servers.server_for(host.registry).with_prompts_as_tools(config.prompts_as_tools_for(None))),
         };
         let grace = Duration::from_millis(args.shutdown_grace_ms);
         match listener {

@@ -109,4 +109,7 @@ pub(super) struct TenantSection {
     /// `[plugins.NAME.grants]` (`[tenants.T.grants.NAME]`).
     #[serde(default)]
     pub(super) grants: BTreeMap<String, super::grants::GrantsSection>,
+    /// Whether the tenant's prompts are also served as tools, in place of
+    /// `server.prompts_as_tools`.
+    pub(super) prompts_as_tools: Option<bool>,
 }

@@ -21,4 +21,5 @@ pub(super) struct ServerSection {
     pub(super) request_state_previous_key_files: Vec<PathBuf>,
     pub(super) store: Option<PathBuf>,
     pub(super) access_log: Option<PathBuf>,
+    pub(super) prompts_as_tools: Option<bool>,
 }
