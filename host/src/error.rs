@@ -161,14 +161,16 @@ impl From<RequestError> for ErrorData {
 
 /// The error for a request rmcp could not parse: a method this server does
 /// not offer, or one of its methods with parameters of the wrong shape, which
-/// gets the reason the parameters were refused.
+/// gets the reason the parameters were refused (`tools/call` is one of them
+/// when the server serves its prompts as tools: `tools_declared`).
 ///
 /// The method's name and the reason quote the client: escaped and bounded as
 /// a pack's text is (`validate::error_message`), so that the answer is
 /// bounded whatever the client sent.
-pub fn unparsed_request(method: &str, params: Option<Value>) -> RequestError {
-    use rmcp::model::{CompleteRequestParams, GetPromptRequestParams, PaginatedRequestParams};
+pub fn unparsed_request(method: &str, params: Option<Value>, tools_declared: bool) -> RequestError {
+    use rmcp::model::{CallToolRequestParams, CompleteRequestParams, GetPromptRequestParams, PaginatedRequestParams};
     let problem = match method {
+        "tools/call" if tools_declared => params_problem::<CallToolRequestParams>(params),
         "prompts/get" => params_problem::<GetPromptRequestParams>(params),
         "prompts/list" => params_problem::<PaginatedRequestParams>(params),
         "completion/complete" => params_problem::<CompleteRequestParams>(params),

@@ -44,7 +44,13 @@ pub struct PromptServer {
     access_log: Option<Arc<crate::access_log::AccessLog>>,
     /// Whether the prompts are also served as two tools (`prompt_tools`).
     prompts_as_tools: bool,
+    /// The two tools, built once per catalog version (their schemas name
+    /// the prompts), shared by the server's sessions.
+    tools: Arc<std::sync::Mutex<Option<BuiltTools>>>,
 }
+
+/// The tools of prompts as tools, and the catalog version they were built for.
+type BuiltTools = (String, Arc<Vec<rmcp::model::Tool>>);
 
 /// Cancelled when the client of a request can no longer receive its answer:
 /// the HTTP transport puts one in each request's extensions and cancels it
@@ -181,6 +187,7 @@ impl PromptServer {
             elicitations: PendingElicitations::new(ElicitationLimits::default()),
             access_log: None,
             prompts_as_tools: false,
+            tools: Arc::default(),
         }
     }
 
@@ -560,7 +567,13 @@ impl ServerHandler for PromptServer {
                     .with_title("prompt-host")
                     .with_description("Serves prompts from sandboxed WebAssembly prompt packs"),
             )
-            .with_instructions("This server offers prompts. List them with prompts/list and fetch one with prompts/get.")
+            .with_instructions(match self.prompts_as_tools {
+                false => "This server offers prompts. List them with prompts/list and fetch one with prompts/get.",
+                true => {
+                    "This server offers prompts. List them with prompts/list and fetch one with prompts/get, or call the tools \
+                         list_prompts and get_prompt."
+                }
+            })
     }
 
     async fn list_prompts(
@@ -637,11 +650,17 @@ impl ServerHandler for PromptServer {
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
         let changes = self.registry.subscribe();
-        let tools = self.prompts_as_tools;
         let sink = context.sink();
+        // Only the kinds the subscription accepted: rmcp refuses another,
+        // which would end the subscription. (`get_prompt`'s input schema
+        // names the prompts: with prompts as tools, the tools changed too.)
+        let accepted = sink.accepted();
+        let prompts = accepted.prompts_list_changed == Some(true);
+        let tools = self.prompts_as_tools && accepted.tools_list_changed == Some(true);
         let notify = || async {
-            sink.notify_prompt_list_changed().await?;
-            // `get_prompt`'s input schema names the prompts: it changed too.
+            if prompts {
+                sink.notify_prompt_list_changed().await?;
+            }
             if tools { sink.notify_tool_list_changed().await } else { Ok(()) }
         };
         forward_list_changes(changes, context.cancelled(), notify).await;
@@ -661,7 +680,15 @@ impl ServerHandler for PromptServer {
         if !self.prompts_as_tools {
             return undeclared::<_, ListToolsRequestMethod>(&context, Some(ListToolsResult::default()));
         }
-        Ok(ListToolsResult::with_all_items(prompt_tools::tools(&self.registry.snapshot())))
+        let snapshot = self.registry.snapshot();
+        let version = snapshot.catalog().version();
+        let mut cached = self.tools.lock().expect("never poisoned");
+        let tools = match cached.as_ref() {
+            Some((built_for, tools)) if built_for == version => tools.clone(),
+            _ => cached.insert((version.to_string(), Arc::new(prompt_tools::tools(&snapshot)))).1.clone(),
+        };
+        drop(cached);
+        Ok(ListToolsResult::with_all_items(tools.as_ref().clone()))
     }
 
     /// A call of `list_prompts` or `get_prompt`: answered by the prompts
@@ -719,7 +746,7 @@ impl ServerHandler for PromptServer {
     }
 
     async fn on_custom_request(&self, request: CustomRequest, _context: RequestContext<RoleServer>) -> Result<CustomResult, ErrorData> {
-        Err(error::unparsed_request(&request.method, request.params).into())
+        Err(error::unparsed_request(&request.method, request.params, self.prompts_as_tools).into())
     }
 }
 

@@ -18,7 +18,9 @@
 //!
 //! `get_prompt`'s input schema names the prompts served (`name`'s `enum`)
 //! and, per prompt, the JSON Schema of its arguments (from its typed
-//! arguments, or text for each declared one), under `anyOf`; past
+//! arguments, or text for each declared one), titled with the prompt's
+//! name, under `arguments`' `anyOf` (never at the schema's top level, which
+//! some model APIs refuse); past
 //! [`MAX_SCHEMA_BYTES`] of schema (measured serialized) the per-prompt
 //! schemas are left out, and `list_prompts` gives them.
 
@@ -81,7 +83,7 @@ fn get_schema(snapshot: &Snapshot) -> Value {
     let per_prompt: Vec<Value> = entries
         .iter()
         .map(|entry| {
-            let arguments = match entry.typed.as_ref().filter(|typed| !typed.declared.is_empty()) {
+            let mut arguments = match entry.typed.as_ref().filter(|typed| !typed.declared.is_empty()) {
                 Some(typed) => typed.schema(),
                 None => {
                     let declared = entry.prompt.arguments.iter().flatten();
@@ -99,14 +101,16 @@ fn get_schema(snapshot: &Snapshot) -> Value {
                     json!({ "type": "object", "properties": properties, "required": required })
                 }
             };
-            json!({ "properties": { "name": { "const": entry.prompt.name }, "arguments": arguments } })
+            arguments["title"] = json!(entry.prompt.name);
+            arguments
         })
         .collect();
     schema_within(&names, per_prompt, MAX_SCHEMA_BYTES)
 }
 
 /// `get_prompt`'s input schema over the prompts `names`, with the
-/// `per_prompt` schemas of their arguments under `anyOf`, within `max` bytes
+/// `per_prompt` schemas of their arguments (each titled with its prompt's
+/// name) under `arguments`' `anyOf`, within `max` bytes
 /// serialized: past it the per-prompt schemas are left out, and past it
 /// with the names alone, the names too (then `list_prompts` gives both).
 fn schema_within(names: &[&str], per_prompt: Vec<Value>, max: usize) -> Value {
@@ -127,8 +131,10 @@ fn schema_within(names: &[&str], per_prompt: Vec<Value>, max: usize) -> Value {
         },
         "required": ["name"],
     });
+    // Under `arguments`, not at the top: some model APIs refuse a tool
+    // whose input schema has `anyOf` at its top level.
     if !per_prompt.is_empty() && names_bytes + prompt_host_kernel::validate::json_bytes(&per_prompt) <= max {
-        schema["anyOf"] = Value::Array(per_prompt);
+        schema["properties"]["arguments"]["anyOf"] = Value::Array(per_prompt);
     }
     schema
 }
@@ -156,7 +162,7 @@ pub fn request(call: CallToolRequestParams) -> Result<PromptRequest, RequestErro
                 Some(_) => return Err(wrong("cursor must be a string".into())),
             };
             if let Some(other) = arguments.keys().next() {
-                return Err(wrong(format!("it takes only a cursor, not {:?}", shown(other))));
+                return Err(wrong(format!("it takes only a cursor, not '{}'", shown(other))));
             }
             Ok(PromptRequest::List(cursor.map(|cursor| PaginatedRequestParams::default().with_cursor(Some(cursor)))))
         }
@@ -180,7 +186,7 @@ pub fn request(call: CallToolRequestParams) -> Result<PromptRequest, RequestErro
                 Some(_) => return Err(wrong("arguments must be an object of the prompt's arguments".into())),
             };
             if let Some(other) = arguments.keys().next() {
-                return Err(wrong(format!("it takes a name and arguments, not {:?}", shown(other))));
+                return Err(wrong(format!("it takes a name and arguments, not '{}'", shown(other))));
             }
             let mut request = GetPromptRequestParams::new(name).with_arguments(values);
             request.request_state = call.request_state;
@@ -194,9 +200,19 @@ pub fn request(call: CallToolRequestParams) -> Result<PromptRequest, RequestErro
     }
 }
 
+/// A result as `structuredContent` carries it: as MCP writes it, without
+/// its `resultType` (the tool result has its own).
+fn structured(result: &impl serde::Serialize) -> Value {
+    let mut value = serde_json::to_value(result).expect("a result serializes");
+    if let Value::Object(object) = &mut value {
+        object.remove("resultType");
+    }
+    value
+}
+
 /// A `prompts/get` result as `get_prompt`'s result.
 pub fn got(result: GetPromptResult) -> CallToolResult {
-    let structured = serde_json::to_value(&result).expect("a prompt result serializes");
+    let structured = structured(&result);
     let content: Vec<ContentBlock> = result.messages.into_iter().map(|message| message.content).collect();
     let mut tool_result = CallToolResult::success(content);
     tool_result.structured_content = Some(structured);
@@ -205,7 +221,7 @@ pub fn got(result: GetPromptResult) -> CallToolResult {
 
 /// A `prompts/list` page as `list_prompts`'s result.
 pub fn listed(result: ListPromptsResult) -> CallToolResult {
-    let structured = serde_json::to_value(&result).expect("a prompt list serializes");
+    let structured = structured(&result);
     let text = serde_json::to_string(&structured).expect("JSON serializes");
     let mut tool_result = CallToolResult::success(vec![ContentBlock::text(text)]);
     tool_result.structured_content = Some(structured);
@@ -224,10 +240,12 @@ mod tests {
         let sizes = (prompt_host_kernel::validate::json_bytes(&names), prompt_host_kernel::validate::json_bytes(&per_prompt));
         assert_eq!(sizes, (8, 42));
         let whole = schema_within(&names, per_prompt.clone(), 50);
-        assert_eq!((whole["properties"]["name"]["enum"].clone(), whole["anyOf"].clone()), (json!(["a\"b"]), json!(per_prompt)));
+        let arguments = |schema: &Value| schema["properties"]["arguments"].get("anyOf").cloned();
+        assert_eq!((whole["properties"]["name"]["enum"].clone(), arguments(&whole)), (json!(["a\"b"]), Some(json!(per_prompt))));
+        assert_eq!(whole.get("anyOf"), None);
         let no_per_prompt = schema_within(&names, per_prompt.clone(), 49);
-        assert_eq!((no_per_prompt["properties"]["name"]["enum"].clone(), no_per_prompt.get("anyOf")), (json!(["a\"b"]), None));
+        assert_eq!((no_per_prompt["properties"]["name"]["enum"].clone(), arguments(&no_per_prompt)), (json!(["a\"b"]), None));
         let nothing = schema_within(&names, per_prompt, 7);
-        assert_eq!((nothing["properties"]["name"].get("enum"), nothing.get("anyOf")), (None, None));
+        assert_eq!((nothing["properties"]["name"].get("enum"), arguments(&nothing)), (None, None));
     }
 }

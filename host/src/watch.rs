@@ -436,6 +436,10 @@ fn restart_only_change(current: &ServeConfig, new: &ServeConfig) -> Option<&'sta
     [
         ("server.plugins", current.plugins_dir != new.plugins_dir),
         ("server.page_size", current.page_size != new.page_size),
+        (
+            "server.prompts_as_tools (or a tenant's)",
+            current.prompts_as_tools != new.prompts_as_tools || current.tenant_prompts_as_tools != new.tenant_prompts_as_tools,
+        ),
         ("server.watch", current.watch != new.watch),
         ("server.watch_poll_ms", current.watch_poll != new.watch_poll),
         ("server.cache_dir", current.cache_dir != new.cache_dir),

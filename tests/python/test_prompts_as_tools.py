@@ -45,7 +45,11 @@ async def test_the_two_tools_and_get_prompts_schema_from_the_typed_arguments(cli
     # In the order prompts/list gives them.
     assert schema["properties"]["name"]["enum"] == ["report", "confirm", "announce"]
     listed = {prompt.name: prompt for prompt in (await client.list_prompts()).prompts}
-    by_prompt = {option["properties"]["name"]["const"]: option["properties"]["arguments"] for option in schema["anyOf"]}
+    # No combinator at the top, which some model APIs refuse: each prompt's
+    # arguments under `arguments`' anyOf, titled with the prompt's name.
+    assert [key for key in schema if key in ("anyOf", "oneOf", "allOf")] == []
+    options = schema["properties"]["arguments"]["anyOf"]
+    by_prompt = {option.pop("title"): option for option in options}
     assert sorted(by_prompt) == ["announce", "confirm", "report"]
     # Each prompt's arguments are the schema prompts/list publishes for them.
     for name, prompt in listed.items():
@@ -60,7 +64,9 @@ async def test_get_prompt_answers_as_prompts_get_does(client):
     # A model sends a typed argument as JSON: the integer 3.
     result = await client.call_tool("get_prompt", {"name": "report", "arguments": {"count": 3, "tone": "casual"}})
     assert result.is_error is False
-    assert result.structured_content == expected.model_dump(mode="json", by_alias=True, exclude_none=True)
+    page = expected.model_dump(mode="json", by_alias=True, exclude_none=True)
+    page.pop("resultType", None)
+    assert result.structured_content == page
     assert [block.model_dump(mode="json", exclude_none=True) for block in result.content] == [
         message.content.model_dump(mode="json", exclude_none=True) for message in expected.messages
     ]
@@ -83,6 +89,7 @@ async def test_list_prompts_answers_the_page_prompts_list_gives(client):
     expected = await client.list_prompts()
     result = await client.call_tool("list_prompts", {})
     page = expected.model_dump(mode="json", by_alias=True, exclude_none=True)
+    page.pop("resultType", None)
     assert result.structured_content == page
     assert json.loads(result.content[0].text) == page
 
@@ -100,6 +107,10 @@ async def test_an_unknown_tool_or_wrong_arguments_are_refused_naming_what_was_wr
     assert raised.value.error.code == -32602
     assert raised.value.error.message == "invalid params for tools/call: tool 'get_prompt': name must be the prompt's name, a string"
     with pytest.raises(MCPError) as raised:
+        await client.call_tool("list_prompts", {"cursor": "x", "page\n": 1})
+    assert raised.value.error.code == -32602
+    assert raised.value.error.message == "invalid params for tools/call: tool 'list_prompts': it takes only a cursor, not 'page\n'"
+    with pytest.raises(MCPError) as raised:
         await client.call_tool("get_prompt", {"name": "no-such-prompt"})
     assert raised.value.error.code == -32602
     assert raised.value.error.message == "unknown prompt 'no-such-prompt'"
@@ -114,3 +125,85 @@ async def test_off_by_default_the_server_declares_no_tools(tmp_path, setting):
         with pytest.raises(MCPError) as raised:
             await client.list_tools()
         assert raised.value.error.code == -32601
+
+
+class Listening:
+    """A 2026-07-28 `subscriptions/listen` for `notifications`, read as it comes."""
+
+    def __init__(self, url: str, notifications: dict):
+        from test_fair_share import META, connect, request
+
+        body = {"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen",
+                "params": {"notifications": notifications, "_meta": META}}
+        self.sock = connect(url)
+        self.sock.sendall(request(url, body, None, close=False))
+        self.received = b""
+        while b"\r\n\r\n" not in self.received:
+            chunk = self.sock.recv(4096)
+            assert chunk, self.received
+            self.received += chunk
+        assert self.received.startswith(b"HTTP/1.1 200"), self.received
+
+    def changes(self, count: int, seconds: float) -> list[str]:
+        """The list-changed notifications the stream has carried, once
+        `count` came or `seconds` passed."""
+        import re
+        import time
+
+        pattern = rb'"method":"(notifications/[a-z]+/list_changed)"'
+        until = time.monotonic() + seconds
+        self.sock.settimeout(0.2)
+        while time.monotonic() < until and len(re.findall(pattern, self.received)) < count:
+            try:
+                chunk = self.sock.recv(65536)
+            except TimeoutError:
+                continue
+            if not chunk:
+                break
+            self.received += chunk
+        return [method.decode() for method in re.findall(pattern, self.received)]
+
+
+@pytest.mark.parametrize("asked, expected", [
+    ({"promptsListChanged": True}, ["notifications/prompts/list_changed"] * 2),
+    ({"toolsListChanged": True}, ["notifications/tools/list_changed"] * 2),
+    ({"promptsListChanged": True, "toolsListChanged": True},
+     ["notifications/prompts/list_changed", "notifications/tools/list_changed"] * 2),
+])
+def test_a_subscription_gets_each_change_of_the_kinds_it_asked_for_and_stays_open(tmp_path, asked, expected):
+    # Review of this feature: the tools' notification sent to a subscription
+    # that asked only for prompts ended it after the first change.
+    from server import http_server, install
+
+    config = tmp_path / "prompt-host.toml"
+    config.write_text("[server]\nprompts_as_tools = true\n")
+    with http_server(["typed_arguments"], "--config", str(config)) as (url, plugins):
+        stream = Listening(url, asked)
+        half = len(expected) // 2
+        install(plugins, "code_review")
+        assert stream.changes(half, 15) == expected[:half]
+        install(plugins, "writing_assistant")
+        assert stream.changes(len(expected), 15) == expected
+        stream.sock.close()
+
+
+@pytest.mark.parametrize("on, code", [(True, -32602), (False, -32601)])
+def test_tools_call_params_rmcp_cannot_read_are_invalid_params_when_tools_are_declared(tmp_path, on, code):
+    # Review of this feature: they were -32601 "method not found", with
+    # tools declared.
+    import subprocess
+
+    server = serving(tmp_path, on)
+    process = subprocess.Popen([server.command, *server.args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, text=True)
+    messages = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": 5}},
+    ]
+    output, _ = process.communicate("".join(json.dumps(message) + "\n" for message in messages), timeout=30)
+    answers = {answer["id"]: answer for answer in map(json.loads, output.splitlines())}
+    assert answers[2]["error"]["code"] == code, answers[2]
+    if on:
+        assert answers[2]["error"]["message"].startswith("invalid params for tools/call: "), answers[2]

@@ -78,6 +78,11 @@ impl WitVersion {
         self >= WitVersion::V0_2
     }
 
+    /// Whether packs of this version say what they are (`describe-pack`).
+    pub fn describes_itself(self) -> bool {
+        self >= WitVersion::V0_2
+    }
+
     /// Whether packs of this version declare their arguments' kinds,
     /// defaults and examples, which the host checks and enforces.
     pub fn declares_argument_kinds(self) -> bool {
@@ -149,6 +154,12 @@ pub trait PackExports<T: 'static>: Send + Sync {
 
     /// `list-prompts`.
     fn list_prompts<'a>(&'a self, store: &'a mut Store<T>) -> Call<'a, Vec<model::Prompt>>;
+
+    /// Whether the pack exports `asking` (0.3.1 on): whether
+    /// [`PackExports::prompts_that_ask`] calls it.
+    fn exports_asking(&self) -> bool {
+        false
+    }
 
     /// `asking`'s `prompts-that-ask` (0.3.1 on, when the pack exports it).
     fn prompts_that_ask<'a>(&'a self, store: &'a mut Store<T>) -> Call<'a, Option<Vec<String>>>;

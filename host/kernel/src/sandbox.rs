@@ -519,12 +519,25 @@ impl Instance {
     /// within the same deadline, and says what the calls cost.
     pub async fn list_prompts(mut self) -> Result<(Listing, CallUsage), CallFailure> {
         let (pack, cpu) = (self.take_pack(), self.store.data().cpu.clone());
-        let result = step(&cpu, self.remaining(), pack.describe_pack(&mut self.store)).await;
-        let described = self.settle(result, false)?;
+        // Only the calls the pack has are made: each step takes the call's
+        // turns, which a call it lacks must not wait for.
+        let described = match pack.version().describes_itself() {
+            true => {
+                let result = step(&cpu, self.remaining(), pack.describe_pack(&mut self.store)).await;
+                self.settle(result, false)?
+            }
+            false => None,
+        };
+        let asks = pack.exports_asking();
         let result = step(&cpu, self.remaining(), pack.list_prompts(&mut self.store)).await;
-        let prompts = self.settle(result, false)?;
-        let result = step(&cpu, self.remaining(), pack.prompts_that_ask(&mut self.store)).await;
-        let prompts_that_ask = self.settle(result, true)?;
+        let prompts = self.settle(result, !asks)?;
+        let prompts_that_ask = match asks {
+            true => {
+                let result = step(&cpu, self.remaining(), pack.prompts_that_ask(&mut self.store)).await;
+                self.settle(result, true)?
+            }
+            false => None,
+        };
         let (info, wants) = described.map_or((None, None), |described| (Some(described.info), described.wants));
         let typed_arguments = pack.version().declares_argument_kinds();
         Ok((Listing { prompts, typed_arguments, info, wants, prompts_that_ask }, self.usage()))

@@ -135,6 +135,10 @@ impl<T: Send + 'static> PackExports<T> for Pack {
 
     calls_kept_from_v0_1!();
 
+    fn exports_asking(&self) -> bool {
+        self.1.is_some()
+    }
+
     fn prompts_that_ask<'a>(&'a self, store: &'a mut Store<T>) -> Call<'a, Option<Vec<String>>> {
         let Some((instance, function)) = self.1 else { return absent() };
         Box::pin(async move {
