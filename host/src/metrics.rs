@@ -610,6 +610,21 @@ pub fn readiness() -> Readiness {
 mod tests {
     use super::*;
 
+    /// docs/operating.md's table names every metric registered here (each
+    /// name is a string literal of this file).
+    #[test]
+    fn the_operating_page_names_every_metric() {
+        let page = include_str!("../../docs/operating.md");
+        let source = include_str!("metrics.rs");
+        let names: std::collections::BTreeSet<&str> = source
+            .split('"')
+            .filter(|text| text.len() > 12 && text.starts_with("prompt_host_") && text.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'))
+            .collect();
+        assert!(names.len() >= 20, "{names:?}");
+        let missing: Vec<&&str> = names.iter().filter(|name| !page.contains(&format!("`{name}`"))).collect();
+        assert!(missing.is_empty(), "docs/operating.md does not name {missing:?}");
+    }
+
     #[test]
     fn calls_are_counted_by_plugin_method_and_outcome_and_rendered_as_text() {
         let metrics = Metrics::new();
