@@ -28,14 +28,14 @@ use prompt_host_trust::pack_store::PackStore;
 use prompt_host_trust::signature::{self, SignatureError, SignaturePolicy, Verified};
 
 /// The versions of the WIT package this host accepts, for people:
-/// "prompt-host:prompts 0.1.x, 0.2.x or 0.3.x" (a 0.y release is compatible within
+/// "prompt-host:prompts 0.1.x, 0.2.x, 0.3.x or 0.4.x" (a 0.y release is compatible within
 /// y; see [`WitVersion::ACCEPTED`]).
 pub fn accepted_wit_versions() -> String {
     let package = PROVIDER_INTERFACE.split_once('/').map_or(PROVIDER_INTERFACE, |(package, _)| package);
     format!("{package} {}", accepted_versions())
 }
 
-/// "0.1.x, 0.2.x or 0.3.x".
+/// "0.1.x, 0.2.x, 0.3.x or 0.4.x".
 fn accepted_versions() -> String {
     let versions: Vec<String> = WitVersion::ACCEPTED.iter().map(|version| format!("{version}.x")).collect();
     match versions.split_last() {
@@ -397,7 +397,7 @@ impl Loader {
         let quota = CallQuota::new(settings.limits.concurrent_calls);
         let listing = Instant::now();
         let listed = match self.sandbox.instantiate(&pre, &settings.limits, budget, &quota, &source.id).await {
-            Ok(instance) => instance.list_prompts().await,
+            Ok(instance) => instance.list_prompts(validate::copy_budget(Answer::Content, &settings.limits)).await,
             Err(failure) => Err(failure),
         };
         let outcome = listed.as_ref().map_or_else(CallFailure::kind, |_| crate::metrics::OK);

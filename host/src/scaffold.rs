@@ -58,6 +58,7 @@ const WIT: TemplateFile = copied("wit/prompt-provider.wit", include_str!("../../
 const WIT_0_1: TemplateFile = copied("wit/prompt-provider.wit", include_str!("../../wit/prompt-provider.wit"));
 const WIT_0_2: TemplateFile = copied("wit/0.2/prompt-provider.wit", include_str!("../../wit/0.2/prompt-provider.wit"));
 const WIT_0_3: TemplateFile = copied("wit/0.3/prompt-provider.wit", include_str!("../../wit/0.3/prompt-provider.wit"));
+const WIT_0_4: TemplateFile = copied("wit/0.4/prompt-provider.wit", include_str!("../../wit/0.4/prompt-provider.wit"));
 
 const RUST: &[TemplateFile] = &[
     template("Cargo.toml", include_str!("../templates/rust/Cargo.toml")),
@@ -68,6 +69,7 @@ const RUST: &[TemplateFile] = &[
     WIT_0_1,
     WIT_0_2,
     WIT_0_3,
+    WIT_0_4,
     // The SDK is not published yet: each pack gets a copy, and the versions
     // of its dependencies that the plugins workspace is tested with.
     copied("sdk/prompt-pack/Cargo.toml", SDK_MANIFEST),
@@ -75,6 +77,7 @@ const RUST: &[TemplateFile] = &[
     copied("sdk/prompt-pack/src/input.rs", include_str!("../../plugins/prompt-pack/src/input.rs")),
     copied("sdk/prompt-pack/src/template.rs", include_str!("../../plugins/prompt-pack/src/template.rs")),
     copied("sdk/prompt-pack/src/v0_3.rs", include_str!("../../plugins/prompt-pack/src/v0_3.rs")),
+    copied("sdk/prompt-pack/src/v0_4.rs", include_str!("../../plugins/prompt-pack/src/v0_4.rs")),
     copied("Cargo.lock", include_str!("../../plugins/Cargo.lock")),
 ];
 
@@ -91,6 +94,7 @@ publish = false
 
 [dependencies]
 wit-bindgen = "=0.61.1"
+include_dir = "0.7.4"
 "#;
 
 const JAVASCRIPT: &[TemplateFile] = &[
@@ -271,7 +275,8 @@ mod tests {
             let path = format!("sdk/prompt-pack/src/{name}");
             assert!(vendored.contains(&path.as_str()), "{path} is not vendored into a new Rust pack");
         }
-        for wit in ["wit/prompt-provider.wit", "wit/0.2/prompt-provider.wit", "wit/0.3/prompt-provider.wit"] {
+        for wit in ["wit/prompt-provider.wit", "wit/0.2/prompt-provider.wit", "wit/0.3/prompt-provider.wit", "wit/0.4/prompt-provider.wit"]
+        {
             assert!(root.join(wit).exists() && vendored.contains(&wit), "{wit}");
         }
     }
@@ -280,8 +285,10 @@ mod tests {
     #[test]
     fn pins_match_the_repository() {
         let workspace = include_str!("../../plugins/Cargo.toml");
-        let wit_bindgen = SDK_MANIFEST.lines().find(|line| line.starts_with("wit-bindgen = ")).unwrap();
-        assert!(workspace.lines().any(|line| line == wit_bindgen), "plugins/Cargo.toml lacks {wit_bindgen}");
+        for dependency in ["wit-bindgen = ", "include_dir = "] {
+            let pin = SDK_MANIFEST.lines().find(|line| line.starts_with(dependency)).unwrap();
+            assert!(workspace.lines().any(|line| line == pin), "plugins/Cargo.toml lacks {pin}");
+        }
 
         let tests: serde_json::Value = serde_json::from_str(include_str!("../../tests/package.json")).unwrap();
         let template: serde_json::Value = serde_json::from_str(include_str!("../templates/js/package.json")).unwrap();

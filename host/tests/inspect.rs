@@ -182,7 +182,7 @@ fn a_truncated_component_is_refused() {
 fn a_component_of_another_world_is_refused() {
     assert_refused(
         &built_plugin("wrong_world"),
-        "does not export prompt-host:prompts/prompt-provider (version 0.1.x, 0.2.x or 0.3.x; it exports: fixture:greeter/greet@0.1.0)",
+        "does not export prompt-host:prompts/prompt-provider (version 0.1.x, 0.2.x, 0.3.x or 0.4.x; it exports: fixture:greeter/greet@0.1.0)",
         Some("build it against the prompt-pack world of the prompt-host WIT package (`prompt-host new` sets that up)"),
     );
 }
@@ -265,7 +265,7 @@ fn a_missing_file_is_refused() {
 fn a_pack_built_against_another_wit_version_is_refused() {
     assert_refused(
         &built_plugin("future_version"),
-        "is built against version 0.9.0 of the prompt-host:prompts WIT package, and this host accepts 0.1.x, 0.2.x or 0.3.x",
+        "is built against version 0.9.0 of the prompt-host:prompts WIT package, and this host accepts 0.1.x, 0.2.x, 0.3.x or 0.4.x",
         Some("rebuild it against the WIT package this host ships"),
     );
 }

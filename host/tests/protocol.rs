@@ -388,7 +388,7 @@ fn files_that_are_not_plugins_are_reported_and_the_rest_served() {
     for expected in [
         format!("{}: not a WebAssembly file: it does not start with the \\0asm magic bytes", path("notes.wasm")),
         format!(
-            "{}: does not export prompt-host:prompts/prompt-provider (version 0.1.x, 0.2.x or 0.3.x; it exports: fixture:greeter/greet@0.1.0)",
+            "{}: does not export prompt-host:prompts/prompt-provider (version 0.1.x, 0.2.x, 0.3.x or 0.4.x; it exports: fixture:greeter/greet@0.1.0)",
             path("wrong_world.wasm")
         ),
         format!(

@@ -24,6 +24,7 @@ use crate::model;
 pub mod v0_1;
 pub mod v0_2;
 pub mod v0_3;
+pub mod v0_4;
 
 /// The fully qualified name of the interface every pack must export, without
 /// its version.
@@ -42,11 +43,14 @@ pub enum WitVersion {
     /// and what a pack wants to see.
     #[serde(rename = "0.3")]
     V0_3,
+    /// Adds the optional `content` interface: skills and static resources.
+    #[serde(rename = "0.4")]
+    V0_4,
 }
 
 impl WitVersion {
     /// Every version this host accepts, oldest first.
-    pub const ACCEPTED: [WitVersion; 3] = [WitVersion::V0_1, WitVersion::V0_2, WitVersion::V0_3];
+    pub const ACCEPTED: [WitVersion; 4] = [WitVersion::V0_1, WitVersion::V0_2, WitVersion::V0_3, WitVersion::V0_4];
 
     /// The version an exported interface's version string (`0.2.0`, `0.1.3`)
     /// belongs to, if this host accepts it: any patch release of an accepted
@@ -61,6 +65,7 @@ impl WitVersion {
             WitVersion::V0_1 => "0.1.",
             WitVersion::V0_2 => "0.2.",
             WitVersion::V0_3 => "0.3.",
+            WitVersion::V0_4 => "0.4.",
         }
     }
 
@@ -70,6 +75,7 @@ impl WitVersion {
             WitVersion::V0_1 => "0.1",
             WitVersion::V0_2 => "0.2",
             WitVersion::V0_3 => "0.3",
+            WitVersion::V0_4 => "0.4",
         }
     }
 
@@ -103,6 +109,7 @@ impl WitVersion {
             WitVersion::V0_1 => v0_1::link(instance_pre),
             WitVersion::V0_2 => v0_2::link(instance_pre),
             WitVersion::V0_3 => v0_3::link(component, instance_pre),
+            WitVersion::V0_4 => v0_4::link(component, instance_pre),
         }
     }
 }
@@ -163,6 +170,17 @@ pub trait PackExports<T: 'static>: Send + Sync {
 
     /// `asking`'s `prompts-that-ask` (0.3.1 on, when the pack exports it).
     fn prompts_that_ask<'a>(&'a self, store: &'a mut Store<T>) -> Call<'a, Option<Vec<String>>>;
+
+    /// Whether the pack exports `content` (0.4): skills and static resources.
+    fn exports_content(&self) -> bool {
+        false
+    }
+
+    /// Its skills' files and static resources, when it exports `content`,
+    /// copied out of the pack within `copy_budget` bytes for both calls.
+    fn content<'a>(&'a self, _store: &'a mut Store<T>, _copy_budget: usize) -> Call<'a, Option<model::PackContent>> {
+        absent()
+    }
 
     /// `get-prompt`, with the answers to the forms the pack asked for, if
     /// any (a pack that cannot ask never gets any).
@@ -428,8 +446,53 @@ macro_rules! linked_by_bindgen {
     };
 }
 
+/// What 0.3 added and every later version keeps: typed arguments, and the
+/// pack's description with what it wants to see.
+macro_rules! typed_since_v0_3 {
+    () => {
+        fn prompt_argument(argument: v::PromptArgument) -> model::PromptArgument {
+            model::PromptArgument {
+                name: argument.name,
+                title: argument.title,
+                description: argument.description,
+                required: argument.required,
+                kind: argument.kind.map(argument_kind),
+                default: argument.default,
+                examples: argument.examples,
+            }
+        }
+
+        fn argument_kind(kind: v::ArgumentKind) -> model::ArgumentKind {
+            match kind {
+                v::ArgumentKind::Text(text) => {
+                    model::ArgumentKind::Text(model::TextKind { max_length: text.max_length, pattern: text.pattern })
+                }
+                v::ArgumentKind::Integer(bounds) => model::ArgumentKind::Integer(model::IntegerKind { min: bounds.min, max: bounds.max }),
+                v::ArgumentKind::Number(bounds) => model::ArgumentKind::Number(model::NumberKind { min: bounds.min, max: bounds.max }),
+                v::ArgumentKind::Boolean => model::ArgumentKind::Boolean,
+                v::ArgumentKind::Choice(choices) => model::ArgumentKind::Choice(choices),
+                v::ArgumentKind::Uri(uri) => model::ArgumentKind::Uri(model::UriKind { schemes: uri.schemes }),
+            }
+        }
+
+        fn description(info: v::PackInfo) -> Description {
+            let v::PackInfo { name, version, description, authors, license, homepage, repository, wants } = info;
+            let folders = wants
+                .folders
+                .into_iter()
+                .map(|folder| model::WantedFolder { name: folder.name, description: folder.description })
+                .collect();
+            Description {
+                info: model::PackInfo { name, version, description, authors, license, homepage, repository },
+                wants: Some(model::Wants { folders, origins: wants.origins, env: wants.env }),
+            }
+        }
+    };
+}
+
 use asking_since_v0_2;
 use calls_kept_from_v0_1;
 use get_prompt_since_v0_2;
 use kept_from_v0_1;
 use linked_by_bindgen;
+use typed_since_v0_3;

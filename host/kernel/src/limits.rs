@@ -191,6 +191,46 @@ declare_limits! {
     table: "bytes of the strings of all of one pack's prompt definitions together, **on the wire** (their JSON structure not counted)"
         => "the pack is not loaded";
 
+    /// Skills one pack may carry (WIT 0.4).
+    max_skills: usize = 64 Count as max_skills, 0..=4096;
+    table: "skills one pack carries (0.4 packs)"
+        => "the pack is not loaded";
+
+    /// Files one skill may hold, its `SKILL.md` included.
+    max_skill_files: usize = 256 Count as max_skill_files, 1..=4096;
+    table: "files one skill holds, its `SKILL.md` included"
+        => "the pack is not loaded";
+
+    /// Static resources one pack may carry (WIT 0.4).
+    max_resources: usize = 256 Count as max_resources, 0..=4096;
+    table: "static resources one pack carries (0.4 packs)"
+        => "the pack is not loaded";
+
+    /// Bytes of one skill file or static resource, as a client receives it
+    /// in `resources/read` (text JSON-escaped, binary base64-encoded).
+    max_content_file_bytes: usize = 1024 KiB as max_content_file_kib, 1..=MAX_MIB << 10;
+    table: "bytes of one skill file or static resource, **on the wire** (text JSON-escaped, binary base64)"
+        => "the pack is not loaded";
+
+    /// Bytes of all of one pack's skill files and static resources together,
+    /// on the wire, their paths and URIs included. Also bounds what the host
+    /// copies out of the pack to read them.
+    max_content_bytes: usize = 8192 KiB as max_content_kib, 1..=MAX_MIB << 10;
+    table: "bytes of all of one pack's skill files and static resources, their paths and URIs included, **on the wire**; \
+        the host copies no more than this (and room for structure) out of the pack"
+        => "the pack is not loaded";
+
+    /// Bytes of one skill file's path or one static resource's URI.
+    max_content_path_bytes: usize = 256 Count as max_content_path_bytes, 16..=4096;
+    table: "bytes of one skill file's path or one static resource's URI"
+        => "the pack is not loaded";
+
+    /// Folders deep a skill file's path may go, the file included
+    /// (`a/b/SKILL.md` is 3).
+    max_content_path_depth: usize = 8 Count as max_content_path_depth, 2..=64;
+    table: "segments of one skill file's path (`code-review/SKILL.md` is 2)"
+        => "the pack is not loaded";
+
     /// Messages in one reply.
     max_messages: usize = 100 Count as max_messages, 1..=u64::MAX;
     table: "messages in one reply"

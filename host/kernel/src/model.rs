@@ -419,3 +419,39 @@ pub struct PackInfo {
     /// Its source.
     pub repository: Option<String>,
 }
+
+/// What a pack carries beside its prompts (0.4's `content`), as it handed
+/// it over, unchecked: `validate::content` checks it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct PackContent {
+    /// Every file of every skill.
+    pub skill_files: Vec<SkillFile>,
+    /// Its static resources.
+    pub resources: Vec<StaticResource>,
+}
+
+/// One file of a skill.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SkillFile {
+    /// The skill's path, then the file's path within it: `code-review/SKILL.md`.
+    pub path: String,
+    /// Its bytes.
+    pub bytes: Vec<u8>,
+}
+
+/// A resource a client reads with `resources/read`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StaticResource {
+    /// Its URI.
+    pub uri: String,
+    /// A short name.
+    pub name: String,
+    /// A human-readable title.
+    pub title: Option<String>,
+    /// What it holds.
+    pub description: Option<String>,
+    /// Its MIME type.
+    pub mime_type: Option<String>,
+    /// Its contents.
+    pub body: ResourceBody,
+}

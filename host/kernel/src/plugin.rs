@@ -11,7 +11,7 @@ use crate::limits::Limits;
 use crate::model::{self, PromptAnswer};
 use crate::sandbox::spares::PackInstances;
 use crate::sandbox::{CallFailure, CallQuota, CallState, Sandbox};
-use crate::validate::{self, Answer, CheckedListing};
+use crate::validate::{self, Answer, CheckedListing, Content};
 
 /// A prompt pack, loaded, validated and ready to call.
 pub struct Plugin {
@@ -27,6 +27,8 @@ pub struct Plugin {
     instances: Arc<PackInstances>,
     /// What the pack says it is (0.2 packs), validated.
     info: Option<model::PackInfo>,
+    /// The skills and static resources it carries (0.4 packs), checked.
+    content: Arc<Content>,
 }
 
 /// Why a call into a plugin did not produce a usable answer. Every message
@@ -112,9 +114,9 @@ impl Plugin {
         access: GrantedAccess,
     ) -> Plugin {
         let instances = PackInstances::new(sandbox, pre, limits, quota, id.clone(), access);
-        let CheckedListing { prompts, typed, info } = listing;
+        let CheckedListing { prompts, typed, info, content } = listing;
         let typed = typed.into_iter().map(Arc::new).collect();
-        Plugin { id, digest, prefix, prompts, typed, instances, info }
+        Plugin { id, digest, prefix, prompts, typed, instances, info, content: Arc::new(content) }
     }
 
     /// The typed arguments of each prompt, in the order of [`Plugin::prompts`]
@@ -126,6 +128,12 @@ impl Plugin {
     /// What the pack says it is: its name, version, authors... (0.2 packs).
     pub fn info(&self) -> Option<&model::PackInfo> {
         self.info.as_ref()
+    }
+
+    /// The skills and static resources the pack carries (0.4 packs), served
+    /// from memory.
+    pub fn content(&self) -> &Arc<Content> {
+        &self.content
     }
 
     /// The plugin's name: its file name without `.wasm`.

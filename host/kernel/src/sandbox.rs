@@ -514,10 +514,13 @@ impl Instance {
         self.store.data().deadline.saturating_duration_since(Instant::now())
     }
 
-    /// Calls the plugin's `describe-pack`, `list-prompts` and
-    /// `prompts-that-ask` (those its version has), in the same instance and
+    /// Calls the plugin's `describe-pack`, `list-prompts`,
+    /// `prompts-that-ask` and `content` (those its version has), in the same instance and
     /// within the same deadline, and says what the calls cost.
-    pub async fn list_prompts(mut self) -> Result<(Listing, CallUsage), CallFailure> {
+    ///
+    /// A 0.4 pack's `content` is copied within `content_budget` bytes
+    /// (`validate::copy_budget` of its content), not the listing's.
+    pub async fn list_prompts(mut self, content_budget: usize) -> Result<(Listing, CallUsage), CallFailure> {
         let (pack, cpu) = (self.take_pack(), self.store.data().cpu.clone());
         // Only the calls the pack has are made: each step takes the call's
         // turns, which a call it lacks must not wait for.
@@ -530,17 +533,25 @@ impl Instance {
         };
         let asks = pack.exports_asking();
         let result = step(&cpu, self.remaining(), pack.list_prompts(&mut self.store)).await;
-        let prompts = self.settle(result, !asks)?;
+        let prompts = self.settle(result, !asks && !pack.exports_content())?;
+        let carries = pack.exports_content();
         let prompts_that_ask = match asks {
             true => {
                 let result = step(&cpu, self.remaining(), pack.prompts_that_ask(&mut self.store)).await;
+                self.settle(result, !carries)?
+            }
+            false => None,
+        };
+        let content = match carries {
+            true => {
+                let result = step(&cpu, self.remaining(), pack.content(&mut self.store, content_budget)).await;
                 self.settle(result, true)?
             }
             false => None,
         };
         let (info, wants) = described.map_or((None, None), |described| (Some(described.info), described.wants));
         let typed_arguments = pack.version().declares_argument_kinds();
-        Ok((Listing { prompts, typed_arguments, info, wants, prompts_that_ask }, self.usage()))
+        Ok((Listing { prompts, typed_arguments, info, wants, prompts_that_ask, content }, self.usage()))
     }
 
     /// Calls the plugin's `get-prompt`, with the answers to the forms it
@@ -724,6 +735,9 @@ pub struct Listing {
     /// The prompts a 0.3.1 pack that exports `asking` opts in to have the
     /// host ask for their missing arguments.
     pub prompts_that_ask: Option<Vec<String>>,
+    /// What a 0.4 pack that exports `content` carries: skills' files and
+    /// static resources.
+    pub content: Option<model::PackContent>,
 }
 
 /// The state of one call's store.

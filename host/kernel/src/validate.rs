@@ -24,6 +24,12 @@ use crate::model;
 use crate::sandbox::{CallFailure, Listing};
 pub use crate::shown::{TRUNCATION_MARKER, cut_printable, is_format, printable};
 
+mod frontmatter;
+mod pack_content;
+
+pub use frontmatter::{MAX_DESCRIPTION_CHARS, MAX_FRONTMATTER_BYTES, MAX_FRONTMATTER_DEPTH, MAX_SKILL_NAME_CHARS};
+pub use pack_content::{Body, Content, File, Resource, SKILL_MD, SKILL_SCHEME, Skill, pack_content};
+
 /// One thing wrong with a plugin, and how its author can fix it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Problem {
@@ -67,7 +73,13 @@ pub enum Answer {
     Reply,
     /// `complete`: a completion, or an error.
     Completion,
+    /// `content` (0.4): the skills' files and static resources.
+    Content,
 }
+
+/// Room, per skill file or static resource, for what the host allocates
+/// besides its strings and bytes when it copies it.
+const COPY_ALLOWANCE_PER_FILE: usize = 128;
 
 /// The most bytes the host copies out of a pack for one answer before it
 /// refuses it (wasmtime's "hostcall fuel"): the largest answer the limits
@@ -84,6 +96,12 @@ pub fn copy_budget(answer: Answer, limits: &Limits) -> usize {
         // Values are counted by their bytes; the room per answer covers a
         // few thousand of them.
         Answer::Completion => (limits.max_reply_bytes, 0),
+        // Raw bytes are never more than their size on the wire, which the
+        // limit counts; the files are at most as many as the limits allow.
+        Answer::Content => {
+            let files = limits.max_skills.saturating_mul(limits.max_skill_files).saturating_add(limits.max_resources);
+            (limits.max_content_bytes, files.saturating_mul(COPY_ALLOWANCE_PER_FILE))
+        }
     };
     // An error message is copied whole before it is cut: it must fit too.
     let content = content.max(MAX_ERROR_MESSAGE_BYTES * 16);
@@ -151,6 +169,8 @@ pub struct CheckedListing {
     pub typed: Vec<PromptArguments>,
     /// What a 0.2 or 0.3 pack says it is.
     pub info: Option<model::PackInfo>,
+    /// The skills and static resources a 0.4 pack carries (none otherwise).
+    pub content: Content,
 }
 
 /// Checks everything a pack's `describe-pack` and `list-prompts` answered
@@ -158,7 +178,7 @@ pub struct CheckedListing {
 /// [`prompt_definitions`]). A listing with any problem is not served: the
 /// problems, and the prompts as declared, for the report.
 pub fn listing(listing: Listing, limits: &Limits) -> Result<CheckedListing, (Vec<Problem>, Vec<model::Prompt>)> {
-    let Listing { mut prompts, typed_arguments, info, wants, prompts_that_ask } = listing;
+    let Listing { mut prompts, typed_arguments, info, wants, prompts_that_ask, content } = listing;
     let mut problems = info.as_ref().map(pack_info).unwrap_or_default();
     problems.extend(wants.as_ref().map(self::wants).unwrap_or_default());
     let mut typed = match typed_arguments {
@@ -179,10 +199,17 @@ pub fn listing(listing: Listing, limits: &Limits) -> Result<CheckedListing, (Vec
     {
         problems.extend(asking(&names, &prompts, &mut typed, limits));
     }
+    let content = match content.map(|content| pack_content(content, limits)).transpose() {
+        Ok(content) => content.unwrap_or_default(),
+        Err(found) => {
+            problems.extend(found);
+            Content::default()
+        }
+    };
     if !problems.is_empty() {
         return Err((problems, prompts));
     }
-    Ok(CheckedListing { prompts, typed, info })
+    Ok(CheckedListing { prompts, typed, info, content })
 }
 
 const HINT_ASKING: &str = "name in prompts-that-ask only prompts list-prompts lists, each once, whose required arguments fit one form \

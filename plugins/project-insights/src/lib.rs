@@ -13,11 +13,17 @@
 //! embedded, for the client to attach. The host checks both arguments
 //! before the pack runs (`timeframe` one of five choices, which it also
 //! completes; `fileUri` a `file:` URI), so the pack checks neither.
+//!
+//! It is a WIT 0.4 pack that carries, beside its prompt, the skill
+//! `analyze-project` (its `skills/` folder, embedded when it is built), for
+//! agents that load skills rather than show prompts, and the checklist its
+//! reply embeds as a static resource, which a client can read back with
+//! `resources/read`.
 
 use std::io::{Read, Seek, SeekFrom};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use prompt_pack::v0_3::*;
+use prompt_pack::v0_4::*;
 
 const CHECKLIST_URI: &str = "prompt-pack://project-insights/checklist.md";
 
@@ -58,9 +64,7 @@ impl Guest for ProjectInsights {
                 .title("Analyze Project")
                 .argument(required("timeframe", "Time period to analyze logs").choice(timeframes))
                 .argument(
-                    required("fileUri", "URI of the code file to analyze, within the project")
-                        .uri(["file"])
-                        .example("file:///src/app.py"),
+                    required("fileUri", "URI of the code file to analyze, within the project").uri(["file"]).example("file:///src/app.py"),
                 ),
         ]
     }
@@ -186,7 +190,13 @@ fn tail(path: &str) -> std::io::Result<String> {
 /// UTC), in seconds since the UNIX epoch.
 fn stamp(line: &str) -> Option<u64> {
     let bytes = line.as_bytes();
-    if bytes.len() < 19 || bytes[4] != b'-' || bytes[7] != b'-' || !matches!(bytes[10], b'T' | b't' | b' ') || bytes[13] != b':' || bytes[16] != b':' {
+    if bytes.len() < 19
+        || bytes[4] != b'-'
+        || bytes[7] != b'-'
+        || !matches!(bytes[10], b'T' | b't' | b' ')
+        || bytes[13] != b':'
+        || bytes[16] != b':'
+    {
         return None;
     }
     let number = |range: std::ops::Range<usize>| line.get(range)?.parse::<i64>().ok();
@@ -285,7 +295,19 @@ fn mime_type(path: &str) -> &'static str {
     }
 }
 
-prompt_pack::v0_3::export_pack!(ProjectInsights);
+impl Carries for ProjectInsights {
+    fn skills() -> Vec<SkillFile> {
+        prompt_pack::v0_4::include_skills!()
+    }
+
+    fn static_resources() -> Vec<StaticResource> {
+        let mut checklist = text_static_resource(CHECKLIST_URI, "checklist.md", "text/markdown", CHECKLIST);
+        checklist.title = Some("Project analysis checklist".to_string());
+        vec![checklist]
+    }
+}
+
+prompt_pack::v0_4::export_pack!(ProjectInsights);
 
 #[cfg(test)]
 mod tests {
@@ -311,7 +333,10 @@ mod tests {
         let text = "cut off\n2026-11-27T21:30:00Z ERROR boom\n  at main.py:3\n2026-11-27T21:31:00Z INFO ok\n";
         assert_eq!(
             log_records("app.log", text, 0),
-            [(1_795_815_000, "app.log: 2026-11-27T21:30:00Z ERROR boom\n  at main.py:3".to_string()), (1_795_815_060, "app.log: 2026-11-27T21:31:00Z INFO ok".to_string())]
+            [
+                (1_795_815_000, "app.log: 2026-11-27T21:30:00Z ERROR boom\n  at main.py:3".to_string()),
+                (1_795_815_060, "app.log: 2026-11-27T21:31:00Z INFO ok".to_string())
+            ]
         );
         assert_eq!(log_records("plain.log", "a\nb\n", 7), [(7, "plain.log: a".to_string()), (7, "plain.log: b".to_string())]);
     }

@@ -213,6 +213,60 @@ pub mod bindings_v0_3 {
     });
 }
 
+/// The bindings generated from WIT 0.4, whose `prompt-provider` is 0.3.1's
+/// type for type (`with`: every type is 0.3's or older), and which adds the
+/// `content` interface: the skills and static resources a pack carries.
+#[doc(hidden)]
+pub mod bindings_v0_4 {
+    wit_bindgen::generate!({
+        inline: "package prompt-pack:sdk4; world prompt-pack-v0-4 { include prompt-host:prompts/prompt-pack-with-content@0.4.0; }",
+        path: "../../wit/0.4",
+        world: "prompt-pack-v0-4",
+        pub_export_macro: true,
+        export_macro_name: "export_pack_v0_4",
+        default_bindings_module: "prompt_pack::bindings_v0_4",
+        additional_derives: [PartialEq],
+        with: {
+            "prompt-host:prompts/prompt-provider@0.4.0/role": crate::Role,
+            "prompt-host:prompts/prompt-provider@0.4.0/icon-theme": crate::IconTheme,
+            "prompt-host:prompts/prompt-provider@0.4.0/icon": crate::Icon,
+            "prompt-host:prompts/prompt-provider@0.4.0/annotations": crate::Annotations,
+            "prompt-host:prompts/prompt-provider@0.4.0/text-content": crate::TextContent,
+            "prompt-host:prompts/prompt-provider@0.4.0/media-content": crate::MediaContent,
+            "prompt-host:prompts/prompt-provider@0.4.0/resource-body": crate::ResourceBody,
+            "prompt-host:prompts/prompt-provider@0.4.0/embedded-resource": crate::EmbeddedResource,
+            "prompt-host:prompts/prompt-provider@0.4.0/resource-link": crate::ResourceLink,
+            "prompt-host:prompts/prompt-provider@0.4.0/content": crate::Content,
+            "prompt-host:prompts/prompt-provider@0.4.0/message": crate::Message,
+            "prompt-host:prompts/prompt-provider@0.4.0/prompt-reply": crate::PromptReply,
+            "prompt-host:prompts/prompt-provider@0.4.0/argument": crate::Argument,
+            "prompt-host:prompts/prompt-provider@0.4.0/prompt-error": crate::PromptError,
+            "prompt-host:prompts/prompt-provider@0.4.0/completion": crate::Completion,
+            "prompt-host:prompts/prompt-provider@0.4.0/field-kind": crate::FieldKind,
+            "prompt-host:prompts/prompt-provider@0.4.0/enum-field": crate::EnumField,
+            "prompt-host:prompts/prompt-provider@0.4.0/form-field": crate::FormField,
+            "prompt-host:prompts/prompt-provider@0.4.0/form": crate::Form,
+            "prompt-host:prompts/prompt-provider@0.4.0/input-required": crate::InputRequired,
+            "prompt-host:prompts/prompt-provider@0.4.0/field-value": crate::FieldValue,
+            "prompt-host:prompts/prompt-provider@0.4.0/field-answer": crate::FieldAnswer,
+            "prompt-host:prompts/prompt-provider@0.4.0/form-response": crate::FormResponse,
+            "prompt-host:prompts/prompt-provider@0.4.0/form-answer": crate::FormAnswer,
+            "prompt-host:prompts/prompt-provider@0.4.0/input": crate::Input,
+            "prompt-host:prompts/prompt-provider@0.4.0/prompt-answer": crate::PromptAnswer,
+            "prompt-host:prompts/prompt-provider@0.4.0/prompt": crate::bindings_v0_3::exports::prompt_host::prompts::prompt_provider::Prompt,
+            "prompt-host:prompts/prompt-provider@0.4.0/prompt-argument": crate::bindings_v0_3::exports::prompt_host::prompts::prompt_provider::PromptArgument,
+            "prompt-host:prompts/prompt-provider@0.4.0/argument-kind": crate::bindings_v0_3::exports::prompt_host::prompts::prompt_provider::ArgumentKind,
+            "prompt-host:prompts/prompt-provider@0.4.0/text-kind": crate::bindings_v0_3::exports::prompt_host::prompts::prompt_provider::TextKind,
+            "prompt-host:prompts/prompt-provider@0.4.0/integer-kind": crate::bindings_v0_3::exports::prompt_host::prompts::prompt_provider::IntegerKind,
+            "prompt-host:prompts/prompt-provider@0.4.0/number-kind": crate::bindings_v0_3::exports::prompt_host::prompts::prompt_provider::NumberKind,
+            "prompt-host:prompts/prompt-provider@0.4.0/uri-kind": crate::bindings_v0_3::exports::prompt_host::prompts::prompt_provider::UriKind,
+            "prompt-host:prompts/prompt-provider@0.4.0/wanted-folder": crate::bindings_v0_3::exports::prompt_host::prompts::prompt_provider::WantedFolder,
+            "prompt-host:prompts/prompt-provider@0.4.0/wants": crate::bindings_v0_3::exports::prompt_host::prompts::prompt_provider::Wants,
+            "prompt-host:prompts/prompt-provider@0.4.0/pack-info": crate::bindings_v0_3::exports::prompt_host::prompts::prompt_provider::PackInfo,
+        },
+    });
+}
+
 /// Exports a type implementing [`Guest`] (or [`TemplatePack`]) as the pack's
 /// `prompt-provider`, WIT 0.1. For 0.2, see [`v0_2::export_pack`]; for 0.3,
 /// [`v0_3::export_pack`].
@@ -259,6 +313,7 @@ macro_rules! prompt_builder {
 mod input;
 mod template;
 pub mod v0_3;
+pub mod v0_4;
 
 pub use input::*;
 pub use template::{Template, TemplateArgument, TemplateMistake, TemplatePack, check_templates, template};

@@ -38,7 +38,8 @@ pub async fn load(sandbox: &Arc<Sandbox>, path: &Path, limits: Limits) -> Result
     let quota = CallQuota::new(limits.concurrent_calls);
     let budget = validate::copy_budget(Answer::Definitions, &limits);
     let instance = sandbox.instantiate(&pre, &limits, budget, &quota, &id).await.map_err(|failure| failure.to_string())?;
-    let (listing, _) = instance.list_prompts().await.map_err(|failure| failure.to_string())?;
+    let (listing, _) =
+        instance.list_prompts(validate::copy_budget(Answer::Content, &limits)).await.map_err(|failure| failure.to_string())?;
     let checked = validate::listing(listing, &limits)
         .map_err(|(problems, _)| format!("{} problems in what it says it is and in its prompt definitions", problems.len()))?;
     let digest = String::new();

@@ -9,7 +9,7 @@ use wasmtime::component::{Component, ComponentExportIndex, InstancePre};
 
 use super::{
     Call, Description, Linked, LinkedPack, PackExports, WitVersion, absent, asking_since_v0_2, calls_kept_from_v0_1, get_prompt_since_v0_2,
-    kept_from_v0_1,
+    kept_from_v0_1, typed_since_v0_3,
 };
 use crate::model;
 
@@ -36,38 +36,7 @@ pub const PROMPTS_THAT_ASK: &str = "prompts-that-ask";
 kept_from_v0_1!();
 asking_since_v0_2!();
 
-fn prompt_argument(argument: v::PromptArgument) -> model::PromptArgument {
-    model::PromptArgument {
-        name: argument.name,
-        title: argument.title,
-        description: argument.description,
-        required: argument.required,
-        kind: argument.kind.map(argument_kind),
-        default: argument.default,
-        examples: argument.examples,
-    }
-}
-
-fn argument_kind(kind: v::ArgumentKind) -> model::ArgumentKind {
-    match kind {
-        v::ArgumentKind::Text(text) => model::ArgumentKind::Text(model::TextKind { max_length: text.max_length, pattern: text.pattern }),
-        v::ArgumentKind::Integer(bounds) => model::ArgumentKind::Integer(model::IntegerKind { min: bounds.min, max: bounds.max }),
-        v::ArgumentKind::Number(bounds) => model::ArgumentKind::Number(model::NumberKind { min: bounds.min, max: bounds.max }),
-        v::ArgumentKind::Boolean => model::ArgumentKind::Boolean,
-        v::ArgumentKind::Choice(choices) => model::ArgumentKind::Choice(choices),
-        v::ArgumentKind::Uri(uri) => model::ArgumentKind::Uri(model::UriKind { schemes: uri.schemes }),
-    }
-}
-
-fn description(info: v::PackInfo) -> Description {
-    let v::PackInfo { name, version, description, authors, license, homepage, repository, wants } = info;
-    let folders =
-        wants.folders.into_iter().map(|folder| model::WantedFolder { name: folder.name, description: folder.description }).collect();
-    Description {
-        info: model::PackInfo { name, version, description, authors, license, homepage, repository },
-        wants: Some(model::Wants { folders, origins: wants.origins, env: wants.env }),
-    }
-}
+typed_since_v0_3!();
 
 /// Links a 0.3 pack, and its `asking` export if it has one.
 pub(super) fn link<T: Send + 'static>(component: &Component, instance_pre: InstancePre<T>) -> Result<Linked<T>, String> {
