@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use crate::catalog::CursorError;
 use crate::convert::NonStringArgument;
 use crate::input::InputError;
+use crate::served_content::NotServed;
 use prompt_host_kernel::arguments::Refused;
 use prompt_host_kernel::grants::GrantRefusal;
 use prompt_host_kernel::plugin::PluginError;
@@ -43,9 +44,31 @@ pub enum RequestError {
     InvalidParams { method: String, problem: String },
     #[error("method not found: {0}")]
     UnknownMethod(String),
+    /// A URI no skill, resource or folder is served at (SEP-2164: -32602,
+    /// with the URI in `data`).
+    #[error("{}", not_served(.uri, .what))]
+    NotServed { uri: String, what: NotServed },
+}
+
+fn not_served(uri: &str, what: &NotServed) -> String {
+    match what {
+        NotServed::Skill => format!("no skill is served at '{uri}': skills/list lists each skill by its SKILL.md's URI"),
+        NotServed::Resource => format!("no resource is served at '{uri}': resources/list lists every one"),
+        NotServed::Directory => {
+            format!(
+                "'{uri}' is not a folder served here: resources/directory/read takes a skill's folder (skill://<path>) or one inside it"
+            )
+        }
+    }
 }
 
 impl RequestError {
+    /// The error for `uri` (the client's, escaped and bounded here), not
+    /// served as `what`.
+    pub fn not_served(uri: &str, what: NotServed) -> RequestError {
+        RequestError::NotServed { uri: prompt_host_kernel::validate::error_message(uri), what }
+    }
+
     /// The `outcome` label of a request that ended in this error: a call
     /// into a plugin's failure kind, else what the client got wrong.
     pub fn outcome(&self) -> &'static str {
@@ -56,7 +79,7 @@ impl RequestError {
             | RequestError::InvalidArgument { .. }
             | RequestError::ArgumentsTooLarge { .. } => "invalid-arguments",
             RequestError::Input { .. } => "input-refused",
-            RequestError::UnknownPrompt { .. } => "not-found",
+            RequestError::UnknownPrompt { .. } | RequestError::NotServed { .. } => "not-found",
             RequestError::Cursor(_)
             | RequestError::UnsupportedReference
             | RequestError::InvalidParams { .. }
@@ -87,6 +110,7 @@ impl RequestError {
             RequestError::Plugin(error) => plugin_data(error),
             RequestError::InvalidParams { method, .. } => json!({ "method": method }),
             RequestError::UnknownMethod(method) => json!({ "method": method }),
+            RequestError::NotServed { uri, .. } => json!({ "uri": uri }),
         }
     }
 }
@@ -162,15 +186,22 @@ impl From<RequestError> for ErrorData {
 /// The error for a request rmcp could not parse: a method this server does
 /// not offer, or one of its methods with parameters of the wrong shape, which
 /// gets the reason the parameters were refused (`tools/call` is one of them
-/// when the server serves its prompts as tools: `tools_declared`).
+/// when the server serves its prompts as tools: `tools_declared`; the
+/// resource and skill reads when it serves content: `content_declared`).
 ///
 /// The method's name and the reason quote the client: escaped and bounded as
 /// a pack's text is (`validate::error_message`), so that the answer is
 /// bounded whatever the client sent.
-pub fn unparsed_request(method: &str, params: Option<Value>, tools_declared: bool) -> RequestError {
-    use rmcp::model::{CallToolRequestParams, CompleteRequestParams, GetPromptRequestParams, PaginatedRequestParams};
+pub fn unparsed_request(method: &str, params: Option<Value>, tools_declared: bool, content_declared: bool) -> RequestError {
+    use rmcp::model::{
+        CallToolRequestParams, CompleteRequestParams, GetPromptRequestParams, GetSkillRequestParams, PaginatedRequestParams,
+        ReadResourceDirectoryRequestParams, ReadResourceRequestParams,
+    };
     let problem = match method {
         "tools/call" if tools_declared => params_problem::<CallToolRequestParams>(params),
+        "resources/read" if content_declared => params_problem::<ReadResourceRequestParams>(params),
+        "skills/get" if content_declared => params_problem::<GetSkillRequestParams>(params),
+        "resources/directory/read" if content_declared => params_problem::<ReadResourceDirectoryRequestParams>(params),
         "prompts/get" => params_problem::<GetPromptRequestParams>(params),
         "prompts/list" => params_problem::<PaginatedRequestParams>(params),
         "completion/complete" => params_problem::<CompleteRequestParams>(params),

@@ -8,9 +8,11 @@ use std::sync::Arc;
 use rmcp::model::SetLevelRequestParams;
 use rmcp::model::{
     CacheScope, CallToolRequestMethod, CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, ConstString,
-    CustomRequest, CustomResult, ErrorData, GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation, InitializeResult,
-    ListPromptsResult, ListResourceTemplatesRequestMethod, ListResourceTemplatesResult, ListResourcesRequestMethod, ListResourcesResult,
-    ListToolsRequestMethod, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestMethod, ReadResourceRequestParams,
+    CustomRequest, CustomResult, ErrorData, GetPromptRequestParams, GetPromptResponse, GetPromptResult, GetSkillRequestMethod,
+    GetSkillRequestParams, GetSkillResult, Implementation, InitializeResult, ListPromptsResult, ListResourceTemplatesRequestMethod,
+    ListResourceTemplatesResult, ListResourcesRequestMethod, ListResourcesResult, ListSkillsRequestMethod, ListSkillsResult,
+    ListToolsRequestMethod, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceDirectoryRequestMethod,
+    ReadResourceDirectoryRequestParams, ReadResourceDirectoryResult, ReadResourceRequestMethod, ReadResourceRequestParams,
     ReadResourceResponse, Reference, ServerCapabilities, ServerConfig, SubscriptionFilter,
 };
 #[allow(deprecated, reason = "resources/subscribe and unsubscribe are legacy-only; earlier clients may still send them")]
@@ -26,7 +28,8 @@ use crate::identity::{self, Principal};
 use crate::input::{self, Answers, Binding, ElicitationLimits, Forms, InputError, PendingElicitations, RequestStateSeal};
 use crate::metrics;
 use crate::prompt_tools::{self, PromptRequest};
-use crate::registry::{Registry, Snapshot};
+use crate::registry::{Changes, Registry, Snapshot};
+use crate::served_content::NotServed;
 use crate::traces;
 use prompt_host_kernel::limits::Limits;
 use prompt_host_kernel::model::{self, PromptAnswer};
@@ -561,7 +564,7 @@ impl PromptServer {
 
 impl ServerHandler for PromptServer {
     fn get_info(&self) -> ServerConfig {
-        InitializeResult::new(capabilities(self.prompts_as_tools))
+        InitializeResult::new(capabilities(self.prompts_as_tools, self.serves_content()))
             .with_server_info(
                 Implementation::new("prompt-host", env!("CARGO_PKG_VERSION"))
                     .with_title("prompt-host")
@@ -584,15 +587,9 @@ impl ServerHandler for PromptServer {
         let _in_flight = metrics::request_started();
         let span = request_span(&context);
         let trace = trace_request(&context, "prompts/list", None, false);
-        let mut result = span.in_scope(|| self.list(request)).map_err(ErrorData::from);
+        let result = span.in_scope(|| self.list(request)).map_err(ErrorData::from);
         // Caching hints are fields of 2026-07-28; earlier clients get none.
-        if let Ok(result) = &mut result
-            && is_2026_07_28_or_later(&context)
-        {
-            result.ttl_ms = Some(self.list_caching.ttl_ms);
-            result.cache_scope = Some(self.list_caching.scope);
-        }
-        answered(trace, result)
+        answered(trace, result.map(|result| self.cached(&context, result)))
     }
 
     async fn get_prompt(
@@ -630,7 +627,8 @@ impl ServerHandler for PromptServer {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        notify_list_changes(&self.registry, context.peer, self.session.ended.clone(), self.prompts_as_tools);
+        let told = Told { tools: self.prompts_as_tools, resources: self.serves_content() != ServedContent::None };
+        notify_list_changes(&self.registry, context.peer, self.session.ended.clone(), told);
     }
 
     /// Accepted so that clients may set it; this server sends no log
@@ -645,7 +643,9 @@ impl ServerHandler for PromptServer {
     /// changes with `subscriptions/listen`.
     fn accepted_subscription_filter(&self, _requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
         let filter = SubscriptionFilter::builder().prompts_list_changed();
-        Some(if self.prompts_as_tools { filter.tools_list_changed() } else { filter }.build())
+        let filter = if self.prompts_as_tools { filter.tools_list_changed() } else { filter };
+        let filter = if self.serves_content() != ServedContent::None { filter.resources_list_changed() } else { filter };
+        Some(filter.build())
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
@@ -656,21 +656,28 @@ impl ServerHandler for PromptServer {
         // names the prompts: with prompts as tools, the tools changed too.)
         let accepted = sink.accepted();
         let prompts = accepted.prompts_list_changed == Some(true);
-        let tools = self.prompts_as_tools && accepted.tools_list_changed == Some(true);
-        let notify = || async {
-            if prompts {
+        let told = Told {
+            tools: self.prompts_as_tools && accepted.tools_list_changed == Some(true),
+            resources: self.serves_content() != ServedContent::None && accepted.resources_list_changed == Some(true),
+        };
+        let notify = |changed: Changed| async move {
+            if prompts && changed.prompts {
                 sink.notify_prompt_list_changed().await?;
             }
-            if tools { sink.notify_tool_list_changed().await } else { Ok(()) }
+            if told.tools && changed.prompts {
+                sink.notify_tool_list_changed().await?;
+            }
+            if told.resources && changed.content { sink.notify_resource_list_changed().await } else { Ok(()) }
         };
         forward_list_changes(changes, context.cancelled(), notify).await;
         Ok(())
     }
 
-    // This server declares no resources, and tools only when it serves its
-    // prompts as tools (see `get_info`): each method of an undeclared
-    // capability that rmcp routes to the handler answers through
-    // `undeclared` (the list is `UNDECLARED_CAPABILITY_METHODS`).
+    // This server declares resources only while a pack carries content, and
+    // tools only when it serves its prompts as tools (see `get_info`): each
+    // method of an undeclared capability that rmcp routes to the handler
+    // answers through `undeclared` (the list is
+    // `UNDECLARED_CAPABILITY_METHODS`).
 
     async fn list_tools(
         &self,
@@ -713,10 +720,17 @@ impl ServerHandler for PromptServer {
 
     async fn list_resources(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        undeclared::<_, ListResourcesRequestMethod>(&context, Some(ListResourcesResult::default()))
+        if self.serves_content() == ServedContent::None {
+            return undeclared::<_, ListResourcesRequestMethod>(&context, Some(ListResourcesResult::default()));
+        }
+        let _in_flight = metrics::request_started();
+        let cursor = request.as_ref().and_then(|request| request.cursor.as_deref());
+        let result = self.registry.snapshot().content().list_resources(cursor, self.page_size).map_err(RequestError::from);
+        let result = result.map(|result| self.cached(&context, result));
+        result.map_err(|error| log_failure("resources/list", "", error))
     }
 
     async fn list_resource_templates(
@@ -724,15 +738,67 @@ impl ServerHandler for PromptServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        undeclared::<_, ListResourceTemplatesRequestMethod>(&context, Some(ListResourceTemplatesResult::default()))
+        if self.serves_content() == ServedContent::None {
+            return undeclared::<_, ListResourceTemplatesRequestMethod>(&context, Some(ListResourceTemplatesResult::default()));
+        }
+        // Packs serve no templates: every resource has a URI of its own.
+        let result = ListResourceTemplatesResult::default();
+        Ok(self.cached(&context, result))
     }
 
     async fn read_resource(
         &self,
-        _request: ReadResourceRequestParams,
+        request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        undeclared::<_, ReadResourceRequestMethod>(&context, None)
+        if self.serves_content() == ServedContent::None {
+            return undeclared::<_, ReadResourceRequestMethod>(&context, None);
+        }
+        let result = self.content_read(&context, "resources/read", &request.uri, NotServed::Resource, |content, uri| content.read(uri))?;
+        let result = self.cached(&context, result);
+        Ok(ReadResourceResponse::Complete(result))
+    }
+
+    async fn list_skills(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListSkillsResult, ErrorData> {
+        if self.serves_content() != ServedContent::WithSkills {
+            return Err(ErrorData::method_not_found::<ListSkillsRequestMethod>());
+        }
+        let _in_flight = metrics::request_started();
+        let cursor = request.as_ref().and_then(|request| request.cursor.as_deref());
+        let result = self.registry.snapshot().content().list_skills(cursor, self.page_size).map_err(RequestError::from);
+        let result = result.map(|result| self.cached(&context, result));
+        result.map_err(|error| log_failure("skills/list", "", error))
+    }
+
+    async fn get_skill(&self, request: GetSkillRequestParams, context: RequestContext<RoleServer>) -> Result<GetSkillResult, ErrorData> {
+        if self.serves_content() != ServedContent::WithSkills {
+            return Err(ErrorData::method_not_found::<GetSkillRequestMethod>());
+        }
+        let result = self.content_read(&context, "skills/get", &request.uri, NotServed::Skill, |content, uri| content.get_skill(uri))?;
+        Ok(self.cached(&context, result))
+    }
+
+    async fn read_resource_directory(
+        &self,
+        request: ReadResourceDirectoryRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceDirectoryResult, ErrorData> {
+        if self.serves_content() != ServedContent::WithSkills {
+            return Err(ErrorData::method_not_found::<ReadResourceDirectoryRequestMethod>());
+        }
+        if let Some(cursor) = &request.cursor {
+            // A folder is one page: no cursor was ever handed out.
+            let error =
+                RequestError::Cursor(crate::catalog::cursor::decode(cursor, "", 0).expect_err("no cursor is valid for an empty list"));
+            return Err(log_failure("resources/directory/read", "", error));
+        }
+        let method = "resources/directory/read";
+        let result = self.content_read(&context, method, &request.uri, NotServed::Directory, |content, uri| content.read_directory(uri))?;
+        Ok(self.cached(&context, result))
     }
 
     #[allow(deprecated, reason = "resources/subscribe is legacy-only; earlier clients may still send it")]
@@ -746,17 +812,128 @@ impl ServerHandler for PromptServer {
     }
 
     async fn on_custom_request(&self, request: CustomRequest, _context: RequestContext<RoleServer>) -> Result<CustomResult, ErrorData> {
-        Err(error::unparsed_request(&request.method, request.params, self.prompts_as_tools).into())
+        let content_declared = self.serves_content() != ServedContent::None;
+        Err(error::unparsed_request(&request.method, request.params, self.prompts_as_tools, content_declared).into())
+    }
+}
+
+/// A result that carries the caching hints of 2026-07-28 (`ttlMs`, `cacheScope`).
+trait CachingHints {
+    fn hints(&mut self) -> (&mut Option<u64>, &mut Option<CacheScope>);
+}
+
+macro_rules! caching_hints {
+    ($($result:ty),*) => {$(
+        impl CachingHints for $result {
+            fn hints(&mut self) -> (&mut Option<u64>, &mut Option<CacheScope>) {
+                (&mut self.ttl_ms, &mut self.cache_scope)
+            }
+        }
+    )*};
+}
+
+caching_hints!(
+    ListPromptsResult,
+    ListResourcesResult,
+    ListResourceTemplatesResult,
+    rmcp::model::ReadResourceResult,
+    ListSkillsResult,
+    GetSkillResult
+);
+
+/// What content the server declares: none, resources only (static
+/// resources of 0.4 packs), or resources and the skills extension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ServedContent {
+    None,
+    Resources,
+    WithSkills,
+}
+
+impl PromptServer {
+    /// What content the packs being served carry now. A client learns it at
+    /// `initialize` (or, statelessly, with each request's discovery): a
+    /// session opened while no pack carried any declared no resources, and
+    /// keeps that for its life, as the protocol has capabilities fixed per
+    /// session.
+    fn serves_content(&self) -> ServedContent {
+        let snapshot = self.registry.snapshot();
+        let content = snapshot.content();
+        match (content.is_empty(), content.has_skills()) {
+            (true, _) => ServedContent::None,
+            (false, false) => ServedContent::Resources,
+            (false, true) => ServedContent::WithSkills,
+        }
+    }
+
+    /// `result` with the caching hints when the client speaks 2026-07-28
+    /// or later; earlier clients get none. A pack's content changes only
+    /// with the pack, as its prompts do, so it is cached as the prompt list is.
+    fn cached<T: CachingHints>(&self, context: &RequestContext<RoleServer>, mut result: T) -> T {
+        if is_2026_07_28_or_later(context) {
+            let (ttl_ms, scope) = result.hints();
+            (*ttl_ms, *scope) = (Some(self.list_caching.ttl_ms), Some(self.list_caching.scope));
+        }
+        result
+    }
+
+    /// Answers a read of `uri` (`method`) from the snapshot's content with
+    /// `read`, which refuses it as `not_served`; counted, access-logged and
+    /// traced as the prompts' requests are, naming the URI.
+    fn content_read<T>(
+        &self,
+        context: &RequestContext<RoleServer>,
+        method: &'static str,
+        uri: &str,
+        not_served: NotServed,
+        read: impl FnOnce(&crate::served_content::ContentIndex, &str) -> Result<T, NotServed>,
+    ) -> Result<T, ErrorData> {
+        let _in_flight = metrics::request_started();
+        let (started, clock) = (std::time::SystemTime::now(), std::time::Instant::now());
+        let snapshot = self.registry.snapshot();
+        let served_by = match not_served {
+            NotServed::Directory => snapshot.content().folder_served_by(uri),
+            _ => snapshot.content().served_by(uri),
+        };
+        let trace = trace_request(context, method, Some(uri), served_by.is_some());
+        let result = read(snapshot.content(), uri).map_err(|what| RequestError::not_served(uri, what));
+        let outcome = if result.is_ok() { metrics::OK } else { "not-found" };
+        metrics::content_read(served_by.as_deref(), method, outcome);
+        if let Some(log) = &self.access_log {
+            let principal = principal(context);
+            let user = Some(principal.subject.clone()).filter(|subject| !subject.is_empty()).or_else(|| session_label(context));
+            let entry = crate::access_log::Entry::new(
+                started,
+                clock.elapsed(),
+                &principal.tenant,
+                user,
+                method,
+                uri,
+                served_by.as_deref(),
+                outcome,
+                0,
+            );
+            log.write(&entry);
+        }
+        answered(trace, result.map_err(|error| log_failure(method, uri, error)))
     }
 }
 
 /// The capabilities this server declares: prompts (with list changes),
-/// completions and logging, and tools (with list changes) when it serves its
-/// prompts as tools; no resources.
-fn capabilities(prompts_as_tools: bool) -> ServerCapabilities {
+/// completions and logging; tools (with list changes) when it serves its
+/// prompts as tools; resources (with list changes) when a pack carries
+/// content, and the skills extension (with directory reads) when one
+/// carries a skill.
+fn capabilities(prompts_as_tools: bool, content: ServedContent) -> ServerCapabilities {
     #[allow(deprecated, reason = "logging is deprecated from 2026-07-28, but clients of earlier revisions set its level")]
-    let mut capabilities =
-        ServerCapabilities::builder().enable_logging().enable_prompts().enable_prompts_list_changed().enable_completions().build();
+    let builder = ServerCapabilities::builder().enable_logging().enable_prompts().enable_prompts_list_changed().enable_completions();
+    let builder = if content == ServedContent::WithSkills { builder.enable_skills_with_directory_read() } else { builder };
+    let mut capabilities = builder.build();
+    if content != ServedContent::None {
+        let mut resources = rmcp::model::ResourcesCapability::default();
+        resources.list_changed = Some(true);
+        capabilities.resources = Some(resources);
+    }
     if prompts_as_tools {
         let mut tools = rmcp::model::ToolsCapability::default();
         tools.list_changed = Some(true);
@@ -765,11 +942,12 @@ fn capabilities(prompts_as_tools: bool) -> ServerCapabilities {
     capabilities
 }
 
-/// The methods of the capabilities this server does not declare (tools and
-/// resources) that rmcp routes to the handler; each answers through
-/// `undeclared`. (rmcp itself answers -32601 for the tasks and skills
-/// extensions, which this server does not declare either; logging and
-/// completions are declared.)
+/// The methods of the capabilities this server may leave undeclared (tools,
+/// and resources while no pack carries content) that rmcp routes to the
+/// handler; each answers through `undeclared` then. (The skills methods
+/// answer -32601 while no pack carries a skill, as rmcp does for the tasks
+/// extension, which this server does not declare; logging and completions
+/// are always declared.)
 pub const UNDECLARED_CAPABILITY_METHODS: [&str; 7] = [
     "tools/list",
     "tools/call",
@@ -893,17 +1071,41 @@ fn valid_traceparent(value: &str) -> bool {
         && hex(flags, 2)
 }
 
-/// Sends a session's client `notifications/prompts/list_changed` after
-/// each effective change of the catalog, from its `initialized` on, until the
-/// session ends (`ended`), a notification cannot be sent, or the registry is
-/// dropped. Nothing polls: the task sleeps until one of these happens.
-fn notify_list_changes(registry: &Registry, peer: Peer<RoleServer>, ended: CancellationToken, tools: bool) {
+/// Which notifications besides the prompts' a client is told: the tools'
+/// (prompts as tools: `get_prompt`'s input schema names the prompts) and
+/// the resources' (when content was declared to it).
+#[derive(Debug, Clone, Copy)]
+struct Told {
+    tools: bool,
+    resources: bool,
+}
+
+/// Which lists one change changed.
+#[derive(Debug, Clone, Copy)]
+struct Changed {
+    prompts: bool,
+    content: bool,
+}
+
+/// Sends a session's client `notifications/prompts/list_changed` (and those
+/// `told` says) after each effective change, from its `initialized` on,
+/// until the session ends (`ended`), a notification cannot be sent, or the
+/// registry is dropped. Nothing polls: the task sleeps until one of these
+/// happens.
+fn notify_list_changes(registry: &Registry, peer: Peer<RoleServer>, ended: CancellationToken, told: Told) {
     let changes = registry.subscribe();
     tokio::spawn(async move {
-        let notify = || async {
-            peer.notify_prompt_list_changed().await?;
-            // `get_prompt`'s input schema names the prompts: it changed too.
-            if tools { peer.notify_tool_list_changed().await } else { Ok(()) }
+        let notify = |changed: Changed| {
+            let peer = peer.clone();
+            async move {
+                if changed.prompts {
+                    peer.notify_prompt_list_changed().await?;
+                    if told.tools {
+                        peer.notify_tool_list_changed().await?;
+                    }
+                }
+                if told.resources && changed.content { peer.notify_resource_list_changed().await } else { Ok(()) }
+            }
         };
         forward_list_changes(changes, ended.cancelled(), notify).await;
         tracing::debug!("a session's list_changed notifier stopped");
@@ -935,17 +1137,18 @@ impl Clone for SessionEnd {
     }
 }
 
-/// Calls `notify` once per change of the catalog until `stop` completes or a
-/// notification cannot be sent. Changes that come while a notification is
-/// being sent are coalesced into one more.
+/// Calls `notify` once per change of the registry, with what it changed,
+/// until `stop` completes or a notification cannot be sent. Changes that
+/// come while a notification is being sent are coalesced into one more.
 async fn forward_list_changes<E, Sent>(
-    mut changes: tokio::sync::watch::Receiver<u64>,
+    mut changes: tokio::sync::watch::Receiver<Changes>,
     stop: impl Future<Output = ()>,
-    notify: impl Fn() -> Sent,
+    notify: impl Fn(Changed) -> Sent,
 ) where
     Sent: Future<Output = Result<(), E>>,
 {
     tokio::pin!(stop);
+    let mut seen = *changes.borrow_and_update();
     loop {
         tokio::select! {
             _ = &mut stop => return,
@@ -953,10 +1156,13 @@ async fn forward_list_changes<E, Sent>(
                 if changed.is_err() {
                     return;
                 }
+                let now = *changes.borrow_and_update();
+                let changed = Changed { prompts: now.prompts != seen.prompts, content: now.content != seen.content };
+                seen = now;
                 // Counted as it is handed to the transport, so that a client
                 // that has it finds it counted.
                 metrics::list_changed_sent();
-                if notify().await.is_err() {
+                if notify(changed).await.is_err() {
                     return;
                 }
             }
@@ -1128,8 +1334,8 @@ mod tests {
 
     #[test]
     fn the_methods_answered_as_undeclared_belong_to_capabilities_not_declared() {
-        let declared = capabilities(false);
-        assert_eq!((declared.tools, declared.resources), (None, None));
+        let declared = capabilities(false, super::ServedContent::None);
+        assert_eq!((declared.tools, declared.resources, declared.extensions), (None, None, None));
         for method in UNDECLARED_CAPABILITY_METHODS {
             assert!(method.starts_with("tools/") || method.starts_with("resources/"), "{method}");
         }

@@ -29,6 +29,9 @@
 //! - [`error`]: request errors and their JSON-RPC codes;
 //! - [`registry`]: the current snapshot of plugins and their catalog;
 //! - [`catalog`]: the merged prompt list, name resolution, pages and cursors;
+//! - [`served_content`]: the skills and static resources packs carry (WIT
+//!   0.4), indexed by URI, with their pages and folders; like the catalog,
+//!   plain data that never calls a pack;
 //! - [`input`]: input-required prompts: forms as elicitation requests, the
 //!   sealed request state, the answers checked;
 //! - [`convert`]: the kernel's model of a pack's prompts and answers to MCP
@@ -59,7 +62,7 @@
 //!   its prompts and its answers, which every module above the bindings
 //!   speaks;
 //! - [`bindings`](prompt_host_kernel::bindings): generated from the WIT
-//!   packages (0.1, 0.2 and 0.3, one module each), each with its adapter
+//!   packages (0.1 to 0.4, one module each), each with its adapter
 //!   into the model;
 //! - [`files`](prompt_host_files): reading a file the host is given: opened without blocking,
 //!   a regular file only, bounded (it depends on no other module).
@@ -109,6 +112,7 @@ pub mod registry;
 pub mod report;
 pub mod scaffold;
 pub mod serve;
+pub mod served_content;
 pub mod startup;
 pub mod traces;
 pub mod transport;

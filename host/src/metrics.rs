@@ -139,6 +139,7 @@ pub struct Metrics {
     call_peak_memory: HistogramVec,
     granted: [IntCounterVec; GRANTED.len()],
     prompt_calls: IntCounterVec,
+    content_reads: IntCounterVec,
     loads: IntCounterVec,
     load_failures: IntCounterVec,
     spare_failures: IntCounterVec,
@@ -211,6 +212,12 @@ impl Metrics {
                  including those refused before the plugin runs.",
                 &["plugin", "prompt", "outcome"],
             ),
+            content_reads: counter(
+                "prompt_host_content_reads_total",
+                "skills/get, resources/read and resources/directory/read requests, by the plugin serving the URI (empty when \
+                 none does), method and outcome (ok, not-found); answered from memory, no plugin runs.",
+                &["plugin", "method", "outcome"],
+            ),
             loads: counter("prompt_host_plugin_loads_total", "Successful loads of a plugin (at start and at each change).", &["plugin"]),
             load_failures: counter("prompt_host_plugin_load_failures_total", "Loads of a plugin that failed.", &["plugin"]),
             spare_failures: counter(
@@ -226,13 +233,16 @@ impl Metrics {
             sessions_open: gauge("prompt_host_sessions_open", "MCP sessions open over Streamable HTTP."),
             requests_in_flight: gauge(
                 "prompt_host_requests_in_flight",
-                "prompts/list, prompts/get and completion/complete requests being answered.",
+                "prompts/list, prompts/get, completion/complete, and skills and resources requests being answered.",
             ),
             plugins_loaded: gauge("prompt_host_plugins_loaded", "Plugins loaded and serving (an earlier version counts while it serves)."),
             catalog_prompts: gauge("prompt_host_catalog_prompts", "Prompts in the catalog served."),
             catalog_info: gauges("prompt_host_catalog_info", "The catalog served: its version, as a label.", &["version"]),
             reloads: total("prompt_host_reloads_total", "Rescans of the plugin directory after start (a change in it, or SIGHUP)."),
-            list_changed: total("prompt_host_list_changed_notifications_total", "notifications/prompts/list_changed sent to clients."),
+            list_changed: total(
+                "prompt_host_list_changed_notifications_total",
+                "Changes told to clients (notifications/prompts/list_changed, and with it those of tools and resources).",
+            ),
             http_refusals: counter(
                 "prompt_host_http_refusals_total",
                 "HTTP requests refused before MCP saw them, by reason (no-token, wrong-token, expired-token, invalid-token, \
@@ -274,6 +284,7 @@ impl Metrics {
             drop_series(granted, of_plugin);
         }
         drop_series(&self.prompt_calls, of_plugin);
+        drop_series(&self.content_reads, of_plugin);
         drop_series(&self.loads, of_plugin);
         drop_series(&self.load_failures, of_plugin);
         drop_series(&self.spare_failures, of_plugin);
@@ -369,6 +380,14 @@ pub fn call_usage(plugin: &str, usage: &CallUsage) {
 pub fn prompt_served(plugin: &str, prompt: &str, outcome: &'static str) {
     if let Some(metrics) = METRICS.get() {
         metrics.prompt_calls.with_label_values(&[plugin, prompt, outcome]).inc();
+    }
+}
+
+/// Records a read of a skill, resource or folder (`method`), served by
+/// `plugin` (none for a URI nothing serves), that ended in `outcome`.
+pub fn content_read(plugin: Option<&str>, method: &'static str, outcome: &'static str) {
+    if let Some(metrics) = METRICS.get() {
+        metrics.content_reads.with_label_values(&[plugin.unwrap_or(""), method, outcome]).inc();
     }
 }
 

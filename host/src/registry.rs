@@ -12,6 +12,7 @@ use tokio::sync::watch;
 use crate::catalog::{Catalog, Entry, PluginSummary, Skipped};
 use crate::convert;
 use crate::metrics;
+use crate::served_content::{ContentIndex, SkippedUri};
 use prompt_host_kernel::plugin::Plugin;
 
 /// The plugins being served, and the catalog merged from them.
@@ -20,6 +21,21 @@ pub struct Snapshot {
     catalog: Catalog,
     /// Prompts left out because another plugin serves their names.
     skipped: Vec<Skipped>,
+    /// The skills and static resources the plugins carry (WIT 0.4).
+    content: ContentIndex,
+    /// URIs left out because another plugin serves them.
+    skipped_uris: Vec<SkippedUri>,
+}
+
+/// Which lists a change of the registry changed, counted since it began:
+/// a subscriber tells its client of each kind whose count moved.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Changes {
+    /// Changes of the prompt catalog (`notifications/prompts/list_changed`).
+    pub prompts: u64,
+    /// Changes of the skills and resources served
+    /// (`notifications/resources/list_changed`).
+    pub content: u64,
 }
 
 impl Snapshot {
@@ -30,12 +46,26 @@ impl Snapshot {
     pub fn new(plugins: Vec<Arc<Plugin>>, previous: Option<&Snapshot>) -> Snapshot {
         let summaries: Vec<PluginSummary> = plugins.iter().map(|plugin| summary(plugin)).collect();
         let (catalog, skipped) = Catalog::build(&summaries, previous.map(|previous| &previous.catalog));
-        Snapshot { plugins, catalog, skipped }
+        let (content, skipped_uris) = ContentIndex::build(&plugins, previous.map(|previous| &previous.content));
+        Snapshot { plugins, catalog, skipped, content, skipped_uris }
     }
 
     /// Warns of each skipped prompt that `previous` did not skip already, so
     /// that a clash is reported when it appears, not at every change after.
-    fn warn_of_new_clashes(&self, previous: &[Skipped]) {
+    fn warn_of_new_clashes(&self, previous: &[Skipped], previous_uris: &[SkippedUri]) {
+        for skip in self.skipped_uris.iter().filter(|skip| !previous_uris.contains(skip)) {
+            // URIs were checked at load (printable ASCII); plugin names are
+            // file names: escaped.
+            tracing::warn!(
+                uri = %skip.uri.escape_debug(),
+                plugin = %skip.plugin.escape_debug(),
+                served_by = %skip.served_by.escape_debug(),
+                "'{}' of plugin '{}' is skipped: plugin '{}' already serves that URI",
+                skip.uri.escape_debug(),
+                skip.plugin.escape_debug(),
+                skip.served_by.escape_debug()
+            );
+        }
         for skip in self.skipped.iter().filter(|skip| !previous.contains(skip)) {
             // Prompt names may appear in the message: validation refused any
             // with whitespace, control or format characters at load. Plugin
@@ -54,6 +84,11 @@ impl Snapshot {
 
     pub fn catalog(&self) -> &Catalog {
         &self.catalog
+    }
+
+    /// The skills and static resources served.
+    pub fn content(&self) -> &ContentIndex {
+        &self.content
     }
 
     /// The prompt served under `name`, and the plugin that owns it.
@@ -78,15 +113,15 @@ pub struct Registry {
     current: ArcSwap<Snapshot>,
     /// Counts effective changes. A watch channel keeps only the latest value,
     /// so a burst of changes wakes a slow subscriber once.
-    changes: watch::Sender<u64>,
+    changes: watch::Sender<Changes>,
 }
 
 impl Registry {
     pub fn new(plugins: Vec<Arc<Plugin>>) -> Registry {
         let snapshot = Snapshot::new(plugins, None);
-        snapshot.warn_of_new_clashes(&[]);
+        snapshot.warn_of_new_clashes(&[], &[]);
         metrics::catalog_published(snapshot.catalog.version(), snapshot.catalog.entries().len());
-        Registry { current: ArcSwap::from_pointee(snapshot), changes: watch::Sender::new(0) }
+        Registry { current: ArcSwap::from_pointee(snapshot), changes: watch::Sender::new(Changes::default()) }
     }
 
     /// The current snapshot, for one request to use to its end.
@@ -95,14 +130,16 @@ impl Registry {
     }
 
     /// Serves `plugins` from now on. Requests already running finish on the
-    /// snapshot they took. Returns whether the catalog changed: a plugin
-    /// replaced by one of the same content (its limits changed in the
-    /// configuration, say) is served from the next call on, but changes no
-    /// prompt, cursor or catalog version, and so tells no client.
+    /// snapshot they took. Returns whether the catalog or the content
+    /// changed: a plugin replaced by one of the same bytes (its limits
+    /// changed in the configuration, say) is served from the next call on,
+    /// but changes no prompt, URI, cursor or version, and so tells no client.
     pub fn publish(&self, plugins: Vec<Arc<Plugin>>) -> bool {
         let current = self.current.load();
         let next = Snapshot::new(plugins, Some(&**current));
-        if next.catalog.version() == current.catalog.version() {
+        let prompts_changed = next.catalog.version() != current.catalog.version();
+        let content_changed = next.content.version() != current.content.version();
+        if !prompts_changed && !content_changed {
             let same_plugins = next.plugins.len() == current.plugins.len()
                 && next.plugins.iter().zip(&current.plugins).all(|(next, current)| Arc::ptr_eq(next, current));
             if !same_plugins {
@@ -113,14 +150,17 @@ impl Registry {
         // Said once it is served: a line or a metric read before is true.
         let next = Arc::new(next);
         self.current.store(next.clone());
-        next.warn_of_new_clashes(&current.skipped);
+        next.warn_of_new_clashes(&current.skipped, &current.skipped_uris);
         metrics::catalog_published(next.catalog.version(), next.catalog.entries().len());
-        self.changes.send_modify(|generation| *generation += 1);
+        self.changes.send_modify(|changes| {
+            changes.prompts += u64::from(prompts_changed);
+            changes.content += u64::from(content_changed);
+        });
         true
     }
 
     /// A receiver that is woken after each effective change.
-    pub fn subscribe(&self) -> watch::Receiver<u64> {
+    pub fn subscribe(&self) -> watch::Receiver<Changes> {
         self.changes.subscribe()
     }
 }

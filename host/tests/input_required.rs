@@ -328,7 +328,7 @@ fn a_0_1_pack_is_served_unchanged_beside_a_0_2_pack() {
         line.unwrap_or_else(|| panic!("no load line for {plugin}:\n{log}")).to_string()
     };
     assert!(loaded("code_review").ends_with(" wit=\"0.1\""), "{}", loaded("code_review"));
-    assert!(loaded("conformance").ends_with(" wit=\"0.2\" pack=\"conformance 0.1.0\""), "{}", loaded("conformance"));
+    assert!(loaded("conformance").ends_with(" wit=\"0.4\" pack=\"conformance 0.1.0\""), "{}", loaded("conformance"));
 }
 
 #[test]

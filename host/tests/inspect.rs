@@ -392,9 +392,12 @@ fn inspect_shows_what_each_argument_completes_to() {
 fn inspect_reports_the_wit_version_a_pack_targets() {
     let (status, report) = json_report(&built_plugin("conformance"));
     assert_eq!(status, Some(0));
-    assert_eq!(report["witVersion"], "0.2.0");
-    assert_eq!(report["exports"], json!(["prompt-host:prompts/prompt-provider@0.2.0"]));
-    // A 0.2 pack says what it is; a 0.1 pack cannot (see above: no "pack").
+    assert_eq!(report["witVersion"], "0.4.0");
+    assert_eq!(
+        report["exports"],
+        json!(["prompt-host:prompts/prompt-provider@0.4.0", "prompt-host:prompts/content@0.4.0", "prompt-host:prompts/asking@0.4.0"])
+    );
+    // A 0.2 pack or later says what it is; a 0.1 pack cannot (see above: no "pack").
     assert_eq!(
         report["pack"],
         json!({

@@ -22,7 +22,17 @@ fn every_protocol_revision_in_use_is_negotiated() {
         let mut server = Server::spawn(&[]);
         let result = server.initialize(version);
         assert_eq!(result["protocolVersion"], version);
-        assert_eq!(result["capabilities"], json!({ "prompts": { "listChanged": true }, "completions": {}, "logging": {} }));
+        // project_insights (0.4) carries a skill and a static resource.
+        assert_eq!(
+            result["capabilities"],
+            json!({
+                "prompts": { "listChanged": true },
+                "completions": {},
+                "logging": {},
+                "resources": { "listChanged": true },
+                "extensions": { "io.modelcontextprotocol/skills": { "directoryRead": true } }
+            })
+        );
         assert_eq!(result["serverInfo"]["name"], "prompt-host");
         assert_eq!(server.list_all_names(), BUNDLED_PROMPTS, "with protocol {version}");
     }

@@ -1,7 +1,9 @@
-//! Methods of capabilities this server does not declare (tools, resources):
-//! every one answers -32601 from protocol 2026-07-28 on, which requires it;
-//! before it, the list methods answer the empty lists earlier revisions (and
-//! their conformance suite) expect, and the others -32601 as they always did.
+//! Methods of capabilities this server does not declare (tools, and
+//! resources and skills while no pack carries content): every one answers
+//! -32601 from protocol 2026-07-28 on, which requires it; before it, the list
+//! methods answer the empty lists earlier revisions (and their conformance
+//! suite) expect, and the others -32601 as they always did. The servers here
+//! serve code_review alone, a 0.1 pack that carries no skill or resource.
 
 mod support;
 
@@ -18,6 +20,9 @@ fn undeclared_methods() -> Vec<(&'static str, Value)> {
         ("resources/read", json!({ "uri": "file:///etc/hostname" })),
         ("resources/subscribe", json!({ "uri": "file:///etc/hostname" })),
         ("resources/unsubscribe", json!({ "uri": "file:///etc/hostname" })),
+        ("skills/list", json!({})),
+        ("skills/get", json!({ "uri": "skill://a/SKILL.md" })),
+        ("resources/directory/read", json!({ "uri": "skill://a" })),
     ]
 }
 
@@ -28,7 +33,8 @@ fn with_meta(mut params: Value, meta: Value) -> Value {
 
 #[test]
 fn a_2026_07_28_client_gets_method_not_found_for_every_tools_and_resources_method() {
-    let mut server = Server::spawn(&[]);
+    let plugins = support::plugin_dir(&["code_review"]);
+    let mut server = Server::spawn(&["--plugins", plugins.path().to_str().unwrap()]);
     for (method, params) in undeclared_methods() {
         let error = server.error(method, with_meta(params, support::meta_2026(json!({}))));
         assert_eq!((error["code"].as_i64(), error["message"].as_str()), (Some(-32601), Some(method)), "{method}");
@@ -40,7 +46,7 @@ fn a_2026_07_28_client_gets_method_not_found_for_every_tools_and_resources_metho
 
 #[test]
 fn an_earlier_client_gets_empty_lists_and_method_not_found_for_the_rest() {
-    let mut server = Server::start(&[]);
+    let (_plugins, mut server) = support::serve_plugins(&["code_review"], &[]);
     for (method, params) in undeclared_methods() {
         let response = server.request(method, params);
         let expected = match method {

@@ -1,11 +1,14 @@
-//! Test fixture: the prompts the official MCP conformance suite asks for,
-//! built against WIT 0.2 (`wit/0.2/`), whose `get-prompt` may ask the user
-//! for input: `test_input_required_result_prompt` asks for a context first,
-//! as the 0.2.0-alpha.12 suite's `input-required-result-non-tool-request`
-//! scenario describes.
+//! Test fixture: the prompts and resources the official MCP conformance
+//! suite asks for, built against WIT 0.4 (`wit/0.4/`) directly: its
+//! `get-prompt` may ask the user for input (`test_input_required_result_prompt`
+//! asks for a context first, as the 0.2.0-alpha.12 suite's
+//! `input-required-result-non-tool-request` scenario describes), and it
+//! carries the static resources `test://static-text` and
+//! `test://static-binary` the `resources-*` scenarios read.
 
-wit_bindgen::generate!({ path: "../../wit/0.2", world: "prompt-pack" });
+wit_bindgen::generate!({ path: "../../wit/0.4", world: "prompt-pack-with-content" });
 
+use exports::prompt_host::prompts::content::{Guest as ContentGuest, SkillFile, StaticResource};
 use exports::prompt_host::prompts::prompt_provider::*;
 
 /// A 1x1 PNG.
@@ -30,6 +33,9 @@ fn prompt(name: &str, description: &str, arguments: &[(&str, &str)]) -> Prompt {
                 title: None,
                 description: Some(description.to_string()),
                 required: true,
+                kind: None,
+                default: None,
+                examples: Vec::new(),
             })
             .collect(),
         icons: Vec::new(),
@@ -99,14 +105,23 @@ impl Guest for Conformance {
             license: Some("Apache-2.0".into()),
             homepage: None,
             repository: Some("https://github.com/prompt-host/prompt-host".into()),
+            wants: Wants { folders: Vec::new(), origins: Vec::new(), env: Vec::new() },
         }
     }
 
     fn list_prompts() -> Vec<Prompt> {
         vec![
             prompt("test_simple_prompt", "A simple prompt without arguments", &[]),
-            prompt("test_prompt_with_arguments", "A prompt with required arguments", &[("arg1", "First test argument"), ("arg2", "Second test argument")]),
-            prompt("test_prompt_with_embedded_resource", "A prompt that includes an embedded resource", &[("resourceUri", "URI of the resource to embed")]),
+            prompt(
+                "test_prompt_with_arguments",
+                "A prompt with required arguments",
+                &[("arg1", "First test argument"), ("arg2", "Second test argument")],
+            ),
+            prompt(
+                "test_prompt_with_embedded_resource",
+                "A prompt that includes an embedded resource",
+                &[("resourceUri", "URI of the resource to embed")],
+            ),
             prompt("test_prompt_with_image", "A prompt that includes an image", &[]),
             prompt("test_input_required_result_prompt", "A prompt that asks the user for a context first", &[]),
         ]
@@ -127,10 +142,7 @@ impl Guest for Conformance {
                     body: ResourceBody::Text("Embedded resource content for testing.".into()),
                     annotations: None,
                 });
-                reply(vec![
-                    Message { role: Role::User, content: resource },
-                    text("Please process the embedded resource above."),
-                ])
+                reply(vec![Message { role: Role::User, content: resource }, text("Please process the embedded resource above.")])
             }
             "test_prompt_with_image" => {
                 let image = Content::Image(MediaContent { data: PIXEL_PNG.to_vec(), mime_type: "image/png".into(), annotations: None });
@@ -152,6 +164,38 @@ impl Guest for Conformance {
         };
         let total = values.len() as u32;
         Ok(Completion { values, total: Some(total), has_more: false })
+    }
+}
+
+impl exports::prompt_host::prompts::asking::Guest for Conformance {
+    fn prompts_that_ask() -> Vec<String> {
+        Vec::new()
+    }
+}
+
+impl ContentGuest for Conformance {
+    fn skill_files() -> Vec<SkillFile> {
+        Vec::new()
+    }
+
+    fn static_resources() -> Vec<StaticResource> {
+        let resource = |uri: &str, name: &str, mime_type: &str, body| StaticResource {
+            uri: uri.into(),
+            name: name.into(),
+            title: None,
+            description: None,
+            mime_type: Some(mime_type.into()),
+            body,
+        };
+        vec![
+            resource(
+                "test://static-text",
+                "static-text",
+                "text/plain",
+                ResourceBody::Text("This is the content of the static text resource.".into()),
+            ),
+            resource("test://static-binary", "static-binary", "image/png", ResourceBody::Blob(PIXEL_PNG.to_vec())),
+        ]
     }
 }
 

@@ -1,0 +1,443 @@
+//! The skills and static resources the packs carry (WIT 0.4), indexed by
+//! URI: what `skills/list`, `skills/get`, `resources/list`, `resources/read`
+//! and `resources/directory/read` answer, from memory.
+//!
+//! Like the catalog, the index is plain data built from the plugins of one
+//! snapshot, and swapped with it: it never calls a pack, so what a client
+//! reads is the bytes whose digest it was listed with. A skill's files are
+//! served as `skill://<path>/<file>` (SEP-2640); a URI belongs to the pack
+//! that served it before a change (a pack added later never takes it) or,
+//! new, to the first pack by name that carries it; the same URI from any
+//! other pack is skipped and reported.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use prompt_host_kernel::plugin::Plugin;
+use prompt_host_kernel::validate::{Body, Content, File, SKILL_MD, SKILL_SCHEME, Skill};
+use sha2::{Digest, Sha256};
+
+use crate::catalog::cursor;
+
+/// One served skill.
+#[derive(Debug, Clone)]
+pub struct ServedSkill {
+    /// Its `SKILL.md`'s URI: `skill://code-review/SKILL.md`.
+    pub uri: String,
+    /// The URI of its folder: `skill://code-review`.
+    pub folder: String,
+    /// The plugin that carries it.
+    pub served_by: Arc<str>,
+    content: Arc<Content>,
+    index: usize,
+}
+
+impl ServedSkill {
+    /// The skill, as the pack carries it (checked at load).
+    pub fn skill(&self) -> &Skill {
+        &self.content.skills[self.index]
+    }
+}
+
+/// What a URI serves.
+#[derive(Debug, Clone)]
+pub enum Served {
+    /// A file of a skill: the skill's index in [`ContentIndex::skills`], and
+    /// the file's in the skill's files.
+    SkillFile { skill: usize, file: usize },
+    /// A static resource: the plugin that carries it, and its contents.
+    Resource { served_by: Arc<str>, content: Arc<Content>, index: usize },
+}
+
+/// One entry of a folder, as `resources/directory/read` lists it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Child {
+    /// A folder, by its URI.
+    Folder(String),
+    /// A file, by its URI.
+    File(String),
+}
+
+/// A URI left out because another plugin serves it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkippedUri {
+    pub uri: String,
+    pub plugin: String,
+    pub served_by: String,
+}
+
+/// Every served skill and resource, by URI.
+#[derive(Debug, Clone, Default)]
+pub struct ContentIndex {
+    skills_version: String,
+    resources_version: String,
+    skills: Vec<ServedSkill>,
+    by_skill_uri: HashMap<String, usize>,
+    /// Each skill's path, by path.
+    skill_paths: BTreeMap<String, usize>,
+    /// Every served URI, in `resources/list` order: each skill's files
+    /// (`SKILL.md` first), then the static resources.
+    listed: Vec<String>,
+    served: HashMap<String, Served>,
+    /// Each folder's children, and the skill (its index) it is in.
+    folders: HashMap<String, (usize, Vec<Child>)>,
+}
+
+/// The URI of a skill's file.
+pub fn skill_file_uri(skill_path: &str, file: &str) -> String {
+    format!("{SKILL_SCHEME}://{skill_path}/{file}")
+}
+
+impl ContentIndex {
+    /// Indexes what `plugins` carry, after `previous` (the index being
+    /// replaced): a URI stays with the plugin that served it there.
+    pub fn build(plugins: &[Arc<Plugin>], previous: Option<&ContentIndex>) -> (ContentIndex, Vec<SkippedUri>) {
+        let mut order: Vec<&Arc<Plugin>> = plugins.iter().filter(|plugin| !plugin.content().is_empty()).collect();
+        order.sort_by(|a, b| a.id().cmp(b.id()));
+        let owners = owners(&order, previous);
+        let mut index = ContentIndex::default();
+        let mut skipped = Vec::new();
+        for plugin in &order {
+            let served_by: Arc<str> = Arc::from(plugin.id());
+            let content = plugin.content();
+            for (at, skill) in content.skills.iter().enumerate() {
+                let uri = skill_file_uri(&skill.path, SKILL_MD);
+                let owner = if owners.get(&uri).map(|owner| &**owner) != Some(plugin.id()) {
+                    Some(owners[&uri].to_string())
+                } else {
+                    // A skill inside another's folder, or holding one, would
+                    // make one folder two: the first added keeps it.
+                    index.nesting(&skill.path).map(|other| other.to_string())
+                };
+                if let Some(served_by) = owner {
+                    skipped.push(SkippedUri { uri, plugin: plugin.id().to_string(), served_by });
+                    continue;
+                }
+                index.add_skill(ServedSkill {
+                    uri,
+                    folder: format!("{SKILL_SCHEME}://{}", skill.path),
+                    served_by: served_by.clone(),
+                    content: content.clone(),
+                    index: at,
+                });
+            }
+            for (at, resource) in content.resources.iter().enumerate() {
+                if owners.get(&resource.uri).map(|owner| &**owner) != Some(plugin.id()) || index.served.contains_key(&resource.uri) {
+                    skipped.push(SkippedUri {
+                        uri: resource.uri.clone(),
+                        plugin: plugin.id().to_string(),
+                        served_by: owners[&resource.uri].to_string(),
+                    });
+                    continue;
+                }
+                index.listed.push(resource.uri.clone());
+                let served = Served::Resource { served_by: served_by.clone(), content: content.clone(), index: at };
+                index.served.insert(resource.uri.clone(), served);
+            }
+        }
+        index.skills_version = version("skills", &order, &skipped);
+        index.resources_version = version("resources", &order, &skipped);
+        (index, skipped)
+    }
+
+    /// The plugin serving a skill whose folder holds `path`'s, or is inside it.
+    fn nesting(&self, path: &str) -> Option<&str> {
+        let inside = path.match_indices('/').map(|(at, _)| &path[..at]).find_map(|outer| self.skill_paths.get(outer));
+        let holding = self.skill_paths.range(format!("{path}/")..).next().filter(|(inner, _)| inner.starts_with(&format!("{path}/")));
+        inside.or(holding.map(|(_, at)| at)).map(|&at| &*self.skills[at].served_by)
+    }
+
+    fn add_skill(&mut self, skill: ServedSkill) {
+        let at = self.skills.len();
+        let checked = skill.skill();
+        let mut folders: BTreeMap<String, Vec<Child>> = BTreeMap::new();
+        for (file, served) in checked.files.iter().enumerate() {
+            let uri = skill_file_uri(&checked.path, &served.path);
+            self.listed.push(uri.clone());
+            self.served.insert(uri.clone(), Served::SkillFile { skill: at, file });
+            // Each folder from the skill's own down to the file's lists its child.
+            let mut child = Child::File(uri.clone());
+            let mut parent = uri.rsplit_once('/').map(|(parent, _)| parent.to_string());
+            while let Some(folder) = parent.filter(|folder| folder.len() >= skill.folder.len()) {
+                folders.entry(folder.clone()).or_default().push(child);
+                child = Child::Folder(folder.clone());
+                parent = folder.rsplit_once('/').map(|(parent, _)| parent.to_string());
+            }
+        }
+        for (folder, mut children) in folders {
+            children.sort();
+            children.dedup();
+            self.folders.insert(folder, (at, children));
+        }
+        self.by_skill_uri.insert(skill.uri.clone(), at);
+        self.skill_paths.insert(checked.path.clone(), at);
+        self.skills.push(skill);
+    }
+
+    /// The version of everything served: equal for equal content.
+    pub fn version(&self) -> (&str, &str) {
+        (&self.skills_version, &self.resources_version)
+    }
+
+    /// Whether any skill or resource is served.
+    pub fn is_empty(&self) -> bool {
+        self.listed.is_empty()
+    }
+
+    /// Whether any skill is served.
+    pub fn has_skills(&self) -> bool {
+        !self.skills.is_empty()
+    }
+
+    /// Every served skill, in order: plugins by name, each one's by path.
+    pub fn skills(&self) -> &[ServedSkill] {
+        &self.skills
+    }
+
+    /// The skill whose `SKILL.md` is at `uri`.
+    pub fn skill(&self, uri: &str) -> Option<&ServedSkill> {
+        self.by_skill_uri.get(uri).map(|&at| &self.skills[at])
+    }
+
+    /// What `uri` serves.
+    pub fn resolve(&self, uri: &str) -> Option<&Served> {
+        self.served.get(uri)
+    }
+
+    /// The children of the folder at `uri` (a skill's folder, or one inside
+    /// it), in order.
+    pub fn folder(&self, uri: &str) -> Option<&[Child]> {
+        self.folders.get(uri.strip_suffix('/').unwrap_or(uri)).map(|(_, children)| children.as_slice())
+    }
+
+    /// Every served URI, in `resources/list` order.
+    pub fn listed(&self) -> &[String] {
+        &self.listed
+    }
+
+    /// The page of `items` that starts at `cursor`, of at most `page_size`,
+    /// and the cursor of the next; `version` is the list's.
+    fn page<'a, T>(
+        items: &'a [T],
+        version: &str,
+        cursor: Option<&str>,
+        page_size: usize,
+    ) -> Result<(&'a [T], Option<String>), cursor::CursorError> {
+        let start = match cursor {
+            None => 0,
+            Some(cursor) => cursor::decode(cursor, version, items.len())?,
+        };
+        let end = start.saturating_add(page_size.max(1)).min(items.len());
+        Ok((&items[start..end], (end < items.len()).then(|| cursor::encode(version, end))))
+    }
+
+    /// A page of `resources/list`.
+    pub fn resources_page(&self, cursor: Option<&str>, page_size: usize) -> Result<(&[String], Option<String>), cursor::CursorError> {
+        Self::page(&self.listed, &self.resources_version, cursor, page_size)
+    }
+
+    /// The plugin serving `uri` (a skill by its `SKILL.md`, or a resource).
+    pub fn served_by(&self, uri: &str) -> Option<Arc<str>> {
+        match self.served.get(uri)? {
+            Served::SkillFile { skill, .. } => Some(self.skills[*skill].served_by.clone()),
+            Served::Resource { served_by, .. } => Some(served_by.clone()),
+        }
+    }
+
+    /// The plugin serving the folder at `uri`.
+    pub fn folder_served_by(&self, uri: &str) -> Option<Arc<str>> {
+        let (skill, _) = self.folders.get(uri.strip_suffix('/').unwrap_or(uri))?;
+        Some(self.skills[*skill].served_by.clone())
+    }
+
+    /// The skill file at `skill`, `file` of [`Served::SkillFile`].
+    pub fn skill_file(&self, skill: usize, file: usize) -> (&ServedSkill, &File) {
+        let served = &self.skills[skill];
+        (served, &served.skill().files[file])
+    }
+}
+
+/// Which plugin serves each URI (a skill's `SKILL.md` stands for its
+/// files): the one serving it in `previous`, if it still carries it, else
+/// the first in `order`.
+fn owners(order: &[&Arc<Plugin>], previous: Option<&ContentIndex>) -> HashMap<String, Arc<str>> {
+    let mut owners: HashMap<String, Arc<str>> = HashMap::new();
+    for plugin in order {
+        let content = plugin.content();
+        let skills = content.skills.iter().map(|skill| skill_file_uri(&skill.path, SKILL_MD));
+        let uris: Vec<String> = skills.chain(content.resources.iter().map(|resource| resource.uri.clone())).collect();
+        for uri in uris {
+            let incumbent = previous.and_then(|previous| previous.served_by(&uri)).is_some_and(|served_by| &*served_by == plugin.id());
+            match owners.entry(uri) {
+                std::collections::hash_map::Entry::Vacant(vacant) => {
+                    vacant.insert(Arc::from(plugin.id()));
+                }
+                std::collections::hash_map::Entry::Occupied(mut occupied) if incumbent => {
+                    occupied.insert(Arc::from(plugin.id()));
+                }
+                std::collections::hash_map::Entry::Occupied(_) => {}
+            }
+        }
+    }
+    owners
+}
+
+/// The version of one list (`kind`) of the index: equal plugin sets give
+/// equal versions on any host, and a cursor of one list is stale for another.
+fn version(kind: &str, plugins: &[&Arc<Plugin>], skipped: &[SkippedUri]) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(kind.as_bytes());
+    for plugin in plugins {
+        for part in [plugin.id(), plugin.digest()] {
+            hasher.update((part.len() as u64).to_le_bytes());
+            hasher.update(part.as_bytes());
+        }
+    }
+    for skip in skipped {
+        for part in [&skip.uri, &skip.plugin] {
+            hasher.update((part.len() as u64).to_le_bytes());
+            hasher.update(part.as_bytes());
+        }
+    }
+    let hash = hasher.finalize();
+    hash.iter().take(cursor::VERSION_LEN / 2).map(|byte| format!("{byte:02x}")).collect()
+}
+
+/// The most a page of `skills/list` holds, serialized, beyond its first
+/// entry: a skill's entry (its frontmatter and every file's URI, digest and
+/// size) can be some 100 KiB, so a page of 100 is bounded by bytes too.
+pub const MAX_SKILLS_PAGE_BYTES: usize = 1024 * 1024;
+
+/// What `resources/directory/read` and `skills/get` refuse.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotServed {
+    /// No skill's `SKILL.md` is at the URI.
+    Skill,
+    /// Nothing is served at the URI.
+    Resource,
+    /// The URI is not a folder served (a file, or nothing).
+    Directory,
+}
+
+impl ContentIndex {
+    /// A skill's entry, as `skills/list` and `skills/get` show it: its
+    /// frontmatter verbatim, and every file's URI, digest and size.
+    pub fn skill_entry(served: &ServedSkill) -> rmcp::model::Skill {
+        let skill = served.skill();
+        let mut frontmatter = rmcp::model::SkillFrontmatter::new(&skill.name, &skill.description);
+        for (key, value) in skill.frontmatter.iter().filter(|(key, _)| *key != "name" && *key != "description") {
+            frontmatter = frontmatter.with_field(key.clone(), value.clone());
+        }
+        let files = skill
+            .files
+            .iter()
+            .map(|file| rmcp::model::SkillResource::new(skill_file_uri(&skill.path, &file.path), &file.digest, file.size))
+            .collect();
+        rmcp::model::Skill::new(&served.uri, frontmatter, rmcp::model::SkillResources::Files(files))
+    }
+
+    /// A page of `skills/list`: at most `page_size` skills, and no more than
+    /// [`MAX_SKILLS_PAGE_BYTES`] after the first; a skill is never split.
+    pub fn list_skills(&self, cursor: Option<&str>, page_size: usize) -> Result<rmcp::model::ListSkillsResult, cursor::CursorError> {
+        let first = match cursor {
+            None => 0,
+            Some(cursor) => cursor::decode(cursor, &self.skills_version, self.skills.len())?,
+        };
+        let mut entries = Vec::new();
+        let mut bytes = 0;
+        for served in self.skills[first..].iter().take(page_size.max(1)) {
+            let entry = Self::skill_entry(served);
+            bytes += serde_json::to_vec(&entry).map_or(0, |json| json.len());
+            if !entries.is_empty() && bytes > MAX_SKILLS_PAGE_BYTES {
+                break;
+            }
+            entries.push(entry);
+        }
+        let end = first + entries.len();
+        let mut result = rmcp::model::ListSkillsResult::with_all_items(entries);
+        result.next_cursor = (end < self.skills.len()).then(|| cursor::encode(&self.skills_version, end));
+        Ok(result)
+    }
+
+    /// `skills/get` of the skill whose `SKILL.md` is at `uri`.
+    pub fn get_skill(&self, uri: &str) -> Result<rmcp::model::GetSkillResult, NotServed> {
+        let served = self.skill(uri).ok_or(NotServed::Skill)?;
+        Ok(rmcp::model::GetSkillResult::new(Self::skill_entry(served)))
+    }
+
+    /// The listing of what `uri` serves, as `resources/list` and
+    /// `resources/directory/read` show it. A skill's `SKILL.md` is named and
+    /// described by its frontmatter (SEP-2640); its other files by their path.
+    fn listing(&self, uri: &str) -> Option<rmcp::model::Resource> {
+        Some(match self.served.get(uri)? {
+            Served::SkillFile { skill, file } => {
+                let (served, file) = self.skill_file(*skill, *file);
+                let skill = served.skill();
+                let resource = match file.path == SKILL_MD {
+                    true => rmcp::model::Resource::new(uri, &skill.name).with_description(&skill.description),
+                    false => rmcp::model::Resource::new(uri, format!("{}/{}", skill.path, file.path)),
+                };
+                resource.with_mime_type(file.mime_type).with_size(file.size)
+            }
+            Served::Resource { content, index, .. } => {
+                let resource = &content.resources[*index];
+                let mut listed = rmcp::model::Resource::new(uri, &resource.name).with_size(resource.body.bytes().len() as u64);
+                listed.title = resource.title.clone();
+                listed.description = resource.description.clone();
+                listed.mime_type = resource.mime_type.clone();
+                listed
+            }
+        })
+    }
+
+    /// A page of `resources/list`: every skill file and static resource.
+    pub fn list_resources(&self, cursor: Option<&str>, page_size: usize) -> Result<rmcp::model::ListResourcesResult, cursor::CursorError> {
+        let (page, next_cursor) = self.resources_page(cursor, page_size)?;
+        let mut result = rmcp::model::ListResourcesResult::with_all_items(page.iter().filter_map(|uri| self.listing(uri)).collect());
+        result.next_cursor = next_cursor;
+        Ok(result)
+    }
+
+    /// `resources/read` of `uri`: the bytes it was listed with, from memory.
+    pub fn read(&self, uri: &str) -> Result<rmcp::model::ReadResourceResult, NotServed> {
+        let (body, mime_type) = match self.served.get(uri).ok_or(NotServed::Resource)? {
+            Served::SkillFile { skill, file } => {
+                let (_, file) = self.skill_file(*skill, *file);
+                (&file.body, Some(file.mime_type.to_string()))
+            }
+            Served::Resource { content, index, .. } => {
+                let resource = &content.resources[*index];
+                (&resource.body, resource.mime_type.clone())
+            }
+        };
+        let contents = match body {
+            Body::Text(text) => {
+                rmcp::model::ResourceContents::TextResourceContents { uri: uri.to_string(), mime_type, text: text.to_string(), meta: None }
+            }
+            Body::Blob(bytes) => {
+                use base64::Engine;
+                let blob = base64::engine::general_purpose::STANDARD.encode(bytes);
+                rmcp::model::ResourceContents::BlobResourceContents { uri: uri.to_string(), mime_type, blob, meta: None }
+            }
+        };
+        Ok(rmcp::model::ReadResourceResult::new(vec![contents]))
+    }
+
+    /// `resources/directory/read` of the folder at `uri` (a skill's, or one
+    /// inside it): its direct children, folders as `inode/directory`. A
+    /// folder holds at most a skill's files, so it is one page.
+    pub fn read_directory(&self, uri: &str) -> Result<rmcp::model::ListResourcesResult, NotServed> {
+        let children = self.folder(uri).ok_or(NotServed::Directory)?;
+        let resources = children
+            .iter()
+            .filter_map(|child| match child {
+                Child::Folder(folder) => {
+                    let name = folder.rsplit('/').next().unwrap_or(folder);
+                    Some(rmcp::model::Resource::new(folder, name).with_mime_type(rmcp::model::DIRECTORY_MIME_TYPE))
+                }
+                Child::File(file) => self.listing(file),
+            })
+            .collect();
+        Ok(rmcp::model::ListResourcesResult::with_all_items(resources))
+    }
+}
