@@ -5,8 +5,10 @@
 //! A call flows top to bottom through these modules, and each depends only
 //! on those below it:
 //! - [`plugin`]: a loaded plugin and calls into it;
-//! - [`validate`]: checks on everything a plugin returns, and the one rule
-//!   for text a pack or a client controls shown in an error (from [`shown`]);
+//! - [`validate`]: checks on everything a plugin returns (a 0.4 pack's
+//!   skills and static resources among them, with their frontmatter), and
+//!   the one rule for text a pack or a client controls shown in an error
+//!   (from [`shown`]);
 //! - [`arguments`]: typed prompt arguments (0.3): a client's value checked
 //!   against what the pack declared, completions of choices and booleans,
 //!   and the schema clients see;
@@ -19,7 +21,7 @@
 //!   what a pack or a client can make the host log;
 //! - [`shown`]: text a pack or a client controls, made printable and cut:
 //!   the one rule, wherever such text is shown;
-//! - [`bindings`]: generated from the WIT packages (0.1, 0.2 and 0.3, one
+//! - [`bindings`]: generated from the WIT packages (0.1 to 0.4, one
 //!   module each), and the one adapter from each version's types into the
 //!   model;
 //! - [`model`]: the host's own types of a pack, its prompts and its
