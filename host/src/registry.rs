@@ -12,7 +12,7 @@ use tokio::sync::watch;
 use crate::catalog::{Catalog, Entry, PluginSummary, Skipped};
 use crate::convert;
 use crate::metrics;
-use crate::served_content::{ContentIndex, SkippedUri};
+use crate::served_content::{Carrier, ContentIndex, SkippedUri};
 use prompt_host_kernel::plugin::Plugin;
 
 /// The plugins being served, and the catalog merged from them.
@@ -46,7 +46,8 @@ impl Snapshot {
     pub fn new(plugins: Vec<Arc<Plugin>>, previous: Option<&Snapshot>) -> Snapshot {
         let summaries: Vec<PluginSummary> = plugins.iter().map(|plugin| summary(plugin)).collect();
         let (catalog, skipped) = Catalog::build(&summaries, previous.map(|previous| &previous.catalog));
-        let (content, skipped_uris) = ContentIndex::build(&plugins, previous.map(|previous| &previous.content));
+        let carriers: Vec<Carrier<'_>> = plugins.iter().map(|plugin| Carrier::from(&**plugin)).collect();
+        let (content, skipped_uris) = ContentIndex::build(&carriers, previous.map(|previous| &previous.content));
         Snapshot { plugins, catalog, skipped, content, skipped_uris }
     }
 

@@ -19,6 +19,21 @@ use sha2::{Digest, Sha256};
 
 use crate::catalog::cursor;
 
+/// What the index needs of one plugin: its name, its digest (part of the
+/// lists' versions) and what it carries.
+#[derive(Debug, Clone, Copy)]
+pub struct Carrier<'a> {
+    pub id: &'a str,
+    pub digest: &'a str,
+    pub content: &'a Arc<Content>,
+}
+
+impl<'a> From<&'a Plugin> for Carrier<'a> {
+    fn from(plugin: &'a Plugin) -> Carrier<'a> {
+        Carrier { id: plugin.id(), digest: plugin.digest(), content: plugin.content() }
+    }
+}
+
 /// One served skill.
 #[derive(Debug, Clone)]
 pub struct ServedSkill {
@@ -91,18 +106,18 @@ pub fn skill_file_uri(skill_path: &str, file: &str) -> String {
 impl ContentIndex {
     /// Indexes what `plugins` carry, after `previous` (the index being
     /// replaced): a URI stays with the plugin that served it there.
-    pub fn build(plugins: &[Arc<Plugin>], previous: Option<&ContentIndex>) -> (ContentIndex, Vec<SkippedUri>) {
-        let mut order: Vec<&Arc<Plugin>> = plugins.iter().filter(|plugin| !plugin.content().is_empty()).collect();
-        order.sort_by(|a, b| a.id().cmp(b.id()));
+    pub fn build(plugins: &[Carrier<'_>], previous: Option<&ContentIndex>) -> (ContentIndex, Vec<SkippedUri>) {
+        let mut order: Vec<&Carrier<'_>> = plugins.iter().filter(|plugin| !plugin.content.is_empty()).collect();
+        order.sort_by(|a, b| a.id.cmp(b.id));
         let owners = owners(&order, previous);
         let mut index = ContentIndex::default();
         let mut skipped = Vec::new();
         for plugin in &order {
-            let served_by: Arc<str> = Arc::from(plugin.id());
-            let content = plugin.content();
+            let served_by: Arc<str> = Arc::from(plugin.id);
+            let content = plugin.content;
             for (at, skill) in content.skills.iter().enumerate() {
                 let uri = skill_file_uri(&skill.path, SKILL_MD);
-                let owner = if owners.get(&uri).map(|owner| &**owner) != Some(plugin.id()) {
+                let owner = if owners.get(&uri).map(|owner| &**owner) != Some(plugin.id) {
                     Some(owners[&uri].to_string())
                 } else {
                     // A skill inside another's folder, or holding one, would
@@ -110,7 +125,7 @@ impl ContentIndex {
                     index.nesting(&skill.path).map(|other| other.to_string())
                 };
                 if let Some(served_by) = owner {
-                    skipped.push(SkippedUri { uri, plugin: plugin.id().to_string(), served_by });
+                    skipped.push(SkippedUri { uri, plugin: plugin.id.to_string(), served_by });
                     continue;
                 }
                 index.add_skill(ServedSkill {
@@ -122,10 +137,10 @@ impl ContentIndex {
                 });
             }
             for (at, resource) in content.resources.iter().enumerate() {
-                if owners.get(&resource.uri).map(|owner| &**owner) != Some(plugin.id()) || index.served.contains_key(&resource.uri) {
+                if owners.get(&resource.uri).map(|owner| &**owner) != Some(plugin.id) || index.served.contains_key(&resource.uri) {
                     skipped.push(SkippedUri {
                         uri: resource.uri.clone(),
-                        plugin: plugin.id().to_string(),
+                        plugin: plugin.id.to_string(),
                         served_by: owners[&resource.uri].to_string(),
                     });
                     continue;
@@ -260,20 +275,20 @@ impl ContentIndex {
 /// Which plugin serves each URI (a skill's `SKILL.md` stands for its
 /// files): the one serving it in `previous`, if it still carries it, else
 /// the first in `order`.
-fn owners(order: &[&Arc<Plugin>], previous: Option<&ContentIndex>) -> HashMap<String, Arc<str>> {
+fn owners(order: &[&Carrier<'_>], previous: Option<&ContentIndex>) -> HashMap<String, Arc<str>> {
     let mut owners: HashMap<String, Arc<str>> = HashMap::new();
     for plugin in order {
-        let content = plugin.content();
+        let content = plugin.content;
         let skills = content.skills.iter().map(|skill| skill_file_uri(&skill.path, SKILL_MD));
         let uris: Vec<String> = skills.chain(content.resources.iter().map(|resource| resource.uri.clone())).collect();
         for uri in uris {
-            let incumbent = previous.and_then(|previous| previous.served_by(&uri)).is_some_and(|served_by| &*served_by == plugin.id());
+            let incumbent = previous.and_then(|previous| previous.served_by(&uri)).is_some_and(|served_by| &*served_by == plugin.id);
             match owners.entry(uri) {
                 std::collections::hash_map::Entry::Vacant(vacant) => {
-                    vacant.insert(Arc::from(plugin.id()));
+                    vacant.insert(Arc::from(plugin.id));
                 }
                 std::collections::hash_map::Entry::Occupied(mut occupied) if incumbent => {
-                    occupied.insert(Arc::from(plugin.id()));
+                    occupied.insert(Arc::from(plugin.id));
                 }
                 std::collections::hash_map::Entry::Occupied(_) => {}
             }
@@ -284,11 +299,11 @@ fn owners(order: &[&Arc<Plugin>], previous: Option<&ContentIndex>) -> HashMap<St
 
 /// The version of one list (`kind`) of the index: equal plugin sets give
 /// equal versions on any host, and a cursor of one list is stale for another.
-fn version(kind: &str, plugins: &[&Arc<Plugin>], skipped: &[SkippedUri]) -> String {
+fn version(kind: &str, plugins: &[&Carrier<'_>], skipped: &[SkippedUri]) -> String {
     let mut hasher = Sha256::new();
     hasher.update(kind.as_bytes());
     for plugin in plugins {
-        for part in [plugin.id(), plugin.digest()] {
+        for part in [plugin.id, plugin.digest] {
             hasher.update((part.len() as u64).to_le_bytes());
             hasher.update(part.as_bytes());
         }
@@ -439,5 +454,144 @@ impl ContentIndex {
             })
             .collect();
         Ok(rmcp::model::ListResourcesResult::with_all_items(resources))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use prompt_host_kernel::validate::{Body, File, Resource, Skill};
+
+    fn file(path: &str, text: &str) -> File {
+        File {
+            path: path.into(),
+            mime_type: "text/markdown",
+            body: Body::Text(text.into()),
+            digest: format!("sha256:{}", "0".repeat(64)),
+            size: text.len() as u64,
+        }
+    }
+
+    fn skill(path: &str, files: &[&str]) -> Skill {
+        let name = path.rsplit('/').next().unwrap().to_string();
+        let mut all = vec![file(SKILL_MD, &format!("---\nname: {name}\ndescription: d\n---\n"))];
+        all.extend(files.iter().map(|path| file(path, "x")));
+        Skill { path: path.into(), name, description: "d".into(), frontmatter: serde_json::Map::new(), files: all }
+    }
+
+    fn content(skills: Vec<Skill>, resources: &[&str]) -> Arc<Content> {
+        let resources = resources
+            .iter()
+            .map(|uri| Resource {
+                uri: uri.to_string(),
+                name: "r".into(),
+                title: None,
+                description: None,
+                mime_type: None,
+                body: Body::Blob(vec![1, 2].into()),
+            })
+            .collect();
+        Arc::new(Content { skills, resources })
+    }
+
+    fn build(packs: &[(&str, &Arc<Content>)], previous: Option<&ContentIndex>) -> (ContentIndex, Vec<SkippedUri>) {
+        let carriers: Vec<Carrier<'_>> = packs.iter().map(|(id, content)| Carrier { id, digest: id, content }).collect();
+        ContentIndex::build(&carriers, previous)
+    }
+
+    fn skipped(skips: &[SkippedUri]) -> Vec<(&str, &str, &str)> {
+        skips.iter().map(|skip| (skip.uri.as_str(), skip.plugin.as_str(), skip.served_by.as_str())).collect()
+    }
+
+    #[test]
+    fn a_uri_stays_with_the_pack_that_served_it_and_goes_first_to_the_first_by_name() {
+        let review = content(vec![skill("review", &[])], &["acme://guide"]);
+        let (first, skips) = build(&[("zeta", &review)], None);
+        assert!(skips.is_empty());
+        // "alpha" sorts first, but zeta served the URIs before the change.
+        let (next, skips) = build(&[("alpha", &review), ("zeta", &review)], Some(&first));
+        assert_eq!(next.served_by("skill://review/SKILL.md").as_deref(), Some("zeta"));
+        assert_eq!(next.served_by("acme://guide").as_deref(), Some("zeta"));
+        assert_eq!(skipped(&skips), [("skill://review/SKILL.md", "alpha", "zeta"), ("acme://guide", "alpha", "zeta")]);
+        // Built fresh, the first by name takes them.
+        let (fresh, _) = build(&[("zeta", &review), ("alpha", &review)], None);
+        assert_eq!(fresh.served_by("skill://review/SKILL.md").as_deref(), Some("alpha"));
+    }
+
+    #[test]
+    fn a_skill_inside_another_packs_skill_folder_or_holding_one_is_skipped() {
+        let outer = content(vec![skill("acme", &["billing/notes.md"])], &[]);
+        let inner = content(vec![skill("acme/billing", &[])], &[]);
+        let sibling = content(vec![skill("acmex", &[])], &[]);
+        let (index, skips) = build(&[("a", &outer), ("b", &inner), ("c", &sibling)], None);
+        assert_eq!(skipped(&skips), [("skill://acme/billing/SKILL.md", "b", "a")]);
+        // "acmex" only shares a prefix of characters, not a folder.
+        assert_eq!(
+            index.skills().iter().map(|skill| skill.uri.as_str()).collect::<Vec<_>>(),
+            ["skill://acme/SKILL.md", "skill://acmex/SKILL.md"]
+        );
+        let (_, skips) = build(&[("a", &inner), ("b", &outer)], None);
+        assert_eq!(skipped(&skips), [("skill://acme/SKILL.md", "b", "a")]);
+    }
+
+    #[test]
+    fn folders_list_their_direct_children_and_files_are_no_folders() {
+        let pack = content(vec![skill("review", &["a/b/c.md", "a/d.md", "z.md"])], &[]);
+        let (index, _) = build(&[("p", &pack)], None);
+        assert_eq!(
+            index.folder("skill://review").unwrap(),
+            [
+                Child::Folder("skill://review/a".into()),
+                Child::File("skill://review/SKILL.md".into()),
+                Child::File("skill://review/z.md".into())
+            ]
+        );
+        assert_eq!(
+            index.folder("skill://review/a/").unwrap(),
+            [Child::Folder("skill://review/a/b".into()), Child::File("skill://review/a/d.md".into())]
+        );
+        assert_eq!(index.read_directory("skill://review/z.md"), Err(NotServed::Directory));
+        assert_eq!(index.read_directory("skill://revie"), Err(NotServed::Directory));
+        assert_eq!(index.read_directory("skill:/"), Err(NotServed::Directory));
+    }
+
+    #[test]
+    fn a_cursor_is_bound_to_its_list_and_its_version() {
+        let skills = (0..5).map(|at| skill(&format!("s{at}"), &[])).collect();
+        let pack = content(skills, &[]);
+        let (index, _) = build(&[("p", &pack)], None);
+        let first = index.list_skills(None, 2).unwrap();
+        let cursor = first.next_cursor.clone().unwrap();
+        assert_eq!(index.list_skills(Some(&cursor), 2).unwrap().skills[0].uri, "skill://s2/SKILL.md");
+        // A skills cursor is no resources cursor, and a change makes it stale.
+        assert!(index.list_resources(Some(&cursor), 2).is_err());
+        let (changed, _) = build(&[("p", &pack), ("q", &content(vec![skill("t", &[])], &[]))], None);
+        assert!(changed.list_skills(Some(&cursor), 2).is_err());
+    }
+
+    #[test]
+    fn a_page_of_skills_stops_past_its_byte_bound_but_never_splits_or_empties() {
+        let big: Vec<String> = (0..200).map(|at| format!("{at:0>200}.md")).collect();
+        let files: Vec<&str> = big.iter().map(String::as_str).collect();
+        let skills = (0..100).map(|at| skill(&format!("s{at}"), &files)).collect();
+        let pack = content(skills, &[]);
+        let (index, _) = build(&[("p", &pack)], None);
+        let page = index.list_skills(None, 100).unwrap();
+        let bytes = serde_json::to_vec(&page.skills).unwrap().len();
+        let one = serde_json::to_vec(&page.skills[0]).unwrap().len();
+        assert!(page.skills.len() < 100 && page.next_cursor.is_some(), "{}", page.skills.len());
+        assert!(bytes <= MAX_SKILLS_PAGE_BYTES + page.skills.len() && bytes + one > MAX_SKILLS_PAGE_BYTES, "{bytes}");
+    }
+
+    #[test]
+    fn a_read_gives_the_bytes_listed_and_an_unknown_uri_is_not_served() {
+        let pack = content(vec![skill("review", &["notes.md"])], &["acme://blob"]);
+        let (index, _) = build(&[("p", &pack)], None);
+        let read = serde_json::to_value(index.read("skill://review/notes.md").unwrap()).unwrap();
+        assert_eq!(read["contents"], serde_json::json!([{ "uri": "skill://review/notes.md", "mimeType": "text/markdown", "text": "x" }]));
+        let blob = serde_json::to_value(index.read("acme://blob").unwrap()).unwrap();
+        assert_eq!(blob["contents"], serde_json::json!([{ "uri": "acme://blob", "blob": "AQI=" }]));
+        assert_eq!(index.read("skill://review/../review/notes.md"), Err(NotServed::Resource));
+        assert_eq!(index.get_skill("skill://review/notes.md"), Err(NotServed::Skill));
     }
 }
