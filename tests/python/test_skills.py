@@ -230,3 +230,37 @@ async def test_a_pack_whose_skill_breaks_a_rule_is_refused_naming_the_file():
             assert [prompt.name for prompt in (await client.list_prompts()).prompts] == ["code_review"]
         log = (plugin_dir.parent / "server.log").read_text()
         assert 'skill file \\"evil/../../etc/passwd\\": its path has the segment \\"..\\"' in log, log
+
+
+@pytest.mark.anyio
+async def test_each_tenant_sees_and_reads_only_its_own_packs_skills():
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    from test_authorization import site
+
+    with site(packs={"acme": ["project_insights"], "globex": ["release_skills"]}) as (provider, url, _, _):
+        tokens = {tenant: provider.token(f"{tenant}-client") for tenant in ("acme", "globex")}
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {tokens['acme']}"}) as acme_http, \
+                httpx2.AsyncClient(headers={"Authorization": f"Bearer {tokens['globex']}"}) as globex_http, \
+                streamable_http_client(url, http_client=acme_http) as (read_a, write_a), \
+                streamable_http_client(url, http_client=globex_http) as (read_g, write_g), \
+                ClientSession(read_a, write_a) as acme, ClientSession(read_g, write_g) as globex:
+            await acme.initialize()
+            await globex.initialize()
+            acme_skills = await every_skill(acme)
+            globex_skills = await every_skill(globex)
+            assert [skill["uri"] for skill in acme_skills] == ["skill://analyze-project/SKILL.md"]
+            assert [skill["uri"] for skill in globex_skills] == ["skill://release-notes/SKILL.md"]
+            await read_and_verify_every_file(globex, globex_skills)
+            # Another tenant's skill and files are answered exactly as unknown ones.
+            for uri in ("skill://release-notes/SKILL.md", "skill://release-notes/scripts/collect.sh"):
+                with pytest.raises(MCPError) as raised:
+                    await acme.read_resource(uri)
+                assert (raised.value.error.code, raised.value.error.data) == (-32602, {"uri": uri})
+            with pytest.raises(MCPError) as raised:
+                await raw(acme, "skills/get", {"uri": "skill://release-notes/SKILL.md"})
+            assert (raised.value.error.code, raised.value.error.data) == (-32602, {"uri": "skill://release-notes/SKILL.md"})
+            with pytest.raises(MCPError) as raised:
+                await raw(acme, "resources/directory/read", {"uri": "skill://release-notes"})
+            assert raised.value.error.code == -32602
