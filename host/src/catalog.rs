@@ -5,8 +5,6 @@
 //! plugin and knows nothing of WebAssembly, so `prompts/list` costs a slice
 //! and a few clones.
 
-pub mod cursor;
-
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -16,7 +14,9 @@ use prompt_host_kernel::arguments::{PromptArguments, SCHEMA_META_KEY};
 use prompt_host_kernel::plugin::Plugin;
 use sha2::{Digest, Sha256};
 
-pub use cursor::CursorError;
+use crate::cursor::{self, List};
+
+pub use crate::cursor::CursorError;
 
 /// What the catalog needs to know of one plugin.
 #[derive(Debug, Clone)]
@@ -187,7 +187,7 @@ impl Catalog {
     pub fn page(&self, cursor: Option<&str>, page_size: usize) -> Result<Page<'_>, CursorError> {
         let start = match cursor {
             None => 0,
-            Some(cursor) => cursor::decode(cursor, &self.version, self.entries.len())?,
+            Some(cursor) => cursor::decode(List::Prompts, cursor, &self.version, self.entries.len())?,
         };
         let end = start.saturating_add(page_size.max(1)).min(self.entries.len());
         let next_cursor = (end < self.entries.len()).then(|| cursor::encode(&self.version, end));
@@ -366,7 +366,7 @@ mod tests {
         let (old, _) = Catalog::build(&[plugin("a", "", &["1", "2", "3"])], None);
         let (new, _) = Catalog::build(&[plugin("a", "", &["1", "2", "3"]), plugin("b", "", &["4"])], None);
         let cursor = old.page(None, 1).unwrap().next_cursor.unwrap();
-        assert_eq!(new.page(Some(&cursor), 1), Err(CursorError::Stale));
+        assert_eq!(new.page(Some(&cursor), 1), Err(CursorError::Stale(List::Prompts)));
     }
 
     proptest::proptest! {
@@ -416,7 +416,7 @@ mod tests {
         #[test]
         fn any_cursor_text_decodes_or_is_refused(text in ".{0,64}", len in 0usize..200) {
             let (catalog, _) = Catalog::build(&[], None);
-            if let Ok(position) = cursor::decode(&text, catalog.version(), len) {
+            if let Ok(position) = cursor::decode(List::Prompts, &text, catalog.version(), len) {
                 proptest::prop_assert!(position > 0 && position < len);
             }
         }

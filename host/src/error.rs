@@ -9,8 +9,8 @@
 use rmcp::model::{ErrorCode, ErrorData};
 use serde_json::{Value, json};
 
-use crate::catalog::CursorError;
 use crate::convert::NonStringArgument;
+use crate::cursor::CursorError;
 use crate::input::InputError;
 use crate::served_content::NotServed;
 use prompt_host_kernel::arguments::Refused;

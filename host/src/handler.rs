@@ -563,6 +563,17 @@ impl PromptServer {
 }
 
 impl ServerHandler for PromptServer {
+    /// rmcp's own, once the session's content is fixed (`serves_content`).
+    async fn initialize(
+        &self,
+        request: rmcp::model::InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        let _ = self.session.declared.set(self.carried_content());
+        context.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
+    }
+
     fn get_info(&self) -> ServerConfig {
         InitializeResult::new(capabilities(self.prompts_as_tools, self.serves_content()))
             .with_server_info(
@@ -790,11 +801,11 @@ impl ServerHandler for PromptServer {
         if self.serves_content() != ServedContent::WithSkills {
             return Err(ErrorData::method_not_found::<ReadResourceDirectoryRequestMethod>());
         }
-        if let Some(cursor) = &request.cursor {
+        if request.cursor.is_some() {
             // A folder is one page: no cursor was ever handed out.
-            let error =
-                RequestError::Cursor(crate::catalog::cursor::decode(cursor, "", 0).expect_err("no cursor is valid for an empty list"));
-            return Err(log_failure("resources/directory/read", "", error));
+            let problem = "a folder is listed in one page, and this server hands out no cursor for it: read it without one".into();
+            let error = RequestError::InvalidParams { method: "resources/directory/read".into(), problem };
+            return Err(log_failure("resources/directory/read", &request.uri, error));
         }
         let method = "resources/directory/read";
         let result = self.content_read(&context, method, &request.uri, NotServed::Directory, |content, uri| content.read_directory(uri))?;
@@ -851,12 +862,21 @@ enum ServedContent {
 }
 
 impl PromptServer {
-    /// What content the packs being served carry now. A client learns it at
-    /// `initialize` (or, statelessly, with each request's discovery): a
-    /// session opened while no pack carried any declared no resources, and
-    /// keeps that for its life, as the protocol has capabilities fixed per
-    /// session.
+    /// What content this server declares: in a session, what the packs
+    /// carried at its `initialize`, for its life (capabilities are fixed per
+    /// session: one opened while no pack carried any keeps none declared,
+    /// and one told of skills keeps the methods, answering empty lists and
+    /// -32602 if the packs go); without a session (2026-07-28), what the
+    /// packs carry now, as each request's discovery says.
     fn serves_content(&self) -> ServedContent {
+        match self.session.declared.get() {
+            Some(declared) => *declared,
+            None => self.carried_content(),
+        }
+    }
+
+    /// What content the packs being served carry now.
+    fn carried_content(&self) -> ServedContent {
         let snapshot = self.registry.snapshot();
         let content = snapshot.content();
         match (content.is_empty(), content.has_skills()) {
@@ -893,7 +913,8 @@ impl PromptServer {
         let snapshot = self.registry.snapshot();
         let served_by = match not_served {
             NotServed::Directory => snapshot.content().folder_served_by(uri),
-            _ => snapshot.content().served_by(uri),
+            NotServed::Skill => snapshot.content().skill(uri).map(|skill| skill.served_by.clone()),
+            NotServed::Resource => snapshot.content().served_by(uri),
         };
         let trace = trace_request(context, method, Some(uri), served_by.is_some());
         let result = read(snapshot.content(), uri).map_err(|what| RequestError::not_served(uri, what));
@@ -1119,15 +1140,19 @@ fn notify_list_changes(registry: &Registry, peer: Peer<RoleServer>, ended: Cance
 /// Each clone is a new one, with its own token: rmcp's HTTP transport clones
 /// the handler once per session, and each session's notifier must end with
 /// its own session, not with the handler it was cloned from.
+///
+/// It also keeps what content the session was told of at `initialize`
+/// (`declared`), which holds for the session's life.
 struct SessionEnd {
     ended: CancellationToken,
     _cancel_on_drop: tokio_util::sync::DropGuard,
+    declared: std::sync::OnceLock<ServedContent>,
 }
 
 impl SessionEnd {
     fn new() -> SessionEnd {
         let ended = CancellationToken::new();
-        SessionEnd { _cancel_on_drop: ended.clone().drop_guard(), ended }
+        SessionEnd { _cancel_on_drop: ended.clone().drop_guard(), ended, declared: std::sync::OnceLock::new() }
     }
 }
 
@@ -1160,8 +1185,11 @@ async fn forward_list_changes<E, Sent>(
                 let changed = Changed { prompts: now.prompts != seen.prompts, content: now.content != seen.content };
                 seen = now;
                 // Counted as it is handed to the transport, so that a client
-                // that has it finds it counted.
-                metrics::list_changed_sent();
+                // that has it finds it counted: the prompts' notification,
+                // which every session is sent when the prompts changed.
+                if changed.prompts {
+                    metrics::list_changed_sent();
+                }
                 if notify(changed).await.is_err() {
                     return;
                 }

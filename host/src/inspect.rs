@@ -57,6 +57,12 @@ pub struct Report {
     /// Arguments whose completion was not tried: past the first
     /// [`MAX_COMPLETIONS_TRIED`].
     pub completions_not_tried: usize,
+    /// The skills it carries (a 0.4 pack), as `skills/list` would serve
+    /// them: each file's URI, digest and size.
+    pub skills: Vec<rmcp::model::Skill>,
+    /// The static resources it carries (a 0.4 pack), as `resources/list`
+    /// would list them.
+    pub resources: Vec<rmcp::model::Resource>,
     /// The prompts (served names) whose missing required arguments the
     /// host asks the user for with a form (a 0.3.1 pack's `asking`).
     pub asks_for_missing: Vec<String>,
@@ -178,6 +184,8 @@ pub async fn inspect(path: &Path, config: &ServeConfig) -> Result<Report, LoadFa
             max_prompts: settings.limits.max_prompts,
         },
         prompts: Vec::new(),
+        skills: Vec::new(),
+        resources: Vec::new(),
         completions: Vec::new(),
         completions_not_tried: 0,
         asks_for_missing: Vec::new(),
@@ -226,10 +234,22 @@ pub async fn inspect(path: &Path, config: &ServeConfig) -> Result<Report, LoadFa
                 .map(|(prompt, _)| served_name(&prefix, &prompt.name))
                 .collect();
             (report.completions, report.completions_not_tried) = completions(&plugin, &prefix).await;
+            (report.skills, report.resources) = content(&plugin);
         }
         Err(failure) => report.problems = failure.error.into_problems(),
     }
     Ok(report)
+}
+
+/// The skills and static resources `plugin` carries, as a server serving it
+/// alone would list them.
+fn content(plugin: &Plugin) -> (Vec<rmcp::model::Skill>, Vec<rmcp::model::Resource>) {
+    use crate::served_content::{Carrier, ContentIndex};
+    let (index, _) = ContentIndex::build(&[Carrier::from(plugin)], None);
+    let skills = index.skills().iter().map(ContentIndex::skill_entry).collect();
+    let listed = index.list_resources(None, usize::MAX).map(|page| page.resources).unwrap_or_default();
+    let skill_scheme = format!("{}://", prompt_host_kernel::validate::SKILL_SCHEME);
+    (skills, listed.into_iter().filter(|resource| !resource.uri.starts_with(&skill_scheme)).collect())
 }
 
 /// What `plugin` completes each of its arguments to from an empty value,

@@ -32,6 +32,8 @@
 //! - [`served_content`]: the skills and static resources packs carry (WIT
 //!   0.4), indexed by URI, with their pages and folders; like the catalog,
 //!   plain data that never calls a pack;
+//! - [`cursor`]: the pagination cursors of those lists, each bound to one
+//!   version of one list;
 //! - [`input`]: input-required prompts: forms as elicitation requests, the
 //!   sealed request state, the answers checked;
 //! - [`convert`]: the kernel's model of a pack's prompts and answers to MCP
@@ -96,6 +98,7 @@ pub mod catalog;
 pub mod cli;
 pub mod config;
 pub mod convert;
+pub mod cursor;
 pub mod error;
 pub mod handler;
 pub mod hangup;

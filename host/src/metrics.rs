@@ -239,10 +239,7 @@ impl Metrics {
             catalog_prompts: gauge("prompt_host_catalog_prompts", "Prompts in the catalog served."),
             catalog_info: gauges("prompt_host_catalog_info", "The catalog served: its version, as a label.", &["version"]),
             reloads: total("prompt_host_reloads_total", "Rescans of the plugin directory after start (a change in it, or SIGHUP)."),
-            list_changed: total(
-                "prompt_host_list_changed_notifications_total",
-                "Changes told to clients (notifications/prompts/list_changed, and with it those of tools and resources).",
-            ),
+            list_changed: total("prompt_host_list_changed_notifications_total", "notifications/prompts/list_changed sent to clients."),
             http_refusals: counter(
                 "prompt_host_http_refusals_total",
                 "HTTP requests refused before MCP saw them, by reason (no-token, wrong-token, expired-token, invalid-token, \

@@ -14,6 +14,7 @@ impl fmt::Display for Report {
         self.write_pack(f)?;
         self.write_costs(f)?;
         self.write_prompts(f)?;
+        self.write_content(f)?;
         self.write_problems(f)
     }
 }
@@ -98,6 +99,34 @@ impl Report {
                 listing.elapsed_ms,
                 limits.deadline_ms,
             )?;
+        }
+        Ok(())
+    }
+
+    /// The skills and static resources a 0.4 pack carries: each skill's
+    /// files with their size and digest, as `skills/list` gives them.
+    fn write_content(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if !self.skills.is_empty() {
+            writeln!(f, "  skills    {}", self.skills.len())?;
+        }
+        for skill in &self.skills {
+            // Checked at load: URIs are ASCII paths, names lowercase; the
+            // description is the pack's, shown printable.
+            writeln!(f, "    {}", skill.uri)?;
+            writeln!(f, "      {}", printable(&skill.frontmatter.description))?;
+            if let rmcp::model::SkillResources::Files(files) = &skill.resources {
+                for file in files {
+                    writeln!(f, "      - {}  {} bytes  {}", file.uri, grouped(file.size), file.digest)?;
+                }
+            }
+        }
+        if !self.resources.is_empty() {
+            writeln!(f, "  resources {}", self.resources.len())?;
+        }
+        for resource in &self.resources {
+            let mime_type = resource.mime_type.as_deref().map(printable).unwrap_or_else(|| "no MIME type".into());
+            let size = resource.size.map(grouped).unwrap_or_default();
+            writeln!(f, "    {}  {}, {size} bytes", resource.uri, mime_type)?;
         }
         Ok(())
     }

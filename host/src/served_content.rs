@@ -17,7 +17,7 @@ use prompt_host_kernel::plugin::Plugin;
 use prompt_host_kernel::validate::{Body, Content, File, SKILL_MD, SKILL_SCHEME, Skill};
 use sha2::{Digest, Sha256};
 
-use crate::catalog::cursor;
+use crate::cursor::{self, List};
 
 /// What the index needs of one plugin: its name, its digest (part of the
 /// lists' versions) and what it carries.
@@ -45,6 +45,10 @@ pub struct ServedSkill {
     pub served_by: Arc<str>,
     content: Arc<Content>,
     index: usize,
+    /// Its entry as `skills/list` and `skills/get` give it, made once, and
+    /// the bytes it takes serialized.
+    entry: Arc<rmcp::model::Skill>,
+    entry_bytes: usize,
 }
 
 impl ServedSkill {
@@ -88,8 +92,6 @@ pub struct ContentIndex {
     resources_version: String,
     skills: Vec<ServedSkill>,
     by_skill_uri: HashMap<String, usize>,
-    /// Each skill's path, by path.
-    skill_paths: BTreeMap<String, usize>,
     /// Every served URI, in `resources/list` order: each skill's files
     /// (`SKILL.md` first), then the static resources.
     listed: Vec<String>,
@@ -110,6 +112,7 @@ impl ContentIndex {
         let mut order: Vec<&Carrier<'_>> = plugins.iter().filter(|plugin| !plugin.content.is_empty()).collect();
         order.sort_by(|a, b| a.id.cmp(b.id));
         let owners = owners(&order, previous);
+        let nested = nested_skills(&order, &owners, previous);
         let mut index = ContentIndex::default();
         let mut skipped = Vec::new();
         for plugin in &order {
@@ -120,20 +123,22 @@ impl ContentIndex {
                 let owner = if owners.get(&uri).map(|owner| &**owner) != Some(plugin.id) {
                     Some(owners[&uri].to_string())
                 } else {
-                    // A skill inside another's folder, or holding one, would
-                    // make one folder two: the first added keeps it.
-                    index.nesting(&skill.path).map(|other| other.to_string())
+                    nested.get(&(plugin.id, skill.path.as_str())).map(|other| other.to_string())
                 };
                 if let Some(served_by) = owner {
                     skipped.push(SkippedUri { uri, plugin: plugin.id.to_string(), served_by });
                     continue;
                 }
+                let entry = Arc::new(ContentIndex::entry_of(&uri, skill));
+                let entry_bytes = serde_json::to_vec(&*entry).map_or(0, |json| json.len());
                 index.add_skill(ServedSkill {
                     uri,
                     folder: format!("{SKILL_SCHEME}://{}", skill.path),
                     served_by: served_by.clone(),
                     content: content.clone(),
                     index: at,
+                    entry,
+                    entry_bytes,
                 });
             }
             for (at, resource) in content.resources.iter().enumerate() {
@@ -150,16 +155,9 @@ impl ContentIndex {
                 index.served.insert(resource.uri.clone(), served);
             }
         }
-        index.skills_version = version("skills", &order, &skipped);
-        index.resources_version = version("resources", &order, &skipped);
+        index.skills_version = index.version_of_skills();
+        index.resources_version = index.version_of_resources();
         (index, skipped)
-    }
-
-    /// The plugin serving a skill whose folder holds `path`'s, or is inside it.
-    fn nesting(&self, path: &str) -> Option<&str> {
-        let inside = path.match_indices('/').map(|(at, _)| &path[..at]).find_map(|outer| self.skill_paths.get(outer));
-        let holding = self.skill_paths.range(format!("{path}/")..).next().filter(|(inner, _)| inner.starts_with(&format!("{path}/")));
-        inside.or(holding.map(|(_, at)| at)).map(|&at| &*self.skills[at].served_by)
     }
 
     fn add_skill(&mut self, skill: ServedSkill) {
@@ -185,7 +183,6 @@ impl ContentIndex {
             self.folders.insert(folder, (at, children));
         }
         self.by_skill_uri.insert(skill.uri.clone(), at);
-        self.skill_paths.insert(checked.path.clone(), at);
         self.skills.push(skill);
     }
 
@@ -240,7 +237,7 @@ impl ContentIndex {
     ) -> Result<(&'a [T], Option<String>), cursor::CursorError> {
         let start = match cursor {
             None => 0,
-            Some(cursor) => cursor::decode(cursor, version, items.len())?,
+            Some(cursor) => cursor::decode(List::Resources, cursor, version, items.len())?,
         };
         let end = start.saturating_add(page_size.max(1)).min(items.len());
         Ok((&items[start..end], (end < items.len()).then(|| cursor::encode(version, end))))
@@ -297,25 +294,98 @@ fn owners(order: &[&Carrier<'_>], previous: Option<&ContentIndex>) -> HashMap<St
     owners
 }
 
-/// The version of one list (`kind`) of the index: equal plugin sets give
-/// equal versions on any host, and a cursor of one list is stale for another.
-fn version(kind: &str, plugins: &[&Carrier<'_>], skipped: &[SkippedUri]) -> String {
-    let mut hasher = Sha256::new();
-    hasher.update(kind.as_bytes());
-    for plugin in plugins {
-        for part in [plugin.id, plugin.digest] {
-            hasher.update((part.len() as u64).to_le_bytes());
-            hasher.update(part.as_bytes());
+/// The skills (by plugin and path) whose URI their plugin owns but whose
+/// folder is inside another served skill's, or holds one (one folder cannot
+/// be two skills'), with the plugin that keeps the folder: skills served in
+/// `previous` are placed first, so a pack added later never displaces one
+/// that was serving; then the others, plugins by name.
+fn nested_skills<'a>(
+    order: &[&Carrier<'a>],
+    owners: &HashMap<String, Arc<str>>,
+    previous: Option<&ContentIndex>,
+) -> HashMap<(&'a str, &'a str), Arc<str>> {
+    let mut placed: BTreeMap<&'a str, Arc<str>> = BTreeMap::new();
+    let mut nested = HashMap::new();
+    for incumbents in [true, false] {
+        for plugin in order {
+            for skill in &plugin.content.skills {
+                let uri = skill_file_uri(&skill.path, SKILL_MD);
+                let incumbent = previous.and_then(|previous| previous.served_by(&uri)).is_some_and(|by| &*by == plugin.id);
+                if owners.get(&uri).map(|owner| &**owner) != Some(plugin.id) || incumbent != incumbents {
+                    continue;
+                }
+                let path = skill.path.as_str();
+                let outer = path.match_indices('/').map(|(at, _)| &path[..at]).find_map(|outer| placed.get(outer));
+                // Every path inside `path/` sorts from `path/` on, together.
+                let folder = format!("{path}/");
+                let inner = placed.range::<str, _>((std::ops::Bound::Included(folder.as_str()), std::ops::Bound::Unbounded)).next();
+                let inner = inner.filter(|(inner, _)| inner.starts_with(&folder));
+                match outer.or(inner.map(|(_, by)| by)) {
+                    Some(by) => {
+                        nested.insert((plugin.id, path), by.clone());
+                    }
+                    None => {
+                        placed.insert(path, Arc::from(plugin.id));
+                    }
+                }
+            }
         }
     }
-    for skip in skipped {
-        for part in [&skip.uri, &skip.plugin] {
-            hasher.update((part.len() as u64).to_le_bytes());
-            hasher.update(part.as_bytes());
-        }
+    nested
+}
+
+/// A version from `parts`, each length-prefixed, of the length cursors carry.
+fn version<'a>(parts: impl Iterator<Item = &'a [u8]>) -> String {
+    let mut hasher = Sha256::new();
+    for part in parts {
+        hasher.update((part.len() as u64).to_le_bytes());
+        hasher.update(part);
     }
     let hash = hasher.finalize();
     hash.iter().take(cursor::VERSION_LEN / 2).map(|byte| format!("{byte:02x}")).collect()
+}
+
+impl ContentIndex {
+    /// The version of `skills/list`: of what it serves (each skill's URI and
+    /// every file's path and digest, which cover its frontmatter), so equal
+    /// skills give equal versions on any host, and a change to a pack's
+    /// prompts alone changes nothing here.
+    fn version_of_skills(&self) -> String {
+        let files = self.skills.iter().flat_map(|served| {
+            let skill = served.skill();
+            let files = skill.files.iter().flat_map(|file| [file.path.as_bytes(), file.digest.as_bytes()]);
+            [b"skill".as_slice(), served.uri.as_bytes()].into_iter().chain(files)
+        });
+        version([b"skills".as_slice()].into_iter().chain(files))
+    }
+
+    /// The version of `resources/list`: of every URI listed and what it
+    /// serves (a skill file's digest; a static resource's listing and
+    /// bytes), so a cursor of one list is stale for the other.
+    fn version_of_resources(&self) -> String {
+        let described = |text: &Option<String>| text.as_deref().unwrap_or("\0").as_bytes().to_vec();
+        let parts: Vec<Vec<u8>> = self
+            .listed
+            .iter()
+            .flat_map(|uri| {
+                let served: Vec<Vec<u8>> = match &self.served[uri] {
+                    Served::SkillFile { skill, file } => vec![self.skill_file(*skill, *file).1.digest.as_bytes().to_vec()],
+                    Served::Resource { content, index, .. } => {
+                        let resource = &content.resources[*index];
+                        vec![
+                            resource.name.as_bytes().to_vec(),
+                            described(&resource.title),
+                            described(&resource.description),
+                            described(&resource.mime_type),
+                            Sha256::digest(resource.body.bytes()).to_vec(),
+                        ]
+                    }
+                };
+                std::iter::once(uri.as_bytes().to_vec()).chain(served)
+            })
+            .collect();
+        version([b"resources".as_slice()].into_iter().chain(parts.iter().map(Vec::as_slice)))
+    }
 }
 
 /// The most a page of `skills/list` holds, serialized, beyond its first
@@ -338,7 +408,11 @@ impl ContentIndex {
     /// A skill's entry, as `skills/list` and `skills/get` show it: its
     /// frontmatter verbatim, and every file's URI, digest and size.
     pub fn skill_entry(served: &ServedSkill) -> rmcp::model::Skill {
-        let skill = served.skill();
+        served.entry.as_ref().clone()
+    }
+
+    /// The entry of `skill`, whose `SKILL.md` is at `uri`.
+    fn entry_of(uri: &str, skill: &Skill) -> rmcp::model::Skill {
         let mut frontmatter = rmcp::model::SkillFrontmatter::new(&skill.name, &skill.description);
         for (key, value) in skill.frontmatter.iter().filter(|(key, _)| *key != "name" && *key != "description") {
             frontmatter = frontmatter.with_field(key.clone(), value.clone());
@@ -348,7 +422,7 @@ impl ContentIndex {
             .iter()
             .map(|file| rmcp::model::SkillResource::new(skill_file_uri(&skill.path, &file.path), &file.digest, file.size))
             .collect();
-        rmcp::model::Skill::new(&served.uri, frontmatter, rmcp::model::SkillResources::Files(files))
+        rmcp::model::Skill::new(uri, frontmatter, rmcp::model::SkillResources::Files(files))
     }
 
     /// A page of `skills/list`: at most `page_size` skills, and no more than
@@ -356,17 +430,16 @@ impl ContentIndex {
     pub fn list_skills(&self, cursor: Option<&str>, page_size: usize) -> Result<rmcp::model::ListSkillsResult, cursor::CursorError> {
         let first = match cursor {
             None => 0,
-            Some(cursor) => cursor::decode(cursor, &self.skills_version, self.skills.len())?,
+            Some(cursor) => cursor::decode(List::Skills, cursor, &self.skills_version, self.skills.len())?,
         };
         let mut entries = Vec::new();
         let mut bytes = 0;
         for served in self.skills[first..].iter().take(page_size.max(1)) {
-            let entry = Self::skill_entry(served);
-            bytes += serde_json::to_vec(&entry).map_or(0, |json| json.len());
+            bytes += served.entry_bytes;
             if !entries.is_empty() && bytes > MAX_SKILLS_PAGE_BYTES {
                 break;
             }
-            entries.push(entry);
+            entries.push(Self::skill_entry(served));
         }
         let end = first + entries.len();
         let mut result = rmcp::model::ListSkillsResult::with_all_items(entries);
@@ -532,6 +605,25 @@ mod tests {
         );
         let (_, skips) = build(&[("a", &inner), ("b", &outer)], None);
         assert_eq!(skipped(&skips), [("skill://acme/SKILL.md", "b", "a")]);
+    }
+
+    #[test]
+    fn a_pack_added_later_never_displaces_a_serving_skill_by_nesting() {
+        let inner = content(vec![skill("x/y", &[])], &[]);
+        let outer = content(vec![skill("x", &[])], &[]);
+        let (serving, _) = build(&[("b", &inner)], None);
+        // "a" sorts first and would hold x/y's folder: it is the one skipped.
+        let (next, skips) = build(&[("a", &outer), ("b", &inner)], Some(&serving));
+        assert_eq!(skipped(&skips), [("skill://x/SKILL.md", "a", "b")]);
+        assert_eq!(next.served_by("skill://x/y/SKILL.md").as_deref(), Some("b"));
+        // And the other way round: an outer incumbent keeps its folder.
+        let (serving, _) = build(&[("b", &outer)], None);
+        let (_, skips) = build(&[("a", &inner), ("b", &outer)], Some(&serving));
+        assert_eq!(skipped(&skips), [("skill://x/y/SKILL.md", "a", "b")]);
+        // A sibling that sorts between "x" and "x/" does not hide a nested one.
+        let sibling = content(vec![skill("x-z", &[])], &[]);
+        let (_, skips) = build(&[("a", &sibling), ("b", &outer), ("c", &inner)], None);
+        assert_eq!(skipped(&skips), [("skill://x/y/SKILL.md", "c", "b")]);
     }
 
     #[test]

@@ -458,3 +458,28 @@ fn get_and_inspect_say_which_config_file_they_read() {
     let none = run_in(elsewhere.path(), &["get", pack.to_str().unwrap(), "explain-code", "code=x"]);
     assert_eq!((none.status.code(), String::from_utf8_lossy(&none.stderr).into_owned()), (Some(0), String::new()));
 }
+
+#[test]
+fn inspect_lists_the_skills_and_resources_a_pack_carries_with_each_files_digest_and_size() {
+    use sha2::{Digest, Sha256};
+    let (status, report) = json_report(&built_plugin("project_insights"));
+    assert_eq!(status, Some(0), "{report}");
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins/project-insights/skills/analyze-project");
+    let entry = |relative: &str| {
+        let bytes = std::fs::read(root.join(relative)).unwrap();
+        let digest: String = Sha256::digest(&bytes).iter().map(|byte| format!("{byte:02x}")).collect();
+        json!({ "uri": format!("skill://analyze-project/{relative}"), "digest": format!("sha256:{digest}"), "size": bytes.len() })
+    };
+    assert_eq!(report["skills"].as_array().unwrap().len(), 1, "{report}");
+    assert_eq!(report["skills"][0]["uri"], "skill://analyze-project/SKILL.md");
+    assert_eq!(report["skills"][0]["frontmatter"]["name"], "analyze-project");
+    assert_eq!(report["skills"][0]["resources"], json!([entry("SKILL.md"), entry("references/checklist.md")]));
+    assert_eq!(report["resources"][0]["uri"], "prompt-pack://project-insights/checklist.md");
+    assert_eq!(report["resources"][0]["mimeType"], "text/markdown");
+    let text = String::from_utf8(inspect(&built_plugin("project_insights"), &[]).stdout).unwrap();
+    assert!(text.contains("\n  skills    1\n    skill://analyze-project/SKILL.md\n"), "{text}");
+    assert!(text.contains("\n  resources 1\n    prompt-pack://project-insights/checklist.md  text/markdown, 335 bytes\n"), "{text}");
+    // A pack of an earlier version carries none, and the text says nothing of it.
+    let (_, report) = json_report(&built_plugin("code_review"));
+    assert_eq!((report["skills"].clone(), report["resources"].clone()), (json!([]), json!([])));
+}

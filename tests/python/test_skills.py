@@ -9,6 +9,7 @@ skills helper yet: `skills/*` go through its raw `send_request`."""
 import base64
 import hashlib
 import shutil
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -163,28 +164,35 @@ async def test_a_hot_add_of_a_skill_is_heard_by_a_listening_client_over_stdio(tm
         await read_and_verify_every_file(client.session, skills)
 
 
-@pytest.mark.anyio
-async def test_a_hot_add_of_a_skill_is_heard_by_a_session_over_http():
+@asynccontextmanager
+async def session_hearing_resource_changes(url: str):
+    """An initialized session over HTTP whose event stream is open, and the
+    event set when `notifications/resources/list_changed` reaches it."""
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared._httpx_utils import create_mcp_http_client
 
     from server import on_stream_opened
 
+    heard, opened = anyio.Event(), anyio.Event()
+
+    async def on_message(message):
+        if getattr(message, "method", None) == "notifications/resources/list_changed":
+            heard.set()
+
+    http = create_mcp_http_client()
+    http.event_hooks["response"].append(on_stream_opened(opened))
+    async with http, streamable_http_client(url, http_client=http) as (read, write), \
+            ClientSession(read, write, message_handler=on_message) as session:
+        await session.initialize()
+        with anyio.fail_after(20):
+            await opened.wait()
+        yield session, heard
+
+
+@pytest.mark.anyio
+async def test_a_hot_add_of_a_skill_is_heard_by_a_session_over_http():
     with http_server(["project_insights"]) as (url, plugin_dir):
-        heard = anyio.Event()
-
-        async def on_message(message):
-            if getattr(message, "method", None) == "notifications/resources/list_changed":
-                heard.set()
-
-        opened = anyio.Event()
-        http = create_mcp_http_client()
-        http.event_hooks["response"].append(on_stream_opened(opened))
-        async with http, streamable_http_client(url, http_client=http) as (read, write), \
-                ClientSession(read, write, message_handler=on_message) as session:
-            await session.initialize()
-            with anyio.fail_after(20):
-                await opened.wait()
+        async with session_hearing_resource_changes(url) as (session, heard):
             install(plugin_dir, "release_skills")
             with anyio.fail_after(20):
                 await heard.wait()
@@ -264,3 +272,30 @@ async def test_each_tenant_sees_and_reads_only_its_own_packs_skills():
             with pytest.raises(MCPError) as raised:
                 await raw(acme, "resources/directory/read", {"uri": "skill://release-notes"})
             assert raised.value.error.code == -32602
+
+
+@pytest.mark.anyio
+async def test_a_session_keeps_the_capabilities_it_was_told_of_when_the_packs_change():
+    # Review of this feature: the methods followed the packs of the moment,
+    # so a session told of skills got -32601 once they went.
+    from mcp.client.streamable_http import streamable_http_client
+
+    with http_server(["project_insights", "code_review"]) as (url, plugin_dir):
+        async with session_hearing_resource_changes(url) as (told, heard), \
+                streamable_http_client(url) as (read_b, write_b), ClientSession(read_b, write_b) as untold:
+            (plugin_dir / "project_insights.wasm").unlink()
+            with anyio.fail_after(20):
+                await heard.wait()
+            # Told of skills at initialize: the methods stay, with nothing in them.
+            assert (await raw(told, "skills/list"))["skills"] == []
+            with pytest.raises(MCPError) as raised:
+                await told.read_resource("skill://analyze-project/SKILL.md")
+            assert (raised.value.error.code, raised.value.error.data) == (-32602, {"uri": "skill://analyze-project/SKILL.md"})
+            # A session opened now is told of none, and keeps that when skills come.
+            result = await untold.initialize()
+            assert result.capabilities.extensions is None and result.capabilities.resources is None
+            install(plugin_dir, "release_skills")
+            wait_for_line(plugin_dir.parent / "server.log", "plugin=release_skills")
+            with pytest.raises(MCPError) as raised:
+                await raw(untold, "skills/list")
+            assert raised.value.error.code == -32601

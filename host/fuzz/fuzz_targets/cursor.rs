@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use prompt_host::catalog::cursor;
+use prompt_host::cursor::{self, List};
 
 const VERSION: &str = "0123456789abcdef";
 
@@ -12,8 +12,8 @@ fuzz_target!(|data: &[u8]| {
     let Some((&len, text)) = data.split_first() else { return };
     let len = len as usize;
     let text = String::from_utf8_lossy(text);
-    if let Ok(position) = cursor::decode(&text, VERSION, len) {
+    if let Ok(position) = cursor::decode(List::Prompts, &text, VERSION, len) {
         assert!(position > 0 && position < len, "{text:?} decoded to {position} of {len}");
-        assert_eq!(cursor::decode(&cursor::encode(VERSION, position), VERSION, len), Ok(position));
+        assert_eq!(cursor::decode(List::Prompts, &cursor::encode(VERSION, position), VERSION, len), Ok(position));
     }
 });

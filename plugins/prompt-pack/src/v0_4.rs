@@ -105,6 +105,9 @@ pub fn skill_files_of(dir: &include_dir::Dir<'_>) -> Vec<SkillFile> {
     while let Some(folder) = folders.pop() {
         for entry in folder.entries() {
             match entry {
+                // Hidden files and folders (.DS_Store, an editor's swap
+                // file, .git) are the machine's, not the skill's: left out.
+                entry if is_hidden(entry.path()) => {}
                 include_dir::DirEntry::Dir(inner) => folders.push(inner),
                 include_dir::DirEntry::File(file) => {
                     // Paths as the host reads them: `/`-separated, whatever the build machine.
@@ -118,7 +121,12 @@ pub fn skill_files_of(dir: &include_dir::Dir<'_>) -> Vec<SkillFile> {
     files
 }
 
-/// The files of a folder of skills, embedded in the pack when it is built:
+fn is_hidden(path: &std::path::Path) -> bool {
+    path.file_name().is_some_and(|name| name.to_string_lossy().starts_with('.'))
+}
+
+/// The files of a folder of skills, embedded in the pack when it is built
+/// (hidden ones, whose names start with `.`, left out):
 /// `include_skills!()` embeds `skills/` beside the pack's `Cargo.toml`;
 /// `include_skills!("$CARGO_MANIFEST_DIR/other")` another folder (an
 /// absolute path; `$VAR`s are read from the build's environment). cargo

@@ -144,8 +144,10 @@ impl<T: Send + 'static> PackExports<T> for Pack {
         Box::pin(async move {
             store.set_hostcall_fuel(copy_budget);
             let skill_files = content.call_skill_files(&mut *store).await?;
-            // The two calls share one budget: what the first copied is spent.
-            let copied: usize = skill_files.iter().map(|file| file.path.len() + file.bytes.len()).sum();
+            // The two calls share one budget: what the first copied is spent,
+            // as wasmtime counts it (the list's elements, then their bytes).
+            let elements = std::mem::size_of_val(skill_files.as_slice());
+            let copied: usize = elements + skill_files.iter().map(|file| file.path.len() + file.bytes.len()).sum::<usize>();
             store.set_hostcall_fuel(copy_budget.saturating_sub(copied));
             let resources = content.call_static_resources(&mut *store).await?;
             Ok(Some(model::PackContent {

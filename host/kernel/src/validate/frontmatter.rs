@@ -341,21 +341,21 @@ fn is_infinity_or_nan(text: &str) -> bool {
     matches!(unsigned, ".inf" | ".Inf" | ".INF") || matches!(text, ".nan" | ".NaN" | ".NAN")
 }
 
-/// Whether a string of the frontmatter may not hold `c`: a control character
-/// other than a newline or a tab (an escape sequence, a carriage return, NUL),
-/// or a bidirectional override or isolate, which makes text display as other
-/// text to the person who reviews it.
+/// Whether `c` may not appear in a frontmatter string: a control character
+/// other than a newline or a tab (an escape sequence, a carriage return,
+/// NUL), or an invisible format character (`shown::is_format`: bidirectional
+/// overrides and isolates, which make text display as other text to the
+/// person who reviews it, zero-width characters, tag characters).
 fn is_refused_char(c: char) -> bool {
-    (c.is_control() && c != '\n' && c != '\t') || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    (c.is_control() && c != '\n' && c != '\t') || crate::shown::is_format(c)
 }
 
 fn refused_char(c: char) -> String {
     match c.is_control() {
         true => format!("a control character (U+{:04X})", u32::from(c)),
-        false => format!("a bidirectional control character (U+{:04X}), which makes text display as other text", u32::from(c)),
+        false => format!("an invisible format character (U+{:04X}), which can make text display as other text", u32::from(c)),
     }
 }
-
 /// Refuses a node that has an anchor (`&x`) or a tag (`!foo`, `!!python/object`).
 fn refuse_anchor_or_tag(yaml: &str, span: Span, anchor: usize, tag: Option<&Tag>) -> Result<(), String> {
     let written = token_at(yaml, span);
@@ -731,14 +731,17 @@ literal: |
     }
 
     #[test]
-    fn control_and_bidi_characters_are_refused_naming_the_field() {
+    fn control_and_format_characters_are_refused_naming_the_field() {
         assert_refused(&skill("name: a\ndescription: \"b\\e[31m\"\n"), "field \"description\" holds a control character (U+001B)");
         assert_refused(&skill("name: a\ndescription: \"b\\r\"\n"), "(U+000D)");
         assert_refused(&skill("name: a\ndescription: b\nm: {k: [\"\\0\"]}\n"), "field \"m\" holds a control character (U+0000)");
         assert_refused(
             &skill("name: a\ndescription: b \u{202e}txt.exe\n"),
-            "field \"description\" holds a bidirectional control character (U+202E)",
+            "field \"description\" holds an invisible format character (U+202E)",
         );
+        // Zero-width and tag characters are invisible too.
+        assert_refused(&skill("name: a\ndescription: b\u{200b}\n"), "field \"description\" holds an invisible format character (U+200B)");
+        assert_refused(&skill("name: a\ndescription: b\u{e0041}\n"), "(U+E0041)");
         assert_refused(&skill("name: a\ndescription: b\nx: \"\u{2066}\"\n"), "(U+2066)");
         assert_refused(&skill("name: a\ndescription: b\n\"k\\u0007\": x\n"), "its frontmatter's key holds a control character (U+0007)");
         assert_refused(&skill("name: a\ndescription: b\nm: {\"k\\u0007\": x}\n"), "key inside field \"m\" holds a control character");
@@ -793,7 +796,7 @@ literal: |
         let reason = refused(&skill("name: a\ndescription: b\nx: \"\\q\"\n"));
         assert!(reason.starts_with("its frontmatter is not valid YAML: ") && reason.contains("(line 4, column"), "{reason}");
         let reason = refused(&skill("name: a\ndescription: b\nx: \"it's\"\ny: \"\\\"\\u202e\"\n"));
-        assert!(reason.contains("field \"y\" holds a bidirectional control character (U+202E)"), "{reason}");
+        assert!(reason.contains("field \"y\" holds an invisible format character (U+202E)"), "{reason}");
         let reason = refused(&skill("name: a\ndescription: b\nx: @\u{1b}[31m\n"));
         assert!(reason.contains("not valid YAML") && !reason.contains('\u{1b}'), "{reason}");
     }

@@ -313,6 +313,18 @@ fn skill_path(path: &str, limits: &Limits) -> Result<(), String> {
         if let Some(c) = segment.chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '~'))) {
             return Err(format!("its path holds {:?}, which a skill path may not", c));
         }
+        // Names one file system would take as another's: Windows drops a
+        // trailing dot, and opens a device for CON, NUL, COM1... whatever
+        // the extension, so a client saving the skill would write elsewhere.
+        if segment.ends_with('.') {
+            return Err(format!("a segment of its path, {}, ends in '.', which Windows drops", quoted(segment)));
+        }
+        let stem = segment.split('.').next().unwrap_or(segment).to_ascii_uppercase();
+        let device = matches!(stem.as_str(), "CON" | "PRN" | "AUX" | "NUL")
+            || (stem.len() == 4 && (stem.starts_with("COM") || stem.starts_with("LPT")) && stem.as_bytes()[3].is_ascii_digit());
+        if device {
+            return Err(format!("a segment of its path, {}, names a Windows device", quoted(segment)));
+        }
     }
     Ok(())
 }
@@ -501,6 +513,10 @@ fn resource_uri(uri: &str, limits: &Limits) -> Result<(), String> {
         return Err("its URI holds a character other than printable ASCII: percent-encode it".into());
     }
     let parsed = url::Url::parse(uri).map_err(|error| format!("it is not a URI ({error})"))?;
+    // One spelling per resource: `A://x` and `a://x` are one URI.
+    if parsed.as_str() != uri {
+        return Err(format!("it is not written as its normal form {}: write it so", quoted(parsed.as_str())));
+    }
     if REFUSED_SCHEMES.contains(&parsed.scheme()) {
         return Err(format!("its scheme {} is not one a pack's static resource may use", parsed.scheme()));
     }
@@ -567,6 +583,9 @@ mod tests {
             ("review/\u{202e}dm.exe", "holds '\\u{202e}'"),
             ("review/%2e%2e/x.md", "holds '%'"),
             ("review/caf\u{e9}.md", "holds '\u{e9}'"),
+            ("review/SKILL.md.", "ends in '.', which Windows drops"),
+            ("review/nul.txt", "names a Windows device"),
+            ("review/COM1", "names a Windows device"),
         ] {
             let refused = check(vec![file("review/SKILL.md", SKILL), file(path, "x")]).unwrap_err();
             assert!(refused.contains(reason), "{path:?}: {refused}");
@@ -650,6 +669,7 @@ mod tests {
             ("https://example.com/x", "its scheme https is not one"),
             ("guide.md", "it is not a URI"),
             ("a://\u{202e}x", "other than printable ASCII"),
+            ("A://x", "it is not written as its normal form \"a://x\""),
         ] {
             let refused =
                 check_with(Vec::new(), vec![resource(uri, model::ResourceBody::Text("x".into()))], &Limits::default()).unwrap_err();
