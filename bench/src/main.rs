@@ -29,7 +29,7 @@ type Section = fn(&Setup, usize, &mut Report) -> anyhow::Result<()>;
 
 /// The sections, by the names `--only` takes, in the order a full run
 /// measures them.
-const SECTIONS: [(&str, Section); 16] = [
+const SECTIONS: [(&str, Section); 17] = [
     ("stdio", |setup, rounds, report| stdio_get(setup, rounds, report)),
     ("sandbox", |setup, _, report| sandbox_alone(setup, report)),
     ("http", |setup, rounds, report| http_get(setup, rounds, report)),
@@ -46,6 +46,7 @@ const SECTIONS: [(&str, Section); 16] = [
     ("metrics", |setup, rounds, report| metrics_overhead(setup, rounds, report)),
     ("grants", |setup, rounds, report| granted_calls(setup, rounds, report)),
     ("waiting", |setup, rounds, report| waiting_calls(setup, rounds, report)),
+    ("skills", |setup, rounds, report| skills_and_resources(setup, rounds, report)),
 ];
 
 fn usage() -> String {
@@ -334,6 +335,32 @@ impl StdioServer {
         }
         self.next_id = first + total;
         Ok((Load::new(started.elapsed(), latencies), errors))
+    }
+
+    /// `total` requests of `method` with `params`, one in flight, one
+    /// message per write, each answer checked to hold `expected`; with the
+    /// server's CPU and context switches per request.
+    fn load_method(&mut self, total: u64, method: &str, params: &Value, expected: &str) -> anyhow::Result<Load> {
+        let before = ProcessCost::of(self.pid())?;
+        let mut latencies = Vec::with_capacity(total as usize);
+        let started = Instant::now();
+        for _ in 0..total {
+            let id = self.next_id;
+            self.next_id += 1;
+            let sent = Instant::now();
+            self.send(&json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }).to_string())?;
+            self.stdin.flush()?;
+            loop {
+                let line = self.read_line()?;
+                if response_id(&line) == Some(id) {
+                    ensure!(line.contains(expected), "{method} was answered {}", &line[..line.len().min(300)]);
+                    break;
+                }
+            }
+            latencies.push(sent.elapsed());
+        }
+        let load = Load::new(started.elapsed(), latencies);
+        Ok(before.per_request(ProcessCost::of(self.pid())?, total, load))
     }
 
     fn send_get(&mut self, id: u64, sent_at: &mut HashMap<u64, Instant>, asked: &Asked) -> anyhow::Result<()> {
@@ -1314,6 +1341,63 @@ fn waiting_calls(setup: &Setup, rounds: usize, report: &mut Report) -> anyhow::R
                  (median of {rounds} rounds): calls/s, p50, errors"
             ),
             format!("{:.1}, {}, {}", load.per_second, micros(load.p50), errors[errors.len() / 2]),
+        ));
+    }
+    Ok(())
+}
+
+/// `skills/list` of 100 skills and `resources/read` of a 4 KiB skill file
+/// against `prompts/list` and `prompts/get`, on one server serving
+/// `code_review` and `bench_skills`; then `prompts/get` on a server of
+/// `code_review` alone, so that what carrying skills costs a prompt call
+/// shows. Over stdio, raw driver, one request in flight, one message per
+/// write, as a client that reads a skill before it acts does; the servers
+/// alternated in each round, medians over the rounds.
+fn skills_and_resources(setup: &Setup, rounds: usize, report: &mut Report) -> anyhow::Result<()> {
+    const REQUESTS: u64 = 2_000;
+    let with = setup.plugin_dir("skills", &["code_review", "bench_skills"])?;
+    let without = setup.plugin_dir("no-skills", &["code_review"])?;
+    let cache = setup.work.path().join("skills-cache");
+    // 100 skills are past the default max_skills (64): the operator raises it for this pack.
+    let config = setup.work.path().join("skills.toml");
+    std::fs::write(&config, "[plugins.bench_skills]\nlimits = { max_skills = 100 }\n")?;
+    let args = |dir: &Path| host_args(&config, dir, &cache);
+    let get = ("prompts/get", json!({ "name": "code_review", "arguments": { "code": "x" } }), "Please review this Python code");
+    let measured = [
+        ("prompts/list", "prompts/list", json!({}), r#""prompts":["#),
+        ("skills/list (100 skills of 2 files, one page)", "skills/list", json!({}), "skill://skill-99/SKILL.md"),
+        (
+            "resources/read of a 4 KiB skill file",
+            "resources/read",
+            json!({ "uri": "skill://skill-42/references/data.md" }),
+            "0123456789abcdef",
+        ),
+        ("prompts/get of code_review", get.0, get.1.clone(), get.2),
+    ];
+    let mut loads: Vec<Vec<Load>> = vec![Vec::new(); measured.len() + 1];
+    let mut sizes = vec![0; measured.len() + 1];
+    for _ in 0..rounds {
+        let mut server = StdioServer::start(&setup.bin("prompt-host"), &args(&with))?;
+        for (index, (_, method, params, expected)) in measured.iter().enumerate() {
+            sizes[index] = serde_json::to_string(&server.call(method, params.clone())?)?.len();
+            server.load_method(200, method, params, expected)?;
+            loads[index].push(server.load_method(REQUESTS, method, params, expected)?);
+        }
+        drop(server);
+        let mut server = StdioServer::start(&setup.bin("prompt-host"), &args(&without))?;
+        sizes[measured.len()] = serde_json::to_string(&server.call(get.0, get.1.clone())?)?.len();
+        server.load_method(200, get.0, &get.1, get.2)?;
+        loads[measured.len()].push(server.load_method(REQUESTS, get.0, &get.1, get.2)?);
+    }
+    let names = measured
+        .iter()
+        .map(|(name, ..)| format!("{name}, with bench_skills served"))
+        .chain(["prompts/get of code_review, no pack with skills served".to_string()]);
+    for ((name, loads), size) in names.zip(&loads).zip(&sizes) {
+        let load = Load::median(loads);
+        report.facts.push((
+            format!("skills: {name}, stdio, 1 in flight, raw driver, one message per write (median of {rounds} rounds): req/s, p50, p99, server CPU / context switches per request, result bytes"),
+            format!("{:.0}, {}, {}, {}, {size}", load.per_second, micros(load.p50), micros(load.p99), load.cost()),
         ));
     }
     Ok(())
