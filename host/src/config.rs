@@ -214,6 +214,10 @@ pub struct PluginConfig {
     /// Put before each of the plugin's prompt names.
     #[serde(default)]
     pub prefix: String,
+    /// The folder its skills are served under: `skill://<skill_prefix>/<path>`
+    /// (where two packs carry a skill of the same path).
+    #[serde(default)]
+    pub skill_prefix: String,
     /// Limits that differ from the `[limits]` section.
     #[serde(default)]
     pub limits: LimitOverrides,
@@ -324,6 +328,7 @@ impl ServeConfig {
         let signatures = self.signature_policy(&configured);
         PluginSettings {
             prefix: configured.prefix,
+            skill_prefix: configured.skill_prefix,
             limits: configured.limits.apply(&self.limits),
             pinned_sha256: configured.sha256,
             require_pinned: self.require_pinned,
@@ -482,6 +487,10 @@ impl ServeConfig {
         let config = self;
         config.plugins = plugins;
         for (name, plugin) in config.plugins.iter_mut() {
+            if !plugin.skill_prefix.is_empty() {
+                prompt_host_kernel::validate::skill_prefix(&plugin.skill_prefix)
+                    .map_err(|problem| format!("plugins.{name}.skill_prefix {:?}: {problem}", plugin.skill_prefix))?;
+            }
             if let Some(source) = &plugin.source {
                 prompt_host_trust::distribution::PackReference::parse(source).map_err(|error| format!("plugins.{name}.source: {error}"))?;
                 if config.plugins_dir.is_none() {
@@ -901,6 +910,23 @@ mod tests {
                 "[plugins.zzz] matches no plugin file (no zzz.wasm).",
             ]
         );
+    }
+
+    #[test]
+    fn a_skill_prefix_is_a_short_path_by_the_skill_path_rules() {
+        let config = ServeConfig::from_toml("[plugins.acme]\nskill_prefix = \"team-a\"\n").unwrap();
+        assert_eq!(config.plugin_settings("acme").skill_prefix, "team-a");
+        assert_eq!(config.plugin_settings("other").skill_prefix, "");
+        for (prefix, problem) in [
+            ("../up", "its path has the segment \"..\": paths name files beneath the skill, never above"),
+            ("a/b/c", "it has more than 2 segments, the most a skill prefix has"),
+            ("/abs", "its path has an empty segment (a leading, trailing or doubled '/'): paths are relative"),
+        ] {
+            assert_eq!(
+                ServeConfig::from_toml(&format!("[plugins.acme]\nskill_prefix = {prefix:?}\n")).map(|_| ()),
+                Err(format!("plugins.acme.skill_prefix {prefix:?}: {problem}")),
+            );
+        }
     }
 
     #[test]

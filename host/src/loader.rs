@@ -107,6 +107,8 @@ pub fn plugin_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
 pub struct PluginSettings {
     /// Put before each of the plugin's prompt names.
     pub prefix: String,
+    /// The folder its skills are served under (`skill://<prefix>/...`), or empty.
+    pub skill_prefix: String,
     /// The limits each call runs under.
     pub limits: Limits,
     /// The SHA-256 (hex) the plugin's bytes must have, if pinned.
@@ -422,7 +424,18 @@ impl Loader {
         }
         trace.withheld = withheld;
         trace.access = Some(access.clone());
-        Ok(Plugin::new(source.id, digest, settings.prefix, checked, settings.limits, quota, pre, self.sandbox.clone(), access))
+        Ok(Plugin::new(
+            source.id,
+            digest,
+            settings.prefix,
+            settings.skill_prefix,
+            checked,
+            settings.limits,
+            quota,
+            pre,
+            self.sandbox.clone(),
+            access,
+        ))
     }
 
     /// Checks that the bytes are a component, then takes its compiled form

@@ -26,11 +26,23 @@ pub struct Carrier<'a> {
     pub id: &'a str,
     pub digest: &'a str,
     pub content: &'a Arc<Content>,
+    /// The folder its skills are served under, or empty.
+    pub skill_prefix: &'a str,
+}
+
+impl Carrier<'_> {
+    /// Where `skill` is served: its path, under the plugin's skill prefix.
+    fn served_path(&self, skill: &Skill) -> String {
+        match self.skill_prefix {
+            "" => skill.path.clone(),
+            prefix => format!("{prefix}/{}", skill.path),
+        }
+    }
 }
 
 impl<'a> From<&'a Plugin> for Carrier<'a> {
     fn from(plugin: &'a Plugin) -> Carrier<'a> {
-        Carrier { id: plugin.id(), digest: plugin.digest(), content: plugin.content() }
+        Carrier { id: plugin.id(), digest: plugin.digest(), content: plugin.content(), skill_prefix: plugin.skill_prefix() }
     }
 }
 
@@ -39,6 +51,8 @@ impl<'a> From<&'a Plugin> for Carrier<'a> {
 pub struct ServedSkill {
     /// Its `SKILL.md`'s URI: `skill://code-review/SKILL.md`.
     pub uri: String,
+    /// Its path as served: the skill's own, under the plugin's skill prefix.
+    pub path: String,
     /// The URI of its folder: `skill://code-review`.
     pub folder: String,
     /// The plugin that carries it.
@@ -119,21 +133,23 @@ impl ContentIndex {
             let served_by: Arc<str> = Arc::from(plugin.id);
             let content = plugin.content;
             for (at, skill) in content.skills.iter().enumerate() {
-                let uri = skill_file_uri(&skill.path, SKILL_MD);
+                let path = plugin.served_path(skill);
+                let uri = skill_file_uri(&path, SKILL_MD);
                 let owner = if owners.get(&uri).map(|owner| &**owner) != Some(plugin.id) {
                     Some(owners[&uri].to_string())
                 } else {
-                    nested.get(&(plugin.id, skill.path.as_str())).map(|other| other.to_string())
+                    nested.get(&(plugin.id, path.clone())).map(|other| other.to_string())
                 };
                 if let Some(served_by) = owner {
                     skipped.push(SkippedUri { uri, plugin: plugin.id.to_string(), served_by });
                     continue;
                 }
-                let entry = Arc::new(ContentIndex::entry_of(&uri, skill));
+                let entry = Arc::new(ContentIndex::entry_of(&uri, &path, skill));
                 let entry_bytes = serde_json::to_vec(&*entry).map_or(0, |json| json.len());
                 index.add_skill(ServedSkill {
                     uri,
-                    folder: format!("{SKILL_SCHEME}://{}", skill.path),
+                    folder: format!("{SKILL_SCHEME}://{path}"),
+                    path,
                     served_by: served_by.clone(),
                     content: content.clone(),
                     index: at,
@@ -165,7 +181,7 @@ impl ContentIndex {
         let checked = skill.skill();
         let mut folders: BTreeMap<String, Vec<Child>> = BTreeMap::new();
         for (file, served) in checked.files.iter().enumerate() {
-            let uri = skill_file_uri(&checked.path, &served.path);
+            let uri = skill_file_uri(&skill.path, &served.path);
             self.listed.push(uri.clone());
             self.served.insert(uri.clone(), Served::SkillFile { skill: at, file });
             // Each folder from the skill's own down to the file's lists its child.
@@ -276,7 +292,7 @@ fn owners(order: &[&Carrier<'_>], previous: Option<&ContentIndex>) -> HashMap<St
     let mut owners: HashMap<String, Arc<str>> = HashMap::new();
     for plugin in order {
         let content = plugin.content;
-        let skills = content.skills.iter().map(|skill| skill_file_uri(&skill.path, SKILL_MD));
+        let skills = content.skills.iter().map(|skill| skill_file_uri(&plugin.served_path(skill), SKILL_MD));
         let uris: Vec<String> = skills.chain(content.resources.iter().map(|resource| resource.uri.clone())).collect();
         for uri in uris {
             let incumbent = previous.and_then(|previous| previous.served_by(&uri)).is_some_and(|served_by| &*served_by == plugin.id);
@@ -303,18 +319,18 @@ fn nested_skills<'a>(
     order: &[&Carrier<'a>],
     owners: &HashMap<String, Arc<str>>,
     previous: Option<&ContentIndex>,
-) -> HashMap<(&'a str, &'a str), Arc<str>> {
-    let mut placed: BTreeMap<&'a str, Arc<str>> = BTreeMap::new();
+) -> HashMap<(&'a str, String), Arc<str>> {
+    let mut placed: BTreeMap<String, Arc<str>> = BTreeMap::new();
     let mut nested = HashMap::new();
     for incumbents in [true, false] {
         for plugin in order {
             for skill in &plugin.content.skills {
-                let uri = skill_file_uri(&skill.path, SKILL_MD);
+                let path = plugin.served_path(skill);
+                let uri = skill_file_uri(&path, SKILL_MD);
                 let incumbent = previous.and_then(|previous| previous.served_by(&uri)).is_some_and(|by| &*by == plugin.id);
                 if owners.get(&uri).map(|owner| &**owner) != Some(plugin.id) || incumbent != incumbents {
                     continue;
                 }
-                let path = skill.path.as_str();
                 let outer = path.match_indices('/').map(|(at, _)| &path[..at]).find_map(|outer| placed.get(outer));
                 // Every path inside `path/` sorts from `path/` on, together.
                 let folder = format!("{path}/");
@@ -412,7 +428,7 @@ impl ContentIndex {
     }
 
     /// The entry of `skill`, whose `SKILL.md` is at `uri`.
-    fn entry_of(uri: &str, skill: &Skill) -> rmcp::model::Skill {
+    fn entry_of(uri: &str, path: &str, skill: &Skill) -> rmcp::model::Skill {
         let mut frontmatter = rmcp::model::SkillFrontmatter::new(&skill.name, &skill.description);
         for (key, value) in skill.frontmatter.iter().filter(|(key, _)| *key != "name" && *key != "description") {
             frontmatter = frontmatter.with_field(key.clone(), value.clone());
@@ -420,7 +436,7 @@ impl ContentIndex {
         let files = skill
             .files
             .iter()
-            .map(|file| rmcp::model::SkillResource::new(skill_file_uri(&skill.path, &file.path), &file.digest, file.size))
+            .map(|file| rmcp::model::SkillResource::new(skill_file_uri(path, &file.path), &file.digest, file.size))
             .collect();
         rmcp::model::Skill::new(uri, frontmatter, rmcp::model::SkillResources::Files(files))
     }
@@ -463,7 +479,7 @@ impl ContentIndex {
                 let skill = served.skill();
                 let resource = match file.path == SKILL_MD {
                     true => rmcp::model::Resource::new(uri, &skill.name).with_description(&skill.description),
-                    false => rmcp::model::Resource::new(uri, format!("{}/{}", skill.path, file.path)),
+                    false => rmcp::model::Resource::new(uri, format!("{}/{}", served.path, file.path)),
                 };
                 resource.with_mime_type(file.mime_type).with_size(file.size)
             }
@@ -568,7 +584,7 @@ mod tests {
     }
 
     fn build(packs: &[(&str, &Arc<Content>)], previous: Option<&ContentIndex>) -> (ContentIndex, Vec<SkippedUri>) {
-        let carriers: Vec<Carrier<'_>> = packs.iter().map(|(id, content)| Carrier { id, digest: id, content }).collect();
+        let carriers: Vec<Carrier<'_>> = packs.iter().map(|(id, content)| Carrier { id, digest: id, content, skill_prefix: "" }).collect();
         ContentIndex::build(&carriers, previous)
     }
 
@@ -624,6 +640,32 @@ mod tests {
         let sibling = content(vec![skill("x-z", &[])], &[]);
         let (_, skips) = build(&[("a", &sibling), ("b", &outer), ("c", &inner)], None);
         assert_eq!(skipped(&skips), [("skill://x/y/SKILL.md", "c", "b")]);
+    }
+
+    #[test]
+    fn a_skill_prefix_serves_a_packs_skills_in_a_folder_of_its_own() {
+        let review = content(vec![skill("review", &["notes.md"])], &[]);
+        let carriers = [
+            Carrier { id: "a", digest: "a", content: &review, skill_prefix: "" },
+            Carrier { id: "b", digest: "b", content: &review, skill_prefix: "team-b" },
+        ];
+        let (index, skips) = ContentIndex::build(&carriers, None);
+        assert!(skips.is_empty(), "{skips:?}");
+        let uris: Vec<&str> = index.listed().iter().map(String::as_str).collect();
+        assert_eq!(
+            uris,
+            ["skill://review/SKILL.md", "skill://review/notes.md", "skill://team-b/review/SKILL.md", "skill://team-b/review/notes.md"]
+        );
+        let entry = index.get_skill("skill://team-b/review/SKILL.md").unwrap().skill;
+        let files: Vec<String> = match entry.resources {
+            rmcp::model::SkillResources::Files(files) => files.into_iter().map(|file| file.uri).collect(),
+            _ => unreachable!(),
+        };
+        assert_eq!(files, ["skill://team-b/review/SKILL.md", "skill://team-b/review/notes.md"]);
+        // The prefix is no skill's folder: a client browses from each skill's.
+        assert_eq!(index.folder("skill://team-b"), None);
+        assert_eq!(index.folder("skill://team-b/review").unwrap()[0], Child::File("skill://team-b/review/SKILL.md".into()));
+        assert_eq!(index.served_by("skill://team-b/review/notes.md").as_deref(), Some("b"));
     }
 
     #[test]

@@ -299,3 +299,31 @@ async def test_a_session_keeps_the_capabilities_it_was_told_of_when_the_packs_ch
             with pytest.raises(MCPError) as raised:
                 await raw(untold, "skills/list")
             assert raised.value.error.code == -32601
+
+
+@pytest.mark.anyio
+async def test_a_skill_prefix_serves_two_packs_with_the_same_skill_side_by_side(tmp_path):
+    # Two packs carrying skill://analyze-project: without a prefix the
+    # second is skipped (above); with [plugins.NAME] skill_prefix both serve.
+    config = tmp_path / "prompt-host.toml"
+    config.write_text('[plugins.second_insights]\nskill_prefix = "team-b"\nprefix = "b-"\n')
+    with http_server(["project_insights"], "--config", str(config)) as (url, plugin_dir):
+        shutil.copyfile(BUILT / "project_insights.wasm", plugin_dir / ".second.partial")
+        (plugin_dir / ".second.partial").rename(plugin_dir / "second_insights.wasm")
+        wait_for_line(plugin_dir.parent / "server.log", "plugin=second_insights")
+        async with Client(url) as client:
+            skills = await every_skill(client.session)
+            assert [skill["uri"] for skill in skills] == [
+                "skill://analyze-project/SKILL.md",
+                "skill://team-b/analyze-project/SKILL.md",
+            ]
+            assert [entry["uri"] for entry in skills[1]["resources"]] == [
+                "skill://team-b/analyze-project/SKILL.md",
+                "skill://team-b/analyze-project/references/checklist.md",
+            ]
+            read = await read_and_verify_every_file(client.session, skills)
+            assert read["skill://team-b/analyze-project/SKILL.md"] == read["skill://analyze-project/SKILL.md"]
+        # The prefix is the skills': a static resource keeps the URI its pack
+        # gave it, and the copy's is skipped as any clash is.
+        skipped = [line for line in (plugin_dir.parent / "server.log").read_text().splitlines() if "already serves that URI" in line]
+        assert len(skipped) == 1 and "'prompt-pack://project-insights/checklist.md' of plugin 'second_insights'" in skipped[0], skipped

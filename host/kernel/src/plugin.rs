@@ -18,6 +18,7 @@ pub struct Plugin {
     id: String,
     digest: String,
     prefix: String,
+    skill_prefix: String,
     prompts: Vec<model::Prompt>,
     /// The typed arguments of each prompt, in the order of `prompts` (0.3
     /// packs); empty otherwise.
@@ -106,6 +107,7 @@ impl Plugin {
         id: String,
         digest: String,
         prefix: String,
+        skill_prefix: String,
         listing: CheckedListing,
         limits: Limits,
         quota: CallQuota,
@@ -116,7 +118,7 @@ impl Plugin {
         let instances = PackInstances::new(sandbox, pre, limits, quota, id.clone(), access);
         let CheckedListing { prompts, typed, info, content } = listing;
         let typed = typed.into_iter().map(Arc::new).collect();
-        Plugin { id, digest, prefix, prompts, typed, instances, info, content: Arc::new(content) }
+        Plugin { id, digest, prefix, skill_prefix, prompts, typed, instances, info, content: Arc::new(content) }
     }
 
     /// The typed arguments of each prompt, in the order of [`Plugin::prompts`]
@@ -149,6 +151,12 @@ impl Plugin {
     /// What the operator asked to put before each of its prompt names.
     pub fn prefix(&self) -> &str {
         &self.prefix
+    }
+
+    /// The folder its skills are served under (`skill://<prefix>/...`),
+    /// or empty: set by the operator where two packs' skills would collide.
+    pub fn skill_prefix(&self) -> &str {
+        &self.skill_prefix
     }
 
     /// The prompts the plugin declared, validated, in its order.

@@ -28,7 +28,7 @@ mod frontmatter;
 mod pack_content;
 
 pub use frontmatter::{MAX_DESCRIPTION_CHARS, MAX_FRONTMATTER_BYTES, MAX_FRONTMATTER_DEPTH, MAX_SKILL_NAME_CHARS};
-pub use pack_content::{Body, Content, File, Resource, SKILL_MD, SKILL_SCHEME, Skill, pack_content};
+pub use pack_content::{Body, Content, File, Resource, SKILL_MD, SKILL_SCHEME, Skill, pack_content, skill_prefix};
 
 /// One thing wrong with a plugin, and how its author can fix it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]

@@ -43,5 +43,5 @@ pub async fn load(sandbox: &Arc<Sandbox>, path: &Path, limits: Limits) -> Result
     let checked = validate::listing(listing, &limits)
         .map_err(|(problems, _)| format!("{} problems in what it says it is and in its prompt definitions", problems.len()))?;
     let digest = String::new();
-    Ok(Plugin::new(id, digest, String::new(), checked, limits, quota, pre, sandbox.clone(), Default::default()))
+    Ok(Plugin::new(id, digest, String::new(), String::new(), checked, limits, quota, pre, sandbox.clone(), Default::default()))
 }

@@ -282,6 +282,22 @@ fn owning_skill<'a>(path: &str, roots: &'a HashSet<String>) -> Result<&'a str, S
     Ok(owner)
 }
 
+/// A folder under which an operator serves a pack's skills
+/// (`[plugins.NAME] skill_prefix`, `skill://<prefix>/<skill path>`): a
+/// path by the same rules as a skill file's, at most 64 bytes and 2
+/// segments, so what it adds to every URI is bounded.
+pub fn skill_prefix(prefix: &str) -> Result<(), String> {
+    const MOST_BYTES: usize = 64;
+    const MOST_SEGMENTS: usize = 2;
+    if prefix.len() > MOST_BYTES {
+        return Err(format!("it is {} bytes, and a skill prefix is at most {MOST_BYTES}", prefix.len()));
+    }
+    if prefix.split('/').count() > MOST_SEGMENTS {
+        return Err(format!("it has more than {MOST_SEGMENTS} segments, the most a skill prefix has"));
+    }
+    skill_path(prefix, &Limits::default())
+}
+
 /// A skill file's path: relative, `/`-separated segments of URI-safe ASCII
 /// (so a path is its URI, and no two spellings name one file), within the
 /// length and depth limits.
