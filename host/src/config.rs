@@ -921,6 +921,7 @@ mod tests {
             ("../up", "its path has the segment \"..\": paths name files beneath the skill, never above"),
             ("a/b/c", "it has more than 2 segments, the most a skill prefix has"),
             ("/abs", "its path has an empty segment (a leading, trailing or doubled '/'): paths are relative"),
+            ("Team-B", "it holds an uppercase letter: a skill prefix is lowercase"),
         ] {
             assert_eq!(
                 ServeConfig::from_toml(&format!("[plugins.acme]\nskill_prefix = {prefix:?}\n")).map(|_| ()),

@@ -655,7 +655,7 @@ impl ServerHandler for PromptServer {
     fn accepted_subscription_filter(&self, _requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
         let filter = SubscriptionFilter::builder().prompts_list_changed();
         let filter = if self.prompts_as_tools { filter.tools_list_changed() } else { filter };
-        let filter = if self.serves_content() != ServedContent::None { filter.resources_list_changed() } else { filter };
+        let filter = if self.carried_content() != ServedContent::None { filter.resources_list_changed() } else { filter };
         Some(filter.build())
     }
 
@@ -669,7 +669,7 @@ impl ServerHandler for PromptServer {
         let prompts = accepted.prompts_list_changed == Some(true);
         let told = Told {
             tools: self.prompts_as_tools && accepted.tools_list_changed == Some(true),
-            resources: self.serves_content() != ServedContent::None && accepted.resources_list_changed == Some(true),
+            resources: self.carried_content() != ServedContent::None && accepted.resources_list_changed == Some(true),
         };
         let notify = |changed: Changed| async move {
             if prompts && changed.prompts {
@@ -680,7 +680,7 @@ impl ServerHandler for PromptServer {
             }
             if told.resources && changed.content { sink.notify_resource_list_changed().await } else { Ok(()) }
         };
-        forward_list_changes(changes, context.cancelled(), notify).await;
+        forward_list_changes(changes, context.cancelled(), prompts, notify).await;
         Ok(())
     }
 
@@ -734,7 +734,7 @@ impl ServerHandler for PromptServer {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        if self.serves_content() == ServedContent::None {
+        if self.serves_content_to(&context) == ServedContent::None {
             return undeclared::<_, ListResourcesRequestMethod>(&context, Some(ListResourcesResult::default()));
         }
         let _in_flight = metrics::request_started();
@@ -749,7 +749,7 @@ impl ServerHandler for PromptServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        if self.serves_content() == ServedContent::None {
+        if self.serves_content_to(&context) == ServedContent::None {
             return undeclared::<_, ListResourceTemplatesRequestMethod>(&context, Some(ListResourceTemplatesResult::default()));
         }
         // Packs serve no templates: every resource has a URI of its own.
@@ -762,7 +762,7 @@ impl ServerHandler for PromptServer {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        if self.serves_content() == ServedContent::None {
+        if self.serves_content_to(&context) == ServedContent::None {
             return undeclared::<_, ReadResourceRequestMethod>(&context, None);
         }
         let result = self.content_read(&context, "resources/read", &request.uri, NotServed::Resource, |content, uri| content.read(uri))?;
@@ -775,7 +775,7 @@ impl ServerHandler for PromptServer {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListSkillsResult, ErrorData> {
-        if self.serves_content() != ServedContent::WithSkills {
+        if self.serves_content_to(&context) != ServedContent::WithSkills {
             return Err(ErrorData::method_not_found::<ListSkillsRequestMethod>());
         }
         let _in_flight = metrics::request_started();
@@ -786,7 +786,7 @@ impl ServerHandler for PromptServer {
     }
 
     async fn get_skill(&self, request: GetSkillRequestParams, context: RequestContext<RoleServer>) -> Result<GetSkillResult, ErrorData> {
-        if self.serves_content() != ServedContent::WithSkills {
+        if self.serves_content_to(&context) != ServedContent::WithSkills {
             return Err(ErrorData::method_not_found::<GetSkillRequestMethod>());
         }
         let result = self.content_read(&context, "skills/get", &request.uri, NotServed::Skill, |content, uri| content.get_skill(uri))?;
@@ -798,7 +798,7 @@ impl ServerHandler for PromptServer {
         request: ReadResourceDirectoryRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceDirectoryResult, ErrorData> {
-        if self.serves_content() != ServedContent::WithSkills {
+        if self.serves_content_to(&context) != ServedContent::WithSkills {
             return Err(ErrorData::method_not_found::<ReadResourceDirectoryRequestMethod>());
         }
         if request.cursor.is_some() {
@@ -822,8 +822,8 @@ impl ServerHandler for PromptServer {
         undeclared::<_, UnsubscribeRequestMethod>(&context, None)
     }
 
-    async fn on_custom_request(&self, request: CustomRequest, _context: RequestContext<RoleServer>) -> Result<CustomResult, ErrorData> {
-        let content_declared = self.serves_content() != ServedContent::None;
+    async fn on_custom_request(&self, request: CustomRequest, context: RequestContext<RoleServer>) -> Result<CustomResult, ErrorData> {
+        let content_declared = self.serves_content_to(&context) != ServedContent::None;
         Err(error::unparsed_request(&request.method, request.params, self.prompts_as_tools, content_declared).into())
     }
 }
@@ -872,6 +872,16 @@ impl PromptServer {
         match self.session.declared.get() {
             Some(declared) => *declared,
             None => self.carried_content(),
+        }
+    }
+
+    /// What content the request in `context` was told of: a 2026-07-28
+    /// request's is what the packs carry now (it has no session, even over
+    /// stdio after an earlier `initialize`); any other's, its session's.
+    fn serves_content_to(&self, context: &RequestContext<RoleServer>) -> ServedContent {
+        match is_2026_07_28_or_later(context) {
+            true => self.carried_content(),
+            false => self.serves_content(),
         }
     }
 
@@ -1128,7 +1138,7 @@ fn notify_list_changes(registry: &Registry, peer: Peer<RoleServer>, ended: Cance
                 if told.resources && changed.content { peer.notify_resource_list_changed().await } else { Ok(()) }
             }
         };
-        forward_list_changes(changes, ended.cancelled(), notify).await;
+        forward_list_changes(changes, ended.cancelled(), true, notify).await;
         tracing::debug!("a session's list_changed notifier stopped");
     });
 }
@@ -1168,6 +1178,7 @@ impl Clone for SessionEnd {
 async fn forward_list_changes<E, Sent>(
     mut changes: tokio::sync::watch::Receiver<Changes>,
     stop: impl Future<Output = ()>,
+    prompts_told: bool,
     notify: impl Fn(Changed) -> Sent,
 ) where
     Sent: Future<Output = Result<(), E>>,
@@ -1186,8 +1197,8 @@ async fn forward_list_changes<E, Sent>(
                 seen = now;
                 // Counted as it is handed to the transport, so that a client
                 // that has it finds it counted: the prompts' notification,
-                // which every session is sent when the prompts changed.
-                if changed.prompts {
+                // when this client is told of the prompts' changes.
+                if changed.prompts && prompts_told {
                     metrics::list_changed_sent();
                 }
                 if notify(changed).await.is_err() {

@@ -284,8 +284,8 @@ fn owning_skill<'a>(path: &str, roots: &'a HashSet<String>) -> Result<&'a str, S
 
 /// A folder under which an operator serves a pack's skills
 /// (`[plugins.NAME] skill_prefix`, `skill://<prefix>/<skill path>`): a
-/// path by the same rules as a skill file's, at most 64 bytes and 2
-/// segments, so what it adds to every URI is bounded.
+/// lowercase path by the same rules as a skill file's, at most 64 bytes
+/// and 2 segments, so what it adds to every URI is bounded (65 bytes).
 pub fn skill_prefix(prefix: &str) -> Result<(), String> {
     const MOST_BYTES: usize = 64;
     const MOST_SEGMENTS: usize = 2;
@@ -294,6 +294,11 @@ pub fn skill_prefix(prefix: &str) -> Result<(), String> {
     }
     if prefix.split('/').count() > MOST_SEGMENTS {
         return Err(format!("it has more than {MOST_SEGMENTS} segments, the most a skill prefix has"));
+    }
+    // Its first segment is the URI's authority, which RFC 3986 reads in any
+    // case, as do the file systems of Windows and macOS clients.
+    if prefix.bytes().any(|byte| byte.is_ascii_uppercase()) {
+        return Err("it holds an uppercase letter: a skill prefix is lowercase".into());
     }
     skill_path(prefix, &Limits::default())
 }
