@@ -667,7 +667,7 @@ pub async fn run(command: Command) -> Result<(), CommandError> {
             let token = crate::transport::tokens::add_new_token(&tokens_file, &name, tenant.as_deref(), expires.as_deref())
                 .map_err(CommandError::Failed)?;
             // The token on stdout, once, for a script to take; what happened on stderr.
-            println!("{token}");
+            println!("{token}"); // stdout-ok: a command's output for the shell, never under serve
             eprintln!(
                 "added the token {name:?} to {}: it is shown once, so store it now; send SIGHUP to a running server to accept it",
                 tokens_file.display()
@@ -677,11 +677,11 @@ pub async fn run(command: Command) -> Result<(), CommandError> {
         Command::Inspect { file, json, plugin } => one_plugin::inspect(file, json, plugin).await,
         Command::Get { file, prompt, arguments, answers, plugin } => one_plugin::get(file, prompt, arguments, answers, plugin).await,
         Command::Completions { shell } => {
-            clap_complete::generate(shell, &mut Cli::command(), "prompt-host", &mut std::io::stdout());
+            clap_complete::generate(shell, &mut Cli::command(), "prompt-host", &mut std::io::stdout()); // stdout-ok: a command's output for the shell, never under serve
             Ok(())
         }
         Command::Man => clap_mangen::Man::new(Cli::command())
-            .render(&mut std::io::stdout())
+            .render(&mut std::io::stdout()) // stdout-ok: a command's output for the shell, never under serve
             .map_err(|error| CommandError::Io { what: "writing the man page".into(), error }),
         Command::Complete { file, prompt, argument, typed, context, plugin } => {
             one_plugin::complete(file, prompt, argument, typed, context, plugin).await

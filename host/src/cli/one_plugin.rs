@@ -18,15 +18,15 @@ pub async fn inspect(file: PathBuf, json: bool, plugin: OnePluginArgs) -> Result
             // Tools that read --json read stdout: they get the error there too.
             if json {
                 let error = serde_json::json!({ "file": file.display().to_string(), "error": error.chain() });
-                println!("{}", serde_json::to_string_pretty(&error)?);
+                println!("{}", serde_json::to_string_pretty(&error)?); // stdout-ok: the command's result (inspect, get, complete), never under serve
             }
             return Err(error);
         }
     };
     if json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        println!("{}", serde_json::to_string_pretty(&report)?); // stdout-ok: the command's result (inspect, get, complete), never under serve
     } else {
-        print!("{report}");
+        print!("{report}"); // stdout-ok: the command's result (inspect, get, complete), never under serve
     }
     if !report.loadable() {
         return Err(CommandError::Failed(format!("{}: the server would refuse this plugin: {}", report.file, report.problems[0].problem)));
@@ -59,7 +59,7 @@ pub async fn get(
     let mut result = result.map_err(|error| naming_what_it_serves(error, &file, &server))?;
     // As a client of a handshake revision sees it (rmcp drops the field then).
     result.result_type = None;
-    println!("{}", serde_json::to_string_pretty(&result)?);
+    println!("{}", serde_json::to_string_pretty(&result)?); // stdout-ok: the command's result (inspect, get, complete), never under serve
     Ok(())
 }
 
@@ -128,6 +128,6 @@ pub async fn complete(
     let mut result = server.complete_result(request).await.map_err(|error| naming_what_it_serves(error, &file, &server))?;
     // As a client of a handshake revision sees it (rmcp drops the field then).
     result.result_type = None;
-    println!("{}", serde_json::to_string_pretty(&result)?);
+    println!("{}", serde_json::to_string_pretty(&result)?); // stdout-ok: the command's result (inspect, get, complete), never under serve
     Ok(())
 }

@@ -119,14 +119,14 @@ pub async fn list(config_path: &Path, json: bool) -> Result<(), CommandError> {
     let config = config(config_path)?;
     let listed = Installation::new(&config)?.list().await?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&listed).expect("the list serializes"));
+        println!("{}", serde_json::to_string_pretty(&listed).expect("the list serializes")); // stdout-ok: what a script reads from a registry command, never under serve
         return Ok(());
     }
     if listed.is_empty() {
-        println!("no packs installed");
+        println!("no packs installed"); // stdout-ok: what a script reads from a registry command, never under serve
     }
     for pack in &listed {
-        println!("{}", line(pack));
+        println!("{}", line(pack)); // stdout-ok: what a script reads from a registry command, never under serve
     }
     Ok(())
 }
@@ -144,7 +144,7 @@ pub async fn sign(reference: &str, key: &Path, allow_tag: bool, config_path: Opt
     let signed = install::sign(&config, reference, key, password.as_bytes(), allow_tag).await?;
     eprintln!("signed {} in the repository {} with {}", signed.digest, signed.repository, key.display());
     // The digest alone on stdout, for scripts.
-    println!("{}", signed.digest);
+    println!("{}", signed.digest); // stdout-ok: what a script reads from a registry command, never under serve
     Ok(())
 }
 
@@ -214,7 +214,7 @@ pub async fn publish(file: &Path, reference: &str, config_path: Option<&Path>, p
     let digest = install::publish(&config, file, reference).await?;
     eprintln!("published {} to {reference}", file.display());
     // The digest alone on stdout, for scripts: it is what a signature signs.
-    println!("{digest}");
+    println!("{digest}"); // stdout-ok: what a script reads from a registry command, never under serve
     Ok(())
 }
 
