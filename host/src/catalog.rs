@@ -12,7 +12,6 @@ use rmcp::model::{MetaObject, Prompt};
 
 use prompt_host_kernel::arguments::{PromptArguments, SCHEMA_META_KEY};
 use prompt_host_kernel::plugin::Plugin;
-use sha2::{Digest, Sha256};
 
 use crate::cursor::{self, List};
 
@@ -242,21 +241,9 @@ fn owners(plugins: &[PluginSummary], order: &[usize], previous: Option<&Catalog>
 /// plugin sets whose clashes were settled alike (a name kept by the plugin
 /// that served it first).
 fn version<'a>(plugins: impl Iterator<Item = &'a PluginSummary>, skipped: &[Skipped]) -> String {
-    let mut hasher = Sha256::new();
-    for plugin in plugins {
-        for part in [&plugin.id, &plugin.digest, &plugin.prefix] {
-            hasher.update((part.len() as u64).to_le_bytes());
-            hasher.update(part.as_bytes());
-        }
-    }
-    for skip in skipped {
-        for part in [&skip.name, &skip.plugin] {
-            hasher.update((part.len() as u64).to_le_bytes());
-            hasher.update(part.as_bytes());
-        }
-    }
-    let hash = hasher.finalize();
-    hash.iter().take(cursor::VERSION_LEN / 2).map(|byte| format!("{byte:02x}")).collect()
+    let plugins = plugins.flat_map(|plugin| [&plugin.id, &plugin.digest, &plugin.prefix]);
+    let skipped = skipped.iter().flat_map(|skip| [&skip.name, &skip.plugin]);
+    cursor::version(plugins.chain(skipped).map(|part| part.as_bytes()))
 }
 
 #[cfg(test)]

@@ -73,8 +73,21 @@ pub fn decode(list: List, cursor: &str, version: &str, len: usize) -> Result<usi
     Ok(position)
 }
 
-/// The length of a catalog version, in hex digits.
+/// The length of a list version, in hex digits.
 pub const VERSION_LEN: usize = 16;
+
+/// A list's version from `parts`, each length-prefixed, hashed (SHA-256):
+/// equal parts give equal versions on any host.
+pub fn version<'a>(parts: impl IntoIterator<Item = &'a [u8]>) -> String {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    for part in parts {
+        hasher.update((part.len() as u64).to_le_bytes());
+        hasher.update(part);
+    }
+    let hash = hasher.finalize();
+    hash.iter().take(VERSION_LEN / 2).map(|byte| format!("{byte:02x}")).collect()
+}
 
 fn is_version(text: &str) -> bool {
     text.len() == VERSION_LEN && text.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())

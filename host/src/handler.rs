@@ -737,11 +737,7 @@ impl ServerHandler for PromptServer {
         if self.serves_content_to(&context) == ServedContent::None {
             return undeclared::<_, ListResourcesRequestMethod>(&context, Some(ListResourcesResult::default()));
         }
-        let _in_flight = metrics::request_started();
-        let cursor = request.as_ref().and_then(|request| request.cursor.as_deref());
-        let result = self.registry.snapshot().content().list_resources(cursor, self.page_size).map_err(RequestError::from);
-        let result = result.map(|result| self.cached(&context, result));
-        result.map_err(|error| log_failure("resources/list", "", error))
+        self.content_list(&context, "resources/list", request, |content, cursor, page_size| content.list_resources(cursor, page_size))
     }
 
     async fn list_resource_templates(
@@ -775,20 +771,12 @@ impl ServerHandler for PromptServer {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListSkillsResult, ErrorData> {
-        if self.serves_content_to(&context) != ServedContent::WithSkills {
-            return Err(ErrorData::method_not_found::<ListSkillsRequestMethod>());
-        }
-        let _in_flight = metrics::request_started();
-        let cursor = request.as_ref().and_then(|request| request.cursor.as_deref());
-        let result = self.registry.snapshot().content().list_skills(cursor, self.page_size).map_err(RequestError::from);
-        let result = result.map(|result| self.cached(&context, result));
-        result.map_err(|error| log_failure("skills/list", "", error))
+        self.skills_declared::<ListSkillsRequestMethod>(&context)?;
+        self.content_list(&context, "skills/list", request, |content, cursor, page_size| content.list_skills(cursor, page_size))
     }
 
     async fn get_skill(&self, request: GetSkillRequestParams, context: RequestContext<RoleServer>) -> Result<GetSkillResult, ErrorData> {
-        if self.serves_content_to(&context) != ServedContent::WithSkills {
-            return Err(ErrorData::method_not_found::<GetSkillRequestMethod>());
-        }
+        self.skills_declared::<GetSkillRequestMethod>(&context)?;
         let result = self.content_read(&context, "skills/get", &request.uri, NotServed::Skill, |content, uri| content.get_skill(uri))?;
         Ok(self.cached(&context, result))
     }
@@ -798,9 +786,7 @@ impl ServerHandler for PromptServer {
         request: ReadResourceDirectoryRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceDirectoryResult, ErrorData> {
-        if self.serves_content_to(&context) != ServedContent::WithSkills {
-            return Err(ErrorData::method_not_found::<ReadResourceDirectoryRequestMethod>());
-        }
+        self.skills_declared::<ReadResourceDirectoryRequestMethod>(&context)?;
         if request.cursor.is_some() {
             // A folder is one page: no cursor was ever handed out.
             let problem = "a folder is listed in one page, and this server hands out no cursor for it: read it without one".into();
@@ -905,6 +891,33 @@ impl PromptServer {
             (*ttl_ms, *scope) = (Some(self.list_caching.ttl_ms), Some(self.list_caching.scope));
         }
         result
+    }
+
+    /// -32601 for method `M` of the skills extension unless the client of
+    /// `context` was told of it (a pack carries a skill).
+    fn skills_declared<M: ConstString>(&self, context: &RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        match self.serves_content_to(context) {
+            ServedContent::WithSkills => Ok(()),
+            _ => Err(ErrorData::method_not_found::<M>()),
+        }
+    }
+
+    /// Answers a page of a content list (`method`) from the snapshot's
+    /// content with `list`, given the request's cursor and the page size;
+    /// counted in flight and traced as `prompts/list` is.
+    fn content_list<T: CachingHints>(
+        &self,
+        context: &RequestContext<RoleServer>,
+        method: &'static str,
+        request: Option<PaginatedRequestParams>,
+        list: impl FnOnce(&crate::served_content::ContentIndex, Option<&str>, usize) -> Result<T, crate::cursor::CursorError>,
+    ) -> Result<T, ErrorData> {
+        let _in_flight = metrics::request_started();
+        let trace = trace_request(context, method, None, false);
+        let cursor = request.as_ref().and_then(|request| request.cursor.as_deref());
+        let result = list(self.registry.snapshot().content(), cursor, self.page_size).map_err(RequestError::from);
+        let result = result.map(|result| self.cached(context, result)).map_err(|error| log_failure(method, "", error));
+        answered(trace, result)
     }
 
     /// Answers a read of `uri` (`method`) from the snapshot's content with

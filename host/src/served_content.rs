@@ -243,25 +243,15 @@ impl ContentIndex {
         &self.listed
     }
 
-    /// The page of `items` that starts at `cursor`, of at most `page_size`,
-    /// and the cursor of the next; `version` is the list's.
-    fn page<'a, T>(
-        items: &'a [T],
-        version: &str,
-        cursor: Option<&str>,
-        page_size: usize,
-    ) -> Result<(&'a [T], Option<String>), cursor::CursorError> {
+    /// A page of `resources/list`: the URIs from `cursor` on, at most
+    /// `page_size`, and the cursor of the next page.
+    pub fn resources_page(&self, cursor: Option<&str>, page_size: usize) -> Result<(&[String], Option<String>), cursor::CursorError> {
         let start = match cursor {
             None => 0,
-            Some(cursor) => cursor::decode(List::Resources, cursor, version, items.len())?,
+            Some(cursor) => cursor::decode(List::Resources, cursor, &self.resources_version, self.listed.len())?,
         };
-        let end = start.saturating_add(page_size.max(1)).min(items.len());
-        Ok((&items[start..end], (end < items.len()).then(|| cursor::encode(version, end))))
-    }
-
-    /// A page of `resources/list`.
-    pub fn resources_page(&self, cursor: Option<&str>, page_size: usize) -> Result<(&[String], Option<String>), cursor::CursorError> {
-        Self::page(&self.listed, &self.resources_version, cursor, page_size)
+        let end = start.saturating_add(page_size.max(1)).min(self.listed.len());
+        Ok((&self.listed[start..end], (end < self.listed.len()).then(|| cursor::encode(&self.resources_version, end))))
     }
 
     /// The plugin serving `uri` (a skill by its `SKILL.md`, or a resource).
@@ -350,17 +340,6 @@ fn nested_skills<'a>(
     nested
 }
 
-/// A version from `parts`, each length-prefixed, of the length cursors carry.
-fn version<'a>(parts: impl Iterator<Item = &'a [u8]>) -> String {
-    let mut hasher = Sha256::new();
-    for part in parts {
-        hasher.update((part.len() as u64).to_le_bytes());
-        hasher.update(part);
-    }
-    let hash = hasher.finalize();
-    hash.iter().take(cursor::VERSION_LEN / 2).map(|byte| format!("{byte:02x}")).collect()
-}
-
 impl ContentIndex {
     /// The version of `skills/list`: of what it serves (each skill's URI and
     /// every file's path and digest, which cover its frontmatter), so equal
@@ -372,7 +351,7 @@ impl ContentIndex {
             let files = skill.files.iter().flat_map(|file| [file.path.as_bytes(), file.digest.as_bytes()]);
             [b"skill".as_slice(), served.uri.as_bytes()].into_iter().chain(files)
         });
-        version([b"skills".as_slice()].into_iter().chain(files))
+        cursor::version([b"skills".as_slice()].into_iter().chain(files))
     }
 
     /// The version of `resources/list`: of every URI listed and what it
@@ -400,7 +379,7 @@ impl ContentIndex {
                 std::iter::once(uri.as_bytes().to_vec()).chain(served)
             })
             .collect();
-        version([b"resources".as_slice()].into_iter().chain(parts.iter().map(Vec::as_slice)))
+        cursor::version([b"resources".as_slice()].into_iter().chain(parts.iter().map(Vec::as_slice)))
     }
 }
 
