@@ -15,7 +15,6 @@ use std::sync::Arc;
 
 use prompt_host_kernel::plugin::Plugin;
 use prompt_host_kernel::validate::{Body, Content, File, SKILL_MD, SKILL_SCHEME, Skill};
-use sha2::{Digest, Sha256};
 
 use crate::cursor::{self, List};
 
@@ -372,7 +371,12 @@ impl ContentIndex {
                             described(&resource.title),
                             described(&resource.description),
                             described(&resource.mime_type),
-                            Sha256::digest(resource.body.bytes()).to_vec(),
+                            resource.digest.as_bytes().to_vec(),
+                            // Text or bytes: what resources/read answers with.
+                            match resource.body {
+                                Body::Text(_) => b"text".to_vec(),
+                                Body::Blob(_) => b"blob".to_vec(),
+                            },
                         ]
                     }
                 };
@@ -557,6 +561,7 @@ mod tests {
                 description: None,
                 mime_type: None,
                 body: Body::Blob(vec![1, 2].into()),
+                digest: "sha256:0".into(),
             })
             .collect();
         Arc::new(Content { skills, resources })

@@ -141,6 +141,8 @@ pub struct Resource {
     pub mime_type: Option<String>,
     /// Its contents, text or binary as the pack declared them.
     pub body: Body,
+    /// `sha256:` and the hex SHA-256 of its bytes, taken once at load.
+    pub digest: String,
 }
 
 /// Checks what a pack carries against `limits` and the Agent Skills rules.
@@ -508,7 +510,9 @@ fn static_resources(
             .map(|text| json_escaped_len(text))
             .sum::<usize>();
         *total = total.saturating_add(wire).saturating_add(resource.uri.len() + json_escaped_len(&resource.name) + described);
+        let digest = format!("sha256:{}", hex(&Sha256::digest(body.bytes())));
         checked.push(Resource {
+            digest,
             uri: resource.uri,
             name: resource.name,
             title: resource.title,
