@@ -3,10 +3,10 @@
 //!
 //! The files come from `host/templates/<language>/`, with `{{name}}`
 //! replaced by the pack's name, plus what every pack needs from this
-//! repository, copied as they are: the WIT package (0.3, which new packs
-//! target) and the SDK of the pack's language: for Rust, the `prompt-pack`
-//! crate (which generates bindings for 0.1, 0.2 and 0.3, and so needs every
-//! WIT file where the repository has it) and the lock file it is tested
+//! repository, copied as they are: the WIT package (0.4, which new packs
+//! target), a `skills/` folder with one skill, and the SDK of the pack's
+//! language: for Rust, the `prompt-pack` crate (which generates bindings for
+//! 0.1 to 0.4, and so needs every WIT file where the repository has it) and the lock file it is tested
 //! with; for JavaScript and Python, the one-file libraries with the same
 //! template API (`host/templates/js/prompt-pack.js`,
 //! `host/templates/python/prompt_pack.py`). They are compiled into the
@@ -49,9 +49,13 @@ const fn copied(path: &'static str, contents: &'static str) -> TemplateFile {
     TemplateFile { path, contents, fill_in: false }
 }
 
-/// The WIT 0.3 package, as the one contract a JavaScript or Python pack
+/// The WIT 0.4 package, as the one contract a JavaScript or Python pack
 /// builds against.
-const WIT: TemplateFile = copied("wit/prompt-provider.wit", include_str!("../../wit/0.3/prompt-provider.wit"));
+const WIT: TemplateFile = copied("wit/prompt-provider.wit", include_str!("../../wit/0.4/prompt-provider.wit"));
+
+/// The starter's skill, the same in every language: the pack embeds its
+/// `skills/` folder when it is built.
+const SKILL: TemplateFile = copied("skills/summarizing/SKILL.md", include_str!("../templates/skills/summarizing/SKILL.md"));
 
 /// Every WIT package, laid out as in this repository, where the Rust SDK
 /// finds them.
@@ -66,6 +70,7 @@ const RUST: &[TemplateFile] = &[
     template("src/lib.rs", include_str!("../templates/rust/src/lib.rs")),
     template("README.md", include_str!("../templates/rust/README.md")),
     template(".gitignore", include_str!("../templates/rust/.gitignore")),
+    SKILL,
     WIT_0_1,
     WIT_0_2,
     WIT_0_3,
@@ -107,6 +112,8 @@ const JAVASCRIPT: &[TemplateFile] = &[
     template("README.md", include_str!("../templates/js/README.md")),
     template(".gitignore", include_str!("../templates/js/.gitignore")),
     copied("jco-preopen.mjs", include_str!("../../tests/jco-preopen.mjs")),
+    copied("embed-skills.mjs", include_str!("../templates/js/embed-skills.mjs")),
+    SKILL,
     WIT,
 ];
 
@@ -117,6 +124,7 @@ const PYTHON: &[TemplateFile] = &[
     template("requirements.txt", include_str!("../templates/python/requirements.txt")),
     template("README.md", include_str!("../templates/python/README.md")),
     template(".gitignore", include_str!("../templates/python/.gitignore")),
+    SKILL,
     WIT,
 ];
 
@@ -199,7 +207,7 @@ pub fn next_steps(name: &str, language: Language) -> String {
         Language::Python => (
             format!(
                 "python3 -m venv .venv && .venv/bin/pip install -r requirements.txt && \
-                 .venv/bin/componentize-py -d wit -w prompt-pack-that-asks componentize app -o {name}.wasm"
+                 .venv/bin/componentize-py -d wit -w prompt-pack-with-content componentize app -o {name}.wasm"
             ),
             format!("{name}.wasm"),
         ),
@@ -241,11 +249,15 @@ mod tests {
         // The SDK builds against every version, where the repository has them.
         assert_eq!(std::fs::read_to_string(pack.join("wit/0.2/prompt-provider.wit")).unwrap(), WIT_0_2.contents);
         assert!(WIT_0_1.contents.contains("package prompt-host:prompts@0.1.0;"));
-        // A JavaScript or Python pack gets 0.3 as its one contract.
+        // A JavaScript or Python pack gets 0.4 as its one contract.
         let js = dir.path().join("js");
         create(&js, "acme", Language::JavaScript).unwrap();
         let contract = std::fs::read_to_string(js.join("wit/prompt-provider.wit")).unwrap();
-        assert!(contract.contains("package prompt-host:prompts@0.3.1;"));
+        assert!(contract.contains("package prompt-host:prompts@0.4.0;"));
+        // Every language's starter carries the same skill.
+        let skill = std::fs::read_to_string(pack.join("skills/summarizing/SKILL.md")).unwrap();
+        assert!(skill.starts_with("---\nname: summarizing\n"));
+        assert_eq!(std::fs::read_to_string(js.join("skills/summarizing/SKILL.md")).unwrap(), skill);
         let manifest = std::fs::read_to_string(pack.join("Cargo.toml")).unwrap();
         assert!(manifest.starts_with("[package]\nname = \"acme\"\n"));
         // Copied files keep their braces: the SDK's own {{ escapes must survive.
@@ -258,6 +270,7 @@ mod tests {
         create(&python, "acme", Language::Python).unwrap();
         assert_eq!(std::fs::read_to_string(python.join("prompt_pack.py")).unwrap(), PYTHON_SDK);
         assert!(std::fs::read_to_string(python.join("app.py")).unwrap().contains("name=\"acme\","));
+        assert_eq!(std::fs::read_to_string(python.join("skills/summarizing/SKILL.md")).unwrap(), skill);
         assert!(matches!(create(&pack, "acme", Language::Rust), Err(ScaffoldError::NotEmpty(_))));
         let file = dir.path().join("a-file");
         std::fs::write(&file, "").unwrap();

@@ -1,12 +1,15 @@
 """`prompt-host new` in each language: the pack builds with the toolchain
-its README names against WIT 0.3, `prompt-host inspect` accepts it as it is
-and shows what it says it is, and the official Python SDK client lists, gets
-and completes its starter prompt (the host completing and checking its
-`length` choice), and fills in the form the host builds for the text when
-it is left out, with the same answers in Rust, JavaScript and Python. Each
+its README names against WIT 0.4, `prompt-host inspect` accepts it as it is
+and shows what it says it is and the skill it carries, and the official
+Python SDK client lists, gets and completes its starter prompt (the host
+completing and checking its `length` choice), fills in the form the host
+builds for the text when it is left out, and lists the starter's skill and
+reads it back against its digest, with the same answers in Rust,
+JavaScript and Python. Each
 starter's own native tests pass, and fail, naming the mistake, on a typo in
 a placeholder."""
 
+import hashlib
 import json
 import os
 import subprocess
@@ -19,16 +22,17 @@ from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 from mcp.types import ElicitResult, PromptReference
 
-from doc_runner import environment
+from doc_runner import blocks, environment, run_document
 from server import BINARY, ROOT
+from test_skills import every_skill, read_and_verify_every_file
 
 # How each language builds, as the pack's README says, and what it builds.
 BUILDS = {
     "rust": (["cargo", "build", "--release"], "target/wasm32-wasip2/release/starter.wasm"),
     "js": (["npm", "run", "build"], "starter.wasm"),
     "python": (
-        [str(ROOT / "tests/.venv/bin/componentize-py"), "-d", "wit", "-w", "prompt-pack-that-asks", "componentize", "app",
-         "-o", "starter.wasm"],
+        [str(ROOT / "tests/.venv/bin/componentize-py"), "-d", "wit", "-w", "prompt-pack-with-content", "componentize",
+         "app", "-o", "starter.wasm"],
         "starter.wasm",
     ),
 }
@@ -44,6 +48,19 @@ SUMMARIZE = {
     ],
 }
 
+# The starter's skill, the same file in every language (host/templates/skills/).
+SKILL_FILE = (ROOT / "host/templates/skills/summarizing/SKILL.md").read_bytes()
+SKILL = {
+    "uri": "skill://summarizing/SKILL.md",
+    "frontmatter": {
+        "name": "summarizing",
+        "description": "Summarizes a text at the length the user asks for. Use when asked for a summary, a TL;DR or "
+                       "the gist of a text.",
+    },
+    "resources": [{"uri": "skill://summarizing/SKILL.md", "digest": "sha256:" + hashlib.sha256(SKILL_FILE).hexdigest(),
+                   "size": len(SKILL_FILE)}],
+}
+
 
 # The starters' own tests, run natively as their README says: what to run
 # once first, the tests, what the runner prints when all pass, and the file
@@ -51,12 +68,12 @@ SUMMARIZE = {
 PYTHON = str(ROOT / "tests/.venv/bin/python")
 NATIVE_TESTS = {
     # TAP, which Node 20 writes when not on a terminal and later versions only when asked.
-    "js": ([], ["npm", "test", "--", "--test-reporter=tap"], "# pass 4\n# fail 0\n", "pack.js"),
+    "js": ([], ["npm", "test", "--", "--test-reporter=tap"], "# pass 5\n# fail 0\n", "pack.js"),
     "python": (
         # The tests import the generated records (wit_world); bindings writes them once, and refuses again.
-        [str(ROOT / "tests/.venv/bin/componentize-py"), "-d", "wit", "-w", "prompt-pack-that-asks", "bindings", "."],
+        [str(ROOT / "tests/.venv/bin/componentize-py"), "-d", "wit", "-w", "prompt-pack-with-content", "bindings", "."],
         [PYTHON, "-m", "unittest", "test_app"],
-        "Ran 4 tests in ",
+        "Ran 5 tests in ",
         "app.py",
     ),
 }
@@ -115,10 +132,11 @@ def new_pack(work: Path, lang: str) -> Path:
     assert created.returncode == 0, created.stderr
     assert created.stdout.startswith("Created the ")
     pack = work / "starter"
-    contract = (ROOT / "wit/0.3/prompt-provider.wit").read_text()
+    contract = (ROOT / "wit/0.4/prompt-provider.wit").read_text()
+    assert (pack / "skills/summarizing/SKILL.md").read_bytes() == SKILL_FILE
     if lang == "rust":
         # The SDK builds against every version, laid out as in this repository.
-        assert (pack / "wit/0.3/prompt-provider.wit").read_text() == contract
+        assert (pack / "wit/0.4/prompt-provider.wit").read_text() == contract
         assert (pack / "wit/prompt-provider.wit").read_text() == (ROOT / "wit/prompt-provider.wit").read_text()
     else:
         assert (pack / "wit/prompt-provider.wit").read_text() == contract
@@ -131,7 +149,7 @@ def new_pack(work: Path, lang: str) -> Path:
         # The starter's own tests, run natively as its README says.
         host = subprocess.run(["rustc", "-vV"], capture_output=True, text=True).stdout.split("host: ")[1].split()[0]
         tested = subprocess.run(["cargo", "test", "--target", host], cwd=pack, env=env, capture_output=True, text=True)
-        assert tested.returncode == 0 and "test result: ok. 4 passed" in tested.stdout, tested.stdout + tested.stderr
+        assert tested.returncode == 0 and "test result: ok. 5 passed" in tested.stdout, tested.stdout + tested.stderr
         # A template mistake that the host would refuse at load fails the starter's own tests.
         source = (pack / "src/lib.rs").read_text()
         (pack / "src/lib.rs").write_text(source.replace(r"summary of this text:\n\n{text}", "summary of {txet}"))
@@ -161,7 +179,8 @@ async def test_a_new_pack_builds_passes_inspect_and_serves(lang):
         assert inspected.returncode == 0, inspected.stdout + inspected.stderr
         report = json.loads(inspected.stdout)
         assert (report["plugin"], report["problems"], report["prompts"]) == ("starter", [], [SUMMARIZE])
-        assert report["witVersion"] == "0.3.1"
+        assert report["witVersion"] == "0.4.0"
+        assert (report["skills"], report["resources"]) == ([SKILL], [])
         assert report["pack"] == {
             "name": "starter", "version": "0.1.0", "description": "Prompts that starter provides", "authors": [],
             "license": None, "homepage": None, "repository": None,
@@ -203,3 +222,24 @@ async def test_a_new_pack_builds_passes_inspect_and_serves(lang):
             assert raised.value.error.message == (
                 "prompt 'summarize': argument 'length' must be one of: short, medium, long, not \"huge\""
             )
+            # The skill, as an agent that loads skills finds it, byte for byte the folder's.
+            skills = await every_skill(client.session)
+            assert skills == [SKILL]
+            assert await read_and_verify_every_file(client.session, skills) == {SKILL["uri"]: SKILL_FILE}
+
+
+def test_the_readme_writes_a_pack_with_a_skill_in_each_language(tmp_path):
+    """README.md's `prompt-host new` commands, run as written: each writes a
+    pack of its language carrying the starter's skill, which the packs the
+    test above builds from the same templates serve."""
+    readme = (ROOT / "README.md").read_text()
+    [commands] = [body for info, body in blocks(readme) if info == "sh" and "prompt-host new" in body]
+    checks = run_document(f"```sh\n{commands}```\n", tmp_path, environment(BINARY))
+    assert checks == 1
+    embedding = {"notes": ("src/lib.rs", "prompt_pack::v0_4::include_skills!()"),
+                 "notes_js": ("pack.js", 'import skills from "./skills.js";'),
+                 "notes_py": ("app.py", "skills=include_skills(),")}
+    for pack, (source, line) in embedding.items():
+        assert (tmp_path / pack / "skills/summarizing/SKILL.md").read_bytes() == SKILL_FILE, pack
+        # Its source embeds the folder in one line.
+        assert line in (tmp_path / pack / source).read_text(), pack

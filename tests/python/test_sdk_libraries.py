@@ -189,11 +189,70 @@ def test_the_python_library_answers_as_the_rust_sdk():
     with tempfile.TemporaryDirectory() as work:
         work = Path(work)
         # The library imports the records componentize-py generates.
-        bindings = subprocess.run([str(COMPONENTIZE_PY), "-d", str(ROOT / "wit/0.3"), "-w", "prompt-pack-that-asks",
-                                   "bindings", str(work)], capture_output=True, text=True)
-        assert bindings.returncode == 0, bindings.stderr
-        (work / "prompt_pack.py").write_text(PYTHON_LIBRARY.read_text())
+        python_library_beside_its_bindings(work)
         (work / "runner.py").write_text(PYTHON_RUNNER)
         ran = subprocess.run([str(PYTHON), "runner.py", cases()], cwd=work, capture_output=True, text=True)
         assert ran.returncode == 0, ran.stderr
         assert json.loads(ran.stdout) == expected("reply_with")
+
+
+def python_library_beside_its_bindings(work: Path):
+    """The library imports the records componentize-py generates, for WIT
+    0.4's world, which new packs target."""
+    bindings = subprocess.run([str(COMPONENTIZE_PY), "-d", str(ROOT / "wit/0.4"), "-w", "prompt-pack-with-content",
+                               "bindings", str(work)], capture_output=True, text=True)
+    assert bindings.returncode == 0, bindings.stderr
+    (work / "prompt_pack.py").write_text(PYTHON_LIBRARY.read_text())
+
+
+def a_folder_of_skills(work: Path):
+    """Skills with what an author's folder holds: nested files, bytes that
+    are not UTF-8, text that is not ASCII, and what the machine leaves
+    there (hidden files and folders)."""
+    files = {
+        "skills/a/SKILL.md": b"---\nname: a\ndescription: A\n---\n",
+        "skills/a/.DS_Store": b"finder",
+        "skills/.git/config": b"[core]",
+        "skills/a-b/SKILL.md": "---\nname: a-b\ndescription: Caf\u00e9\n---\n".encode(),
+        "skills/b-skill/SKILL.md": b"---\nname: b-skill\ndescription: B\n---\n",
+        "skills/b-skill/references/table.bin": bytes(range(256)),
+    }
+    for path, data in files.items():
+        (work / path).parent.mkdir(parents=True, exist_ok=True)
+        (work / path).write_bytes(data)
+    # Hidden ones left out; sorted by the paths' bytes ('-' before '/'), as
+    # the Rust SDK's include_skills! sorts them.
+    return [[path.removeprefix("skills/"), data.hex()] for path, data in files.items() if "/." not in path and
+            not path.startswith("skills/.")]
+
+
+EMBEDDED_IN_ORDER = ["a-b/SKILL.md", "a/SKILL.md", "b-skill/SKILL.md", "b-skill/references/table.bin"]
+
+
+def test_the_javascript_library_embeds_a_skills_folder_as_the_rust_sdk_does():
+    with tempfile.TemporaryDirectory() as work:
+        work = Path(work)
+        expected_files = dict(a_folder_of_skills(work))
+        (work / "prompt-pack.js").write_text(JS_LIBRARY.read_text())
+        embedded = subprocess.run(["node", str(ROOT / "host/templates/js/embed-skills.mjs")], cwd=work,
+                                  capture_output=True, text=True)
+        assert embedded.returncode == 0, embedded.stderr
+        (work / "runner.mjs").write_text('import skills from "./skills.js";\n'
+                                         'console.log(JSON.stringify(skills.map((f) => [f.path, '
+                                         'Buffer.from(f.bytes).toString("hex")])));\n')
+        ran = subprocess.run(["node", "runner.mjs"], cwd=work, capture_output=True, text=True)
+        assert ran.returncode == 0, ran.stderr
+        assert json.loads(ran.stdout) == [[path, expected_files[path]] for path in EMBEDDED_IN_ORDER]
+
+
+def test_the_python_library_embeds_a_skills_folder_as_the_rust_sdk_does():
+    with tempfile.TemporaryDirectory() as work:
+        work = Path(work)
+        expected_files = dict(a_folder_of_skills(work))
+        python_library_beside_its_bindings(work)
+        # Run from another directory: the folder is found beside the file that names it.
+        (work / "runner.py").write_text("import json, prompt_pack\n"
+                                        "print(json.dumps([[f.path, f.bytes.hex()] for f in prompt_pack.include_skills()]))\n")
+        ran = subprocess.run([str(PYTHON), str(work / "runner.py")], cwd="/", capture_output=True, text=True)
+        assert ran.returncode == 0, ran.stderr
+        assert json.loads(ran.stdout) == [[path, expected_files[path]] for path in EMBEDDED_IN_ORDER]

@@ -42,7 +42,7 @@ def answers(wasm: Path, env: dict[str, str]) -> list:
     inspected = subprocess.run([BINARY, "inspect", "--json", str(wasm)], env=env, capture_output=True, text=True)
     assert inspected.returncode == 0, inspected.stdout + inspected.stderr
     report = json.loads(inspected.stdout)
-    outcomes = [(report["pack"], report["prompts"], report["problems"])]
+    outcomes = [(report["pack"], report["prompts"], report["problems"], report["skills"])]
     for call in CALLS:
         ran = subprocess.run([BINARY, call[0], str(wasm), *call[1:]], env=env, capture_output=True, text=True,
                              stdin=subprocess.DEVNULL)
@@ -57,16 +57,18 @@ def test_the_tutorial_runs_as_written():
         # environment the tutorial has the reader make and activate.
         env["PATH"] = f"{ROOT / 'tests/.venv/bin'}{os.pathsep}{env['PATH']}"
         checks = run_document(TUTORIAL, Path(work), env)
-        # new, test, build, inspect and its three excerpts, get and its output
-        # twice; then the second pack's new, its build and get with a grant,
-        # and its output; then in JavaScript and in Python each: new, test and
-        # build, get and its output.
-        assert checks == 22
+        # new, the skill's folder, test, build, inspect and its three excerpts,
+        # get and its output twice; then the second pack's new, its build and
+        # get with a grant, and its output; then in JavaScript and in Python
+        # each: new, test and build, get and its output; then the Python
+        # pack's inspect and its skill.
+        assert checks == 25
 
         # The JavaScript and Python packs answer as the Rust one does.
         rust, js, python = (answers(Path(work) / BUILDS[lang], env) for lang in ["rust", "js", "python"])
         assert js == rust
         assert python == rust
+        assert [skill["uri"] for skill in rust[0][3]] == ["skill://writing-release-notes/SKILL.md"]
         # What they all answer, so that the comparison compares something.
         assert rust[1][1]["messages"] == [
             {"role": "user", "content": {"type": "text", "text":
@@ -96,10 +98,12 @@ def test_the_tutorial_runs_as_written():
 
 def test_the_runner_reads_every_kind_of_block():
     kinds = [info for info, _ in blocks(TUTORIAL)]
-    assert kinds == ["sh no-run", "sh", "rust file=src/lib.rs", "sh", "sh", "sh", "text output", "text output", "text output", "sh",
+    assert kinds == ["sh no-run", "sh", "rust file=src/lib.rs", "sh", "markdown file=skills/writing-release-notes/SKILL.md",
+                     "sh", "sh", "sh", "text output", "text output", "text output", "sh",
                      "json output", "sh", "json output", "sh no-run", "sh", "rust file=src/lib.rs", "sh", "json output",
                      "sh", "js file=pack.js", "js file=pack.test.js", "sh", "sh", "json output",
-                     "sh", "python file=app.py", "python file=test_app.py", "sh no-run", "sh", "sh", "json output"]
+                     "sh", "python file=app.py", "python file=test_app.py", "sh no-run", "sh", "sh", "json output",
+                     "sh", "text output"]
 
 
 def test_the_runner_fails_on_output_that_differs(tmp_path):

@@ -1,11 +1,14 @@
 // The {{name}} prompt pack, in JavaScript. `npm run build` turns it into
-// {{name}}.wasm against wit/prompt-provider.wit (WIT 0.3, world
-// prompt-pack-that-asks); `npm test` runs pack.test.js natively. The
+// {{name}}.wasm against wit/prompt-provider.wit (WIT 0.4, world
+// prompt-pack-with-content); `npm test` runs pack.test.js natively. The
 // templates come from prompt-pack.js, the same API as the Rust SDK's.
 
 import { optional, pack, required, template } from "./prompt-pack.js";
+// The skills the pack carries, for agents that load skills: every file of
+// the skills/ folder, which npm run build (and npm test) writes into skills.js.
+import skills from "./skills.js";
 
-export const { promptProvider, asking, check } = pack({
+export const { promptProvider, asking, content, check } = pack({
   // What the pack says it is: `prompt-host inspect` shows it. (authors,
   // license, homepage and repository may be given too.)
   name: "{{name}}",
@@ -30,4 +33,5 @@ export const { promptProvider, asking, check } = pack({
   ],
   // The prompts whose missing required arguments the host asks the user for.
   asksForMissing: ["summarize"],
+  skills,
 });

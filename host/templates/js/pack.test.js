@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { asking, check, promptProvider } from "./pack.js";
+import { asking, check, content, promptProvider } from "./pack.js";
 
 test("the templates pass the checks the host runs at load", () => {
   assert.equal(check(), null);
@@ -28,4 +28,10 @@ test("the length is one of three", () => {
 test("a text left out is asked for by the host", () => {
   assert.deepEqual(asking.promptsThatAsk(), ["summarize"]);
   assert.equal(promptProvider.listPrompts()[0].arguments[0].required, true);
+});
+
+test("the skill is carried from its folder", () => {
+  const files = content.skillFiles();
+  assert.deepEqual(files.map((file) => file.path), ["summarizing/SKILL.md"]);
+  assert.equal(Buffer.from(files[0].bytes).toString().startsWith("---\nname: summarizing\n"), true);
 });

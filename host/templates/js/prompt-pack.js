@@ -1,9 +1,12 @@
 // prompt-pack.js: prompt packs for prompt-host from templates, in
-// JavaScript. The same API as the Rust SDK's templates (prompt_pack::v0_3),
+// JavaScript. The same API as the Rust SDK's templates (prompt_pack::v0_4),
 // so that a pack reads alike in every language; `prompt-host new --lang js`
-// copies this file into each pack unchanged.
+// copies this file into each pack unchanged. It targets WIT 0.4, world
+// prompt-pack-with-content.
 //
-//   export const { promptProvider, asking, check } = pack({
+//   import skills from "./skills.js"; // skills/, embedded by embed-skills.mjs at each build
+//
+//   export const { promptProvider, asking, content, check } = pack({
 //     name: "acme", version: "0.1.0", description: "...",
 //     templates: [
 //       template("summarize", "Asks for a summary of a text")
@@ -12,9 +15,10 @@
 //         .user("Write a {length} summary of this text:\n\n{text}"),
 //     ],
 //     asksForMissing: ["summarize"],
+//     skills,
 //   });
 //
-// Everything returned to the host is a plain object shaped as WIT 0.3's
+// Everything returned to the host is a plain object shaped as WIT 0.4's
 // records (wit/prompt-provider.wit): variants are { tag, val }, options are
 // undefined or a value, and errors are thrown as { tag, val }.
 
@@ -118,6 +122,47 @@ export function resourceLink(uri, name) {
 
 export function reply(messages, description) {
   return { description, messages };
+}
+
+// What a pack carries beside its prompts (WIT 0.4): skills and static resources.
+
+/** A skill file at `path` (`code-review/SKILL.md`) holding `bytes`: a
+ *  string (written as UTF-8) or bytes. skills.js, which embed-skills.mjs
+ *  writes from the skills/ folder, is a list of these. */
+export function skillFile(path, bytes) {
+  return { path, bytes: typeof bytes === "string" ? utf8(bytes) : Uint8Array.from(bytes) };
+}
+
+/** A static resource of text, which a client reads with resources/read. */
+export function textStaticResource(uri, name, mimeType, text) {
+  return staticResource(uri, name, mimeType, { tag: "text", val: text });
+}
+
+/** A static resource of bytes. */
+export function blobStaticResource(uri, name, mimeType, bytes) {
+  return staticResource(uri, name, mimeType, { tag: "blob", val: Uint8Array.from(bytes) });
+}
+
+function staticResource(uri, name, mimeType, body) {
+  return { uri, name, title: undefined, description: undefined, mimeType, body };
+}
+
+// UTF-8 by hand: QuickJS, the engine `npm run build` uses, has no TextEncoder.
+function utf8(text) {
+  const bytes = [];
+  for (const character of text) {
+    const point = character.codePointAt(0);
+    if (point < 0x80) {
+      bytes.push(point);
+    } else if (point < 0x800) {
+      bytes.push(0xc0 | (point >> 6), 0x80 | (point & 63));
+    } else if (point < 0x10000) {
+      bytes.push(0xe0 | (point >> 12), 0x80 | ((point >> 6) & 63), 0x80 | (point & 63));
+    } else {
+      bytes.push(0xf0 | (point >> 18), 0x80 | ((point >> 12) & 63), 0x80 | ((point >> 6) & 63), 0x80 | (point & 63));
+    }
+  }
+  return Uint8Array.from(bytes);
 }
 
 /** Thrown from replyWith: the user's arguments are unacceptable (-32602). */
@@ -437,8 +482,10 @@ export function check(templates) {
   return null;
 }
 
-/** The pack: the two interfaces the component exports (promptProvider,
- *  asking), and check(), for the pack's own tests. */
+/** The pack: the three interfaces the component exports (promptProvider,
+ *  asking, content), and check(), for the pack's own tests. The host
+ *  checks the skills and static resources when it loads the pack
+ *  (`prompt-host inspect` names every problem, with a hint). */
 export function pack({
   name,
   version,
@@ -450,6 +497,8 @@ export function pack({
   wants = {},
   templates,
   asksForMissing = [],
+  skills = [],
+  staticResources = [],
 }) {
   const find = (prompt) => {
     const found = templates.find((template) => template.prompt.name === prompt);
@@ -501,5 +550,14 @@ export function pack({
       return [...asksForMissing];
     },
   };
-  return { promptProvider, asking, check: () => check(templates) };
+  const content = {
+    skillFiles() {
+      return [...skills];
+    },
+
+    staticResources() {
+      return [...staticResources];
+    },
+  };
+  return { promptProvider, asking, content, check: () => check(templates) };
 }

@@ -1,14 +1,14 @@
 """The {{name}} prompt pack, in Python. componentize-py turns it into
-{{name}}.wasm against wit/prompt-provider.wit, WIT 0.3, world
-prompt-pack-that-asks; `python -m unittest` runs test_app.py natively (see
+{{name}}.wasm against wit/prompt-provider.wit, WIT 0.4, world
+prompt-pack-with-content; `python -m unittest` runs test_app.py natively (see
 README.md). The templates come from prompt_pack.py, the same API as the
 Rust SDK's."""
 
-from prompt_pack import optional, pack, required, template
+from prompt_pack import include_skills, optional, pack, required, template
 
-# componentize-py exports the classes PromptProvider and Asking of this
-# module: pack() builds them.
-PromptProvider, Asking = pack(
+# componentize-py exports the classes PromptProvider, Asking and Content of
+# this module: pack() builds them.
+PromptProvider, Asking, Content = pack(
     # What the pack says it is: `prompt-host inspect` shows it. (authors,
     # license, homepage and repository may be given too.)
     name="{{name}}",
@@ -34,4 +34,7 @@ PromptProvider, Asking = pack(
     ],
     # The prompts whose missing required arguments the host asks the user for.
     asks_for_missing=["summarize"],
+    # The skills the pack carries, for agents that load skills: every file
+    # of the skills/ folder beside this one, read when the pack is built.
+    skills=include_skills(),
 )

@@ -1,10 +1,11 @@
 """prompt_pack: prompt packs for prompt-host from templates, in Python.
 
-The same API as the Rust SDK's templates (prompt_pack::v0_3), so that a
+The same API as the Rust SDK's templates (prompt_pack::v0_4), so that a
 pack reads alike in every language; `prompt-host new --lang python` copies
-this file into each pack unchanged. In app.py:
+this file into each pack unchanged. It targets WIT 0.4, world
+`prompt-pack-with-content`. In app.py:
 
-    PromptProvider, Asking = pack(
+    PromptProvider, Asking, Content = pack(
         name="acme", version="0.1.0", description="...",
         templates=[
             template("summarize", "Asks for a summary of a text")
@@ -13,10 +14,11 @@ this file into each pack unchanged. In app.py:
             .user("Write a {length} summary of this text:\\n\\n{text}"),
         ],
         asks_for_missing=["summarize"],
+        skills=include_skills(),  # the skills/ folder beside app.py, embedded when the pack is built
     )
 
-componentize-py looks for classes named PromptProvider and Asking in app.py
-that subclass the generated exports: pack() builds them. The records
+componentize-py looks for classes named PromptProvider, Asking and Content
+in app.py that subclass the generated exports: pack() builds them. The records
 returned to the host are the generated ones (wit_world, which
 componentize-py writes when it builds, and `componentize-py ... bindings .`
 for native tests)."""
@@ -36,9 +38,10 @@ from wit_world.exports.prompt_provider import (
     Argument, ArgumentKind_Boolean, ArgumentKind_Choice, ArgumentKind_Integer, ArgumentKind_Number, ArgumentKind_Text,
     ArgumentKind_Uri, Completion, Content, Content_ResourceLink, Content_Resource, Content_Text, EmbeddedResource,
     IntegerKind, Message, NumberKind, PackInfo, Prompt, PromptAnswer_Reply, PromptArgument, PromptError_Internal,
-    PromptError_InvalidArguments, PromptError_NotFound, PromptReply, ResourceBody_Text, ResourceLink, Role, TextContent,
-    TextKind, UriKind, Wants,
+    PromptError_InvalidArguments, PromptError_NotFound, PromptReply, ResourceBody_Blob, ResourceBody_Text, ResourceLink,
+    Role, TextContent, TextKind, UriKind, Wants,
 )
+from wit_world.exports.content import SkillFile, StaticResource
 
 
 class ArgumentDeclaration:
@@ -130,6 +133,46 @@ def resource_link(uri: str, name: str) -> Content:
 
 def reply(messages: Iterable[Message], description: str | None = None) -> PromptReply:
     return PromptReply(description=description, messages=list(messages))
+
+
+# What a pack carries beside its prompts (WIT 0.4): skills and static resources.
+def skill_file(path: str, data: bytes | str) -> SkillFile:
+    """A skill file at `path` (`code-review/SKILL.md`) holding `data`."""
+    return SkillFile(path=path, bytes=data.encode() if isinstance(data, str) else bytes(data))
+
+
+def include_skills(folder: str = "skills") -> list[SkillFile]:
+    """Every file beneath `folder` (relative to the file that calls this, so
+    `skills/` beside app.py unless told otherwise), as skill files with
+    paths relative to it, hidden ones (whose names start with `.`) left
+    out. Called at module level, it runs when componentize-py builds the
+    pack, whose snapshot then holds the bytes: the pack reads no file when
+    the host calls it (it is granted none)."""
+    caller = sys._getframe(1).f_globals.get("__file__")
+    root = os.path.join(os.path.dirname(os.path.abspath(caller)) if caller else os.getcwd(), folder)
+    files = []
+    for directory, folders, names in os.walk(root):
+        folders[:] = [name for name in folders if not name.startswith(".")]
+        for name in names:
+            if name.startswith("."):
+                continue
+            path = os.path.join(directory, name)
+            with open(path, "rb") as file:
+                files.append(skill_file(os.path.relpath(path, root).replace(os.sep, "/"), file.read()))
+    # Sorted by bytes, as the Rust SDK sorts, whatever the file system's order.
+    return sorted(files, key=lambda file: file.path.encode())
+
+
+def text_static_resource(uri: str, name: str, mime_type: str, text: str) -> StaticResource:
+    """A static resource of text, which a client reads with resources/read."""
+    return StaticResource(uri=uri, name=name, title=None, description=None, mime_type=mime_type,
+                          body=ResourceBody_Text(text))
+
+
+def blob_static_resource(uri: str, name: str, mime_type: str, data: bytes) -> StaticResource:
+    """A static resource of bytes."""
+    return StaticResource(uri=uri, name=name, title=None, description=None, mime_type=mime_type,
+                          body=ResourceBody_Blob(bytes(data)))
 
 
 def invalid_arguments(why: str) -> Err:
@@ -413,12 +456,17 @@ def check(templates: list[Template]) -> str | None:
 
 def pack(*, name: str, version: str, templates: list[Template], description: str | None = None,
          asks_for_missing: Iterable[str] = (), wants: Wants | None = None, authors: Iterable[str] = (),
-         license: str | None = None, homepage: str | None = None, repository: str | None = None):
-    """The pack: the classes PromptProvider and Asking that componentize-py
-    exports, to assign at module level of app.py. PromptProvider.check() is
-    check(templates), for the pack's own tests."""
+         license: str | None = None, homepage: str | None = None, repository: str | None = None,
+         skills: Iterable[SkillFile] = (), static_resources: Iterable[StaticResource] = ()):
+    """The pack: the classes PromptProvider, Asking and Content that
+    componentize-py exports, to assign at module level of app.py.
+    PromptProvider.check() is check(templates), for the pack's own tests.
+    The host checks the skills and static resources when it loads the pack
+    (`prompt-host inspect` names every problem, with a hint)."""
     asks_for_missing = list(asks_for_missing)
     authors = list(authors)
+    skills = list(skills)
+    static_resources = list(static_resources)
 
     def find(prompt: str) -> Template:
         found = next((template for template in templates if template.prompt.name == prompt), None)
@@ -462,4 +510,11 @@ def pack(*, name: str, version: str, templates: list[Template], description: str
         def prompts_that_ask(self) -> list[str]:
             return list(asks_for_missing)
 
-    return PromptProvider, Asking
+    class Content(exports.Content):
+        def skill_files(self) -> list[SkillFile]:
+            return list(skills)
+
+        def static_resources(self) -> list[StaticResource]:
+            return list(static_resources)
+
+    return PromptProvider, Asking, Content

@@ -1,10 +1,10 @@
 """The pack's functions are plain Python: after
-`componentize-py -d wit -w prompt-pack-that-asks bindings .` (the generated
+`componentize-py -d wit -w prompt-pack-with-content bindings .` (the generated
 wit_world module), `python -m unittest` runs them natively, before any build."""
 
 import unittest
 
-from app import Asking, PromptProvider
+from app import Asking, Content, PromptProvider
 from wit_world.exports.prompt_provider import Argument, ArgumentKind_Choice
 
 
@@ -28,6 +28,11 @@ class TestApp(unittest.TestCase):
     def test_a_text_left_out_is_asked_for_by_the_host(self):
         self.assertEqual(Asking().prompts_that_ask(), ["summarize"])
         self.assertTrue(PromptProvider().list_prompts()[0].arguments[0].required)
+
+    def test_the_skill_is_carried_from_its_folder(self):
+        files = Content().skill_files()
+        self.assertEqual([file.path for file in files], ["summarizing/SKILL.md"])
+        self.assertTrue(files[0].bytes.startswith(b"---\nname: summarizing\n"))
 
 
 if __name__ == "__main__":

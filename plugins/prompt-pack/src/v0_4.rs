@@ -42,6 +42,7 @@
 //! prompt_pack::v0_4::export_pack!(Reviews);
 //!
 //! assert_eq!(<Reviews as ContentGuest>::skill_files()[0].path, "review/SKILL.md");
+//! assert!(<Reviews as AskingGuest>::prompts_that_ask().is_empty());
 //! assert_eq!(<Reviews as ContentGuest>::static_resources()[0].uri, "reviews://checklist.md");
 //! ```
 //!
@@ -56,6 +57,11 @@
 pub use crate::v0_3::*;
 
 pub use crate::bindings_v0_4::exports::prompt_host::prompts::content::{Guest as ContentGuest, SkillFile, StaticResource};
+
+/// The `asking` interface as 0.4 exports it, which [`export_pack!`]
+/// implements (0.3's, of the same shape, is another trait): what a pack's
+/// tests call, `<Pack as AskingGuest>::prompts_that_ask()`.
+pub use crate::bindings_v0_4::exports::prompt_host::prompts::asking::Guest as AskingGuest;
 
 #[doc(hidden)]
 pub use include_dir as __include_dir;

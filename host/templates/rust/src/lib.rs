@@ -3,7 +3,7 @@
 //! Build it with `cargo build --release`; the pack is
 //! target/wasm32-wasip2/release/{{name}}.wasm. See README.md.
 
-use prompt_pack::v0_3::*;
+use prompt_pack::v0_4::*;
 
 struct Pack;
 
@@ -37,8 +37,17 @@ impl DescribePack for Pack {
     }
 }
 
+/// What the pack carries beside its prompts, for agents that load skills:
+/// every file of the `skills/` folder beside Cargo.toml, embedded when the
+/// pack is built. (`static_resources()` may list resources a client reads.)
+impl Carries for Pack {
+    fn skills() -> Vec<SkillFile> {
+        prompt_pack::v0_4::include_skills!()
+    }
+}
+
 // `summarize` has the host ask for its missing required arguments.
-prompt_pack::v0_3::export_pack!(Pack, asks_for_missing = ["summarize"]);
+prompt_pack::v0_4::export_pack!(Pack, asks_for_missing = ["summarize"]);
 
 // The functions the host calls are plain Rust: test them natively with
 // cargo test --target "$(rustc -vV | sed -n 's/^host: //p')"
@@ -72,5 +81,12 @@ mod tests {
     fn a_text_left_out_is_asked_for_by_the_host() {
         assert_eq!(<Pack as AskingGuest>::prompts_that_ask(), ["summarize"]);
         assert!(Pack::list_prompts()[0].arguments[0].required);
+    }
+
+    #[test]
+    fn the_skill_is_carried_from_its_folder() {
+        let files = Pack::skills();
+        assert_eq!(files.iter().map(|file| file.path.as_str()).collect::<Vec<_>>(), ["summarizing/SKILL.md"]);
+        assert!(files[0].bytes.starts_with(b"---\nname: summarizing\n"));
     }
 }
