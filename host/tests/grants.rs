@@ -117,7 +117,7 @@ fn a_granted_folder_is_read_with_std_fs_and_nothing_outside_it() {
     for elsewhere in ["/etc/passwd", site.path("outside/secret.txt").to_str().unwrap(), "/proc/self/environ"] {
         assert_eq!(read(&mut server, elsewhere), absent, "{elsewhere}");
     }
-    // What cannot be prevented (SECURITY.md): a hard link inside the folder
+    // What cannot be prevented (docs/security/grants.md): a hard link inside the folder
     // to a file outside it is that file.
     std::fs::hard_link(site.path("outside/secret.txt"), site.path("project/hard")).unwrap();
     assert_eq!(read(&mut server, "/project/hard"), "read 14 bytes: outside secret");

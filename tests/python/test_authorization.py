@@ -460,7 +460,7 @@ def test_a_request_state_opens_only_for_the_tenant_and_user_it_was_issued_to():
             done = get_2026(url, alice, inputResponses=answers, requestState=state)
             assert done["result"]["messages"][0]["content"]["text"] == "Prompt with context: 'alice's'", done
             # Not single-use (issue "Hardening, round 3", item 6; documented in
-            # the WIT and SECURITY.md): the same user may send it again, with
+            # the WIT and docs/security/input-required.md): the same user may send it again, with
             # other answers, within its lifetime.
             again = get_2026(url, alice, inputResponses={"user_context": {"action": "accept", "content": {"context": "again"}}},
                              requestState=state)

@@ -302,7 +302,7 @@ def test_junk_from_never_used_addresses_does_not_starve_networks_that_presented_
     # (3 of 20 valid tokens served with the issuer at 1 s). Suspicion is now
     # per /24, and networks that presented a valid token lately have turns
     # of their own. (Fresh addresses in fresh /24s would take the clean turns
-    # still: SECURITY.md says so.)
+    # still: docs/security/oauth.md says so.)
     for networks, threads in ((10, 16), (40, 4)):
         fraction, junk_answers = flood(1.0, 20, networks, threads, fresh_addresses=True)
         assert fraction >= 0.95, (networks, threads, fraction)

@@ -2,7 +2,7 @@
 //! config key, unit, default, allowed range and documentation are written in
 //! the one `declare_limits!` list below, which generates [`Limits`], its
 //! defaults, the [`LimitOverrides`] a config file or the command line sets,
-//! their checks, and the limits table of SECURITY.md (a test keeps that table
+//! their checks, and the limits table of the book's docs/security/limits.md (a test keeps that table
 //! equal to [`security_table`]). Each limit can be set for all plugins and
 //! overridden for one (see `config`).
 //!
@@ -75,9 +75,9 @@ pub struct Declared {
     pub min: u64,
     /// The largest value the key accepts, in `unit`.
     pub max: u64,
-    /// What is limited, as SECURITY.md's table says it.
+    /// What is limited, as the book's limits table says it.
     pub what: &'static str,
-    /// What happens when the limit is hit, as SECURITY.md's table says it.
+    /// What happens when the limit is hit, as the book's limits table says it.
     pub when_hit: &'static str,
 }
 
@@ -143,7 +143,7 @@ macro_rules! declare_limits {
             }
         }
 
-        /// Every limit, in the order of SECURITY.md's table.
+        /// Every limit, in the order of the book's limits table.
         pub const DECLARED: &[Declared] = &[
             $( Declared {
                 key: stringify!($key),
@@ -320,7 +320,7 @@ fn check_range(key: &str, value: u64, min: u64, max: u64) -> Result<(), String> 
     Ok(())
 }
 
-/// The limits table of SECURITY.md, rendered from the declarations.
+/// The limits table of docs/security/limits.md, rendered from the declarations.
 pub fn security_table() -> String {
     let mut table = String::from("| limit | config key | default | when hit |\n|---|---|---|---|\n");
     for limit in DECLARED {
@@ -385,15 +385,16 @@ mod tests {
         assert_eq!(grouped(500_000_000), "500,000,000");
     }
 
-    /// SECURITY.md's table of limits is the one the declarations render,
-    /// between its markers, so the document cannot drift from the code.
+    /// The book's table of limits (docs/security/limits.md) is the one the
+    /// declarations render, between its markers, so the document cannot
+    /// drift from the code.
     #[test]
-    fn security_md_states_the_declared_limits() {
-        let document = include_str!("../../../SECURITY.md");
+    fn the_book_states_the_declared_limits() {
+        let document = include_str!("../../../docs/security/limits.md");
         let start = "<!-- limits:start: rendered by limits::security_table; a test checks it -->\n";
         let end = "<!-- limits:end -->";
-        let from = document.find(start).expect("SECURITY.md lacks the limits:start marker") + start.len();
-        let to = document[from..].find(end).expect("SECURITY.md lacks the limits:end marker") + from;
-        assert_eq!(&document[from..to], security_table(), "paste this table into SECURITY.md:\n{}", security_table());
+        let from = document.find(start).expect("docs/security/limits.md lacks the limits:start marker") + start.len();
+        let to = document[from..].find(end).expect("docs/security/limits.md lacks the limits:end marker") + from;
+        assert_eq!(&document[from..to], security_table(), "paste this table into docs/security/limits.md:\n{}", security_table());
     }
 }

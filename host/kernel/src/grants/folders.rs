@@ -7,7 +7,7 @@
 //!   (`openat2` with `RESOLVE_BENEATH`, [`prompt_host_files::open_beneath`]),
 //!   so `..`, absolute paths and symlinks out, even one swapped in during
 //!   the call, are refused (`not-permitted`); a hard link to a file outside
-//!   cannot be told apart and is read (SECURITY.md);
+//!   cannot be told apart and is read (docs/security/grants.md);
 //! - **never blocking**: opens are non-blocking, and only regular files and
 //!   directories are kept (a FIFO, socket or device is refused with
 //!   `access` before anything could wait on it); files are read in chunks
