@@ -703,3 +703,35 @@ pub async fn run(command: Command) -> Result<(), CommandError> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The book's command reference (docs/commands.md) names every command
+    /// and every long option the command line accepts, so an option added
+    /// here cannot go undocumented.
+    #[test]
+    fn the_command_reference_names_every_command_and_option() {
+        let page = include_str!("../../docs/commands.md");
+        let mut missing = Vec::new();
+        let mut commands = vec![(String::from("prompt-host"), Cli::command())];
+        while let Some((path, command)) = commands.pop() {
+            if !page.contains(&path) {
+                missing.push(path.clone());
+            }
+            for argument in command.get_arguments() {
+                if let Some(long) = argument.get_long().filter(|long| !matches!(*long, "help" | "version")) {
+                    let option = format!("--{long}");
+                    if !page.contains(&option) {
+                        missing.push(format!("{path} {option}"));
+                    }
+                }
+            }
+            for sub in command.get_subcommands().filter(|sub| sub.get_name() != "help") {
+                commands.push((format!("{path} {}", sub.get_name()), sub.clone()));
+            }
+        }
+        assert!(missing.is_empty(), "docs/commands.md does not name {missing:?}");
+    }
+}

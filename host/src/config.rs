@@ -983,3 +983,74 @@ mod tests {
         assert!(error.contains("invalid type: string \"lots\""), "{error}");
     }
 }
+
+#[cfg(test)]
+mod reference {
+    use super::*;
+
+    /// What serde says of a key no table has, set in the table at `path`.
+    fn refusal(path: &str) -> String {
+        ServeConfig::from_toml(&format!("[{path}]\nnot_a_key_of_any_table = 1\n")).expect_err(path)
+    }
+
+    /// The keys of the table at `path`, as its own refusal of an unknown key
+    /// lists them ("expected one of `a`, `b`"), or None when it is no table
+    /// of fixed keys.
+    fn keys_of(path: &str) -> Option<Vec<String>> {
+        let refused = refusal(path);
+        let listed = refused.split("unknown field `not_a_key_of_any_table`, expected ").nth(1)?;
+        Some(listed.split('`').skip(1).step_by(2).map(str::to_string).collect())
+    }
+
+    /// Every key a config file may set, as `section.key` paths (a table of
+    /// names, such as `[plugins.NAME]`, walked through the name `NAME`).
+    fn every_key() -> Vec<String> {
+        let mut found = Vec::new();
+        let mut tables: Vec<String> = keys_of("").unwrap_or_default();
+        let top = ServeConfig::from_toml("not_a_key_of_any_table = 1\n").unwrap_err();
+        tables.extend(top.split('`').skip(3).step_by(2).map(str::to_string));
+        while let Some(path) = tables.pop() {
+            if let Some(keys) = keys_of(&path) {
+                tables.extend(keys.iter().map(|key| format!("{path}.{key}")));
+            } else if refusal(&path).contains("invalid type: integer") && !path.ends_with(".NAME") {
+                // A table of names: its entries are tables of their own.
+                tables.push(format!("{path}.NAME"));
+            } else {
+                found.push(path);
+            }
+        }
+        found.sort();
+        found
+    }
+
+    /// The book's config reference (docs/config-file.md, and for the
+    /// limits the generated table of docs/security/limits.md, to which it
+    /// points) names every key the parser accepts, so a key added to a
+    /// section cannot go undocumented.
+    #[test]
+    fn the_config_reference_names_every_key() {
+        let page = include_str!("../../docs/config-file.md");
+        let limits_page = include_str!("../../docs/security/limits.md");
+        let keys = every_key();
+        // The walk reached every section, the tables of names among them.
+        for expected in ["server.plugins", "limits.fuel", "plugins.NAME.limits.fuel", "plugins.NAME.grants.http", "tenants.NAME.plugins"] {
+            assert!(keys.iter().any(|key| key == expected), "{expected} not found in {keys:?}");
+        }
+        let named = |text: &str, word: &str| {
+            text.match_indices(word).any(|(at, _)| {
+                let is_key_char = |c: char| c.is_ascii_alphanumeric() || c == '_';
+                !text[..at].ends_with(is_key_char) && !text[at + word.len()..].starts_with(is_key_char)
+            })
+        };
+        let missing: Vec<&String> = keys
+            .iter()
+            .filter(|key| {
+                let words: Vec<&str> = key.split('.').filter(|word| *word != "NAME").collect();
+                let leaf = words.last().expect("a key has a name");
+                let in_limits = words.iter().rev().nth(1) == Some(&"limits");
+                !named(if in_limits { limits_page } else { page }, &format!("`{leaf}`")) && !named(page, leaf)
+            })
+            .collect();
+        assert!(missing.is_empty(), "docs/config-file.md does not name {missing:?}");
+    }
+}
