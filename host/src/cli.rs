@@ -286,6 +286,25 @@ pub enum TokenCommand {
         #[arg(long, value_name = "WHEN")]
         expires: Option<String>,
     },
+    /// List the named tokens of the tokens file: each one's name, tenant and
+    /// expiry, and whether it has expired (never a token or its digest).
+    List {
+        /// The tokens file `serve --auth-tokens-file` reads.
+        #[arg(long, value_name = "FILE")]
+        tokens_file: PathBuf,
+        /// Print one JSON array instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove the token named NAME from the tokens file, keeping the rest
+    /// of the file as written. A running server refuses it after SIGHUP.
+    Revoke {
+        /// The token's name, as `token new` was given it.
+        name: String,
+        /// The tokens file `serve --auth-tokens-file` reads.
+        #[arg(long, value_name = "FILE")]
+        tokens_file: PathBuf,
+    },
 }
 
 /// How `add`, `publish` and `sign` reach the reference's registry.
@@ -670,6 +689,33 @@ pub async fn run(command: Command) -> Result<(), CommandError> {
             println!("{token}"); // stdout-ok: a command's output for the shell, never under serve
             eprintln!(
                 "added the token {name:?} to {}: it is shown once, so store it now; send SIGHUP to a running server to accept it",
+                tokens_file.display()
+            );
+            Ok(())
+        }
+        Command::Token { command: TokenCommand::List { tokens_file, json } } => {
+            let listed = crate::transport::tokens::list_tokens(&tokens_file, std::time::SystemTime::now()).map_err(CommandError::Failed)?;
+            if json {
+                let text = serde_json::to_string_pretty(&listed).expect("listed tokens serialize");
+                println!("{text}"); // stdout-ok: a command's output for the shell, never under serve
+                return Ok(());
+            }
+            println!("NAME\tTENANT\tEXPIRES"); // stdout-ok: a command's output for the shell, never under serve
+            for token in listed {
+                let expires = match (&token.expires, token.expired) {
+                    (None, _) => "never".to_string(),
+                    (Some(at), false) => at.clone(),
+                    (Some(at), true) => format!("{at} (expired)"),
+                };
+                let tenant = token.tenant.as_deref().unwrap_or("-");
+                println!("{}\t{tenant}\t{expires}", token.name); // stdout-ok: a command's output for the shell, never under serve
+            }
+            Ok(())
+        }
+        Command::Token { command: TokenCommand::Revoke { name, tokens_file } } => {
+            crate::transport::tokens::revoke_token(&tokens_file, &name).map_err(CommandError::Failed)?;
+            eprintln!(
+                "revoked the token {name:?} in {}: send SIGHUP to a running server, which refuses it from its next request",
                 tokens_file.display()
             );
             Ok(())

@@ -117,3 +117,75 @@ fn a_token_for_a_tenant_the_configuration_does_not_serve_stops_the_start() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("names the tenant \"nowhere\", which the configuration does not serve: add [tenants.nowhere]"), "{stderr}");
 }
+
+/// `prompt-host token ARGS... --tokens-file FILE`: its exit code, stdout and stderr.
+fn token_command(file: &Path, args: &[&str]) -> (Option<i32>, String, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_prompt-host"))
+        .arg("token")
+        .args(args)
+        .args(["--tokens-file", file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    (output.status.code(), String::from_utf8(output.stdout).unwrap(), String::from_utf8(output.stderr).unwrap())
+}
+
+#[test]
+fn token_list_shows_the_tokens_and_token_revoke_removes_one_keeping_the_rest_of_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("tokens.toml");
+    let (alice, _) = token_new(&file, "alice", &["--expires", "2999-01-31"]);
+    let (bob, _) = token_new(&file, "bob", &["--expires", "2001-01-01"]);
+    let (ci, _) = token_new(&file, "ci", &[]);
+    // An operator's note in the file, which revoking another token keeps.
+    let noted =
+        std::fs::read_to_string(&file).unwrap().replace("\n[[token]]\nname = \"ci\"", "\n# the build server\n[[token]]\nname = \"ci\"");
+    std::fs::write(&file, &noted).unwrap();
+
+    let (code, listed, _) = token_command(&file, &["list"]);
+    assert_eq!(code, Some(0));
+    assert_eq!(listed, "NAME\tTENANT\tEXPIRES\nalice\t-\t2999-01-31\nbob\t-\t2001-01-01 (expired)\nci\t-\tnever\n");
+    let (code, json, _) = token_command(&file, &["list", "--json"]);
+    assert_eq!(code, Some(0));
+    let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(json[1], serde_json::json!({"name": "bob", "tenant": null, "expires": "2001-01-01", "expired": true}));
+    for token in [&alice, &bob, &ci] {
+        assert!(!listed.contains(token.as_str()) && !json.to_string().contains(token.as_str()));
+    }
+
+    let (mut child, stderr, addr) = spawn_http("127.0.0.1:0", &["--auth-tokens-file", file.to_str().unwrap()]);
+    wait_for_text(&stderr, &format!("bearer tokens in force: 3 named from {}", file.display()), 1);
+    assert_eq!(status(addr, Some(&alice)), 200);
+
+    let (code, _, said) = token_command(&file, &["revoke", "alice"]);
+    assert_eq!(code, Some(0), "{said}");
+    assert!(said.starts_with("revoked the token \"alice\" in "), "{said}");
+    let after = std::fs::read_to_string(&file).unwrap();
+    assert!(!after.contains("\"alice\"") && after.contains("# the build server\n[[token]]\nname = \"ci\""), "{after}");
+    assert_eq!(
+        after,
+        noted.replacen(
+            &noted[noted.find("\n[[token]]\nname = \"alice\"").unwrap()..noted.find("\n[[token]]\nname = \"bob\"").unwrap()],
+            "",
+            1
+        )
+    );
+    // Nothing is left beside the file: no lock, no half-written copy.
+    let mut names: Vec<String> =
+        std::fs::read_dir(dir.path()).unwrap().map(|entry| entry.unwrap().file_name().into_string().unwrap()).collect();
+    names.sort();
+    assert_eq!(names, ["tokens.toml"]);
+
+    assert_eq!(status(addr, Some(&alice)), 200, "not before SIGHUP");
+    send_signal(child.id(), "HUP");
+    wait_for_text(&stderr, "SIGHUP: bearer tokens read again: 2 named from", 1);
+    assert_eq!(status(addr, Some(&alice)), 401);
+    assert_eq!(status(addr, Some(&ci)), 200);
+
+    // A name the file does not hold is refused, and the file is left as it was.
+    let (code, _, said) = token_command(&file, &["revoke", "alice"]);
+    assert_eq!(code, Some(1));
+    assert!(said.contains(&format!("the tokens file {} has no token named \"alice\"", file.display())), "{said}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), after);
+    let _ = child.kill();
+    let _ = child.wait();
+}

@@ -189,6 +189,7 @@ impl Tokens {
             current: ArcSwap::default(),
         };
         let set = tokens.read_files().map_err(TransportError::Start)?;
+        tracing::info!("bearer tokens in force: {}", tokens.describe(&set));
         tokens.current.store(Arc::new(set));
         Ok(Some(Arc::new(tokens)))
     }
@@ -214,6 +215,20 @@ impl Tokens {
         Ok(set)
     }
 
+    /// What `set`, read from these files, holds, for the log: how many
+    /// named tokens from which file, and the token of which file.
+    fn describe(&self, set: &TokenSet) -> String {
+        let named = set.tokens.values().filter(|token| token.name.is_some()).count();
+        let mut parts = Vec::new();
+        if let Some(path) = &self.named {
+            parts.push(format!("{named} named from {}", path.display()));
+        }
+        if let Some(path) = &self.single {
+            parts.push(format!("the token of {}", path.display()));
+        }
+        parts.join(", and ")
+    }
+
     /// The tokens in force now.
     pub fn current(&self) -> Arc<TokenSet> {
         self.current.load_full()
@@ -232,9 +247,10 @@ impl Tokens {
                 tracing::error!("SIGHUP: the bearer tokens in force are kept: the token files name no token now");
             }
             Ok(set) => {
+                let described = self.describe(&set);
                 let before = self.current.swap(Arc::new(set));
                 let after = self.current.load();
-                tracing::info!(tokens = after.len(), before = before.len(), "SIGHUP: bearer tokens read again");
+                tracing::info!(tokens = after.len(), before = before.len(), "SIGHUP: bearer tokens read again: {described}");
             }
             Err(problem) => {
                 tracing::error!("SIGHUP: the bearer tokens in force are kept: {}", problem.escape_debug());
@@ -337,15 +353,98 @@ pub fn new_token(name: &str, tenant: Option<&str>, expires: Option<&str>) -> Res
 /// the tokens file `path` (created, readable by its owner only, if missing),
 /// after checking that the file with it reads, has no other token of that
 /// name and stays within what the host reads; returns the token, to be
-/// printed once. The file is written whole beside the old one (keeping its
-/// permissions, and its owner where allowed) and renamed into place, under
-/// a lock (`FILE.lock`), so that neither a server reading it at SIGHUP nor
-/// another `token new` sees half of it.
+/// printed once.
 pub fn add_new_token(path: &Path, name: &str, tenant: Option<&str>, expires: Option<&str>) -> Result<String, String> {
+    let mut token = String::new();
+    rewrite_tokens_file(path, |existing, set| {
+        if set.tokens.values().any(|token| token.name.as_deref() == Some(name)) {
+            return Err(format!("the tokens file {} already has a token named {name:?}: remove its entry first", path.display()));
+        }
+        let entry;
+        (token, entry) = new_token(name, tenant, expires)?;
+        let header = "# Bearer tokens prompt-host accepts (--auth-tokens-file), each as the SHA-256 of the token.\n\
+                      # Add one with `prompt-host token new NAME`; revoke one with `prompt-host token revoke NAME`, then SIGHUP.\n";
+        Ok(format!("{}{entry}", existing.unwrap_or(header)))
+    })?;
+    Ok(token)
+}
+
+/// `prompt-host token revoke`: removes the entry of the token named `name`
+/// from the tokens file `path`, keeping the rest of the file as written
+/// (its comments and layout). A running server refuses the token from the
+/// first request after SIGHUP.
+pub fn revoke_token(path: &Path, name: &str) -> Result<(), String> {
+    check_name(name)?;
+    rewrite_tokens_file(path, |existing, _| {
+        let shown = path.display();
+        let Some(existing) = existing else { return Err(format!("there is no tokens file {shown}")) };
+        let mut document: toml_edit::DocumentMut =
+            existing.parse().map_err(|error: toml_edit::TomlError| format!("the tokens file {shown}: {}", error.message()))?;
+        let entries = document.get_mut("token").and_then(toml_edit::Item::as_array_of_tables_mut);
+        let Some(entries) = entries else { return Err(format!("the tokens file {shown} has no token named {name:?}")) };
+        let position = entries.iter().position(|entry| entry.get("name").and_then(toml_edit::Item::as_str) == Some(name));
+        let Some(position) = position else { return Err(format!("the tokens file {shown} has no token named {name:?}")) };
+        // The comments above the first entry are the file's header: they
+        // stay, above whatever comes next. (An entry's own comments, above
+        // a later entry, go with it.)
+        let header = match position {
+            0 => entries.get(0).and_then(|entry| entry.decor().prefix()).and_then(|prefix| prefix.as_str()).map(str::to_string),
+            _ => None,
+        };
+        entries.remove(position);
+        match (header, entries.get_mut(0)) {
+            (Some(header), Some(next)) => {
+                let own = next.decor().prefix().and_then(|prefix| prefix.as_str()).unwrap_or("").to_string();
+                next.decor_mut().set_prefix(format!("{}{own}", header.trim_end_matches('\n').to_string() + "\n"));
+            }
+            (Some(header), None) => document.set_trailing(header),
+            (None, _) => {}
+        }
+        Ok(document.to_string())
+    })
+}
+
+/// A named token as `prompt-host token list` shows it: never its digest.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ListedToken {
+    pub name: String,
+    pub tenant: Option<String>,
+    /// As written in the file.
+    pub expires: Option<String>,
+    /// Whether it has expired (at `now`).
+    pub expired: bool,
+}
+
+/// `prompt-host token list`: the named tokens of the tokens file `path`,
+/// in the file's order, checked as the server reads them.
+pub fn list_tokens(path: &Path, now: SystemTime) -> Result<Vec<ListedToken>, String> {
+    let text = prompt_host_files::read_text(path).map_err(|error| format!("cannot read the tokens file {}: {error}", path.display()))?;
+    let set = TokenSet::named(path, &text)?;
+    let file: TokensFile = toml::from_str(&text).map_err(|error| error.message().to_string())?;
+    let expired =
+        |name: &str| set.tokens.values().any(|token| token.name.as_deref() == Some(name) && token.expires.is_some_and(|at| at <= now));
+    Ok(file
+        .token
+        .into_iter()
+        .map(|entry| ListedToken { expired: expired(&entry.name), name: entry.name, tenant: entry.tenant, expires: entry.expires })
+        .collect())
+}
+
+/// Rewrites the tokens file `path` with what `change` makes of its text
+/// (None when there is none yet) and of the tokens it names, after checking
+/// that the new text reads and stays within what the host reads. The file
+/// is written whole beside the old one (keeping its permissions, and its
+/// owner where allowed) and renamed into place, under a lock on its folder,
+/// so that neither a server reading it at SIGHUP nor another `token`
+/// command sees half of it, and nothing is left beside it.
+fn rewrite_tokens_file(path: &Path, change: impl FnOnce(Option<&str>, &TokenSet) -> Result<String, String>) -> Result<(), String> {
     let shown = path.display();
     let file_name = path.file_name().and_then(|name| name.to_str()).unwrap_or("tokens");
-    let lock = prompt_host_files::open_append(&path.with_file_name(format!("{file_name}.lock")))
-        .map_err(|error| format!("cannot lock the tokens file {shown}: {error}"))?;
+    let folder = match path.parent() {
+        Some(folder) if !folder.as_os_str().is_empty() => folder,
+        _ => Path::new("."),
+    };
+    let lock = std::fs::File::open(folder).map_err(|error| format!("cannot lock the tokens file {shown}: {error}"))?;
     rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive)
         .map_err(|error| format!("cannot lock the tokens file {shown}: {error}"))?;
     let existing = match std::fs::symlink_metadata(path) {
@@ -354,13 +453,7 @@ pub fn add_new_token(path: &Path, name: &str, tenant: Option<&str>, expires: Opt
         Err(error) => return Err(format!("cannot read the tokens file {shown}: {error}")),
     };
     let set = TokenSet::named(path, existing.as_deref().unwrap_or(""))?;
-    if set.tokens.values().any(|token| token.name.as_deref() == Some(name)) {
-        return Err(format!("the tokens file {shown} already has a token named {name:?}: remove its entry first"));
-    }
-    let (token, entry) = new_token(name, tenant, expires)?;
-    let header = "# Bearer tokens prompt-host accepts (--auth-tokens-file), each as the SHA-256 of the token.\n\
-                  # Add one with `prompt-host token new NAME`; remove its entry and send SIGHUP to revoke it.\n";
-    let text = format!("{}{entry}", existing.as_deref().unwrap_or(header));
+    let text = change(existing.as_deref(), &set)?;
     if text.len() as u64 > prompt_host_files::MAX_SMALL_FILE_BYTES {
         return Err(format!(
             "the tokens file {shown} would be more than the {} bytes the host reads",
@@ -386,8 +479,7 @@ pub fn add_new_token(path: &Path, name: &str, tenant: Option<&str>, expires: Opt
         file.sync_all()?;
         std::fs::rename(&temporary, path)
     };
-    write().map_err(|error| format!("cannot write the tokens file {shown}: {error}"))?;
-    Ok(token)
+    write().map_err(|error| format!("cannot write the tokens file {shown}: {error}"))
 }
 
 #[cfg(test)]
@@ -396,6 +488,22 @@ mod tests {
 
     fn set(text: &str) -> Result<TokenSet, String> {
         TokenSet::named(Path::new("tokens.toml"), text)
+    }
+
+    #[test]
+    fn revoking_the_last_token_keeps_the_files_header() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("tokens.toml");
+        add_new_token(&file, "only", None, None).unwrap();
+        revoke_token(&file, "only").unwrap();
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(text.starts_with("# Bearer tokens prompt-host accepts (--auth-tokens-file)"), "{text}");
+        assert!(set(&text).unwrap().is_empty());
+        assert_eq!(list_tokens(&file, SystemTime::now()).unwrap(), []);
+        assert_eq!(revoke_token(&file, "only").unwrap_err(), format!("the tokens file {} has no token named \"only\"", file.display()));
+        // A new token after it reads as any other.
+        add_new_token(&file, "next", None, None).unwrap();
+        assert_eq!(list_tokens(&file, SystemTime::now()).unwrap()[0].name, "next");
     }
 
     #[test]
