@@ -6,6 +6,7 @@ that served calls and refused a client: no rule and no query errs, and the
 ones that should see data do."""
 
 import json
+import re
 import socket
 import subprocess
 import tempfile
@@ -25,6 +26,51 @@ from server import ROOT, http_server
 DEPLOY = ROOT / "docs/deploy"
 RULES = DEPLOY / "prometheus-rules.yml"
 DASHBOARD = json.loads((DEPLOY / "grafana-dashboard.json").read_text())
+
+
+def reference_rows() -> dict[str, tuple[str, set[str]]]:
+    """docs/operating.md's metrics table: each metric's type and labels."""
+    rows = {}
+    for line in (ROOT / "docs/operating.md").read_text().splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) == 4 and cells[0].startswith("`prompt_host_"):
+            kind = cells[1].split()[0]
+            labels = set(re.findall(r"`([a-z_]+)`", cells[2]))
+            for name in re.findall(r"`(prompt_host_[a-z_]+)`", cells[0]):
+                rows[name] = (kind, labels)
+    return rows
+
+
+def metrics_the_reference_misses(exposition: str) -> list[str]:
+    """What of a Prometheus text exposition the reference does not say: a
+    family it does not name, of another type, or a label it does not list."""
+    rows, missed, types = reference_rows(), [], {}
+    for line in exposition.splitlines():
+        typed = re.match(r"# TYPE (prompt_host_\w+) (\w+)", line)
+        if typed:
+            types[typed.group(1)] = typed.group(2)
+            if typed.group(1) not in rows:
+                missed.append(f"{typed.group(1)}: not in the table")
+            elif rows[typed.group(1)][0] != typed.group(2):
+                missed.append(f"{typed.group(1)}: a {typed.group(2)}, the table says {rows[typed.group(1)][0]}")
+        sample = re.match(r"(prompt_host_\w+?)(_bucket|_sum|_count)?\{(.*)\} ", line)
+        if sample and sample.group(1) in rows:
+            for label in re.findall(r'(\w+)="', sample.group(3)):
+                if label != "le" and label not in rows[sample.group(1)][1]:
+                    missed.append(f"{sample.group(1)}: label {label} not listed")
+    assert len(types) >= 15, f"too few families scraped to check: {sorted(types)}"
+    return sorted(set(missed))
+
+
+def test_the_metrics_check_finds_what_the_reference_misses():
+    exposition = ("# TYPE prompt_host_new_thing_total counter\n"
+                  "# TYPE prompt_host_plugins_loaded counter\n"
+                  'prompt_host_plugin_calls_total{plugin="a",method="list",outcome="ok",tenant="x"} 1\n' +
+                  "".join(f"# TYPE prompt_host_filler_{index} gauge\n" for index in range(15)))
+    missed = metrics_the_reference_misses(exposition)
+    assert "prompt_host_new_thing_total: not in the table" in missed
+    assert "prompt_host_plugins_loaded: a counter, the table says gauge" in missed
+    assert "prompt_host_plugin_calls_total: label tenant not listed" in missed
 
 
 def free_port() -> int:
@@ -62,6 +108,10 @@ async def test_every_dashboard_query_and_alert_rule_runs_on_a_real_prometheus(tm
             with pytest.raises(MCPError):
                 await session.get_prompt("spin", {})
         assert httpx2.post(url, json={}, headers={"Authorization": "Bearer wrong"}).status_code == 401
+        # The metrics reference names every family the live /metrics serves,
+        # with its type and every label its samples carry.
+        scraped = httpx2.get(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10).text
+        assert metrics_the_reference_misses(scraped) == []
 
         web_port = free_port()
         config = tmp_path / "prometheus.yml"
