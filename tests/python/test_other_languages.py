@@ -128,3 +128,18 @@ async def test_packs_in_javascript_and_python_see_what_they_are_granted_with_the
                 assert await text("env", {"name": "PATH"}) == "PATH=(not set)"
     finally:
         origin.shutdown()
+
+
+def test_the_python_pack_that_reads_a_granted_folder_runs_as_written(tmp_path):
+    """docs/other-languages.md, "A Python pack that reads a granted folder",
+    run as written: the template API's wants, a prompt in code that reads
+    the granted folder with open(), and its reply embedding the lines."""
+    import os
+
+    from doc_runner import environment, run_document
+
+    env = environment(BINARY)
+    env["PATH"] = f"{ROOT / 'tests/.venv/bin'}{os.pathsep}{env['PATH']}"
+    checks = run_document((ROOT / "docs/other-languages.md").read_text(), tmp_path, env)
+    # new, the build, get and its output.
+    assert checks == 4

@@ -256,3 +256,26 @@ def test_the_python_library_embeds_a_skills_folder_as_the_rust_sdk_does():
         ran = subprocess.run([str(PYTHON), str(work / "runner.py")], cwd="/", capture_output=True, text=True)
         assert ran.returncode == 0, ran.stderr
         assert json.loads(ran.stdout) == [[path, expected_files[path]] for path in EMBEDDED_IN_ORDER]
+
+
+def test_both_libraries_name_a_users_mistake_and_their_own_failure_alike():
+    """invalid_arguments / invalidArguments (-32602) and internal (-32603):
+    the same WIT error in both libraries."""
+    with tempfile.TemporaryDirectory() as work:
+        work = Path(work)
+        (work / "prompt-pack.js").write_text(JS_LIBRARY.read_text())
+        (work / "runner.mjs").write_text('import { internal, invalidArguments } from "./prompt-pack.js";\n'
+                                         'console.log(JSON.stringify([invalidArguments("bad"), internal("down")]));\n')
+        ran = subprocess.run(["node", "runner.mjs"], cwd=work, capture_output=True, text=True)
+        assert ran.returncode == 0, ran.stderr
+        assert json.loads(ran.stdout) == [{"tag": "invalid-arguments", "val": "bad"}, {"tag": "internal", "val": "down"}]
+
+        python_library_beside_its_bindings(work)
+        (work / "runner.py").write_text(
+            "import prompt_pack\n"
+            "from wit_world.exports.prompt_provider import PromptError_Internal, PromptError_InvalidArguments\n"
+            "assert prompt_pack.invalid_arguments('bad').value == PromptError_InvalidArguments('bad')\n"
+            "assert prompt_pack.internal('down').value == PromptError_Internal('down')\n"
+            "print('same')\n")
+        ran = subprocess.run([str(PYTHON), "runner.py"], cwd=work, capture_output=True, text=True)
+        assert (ran.returncode, ran.stdout) == (0, "same\n"), ran.stderr

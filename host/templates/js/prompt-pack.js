@@ -170,6 +170,12 @@ export function invalidArguments(why) {
   return { tag: "invalid-arguments", val: why };
 }
 
+/** Thrown from replyWith: the pack could not answer, for a reason of its
+ *  own, not the user's (-32603, naming the pack and saying why). */
+export function internal(why) {
+  return { tag: "internal", val: why };
+}
+
 // The MCP limit on the suggestions of one completion.
 const MAX_COMPLETIONS = 100;
 

@@ -180,6 +180,12 @@ def invalid_arguments(why: str) -> Err:
     return Err(PromptError_InvalidArguments(why))
 
 
+def internal(why: str) -> Err:
+    """Raised from reply_with: the pack could not answer, for a reason of its
+    own, not the user's (-32603, naming the pack and saying why)."""
+    return Err(PromptError_Internal(why))
+
+
 # The MCP limit on the suggestions of one completion.
 MAX_COMPLETIONS = 100
 
