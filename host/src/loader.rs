@@ -27,12 +27,14 @@ use prompt_host_trust::lockfile::{LockedPack, Lockfile};
 use prompt_host_trust::pack_store::PackStore;
 use prompt_host_trust::signature::{self, SignatureError, SignaturePolicy, Verified};
 
+/// How often a compile that is still running says so in the log.
+pub const COMPILE_PROGRESS_EVERY: Duration = Duration::from_secs(5);
+
 /// The versions of the WIT package this host accepts, for people:
 /// "prompt-host:prompts 0.1.x, 0.2.x, 0.3.x or 0.4.x" (a 0.y release is compatible within
 /// y; see [`WitVersion::ACCEPTED`]).
 pub fn accepted_wit_versions() -> String {
-    let package = PROVIDER_INTERFACE.split_once('/').map_or(PROVIDER_INTERFACE, |(package, _)| package);
-    format!("{package} {}", accepted_versions())
+    format!("{} {}", prompt_host_kernel::bindings::PACKAGE, accepted_versions())
 }
 
 /// "0.1.x, 0.2.x, 0.3.x or 0.4.x".
@@ -441,9 +443,9 @@ impl Loader {
     /// Checks that the bytes are a component, then takes its compiled form
     /// from the cache or compiles it (and caches it). Both run off the async
     /// runtime: compiling is CPU-bound and takes milliseconds to seconds.
-    /// A compile is logged when it starts and when it ends: a large pack (a
-    /// JavaScript or Python runtime) compiles for seconds, which should not
-    /// pass in silence.
+    /// A compile is logged when it starts, every [`COMPILE_PROGRESS_EVERY`]
+    /// while it runs, and when it ends: a large pack (a JavaScript or Python
+    /// runtime) compiles for seconds, which should not pass in silence.
     pub async fn compile(&self, id: &str, bytes: &[u8], digest: &str) -> Result<(Component, Origin), LoadError> {
         check_header(bytes)?;
         if let Some(component) = self.cached(digest).await {
@@ -456,8 +458,10 @@ impl Loader {
             return Ok((component, Origin::Cache));
         }
         let (sandbox, cache) = (self.sandbox.clone(), self.cache.clone());
+        let name = id.escape_debug().to_string();
         let (id, bytes, digest) = (id.to_string(), bytes.to_vec(), digest.to_string());
-        tokio::task::spawn_blocking(move || {
+        let started = Instant::now();
+        let compile = tokio::task::spawn_blocking(move || {
             // The name is the file's, chosen by the operator; escaped all the same.
             let name = id.escape_debug();
             tracing::info!(plugin = %name, bytes = bytes.len(), "compiling {name} ({})…", megabytes(bytes.len()));
@@ -469,9 +473,17 @@ impl Loader {
                 cache.store(&digest, &component);
             }
             Ok((component, Origin::Compiled))
-        })
-        .await
-        .expect("the compile task does not panic")
+        });
+        tokio::pin!(compile);
+        let mut progress = tokio::time::interval_at(tokio::time::Instant::now() + COMPILE_PROGRESS_EVERY, COMPILE_PROGRESS_EVERY);
+        loop {
+            tokio::select! {
+                compiled = &mut compile => return compiled.expect("the compile task does not panic"),
+                _ = progress.tick() => {
+                    tracing::info!(plugin = %name, "still compiling {name}: {} so far…", seconds(started.elapsed()));
+                }
+            }
+        }
     }
 
     /// The compiled component of the pack with this digest, if the cache has

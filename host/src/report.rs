@@ -33,10 +33,18 @@ impl Report {
         if let Some(signature) = &self.signature {
             writeln!(f, "  signed    {signature}")?;
         }
-        for (label, names) in [("exports", &self.exports), ("imports", &self.imports)] {
+        // What the host calls, apart from what it never does: a toolchain's
+        // own exports (componentize-py's build-time `exports`), which look
+        // like part of the pack's contract and are not.
+        let contract = format!("{}/", prompt_host_kernel::bindings::PACKAGE);
+        let (called, never_called): (Vec<String>, Vec<String>) = self.exports.iter().cloned().partition(|name| name.starts_with(&contract));
+        for (label, names) in [("exports", &called), ("imports", &self.imports)] {
             if !names.is_empty() {
                 writeln!(f, "  {label:<9} {}", wrapped(names, "\n            "))?;
             }
+        }
+        if !never_called.is_empty() {
+            writeln!(f, "  ignored   {} (exported, never called: not in the WIT contract)", wrapped(&never_called, "\n            "))?;
         }
         if let Some(version) = &self.wit_version {
             writeln!(f, "  wit       prompt-host:prompts {version}")?;

@@ -213,3 +213,16 @@ async def test_the_claude_desktop_block_bridges_through_mcp_remote(token_server,
     log = stderr.read_text()
     assert f"(via mcp-remote {mcp_remote_version()})" in log, log
     assert "Replacing ${AUTH_HEADER} with environment value" in log, log
+
+
+def test_the_readme_is_a_front_door():
+    """README.md stays short (issue "Docs a newcomer can read in one
+    sitting": at most 250 lines), and from it each of the three readers
+    finds their part of the book in one click."""
+    lines = README.count("\n")
+    assert lines <= 250, f"README.md is {lines} lines"
+    for page in ["docs/tutorial.md", "docs/writing-packs.md",  # a pack author
+                 "docs/config-file.md", "docs/operating.md", "docs/http.md",  # an operator
+                 "docs/clients.md"]:  # a client's user
+        assert f"]({page})" in README, page
+        assert (ROOT / page).exists(), page

@@ -143,3 +143,28 @@ def test_the_python_pack_that_reads_a_granted_folder_runs_as_written(tmp_path):
     checks = run_document((ROOT / "docs/other-languages.md").read_text(), tmp_path, env)
     # new, the build, get and its output.
     assert checks == 4
+
+
+def test_inspect_tells_a_long_compile_and_a_toolchains_own_exports():
+    """A JavaScript pack on SpiderMonkey compiles for seconds (about 9 to
+    14 s on a 2-core machine): the log says so while it runs, every 5 s, not
+    only at its start and end. A Python pack exports componentize-py's
+    build-time `exports` interface, which the host never calls: inspect
+    lists it apart from the contract's exports."""
+    import re
+    import subprocess
+
+    from doc_runner import environment
+
+    env = environment(BINARY)
+    env["RUST_LOG"] = "info"
+    compiled = subprocess.run([BINARY, "inspect", "--no-cache", str(COMPONENTS / "js_code_review.wasm")], env=env,
+                              capture_output=True, text=True)
+    assert compiled.returncode == 0, compiled.stderr
+    assert re.search(r"INFO prompt_host::loader: still compiling js_code_review: 5\.\d s so far…", compiled.stderr), \
+        compiled.stderr
+    inspected = subprocess.run([BINARY, "inspect", str(COMPONENTS / "py_code_review.wasm")], env=env,
+                               capture_output=True, text=True)
+    assert inspected.returncode == 0, inspected.stderr
+    assert "\n  exports   prompt-host:prompts/prompt-provider@0.1.0\n" in inspected.stdout, inspected.stdout
+    assert "\n  ignored   exports (exported, never called: not in the WIT contract)\n" in inspected.stdout, inspected.stdout

@@ -26,8 +26,12 @@ pub mod v0_2;
 pub mod v0_3;
 pub mod v0_4;
 
+/// The WIT package of the contract, without its version: every interface a
+/// pack exports for the host to call is one of its.
+pub const PACKAGE: &str = "prompt-host:prompts";
+
 /// The fully qualified name of the interface every pack must export, without
-/// its version.
+/// its version (an interface of [`PACKAGE`]).
 pub const PROVIDER_INTERFACE: &str = "prompt-host:prompts/prompt-provider";
 
 /// A version of the WIT package a pack may target.
@@ -496,3 +500,11 @@ use get_prompt_since_v0_2;
 use kept_from_v0_1;
 use linked_by_bindgen;
 use typed_since_v0_3;
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_provider_interface_is_an_interface_of_the_package() {
+        assert_eq!(super::PROVIDER_INTERFACE.split_once('/').map(|(package, _)| package), Some(super::PACKAGE));
+    }
+}
