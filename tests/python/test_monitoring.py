@@ -21,6 +21,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
+from doc_runner import blocks as doc_blocks
 from server import ROOT, http_server
 
 DEPLOY = ROOT / "docs/deploy"
@@ -115,11 +116,14 @@ async def test_every_dashboard_query_and_alert_rule_runs_on_a_real_prometheus(tm
 
         web_port = free_port()
         config = tmp_path / "prometheus.yml"
+        # docs/operating.md's scrape config, as written but for the port and
+        # the rules' path, after a global section that scrapes every second.
+        [documented] = [body for info, body in doc_blocks((ROOT / "docs/operating.md").read_text()) if info == "yaml"]
+        assert "prometheus-rules.yml   #" in documented and '"127.0.0.1:9464"' in documented, documented
         config.write_text(
             "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
-            f"rule_files:\n  - {RULES}\n"
-            "scrape_configs:\n  - job_name: prompt-host\n    static_configs:\n"
-            f"      - targets: ['127.0.0.1:{metrics_port}']\n"
+            + documented.replace("prometheus-rules.yml   #", f"{RULES}   #")
+            .replace('"127.0.0.1:9464"', f'"127.0.0.1:{metrics_port}"')
         )
         with tempfile.TemporaryDirectory() as storage:
             prometheus = subprocess.Popen(
