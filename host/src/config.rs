@@ -136,6 +136,10 @@ pub struct ServeConfig {
     pub prompts_as_tools: bool,
     /// Each tenant's own `prompts_as_tools`, where its section sets one.
     pub tenant_prompts_as_tools: BTreeMap<String, bool>,
+    /// How often `serve` resolves each configured `source` again and
+    /// installs what changed, as `prompt-host update` does
+    /// (`server.update_interval`, such as `"60s"`; off by default).
+    pub update_interval: Option<std::time::Duration>,
     /// The limits of every plugin without its own.
     pub limits: Limits,
     /// Settings of the sandbox shared by all plugins.
@@ -258,6 +262,7 @@ impl Default for ServeConfig {
             list_ttl_ms: DEFAULT_LIST_TTL_MS,
             prompts_as_tools: false,
             tenant_prompts_as_tools: BTreeMap::new(),
+            update_interval: None,
             limits: Limits::default(),
             sandbox: SandboxConfig::default(),
             elicitation: ElicitationLimits::default(),
@@ -436,6 +441,7 @@ impl ServeConfig {
         }
         config.list_ttl_ms = file.server.list_ttl_ms.unwrap_or(config.list_ttl_ms);
         config.prompts_as_tools = file.server.prompts_as_tools.unwrap_or(config.prompts_as_tools);
+        config.update_interval = file.server.update_interval.as_deref().map(update_interval).transpose()?;
         config.limits = file.limits.apply(&config.limits);
         config.sandbox = file.sandbox.apply(&config.sandbox)?;
         config.elicitation = file.elicitation.apply(config.elicitation)?;
@@ -618,6 +624,38 @@ struct ConfigFile {
     authorization: Option<AuthorizationSection>,
     #[serde(default)]
     tenants: BTreeMap<String, TenantSection>,
+}
+
+/// The shortest and longest `server.update_interval`: a registry is asked
+/// at most once a second per source, and at least once a day.
+const UPDATE_INTERVAL_RANGE: (u64, u64) = (1, 86_400);
+
+/// `server.update_interval`: a whole number of seconds, minutes or hours
+/// (`"90s"`, `"5m"`, `"1h"`), within [`UPDATE_INTERVAL_RANGE`].
+fn update_interval(text: &str) -> Result<std::time::Duration, String> {
+    let refused = || {
+        format!(
+            "server.update_interval: {:?} is not a whole number of seconds, minutes or hours (\"90s\", \"5m\", \"1h\") from {} s to {} h",
+            prompt_host_kernel::validate::error_message(text),
+            UPDATE_INTERVAL_RANGE.0,
+            UPDATE_INTERVAL_RANGE.1 / 3600
+        )
+    };
+    let split = text.find(|c: char| !c.is_ascii_digit()).ok_or_else(refused)?;
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number.parse().map_err(|_| refused())?;
+    let seconds = match unit {
+        "s" => Some(number),
+        "m" => number.checked_mul(60),
+        "h" => number.checked_mul(3600),
+        _ => None,
+    };
+    match seconds {
+        Some(seconds) if (UPDATE_INTERVAL_RANGE.0..=UPDATE_INTERVAL_RANGE.1).contains(&seconds) => {
+            Ok(std::time::Duration::from_secs(seconds))
+        }
+        _ => Err(refused()),
+    }
 }
 
 /// What is wrong in a config file's text, and where (line and column):
@@ -981,6 +1019,30 @@ mod tests {
         let error = ServeConfig::from_toml("[limits]\nfuel = \"lots\"\n").unwrap_err();
         assert!(error.contains("fuel"), "{error}");
         assert!(error.contains("invalid type: string \"lots\""), "{error}");
+    }
+}
+
+#[cfg(test)]
+mod update_interval_tests {
+    use super::*;
+
+    #[test]
+    fn an_update_interval_is_whole_seconds_minutes_or_hours_within_its_range() {
+        let interval =
+            |text: &str| ServeConfig::from_toml(&format!("[server]\nupdate_interval = {text:?}\n")).map(|config| config.update_interval);
+        assert_eq!(interval("90s"), Ok(Some(std::time::Duration::from_secs(90))));
+        assert_eq!(interval("5m"), Ok(Some(std::time::Duration::from_secs(300))));
+        assert_eq!(interval("24h"), Ok(Some(std::time::Duration::from_secs(86_400))));
+        assert_eq!(ServeConfig::from_toml("").unwrap().update_interval, None);
+        for refused in ["0s", "25h", "1.5m", "60", "s", "10 s", "99999999999999999999h"] {
+            assert_eq!(
+                interval(refused).unwrap_err(),
+                format!(
+                    "server.update_interval: {refused:?} is not a whole number of seconds, minutes or hours (\"90s\", \"5m\", \"1h\") from 1 s to 24 h"
+                ),
+                "{refused}"
+            );
+        }
     }
 }
 

@@ -969,3 +969,91 @@ pub async fn install_sources(config: &ServeConfig) {
         }
     }
 }
+
+/// For `serve` with `[server] update_interval`: follows the registry while
+/// serving. Every interval, give or take a tenth (so that replicas started
+/// together do not ask at once), each pack the config names by source is
+/// installed if it is not yet, and its reference resolved again and what
+/// changed installed exactly as `prompt-host update` does (signature policy,
+/// never an older pack, the lockfile, one rename into the plugin directory,
+/// whose watcher loads it and tells clients). `config` is read again at each
+/// round (a SIGHUP's new sources are followed too); None keeps the round
+/// out. A refusal (a bad signature, an older version, a registry down)
+/// keeps what is installed, is counted, and is logged when its reason
+/// changes, not at every round. Each round asks a registry once per source;
+/// it runs beside the requests, which never wait for it.
+pub async fn follow_sources(config: impl Fn() -> Option<ServeConfig>, every: std::time::Duration) {
+    let mut said: std::collections::HashMap<String, String> = std::collections::HashMap::new();
+    loop {
+        tokio::time::sleep(jittered(every)).await;
+        let Some(config) = config() else { continue };
+        let sourced: Vec<String> =
+            config.plugins.iter().filter(|(_, plugin)| plugin.source.is_some()).map(|(name, _)| name.clone()).collect();
+        if sourced.is_empty() {
+            continue;
+        }
+        let installation = match Installation::new(&config) {
+            Ok(installation) => installation,
+            Err(error) => {
+                tell_once(&mut said, "", &format!("packs named by source not followed: {error}"));
+                continue;
+            }
+        };
+        for (name, outcome) in installation.install_sources().await {
+            if let Err(error) = outcome {
+                crate::metrics::pack_update(&name, "refused");
+                tell_once(&mut said, &name, &format!("not installed from its source: {error}"));
+            }
+        }
+        for name in sourced {
+            let outcome = match installation.update(Some(&name), None, false, &|_, _| {}).await {
+                Ok(mut outcomes) => outcomes.pop().map(|(_, outcome)| outcome),
+                // Not installed (the round above said why): nothing to update.
+                Err(InstallError::NotInstalled { .. }) => None,
+                Err(error) => Some(Err(error)),
+            };
+            let plugin = name.escape_debug().to_string();
+            match outcome {
+                None => {}
+                Some(Ok(Updated::UpToDate(_))) => {
+                    crate::metrics::pack_update(&name, "up-to-date");
+                    said.remove(&name);
+                }
+                Some(Ok(Updated::Replaced { pack, previous })) | Some(Ok(Updated::Moved { pack, previous })) => {
+                    crate::metrics::pack_update(&name, "updated");
+                    said.remove(&name);
+                    tracing::info!(plugin, reference = pack.reference, digest = pack.digest, previous, "updated from its source");
+                }
+                Some(Ok(Updated::Restored(pack))) => {
+                    crate::metrics::pack_update(&name, "restored");
+                    said.remove(&name);
+                    tracing::warn!(plugin, digest = pack.digest, "its plugin file had changed or gone: put back from its source");
+                }
+                Some(Err(error)) => {
+                    crate::metrics::pack_update(&name, "refused");
+                    tell_once(&mut said, &name, &format!("not updated, the installed pack stays: {error}"));
+                }
+            }
+        }
+    }
+}
+
+/// Logs `reason` for plugin `name` (none: `""`) unless it was the last
+/// thing said of it.
+fn tell_once(said: &mut std::collections::HashMap<String, String>, name: &str, reason: &str) {
+    if said.get(name).map(String::as_str) != Some(reason) {
+        // The reason may quote what a registry sent: a Debug field, escaped.
+        tracing::warn!(plugin = %name.escape_debug(), reason = ?reason, "following the registry");
+        said.insert(name.to_string(), reason.to_string());
+    }
+}
+
+/// `every`, give or take a tenth, at random.
+fn jittered(every: std::time::Duration) -> std::time::Duration {
+    let mut bytes = [0u8; 2];
+    let spread = match getrandom::fill(&mut bytes) {
+        Ok(()) => f64::from(u16::from_le_bytes(bytes)) / f64::from(u16::MAX),
+        Err(_) => 0.5,
+    };
+    every.mul_f64(0.9 + 0.2 * spread)
+}

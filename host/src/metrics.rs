@@ -144,6 +144,8 @@ pub struct Metrics {
     load_failures: IntCounterVec,
     spare_failures: IntCounterVec,
     last_load: IntGaugeVec,
+    pack_info: IntGaugeVec,
+    pack_updates: IntCounterVec,
     sessions_open: IntGauge,
     requests_in_flight: IntGauge,
     plugins_loaded: IntGauge,
@@ -230,6 +232,18 @@ impl Metrics {
                 "When the plugin last loaded successfully (Unix time).",
                 &["plugin"],
             ),
+            pack_info: gauges(
+                "prompt_host_pack_info",
+                "The pack each plugin serves: its version (as it describes itself; empty when it does not) and the SHA-256 \
+                 of its file, as labels. Always 1.",
+                &["plugin", "version", "digest"],
+            ),
+            pack_updates: counter(
+                "prompt_host_pack_updates_total",
+                "Checks of a pack's source while serving ([server] update_interval), by plugin and outcome (up-to-date, \
+                 updated, restored, refused).",
+                &["plugin", "outcome"],
+            ),
             sessions_open: gauge("prompt_host_sessions_open", "MCP sessions open over Streamable HTTP."),
             requests_in_flight: gauge(
                 "prompt_host_requests_in_flight",
@@ -286,6 +300,8 @@ impl Metrics {
         drop_series(&self.load_failures, of_plugin);
         drop_series(&self.spare_failures, of_plugin);
         drop_series(&self.last_load, of_plugin);
+        drop_series(&self.pack_info, of_plugin);
+        drop_series(&self.pack_updates, of_plugin);
         self.plugins.rcu(|plugins| {
             let mut plugins = HashMap::clone(plugins);
             plugins.remove(plugin);
@@ -493,10 +509,12 @@ fn health() -> std::sync::MutexGuard<'static, Health> {
     HEALTH.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Records that plugin `plugin` loaded and serves the prompts `served` (as
-/// clients name them): the series of prompts an earlier version served and
-/// this one does not are dropped.
-pub fn plugin_loaded(plugin: &str, served: &[String]) {
+/// Records that plugin `plugin` loaded, from a file of SHA-256 `digest`,
+/// a pack of version `version` (as it describes itself), and serves the
+/// prompts `served` (as clients name them): the series of prompts an earlier
+/// version served and this one does not are dropped, and so is its earlier
+/// version's `prompt_host_pack_info`.
+pub fn plugin_loaded(plugin: &str, served: &[String], version: Option<&str>, digest: &str) {
     let mut health = health();
     health.plugins.insert(plugin.to_string(), PluginState::Loaded);
     if let Some(metrics) = METRICS.get() {
@@ -506,7 +524,17 @@ pub fn plugin_loaded(plugin: &str, served: &[String]) {
         drop_series(&metrics.prompt_calls, |labels| {
             labels.get("plugin") == Some(&plugin) && !served.iter().any(|p| Some(&p.as_str()) == labels.get("prompt"))
         });
+        drop_series(&metrics.pack_info, |labels| labels.get("plugin") == Some(&plugin));
+        metrics.pack_info.with_label_values(&[plugin, version.unwrap_or(""), digest]).set(1);
         record_plugins_loaded(metrics, &health);
+    }
+}
+
+/// Records a check of plugin `plugin`'s source while serving, which ended
+/// in `outcome` (`up-to-date`, `updated`, `restored` or `refused`).
+pub fn pack_update(plugin: &str, outcome: &'static str) {
+    if let Some(metrics) = METRICS.get() {
+        metrics.pack_updates.with_label_values(&[plugin, outcome]).inc();
     }
 }
 

@@ -118,6 +118,7 @@ impl App {
             }
         }
         let servers = self.servers()?;
+        self.follow_registry();
         let by_name: BTreeMap<String, PromptServer> = tenants
             .into_iter()
             .map(|(name, host)| {
@@ -179,6 +180,29 @@ impl App {
         let tenants = crate::startup::start_tenants(config, tenant_config).await?;
         let default = Host { registry: Arc::new(Registry::new(Vec::new())), watcher: None };
         Ok((default, tenants.into_iter().collect()))
+    }
+
+    /// With `[server] update_interval`, follows the packs named by source
+    /// while serving ([`crate::install::follow_sources`]), reading the
+    /// config file again at each round (a file that does not read keeps the
+    /// round out, and the log says why).
+    fn follow_registry(&self) {
+        let Some(every) = self.config.update_interval else { return };
+        if self.args.config.is_none() {
+            return;
+        }
+        let args = self.args.clone();
+        tracing::info!(target: TARGET, "following the registry: the packs named by source are checked every {} s", every.as_secs());
+        tokio::spawn(crate::install::follow_sources(
+            move || match serve_config(&args) {
+                Ok(config) => Some(config),
+                Err(error) => {
+                    tracing::error!(target: TARGET, "following the registry: this round is skipped: {error}");
+                    None
+                }
+            },
+            every,
+        ));
     }
 
     /// What SIGHUP reads: the config file again, under the same options,

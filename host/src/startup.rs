@@ -78,7 +78,12 @@ async fn load(config: &ServeConfig, config_source: Option<ConfigSource>) -> Resu
         let plugins: Vec<Arc<prompt_host_kernel::plugin::Plugin>> = plugins.into_iter().map(Arc::new).collect();
         registry.publish(plugins.clone());
         for plugin in &plugins {
-            crate::metrics::plugin_loaded(plugin.id(), &crate::catalog::served_names(plugin));
+            crate::metrics::plugin_loaded(
+                plugin.id(),
+                &crate::catalog::served_names(plugin),
+                plugin.info().map(|info| info.version.as_str()),
+                plugin.digest(),
+            );
         }
         Served::now(&registry, names.len(), loaded).log(None);
         return Ok(Host { registry, watcher: None });

@@ -474,7 +474,12 @@ impl Announcement {
         match self {
             Announcement::Loaded { plugin, before } => {
                 let id = plugin.id();
-                crate::metrics::plugin_loaded(id, &crate::catalog::served_names(&plugin));
+                crate::metrics::plugin_loaded(
+                    id,
+                    &crate::catalog::served_names(&plugin),
+                    plugin.info().map(|info| info.version.as_str()),
+                    plugin.digest(),
+                );
                 log_access_change(id, before.as_ref().map(|before| before.access()), plugin.access());
                 tracing::info!(
                     plugin = %id.escape_debug(),

@@ -82,7 +82,7 @@ def free_port() -> int:
 
 def test_the_alert_rules_pass_promtool_and_their_unit_tests():
     checked = subprocess.run(["promtool", "check", "rules", str(RULES)], capture_output=True, text=True)
-    assert checked.returncode == 0 and "SUCCESS: 7 rules found" in checked.stdout, checked.stdout + checked.stderr
+    assert checked.returncode == 0 and "SUCCESS: 8 rules found" in checked.stdout, checked.stdout + checked.stderr
     tested = subprocess.run(["promtool", "test", "rules", "prometheus-rules.test.yml"], cwd=DEPLOY, capture_output=True, text=True)
     assert tested.returncode == 0 and "SUCCESS" in tested.stdout, tested.stdout + tested.stderr
 
@@ -169,6 +169,7 @@ async def test_every_dashboard_query_and_alert_rule_runs_on_a_real_prometheus(tm
                 assert sorted(rule["name"] for rule in rules) == sorted([
                     "PromptHostDown", "PromptHostNoPluginLoaded", "PromptHostPluginFailing", "PromptHostPluginHittingLimits",
                     "PromptHostPluginLoadFailed", "PromptHostSlowPrompts", "PromptHostRefusingClients",
+                    "PromptHostReplicasDisagree",
                 ])
                 assert [(rule["name"], rule["health"]) for rule in rules if rule["health"] != "ok"] == []
             finally:

@@ -22,4 +22,5 @@ pub(super) struct ServerSection {
     pub(super) store: Option<PathBuf>,
     pub(super) access_log: Option<PathBuf>,
     pub(super) prompts_as_tools: Option<bool>,
+    pub(super) update_interval: Option<String>,
 }
