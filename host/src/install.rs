@@ -938,55 +938,63 @@ pub async fn install_sources(config: &ServeConfig) {
         Err(error) => return tracing::error!("packs named by source not installed: {error}"),
     };
     for (name, outcome) in installation.install_sources().await {
-        let plugin = name.escape_debug().to_string();
-        match outcome {
-            Ok(Sourced::Served(pack)) => {
-                tracing::info!(
-                    plugin,
-                    reference = pack.reference,
-                    digest = pack.digest,
-                    signer = pack.signer,
-                    "already installed from its source"
-                )
-            }
-            Ok(Sourced::Restored(pack)) => tracing::warn!(
-                plugin,
-                reference = pack.reference,
-                digest = pack.digest,
-                "its plugin file had changed or gone: put back from the pack store"
-            ),
-            Ok(Sourced::Installed(pack)) => tracing::info!(
+        tell_sourced(&name, &outcome);
+    }
+}
+
+/// Logs what installing plugin `name` from its source came to.
+fn tell_sourced(name: &str, outcome: &Result<Sourced, InstallError>) {
+    let plugin = name.escape_debug().to_string();
+    match outcome {
+        Ok(Sourced::Served(pack)) => {
+            tracing::info!(
                 plugin,
                 reference = pack.reference,
                 digest = pack.digest,
                 signer = pack.signer,
-                "pulled from its source and installed"
-            ),
-            // The error may quote what a registry sent: a Debug field, escaped.
-            Err(error) => {
-                tracing::error!(plugin, error = ?error.to_string(), "not installed from its source")
-            }
+                "already installed from its source"
+            )
         }
+        Ok(Sourced::Restored(pack)) => tracing::warn!(
+            plugin,
+            reference = pack.reference,
+            digest = pack.digest,
+            "its plugin file had changed or gone: put back from the pack store"
+        ),
+        Ok(Sourced::Installed(pack)) => tracing::info!(
+            plugin,
+            reference = pack.reference,
+            digest = pack.digest,
+            signer = pack.signer,
+            "pulled from its source and installed"
+        ),
+        // The error may quote what a registry sent: a Debug field, escaped.
+        Err(error) => tracing::error!(plugin, error = ?error.to_string(), "not installed from its source"),
     }
 }
 
 /// For `serve` with `[server] update_interval`: follows the registry while
 /// serving. Every interval, give or take a tenth (so that replicas started
-/// together do not ask at once), each pack the config names by source is
-/// installed if it is not yet, and its reference resolved again and what
-/// changed installed exactly as `prompt-host update` does (signature policy,
-/// never an older pack, the lockfile, one rename into the plugin directory,
-/// whose watcher loads it and tells clients). `config` is read again at each
-/// round (a SIGHUP's new sources are followed too); None keeps the round
-/// out. A refusal (a bad signature, an older version, a registry down)
-/// keeps what is installed, is counted, and is logged when its reason
-/// changes, not at every round. Each round asks a registry once per source;
-/// it runs beside the requests, which never wait for it.
-pub async fn follow_sources(config: impl Fn() -> Option<ServeConfig>, every: std::time::Duration) {
+/// together do not ask at once), each pack the config in force names by
+/// source is installed if it is not yet (or its source changed), and
+/// otherwise its reference resolved again and what changed installed
+/// exactly as `prompt-host update` does (signature policy, never an older
+/// pack, the lockfile, one rename into the plugin directory, whose watcher
+/// loads it and tells clients). `config` is the config in force at each
+/// round (SIGHUP's). A refusal (a bad signature, an older version, a
+/// registry down) keeps what is installed, is counted, and is logged when
+/// its reason changes, not at every round; a pack whose source could not be
+/// installed is not updated from an older source meanwhile. Each round asks
+/// a registry once per source; it runs beside the requests, which never wait
+/// for it.
+pub async fn follow_sources(config: impl Fn() -> std::sync::Arc<ServeConfig>, every: std::time::Duration) {
+    // The last refusal said of each plugin, and of the round itself.
     let mut said: std::collections::HashMap<String, String> = std::collections::HashMap::new();
+    // Not a plugin name (those are lowercase letters, digits, '-' and '_').
+    const ROUND: &str = "(every plugin)";
     loop {
         tokio::time::sleep(jittered(every)).await;
-        let Some(config) = config() else { continue };
+        let config = config();
         let sourced: Vec<String> =
             config.plugins.iter().filter(|(_, plugin)| plugin.source.is_some()).map(|(name, _)| name.clone()).collect();
         if sourced.is_empty() {
@@ -995,51 +1003,56 @@ pub async fn follow_sources(config: impl Fn() -> Option<ServeConfig>, every: std
         let installation = match Installation::new(&config) {
             Ok(installation) => installation,
             Err(error) => {
-                tell_once(&mut said, "", &format!("packs named by source not followed: {error}"));
+                tell_once(&mut said, ROUND, &format!("packs named by source not followed: {error}"));
                 continue;
             }
         };
-        for (name, outcome) in installation.install_sources().await {
-            if let Err(error) = outcome {
-                crate::metrics::pack_update(&name, "refused");
-                tell_once(&mut said, &name, &format!("not installed from its source: {error}"));
-            }
-        }
+        said.remove(ROUND);
+        let installed: std::collections::HashMap<String, Result<Sourced, InstallError>> =
+            installation.install_sources().await.into_iter().collect();
         for name in sourced {
-            let outcome = match installation.update(Some(&name), None, false, &|_, _| {}).await {
-                Ok(mut outcomes) => outcomes.pop().map(|(_, outcome)| outcome),
-                // Not installed (the round above said why): nothing to update.
-                Err(InstallError::NotInstalled { .. }) => None,
-                Err(error) => Some(Err(error)),
+            let outcome = match installed.get(&name) {
+                Some(Err(error)) => Err(format!("not installed from its source: {error}")),
+                Some(Ok(sourced @ Sourced::Installed(_))) => {
+                    tell_sourced(&name, &Ok(sourced.clone()));
+                    Ok("updated")
+                }
+                Some(Ok(sourced @ Sourced::Restored(_))) => {
+                    tell_sourced(&name, &Ok(sourced.clone()));
+                    Ok("restored")
+                }
+                Some(Ok(Sourced::Served(_))) | None => match installation.update(Some(&name), None, false, &|_, _| {}).await {
+                    Ok(mut outcomes) => match outcomes.pop().map(|(_, outcome)| outcome) {
+                        Some(Ok(Updated::UpToDate(_))) | None => Ok("up-to-date"),
+                        Some(Ok(Updated::Replaced { pack, previous } | Updated::Moved { pack, previous })) => {
+                            let plugin = name.escape_debug().to_string();
+                            tracing::info!(plugin, reference = pack.reference, digest = pack.digest, previous, "updated from its source");
+                            Ok("updated")
+                        }
+                        Some(Ok(Updated::Restored(pack))) => {
+                            tell_sourced(&name, &Ok(Sourced::Restored(pack)));
+                            Ok("restored")
+                        }
+                        Some(Err(error)) => Err(format!("not updated, the installed pack stays: {error}")),
+                    },
+                    Err(error) => Err(format!("not updated, the installed pack stays: {error}")),
+                },
             };
-            let plugin = name.escape_debug().to_string();
             match outcome {
-                None => {}
-                Some(Ok(Updated::UpToDate(_))) => {
-                    crate::metrics::pack_update(&name, "up-to-date");
+                Ok(outcome) => {
+                    crate::metrics::pack_update(&name, outcome);
                     said.remove(&name);
                 }
-                Some(Ok(Updated::Replaced { pack, previous })) | Some(Ok(Updated::Moved { pack, previous })) => {
-                    crate::metrics::pack_update(&name, "updated");
-                    said.remove(&name);
-                    tracing::info!(plugin, reference = pack.reference, digest = pack.digest, previous, "updated from its source");
-                }
-                Some(Ok(Updated::Restored(pack))) => {
-                    crate::metrics::pack_update(&name, "restored");
-                    said.remove(&name);
-                    tracing::warn!(plugin, digest = pack.digest, "its plugin file had changed or gone: put back from its source");
-                }
-                Some(Err(error)) => {
+                Err(reason) => {
                     crate::metrics::pack_update(&name, "refused");
-                    tell_once(&mut said, &name, &format!("not updated, the installed pack stays: {error}"));
+                    tell_once(&mut said, &name, &reason);
                 }
             }
         }
     }
 }
 
-/// Logs `reason` for plugin `name` (none: `""`) unless it was the last
-/// thing said of it.
+/// Logs `reason` for plugin `name` unless it was the last thing said of it.
 fn tell_once(said: &mut std::collections::HashMap<String, String>, name: &str, reason: &str) {
     if said.get(name).map(String::as_str) != Some(reason) {
         // The reason may quote what a registry sent: a Debug field, escaped.

@@ -49,6 +49,9 @@ pub enum ServeError {
 pub struct App {
     args: ServeArgs,
     config: ServeConfig,
+    /// The config in force: the one read at start, then each one SIGHUP
+    /// reads (what following the registry follows).
+    in_force: Arc<arc_swap::ArcSwap<ServeConfig>>,
 }
 
 impl App {
@@ -57,7 +60,8 @@ impl App {
     pub fn from_config(mut args: ServeArgs) -> Result<App, ServeError> {
         args.config = config_file(args.config.take());
         let config = serve_config(&args)?;
-        Ok(App { args, config })
+        let in_force = Arc::new(arc_swap::ArcSwap::from_pointee(config.clone()));
+        Ok(App { args, config, in_force })
     }
 
     /// Serves until a stop signal (SIGINT, SIGTERM) or, over stdio, the end
@@ -168,10 +172,11 @@ impl App {
         }
         crate::metrics::serving_tenants();
         let tenant_config = |name: &str| {
-            let (args, name) = (args.clone(), name.to_string());
+            let (args, name, in_force) = (args.clone(), name.to_string(), self.in_force.clone());
             args.config.is_some().then(|| {
                 Box::new(move || {
                     let config = serve_config(&args)?;
+                    in_force.store(Arc::new(config.clone()));
                     let dir = config.tenants.get(&name).cloned().unwrap_or_default();
                     Ok(config.for_tenant(&name, &dir))
                 }) as ConfigSource
@@ -182,36 +187,26 @@ impl App {
         Ok((default, tenants.into_iter().collect()))
     }
 
-    /// With `[server] update_interval`, follows the packs named by source
-    /// while serving ([`crate::install::follow_sources`]), reading the
-    /// config file again at each round (a file that does not read keeps the
-    /// round out, and the log says why).
+    /// With `[server] update_interval`, follows the packs named by source in
+    /// the config in force while serving ([`crate::install::follow_sources`]).
     fn follow_registry(&self) {
         let Some(every) = self.config.update_interval else { return };
         if self.args.config.is_none() {
             return;
         }
-        let args = self.args.clone();
         tracing::info!(target: TARGET, "following the registry: the packs named by source are checked every {} s", every.as_secs());
-        tokio::spawn(crate::install::follow_sources(
-            move || match serve_config(&args) {
-                Ok(config) => Some(config),
-                Err(error) => {
-                    tracing::error!(target: TARGET, "following the registry: this round is skipped: {error}");
-                    None
-                }
-            },
-            every,
-        ));
+        let in_force = self.in_force.clone();
+        tokio::spawn(crate::install::follow_sources(move || in_force.load_full(), every));
     }
 
     /// What SIGHUP reads: the config file again, under the same options,
     /// with a `source` added since installed before the rescan that loads it.
     fn config_source(&self) -> Option<ConfigSource> {
-        let args = self.args.clone();
+        let (args, in_force) = (self.args.clone(), self.in_force.clone());
         self.args.config.is_some().then(|| {
             Box::new(move || {
                 let config = serve_config(&args)?;
+                in_force.store(Arc::new(config.clone()));
                 // (The runtime is multi-threaded: this blocks only the
                 // watcher's task.)
                 tokio::task::block_in_place(|| tokio::runtime::Handle::current().block_on(crate::install::install_sources(&config)));

@@ -279,3 +279,86 @@ def test_both_libraries_name_a_users_mistake_and_their_own_failure_alike():
             "print('same')\n")
         ran = subprocess.run([str(PYTHON), "runner.py"], cwd=work, capture_output=True, text=True)
         assert (ran.returncode, ran.stdout) == (0, "same\n"), ran.stderr
+
+
+# Skills checked as the host checks them at load, in its words: the cases of
+# the Rust SDK's check_skills test (plugins/prompt-pack/src/v0_4.rs), with
+# the same answers expected of both libraries.
+SKILL_CHECKS = [
+    ("review/SKILL.md", b"---\nname: review\ndescription: Reviews\n---\nBody\n", None),
+    ("acme/review/SKILL.md", b'---\nname: "review"\ndescription: >\n  Reviews\n---\n', None),
+    ("review/references/notes.md", b"anything", None),
+    ("review/SKILL.md", b"\xff", 'skill "review": its SKILL.md is not UTF-8 text'),
+    ("review/SKILL.md", b"# Review\n",
+     'skill "review": its SKILL.md: its first line is not --- : a SKILL.md starts with YAML frontmatter between two lines ---'),
+    ("review/SKILL.md", b"---\nname: review\n",
+     'skill "review": its SKILL.md: its frontmatter has no closing --- line: end it with a line --- before the markdown'),
+    ("review/SKILL.md", b"---\ndescription: Reviews\n---\n",
+     "skill \"review\": its SKILL.md: its frontmatter has no name: add a line name: followed by the skill's folder name"),
+    ("review/SKILL.md", b"---\nname: reviews\ndescription: Reviews\n---\n",
+     "skill \"review\": its SKILL.md names it \"reviews\", and a skill's name must be its folder's name"),
+    ("review/SKILL.md", b"---\nname: review\n---\n",
+     'skill "review": its SKILL.md: its frontmatter has no description: add one saying what the skill does and when to use it'),
+]
+
+
+def test_both_libraries_check_skills_as_the_rust_sdk_does():
+    cases = json.dumps([[path, list(data)] for path, data, _ in SKILL_CHECKS])
+    expected = [message for *_, message in SKILL_CHECKS]
+    with tempfile.TemporaryDirectory() as work:
+        work = Path(work)
+        (work / "prompt-pack.js").write_text(JS_LIBRARY.read_text())
+        (work / "runner.mjs").write_text(
+            'import { checkSkills, skillFile } from "./prompt-pack.js";\n'
+            "const cases = JSON.parse(process.argv[2]);\n"
+            "console.log(JSON.stringify(cases.map(([path, bytes]) => checkSkills([skillFile(path, bytes)]))));\n")
+        ran = subprocess.run(["node", "runner.mjs", cases], cwd=work, capture_output=True, text=True)
+        assert ran.returncode == 0, ran.stderr
+        assert json.loads(ran.stdout) == expected
+
+        python_library_beside_its_bindings(work)
+        (work / "runner.py").write_text(
+            "import json, sys, prompt_pack\n"
+            "cases = json.loads(sys.argv[1])\n"
+            "print(json.dumps([prompt_pack.check_skills([prompt_pack.skill_file(path, bytes(data))]) for path, data in cases]))\n")
+        ran = subprocess.run([str(PYTHON), "runner.py", cases], cwd=work, capture_output=True, text=True)
+        assert ran.returncode == 0, ran.stderr
+        assert json.loads(ran.stdout) == expected
+
+
+def test_what_is_not_a_file_or_a_folder_stops_the_embedding_naming_it():
+    """A FIFO in the skills folder (reading it would block the build) and a
+    symlink to a folder (which could loop) stop both libraries' embedding,
+    naming the path; no folder at all is said, not silent."""
+    import os
+
+    for odd in ["fifo", "symlinked folder"]:
+        with tempfile.TemporaryDirectory() as work:
+            work = Path(work)
+            a_folder_of_skills(work)
+            target = work / "skills/a/odd"
+            if odd == "fifo":
+                os.mkfifo(target)
+                said = "is not a regular file"
+            else:
+                target.symlink_to(work / "skills/b-skill", target_is_directory=True)
+                said = "is a symlink to a folder: copy the folder in"
+            (work / "prompt-pack.js").write_text(JS_LIBRARY.read_text())
+            embedded = subprocess.run(["node", str(ROOT / "host/templates/js/embed-skills.mjs")], cwd=work,
+                                      capture_output=True, text=True, timeout=60)
+            assert embedded.returncode != 0 and f"embed-skills: skills/a/odd {said}" in embedded.stderr, embedded.stderr
+            python_library_beside_its_bindings(work)
+            (work / "runner.py").write_text("import prompt_pack\nprompt_pack.include_skills()\n")
+            ran = subprocess.run([str(PYTHON), "runner.py"], cwd=work, capture_output=True, text=True, timeout=60)
+            assert ran.returncode != 0 and f"include_skills: {work}/skills/a/odd {said}" in ran.stderr, ran.stderr
+
+    with tempfile.TemporaryDirectory() as work:
+        work = Path(work)
+        (work / "prompt-pack.js").write_text(JS_LIBRARY.read_text())
+        embedded = subprocess.run(["node", str(ROOT / "host/templates/js/embed-skills.mjs")], cwd=work,
+                                  capture_output=True, text=True, timeout=60)
+        assert (embedded.returncode, embedded.stderr) == (0, "embed-skills: there is no folder skills/: the pack carries no skills\n")
+        python_library_beside_its_bindings(work)
+        (work / "runner.py").write_text("import prompt_pack\nprompt_pack.include_skills()\n")
+        ran = subprocess.run([str(PYTHON), "runner.py"], cwd=work, capture_output=True, text=True, timeout=60)
+        assert f"FileNotFoundError: include_skills: there is no folder {work}/skills: create it, or carry no skills" in ran.stderr

@@ -375,30 +375,51 @@ pub fn add_new_token(path: &Path, name: &str, tenant: Option<&str>, expires: Opt
 /// first request after SIGHUP.
 pub fn revoke_token(path: &Path, name: &str) -> Result<(), String> {
     check_name(name)?;
-    rewrite_tokens_file(path, |existing, _| {
+    rewrite_tokens_file(path, |existing, set| {
         let shown = path.display();
         let Some(existing) = existing else { return Err(format!("there is no tokens file {shown}")) };
+        let named = |token: &Token| token.name.as_deref() == Some(name);
+        if !set.tokens.values().any(named) {
+            return Err(format!("the tokens file {shown} has no token named {name:?}"));
+        }
+        // A server keeps the tokens in force when the file names none (a
+        // file caught while someone rewrites it must not refuse everyone),
+        // so revoking the last token would not take effect: say so.
+        if set.tokens.values().all(named) {
+            return Err(format!(
+                "{name:?} is the last token of the tokens file {shown}, and a running server keeps its tokens when the file \
+                 names none: add another token first (prompt-host token new), or serve without --auth-tokens-file"
+            ));
+        }
         let mut document: toml_edit::DocumentMut =
             existing.parse().map_err(|error: toml_edit::TomlError| format!("the tokens file {shown}: {}", error.message()))?;
-        let entries = document.get_mut("token").and_then(toml_edit::Item::as_array_of_tables_mut);
-        let Some(entries) = entries else { return Err(format!("the tokens file {shown} has no token named {name:?}")) };
-        let position = entries.iter().position(|entry| entry.get("name").and_then(toml_edit::Item::as_str) == Some(name));
-        let Some(position) = position else { return Err(format!("the tokens file {shown} has no token named {name:?}")) };
-        // The comments above the first entry are the file's header: they
-        // stay, above whatever comes next. (An entry's own comments, above
-        // a later entry, go with it.)
-        let header = match position {
-            0 => entries.get(0).and_then(|entry| entry.decor().prefix()).and_then(|prefix| prefix.as_str()).map(str::to_string),
-            _ => None,
-        };
-        entries.remove(position);
-        match (header, entries.get_mut(0)) {
-            (Some(header), Some(next)) => {
-                let own = next.decor().prefix().and_then(|prefix| prefix.as_str()).unwrap_or("").to_string();
-                next.decor_mut().set_prefix(format!("{}{own}", header.trim_end_matches('\n').to_string() + "\n"));
+        let has_name = |table: &dyn toml_edit::TableLike| table.get("name").and_then(toml_edit::Item::as_str) == Some(name);
+        match document.get_mut("token") {
+            Some(toml_edit::Item::ArrayOfTables(entries)) => {
+                let position = entries.iter().position(|entry| has_name(entry)).expect("the name was found above");
+                // What comes before the last blank line above the first entry
+                // is the file's header: it stays, above whatever comes next.
+                // The comment lines right above an entry are its own, and go
+                // with it.
+                let header = match position {
+                    0 => entries
+                        .get(0)
+                        .and_then(|entry| entry.decor().prefix())
+                        .and_then(|prefix| prefix.as_str())
+                        .and_then(|prefix| prefix.rfind("\n\n").map(|at| prefix[..at + 1].to_string())),
+                    _ => None,
+                };
+                entries.remove(position);
+                if let (Some(header), Some(next)) = (header, entries.get_mut(0)) {
+                    let own = next.decor().prefix().and_then(|prefix| prefix.as_str()).unwrap_or("").to_string();
+                    next.decor_mut().set_prefix(format!("{header}{own}"));
+                }
             }
-            (Some(header), None) => document.set_trailing(header),
-            (None, _) => {}
+            // `token = [{ name = ... }, ...]`, as a person may write it.
+            Some(toml_edit::Item::Value(toml_edit::Value::Array(entries))) => {
+                entries.retain(|entry| !entry.as_inline_table().is_some_and(|entry| has_name(entry)));
+            }
+            _ => return Err(format!("the tokens file {shown} has no token named {name:?}")),
         }
         Ok(document.to_string())
     })
@@ -444,7 +465,7 @@ fn rewrite_tokens_file(path: &Path, change: impl FnOnce(Option<&str>, &TokenSet)
         Some(folder) if !folder.as_os_str().is_empty() => folder,
         _ => Path::new("."),
     };
-    let lock = std::fs::File::open(folder).map_err(|error| format!("cannot lock the tokens file {shown}: {error}"))?;
+    let lock = prompt_host_files::open_directory(folder).map_err(|error| format!("cannot lock the tokens file {shown}: {error}"))?;
     rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive)
         .map_err(|error| format!("cannot lock the tokens file {shown}: {error}"))?;
     let existing = match std::fs::symlink_metadata(path) {
@@ -479,7 +500,10 @@ fn rewrite_tokens_file(path: &Path, change: impl FnOnce(Option<&str>, &TokenSet)
         file.sync_all()?;
         std::fs::rename(&temporary, path)
     };
-    write().map_err(|error| format!("cannot write the tokens file {shown}: {error}"))
+    write().map_err(|error| {
+        let _ = std::fs::remove_file(&temporary);
+        format!("cannot write the tokens file {shown}: {error}")
+    })
 }
 
 #[cfg(test)]
@@ -491,19 +515,47 @@ mod tests {
     }
 
     #[test]
-    fn revoking_the_last_token_keeps_the_files_header() {
+    fn the_last_token_is_not_revoked_since_a_server_would_keep_it() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("tokens.toml");
         add_new_token(&file, "only", None, None).unwrap();
-        revoke_token(&file, "only").unwrap();
-        let text = std::fs::read_to_string(&file).unwrap();
-        assert!(text.starts_with("# Bearer tokens prompt-host accepts (--auth-tokens-file)"), "{text}");
-        assert!(set(&text).unwrap().is_empty());
-        assert_eq!(list_tokens(&file, SystemTime::now()).unwrap(), []);
-        assert_eq!(revoke_token(&file, "only").unwrap_err(), format!("the tokens file {} has no token named \"only\"", file.display()));
-        // A new token after it reads as any other.
+        let before = std::fs::read_to_string(&file).unwrap();
+        assert_eq!(
+            revoke_token(&file, "only").unwrap_err(),
+            format!(
+                "\"only\" is the last token of the tokens file {}, and a running server keeps its tokens when the file names \
+                 none: add another token first (prompt-host token new), or serve without --auth-tokens-file",
+                file.display()
+            )
+        );
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), before);
+        // With another one, it goes.
         add_new_token(&file, "next", None, None).unwrap();
-        assert_eq!(list_tokens(&file, SystemTime::now()).unwrap()[0].name, "next");
+        revoke_token(&file, "only").unwrap();
+        let names: Vec<String> = list_tokens(&file, SystemTime::now()).unwrap().into_iter().map(|token| token.name).collect();
+        assert_eq!(names, ["next"]);
+    }
+
+    #[test]
+    fn revoking_keeps_the_files_header_and_the_other_entries_comments() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("tokens.toml");
+        let (a, b) = ("a".repeat(64), "b".repeat(64));
+        let text = format!(
+            "# the team's tokens\n\n# alice's laptop\n[[token]]\nname = \"alice\"\nsha256 = \"{a}\"\n\n\
+             # the build server\n[[token]]\nname = \"ci\"\nsha256 = \"{b}\"\n"
+        );
+        std::fs::write(&file, &text).unwrap();
+        revoke_token(&file, "alice").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&file).unwrap(),
+            format!("# the team's tokens\n\n# the build server\n[[token]]\nname = \"ci\"\nsha256 = \"{b}\"\n")
+        );
+        // Written inline, as a person may.
+        std::fs::write(&file, format!("token = [{{ name = \"a\", sha256 = \"{a}\" }}, {{ name = \"b\", sha256 = \"{b}\" }}]\n")).unwrap();
+        revoke_token(&file, "a").unwrap();
+        let names: Vec<String> = list_tokens(&file, SystemTime::now()).unwrap().into_iter().map(|token| token.name).collect();
+        assert_eq!(names, ["b"]);
     }
 
     #[test]

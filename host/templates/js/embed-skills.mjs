@@ -5,21 +5,39 @@
 // calls it, so the bytes are built into the pack.
 //
 //   node embed-skills.mjs [FOLDER] [OUTPUT]   (skills, skills.js by default)
-import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+//
+// A symlink to a folder, or anything but a regular file or a folder (a
+// FIFO, a socket), stops the build, naming it; a symlink to a file is read
+// as the file. With no folder at all, the pack carries no skills, and this
+// says so.
+import { existsSync, lstatSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
 const [folder = "skills", output = "skills.js"] = process.argv.slice(2);
 
 // Paths relative to the folder, "/"-separated whatever the machine.
 function filesBeneath(directory, prefix) {
-  return readdirSync(directory, { withFileTypes: true })
-    .filter((entry) => !entry.name.startsWith("."))
-    .flatMap((entry) => {
-      const path = prefix ? `${prefix}/${entry.name}` : entry.name;
-      return entry.isDirectory() ? filesBeneath(join(directory, entry.name), path) : [path];
+  return readdirSync(directory)
+    .filter((name) => !name.startsWith("."))
+    .flatMap((name) => {
+      const [path, at] = [prefix ? `${prefix}/${name}` : name, join(directory, name)];
+      const kind = statSync(at);
+      if (kind.isDirectory() && lstatSync(at).isSymbolicLink()) {
+        throw new Error(`embed-skills: ${at} is a symlink to a folder: copy the folder in`);
+      }
+      if (kind.isDirectory()) {
+        return filesBeneath(at, path);
+      }
+      if (!kind.isFile()) {
+        throw new Error(`embed-skills: ${at} is not a regular file`);
+      }
+      return [path];
     });
 }
 
+if (!existsSync(folder)) {
+  console.error(`embed-skills: there is no folder ${folder}/: the pack carries no skills`);
+}
 // Sorted by bytes, as the Rust SDK and the Python library sort them.
 const paths = existsSync(folder) ? filesBeneath(folder, "").sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b))) : [];
 const entries = paths.map((path) => `  skillFile(${JSON.stringify(path)}, [${[...readFileSync(join(folder, path))].join(", ")}]),`);

@@ -133,6 +133,82 @@ export function skillFile(path, bytes) {
   return { path, bytes: typeof bytes === "string" ? utf8(bytes) : Uint8Array.from(bytes) };
 }
 
+/** The first mistake in the skill files `skills` that the host would refuse
+ *  the pack for, in the host's words (as the Rust SDK's check_skills says
+ *  it), or null: each skill's SKILL.md must be UTF-8, start with YAML
+ *  frontmatter between two lines ---, and name the skill by its folder's
+ *  name (name:) and say what it does (description:). Only what a
+ *  line-by-line look can tell; the host checks the rest at load. pack()'s
+ *  check() runs it after the templates'. */
+export function checkSkills(skills) {
+  for (const file of skills) {
+    if (!file.path.endsWith("/SKILL.md")) {
+      continue;
+    }
+    const folder = file.path.slice(0, -"/SKILL.md".length);
+    const name = folder.split("/").pop();
+    const at = (problem) => `skill ${JSON.stringify(folder)}: ${problem}`;
+    let text;
+    try {
+      text = decodeUtf8(file.bytes);
+    } catch {
+      return at("its SKILL.md is not UTF-8 text");
+    }
+    const body = text.startsWith("---\n") ? text.slice(4) : text.startsWith("---\r\n") ? text.slice(5) : null;
+    if (body === null) {
+      return at("its SKILL.md: its first line is not --- : a SKILL.md starts with YAML frontmatter between two lines ---");
+    }
+    const lines = body.split(/\r?\n/);
+    const closing = lines.findIndex((line) => line.trimEnd() === "---");
+    if (closing < 0) {
+      return at("its SKILL.md: its frontmatter has no closing --- line: end it with a line --- before the markdown");
+    }
+    const value = (key) => {
+      const line = lines.slice(0, closing).find((line) => line.startsWith(`${key}:`));
+      return line === undefined ? undefined : line.slice(key.length + 1).trim();
+    };
+    const named = value("name");
+    if (named === undefined) {
+      return at("its SKILL.md: its frontmatter has no name: add a line name: followed by the skill's folder name");
+    }
+    const unquoted = named.replace(/^["']+|["']+$/g, "");
+    if (unquoted !== name) {
+      return at(`its SKILL.md names it ${JSON.stringify(unquoted)}, and a skill's name must be its folder's name`);
+    }
+    if (value("description") === undefined) {
+      return at("its SKILL.md: its frontmatter has no description: add one saying what the skill does and when to use it");
+    }
+  }
+  return null;
+}
+
+// UTF-8 by hand, as utf8() encodes it (QuickJS has no TextDecoder); throws
+// on bytes that are not UTF-8.
+function decodeUtf8(bytes) {
+  let text = "";
+  for (let at = 0; at < bytes.length; ) {
+    const first = bytes[at];
+    const length = first < 0x80 ? 1 : first >> 5 === 6 ? 2 : first >> 4 === 14 ? 3 : first >> 3 === 30 ? 4 : 0;
+    if (length === 0 || at + length > bytes.length) {
+      throw new Error("not UTF-8");
+    }
+    let point = length === 1 ? first : first & (0xff >> (length + 1));
+    for (let next = 1; next < length; next++) {
+      if (bytes[at + next] >> 6 !== 2) {
+        throw new Error("not UTF-8");
+      }
+      point = (point << 6) | (bytes[at + next] & 63);
+    }
+    const shortest = [0, 0, 0x80, 0x800, 0x10000][length];
+    if (point < shortest || point > 0x10ffff || (point >= 0xd800 && point <= 0xdfff)) {
+      throw new Error("not UTF-8");
+    }
+    text += String.fromCodePoint(point);
+    at += length;
+  }
+  return text;
+}
+
 /** A static resource of text, which a client reads with resources/read. */
 export function textStaticResource(uri, name, mimeType, text) {
   return staticResource(uri, name, mimeType, { tag: "text", val: text });
@@ -565,5 +641,5 @@ export function pack({
       return [...staticResources];
     },
   };
-  return { promptProvider, asking, content, check: () => check(templates) };
+  return { promptProvider, asking, content, check: () => check(templates) ?? checkSkills(skills) };
 }

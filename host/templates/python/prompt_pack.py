@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import sys
 from typing import Callable, Iterable
 from urllib.parse import quote
@@ -147,20 +148,79 @@ def include_skills(folder: str = "skills") -> list[SkillFile]:
     paths relative to it, hidden ones (whose names start with `.`) left
     out. Called at module level, it runs when componentize-py builds the
     pack, whose snapshot then holds the bytes: the pack reads no file when
-    the host calls it (it is granted none)."""
+    the host calls it (it is granted none). A missing folder, a symlink to a
+    folder, or anything but a regular file or a folder (a FIFO, a socket)
+    stops the build, naming it; a symlink to a file is read as the file."""
     caller = sys._getframe(1).f_globals.get("__file__")
     root = os.path.join(os.path.dirname(os.path.abspath(caller)) if caller else os.getcwd(), folder)
+    if not os.path.isdir(root):
+        raise FileNotFoundError(f"include_skills: there is no folder {root}: create it, or carry no skills")
     files = []
-    for directory, folders, names in os.walk(root):
+    for directory, folders, names in os.walk(root, onerror=_raise):
+        for name in folders:
+            if not name.startswith(".") and os.path.islink(os.path.join(directory, name)):
+                raise ValueError(f"include_skills: {os.path.join(directory, name)} is a symlink to a folder: copy the folder in")
         folders[:] = [name for name in folders if not name.startswith(".")]
         for name in names:
             if name.startswith("."):
                 continue
             path = os.path.join(directory, name)
+            if not stat.S_ISREG(os.stat(path).st_mode):
+                raise ValueError(f"include_skills: {path} is not a regular file")
             with open(path, "rb") as file:
                 files.append(skill_file(os.path.relpath(path, root).replace(os.sep, "/"), file.read()))
     # Sorted by bytes, as the Rust SDK sorts, whatever the file system's order.
     return sorted(files, key=lambda file: file.path.encode())
+
+
+def check_skills(skills: Iterable[SkillFile]) -> str | None:
+    """The first mistake in the skill files that the host would refuse the
+    pack for, in the host's words (as the Rust SDK's check_skills says it),
+    or None: each skill's SKILL.md must be UTF-8, start with YAML
+    frontmatter between two lines ---, and name the skill by its folder's
+    name (name:) and say what it does (description:). Only what a
+    line-by-line look can tell; the host checks the rest at load.
+    PromptProvider.check() runs it after the templates'."""
+    for file in skills:
+        if not file.path.endswith("/SKILL.md"):
+            continue
+        folder = file.path[: -len("/SKILL.md")]
+        name = folder.split("/")[-1]
+
+        def at(problem: str) -> str:
+            return f"skill {json.dumps(folder, ensure_ascii=False)}: {problem}"
+
+        try:
+            text = bytes(file.bytes).decode("utf-8")
+        except UnicodeDecodeError:
+            return at("its SKILL.md is not UTF-8 text")
+        body = text[4:] if text.startswith("---\n") else text[5:] if text.startswith("---\r\n") else None
+        if body is None:
+            return at("its SKILL.md: its first line is not --- : a SKILL.md starts with YAML frontmatter between two lines ---")
+        lines = re.split(r"\r?\n", body)
+        closing = next((index for index, line in enumerate(lines) if line.rstrip() == "---"), None)
+        if closing is None:
+            return at("its SKILL.md: its frontmatter has no closing --- line: end it with a line --- before the markdown")
+
+        def value(key: str) -> str | None:
+            return next((line[len(key) + 1:].strip() for line in lines[:closing] if line.startswith(f"{key}:")), None)
+
+        named = value("name")
+        if named is None:
+            return at("its SKILL.md: its frontmatter has no name: add a line name: followed by the skill's folder name")
+        unquoted = named.strip("\"'")
+        if unquoted != name:
+            return at(f"its SKILL.md names it {json.dumps(unquoted, ensure_ascii=False)}, "
+                      "and a skill's name must be its folder's name")
+        if value("description") is None:
+            return at("its SKILL.md: its frontmatter has no description: add one saying what the skill does and when to use it")
+    return None
+
+
+def _raise(error: OSError):
+    """os.walk's onerror: a folder that cannot be read stops the build,
+    rather than leaving its skills out."""
+    raise error
 
 
 def text_static_resource(uri: str, name: str, mime_type: str, text: str) -> StaticResource:
@@ -510,7 +570,7 @@ def pack(*, name: str, version: str, templates: list[Template], description: str
 
         @staticmethod
         def check() -> str | None:
-            return check(templates)
+            return check(templates) or check_skills(skills)
 
     class Asking(exports.Asking):
         def prompts_that_ask(self) -> list[str]:

@@ -102,6 +102,43 @@ pub fn blob_static_resource(uri: &str, name: &str, mime_type: &str, bytes: impl 
     StaticResource { body: ResourceBody::Blob(bytes.into()), ..text_static_resource(uri, name, mime_type, "") }
 }
 
+/// The first mistake in the skills `files` that the host would refuse the
+/// pack for, in the host's words, or `Ok`: each skill's `SKILL.md` must be
+/// UTF-8, start with YAML frontmatter between two lines `---`, and name the
+/// skill by its folder's name (`name:`) and say what it does
+/// (`description:`). Only what a line-by-line look can tell is checked
+/// here; the host reads the frontmatter as YAML at load and checks the rest
+/// (`prompt-host inspect` names every problem, with a hint). Keep a test
+/// that calls it: `assert_eq!(check_skills(&Pack::skills()), Ok(()))`.
+pub fn check_skills(files: &[SkillFile]) -> Result<(), String> {
+    for file in files {
+        let Some(folder) = file.path.strip_suffix("/SKILL.md") else { continue };
+        let name = folder.rsplit('/').next().unwrap_or(folder);
+        let at = |problem: &str| format!("skill {folder:?}: {problem}");
+        let text = std::str::from_utf8(&file.bytes).map_err(|_| at("its SKILL.md is not UTF-8 text"))?;
+        let Some(body) = text.strip_prefix("---\n").or_else(|| text.strip_prefix("---\r\n")) else {
+            return Err(at("its SKILL.md: its first line is not --- : a SKILL.md starts with YAML frontmatter between two lines ---"));
+        };
+        let mut lines = body.lines();
+        let frontmatter: Vec<&str> = lines.by_ref().take_while(|line| line.trim_end() != "---").collect();
+        if frontmatter.len() == body.lines().count() {
+            return Err(at("its SKILL.md: its frontmatter has no closing --- line: end it with a line --- before the markdown"));
+        }
+        let value = |key: &str| frontmatter.iter().find_map(|line| line.strip_prefix(key)?.strip_prefix(':').map(str::trim));
+        match value("name").map(|named| named.trim_matches(|c| c == '"' || c == '\'')) {
+            None => return Err(at("its SKILL.md: its frontmatter has no name: add a line name: followed by the skill's folder name")),
+            Some(named) if named != name => {
+                return Err(at(&format!("its SKILL.md names it {named:?}, and a skill's name must be its folder's name")));
+            }
+            Some(_) => {}
+        }
+        if value("description").is_none() {
+            return Err(at("its SKILL.md: its frontmatter has no description: add one saying what the skill does and when to use it"));
+        }
+    }
+    Ok(())
+}
+
 /// Every file beneath `dir`, as skill files with paths relative to it: what
 /// [`include_skills!`] embeds, flattened.
 #[doc(hidden)]
@@ -199,4 +236,47 @@ macro_rules! __export_pack_v0_4 {
         }
         $crate::bindings_v0_4::export_pack_v0_4!($pack);
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The cases tests/python/test_sdk_libraries.py plays on the JavaScript
+    /// and Python libraries, which must answer alike.
+    #[test]
+    fn skills_are_checked_as_the_host_checks_them_at_load() {
+        let check = |path: &str, text: &[u8]| check_skills(&[skill_file(path, text)]);
+        assert_eq!(check("review/SKILL.md", b"---\nname: review\ndescription: Reviews\n---\nBody\n"), Ok(()));
+        assert_eq!(check("acme/review/SKILL.md", b"---\nname: \"review\"\ndescription: >\n  Reviews\n---\n"), Ok(()));
+        assert_eq!(check("review/references/notes.md", b"anything"), Ok(()));
+        assert_eq!(check("review/SKILL.md", b"\xff"), Err("skill \"review\": its SKILL.md is not UTF-8 text".into()));
+        assert_eq!(
+            check("review/SKILL.md", b"# Review\n"),
+            Err(
+                "skill \"review\": its SKILL.md: its first line is not --- : a SKILL.md starts with YAML frontmatter between two lines ---"
+                    .into()
+            )
+        );
+        assert_eq!(
+            check("review/SKILL.md", b"---\nname: review\n"),
+            Err("skill \"review\": its SKILL.md: its frontmatter has no closing --- line: end it with a line --- before the markdown"
+                .into())
+        );
+        assert_eq!(
+            check("review/SKILL.md", b"---\ndescription: Reviews\n---\n"),
+            Err("skill \"review\": its SKILL.md: its frontmatter has no name: add a line name: followed by the skill's folder name".into())
+        );
+        assert_eq!(
+            check("review/SKILL.md", b"---\nname: reviews\ndescription: Reviews\n---\n"),
+            Err("skill \"review\": its SKILL.md names it \"reviews\", and a skill's name must be its folder's name".into())
+        );
+        assert_eq!(
+            check("review/SKILL.md", b"---\nname: review\n---\n"),
+            Err(
+                "skill \"review\": its SKILL.md: its frontmatter has no description: add one saying what the skill does and when to use it"
+                    .into()
+            )
+        );
+    }
 }

@@ -88,5 +88,7 @@ mod tests {
         let files = Pack::skills();
         assert_eq!(files.iter().map(|file| file.path.as_str()).collect::<Vec<_>>(), ["summarizing/SKILL.md"]);
         assert!(files[0].bytes.starts_with(b"---\nname: summarizing\n"));
+        // As the host checks it at load: its frontmatter names it by its folder.
+        assert_eq!(check_skills(&files), Ok(()));
     }
 }
