@@ -197,8 +197,9 @@ impl LoadError {
             }
             LoadError::List(CallFailure::Busy { .. }) => "every sandbox slot was busy: load it again",
             LoadError::List(CallFailure::CopyBudget { .. }) => {
-                "the prompt definitions are larger than this plugin's limits allow (limits.max_prompts, \
-                 limits.max_catalog_kib): shorten them, or ask the operator to raise those limits"
+                "the prompt definitions, or the skills and resources the pack carries (WIT 0.4), are larger than \
+                 this plugin's limits allow (limits.max_prompts, limits.max_catalog_kib, limits.max_content_kib): \
+                 shorten them, or ask the operator to raise those limits"
             }
             LoadError::List(_) => {
                 "list-prompts runs once at load, under the pack's limits: return the declarations and do no other \

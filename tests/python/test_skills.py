@@ -240,6 +240,60 @@ async def test_a_pack_whose_skill_breaks_a_rule_is_refused_naming_the_file():
         assert 'skill file \\"evil/../../etc/passwd\\": its path has the segment \\"..\\"' in log, log
 
 
+# The attacks of the issue "Every client reaches a pack" that must end in a
+# clear refusal at load, naming the pack: each made by the hostile_skills
+# fixture once its marker names it (see plugins/hostile-skills), and what
+# the host says of it. The huge file is 100 MiB (a 1 GiB one would exceed
+# the pack's own memory limit before the host saw it); the host refuses it
+# at the copy, before it holds it.
+ATTACKS = {
+    "alias": 'skill "laughs": its SKILL.md: its frontmatter uses a YAML anchor (&a0) at line 4: anchors are refused, '
+             "write the value out",
+    "deep": 'skill "deep": its SKILL.md: its frontmatter nests deeper than 8 levels',
+    "big-front": 'skill "big": its SKILL.md: its frontmatter has no closing --- line within 16384 bytes, the most '
+                 "frontmatter may hold",
+    "dotdot": 'skill file "a/../b/SKILL.md": its path has the segment "..": paths name files beneath the skill, never above',
+    "absolute": 'skill file "/etc/a/SKILL.md": its path has an empty segment (a leading, trailing or doubled \'/\'): '
+                "paths are relative",
+    "backslash": "skill file \"a\\\\b.md\": its path holds '\\\\', which a skill path may not",
+    "nul": "skill file \"a/b\\\\u{0}.md\": its path holds '\\0', which a skill path may not",
+    "control": "skill file \"a/b\\\\u{7}.md\": its path holds '\\u{7}', which a skill path may not",
+    "bidi": "skill file \"a/b\\\\u{202e}dm.exe\": its path holds '\\u{202e}', which a skill path may not",
+    "long-path": "its path is 4098 bytes, more than the limit of 256 (limits.max_content_path_bytes)",
+    "case": 'skill files "a/notes.md" and "a/Notes.md" differ only in case',
+    "normalize": "skill file \"a/caf\\u{e9}.md\": its path holds 'é', which a skill path may not",
+    "file-dir": 'skill file "a/b" is also a folder of other files',
+    "name-diff": 'skill "reviews": its SKILL.md names it "review", and a skill\'s name must be its folder\'s name',
+    "many-files": "it carries 100001 skill files, more than 64 skills of 256 files each (limits.max_skill_files)",
+    "huge-file": "failed while listing its prompts: it returned more than the 5210112 bytes the host copies out of one call",
+    "not-utf8": 'skill "a": its SKILL.md is not UTF-8 text',
+}
+
+
+@pytest.mark.parametrize("attack", sorted(ATTACKS))
+def test_each_attack_on_skills_is_refused_at_load_naming_the_pack_and_the_reason(attack, tmp_path):
+    import subprocess
+
+    from doc_runner import environment
+
+    marker = b"hostile-skills-attack:default\0\0\0"
+    built = (BUILT / "hostile_skills.wasm").read_bytes()
+    assert built.count(marker) == 1
+    wasm = tmp_path / "hostile_skills.wasm"
+    wasm.write_bytes(built.replace(marker, (b"hostile-skills-attack:" + attack.encode()).ljust(len(marker), b"\0")))
+    # Memory enough for the pack to make its 100 MiB file: the host's bound must refuse it, not the pack's.
+    config = tmp_path / "prompt-host.toml"
+    config.write_text("[plugins.hostile_skills.limits]\nmemory_mib = 512\n")
+    inspected = subprocess.run([BINARY, "inspect", "--config", str(config), str(wasm)], env=environment(BINARY),
+                               capture_output=True, text=True, timeout=120)
+    assert inspected.returncode == 1, inspected.stdout + inspected.stderr
+    # The pack named, then the reason (the paths that are not ASCII are two problems, each named).
+    problems = "2 problems" if attack == "normalize" else "1 problem"
+    assert inspected.stdout.startswith(f"hostile_skills: this host would refuse it ({problems})\n"), inspected.stdout
+    assert f"    1. {ATTACKS[attack]}" in inspected.stdout or (attack == "long-path" and ATTACKS[attack] in inspected.stdout), \
+        inspected.stdout
+
+
 @pytest.mark.anyio
 async def test_each_tenant_sees_and_reads_only_its_own_packs_skills():
     import httpx2
