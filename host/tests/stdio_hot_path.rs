@@ -225,3 +225,39 @@ fn a_get_from_a_client_that_fills_in_forms_is_left_to_rmcp() {
 fn a_get_from_a_client_that_cannot_fill_in_forms_is_the_transports() {
     after_a_get_and_a_list(json!({})).wait_for_stderr("the input ended handled_here=2\n");
 }
+
+/// The answers of the hot path and of rmcp's own dispatch to the same
+/// requests are the same, byte for byte: a session whose client declared
+/// `elicitation` has its `prompts/get` answered by rmcp, one whose client
+/// did not by the transport. (`prompts/list` and `completion/complete`
+/// are the transport's in both; they go through the same
+/// `Service::handle_request`.)
+#[test]
+fn the_hot_path_answers_a_prompts_get_exactly_as_rmcp_does() {
+    let requests = [
+        json!({ "name": "code_review", "arguments": { "code": "x = 1" } }),
+        json!({ "name": "code_review", "arguments": { "code": "x = 1" }, "_meta": { "progressToken": 7 } }),
+        json!({ "name": "code_review", "arguments": {} }),
+        json!({ "name": "code_review", "arguments": { "code": 5 } }),
+        json!({ "name": "no_such_prompt" }),
+        json!({ "arguments": { "code": "x" } }),
+    ];
+    let answers = |capabilities: serde_json::Value, handled_here: usize| {
+        let dir = plugin_dir(&["code_review"]);
+        let mut server = Server::spawn(&["--plugins", dir.path().to_str().unwrap()]);
+        server.initialize_with("2025-11-25", capabilities);
+        server.result("ping", json!({}));
+        let answers: Vec<serde_json::Value> = requests.iter().map(|params| server.request("prompts/get", params.clone())).collect();
+        assert_eq!(server.close_stdin(), Some(0), "{}", server.stderr());
+        server.wait_for_stderr(&format!("the input ended handled_here={handled_here}\n"));
+        answers
+    };
+    let by_rmcp = answers(json!({ "elicitation": {} }), 0);
+    // The last request names no prompt: rmcp cannot read it as a `prompts/get`,
+    // so it is rmcp's on both paths.
+    let here = answers(json!({}), requests.len() - 1);
+    assert_eq!(here, by_rmcp);
+    // What they answer, so that the comparison compares something.
+    assert_eq!(here[0]["result"]["messages"][0]["content"]["text"], "Please review this Python code:\nx = 1", "{}", here[0]);
+    assert_eq!(here[4]["error"]["code"], -32602, "{}", here[4]);
+}

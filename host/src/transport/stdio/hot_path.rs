@@ -1,0 +1,345 @@
+//! The hot methods over stdio (`prompts/get`, `prompts/list`,
+//! `completion/complete`), answered by the transport on the thread that
+//! read them instead of through rmcp's per-request tasks: [`HotPath`], and
+//! [`Calls`], the table of requests read and not yet answered that both
+//! paths share. Bounded on purpose: it repeats three things rmcp's own loop
+//! does (one request per id in flight, cancellation by
+//! `notifications/cancelled`, a panic answered rather than ending the
+//! session), and `host/tests/stdio_hot_path.rs` holds it to rmcp's
+//! behaviour for each. Everything else about stdio is `super`'s.
+
+use std::collections::HashMap;
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::Poll;
+
+use futures::SinkExt;
+use rmcp::model::{
+    ClientNotification, ClientRequest, ErrorData, GetExtensions, GetMeta, JsonRpcMessage, JsonRpcRequest, RequestId, ServerJsonRpcMessage,
+};
+use rmcp::service::{RequestContext, RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::transport::async_rw::TransportWriter;
+use rmcp::{Peer, RoleServer};
+use tokio::io::AsyncWrite;
+use tokio::sync::{Mutex, SetOnce};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::{TaskTracker, task_tracker::TaskTrackerToken};
+
+use crate::handler::PromptServer;
+
+/// The hot methods (`prompts/get`, `prompts/list`, `completion/complete`),
+/// answered by the transport on the thread that read them.
+///
+/// rmcp hands each request to a task of its own, which sends its answer
+/// through a channel back to the session's task, which hands the write to a
+/// third. Here the request is given to the same handler, through rmcp's own
+/// dispatch (`Service::handle_request`, with its protocol-revision checks),
+/// and polled once where it was read; a call that answers at once (most do:
+/// a fresh instance is made ahead of time) is written from there. One that
+/// does not (it waits for a turn, or runs past an epoch tick), and any call
+/// read while more input waits (so that the other cores take calls while
+/// this one reads), continues as a task of its own: a long call never holds
+/// the reading of the next line.
+///
+/// A `prompts/get` that may be answered with `elicitation/create` goes to
+/// rmcp: rmcp ties such a request to the one it serves.
+pub(super) struct HotPath {
+    server: Arc<PromptServer>,
+    /// The session's peer, set when rmcp has started the session. rmcp
+    /// starts its session loop (which reads the lines after `initialize`)
+    /// before it hands the peer over, so a line read after `initialize` is
+    /// answered waits for it: read before, a hot request would go to rmcp.
+    /// A session begun without `initialize` (2026-07-28, by a request
+    /// carrying its own metadata) has no such point: a hot request read
+    /// before the peer is set goes to rmcp, answered all the same.
+    pub(super) peer: Arc<SetOnce<Peer<RoleServer>>>,
+    /// Whether rmcp has handed the transport its answer to `initialize`:
+    /// every line read from then on is read by rmcp's session loop, and
+    /// waits for `peer`.
+    pub(super) initialize_answered: bool,
+    /// The hot calls running as tasks: at the end of the input they have
+    /// [`END_OF_INPUT_GRACE`] to write their answers, as rmcp's own have.
+    tasks: TaskTracker,
+    /// When the calls still running at the end of the input are abandoned:
+    /// set once, so that a wait dropped and begun again does not restart it.
+    abandon_at: Option<tokio::time::Instant>,
+    /// How many requests were taken here, for the session's last log line.
+    pub(super) handled: u64,
+}
+
+/// How long the calls still running at the end of the input have to answer
+/// before the session closes: rmcp's own figure for its handlers.
+const END_OF_INPUT_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// What [`HotPath::take`] did with a message.
+pub(super) enum HotOutcome {
+    /// Not a hot request: rmcp's.
+    ForRmcp(RxJsonRpcMessage<RoleServer>),
+    /// Answered at once: the answer to write, and its request's token, to
+    /// release once it is written.
+    Answered(ServerJsonRpcMessage, TaskTrackerToken),
+    /// Still running, as a task that writes its answer.
+    Running,
+}
+
+type HotCall = Pin<Box<dyn Future<Output = ServerJsonRpcMessage> + Send>>;
+
+impl HotPath {
+    pub(super) fn new(server: Arc<PromptServer>) -> HotPath {
+        HotPath { server, peer: Arc::default(), initialize_answered: false, tasks: TaskTracker::new(), abandon_at: None, handled: 0 }
+    }
+
+    /// The call that answers `message`, if it is a hot request and the
+    /// session has started, and the token that cancels it (its context's
+    /// token is that token's child).
+    fn call(&self, message: RxJsonRpcMessage<RoleServer>) -> Result<(RequestId, HotCall, CancellationToken), RxJsonRpcMessage<RoleServer>> {
+        let Some(peer) = self.peer.get() else { return Err(message) };
+        let JsonRpcMessage::Request(JsonRpcRequest {
+            request: ClientRequest::GetPromptRequest(_) | ClientRequest::ListPromptsRequest(_) | ClientRequest::CompleteRequest(_),
+            ..
+        }) = &message
+        else {
+            return Err(message);
+        };
+        let JsonRpcMessage::Request(JsonRpcRequest { id, mut request, .. }) = message else { unreachable!("matched above") };
+        // As rmcp does: the request's `_meta` and extensions move to its
+        // context.
+        let cancelled = CancellationToken::new();
+        let mut context = RequestContext::new(id.clone(), peer.clone());
+        context.ct = cancelled.child_token();
+        context.meta = std::mem::take(request.get_meta_mut());
+        context.extensions = std::mem::take(request.extensions_mut());
+        if matches!(request, ClientRequest::GetPromptRequest(_)) && crate::handler::may_elicit(&context) {
+            *request.extensions_mut() = std::mem::take(&mut context.extensions);
+            *request.get_meta_mut() = std::mem::take(&mut context.meta);
+            return Err(JsonRpcMessage::Request(JsonRpcRequest::new(id, request)));
+        }
+        let server = self.server.clone();
+        let answer_id = id.clone();
+        let call = Box::pin(async move {
+            let dispatched = std::panic::AssertUnwindSafe(rmcp::Service::handle_request(&*server, request, context));
+            match futures::FutureExt::catch_unwind(dispatched).await {
+                Ok(Ok(result)) => JsonRpcMessage::response(result, answer_id),
+                Ok(Err(error)) => JsonRpcMessage::error(error, Some(answer_id)),
+                // On rmcp's path a panic ends its request's task, unanswered;
+                // here it would end the session's: it is answered instead.
+                Err(_) => {
+                    tracing::error!(id = ?logged_id(&answer_id), "the host failed while answering a request (a panic): answered as an internal error");
+                    JsonRpcMessage::error(ErrorData::internal_error("the host failed while answering this request", None), Some(answer_id))
+                }
+            }
+        });
+        Ok((id, call, cancelled))
+    }
+
+    /// Answers `message` here if it is a hot request: unless `more_read`
+    /// (more of the input is read and waiting), polls its call once, and if
+    /// it has not answered, runs it on as a task that writes its answer
+    /// through `write`.
+    pub(super) async fn take<W: AsyncWrite + Send + Unpin + 'static>(
+        &mut self,
+        message: RxJsonRpcMessage<RoleServer>,
+        more_read: bool,
+        write: &SharedWriter<W>,
+        calls: &Arc<Calls>,
+    ) -> HotOutcome {
+        let (id, mut call, cancelled) = match self.call(message) {
+            Ok(call) => call,
+            Err(message) => return HotOutcome::ForRmcp(message),
+        };
+        self.handled += 1;
+        // HotOutcome before the call is first polled: a stop on another thread
+        // waits for it from here.
+        let open = calls.tracker.token();
+        if !more_read && let Poll::Ready(answer) = futures::poll!(call.as_mut()) {
+            return HotOutcome::Answered(answer, open);
+        }
+        let hot_task = calls.task_started(id, cancelled, open);
+        let (write, calls) = (write.clone(), calls.clone());
+        let task = async move {
+            let answer = call.await;
+            // Else it was cancelled: the client expects no answer, and its
+            // request was finished when the notification was read.
+            let Some(done) = calls.task_done(hot_task) else { return };
+            if let Err(error) = write_message(&write, answer).await {
+                tracing::debug!(%error, "the answer of a call could not be written: the client is gone");
+            }
+            // Written, or never to be: either way the request is over.
+            drop(done);
+        };
+        self.tasks.spawn(tracing::Instrument::in_current_span(task));
+        HotOutcome::Running
+    }
+
+    /// At the end of the input: waits up to [`END_OF_INPUT_GRACE`] for the
+    /// calls still running to write their answers. Waiting again (after a
+    /// dropped wait) waits only what is left of it.
+    pub(super) async fn finish(&mut self) {
+        self.tasks.close();
+        let abandon_at = *self.abandon_at.get_or_insert_with(|| tokio::time::Instant::now() + END_OF_INPUT_GRACE);
+        if tokio::time::timeout_at(abandon_at, self.tasks.wait()).await.is_err() {
+            tracing::warn!(
+                count = self.tasks.len(),
+                grace_s = END_OF_INPUT_GRACE.as_secs(),
+                "the input ended; calls still running after the grace are abandoned, unanswered"
+            );
+        }
+    }
+}
+
+/// rmcp's writer, shared by rmcp's answers and the transport's own.
+pub(super) type SharedWriter<W> = Arc<Mutex<Option<TransportWriter<RoleServer, W>>>>;
+
+/// Why nothing more can be written: the session closed the writer.
+pub(super) fn closed() -> io::Error {
+    io::Error::new(io::ErrorKind::NotConnected, "the transport is closed")
+}
+
+/// Writes and flushes `item`.
+pub(super) async fn write_message<W: AsyncWrite + Send + Unpin + 'static>(
+    write: &SharedWriter<W>,
+    item: TxJsonRpcMessage<RoleServer>,
+) -> io::Result<()> {
+    match write.lock().await.as_mut() {
+        Some(writer) => writer.send(item).await.map_err(io::Error::from),
+        None => Err(closed()),
+    }
+}
+
+/// Request ids in a log line: the ids are the client's, so at most
+/// [`LOGGED_IDS`] of them, each cut to [`LOGGED_ID_CHARS`] characters.
+pub(super) fn logged_ids(ids: &[RequestId]) -> Vec<RequestId> {
+    ids.iter().take(LOGGED_IDS).map(logged_id).collect()
+}
+
+/// A request id in a log line, cut to [`LOGGED_ID_CHARS`] characters: log
+/// it with `?`, which escapes what the client wrote.
+fn logged_id(id: &RequestId) -> RequestId {
+    match id {
+        RequestId::String(text) if text.chars().count() > LOGGED_ID_CHARS => {
+            RequestId::String(format!("{}…", text.chars().take(LOGGED_ID_CHARS).collect::<String>()).into())
+        }
+        id => id.clone(),
+    }
+}
+
+const LOGGED_IDS: usize = 10;
+const LOGGED_ID_CHARS: usize = 64;
+
+/// The requests read and not yet answered, each holding a token of
+/// `tracker`, so that stopping can wait until they are answered.
+///
+/// A client may reuse an id while a request with it is open. rmcp keeps
+/// one request per id in flight (a second replaces the first in its
+/// table) and writes one answer for them, so `open` holds one token per
+/// id: a token per request would wait for answers never to come.
+///
+/// rmcp's answer takes its request's token out of `open` when rmcp hands
+/// it to the transport, as rmcp drops the request from its own table then,
+/// and releases it once the answer is written. A hot request never enters
+/// `open`: its token goes with its answer, released once it is written.
+/// An answer made at once holds it until then ([`PendingAnswer`]); a call
+/// running as a task holds it in `running`, beside the token that a
+/// `notifications/cancelled` naming it cancels (a cancelled call's answer
+/// is not written, as rmcp does), and takes it back while it writes. So
+/// each hot request is finished once, by its answer or by its
+/// cancellation, whatever else uses its id.
+#[derive(Default)]
+pub(super) struct Calls {
+    pub(super) tracker: TaskTracker,
+    /// The requests rmcp answers, open.
+    open: std::sync::Mutex<HashMap<RequestId, TaskTrackerToken>>,
+    /// The hot calls running as tasks. Whoever removes a call's entry
+    /// decides: the call itself (it writes its answer) or its cancellation
+    /// (which cancels every hot call with the id it names).
+    running: std::sync::Mutex<HashMap<RequestId, Vec<RunningTask>>>,
+    next_serial: std::sync::atomic::AtomicU64,
+}
+
+/// A hot call running as a task, as [`Calls::task_started`] noted it.
+pub(super) struct HotTask {
+    id: RequestId,
+    serial: u64,
+}
+
+/// A hot call running as a task: its serial number, the token that cancels
+/// it, and its request's token.
+pub(super) struct RunningTask {
+    serial: u64,
+    cancel: CancellationToken,
+    _open: TaskTrackerToken,
+}
+
+impl Calls {
+    pub(super) fn started(&self, id: RequestId) {
+        self.open.lock().expect("never poisoned").entry(id).or_insert_with(|| self.tracker.token());
+    }
+
+    /// The token of the open request with `id`, no longer open.
+    pub(super) fn take_open(&self, id: &RequestId) -> Option<TaskTrackerToken> {
+        self.open.lock().expect("never poisoned").remove(id)
+    }
+
+    /// How many requests are open (each holds a token of `tracker`), and the
+    /// ids of those whose answer is not being written: an answer held or
+    /// being written holds its request's token, not its id.
+    pub(super) fn open_requests(&self) -> (usize, Vec<RequestId>) {
+        let ids = self.open_ids();
+        (self.tracker.len().max(ids.len()), ids)
+    }
+
+    /// The ids of the open requests whose answer is not being written, one
+    /// per request.
+    pub(super) fn open_ids(&self) -> Vec<RequestId> {
+        let mut ids: Vec<RequestId> = {
+            let open = self.open.lock().expect("never poisoned");
+            open.keys().cloned().collect()
+        };
+        let running = self.running.lock().expect("never poisoned");
+        ids.extend(running.iter().flat_map(|(id, tasks)| std::iter::repeat_n(id.clone(), tasks.len())));
+        ids
+    }
+
+    /// Notes what a message from the client, for rmcp, starts or ends.
+    pub(super) fn read(&self, message: &RxJsonRpcMessage<RoleServer>) {
+        match message {
+            JsonRpcMessage::Request(request) => self.started(request.id.clone()),
+            JsonRpcMessage::Notification(notification) => {
+                if let ClientNotification::CancelledNotification(cancelled) = &notification.notification
+                    && let Some(id) = &cancelled.params.request_id
+                {
+                    // rmcp sends no answer to a request of its own the
+                    // client cancelled, and a hot call cancelled writes none.
+                    drop(self.take_open(id));
+                    let cancelled = self.running.lock().expect("never poisoned").remove(id);
+                    cancelled.into_iter().flatten().for_each(|task| task.cancel.cancel());
+                }
+            }
+            JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_) => {}
+        }
+    }
+
+    /// Notes a hot call with `id` running as a task, cancelled through
+    /// `cancel`, its request open while `open` is held.
+    pub(super) fn task_started(&self, id: RequestId, cancel: CancellationToken, open: TaskTrackerToken) -> HotTask {
+        let serial = self.next_serial.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let task = RunningTask { serial, cancel, _open: open };
+        self.running.lock().expect("never poisoned").entry(id.clone()).or_default().push(task);
+        HotTask { id, serial }
+    }
+
+    /// `call`, now done, if it is still running (and so writes its answer,
+    /// its request finished when this is dropped), not cancelled; it is
+    /// running no more.
+    pub(super) fn task_done(&self, call: HotTask) -> Option<RunningTask> {
+        let mut running = self.running.lock().expect("never poisoned");
+        let tasks = running.get_mut(&call.id)?;
+        let at = tasks.iter().position(|task| task.serial == call.serial)?;
+        let task = tasks.swap_remove(at);
+        if tasks.is_empty() {
+            running.remove(&call.id);
+        }
+        Some(task)
+    }
+}
