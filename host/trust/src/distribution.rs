@@ -503,6 +503,14 @@ impl RegistryClient {
         }
         self.within_deadline("resolving the tag", reference, async {
             let token = self.sign_in(&reference.0, Access::Pull).await?;
+            // Asked first without the body: a tag that did not move costs the
+            // registry a HEAD. Whatever digest it says is checked when the
+            // manifest is fetched by that digest to install it; one that says
+            // the installed digest keeps the installed pack, as a registry
+            // that serves an old tag does (a freeze: docs/security/registries.md).
+            if let Some(digest) = self.head_manifest_digest(&reference.0, &token, MANIFEST_ACCEPT).await? {
+                return Ok(digest);
+            }
             let manifest = self.fetch_manifest(&reference.0, &token, MANIFEST_ACCEPT).await?.ok_or_else(|| DistributionError::Status {
                 what: "the manifest",
                 reference: reference.to_string(),
@@ -911,9 +919,30 @@ impl RegistryClient {
     }
 
     /// A manifest, at most [`MAX_MANIFEST_BYTES`]; `None` if there is none.
-    async fn fetch_manifest(&self, reference: &Reference, token: &Token, accept: &str) -> Result<Option<Vec<u8>>, DistributionError> {
+    /// Where the manifest `reference` names is: by its digest, else its tag.
+    fn manifest_url(&self, reference: &Reference) -> String {
         let name = reference.digest().or(reference.tag()).unwrap_or("latest");
-        let url = format!("{}/v2/{}/manifests/{name}", self.registry_url(reference), reference.repository());
+        format!("{}/v2/{}/manifests/{name}", self.registry_url(reference), reference.repository())
+    }
+
+    /// The digest the registry gives for a manifest in answer to a HEAD
+    /// (`Docker-Content-Digest`), without its body; None when it gives no
+    /// sha256 digest that way (not every registry answers HEAD with one), and
+    /// the manifest is then fetched and hashed.
+    async fn head_manifest_digest(&self, reference: &Reference, token: &Token, accept: &str) -> Result<Option<String>, DistributionError> {
+        let url = self.manifest_url(reference);
+        let shown = PackReference(reference.clone());
+        let request = token.apply(self.http.head(url).header("Accept", accept));
+        let response = request.send().await.map_err(|error| self.unreachable(&shown, &error))?;
+        if !response.status().is_success() {
+            return Ok(None);
+        }
+        let digest = response.headers().get("Docker-Content-Digest").and_then(|value| value.to_str().ok());
+        Ok(digest.filter(|digest| is_sha256_digest(digest)).map(str::to_string))
+    }
+
+    async fn fetch_manifest(&self, reference: &Reference, token: &Token, accept: &str) -> Result<Option<Vec<u8>>, DistributionError> {
+        let url = self.manifest_url(reference);
         let shown = PackReference(reference.clone());
         let request = token.apply(self.http.get(url).header("Accept", accept));
         let response = request.send().await.map_err(|error| self.unreachable(&shown, &error))?;
@@ -1539,5 +1568,74 @@ mod tests {
             why(manifest(WASM_CONFIG_MEDIA_TYPE, &[WASM_LAYER_MEDIA_TYPE, WASM_LAYER_MEDIA_TYPE])),
             "oci://r.example/p:1 is not a wasm pack: it has 2 layers, and a pack has exactly one"
         );
+    }
+}
+
+#[cfg(test)]
+mod resolving {
+    use super::*;
+    use std::sync::Arc;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// A registry on loopback that answers the `/v2/` probe, a HEAD of a
+    /// manifest with `head` (status and `Docker-Content-Digest`, if any),
+    /// and a GET of it with `manifest`; it records each request line. (A
+    /// stand-in beside the real registry the integration tests run: it is
+    /// here to count what the client asks, which the real one does not say.)
+    async fn registry(head: (u16, Option<&'static str>), manifest: &'static [u8]) -> (String, Arc<std::sync::Mutex<Vec<String>>>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap().to_string();
+        let asked = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let noted = asked.clone();
+        tokio::spawn(async move {
+            loop {
+                let (mut socket, _) = listener.accept().await.unwrap();
+                let mut request = Vec::new();
+                let mut byte = [0u8; 1];
+                while !request.ends_with(b"\r\n\r\n") && socket.read(&mut byte).await.unwrap_or(0) == 1 {
+                    request.push(byte[0]);
+                }
+                let line = String::from_utf8_lossy(&request).lines().next().unwrap_or("").to_string();
+                noted.lock().unwrap().push(line.clone());
+                let answer = match line.split(' ').next() {
+                    _ if line.starts_with("GET /v2/ ") => "HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n".to_string(),
+                    Some("HEAD") => {
+                        let digest = head.1.map(|digest| format!("docker-content-digest: {digest}\r\n")).unwrap_or_default();
+                        format!("HTTP/1.1 {} X\r\n{digest}content-length: 0\r\nconnection: close\r\n\r\n", head.0)
+                    }
+                    _ => format!(
+                        "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{}",
+                        manifest.len(),
+                        String::from_utf8_lossy(manifest)
+                    ),
+                };
+                let _ = socket.write_all(answer.as_bytes()).await;
+            }
+        });
+        (address, asked)
+    }
+
+    async fn resolve(address: &str) -> Result<String, DistributionError> {
+        let settings = RegistrySettings { plain_http: vec![address.to_string()], ..RegistrySettings::default() };
+        let client = RegistryClient::new(settings).unwrap();
+        client.resolve(&PackReference::parse(&format!("oci://{address}/acme/prompts:1.0")).unwrap()).await
+    }
+
+    #[tokio::test]
+    async fn a_tag_is_resolved_by_a_head_when_the_registry_says_its_digest() {
+        let digest = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+        let (address, asked) = registry((200, Some(digest)), b"{}").await;
+        assert_eq!(resolve(&address).await.unwrap(), digest);
+        assert_eq!(*asked.lock().unwrap(), ["GET /v2/ HTTP/1.1", "HEAD /v2/acme/prompts/manifests/1.0 HTTP/1.1"]);
+    }
+
+    #[tokio::test]
+    async fn without_a_digest_in_answer_to_the_head_the_manifest_is_fetched_and_hashed() {
+        for head in [(200, None), (405, None), (200, Some("md5:0123"))] {
+            let (address, asked) = registry(head, b"{\"schemaVersion\":2}").await;
+            assert_eq!(resolve(&address).await.unwrap(), sha256_digest(b"{\"schemaVersion\":2}"), "{head:?}");
+            let asked = asked.lock().unwrap().clone();
+            assert_eq!(asked.last().map(String::as_str), Some("GET /v2/acme/prompts/manifests/1.0 HTTP/1.1"), "{head:?}: {asked:?}");
+        }
     }
 }
