@@ -1008,8 +1008,21 @@ pub async fn follow_sources(config: impl Fn() -> std::sync::Arc<ServeConfig>, ev
             }
         };
         said.remove(ROUND);
-        let installed: std::collections::HashMap<String, Result<Sourced, InstallError>> =
-            installation.install_sources().await.into_iter().collect();
+        // Installing reads and hashes every sourced plugin file, which the
+        // updates below do again: done only in a round where a source is
+        // not installed yet, or changed (or the lockfile does not read).
+        let locked = Lockfile::read(&installation.lockfile).ok();
+        let installed_as_configured = |name: &String| {
+            let configured = config.plugins.get(name).and_then(|plugin| plugin.source.as_deref());
+            let configured = configured.and_then(|source| PackReference::parse(source).ok()).map(|reference| reference.to_string());
+            let locked = locked.as_ref().and_then(|lockfile| lockfile.get(name)).map(|pack| pack.reference.clone());
+            configured.is_some() && configured == locked
+        };
+        let installed: std::collections::HashMap<String, Result<Sourced, InstallError>> = match sourced.iter().all(installed_as_configured)
+        {
+            true => std::collections::HashMap::new(),
+            false => installation.install_sources().await.into_iter().collect(),
+        };
         for name in sourced {
             let outcome = match installed.get(&name) {
                 Some(Err(error)) => Err(format!("not installed from its source: {error}")),
