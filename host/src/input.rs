@@ -480,6 +480,18 @@ impl Forms {
     }
 }
 
+/// The session of a client of a revision before 2026-07-28, which
+/// `elicitation/create` requests are sent on: the transport's edge hands it
+/// to the use cases, which never see the protocol's session itself.
+#[derive(Clone)]
+pub struct ClientSession(Peer<RoleServer>);
+
+impl ClientSession {
+    pub fn new(peer: Peer<RoleServer>) -> ClientSession {
+        ClientSession(peer)
+    }
+}
+
 /// Asks a client of a revision before 2026-07-28 to fill in `forms`, one
 /// `elicitation/create` request on its session for each, waiting up to
 /// `timeout` for each answer, and returns its answers as a 2026-07-28 client
@@ -487,7 +499,7 @@ impl Forms {
 /// or cancelled its request), the elicitation waiting is cancelled (the
 /// client is told, if it is still there) and nothing more is waited for.
 pub async fn elicit(
-    peer: &Peer<RoleServer>,
+    ClientSession(peer): &ClientSession,
     forms: &Forms,
     timeout: Duration,
     abandoned: impl Future<Output = ()>,

@@ -25,7 +25,16 @@
 //! - [`transport`]: MCP over stdio and Streamable HTTP, with the bounds on
 //!   what a client sends, and who may send it (a token, or OAuth access
 //!   tokens naming a tenant: `transport::authorization`);
-//! - [`handler`]: the MCP `ServerHandler`, one short method per request kind;
+//! - [`handler`]: the MCP `ServerHandler`, the thin adapter from rmcp to the
+//!   use cases: one short method per request kind, which builds the
+//!   request's `Caller` and answers through one telemetry wrapper
+//!   (`handler::telemetry`: in flight, log and trace spans, the access log);
+//! - [`app`]: the use cases (list, get with its rounds of input, complete,
+//!   skills, resources, the tools of prompts as tools), plain methods of
+//!   `UseCases` taking one typed `Caller`; they know neither rmcp's service
+//!   nor hyper (`tests/crate-boundaries` checks it);
+//! - [`prompt_tools`]: the two tools that stand for the prompts (their
+//!   schemas, and a tool call read as the prompt request it stands for);
 //! - [`error`]: request errors and their JSON-RPC codes;
 //! - [`registry`]: the current snapshot of plugins and their catalog;
 //! - [`catalog`]: the merged prompt list, name resolution, pages and cursors;
@@ -93,6 +102,7 @@
 //! [`cache`](prompt_host_kernel::cache) (compiled plugins on disk).
 
 pub mod access_log;
+pub mod app;
 pub mod bundled;
 pub mod catalog;
 pub mod cli;

@@ -393,7 +393,7 @@ impl ContentIndex {
 pub const MAX_SKILLS_PAGE_BYTES: usize = 1024 * 1024;
 
 /// What `resources/directory/read` and `skills/get` refuse.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NotServed {
     /// No skill's `SKILL.md` is at the URI.
     Skill,

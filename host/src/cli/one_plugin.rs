@@ -65,7 +65,7 @@ pub async fn get(
 
 /// How `get` answers a form: with the `--answer FIELD=VALUE` given for a
 /// field (the last one), else, on a terminal, by asking on it.
-fn answer_forms(answers: Vec<(String, String)>) -> crate::handler::Answerer {
+fn answer_forms(answers: Vec<(String, String)>) -> crate::app::Answerer {
     let terminal = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
     std::sync::Arc::new(move |forms: &crate::input::Forms| {
         forms.answer_each(|question| {

@@ -788,7 +788,7 @@ impl RequestChecks {
         parts.extensions.insert(crate::handler::ClientGone(client_gone.clone()));
         // A call that asks its client for input (an elicitation) holds the
         // connection until answered, as a stream: it takes a stream's place.
-        parts.extensions.insert(crate::handler::StreamPlace {
+        parts.extensions.insert(crate::app::StreamPlace {
             take: {
                 let (streams, tenant, user, under_way) =
                     (self.streams.clone(), tenant.to_string(), user.map(str::to_string), under_way.clone());
