@@ -1728,8 +1728,7 @@ impl Report {
                     host.iter()
                         .zip(other)
                         .map(|((clients, host), (_, other))| {
-                            let plural = if *clients == 1 { "" } else { "s" };
-                            format!("{bold}{:.2}{bold} ({clients} client{plural})", host.per_second / other.per_second)
+                            format!("{bold}{:.2}{bold} ({})", host.per_second / other.per_second, clients_named(*clients))
                         })
                         .collect::<Vec<_>>()
                         .join(", ")
@@ -1768,6 +1767,11 @@ fn write_between_markers(path: &Path, text: &str) -> anyhow::Result<()> {
     };
     std::fs::write(path, updated)?;
     Ok(())
+}
+
+/// "1 client", "16 clients".
+fn clients_named(clients: usize) -> String {
+    format!("{clients} client{}", if clients == 1 { "" } else { "s" })
 }
 
 #[cfg(test)]

@@ -306,20 +306,24 @@ impl ConnectionSlot {
     }
 }
 
+/// One connection fewer from `key`; a key with none left is forgotten.
+fn count_down(counts: &mut HashMap<IpAddr, usize>, key: IpAddr) {
+    if let Some(count) = counts.get_mut(&key) {
+        *count -= 1;
+        if *count == 0 {
+            counts.remove(&key);
+        }
+    }
+}
+
 impl Drop for ConnectionSlot {
     fn drop(&mut self) {
         {
             let mut guard = self.states.lock().expect("never poisoned");
             let states = &mut *guard;
             if let Some(state) = states.open.remove(&self.id) {
-                for (counts, key) in [(&mut states.clients, state.client), (&mut states.prefixes, client_prefix(state.client))] {
-                    if let Some(count) = counts.get_mut(&key) {
-                        *count -= 1;
-                        if *count == 0 {
-                            counts.remove(&key);
-                        }
-                    }
-                }
+                count_down(&mut states.clients, state.client);
+                count_down(&mut states.prefixes, client_prefix(state.client));
             }
         }
         // The place is free before a waiting accept loop wakes to take it.

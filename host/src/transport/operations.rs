@@ -30,6 +30,7 @@ use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 
 use super::TransportError;
+use super::connections::ConnectionSlot;
 use super::connections::{self, ConnectionCaps, Connections, WriteDeadline};
 use super::front::{self, Body, ListenOptions, host_allowed, plain};
 use crate::metrics::{self, Readiness};
@@ -120,10 +121,7 @@ async fn accept(listener: tokio::net::TcpListener, connections: Arc<Connections>
                     let busy = place.busy();
                     let place = place.clone();
                     async move {
-                        let response = answer(&request, allow_remote);
-                        if response.status().is_client_error() {
-                            place.refused();
-                        }
+                        let response = answer_on(&place, &request, allow_remote);
                         drop(busy);
                         Ok::<_, Infallible>(response)
                     }
@@ -152,6 +150,15 @@ async fn accept(listener: tokio::net::TcpListener, connections: Arc<Connections>
             }
         });
     }
+}
+
+/// [`answer`], with a refusal counted against the connection (`place`).
+fn answer_on(place: &ConnectionSlot, request: &Request<Incoming>, allow_remote: bool) -> Response<Body> {
+    let response = answer(request, allow_remote);
+    if response.status().is_client_error() {
+        place.refused();
+    }
+    response
 }
 
 /// The metrics listener's answer.
