@@ -3,9 +3,8 @@
 //! A [`Principal`] is the tenant, the token's issuer and its subject (over
 //! stdio, the fixed [`Principal::stdio`]). What the host hands a client that
 //! it could hand to someone else is bound to the principal: the sealed
-//! `requestState` (see `input::Binding`), and an HTTP session's id, which
-//! carries a tag only this process computes for that principal
-//! ([`bind_session`], [`bound_session`]).
+//! `requestState` (see `input::Binding`), and an HTTP session's id, sealed
+//! for that principal (`transport::http::session_ids`).
 //!
 //! A session is named in the log and in traces only by [`session_label`], a
 //! keyed hash of its id: whoever reads them cannot take the session over.
@@ -51,8 +50,8 @@ impl Principal {
     }
 }
 
-/// The key of this process's session tags and labels: random, as sessions
-/// live in this process only.
+/// The key of this process's session labels: random, so that a label
+/// names a session in this process's log only.
 fn process_key() -> &'static [u8; 32] {
     static KEY: OnceLock<[u8; 32]> = OnceLock::new();
     KEY.get_or_init(|| {
@@ -74,29 +73,6 @@ fn mac(purpose: &str, parts: &[&[u8]]) -> HmacSha256 {
     mac
 }
 
-/// The bytes of a session tag (128 bits).
-const SESSION_TAG_BYTES: usize = 16;
-
-/// The session id a client is given for the session `id` (rmcp's) opened
-/// by `principal`: the id, a dot, and a tag binding it to the principal (in
-/// lowercase hex, as rmcp's ids are, so a client that folds case keeps it).
-pub fn bind_session(id: &str, principal: &Principal) -> String {
-    let tag = mac("prompt-host session", &[id.as_bytes(), &principal.bytes()]).finalize().into_bytes();
-    format!("{id}.{}", hex(&tag[..SESSION_TAG_BYTES]))
-}
-
-/// The session id (rmcp's) in `presented`, if this process gave it to
-/// `principal` (see [`bind_session`]); compared in constant time.
-pub fn bound_session<'a>(presented: &'a str, principal: &Principal) -> Option<&'a str> {
-    let (id, tag) = presented.rsplit_once('.')?;
-    if tag.len() != SESSION_TAG_BYTES * 2 || !tag.bytes().all(|byte| matches!(byte, b'0'..=b'9' | b'a'..=b'f')) {
-        return None;
-    }
-    let tag: Vec<u8> = (0..SESSION_TAG_BYTES).map(|at| u8::from_str_radix(&tag[at * 2..at * 2 + 2], 16).expect("hex")).collect();
-    mac("prompt-host session", &[id.as_bytes(), &principal.bytes()]).verify_truncated_left(&tag).ok()?;
-    Some(id)
-}
-
 /// What names a session in the log and in traces: a keyed hash of its id
 /// (16 hex digits), the same for the same session within this process, and
 /// of no use to take the session over.
@@ -112,25 +88,6 @@ fn hex(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn alice() -> Principal {
-        Principal { tenant: "acme".into(), issuer: "https://issuer".into(), subject: "alice".into() }
-    }
-
-    #[test]
-    fn a_session_id_counts_only_for_the_principal_it_was_given_to() {
-        let given = bind_session("4b1c-session", &alice());
-        assert_eq!(bound_session(&given, &alice()), Some("4b1c-session"));
-        let mallory = Principal { subject: "mallory".into(), ..alice() };
-        let globex = Principal { tenant: "globex".into(), ..alice() };
-        for other in [mallory, globex, Principal::stdio(), Principal::http_without_oauth()] {
-            assert_eq!(bound_session(&given, &other), None, "{other:?}");
-        }
-        let upper = given.to_ascii_uppercase();
-        for forged in ["4b1c-session", "4b1c-session.", "other.00000000000000000000000000000000", &format!("x{given}"), &upper] {
-            assert_eq!(bound_session(forged, &alice()), None, "{forged}");
-        }
-    }
 
     #[test]
     fn principals_whose_fields_run_together_differ() {

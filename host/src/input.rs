@@ -227,6 +227,23 @@ impl RequestStateSeal {
         RequestStateSeal { codec }
     }
 
+    /// `value` sealed with the current key for `bound_to` (what opening it
+    /// must name again), good for `ttl`: what other things the shared key
+    /// seals use (an HTTP session's id, `transport::http::session_ids`),
+    /// each with associated data of its own, so that nothing sealed for one
+    /// purpose opens for another.
+    pub fn seal_bound(&self, value: &impl Serialize, bound_to: &[u8], ttl: Duration) -> String {
+        let options = SealOptions::new().associated_data(bound_to).ttl(ttl);
+        self.codec.seal_json_with(value, &options).expect("what the host seals serializes to JSON")
+    }
+
+    /// What [`Self::seal_bound`] sealed for `bound_to`, if this key ring
+    /// sealed it for that and it has not expired; else whether it had
+    /// expired (`Err(true)`) or is anything else (`Err(false)`).
+    pub fn open_bound<T: serde::de::DeserializeOwned>(&self, sealed: &str, bound_to: &[u8]) -> Result<T, bool> {
+        self.codec.open_json_with(sealed, bound_to).map_err(|error| matches!(error, rmcp::model::RequestStateError::Expired))
+    }
+
     /// An `InputRequiredResult` asking the client for `forms`, with them and
     /// the pack's state sealed into its `requestState` for this `request`.
     pub fn ask(&self, forms: &Forms, request: &Binding) -> InputRequiredResult {

@@ -139,7 +139,9 @@ impl App {
         let grace = Duration::from_millis(args.shutdown_grace_ms);
         match listener {
             Some(listener) => {
-                let running = listener.serve_tenants(http::Tenants { by_name, default });
+                // Session ids sealed with the shared request-state key: any
+                // replica serves any session.
+                let running = listener.sealing_sessions_with(servers.seal.clone()).serve_tenants(http::Tenants { by_name, default });
                 let signal = signals.next().await;
                 crate::metrics::stopping();
                 tracing::info!(target: TARGET, "{signal}: stopping; calls in flight have {} ms to finish, then every session is closed", grace.as_millis());

@@ -321,7 +321,8 @@ fn open_http_sessions_are_counted() {
     assert_eq!(status, 200, "{response}");
     let session = response
         .lines()
-        .find_map(|line| line.to_ascii_lowercase().strip_prefix("mcp-session-id:").map(|id| id.trim().to_string()))
+        // The header's name in any case; its value, a sealed id, as it is.
+        .find_map(|line| line.to_ascii_lowercase().starts_with("mcp-session-id:").then(|| line[15..].trim().to_string()))
         .expect("no session id");
     assert_value(&scrape(metrics), "prompt_host_sessions_open", 1.0);
     let delete = format!(

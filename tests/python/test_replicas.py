@@ -1,12 +1,14 @@
 """Replicas behind a real nginx, restarted one at a time under load.
 
-Two `prompt-host serve --http` replicas serve one plugin directory on
-loopback; Debian's nginx, started here with docs/deploy/nginx.conf (the file
-docs/deploy.md shows, only the addresses and the port replaced), is in front.
-Clients of the official MCP Python SDK page through prompts/list and call
-prompts/get without pause while each replica in turn gets SIGTERM and is
-started again. nginx's access log (JSON, one line a request, with the
-replica that answered) tells which replica answered what."""
+Three `prompt-host serve --http` replicas serve one plugin directory on
+loopback, sharing one request-state key; Debian's nginx, started here with
+docs/deploy/nginx.conf (the file docs/deploy.md shows, only the addresses
+and the port replaced: plain round robin), is in front. Clients of the
+official MCP Python SDK, of 2026-07-28 and of 2025-11-25 (a session), page
+through prompts/list and call prompts/get without pause while each replica
+in turn gets SIGTERM and is started again. nginx's access log (JSON, one
+line a request, with the replica that answered) tells which replica
+answered what."""
 
 import json
 from collections import Counter
@@ -20,6 +22,9 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import hashlib
+import secrets
 
 import anyio
 import httpx2
@@ -73,8 +78,8 @@ def nginx_config(listen: int, replicas: list[int]) -> str:
     text = NGINX_CONF.read_text()
     for pattern, replacement, count in [
         (r"listen 8080;", f"listen 127.0.0.1:{listen};", 1),
-        (r"server 127\.0\.0\.1:8081;", f"server 127.0.0.1:{replicas[0]};", 2),
-        (r"server 127\.0\.0\.1:8082;", f"server 127.0.0.1:{replicas[1]};", 2),
+        *((rf"server 127\.0\.0\.1:808{index + 1};", f"server 127.0.0.1:{port};", 1)
+          for index, port in enumerate(replicas)),
     ]:
         text, replaced = re.subn(pattern, replacement, text)
         assert replaced == count, f"{NGINX_CONF} no longer says {pattern!r} {count} times"
@@ -105,8 +110,20 @@ class Deployment:
         return self.access_log.read_text().count("\n")
 
 
+# What every replica shares: the request-state key, which seals the
+# `requestState` of input-required prompts and the session ids.
+CONFIG = """\
+[server]
+request_state_key_file = "state.key"
+"""
+
+# Named tokens (docs/http.md), for the test of a session id replayed by
+# another token's holder.
+TOKENS = {name: f"ph_{name}_{secrets.token_urlsafe(24)}" for name in ["alice", "bob"]}
+
+
 @contextmanager
-def replicas_behind_nginx():
+def replicas_behind_nginx(*extra: str):
     assert shutil.which("nginx"), "nginx is not installed: run tests/setup"
     with tempfile.TemporaryDirectory() as work:
         work = Path(work)
@@ -115,11 +132,14 @@ def replicas_behind_nginx():
         plugin_dir.mkdir()
         for plugin in PLUGINS:
             shutil.copyfile(BUILT / f"{plugin}.wasm", plugin_dir / f"{plugin}.wasm")
-        ports = [free_port(), free_port()]
+        (work / "state.key").write_text(secrets.token_hex(32))
+        (work / "prompt-host.toml").write_text(CONFIG)
+        ports = [free_port(), free_port(), free_port()]
         replicas = []
         for index, port in enumerate(ports):
             (work / f"replica{index}").mkdir()
-            replicas.append(Replica(plugin_dir, work / f"replica{index}", f"127.0.0.1:{port}", "--page-size", "1"))
+            replicas.append(Replica(plugin_dir, work / f"replica{index}", f"127.0.0.1:{port}", "--page-size", "1",
+                                    "--config", str(work / "prompt-host.toml"), *extra))
         listen = free_port()
         (work / "prompt-host.conf").write_text(nginx_config(listen, ports))
         (work / "nginx.conf").write_text(NGINX_MAIN.format(work=work))
@@ -192,6 +212,16 @@ async def keep_getting(url: str, tally: Tally, stop: anyio.Event) -> None:
                 tally.failures.append(f"prompts/get: answered {result.messages[0].content.text!r}")
 
 
+async def keep_getting_in_a_session(url: str, tally: Tally, stop: anyio.Event) -> None:
+    """A client of 2025-11-25: one session, opened once, through every restart."""
+    async with streamable_http_client(url) as (read, write), ClientSession(read, write) as session:
+        assert (await session.initialize()).protocol_version == "2025-11-25"
+        while not stop.is_set():
+            result = await tally.call("prompts/get in a session", session.get_prompt("code_review", {"code": CODE}))
+            if result is not None and result.messages[0].content.text != REVIEW:
+                tally.failures.append(f"prompts/get in a session: answered {result.messages[0].content.text!r}")
+
+
 async def answered_by(deployment: Deployment, address: str, since: int, count: int) -> None:
     """Waits until `address` has answered `count` requests logged after the `since`th."""
     while sum(r["answered_by"] == address for r in deployment.requests(since)) < count:
@@ -209,7 +239,7 @@ async def test_rolling_restarts_behind_nginx_fail_no_request_and_cursors_cross_r
             async with anyio.create_task_group() as clients:
                 clients.start_soon(keep_listing, deployment.url, tally, stop)
                 clients.start_soon(keep_getting, deployment.url, tally, stop)
-                clients.start_soon(keep_getting, deployment.url, tally, stop)
+                clients.start_soon(keep_getting_in_a_session, deployment.url, tally, stop)
                 for address in deployment.addresses:
                     await answered_by(deployment, address, 0, 20)
                 for replica, address in zip(deployment.replicas, deployment.addresses):
@@ -240,11 +270,19 @@ async def test_rolling_restarts_behind_nginx_fail_no_request_and_cursors_cross_r
         crossed = sum(1 for before, after in zip(listed, listed[1:])
                       if "cursor" in after["body"].get("params", {}) and before["answered_by"] != after["answered_by"])
         retried = [r for r in requests if ", " in r["upstream"]]
+        # The session's requests went to every replica, each restarted once
+        # under it: one session, never opened again.
+        in_session = [r for r in requests if r["session"]]
+        assert {r["answered_by"] for r in in_session} == set(deployment.addresses)
+        assert sum(1 for r in requests if r["body"] and r["body"]["method"] == "initialize") == 1
         print(f"\nrequests made: {tally.requests}, failed: {len(tally.failures)}; nginx logged {len(requests)} "
               f"({len(listed)} prompts/list), of which {crossed} pages read a cursor another replica issued "
               f"and {len(retried)} were refused by a stopped replica and answered by the other")
         assert tally.failures == [], tally.failures
-        assert [r for r in requests if r["status"] != "200"] == []
+        # Every answer a success: 202 for the session's one notification.
+        accepted = [r for r in requests if r["status"] == "202"]
+        assert [r["body"]["method"] for r in accepted] == ["notifications/initialized"]
+        assert [r for r in requests if r["status"] not in ("200", "202")] == []
         assert crossed > 0
         for replica in deployment.replicas:
             log = replica.log_path.read_text()
@@ -256,15 +294,24 @@ async def test_rolling_restarts_behind_nginx_fail_no_request_and_cursors_cross_r
 @pytest.mark.anyio
 async def test_a_cursor_from_one_replica_is_accepted_by_another():
     with replicas_behind_nginx() as deployment:
-        a, b = deployment.replicas
+        a, b, _ = deployment.replicas
         async with Client(a.url, cache=None) as on_a, Client(b.url, cache=None) as on_b:
             cursor = (await on_a.list_prompts()).next_cursor
             assert [p.name for p in (await on_b.list_prompts(cursor=cursor)).prompts] == NAMES[1:2]
             assert [p.name for p in (await on_a.list_prompts(cursor=cursor)).prompts] == NAMES[1:2]
 
 
+def ping(address: str, session_id: str, token: str | None = None) -> httpx2.Response:
+    headers = {"Accept": "application/json, text/event-stream", "Mcp-Session-Id": session_id,
+               "MCP-Protocol-Version": "2025-11-25"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    return httpx2.post(f"http://{address}/mcp", json={"jsonrpc": "2.0", "id": 1000, "method": "ping"},
+                       headers=headers, timeout=10)
+
+
 @pytest.mark.anyio
-async def test_a_session_of_an_earlier_revision_stays_on_its_replica():
+async def test_a_session_of_an_earlier_revision_is_served_by_every_replica():
     with replicas_behind_nginx() as deployment:
         async with streamable_http_client(deployment.url) as (read, write), ClientSession(read, write) as session:
             initialized = await session.initialize()
@@ -273,15 +320,18 @@ async def test_a_session_of_an_earlier_revision_stays_on_its_replica():
                 assert [p.name for p in (await session.list_prompts()).prompts] == NAMES[:1]
                 result = await session.get_prompt("code_review", {"code": CODE})
                 assert result.messages[0].content.text == REVIEW
-            # Only the replica that opened the session knows it.
-            [replica] = {r["answered_by"] for r in deployment.requests()}
             [session_id] = {r["session"] for r in deployment.requests() if r["session"]}
-            ping = {"jsonrpc": "2.0", "id": 1000, "method": "ping"}
-            headers = {"Accept": "application/json, text/event-stream", "Mcp-Session-Id": session_id,
-                       "MCP-Protocol-Version": "2025-11-25"}
+            # Every replica serves it, those that never saw its initialize too.
             for address in deployment.addresses:
-                answer = httpx2.post(f"http://{address}/mcp", json=ping, headers=headers, timeout=10)
-                assert answer.status_code == (200 if address == replica else 404), answer.text
+                answer = ping(address, session_id)
+                assert answer.status_code == 200, answer.text
+                answered = [json.loads(line[len("data: "):]) for line in answer.text.splitlines()
+                            if line.startswith("data: {")]
+                assert answered == [{"jsonrpc": "2.0", "id": 1000, "result": {}}], answer.text
+            # An id altered by one character names no session anywhere.
+            altered = session_id[:-1] + ("A" if session_id[-1] != "A" else "B")
+            for address in deployment.addresses:
+                assert ping(address, altered).status_code == 404
         expected = {
             ("POST", "initialize"): 1,
             ("POST", "notifications/initialized"): 1,
@@ -301,4 +351,33 @@ async def test_a_session_of_an_earlier_revision_stays_on_its_replica():
             time.sleep(0.1)
         assert counted == expected
         assert [r for r in requests if r["status"] not in ("200", "202")] == []
-        assert {r["answered_by"] for r in requests} == {replica}
+        # Round robin: the session's requests went to every replica.
+        assert {r["answered_by"] for r in requests if r["session"]} == set(deployment.addresses)
+        # The replica that answered the DELETE answers the ended session
+        # 404; another would restore it, for the same user only, until it
+        # expires (docs/security/http.md).
+        [deleted_by] = {r["answered_by"] for r in requests if r["method"] == "DELETE"}
+        assert ping(deleted_by, session_id).status_code == 404
+
+
+@pytest.mark.anyio
+async def test_a_session_id_opens_for_no_other_token_on_any_replica(tmp_path):
+    tokens = tmp_path / "tokens.toml"
+    tokens.write_text("".join(f'[[token]]\nname = "{name}"\nsha256 = "{hashlib.sha256(token.encode()).hexdigest()}"\n\n'
+                              for name, token in TOKENS.items()))
+    with replicas_behind_nginx("--auth-tokens-file", str(tokens)) as deployment:
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKENS['alice']}"}) as alice, \
+                streamable_http_client(deployment.url, http_client=alice) as (read, write), \
+                ClientSession(read, write) as session:
+            await session.initialize()
+            await session.list_prompts()
+            [session_id] = {r["session"] for r in deployment.requests() if r["session"]}
+            for address in deployment.addresses:
+                # Its own user: served everywhere.
+                assert ping(address, session_id, TOKENS["alice"]).status_code == 200
+                # Another token's holder: no such session, on any replica,
+                # whether it holds the session or would restore it.
+                refused = ping(address, session_id, TOKENS["bob"])
+                assert (refused.status_code, refused.text) == (404, "Not Found: Session not found")
+        for replica in deployment.replicas:
+            assert "refused a session id not given to this token's holder" in replica.log_path.read_text()

@@ -20,13 +20,14 @@
 //! not served is refused (403); the default serves only tokens naming none.
 //!
 //! Each request carries its [`Principal`] (tenant, issuer, subject) to the
-//! handler, and a session id is bound to the principal that opened it: the
-//! client is given rmcp's id with a tag (`identity::bind_session`), and the
-//! id presented by anyone else is answered as an unknown session (404).
+//! handler, and a session id is sealed for the principal that opened it,
+//! with what any replica needs to serve the session (`session_ids`): the id
+//! presented by anyone else is answered as an unknown session (404).
 //!
 //! Stopping is in stages: no new connection or request, the requests being
 //! served finish within a grace, sessions end, connections close.
 
+pub mod session_ids;
 mod sessions;
 
 use std::convert::Infallible;
@@ -39,7 +40,9 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
+use rmcp::transport::streamable_http_server::session::SessionManager as _;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use session_ids::{EndedSessions, NotOpened, OpenedSession, Restorable, RestoreOffer, SessionIds};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -51,6 +54,7 @@ use super::connections::{self, ConnectionCaps, ConnectionSlot, Connections, Writ
 use super::front::{self, Body, LOOPBACK_HOSTS, ListenOptions, plain};
 use super::tokens::{Presented, TOKENS_ISSUER, TokenSet, Tokens};
 use crate::identity::{self, Principal};
+use crate::input::RequestStateSeal;
 use prompt_host_kernel::log_budget::{Admission, LogBudget, LogWindow};
 use sessions::CappedSessions;
 
@@ -180,6 +184,9 @@ pub struct HttpListener {
     local_addrs: Vec<SocketAddr>,
     config: HttpConfig,
     resource_server: Option<Arc<ResourceServer>>,
+    /// What seals session ids (`session_ids`): the shared request-state
+    /// key, or by default a random key of this process.
+    session_seal: Option<RequestStateSeal>,
 }
 
 /// The handlers behind the front: one per tenant, and what serves requests
@@ -202,6 +209,10 @@ pub enum DefaultTenant<S> {
 struct Served<S: ServerHandler + Clone + Send + Sync + 'static> {
     service: StreamableHttpService<S, CappedSessions>,
     sessions: Arc<CappedSessions>,
+    /// The sessions requests are about to restore from their sealed ids.
+    restorable: Arc<Restorable>,
+    /// The sessions ended here with DELETE.
+    ended: Arc<EndedSessions>,
 }
 
 /// Every handler's service, by tenant.
@@ -246,7 +257,14 @@ impl HttpListener {
             None => None,
         };
         let (listeners, local_addrs) = front::bind(&config.listen, config.listen_name.as_deref(), config.allow_remote, options).await?;
-        Ok(HttpListener { listeners, local_addrs, config, resource_server })
+        Ok(HttpListener { listeners, local_addrs, config, resource_server, session_seal: None })
+    }
+
+    /// The listener, sealing session ids with `seal` (the shared
+    /// request-state key, so that any replica serves any session) when
+    /// given; by default with a random key of this process.
+    pub fn sealing_sessions_with(self, seal: Option<RequestStateSeal>) -> HttpListener {
+        HttpListener { session_seal: seal, ..self }
     }
 
     /// The addresses listened on (with the port chosen, if 0 was asked).
@@ -269,7 +287,7 @@ impl HttpListener {
     where
         S: ServerHandler + Clone + Send + Sync + 'static,
     {
-        let HttpListener { listeners, local_addrs, config, resource_server } = self;
+        let HttpListener { listeners, local_addrs, config, resource_server, session_seal } = self;
         let stopping = Stopping::default();
         let rmcp_config = StreamableHttpServerConfig::default()
             .with_allowed_hosts(LOOPBACK_HOSTS.iter().map(|h| h.to_string()).chain(config.allowed_hosts.iter().cloned()))
@@ -279,8 +297,11 @@ impl HttpListener {
             .with_cancellation_token(stopping.sessions.child_token());
         let served = |server: S| {
             let sessions = Arc::new(CappedSessions::new(config.max_sessions, sessions::EVICTABLE_AFTER));
-            let service = StreamableHttpService::new(move || Ok(server.clone()), sessions.clone(), rmcp_config.clone());
-            Served { service, sessions }
+            let restorable = Arc::new(Restorable::default());
+            let mut rmcp_config = rmcp_config.clone();
+            rmcp_config.session_store = Some(restorable.clone());
+            let service = StreamableHttpService::new(move || Ok(server.clone()), sessions.clone(), rmcp_config);
+            Served { service, sessions, restorable, ended: Arc::default() }
         };
         let default = match tenants.default {
             DefaultTenant::Own(server) => DefaultTenant::Own(served(server)),
@@ -315,6 +336,7 @@ impl HttpListener {
             streams: Arc::new(Streams::new(&config, Counted::Streams)),
             requests: Arc::new(Streams::new(&config, Counted::Requests)),
             streams_end: stopping.streams.clone(),
+            session_ids: SessionIds::new(session_seal.unwrap_or_else(RequestStateSeal::random)),
         });
 
         let caps = connection_caps(&config);
@@ -601,6 +623,8 @@ struct RequestChecks {
     requests: Arc<Streams>,
     /// Cancelled when the server stops: every stream ends.
     streams_end: CancellationToken,
+    /// Issues and opens the sealed session ids.
+    session_ids: SessionIds,
 }
 
 /// Who a request is from, as its token says: the issuer, what names its
@@ -615,6 +639,8 @@ struct Admitted {
     parts: hyper::http::request::Parts,
     body: Bytes,
     may_open_session: bool,
+    /// The session (rmcp's id) it restores on this replica, if it does.
+    restores: Option<String>,
     held: Held,
 }
 
@@ -626,6 +652,8 @@ struct Held {
     under_way: Arc<std::sync::Mutex<Option<StreamHeld>>>,
     stream: Option<StreamHeld>,
     client_gone: tokio_util::sync::DropGuard,
+    /// The offer of the session it restores, for rmcp's session store.
+    _restore: Option<RestoreOffer>,
 }
 
 impl RequestChecks {
@@ -658,21 +686,47 @@ impl RequestChecks {
             None => Principal::http_without_oauth(),
         };
         let mut request = request;
-        if let Some(refusal) = unbind_session_id(&mut request, &principal) {
-            return refusal.answer(peer, &self.refusals);
-        }
+        let session = match self.open_session_id(&mut request, &principal, served) {
+            Ok(session) => session,
+            Err(refusal) => return refusal.answer(peer, &self.refusals),
+        };
         request.extensions_mut().insert(principal.clone());
         // Whose streams are counted together: with OAuth, the user (the
         // token's issuer and subject; tokens without a subject count as one
         // user). A static token or open access names no user: the tenant's
         // cap holds.
         let user = grant.as_ref().map(|_| format!("{}\u{0}{}", principal.issuer, principal.subject));
-        let admitted = match self.admitted(request, tenant, user.as_deref(), grant.is_some(), &served.sessions).await {
+        let admitted = match self.admitted(request, tenant, user.as_deref(), grant.is_some(), served, session).await {
             Ok(admitted) => admitted,
             Err(answer) => return answer,
         };
         let expires = grant.as_ref().and_then(|(_, _, grant)| grant.expires);
         self.answered(admitted, served, &principal, user.as_deref(), expires, peer).await
+    }
+
+    /// Replaces the session id `request` carries, if any, by rmcp's id, when
+    /// it names a session for `principal` (`session_ids`) not ended here:
+    /// the session it names. Otherwise the refusal, naming the id by its
+    /// label.
+    fn open_session_id<S: ServerHandler + Clone + Send + Sync + 'static>(
+        &self,
+        request: &mut Request<Incoming>,
+        principal: &Principal,
+        served: &Served<S>,
+    ) -> Result<Option<OpenedSession>, Refusal> {
+        let Some(presented) = request.headers().get(SESSION_ID_HEADER) else {
+            return Ok(None);
+        };
+        let presented = String::from_utf8_lossy(presented.as_bytes()).into_owned();
+        let refused = |why| Refusal::SessionNotBound { label: identity::session_label(&presented), why };
+        let session = self.session_ids.open(&presented, principal).map_err(refused)?;
+        if served.ended.ended(&session.id) {
+            return Err(refused(NotOpened::Ended));
+        }
+        // Sealed by this key ring from rmcp's own id: a header value.
+        let id = hyper::header::HeaderValue::from_str(&session.id).map_err(|_| refused(NotOpened::NotBound))?;
+        request.headers_mut().insert(SESSION_ID_HEADER, id);
+        Ok(Some(session))
     }
 
     /// The answer to a request for anything but MCP: the health endpoints
@@ -722,14 +776,16 @@ impl RequestChecks {
     /// `oauth`): counted among the calls, the requests under way or the
     /// streams, its body read whole (bounded in size and rate), within the
     /// session caps when it opens a session. A refusal is the answer.
-    async fn admitted(
+    async fn admitted<S: ServerHandler + Clone + Send + Sync + 'static>(
         &self,
         request: Request<Incoming>,
         tenant: &str,
         user: Option<&str>,
         oauth: bool,
-        sessions: &Arc<CappedSessions>,
+        served: &Served<S>,
+        session: Option<OpenedSession>,
     ) -> Result<Admitted, Response<Body>> {
+        let sessions = &served.sessions;
         // A POST carries a call (or opens or ends a session): stopping waits
         // until its response is sent, unless it opens a stream.
         let mut call = (request.method() == hyper::Method::POST).then(|| self.calls.token());
@@ -771,15 +827,9 @@ impl RequestChecks {
         // (rmcp answers 404 if the session is unknown).
         let (is_post, names_session) = (parts.method == hyper::Method::POST, parts.headers.contains_key(SESSION_ID_HEADER));
         let opens_session = is_post && !names_session && has_method("initialize");
-        if opens_session && !sessions.has_room().await {
-            return Err(plain(StatusCode::SERVICE_UNAVAILABLE, &sessions.full_message()));
-        }
-        // One user holds at most half of its tenant's sessions.
-        if opens_session
-            && let Some(user) = user
-            && !sessions.user_has_room(user).await
-        {
-            return Err(plain(StatusCode::TOO_MANY_REQUESTS, &sessions.user_full_message()));
+        let restore = restore_here(served, session, &parts.method).await?;
+        if opens_session || restore.is_some() {
+            session_room(sessions, user).await?;
         }
         // Cancelled when the response is dropped (sent, or the client
         // gone), or the session it belongs to is closed.
@@ -801,9 +851,13 @@ impl RequestChecks {
             stopping: self.streams_end.clone(),
         });
         let may_open_session = is_post && !names_session && (opens_session || methods.is_empty());
+        let (restore, restores) = match restore {
+            Some((id, initialize)) => (Some(served.restorable.offer(&id, initialize)), Some(id)),
+            None => (None, None),
+        };
         // Armed now: whenever this request ends, even before rmcp answers.
-        let held = Held { call, under_way, stream, client_gone: client_gone.drop_guard() };
-        Ok(Admitted { parts, body, may_open_session, held })
+        let held = Held { call, under_way, stream, client_gone: client_gone.drop_guard(), _restore: restore };
+        Ok(Admitted { parts, body, may_open_session, restores, held })
     }
 
     /// The MCP service's answer to an admitted request, rewritten where
@@ -819,9 +873,10 @@ impl RequestChecks {
         expires: Option<std::time::SystemTime>,
         peer: SocketAddr,
     ) -> Response<Body> {
-        let Admitted { parts, body, may_open_session, held } = admitted;
-        let Served { service, sessions } = served;
+        let Admitted { parts, body, may_open_session, restores, held } = admitted;
+        let Served { service, sessions, ended, .. } = served;
         let ends_session = parts.method == hyper::Method::DELETE;
+        let named_session = parts.headers.get(SESSION_ID_HEADER).and_then(|id| id.to_str().ok()).map(str::to_string);
         let (host, origin) = (header_text(&parts.headers, hyper::header::HOST), header_text(&parts.headers, hyper::header::ORIGIN));
         let mut response = service.handle(Request::from_parts(parts, Full::new(body.clone()))).await;
         if response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE {
@@ -838,14 +893,23 @@ impl RequestChecks {
         // close): answer what clients expect.
         if ends_session && response.status() == StatusCode::ACCEPTED {
             *response.status_mut() = StatusCode::OK;
+            if let Some(id) = &named_session {
+                ended.end(id);
+            }
         }
-        // A new session's id, as its client gets it: bound to the principal.
+        // A session restored here counts against its user's share.
+        if let (Some(id), Some(user)) = (&restores, user)
+            && response.status().is_success()
+        {
+            sessions.opened_by(id, user);
+        }
+        // A new session's id, as its client gets it: sealed, for the principal.
         if let Some(id) = response.headers().get(SESSION_ID_HEADER).and_then(|id| id.to_str().ok()) {
             if let Some(user) = user {
                 sessions.opened_by(id, user);
             }
-            let bound = identity::bind_session(id, principal);
-            let value = hyper::header::HeaderValue::from_str(&bound).expect("a session id and a hex tag are a header value");
+            let issued = self.session_ids.issue(id, &body, principal);
+            let value = hyper::header::HeaderValue::from_str(&issued).expect("a sealed id is base64url and dots");
             response.headers_mut().insert(SESSION_ID_HEADER, value);
         }
         // Two initializes raced for the last place, and this one lost: rmcp
@@ -869,7 +933,7 @@ impl RequestChecks {
         response.map(|body| {
             // The call is over, the stream's place free and the client gone
             // when hyper drops the body: sent, or the client gone.
-            let Held { call, under_way, stream, client_gone } = held;
+            let Held { call, under_way, stream, client_gone, _restore: _ } = held;
             let body = HeldBody::new(body, (call, under_way, stream, client_gone, expiry_timer));
             match is_stream {
                 true => body.ending_with(stream_end).boxed(),
@@ -1186,11 +1250,12 @@ enum Refusal {
         claim: String,
         named: Vec<String>,
     },
-    /// A session id not given to this request's principal (another user's,
-    /// or made up), answered as rmcp answers an unknown session; the label
-    /// of the id it carries.
+    /// A session id that names no session for this request's principal
+    /// (`why`: another user's, made up, past its lifetime, or ended here),
+    /// answered as rmcp answers an unknown session; the label of the id.
     SessionNotBound {
         label: String,
+        why: NotOpened,
     },
     /// A 403 of rmcp's this host does not know: passed on as it is.
     Other(Response<Body>),
@@ -1298,9 +1363,17 @@ impl Refusal {
                 });
                 plain(StatusCode::FORBIDDEN, &format!("forbidden: the access token's {claim:?} claim names no tenant this server serves"))
             }
-            Refusal::SessionNotBound { label } => {
-                log.then(|| {
-                    tracing::warn!(%peer, session = %label, "refused a session id not given to this token's holder: answered as an unknown session (404)")
+            Refusal::SessionNotBound { label, why } => {
+                log.then(|| match why {
+                    NotOpened::NotBound => tracing::warn!(
+                        %peer, session = %label,
+                        "refused a session id not given to this token's holder: answered as an unknown session (404)"
+                    ),
+                    NotOpened::Expired => tracing::info!(
+                        %peer, session = %label,
+                        "a session id past its lifetime: answered as an unknown session (404), its client opens a new one"
+                    ),
+                    NotOpened::Ended => tracing::debug!(%peer, session = %label, "a session ended with DELETE named again: 404"),
                 });
                 let mut response = Response::new(Full::new(Bytes::from_static(UNKNOWN_SESSION.as_bytes())).boxed());
                 *response.status_mut() = StatusCode::NOT_FOUND;
@@ -1366,20 +1439,41 @@ const UNKNOWN_SESSION: &str = "Not Found: Session not found";
 const MAX_TENANTS_LOGGED: usize = 4;
 const MAX_TENANT_LOGGED_BYTES: usize = 64;
 
-/// Replaces the session id `request` carries, if any, by rmcp's id when it
-/// was given to `principal` (see `identity::bind_session`); otherwise the
-/// refusal, naming the id by its label.
-fn unbind_session_id(request: &mut Request<Incoming>, principal: &Principal) -> Option<Refusal> {
-    let presented = request.headers().get(SESSION_ID_HEADER)?;
-    let presented = String::from_utf8_lossy(presented.as_bytes()).into_owned();
-    let Some(id) = identity::bound_session(&presented, principal) else {
-        // The label of the id itself, as the log names the session elsewhere.
-        let id = presented.rsplit_once('.').map_or(presented.as_str(), |(id, _)| id);
-        return Some(Refusal::SessionNotBound { label: identity::session_label(id) });
+/// Room under `sessions`' caps for one more session of `user`: the
+/// tenant's cap, and one user's share of it. A refusal is the answer.
+async fn session_room(sessions: &CappedSessions, user: Option<&str>) -> Result<(), Response<Body>> {
+    if !sessions.has_room().await {
+        return Err(plain(StatusCode::SERVICE_UNAVAILABLE, &sessions.full_message()));
+    }
+    // One user holds at most half of its tenant's sessions.
+    if let Some(user) = user
+        && !sessions.user_has_room(user).await
+    {
+        return Err(plain(StatusCode::TOO_MANY_REQUESTS, &sessions.user_full_message()));
+    }
+    Ok(())
+}
+
+/// The session a request naming `session` restores on this replica: one
+/// this replica does not hold (another opened it, or this one before it
+/// restarted or closed it idle), whose id carries its `initialize`. A
+/// DELETE of such a session ends it here without restoring it: the answer.
+async fn restore_here<S: ServerHandler + Clone + Send + Sync + 'static>(
+    served: &Served<S>,
+    session: Option<OpenedSession>,
+    method: &hyper::Method,
+) -> Result<Option<(String, rmcp::model::InitializeRequestParams)>, Response<Body>> {
+    let Some(OpenedSession { id, initialize: Some(initialize) }) = session else {
+        return Ok(None);
     };
-    let id = hyper::header::HeaderValue::from_str(id).expect("part of a header value is one");
-    request.headers_mut().insert(SESSION_ID_HEADER, id);
-    None
+    if served.sessions.has_session(&id.clone().into()).await.unwrap_or(false) {
+        return Ok(None);
+    }
+    if method == hyper::Method::DELETE {
+        served.ended.end(&id);
+        return Err(plain(StatusCode::OK, ""));
+    }
+    Ok(Some((id, initialize)))
 }
 
 /// Asks hyper to close the connection after this response: the rest of the

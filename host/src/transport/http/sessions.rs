@@ -10,7 +10,7 @@ use futures_core::Stream;
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::transport::WorkerTransport;
 use rmcp::transport::streamable_http_server::session::local::{LocalSessionManager, LocalSessionManagerError, LocalSessionWorker};
-use rmcp::transport::streamable_http_server::session::{ServerSseMessage, SessionId, SessionManager};
+use rmcp::transport::streamable_http_server::session::{RestoreOutcome, ServerSseMessage, SessionId, SessionManager};
 use tokio_util::sync::CancellationToken;
 
 /// A session unused for this long may be closed to make room for a new one
@@ -191,6 +191,25 @@ impl CappedSessions {
         true
     }
 
+    /// Room for one more session under the cap: sessions rmcp has ended
+    /// forgotten, else the one idle longest closed, else the cap's refusal.
+    async fn make_room(&self, last_used: &mut HashMap<SessionId, Instant>) -> Result<(), SessionsError> {
+        if last_used.len() >= self.max {
+            self.forget_ended(last_used).await;
+        }
+        if last_used.len() >= self.max && !self.evict_idle(last_used).await {
+            return Err(SessionsError::Full(self.max));
+        }
+        Ok(())
+    }
+
+    /// Counts the session `id`, just opened.
+    fn count_in(&self, last_used: &mut HashMap<SessionId, Instant>, id: &SessionId) {
+        last_used.insert(id.clone(), Instant::now());
+        self.closing.lock().expect("never poisoned").insert(id.clone(), CancellationToken::new());
+        crate::metrics::sessions_open(last_used.len());
+    }
+
     async fn touch(&self, id: &SessionId) {
         if let Some(used) = self.last_used.lock().await.get_mut(id) {
             *used = Instant::now();
@@ -207,17 +226,26 @@ impl SessionManager for CappedSessions {
         // take the count past the cap; rmcp calls this only for a valid
         // initialize, so nothing else can close an idle session.
         let mut last_used = self.last_used.lock().await;
-        if last_used.len() >= self.max {
-            self.forget_ended(&mut last_used).await;
-        }
-        if last_used.len() >= self.max && !self.evict_idle(&mut last_used).await {
-            return Err(SessionsError::Full(self.max));
-        }
+        self.make_room(&mut last_used).await?;
         let (id, transport) = self.inner.create_session().await?;
-        last_used.insert(id.clone(), Instant::now());
-        self.closing.lock().expect("never poisoned").insert(id.clone(), CancellationToken::new());
-        crate::metrics::sessions_open(last_used.len());
+        self.count_in(&mut last_used, &id);
         Ok((id, transport))
+    }
+
+    /// A session a replica never held, or no longer holds, opened again
+    /// from its sealed id (`session_ids`): it takes a place under the cap
+    /// as a new session does.
+    async fn restore_session(&self, id: SessionId) -> Result<RestoreOutcome<Self::Transport>, Self::Error> {
+        let mut last_used = self.last_used.lock().await;
+        if last_used.contains_key(&id) && self.inner.has_session(&id).await? {
+            return Ok(RestoreOutcome::AlreadyPresent);
+        }
+        self.make_room(&mut last_used).await?;
+        let outcome = self.inner.restore_session(id.clone()).await?;
+        if matches!(outcome, RestoreOutcome::Restored(_)) {
+            self.count_in(&mut last_used, &id);
+        }
+        Ok(outcome)
     }
 
     async fn initialize_session(&self, id: &SessionId, message: ClientJsonRpcMessage) -> Result<ServerJsonRpcMessage, Self::Error> {
