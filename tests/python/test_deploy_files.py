@@ -1,7 +1,9 @@
 """The deployment files docs/deploy.md shows, validated by the tools that
 read them: the systemd unit by `systemd-analyze verify`, the Kubernetes
-manifests against Kubernetes' schemas (kubernetes-validate, offline, strict:
-an unknown field fails), and each for the fields an operator relies on.
+manifests as `kubectl kustomize` renders the team overlay over the base
+(docs/deploy/kubernetes/), against Kubernetes' schemas (kubernetes-validate,
+offline, strict: an unknown field fails), the config they carry by
+prompt-host itself, and each for the fields an operator relies on.
 (docs/deploy/nginx.conf is served by nginx in tests/python/test_replicas.py.)"""
 
 import json
@@ -23,9 +25,19 @@ DEPLOY = ROOT / "docs/deploy"
 KUBERNETES = "1.30.0"
 
 
+KUSTOMIZE = DEPLOY / "kubernetes"
+OVERLAY = KUSTOMIZE / "overlays/team"
+
+
 def manifests() -> dict[str, dict]:
-    documents = list(yaml.safe_load_all((DEPLOY / "kubernetes.yaml").read_text()))
-    return {document["kind"]: document for document in documents}
+    """The team overlay as `kubectl kustomize` renders it, by kind."""
+    assert shutil.which("kubectl"), "kubectl is not installed: run tests/setup"
+    rendered = subprocess.run(["kubectl", "kustomize", str(OVERLAY)], capture_output=True, text=True)
+    assert rendered.returncode == 0, rendered.stderr
+    documents = list(yaml.safe_load_all(rendered.stdout))
+    found = {document["kind"]: document for document in documents}
+    assert len(found) == len(documents), "one manifest of each kind"
+    return found
 
 
 def arguments(args: list[str]) -> dict[str, str | None]:
@@ -34,7 +46,12 @@ def arguments(args: list[str]) -> dict[str, str | None]:
 
 
 def test_the_kubernetes_manifests_are_valid_for_kubernetes():
-    for kind, manifest in manifests().items():
+    found = manifests()
+    assert set(found) == {"ConfigMap", "Deployment", "Service", "NetworkPolicy", "PodDisruptionBudget",
+                          "HorizontalPodAutoscaler"}
+    for kind, manifest in found.items():
+        # The overlay's namespace, on everything.
+        assert manifest["metadata"]["namespace"] == "team-prompts", kind
         # Raises kubernetes_validate.ValidationError, naming the field.
         kubernetes_validate.validate(manifest, KUBERNETES, strict=True)
     with pytest.raises(kubernetes_validate.ValidationError):
@@ -73,7 +90,8 @@ def test_the_deployment_probes_drains_and_is_scraped_as_documented():
         "prometheus.io/path": "/metrics",
     }
 
-    # A rolling update never takes a replica away before its successor is ready.
+    # A rolling update never takes a replica away before its successor is
+    # ready; a drain takes one at a time; the autoscaler keeps at least three.
     assert deployment["spec"]["replicas"] >= 2
     assert deployment["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"] == 0
     # The preStop sleep and the default --shutdown-grace-ms (10 s) end before
@@ -81,14 +99,25 @@ def test_the_deployment_probes_drains_and_is_scraped_as_documented():
     assert "--shutdown-grace-ms" not in args
     assert container["lifecycle"]["preStop"]["sleep"]["seconds"] + 10 < pod["spec"]["terminationGracePeriodSeconds"]
 
-    # The plugin directory is the packs ConfigMap, where the config file says.
+    budget, scaler = found["PodDisruptionBudget"], found["HorizontalPodAutoscaler"]
+    assert budget["spec"] == {"maxUnavailable": 1, "selector": deployment["spec"]["selector"]}
+    assert scaler["spec"]["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment",
+                                                "name": deployment["metadata"]["name"]}
+    assert scaler["spec"]["minReplicas"] == deployment["spec"]["replicas"] == 3
+    assert container["image"] == "registry.example.com/prompt-host:0.1.0"
+
+    # The plugin directory is an emptyDir the config's sources install into,
+    # where the config file says; the config is the overlay's, generated.
     mounts = {mount["name"]: mount["mountPath"] for mount in container["volumeMounts"]}
     volumes = {volume["name"]: volume for volume in pod["spec"]["volumes"]}
-    assert volumes["packs"]["configMap"]["name"] == "prompt-packs"
+    assert "emptyDir" in volumes["packs"]
     assert volumes["config"]["configMap"]["name"] == config["metadata"]["name"]
+    assert config["metadata"]["name"].startswith("prompt-host-config-")
     assert args["--config"] == f"{mounts['config']}/config.toml"
     toml = config["data"]["config.toml"]
-    assert f'plugins = "{mounts["packs"]}"' in toml
+    assert f'plugins = "{mounts["packs"]}/plugins"' in toml
+    assert 'update_interval = "60s"' in toml
+    assert config["data"]["acme.pub"].startswith("-----BEGIN PUBLIC KEY-----")
     assert f'cache_dir = "{mounts["cache"]}"' in toml
     assert "emptyDir" in volumes["cache"]
     # Every replica opens what another sealed: one key, from a Secret.
@@ -97,8 +126,28 @@ def test_the_deployment_probes_drains_and_is_scraped_as_documented():
     assert args["--auth-token-file"] == f"{mounts['token']}/token" and "secret" in volumes["token"]
 
     assert service["spec"]["selector"] == pod["metadata"]["labels"]
-    assert service["spec"]["sessionAffinity"] == "ClientIP"
+    # Any pod serves any session: no affinity.
+    assert "sessionAffinity" not in service["spec"]
     assert service["spec"]["ports"][0]["targetPort"] == "mcp"
+
+
+def test_the_config_the_overlay_carries_is_one_prompt_host_reads(tmp_path):
+    config = manifests()["ConfigMap"]["data"]
+    for name, text in config.items():
+        (tmp_path / name).write_text(text)
+    # Where the pod mounts its packs, a folder of the test's.
+    (tmp_path / "packs").mkdir()
+    toml = config["config.toml"].replace('"/var/lib/prompt-host/plugins"', f'"{tmp_path / "packs"}"')
+    (tmp_path / "config.toml").write_text(toml)
+    listed = subprocess.run([BINARY, "list", "--json", "--config", str(tmp_path / "config.toml")],
+                            capture_output=True, text=True)
+    assert listed.returncode == 0, listed.stderr
+    assert json.loads(listed.stdout) == []
+    # And one it could not read fails: the check can fail.
+    (tmp_path / "config.toml").write_text(toml.replace('"60s"', '"60 seconds"'))
+    listed = subprocess.run([BINARY, "list", "--json", "--config", str(tmp_path / "config.toml")],
+                            capture_output=True, text=True)
+    assert listed.returncode == 1 and "server.update_interval" in listed.stderr, listed.stderr
 
 
 @pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed (tests/setup installs it)")
@@ -119,9 +168,9 @@ def test_the_systemd_unit_serves_what_nginx_expects():
     exec_start = re.search(r"^ExecStart=((?:.*\\\n)*.*)$", text, re.MULTILINE).group(1).replace("\\\n", " ").split()
     args = dict(zip(exec_start, exec_start[1:]))
     assert exec_start[1] == "serve"
-    # Instances 1 and 2 are the replicas nginx.conf names.
+    # Instances 1 to 3 are the replicas nginx.conf names.
     assert args["--http"] == "127.0.0.1:808%i"
-    assert re.findall(r"server 127\.0\.0\.1:(\d+);", nginx) == ["8081", "8082"] * 2
+    assert re.findall(r"server 127\.0\.0\.1:(\d+);", nginx) == ["8081", "8082", "8083"]
     assert args["--metrics"] == "127.0.0.1:946%i"
     assert args["--allow-host"] in nginx  # the server_name nginx passes on as Host
     # systemd waits longer than the default --shutdown-grace-ms (10 s) before it kills.
@@ -131,7 +180,8 @@ def test_the_systemd_unit_serves_what_nginx_expects():
 
 
 @pytest.mark.parametrize("name, language", [("nginx.conf", "nginx"), ("prompt-host@.service", "ini"),
-                                            ("kubernetes.yaml", "yaml")])
+                                            ("kubernetes/overlays/team/kustomization.yaml", "yaml"),
+                                            ("kubernetes/overlays/team/config.toml", "toml")])
 def test_docs_deploy_md_shows_each_file_as_it_is(name, language):
     page = (ROOT / "docs/deploy.md").read_text()
     assert f"```{language}\n{(DEPLOY / name).read_text()}```\n" in page, f"docs/deploy.md does not show docs/deploy/{name} as it is"
