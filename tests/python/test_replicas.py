@@ -123,11 +123,37 @@ TOKENS = {name: f"ph_{name}_{secrets.token_urlsafe(24)}" for name in ["alice", "
 
 
 @contextmanager
-def replicas_behind_nginx(*extra: str):
+def nginx_in_front(work: Path, ports: list[int]):
+    """Debian's nginx with docs/deploy/nginx.conf in front of the replicas
+    on `ports`, its files in `work`: yields its URL and its access log."""
     assert shutil.which("nginx"), "nginx is not installed: run tests/setup"
+    os.chmod(work, 0o755)  # nginx's workers run as another user
+    listen = free_port()
+    (work / "prompt-host.conf").write_text(nginx_config(listen, ports))
+    (work / "nginx.conf").write_text(NGINX_MAIN.format(work=work))
+    (work / "access.log").touch()
+    nginx_command = ["nginx", "-p", str(work), "-c", str(work / "nginx.conf"), "-e", str(work / "error.log")]
+    checked = subprocess.run([*nginx_command, "-t"], capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stderr
+    nginx = subprocess.Popen(nginx_command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(200):
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", listen)) == 0:
+                    break
+            assert nginx.poll() is None, (work / "error.log").read_text()
+            time.sleep(0.05)
+        yield f"http://127.0.0.1:{listen}/mcp", work / "access.log"
+    finally:
+        nginx.terminate()
+        nginx.wait(timeout=10)
+
+
+@contextmanager
+def replicas_behind_nginx(*extra: str):
     with tempfile.TemporaryDirectory() as work:
         work = Path(work)
-        os.chmod(work, 0o755)  # nginx's workers run as another user
         plugin_dir = work / "plugins"
         plugin_dir.mkdir()
         for plugin in PLUGINS:
@@ -140,31 +166,12 @@ def replicas_behind_nginx(*extra: str):
             (work / f"replica{index}").mkdir()
             replicas.append(Replica(plugin_dir, work / f"replica{index}", f"127.0.0.1:{port}", "--page-size", "1",
                                     "--config", str(work / "prompt-host.toml"), *extra))
-        listen = free_port()
-        (work / "prompt-host.conf").write_text(nginx_config(listen, ports))
-        (work / "nginx.conf").write_text(NGINX_MAIN.format(work=work))
-        (work / "access.log").touch()
-        nginx_command = ["nginx", "-p", str(work), "-c", str(work / "nginx.conf"), "-e", str(work / "error.log")]
-        checked = subprocess.run([*nginx_command, "-t"], capture_output=True, text=True)
-        assert checked.returncode == 0, checked.stderr
-        nginx = None
         try:
             for replica in replicas:
                 replica.start()
-            nginx = subprocess.Popen(nginx_command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL)
-            for _ in range(200):
-                with socket.socket() as probe:
-                    if probe.connect_ex(("127.0.0.1", listen)) == 0:
-                        break
-                assert nginx.poll() is None, (work / "error.log").read_text()
-                time.sleep(0.05)
-            yield Deployment(f"http://127.0.0.1:{listen}/mcp", replicas, [f"127.0.0.1:{port}" for port in ports],
-                             work / "access.log")
+            with nginx_in_front(work, ports) as (url, access_log):
+                yield Deployment(url, replicas, [f"127.0.0.1:{port}" for port in ports], access_log)
         finally:
-            if nginx is not None:
-                nginx.terminate()
-                nginx.wait(timeout=10)
             for replica in replicas:
                 replica.close()
 
