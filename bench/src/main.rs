@@ -29,7 +29,7 @@ type Section = fn(&Setup, usize, &mut Report) -> anyhow::Result<()>;
 
 /// The sections, by the names `--only` takes, in the order a full run
 /// measures them.
-const SECTIONS: [(&str, Section); 17] = [
+const SECTIONS: [(&str, Section); 19] = [
     ("stdio", |setup, rounds, report| stdio_get(setup, rounds, report)),
     ("sandbox", |setup, _, report| sandbox_alone(setup, report)),
     ("http", |setup, rounds, report| http_get(setup, rounds, report)),
@@ -47,6 +47,8 @@ const SECTIONS: [(&str, Section); 17] = [
     ("grants", |setup, rounds, report| granted_calls(setup, rounds, report)),
     ("waiting", |setup, rounds, report| waiting_calls(setup, rounds, report)),
     ("skills", |setup, rounds, report| skills_and_resources(setup, rounds, report)),
+    ("sessions", |setup, rounds, report| sealed_sessions(setup, rounds, report)),
+    ("fleet", |setup, rounds, report| publish_to_fleet(setup, rounds, report)),
 ];
 
 fn usage() -> String {
@@ -751,11 +753,7 @@ fn http_get(setup: &Setup, rounds: usize, report: &mut Report) -> anyhow::Result
     let mut results: Vec<Vec<Load>> = vec![Vec::new(); 2];
     for _ in 0..rounds {
         for (index, (_, program, args)) in servers[1..].iter().enumerate() {
-            let port = free_port()?;
-            let mut args = args.clone();
-            args.extend(["--http".to_string(), format!("127.0.0.1:{port}")]);
-            let child = Killed(Command::new(program).args(&args).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).spawn()?);
-            wait_for_port(port)?;
+            let (child, port) = http_server(program, args)?;
             let before = ProcessCost::of(child.0.id())?;
             let load = runtime.block_on(http_load(port, 64, 200));
             let after = ProcessCost::of(child.0.id());
@@ -928,11 +926,7 @@ impl SdkDriver {
 
 /// `clients` sessions, each making `per_client` prompts/get in a row.
 async fn http_load(port: u16, clients: usize, per_client: usize) -> anyhow::Result<Load> {
-    let mut connector = hyper_util::client::legacy::connect::HttpConnector::new();
-    connector.set_nodelay(true);
-    let client: HttpClient =
-        hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new()).pool_max_idle_per_host(clients).build(connector);
-    let url: hyper::Uri = format!("http://127.0.0.1:{port}/mcp").parse()?;
+    let (client, url) = http_client(port)?;
     let mut sessions = Vec::new();
     for _ in 0..clients {
         sessions.push(http_session(&client, &url).await?);
@@ -961,6 +955,15 @@ async fn http_load(port: u16, clients: usize, per_client: usize) -> anyhow::Resu
         latencies.extend(result?);
     }
     Ok(Load::new(started.elapsed(), latencies))
+}
+
+/// A client of the MCP endpoint on `port`, keeping its connections.
+fn http_client(port: u16) -> anyhow::Result<(HttpClient, hyper::Uri)> {
+    let mut connector = hyper_util::client::legacy::connect::HttpConnector::new();
+    connector.set_nodelay(true);
+    let client: HttpClient =
+        hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new()).pool_max_idle_per_host(64).build(connector);
+    Ok((client, format!("http://127.0.0.1:{port}/mcp").parse()?))
 }
 
 type HttpClient =
@@ -1401,6 +1404,200 @@ fn skills_and_resources(setup: &Setup, rounds: usize, report: &mut Report) -> an
         ));
     }
     Ok(())
+}
+
+/// What a sealed session id costs. In the process: opening one (an HMAC
+/// over the id and a JSON parse), for the id this bench's own `initialize`
+/// gets and for one near the 4,096-byte bound. Over HTTP: prompts/get in 64
+/// sessions (the `http` section's load), server CPU per request, against
+/// the `--compare` binary when given (an earlier build, with its own
+/// session table), alternated round after round. And a session moving: 64
+/// sessions opened on one replica, each then called on a second replica
+/// that shares the key, its first request there (which restores the
+/// session) against its second.
+fn sealed_sessions(setup: &Setup, rounds: usize, report: &mut Report) -> anyhow::Result<()> {
+    use prompt_host::identity::Principal;
+    use prompt_host::transport::http::session_ids::SessionIds;
+    const OPENS: u32 = 100_000;
+    let ids = SessionIds::new(prompt_host::input::RequestStateSeal::random());
+    let principal = Principal::http_without_oauth();
+    let bench_initialize = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": { "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": { "name": "bench", "version": "0" } }
+    });
+    let mut large_initialize = bench_initialize.clone();
+    large_initialize["params"]["capabilities"] = json!({ "experimental": { "x": { "pad": "y".repeat(2_800) } } });
+    for (name, initialize) in [("this bench's initialize", &bench_initialize), ("an initialize near the bound", &large_initialize)] {
+        let issued = ids.issue("0b9f4a8e-5c1d-4f7a-9e3b-2d6c8a1f0e47", initialize.to_string().as_bytes(), &principal);
+        let started = Instant::now();
+        for _ in 0..OPENS {
+            std::hint::black_box(ids.open(std::hint::black_box(&issued), &principal).is_ok());
+        }
+        let each = started.elapsed() / OPENS;
+        report.facts.push((
+            format!("sessions: opening a sealed session id in the process ({name}, {} bytes), per request", issued.len()),
+            format!("{:.2} µs", each.as_secs_f64() * 1e6),
+        ));
+    }
+
+    let servers = setup.code_review_servers()?;
+    let config = setup.work.path().join("sessions.toml");
+    std::fs::write(setup.work.path().join("state.key"), "0123456789abcdef0123456789abcdef0123456789abcdef")?;
+    std::fs::write(&config, "[server]\nrequest_state_key_file = \"state.key\"\n")?;
+    let mut args = servers[2].2.clone();
+    args.extend(["--config".to_string(), config.display().to_string()]);
+    let mut hosts = vec![("prompt-host (sealed session ids)", servers[2].1.clone())];
+    if let Some(compare) = &setup.compare {
+        hosts.push(("prompt-host (--compare binary)", compare.clone()));
+    }
+    let runtime = tokio::runtime::Runtime::new()?;
+    let mut loads: Vec<Vec<Load>> = vec![Vec::new(); hosts.len()];
+    for _ in 0..rounds {
+        for (index, (_, program)) in hosts.iter().enumerate() {
+            let (child, port) = http_server(program, &args)?;
+            let before = ProcessCost::of(child.0.id())?;
+            let load = runtime.block_on(http_load(port, 64, 200));
+            let after = ProcessCost::of(child.0.id());
+            drop(child);
+            loads[index].push(before.per_request(after?, 64 * 200, load?));
+        }
+    }
+    for ((name, _), loads) in hosts.iter().zip(&loads) {
+        let load = Load::median(loads);
+        report.facts.push((
+            format!("sessions: {name}, prompts/get over HTTP in 64 sessions, raw driver (median of {rounds} rounds): req/s, p50, p99, server CPU / context switches per request"),
+            format!("{:.0}, {}, {}, {}", load.per_second, micros(load.p50), micros(load.p99), load.cost()),
+        ));
+    }
+
+    let (first, second) = runtime.block_on(async {
+        let (opener, opener_port) = http_server(&hosts[0].1, &args)?;
+        let (other, other_port) = http_server(&hosts[0].1, &args)?;
+        let (client, url) = http_client(opener_port)?;
+        let mut sessions = Vec::new();
+        for _ in 0..64 {
+            sessions.push(http_session(&client, &url).await?);
+        }
+        let (_, other_url) = http_client(other_port)?;
+        let (mut first, mut second) = (Vec::new(), Vec::new());
+        let request = json!({ "jsonrpc": "2.0", "id": 10, "method": "prompts/get", "params": { "name": "code_review", "arguments": { "code": CODE } } });
+        for session in &sessions {
+            for latencies in [&mut first, &mut second] {
+                let at = Instant::now();
+                let body = http_post(&client, &other_url, Some(session), &request).await?.1;
+                ensure!(body.contains("Please review this Python code"), "unexpected reply: {body}");
+                latencies.push(at.elapsed());
+            }
+        }
+        drop((opener, other));
+        anyhow::Ok((Load::new(Duration::from_secs(1), first), Load::new(Duration::from_secs(1), second)))
+    })?;
+    report.facts.push((
+        "sessions: 64 sessions opened on one replica, each called on another sharing the key: p50 / p99 of the first prompts/get there (restores the session), of the second".into(),
+        format!("{} / {}, {} / {}", micros(first.p50), micros(first.p99), micros(second.p50), micros(second.p99)),
+    ));
+    Ok(())
+}
+
+/// How long a published pack takes to reach a fleet: a real registry
+/// (Debian's docker-registry, started by tests/registry/registry_tool.py,
+/// as the tests do), three replicas following its tag with
+/// `update_interval = "2s"` (each its own plugin directory), and a new
+/// version published and signed with prompt-host itself; from the end of
+/// `sign` until each replica lists the new prompts (each asked every 20 ms
+/// in a session of its own). Needs tests/setup's registry and venv.
+fn publish_to_fleet(setup: &Setup, rounds: usize, report: &mut Report) -> anyhow::Result<()> {
+    let host = setup.bin("prompt-host");
+    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/.venv/bin/python");
+    let tool = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/registry/registry_tool.py");
+    let runtime = tokio::runtime::Runtime::new()?;
+    let (mut first, mut last) = (Vec::new(), Vec::new());
+    for round in 0..rounds {
+        let work = setup.dir(&format!("fleet-{round}"))?;
+        let mut registry = Command::new(&python)
+            .args([tool.as_os_str(), "serve".as_ref(), "--dir".as_ref(), work.join("registry").as_os_str()])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .context("starting the registry (run tests/setup)")?;
+        let mut line = String::new();
+        BufReader::new(registry.stdout.take().context("no stdout")?).read_line(&mut line)?;
+        let registry = Killed(registry);
+        let address = serde_json::from_str::<Value>(&line)?["address"].as_str().context("no address")?.to_string();
+        wait_for_port(address.rsplit(':').next().context("no port")?.parse()?)?;
+        let source = format!("oci://{address}/acme/review:stable");
+        let config = |shared: &str| {
+            format!(
+                "[server]\nplugins = \"packs\"\nupdate_interval = \"2s\"\n\n[registry]\nplain_http = [\"{address}\"]\n\n\
+                 [signatures]\nrequire = true\npublic_keys = [\"{shared}cosign.pub\"]\n\n[plugins.review]\nsource = \"{source}\"\n"
+            )
+        };
+        std::fs::write(work.join("prompt-host.toml"), config(""))?;
+        let run = |args: &[&str]| -> anyhow::Result<String> {
+            let ran = Command::new(&host).args(args).current_dir(&work).env("COSIGN_PASSWORD", "bench").output()?;
+            ensure!(ran.status.success(), "prompt-host {args:?}: {}", String::from_utf8_lossy(&ran.stderr));
+            Ok(String::from_utf8(ran.stdout)?.trim().to_string())
+        };
+        run(&["examples", "--out", "examples"])?;
+        run(&["keygen"])?;
+        let publish = |pack: &str| -> anyhow::Result<()> {
+            let digest = run(&["publish", &format!("examples/plugins/{pack}.wasm"), &source, "--config", "prompt-host.toml"])?;
+            let repository = source.rsplit_once(':').context("a tag")?.0;
+            run(&["sign", &format!("{repository}@{digest}"), "--key", "cosign.key", "--config", "prompt-host.toml"])?;
+            Ok(())
+        };
+        publish("code_review")?;
+        let mut replicas = Vec::new();
+        for index in 0..3 {
+            let home = work.join(format!("replica{index}"));
+            std::fs::create_dir_all(home.join("packs"))?;
+            std::fs::write(home.join("prompt-host.toml"), config("../"))?;
+            let config = home.join("prompt-host.toml").display().to_string();
+            replicas.push(http_server(&host, &["serve".into(), "--config".into(), config])?);
+        }
+        let served = runtime.block_on(async {
+            let mut sessions = Vec::new();
+            for (_, port) in &replicas {
+                let (client, url) = http_client(*port)?;
+                let session = http_session(&client, &url).await?;
+                sessions.push((client, url, session));
+            }
+            publish("dev_assistant")?;
+            let published = Instant::now();
+            let list = json!({ "jsonrpc": "2.0", "id": 2, "method": "prompts/list" });
+            let mut served = vec![None; sessions.len()];
+            while served.iter().any(Option::is_none) {
+                ensure!(published.elapsed() < Duration::from_secs(60), "the fleet did not converge in a minute");
+                for ((client, url, session), served) in sessions.iter().zip(&mut served) {
+                    if served.is_none() && http_post(client, url, Some(session), &list).await?.1.contains("git-commit") {
+                        *served = Some(published.elapsed());
+                    }
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            anyhow::Ok(served.into_iter().flatten().collect::<Vec<_>>())
+        })?;
+        drop((replicas, registry));
+        first.push(*served.iter().min().context("three replicas")?);
+        last.push(*served.iter().max().context("three replicas")?);
+    }
+    report.facts.push((
+        format!(
+            "fleet: from a signed publish to the first / the last of 3 replicas serving it, update_interval 2 s (median of {rounds} rounds)"
+        ),
+        format!("{:.2} s / {:.2} s", median_ms(first) / 1000.0, median_ms(last) / 1000.0),
+    ));
+    Ok(())
+}
+
+/// `program` serving Streamable HTTP on a free loopback port, with `args`.
+fn http_server(program: &Path, args: &[String]) -> anyhow::Result<(Killed, u16)> {
+    let port = free_port()?;
+    let mut args = args.to_vec();
+    args.extend(["--http".to_string(), format!("127.0.0.1:{port}")]);
+    let child = Killed(Command::new(program).args(&args).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).spawn()?);
+    wait_for_port(port)?;
+    Ok((child, port))
 }
 
 /// An HTTP origin on loopback for the grants section: one port of those

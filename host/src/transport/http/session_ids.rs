@@ -290,12 +290,22 @@ mod tests {
         assert_eq!(ids.open(&expired, &alice()).unwrap_err(), NotOpened::Expired);
     }
 
+    /// [`INITIALIZE`] with `bytes` of experimental capabilities.
+    fn with_experimental(bytes: usize) -> String {
+        let padding = format!(r#""capabilities":{{"experimental":{{"x":{{"pad":"{}"}}}},"#, "y".repeat(bytes));
+        INITIALIZE.replace(r#""capabilities":{"#, &padding)
+    }
+
     #[test]
     fn an_initialize_too_large_to_travel_gives_an_id_this_replica_alone_serves() {
         let ids = ids();
-        let huge =
-            INITIALIZE.replace(r#""capabilities":{"#, &format!(r#""capabilities":{{"experimental":{{"x":"{}"}},"#, "y".repeat(8192)));
-        let issued = ids.issue("4b1c-session", huge.as_bytes(), &alice());
+        // Large, and within the bound: it travels.
+        let issued = ids.issue("4b1c-session", with_experimental(2_000).as_bytes(), &alice());
+        assert!(issued.len() > 2_000 && issued.len() <= MAX_SESSION_ID_BYTES, "{}", issued.len());
+        let initialize = ids.open(&issued, &alice()).unwrap().initialize.expect("it fits");
+        assert_eq!(initialize.capabilities.experimental.unwrap()["x"]["pad"], "y".repeat(2_000));
+        // Past the bound: an id without it.
+        let issued = ids.issue("4b1c-session", with_experimental(8_192).as_bytes(), &alice());
         assert!(issued.len() <= MAX_SESSION_ID_BYTES, "{}", issued.len());
         let opened = ids.open(&issued, &alice()).unwrap();
         assert_eq!((opened.id.as_str(), opened.initialize.is_none()), ("4b1c-session", true));
