@@ -11,7 +11,7 @@
 //! cache_dir = "/var/cache/prompt-host"  # compiled plugins; default ~/.cache/prompt-host
 //! cache_max_mib = 512             # the most the compiled cache keeps
 //! require_pinned = false          # refuse plugins without a sha256 below
-//! request_state_key_file = "state.key"  # seals input-required state (32+ bytes); shared by replicas; default: random per process
+//! request_state_key_file = "state.key"  # seals input-required state and session ids (32+ bytes); shared by replicas; default: random per process
 //! request_state_previous_key_files = ["state.key.old"]  # still open state sealed before a rotation
 //! store = "prompt-host-store"     # packs pulled from registries (the default)
 //! access_log = "access.log"       # one JSON line per prompts/get and completion/complete; reopened at SIGHUP
@@ -160,8 +160,9 @@ pub struct ServeConfig {
     /// The most bytes of compiled plugins the cache keeps.
     pub cache_max_bytes: u64,
     /// The file whose contents seal the `requestState` of input-required
-    /// prompts; `None` seals with a random key of the process (fine for one
-    /// replica, see `input::RequestStateSeal`).
+    /// prompts and HTTP session ids; `None` seals with a random key of the
+    /// process (fine for one replica, see `input::RequestStateSeal` and
+    /// `transport::http::session_ids`).
     pub request_state_key_file: Option<PathBuf>,
     /// Files of keys that sealed `requestState` before the current one: a
     /// state they sealed still opens (a key rotation in progress).
