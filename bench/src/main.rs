@@ -1428,7 +1428,7 @@ fn sealed_sessions(setup: &Setup, rounds: usize, report: &mut Report) -> anyhow:
     let mut large_initialize = bench_initialize.clone();
     large_initialize["params"]["capabilities"] = json!({ "experimental": { "x": { "pad": "y".repeat(2_800) } } });
     for (name, initialize) in [("this bench's initialize", &bench_initialize), ("an initialize near the bound", &large_initialize)] {
-        let issued = ids.issue("0b9f4a8e-5c1d-4f7a-9e3b-2d6c8a1f0e47", initialize.to_string().as_bytes(), &principal);
+        let issued = ids.issue("0b9f4a8e-5c1d-4f7a-9e3b-2d6c8a1f0e47", initialize.to_string().as_bytes(), None, &principal);
         let started = Instant::now();
         for _ in 0..OPENS {
             std::hint::black_box(ids.open(std::hint::black_box(&issued), &principal).is_ok());

@@ -51,8 +51,10 @@ type BuiltTools = (String, Arc<Vec<Tool>>);
 
 /// What content the packs carry, which decides what a server declares:
 /// none, resources only (static resources of 0.4 packs), or resources and
-/// the skills extension.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// the skills extension. (Serialized: a session's id carries what its
+/// client was told, `transport::http::session_ids`.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum ServedContent {
     None,
     Resources,
@@ -174,31 +176,42 @@ impl UseCases {
         Ok(list(self.registry.snapshot().content(), cursor, self.page_size)?)
     }
 
+    /// A read of what the packs being served carry, on one snapshot of
+    /// them: who serves a URI, and what is read there, agree.
+    pub fn content_read(&self) -> ContentRead {
+        ContentRead { snapshot: self.registry.snapshot() }
+    }
+}
+
+/// What the packs carry, as one snapshot serves it ([`UseCases::content_read`]).
+pub struct ContentRead {
+    snapshot: Arc<Snapshot>,
+}
+
+impl ContentRead {
     /// The plugin serving what a read of `uri` reads (a skill, a resource or
     /// a folder, as `not_served` says), if one does.
-    pub fn content_served_by(&self, uri: &str, not_served: NotServed) -> Option<String> {
-        let snapshot = self.registry.snapshot();
+    pub fn served_by(&self, uri: &str, not_served: NotServed) -> Option<String> {
+        let content = self.snapshot.content();
         match not_served {
-            NotServed::Directory => snapshot.content().folder_served_by(uri).map(|plugin| plugin.to_string()),
-            NotServed::Skill => snapshot.content().skill(uri).map(|skill| skill.served_by.to_string()),
-            NotServed::Resource => snapshot.content().served_by(uri).map(|plugin| plugin.to_string()),
+            NotServed::Directory => content.folder_served_by(uri).map(|plugin| plugin.to_string()),
+            NotServed::Skill => content.skill(uri).map(|skill| skill.served_by.to_string()),
+            NotServed::Resource => content.served_by(uri).map(|plugin| plugin.to_string()),
         }
     }
 
-    /// A read of `uri` (`method`) from the content being served with
-    /// `read`, which refuses it as `not_served`; counted by the plugin
-    /// serving it.
-    pub fn read_content<T>(
+    /// A read of `uri` (`method`) with `read`, which refuses it as
+    /// `not_served`; counted by the plugin serving it.
+    pub fn read<T>(
         &self,
         method: &'static str,
         uri: &str,
         not_served: NotServed,
         read: impl FnOnce(&ContentIndex, &str) -> Result<T, NotServed>,
     ) -> Result<T, RequestError> {
-        let served_by = self.content_served_by(uri, not_served);
-        let result = read(self.registry.snapshot().content(), uri).map_err(|what| RequestError::not_served(uri, what));
+        let result = read(self.snapshot.content(), uri).map_err(|what| RequestError::not_served(uri, what));
         let outcome = if result.is_ok() { metrics::OK } else { "not-found" };
-        metrics::content_read(served_by.as_deref(), method, outcome);
+        metrics::content_read(self.served_by(uri, not_served).as_deref(), method, outcome);
         result
     }
 }

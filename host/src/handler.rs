@@ -58,6 +58,16 @@ pub struct PromptServer {
 #[derive(Clone, Debug)]
 pub struct ClientGone(pub CancellationToken);
 
+/// What content an HTTP session's client was told of at its `initialize`:
+/// the HTTP front puts an empty one in the request of an `initialize`,
+/// which the handler fills in and the front seals into the session's id;
+/// when a replica restores the session from its id, the front puts one
+/// holding what the id says, and the replayed `initialize` declares that,
+/// so a session's capabilities stay what its client was told on every
+/// replica.
+#[derive(Clone, Debug, Default)]
+pub struct DeclaredContent(pub Arc<std::sync::OnceLock<ServedContent>>);
+
 /// Whether the client of `context` can fill in a form: it declared
 /// elicitation as `form`, or as an empty `elicitation` (which means form);
 /// a client that declared only `url` cannot.
@@ -220,6 +230,16 @@ impl PromptServer {
         self.use_cases.complete(request).await
     }
 
+    /// Starts the session's list_changed notifier, once: at its
+    /// `initialize` or its `notifications/initialized`, whichever comes
+    /// first (the second finds it running; a restore replays both).
+    fn start_notifying(&self, peer: Peer<RoleServer>) {
+        if self.session.notifying.set(()).is_ok() {
+            let told = Told { tools: self.prompts_as_tools, resources: self.serves_content() != ServedContent::None };
+            notify_list_changes(self.use_cases.changes(), peer, self.session.ended.clone(), told);
+        }
+    }
+
     /// The caller of the request in `context`, as the use cases take it.
     fn caller(&self, context: &RequestContext<RoleServer>) -> Caller {
         Caller { principal: principal(context), asking: asking(context, &self.session.ended) }
@@ -227,13 +247,27 @@ impl PromptServer {
 }
 
 impl ServerHandler for PromptServer {
-    /// rmcp's own, once the session's content is fixed (`serves_content`).
+    /// rmcp's own, once the session's content is fixed (`serves_content`):
+    /// what the packs carry now, or, for a session restored from its id,
+    /// what its client was told when it opened it (`DeclaredContent`).
     async fn initialize(
         &self,
         request: rmcp::model::InitializeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, ErrorData> {
-        let _ = self.session.declared.set(self.use_cases.carried_content());
+        let http = context.extensions.get::<hyper::http::request::Parts>();
+        let slot = http.and_then(|http| http.extensions.get::<DeclaredContent>());
+        let declared = slot.and_then(|slot| slot.0.get().copied()).unwrap_or_else(|| self.use_cases.carried_content());
+        if let Some(slot) = slot {
+            let _ = slot.0.set(declared);
+        }
+        let _ = self.session.declared.set(declared);
+        // Over HTTP the client's `notifications/initialized` may reach
+        // another replica (round robin), which restores the session there
+        // and notifies from there: this replica notifies from its own
+        // `initialize`, so a client is told of changes by every replica
+        // that holds its session.
+        self.start_notifying(context.peer.clone());
         context.peer.set_peer_info(request.clone());
         self.negotiate_initialize(&request)
     }
@@ -291,8 +325,7 @@ impl ServerHandler for PromptServer {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        let told = Told { tools: self.prompts_as_tools, resources: self.serves_content() != ServedContent::None };
-        notify_list_changes(self.use_cases.changes(), context.peer, self.session.ended.clone(), told);
+        self.start_notifying(context.peer);
     }
 
     /// Accepted so that clients may set it; this server sends no log
@@ -556,8 +589,9 @@ impl PromptServer {
         not_served: NotServed,
         read: impl FnOnce(&ContentIndex, &str) -> Result<T, NotServed>,
     ) -> Result<T, ErrorData> {
-        let observed = Observed::of_target(method, uri, self.use_cases.content_served_by(uri, not_served));
-        let answer = async { self.use_cases.read_content(method, uri, not_served, read) };
+        let content = self.use_cases.content_read();
+        let observed = Observed::of_target(method, uri, content.served_by(uri, not_served));
+        let answer = async { content.read(method, uri, not_served, read) };
         self.observed(context, observed, answer, |_| metrics::OK).await
     }
 }
@@ -671,12 +705,21 @@ struct SessionEnd {
     ended: CancellationToken,
     _cancel_on_drop: tokio_util::sync::DropGuard,
     declared: std::sync::OnceLock<ServedContent>,
+    /// Set once the session's list_changed notifier runs: it is started at
+    /// `initialize` and at `notifications/initialized`, whichever comes
+    /// (see `start_notifying`), and only once.
+    notifying: std::sync::OnceLock<()>,
 }
 
 impl SessionEnd {
     fn new() -> SessionEnd {
         let ended = CancellationToken::new();
-        SessionEnd { _cancel_on_drop: ended.clone().drop_guard(), ended, declared: std::sync::OnceLock::new() }
+        SessionEnd {
+            _cancel_on_drop: ended.clone().drop_guard(),
+            ended,
+            declared: std::sync::OnceLock::new(),
+            notifying: std::sync::OnceLock::new(),
+        }
     }
 }
 

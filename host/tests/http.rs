@@ -398,12 +398,17 @@ fn a_resumed_event_stream_sends_only_the_events_after_the_last_one_seen() {
     let host = HttpHost::start(&["--plugins", dir.path().to_str().unwrap()]);
     let (_session, headers) = initialized_session(&host);
     let list_changed = r#"{"jsonrpc":"2.0","method":"notifications/prompts/list_changed"}"#;
-    let changed = |id: &str| Event { id: Some(id.to_string()), data: list_changed.to_string() };
 
     let mut events = Events::open(&host, &format!("GET /mcp HTTP/1.1\r\n{headers}Accept: text/event-stream\r\n\r\n"));
     assert_eq!(events.next(), Event { id: Some("0".into()), data: String::new() }, "the priming event");
     support::install(dir.path(), "media_prompts", "media_prompts.wasm");
-    assert_eq!(events.next(), changed("1"));
+    // Each id carries this process's tag (another process's ids name other
+    // events: host/src/transport/http/sessions.rs, `event_ids`).
+    let first = events.next();
+    let tag = first.id.as_deref().and_then(|id| id.strip_suffix(".1")).expect("a tagged id").to_string();
+    assert!(tag.len() == 8 && tag.bytes().all(|byte| byte.is_ascii_hexdigit()), "{tag}");
+    let changed = |n: &str| Event { id: Some(format!("{tag}.{n}")), data: list_changed.to_string() };
+    assert_eq!(first, changed("1"));
     support::install(dir.path(), "writing_assistant", "writing_assistant.wasm");
     assert_eq!(events.next(), changed("2"));
 
@@ -416,6 +421,8 @@ fn a_resumed_event_stream_sends_only_the_events_after_the_last_one_seen() {
     // went away, rmcp makes a new stream a "shadow" that is sent nothing,
     // so the stream is opened again until the event missed comes.
     let resume = |last: &str, first: Event| -> Events {
+        // The priming event's 0 is untagged; every other id is this process's.
+        let last = if last == "0" { last.to_string() } else { format!("{tag}.{last}") };
         for _ in 0..50 {
             let request = format!("GET /mcp HTTP/1.1\r\n{headers}Accept: text/event-stream\r\nLast-Event-ID: {last}\r\n\r\n");
             let mut resumed = Events::open(&host, &request);

@@ -360,8 +360,11 @@ def test_a_session_is_bound_to_the_user_who_opened_it_and_anyone_else_gets_404()
         opened = post(url, alice)
         assert opened.status_code == 200, opened.text
         session_id = opened.headers["mcp-session-id"]
-        rmcp_id, tag = session_id.rsplit(".", 1)
-        assert len(tag) == 32, session_id
+        # Sealed (docs/security/http.md, "Sessions"): readable, rmcp's id
+        # inside, after the seal's 8-byte expiry.
+        version, _key, body, _mac = session_id.split(".")
+        assert version == "rs2", session_id
+        rmcp_id = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))[8:])["id"]
         assert post(url, alice, INITIALIZED, with_session(session_id)).status_code == 202
         listed = post(url, alice, LIST, with_session(session_id))
         assert answer_of(listed)["result"]["prompts"][0]["name"] == "code_review"
@@ -373,8 +376,8 @@ def test_a_session_is_bound_to_the_user_who_opened_it_and_anyone_else_gets_404()
                 answer = httpx2.request(method, url, json=LIST if method == "POST" else None, timeout=10,
                                         headers={**HEADERS, **with_session(session_id), "Authorization": f"Bearer {token}"})
                 assert (answer.status_code, answer.text) == UNKNOWN_SESSION, (method, answer.text)
-        # rmcp's own id without the tag, or with another tag, is no better.
-        for forged in (rmcp_id, f"{rmcp_id}.{'0' * 32}"):
+        # rmcp's own id without the seal, or the seal altered, is no better.
+        for forged in (rmcp_id, session_id[:-4] + ("AAAA" if not session_id.endswith("AAAA") else "BBBB")):
             answer = post(url, bob, LIST, with_session(forged))
             assert (answer.status_code, answer.text) == UNKNOWN_SESSION
         # Bob's DELETE closed nothing: the session is still Alice's.
@@ -391,7 +394,7 @@ def test_a_session_is_bound_to_the_user_who_opened_it_and_anyone_else_gets_404()
         assert len(refusals) == 8, log
         assert all("answered as an unknown session (404)" in line and "peer=127.0.0.1:" in line for line in refusals), log
         # Named by a label, never by the id.
-        assert rmcp_id not in log and tag not in log, log
+        assert rmcp_id not in log and session_id not in log, log
 
 
 def test_a_token_naming_only_unserved_tenants_is_refused_and_the_default_tenant_is_one_service():

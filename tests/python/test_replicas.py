@@ -388,3 +388,119 @@ async def test_a_session_id_opens_for_no_other_token_on_any_replica(tmp_path):
                 assert (refused.status_code, refused.text) == (404, "Not Found: Session not found")
         for replica in deployment.replicas:
             assert "refused a session id not given to this token's holder" in replica.log_path.read_text()
+
+
+def session_post(url: str, body: dict, session: str | None = None) -> httpx2.Response:
+    headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25"}
+    if session:
+        headers["Mcp-Session-Id"] = session
+    return httpx2.post(url, json=body, headers=headers, timeout=10)
+
+
+def answer_of(response: httpx2.Response) -> dict:
+    [answer] = [json.loads(line[len("data: "):]) for line in response.text.splitlines() if line.startswith("data: {")]
+    return answer
+
+
+def open_session(url: str) -> str:
+    initialize = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                  "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    opened = session_post(url, initialize)
+    session = opened.headers["mcp-session-id"]
+    assert session_post(url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, session).status_code == 202
+    return session
+
+
+def test_a_restored_session_declares_what_its_client_was_told_not_what_the_replica_serves(tmp_path):
+    # Issue "A fleet that follows its registry" (review): a restore replayed
+    # the initialize against the packs the replica served then, so a
+    # session told of no skills was answered skills/list on another replica.
+    (tmp_path / "state.key").write_text(secrets.token_hex(32))
+    (tmp_path / "prompt-host.toml").write_text(CONFIG)
+    urls = []
+    replicas = []
+    try:
+        for name, pack in [("a", "code_review"), ("b", "project_insights")]:
+            (tmp_path / name / "plugins").mkdir(parents=True)
+            shutil.copyfile(BUILT / f"{pack}.wasm", tmp_path / name / "plugins" / f"{pack}.wasm")
+            replicas.append(Replica(tmp_path / name / "plugins", tmp_path / name, "127.0.0.1:0",
+                                    "--config", str(tmp_path / "prompt-host.toml")))
+            urls.append(replicas[-1].start())
+        told_nothing, told_skills = open_session(urls[0]), open_session(urls[1])
+        skills = {"jsonrpc": "2.0", "id": 5, "method": "skills/list"}
+        # Opened where no pack carries a skill: no skills on the replica that has them.
+        refused = answer_of(session_post(urls[1], skills, told_nothing))
+        assert refused["error"]["code"] == -32601, refused
+        # Opened where one does: its skills, on that replica.
+        listed = answer_of(session_post(urls[1], skills, told_skills))
+        assert [skill["uri"] for skill in listed["result"]["skills"]] == ["skill://analyze-project/SKILL.md"], listed
+        # And restored where no pack carries one: declared, an empty list.
+        listed = answer_of(session_post(urls[0], skills, told_skills))
+        assert listed["result"]["skills"] == [], listed
+    finally:
+        for replica in replicas:
+            replica.close()
+
+
+def test_a_restore_takes_a_place_under_the_session_cap(tmp_path):
+    (tmp_path / "state.key").write_text(secrets.token_hex(32))
+    (tmp_path / "prompt-host.toml").write_text(CONFIG)
+    (tmp_path / "plugins").mkdir()
+    shutil.copyfile(BUILT / "code_review.wasm", tmp_path / "plugins/code_review.wasm")
+    replicas = []
+    try:
+        for name in ["a", "b"]:
+            (tmp_path / name).mkdir()
+            replicas.append(Replica(tmp_path / "plugins", tmp_path / name, "127.0.0.1:0", "--max-sessions", "1",
+                                    "--config", str(tmp_path / "prompt-host.toml")))
+        a, b = (replica.start() for replica in replicas)
+        from_a, on_b = open_session(a), open_session(b)
+        ping = {"jsonrpc": "2.0", "id": 7, "method": "ping"}
+        # b holds its one session, in use: no room to restore a's there.
+        full = session_post(b, ping, from_a)
+        assert (full.status_code, full.text) == (503, "service unavailable: the server holds its maximum of 1 sessions "
+                                                      "(--max-sessions); retry later, or end a session with DELETE\n")
+        assert answer_of(session_post(b, ping, on_b))["result"] == {}
+        assert answer_of(session_post(a, ping, from_a))["result"] == {}
+    finally:
+        for replica in replicas:
+            replica.close()
+
+
+def test_a_session_whose_initialized_notification_went_to_another_replica_still_hears_list_changed(tmp_path):
+    # Issue "A fleet that follows its registry" (found by tests/python/test_fleet.py):
+    # under round robin the client's notifications/initialized reached
+    # another replica, and the replica that opened the session never
+    # started its list_changed notifier.
+    (tmp_path / "state.key").write_text(secrets.token_hex(32))
+    (tmp_path / "prompt-host.toml").write_text(CONFIG)
+    replicas, urls = [], []
+    try:
+        for name in ["a", "b"]:
+            (tmp_path / name / "plugins").mkdir(parents=True)
+            shutil.copyfile(BUILT / "code_review.wasm", tmp_path / name / "plugins/code_review.wasm")
+            replicas.append(Replica(tmp_path / name / "plugins", tmp_path / name, "127.0.0.1:0",
+                                    "--config", str(tmp_path / "prompt-host.toml")))
+            urls.append(replicas[-1].start())
+        initialize = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                      "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                                 "clientInfo": {"name": "t", "version": "1"}}}
+        session = session_post(urls[0], initialize).headers["mcp-session-id"]
+        assert session_post(urls[1], {"jsonrpc": "2.0", "method": "notifications/initialized"}, session).status_code == 202
+        headers = {"Accept": "text/event-stream", "MCP-Protocol-Version": "2025-11-25", "Mcp-Session-Id": session}
+        with httpx2.stream("GET", urls[0], headers=headers, timeout=httpx2.Timeout(10, read=30)) as stream:
+            assert stream.status_code == 200
+            lines = stream.iter_lines()
+            shutil.copyfile(BUILT / "dev_assistant.wasm", tmp_path / "a" / "plugins/dev_assistant.wasm")
+            # Keep-alive comments come every 15 s: a notification that never
+            # comes fails the test at the first one past the deadline.
+            deadline = time.monotonic() + 10
+            for line in lines:
+                assert time.monotonic() < deadline, "no list_changed on the replica that opened the session"
+                if line.startswith("data: {"):  # past the priming event's empty data
+                    assert json.loads(line[len("data: "):]) == {"jsonrpc": "2.0",
+                                                                "method": "notifications/prompts/list_changed"}
+                    break
+    finally:
+        for replica in replicas:
+            replica.close()

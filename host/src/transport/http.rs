@@ -53,6 +53,7 @@ use super::authorization::{AuthorizationSettings, Denial, Grant, ResourceServer}
 use super::connections::{self, ConnectionCaps, ConnectionSlot, Connections, WriteDeadline};
 use super::front::{self, Body, LOOPBACK_HOSTS, ListenOptions, plain};
 use super::tokens::{Presented, TOKENS_ISSUER, TokenSet, Tokens};
+use crate::handler::DeclaredContent;
 use crate::identity::{self, Principal};
 use crate::input::RequestStateSeal;
 use prompt_host_kernel::log_budget::{Admission, LogBudget, LogWindow};
@@ -641,6 +642,8 @@ struct Admitted {
     may_open_session: bool,
     /// The session (rmcp's id) it restores on this replica, if it does.
     restores: Option<String>,
+    /// What a session it opens or restores tells its client of.
+    declared: DeclaredContent,
     held: Held,
 }
 
@@ -717,14 +720,17 @@ impl RequestChecks {
         let Some(presented) = request.headers().get(SESSION_ID_HEADER) else {
             return Ok(None);
         };
-        let presented = String::from_utf8_lossy(presented.as_bytes()).into_owned();
-        let refused = |why| Refusal::SessionNotBound { label: identity::session_label(&presented), why };
-        let session = self.session_ids.open(&presented, principal).map_err(refused)?;
+        // No longer than any issued, before it is copied or checked.
+        let presented = &presented.as_bytes()[..presented.len().min(session_ids::MAX_SESSION_ID_BYTES + 1)];
+        let presented = String::from_utf8_lossy(presented).into_owned();
+        let refused = |label: &str, why| Refusal::SessionNotBound { label: identity::session_label(label), why };
+        let session = self.session_ids.open(&presented, principal).map_err(|why| refused(&presented, why))?;
+        // Named as the session's other log lines name it.
         if served.ended.ended(&session.id) {
-            return Err(refused(NotOpened::Ended));
+            return Err(refused(&session.id, NotOpened::Ended));
         }
         // Sealed by this key ring from rmcp's own id: a header value.
-        let id = hyper::header::HeaderValue::from_str(&session.id).map_err(|_| refused(NotOpened::NotBound))?;
+        let id = hyper::header::HeaderValue::from_str(&session.id).map_err(|_| refused(&session.id, NotOpened::NotBound))?;
         request.headers_mut().insert(SESSION_ID_HEADER, id);
         Ok(Some(session))
     }
@@ -827,9 +833,18 @@ impl RequestChecks {
         // (rmcp answers 404 if the session is unknown).
         let (is_post, names_session) = (parts.method == hyper::Method::POST, parts.headers.contains_key(SESSION_ID_HEADER));
         let opens_session = is_post && !names_session && has_method("initialize");
-        let restore = restore_here(served, session, &parts.method).await?;
+        let restore = restore_here(served, session, &parts).await?;
         if opens_session || restore.is_some() {
             session_room(sessions, user).await?;
+        }
+        // What the session's client is told of: filled in by the handler of
+        // an `initialize`, or, for a restore, what the session's id says.
+        let declared = DeclaredContent::default();
+        if let Some(content) = restore.as_ref().and_then(|restore| restore.content) {
+            let _ = declared.0.set(content);
+        }
+        if opens_session || restore.is_some() {
+            parts.extensions.insert(declared.clone());
         }
         // Cancelled when the response is dropped (sent, or the client
         // gone), or the session it belongs to is closed.
@@ -852,12 +867,12 @@ impl RequestChecks {
         });
         let may_open_session = is_post && !names_session && (opens_session || methods.is_empty());
         let (restore, restores) = match restore {
-            Some((id, initialize)) => (Some(served.restorable.offer(&id, initialize)), Some(id)),
-            None => (None, None),
+            Some(OpenedSession { id, initialize: Some(initialize), .. }) => (Some(served.restorable.offer(&id, initialize)), Some(id)),
+            _ => (None, None),
         };
         // Armed now: whenever this request ends, even before rmcp answers.
         let held = Held { call, under_way, stream, client_gone: client_gone.drop_guard(), _restore: restore };
-        Ok(Admitted { parts, body, may_open_session, restores, held })
+        Ok(Admitted { parts, body, may_open_session, restores, declared, held })
     }
 
     /// The MCP service's answer to an admitted request, rewritten where
@@ -873,12 +888,18 @@ impl RequestChecks {
         expires: Option<std::time::SystemTime>,
         peer: SocketAddr,
     ) -> Response<Body> {
-        let Admitted { parts, body, may_open_session, restores, held } = admitted;
+        let Admitted { parts, body, may_open_session, restores, declared, held } = admitted;
         let Served { service, sessions, ended, .. } = served;
         let ends_session = parts.method == hyper::Method::DELETE;
         let named_session = parts.headers.get(SESSION_ID_HEADER).and_then(|id| id.to_str().ok()).map(str::to_string);
+        let retry = restores.as_ref().map(|_| parts.clone());
         let (host, origin) = (header_text(&parts.headers, hyper::header::HOST), header_text(&parts.headers, hyper::header::ORIGIN));
         let mut response = service.handle(Request::from_parts(parts, Full::new(body.clone()))).await;
+        if let (Some(id), Some(parts)) = (&restores, retry)
+            && response.status() == StatusCode::INTERNAL_SERVER_ERROR
+        {
+            response = restore_failed(served, id, Request::from_parts(parts, Full::new(body.clone()))).await;
+        }
         if response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE {
             response = answer_unparsed(response, &body).await;
         }
@@ -908,7 +929,7 @@ impl RequestChecks {
             if let Some(user) = user {
                 sessions.opened_by(id, user);
             }
-            let issued = self.session_ids.issue(id, &body, principal);
+            let issued = self.session_ids.issue(id, &body, declared.0.get().copied(), principal);
             let value = hyper::header::HeaderValue::from_str(&issued).expect("a sealed id is base64url and dots");
             response.headers_mut().insert(SESSION_ID_HEADER, value);
         }
@@ -1375,9 +1396,7 @@ impl Refusal {
                     ),
                     NotOpened::Ended => tracing::debug!(%peer, session = %label, "a session ended with DELETE named again: 404"),
                 });
-                let mut response = Response::new(Full::new(Bytes::from_static(UNKNOWN_SESSION.as_bytes())).boxed());
-                *response.status_mut() = StatusCode::NOT_FOUND;
-                response
+                unknown_session()
             }
             Refusal::Other(response) => {
                 log.then(|| tracing::warn!(%peer, "refused an HTTP request (403)"));
@@ -1458,22 +1477,59 @@ async fn session_room(sessions: &CappedSessions, user: Option<&str>) -> Result<(
 /// this replica does not hold (another opened it, or this one before it
 /// restarted or closed it idle), whose id carries its `initialize`. A
 /// DELETE of such a session ends it here without restoring it: the answer.
+///
+/// A request of 2026-07-28 or later restores nothing: it belongs to no
+/// session, whatever id it carries.
 async fn restore_here<S: ServerHandler + Clone + Send + Sync + 'static>(
     served: &Served<S>,
     session: Option<OpenedSession>,
-    method: &hyper::Method,
-) -> Result<Option<(String, rmcp::model::InitializeRequestParams)>, Response<Body>> {
-    let Some(OpenedSession { id, initialize: Some(initialize) }) = session else {
+    parts: &hyper::http::request::Parts,
+) -> Result<Option<OpenedSession>, Response<Body>> {
+    let Some(session) = session.filter(|session| session.initialize.is_some() && !stateless(&parts.headers)) else {
         return Ok(None);
     };
-    if served.sessions.has_session(&id.clone().into()).await.unwrap_or(false) {
+    if served.sessions.has_session(&session.id.clone().into()).await.unwrap_or(false) {
         return Ok(None);
     }
-    if method == hyper::Method::DELETE {
-        served.ended.end(&id);
+    if parts.method == hyper::Method::DELETE {
+        served.ended.end(&session.id);
         return Err(plain(StatusCode::OK, ""));
     }
-    Ok(Some((id, initialize)))
+    Ok(Some(session))
+}
+
+/// Whether a request is of protocol 2026-07-28 or later (its
+/// `MCP-Protocol-Version`: revisions are dates, which compare as text).
+fn stateless(headers: &hyper::HeaderMap) -> bool {
+    headers.get("mcp-protocol-version").is_some_and(|version| version.len() == 10 && version.as_bytes() >= b"2026-07-28".as_slice())
+}
+
+/// The answer to `request`, whose session this replica could not restore
+/// (rmcp answered 500): its own answer, when another request restored the
+/// session meanwhile (rmcp refuses a restore that raced another); 503 when
+/// there is no room for one more session; otherwise the answer to an
+/// unknown session (404), so that the client opens a new one.
+async fn restore_failed<S: ServerHandler + Clone + Send + Sync + 'static>(
+    served: &Served<S>,
+    id: &str,
+    request: Request<Full<Bytes>>,
+) -> Response<Body> {
+    if served.sessions.has_session(&id.to_string().into()).await.unwrap_or(false) {
+        return served.service.handle(request).await;
+    }
+    if !served.sessions.has_room().await {
+        return plain(StatusCode::SERVICE_UNAVAILABLE, &served.sessions.full_message());
+    }
+    let session = identity::session_label(id);
+    tracing::warn!(%session, "a session could not be restored on this replica: answered as an unknown session (404)");
+    unknown_session()
+}
+
+/// rmcp's answer to a session it does not know, 404, word for word.
+fn unknown_session() -> Response<Body> {
+    let mut response = Response::new(Full::new(Bytes::from_static(UNKNOWN_SESSION.as_bytes())).boxed());
+    *response.status_mut() = StatusCode::NOT_FOUND;
+    response
 }
 
 /// Asks hyper to close the connection after this response: the rest of the

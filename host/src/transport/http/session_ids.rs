@@ -26,6 +26,7 @@ use rmcp::model::{Implementation, InitializeRequestParams};
 use rmcp::transport::streamable_http_server::session::{SessionState, SessionStore, SessionStoreError};
 use serde::{Deserialize, Serialize};
 
+use crate::app::ServedContent;
 use crate::identity::Principal;
 use crate::input::RequestStateSeal;
 
@@ -52,6 +53,9 @@ struct Sealed {
     /// What a replica that never saw the client's `initialize` replays.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     initialize: Option<InitializeRequestParams>,
+    /// What content the client was told of, which a restore declares again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    content: Option<ServedContent>,
 }
 
 /// A session id opened.
@@ -61,6 +65,8 @@ pub struct OpenedSession {
     pub id: String,
     /// The client's `initialize` as sealed, if it fitted.
     pub initialize: Option<InitializeRequestParams>,
+    /// What content the client was told of at its `initialize`.
+    pub content: Option<ServedContent>,
 }
 
 /// Why a presented session id does not name a session.
@@ -88,10 +94,11 @@ impl SessionIds {
     }
 
     /// The id a client is given for rmcp's session `id`, opened by
-    /// `principal` with the `initialize` request whose body is `body`.
-    pub fn issue(&self, id: &str, body: &[u8], principal: &Principal) -> String {
+    /// `principal` with the `initialize` request whose body is `body`, and
+    /// told of `content`.
+    pub fn issue(&self, id: &str, body: &[u8], content: Option<ServedContent>, principal: &Principal) -> String {
         let bound_to = bound_to(principal);
-        let sealed = Sealed { id: id.to_string(), initialize: initialize_params(body) };
+        let sealed = Sealed { id: id.to_string(), initialize: initialize_params(body), content };
         let issued = self.seal.seal_bound(&sealed, &bound_to, SESSION_LIFETIME);
         if issued.len() <= MAX_SESSION_ID_BYTES {
             return issued;
@@ -101,7 +108,7 @@ impl SessionIds {
             limit = MAX_SESSION_ID_BYTES,
             "a client's initialize is too large to travel in its session id: only this replica can serve the session"
         );
-        self.seal.seal_bound(&Sealed { id: id.to_string(), initialize: None }, &bound_to, SESSION_LIFETIME)
+        self.seal.seal_bound(&Sealed { id: id.to_string(), initialize: None, content }, &bound_to, SESSION_LIFETIME)
     }
 
     /// The session `presented` names, if this key ring sealed it for
@@ -111,7 +118,7 @@ impl SessionIds {
             return Err(NotOpened::NotBound);
         }
         match self.seal.open_bound::<Sealed>(presented, &bound_to(principal)) {
-            Ok(Sealed { id, initialize }) => Ok(OpenedSession { id, initialize }),
+            Ok(Sealed { id, initialize, content }) => Ok(OpenedSession { id, initialize, content }),
             Err(true) => Err(NotOpened::Expired),
             Err(false) => Err(NotOpened::NotBound),
         }
@@ -245,7 +252,7 @@ mod tests {
     #[test]
     fn a_session_id_opens_for_the_principal_it_was_issued_to_with_what_its_initialize_said() {
         let ids = ids();
-        let issued = ids.issue("4b1c-session", INITIALIZE.as_bytes(), &alice());
+        let issued = ids.issue("4b1c-session", INITIALIZE.as_bytes(), Some(ServedContent::WithSkills), &alice());
         let opened = ids.open(&issued, &alice()).unwrap();
         assert_eq!(opened.id, "4b1c-session");
         let initialize = opened.initialize.unwrap();
@@ -253,6 +260,7 @@ mod tests {
         assert!(initialize.capabilities.elicitation.is_some());
         assert_eq!((initialize.client_info.name.as_str(), initialize.client_info.version.as_str()), ("mcp", "1.0"));
         assert_eq!(initialize.client_info.title, None, "what no replica needs is left out");
+        assert_eq!(opened.content, Some(ServedContent::WithSkills));
         assert!(issued.len() <= MAX_SESSION_ID_BYTES);
         assert!(issued.bytes().all(|byte| byte.is_ascii_graphic()), "a header value a client sends back as it is: {issued}");
     }
@@ -260,7 +268,7 @@ mod tests {
     #[test]
     fn a_session_id_opens_for_no_other_user_or_tenant_and_cannot_be_forged() {
         let ids = ids();
-        let issued = ids.issue("4b1c-session", INITIALIZE.as_bytes(), &alice());
+        let issued = ids.issue("4b1c-session", INITIALIZE.as_bytes(), Some(ServedContent::WithSkills), &alice());
         let mallory = Principal { subject: "mallory".into(), ..alice() };
         let globex = Principal { tenant: "globex".into(), ..alice() };
         for other in [mallory, globex, Principal::stdio(), Principal::http_without_oauth()] {
@@ -277,14 +285,15 @@ mod tests {
             assert_eq!(ids.open(forged, &alice()).unwrap_err(), NotOpened::NotBound, "{forged}");
         }
         // What the key seals for another purpose does not open as a session.
-        let other_purpose = ids.seal.seal_bound(&Sealed { id: "x".into(), initialize: None }, &alice().bytes(), SESSION_LIFETIME);
+        let other_purpose =
+            ids.seal.seal_bound(&Sealed { id: "x".into(), initialize: None, content: None }, &alice().bytes(), SESSION_LIFETIME);
         assert_eq!(ids.open(&other_purpose, &alice()).unwrap_err(), NotOpened::NotBound);
     }
 
     #[test]
     fn a_session_id_past_its_lifetime_opens_no_more() {
         let ids = ids();
-        let sealed = Sealed { id: "4b1c-session".into(), initialize: None };
+        let sealed = Sealed { id: "4b1c-session".into(), initialize: None, content: None };
         let expired = ids.seal.seal_bound(&sealed, &bound_to(&alice()), Duration::ZERO);
         std::thread::sleep(Duration::from_millis(5));
         assert_eq!(ids.open(&expired, &alice()).unwrap_err(), NotOpened::Expired);
@@ -300,17 +309,18 @@ mod tests {
     fn an_initialize_too_large_to_travel_gives_an_id_this_replica_alone_serves() {
         let ids = ids();
         // Large, and within the bound: it travels.
-        let issued = ids.issue("4b1c-session", with_experimental(2_000).as_bytes(), &alice());
+        let issued = ids.issue("4b1c-session", with_experimental(2_000).as_bytes(), None, &alice());
         assert!(issued.len() > 2_000 && issued.len() <= MAX_SESSION_ID_BYTES, "{}", issued.len());
         let initialize = ids.open(&issued, &alice()).unwrap().initialize.expect("it fits");
         assert_eq!(initialize.capabilities.experimental.unwrap()["x"]["pad"], "y".repeat(2_000));
         // Past the bound: an id without it.
-        let issued = ids.issue("4b1c-session", with_experimental(8_192).as_bytes(), &alice());
+        let issued = ids.issue("4b1c-session", with_experimental(8_192).as_bytes(), Some(ServedContent::Resources), &alice());
         assert!(issued.len() <= MAX_SESSION_ID_BYTES, "{}", issued.len());
         let opened = ids.open(&issued, &alice()).unwrap();
         assert_eq!((opened.id.as_str(), opened.initialize.is_none()), ("4b1c-session", true));
+        assert_eq!(opened.content, Some(ServedContent::Resources));
         // And a body that is no initialize seals none.
-        let issued = ids.issue("4b1c-session", b"not json", &alice());
+        let issued = ids.issue("4b1c-session", b"not json", None, &alice());
         assert!(ids.open(&issued, &alice()).unwrap().initialize.is_none());
     }
 

@@ -24,6 +24,8 @@ pub enum SessionsError {
     Local(#[from] LocalSessionManagerError),
     #[error("the cap of {0} sessions is reached")]
     Full(usize),
+    #[error("Last-Event-ID names an event of a request this process did not serve: its answer cannot be resumed here")]
+    RequestElsewhere,
 }
 
 /// rmcp's [`LocalSessionManager`], holding at most `max` sessions.
@@ -41,6 +43,8 @@ pub struct CappedSessions {
     /// The user (an OAuth token's issuer and subject) who opened each
     /// session, when one is known: a user holds at most half of the table.
     owners: std::sync::Mutex<HashMap<SessionId, String>>,
+    /// The tag of the event ids this process gives (`event_ids`).
+    event_tag: String,
 }
 
 impl CappedSessions {
@@ -54,6 +58,7 @@ impl CappedSessions {
             last_used: tokio::sync::Mutex::new(HashMap::new()),
             closing: Default::default(),
             owners: Default::default(),
+            event_tag: event_ids::new_tag(),
         }
     }
 
@@ -272,7 +277,8 @@ impl SessionManager for CappedSessions {
         message: ClientJsonRpcMessage,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
         self.touch(id).await;
-        Ok(self.inner.create_stream(id, message).await?.map(event_ids::as_shown))
+        let tag = self.event_tag.clone();
+        Ok(self.inner.create_stream(id, message).await?.map(move |event| event_ids::as_shown(&tag, event)))
     }
 
     async fn accept_message(&self, id: &SessionId, message: ClientJsonRpcMessage) -> Result<(), Self::Error> {
@@ -285,7 +291,8 @@ impl SessionManager for CappedSessions {
         id: &SessionId,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
         self.touch(id).await;
-        Ok(self.inner.create_standalone_stream(id).await?.map(event_ids::as_shown))
+        let tag = self.event_tag.clone();
+        Ok(self.inner.create_standalone_stream(id).await?.map(move |event| event_ids::as_shown(&tag, event)))
     }
 
     async fn resume(
@@ -294,19 +301,43 @@ impl SessionManager for CappedSessions {
         last_event_id: String,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
         self.touch(id).await;
-        let first_unseen = event_ids::first_unseen(&last_event_id);
-        Ok(self.inner.resume(id, first_unseen).await?.map(event_ids::as_shown))
+        let tag = self.event_tag.clone();
+        match event_ids::resume(&tag, &last_event_id) {
+            event_ids::Resume::From(first_unseen) => {
+                Ok(self.inner.resume(id, first_unseen).await?.map(move |event| event_ids::as_shown(&tag, event)).left_stream())
+            }
+            // The session's stream as another process numbered it (another
+            // replica, or this one before a restart: the session was
+            // restored from its id here): its events are not here to
+            // replay, so the client gets the session's stream from now on,
+            // which carries its notifications.
+            event_ids::Resume::Elsewhere { standalone: true } => {
+                tracing::debug!("resuming a session's stream from another process's event: the session's stream from now on");
+                let stream = self.inner.create_standalone_stream(id).await?;
+                Ok(stream.map(move |event| event_ids::as_shown(&tag, event)).right_stream())
+            }
+            // A request's stream of another process: its answer is there.
+            event_ids::Resume::Elsewhere { standalone: false } => Err(SessionsError::RequestElsewhere),
+        }
     }
 }
 
 /// The event ids clients see, mended around two behaviours of rmcp 3.9's
-/// in-memory sessions. It numbers a session's standalone (GET) stream from
-/// 0, while its HTTP layer gives that stream's priming event the id 0 as
-/// well; and it replays from the event a client names in `Last-Event-ID`
-/// inclusively, so every resumption repeated the last event the client had
-/// seen. The host shows the standalone stream's events numbered from 1,
-/// and asks rmcp to replay from the first event after the one named.
-/// (A request's stream, `<index>/<request>`, primes with its own index 0.)
+/// in-memory sessions, and told apart from another process's. rmcp numbers
+/// a session's standalone (GET) stream from 0, while its HTTP layer gives
+/// that stream's priming event the id 0 as well; and it replays from the
+/// event a client names in `Last-Event-ID` inclusively, so every resumption
+/// repeated the last event the client had seen. The host shows the
+/// standalone stream's events numbered from 1, and asks rmcp to replay
+/// from the first event after the one named. (A request's stream,
+/// `<index>/<request>`, primes with its own index 0.)
+///
+/// Each id also carries this process's tag (`<tag>.<n>`, `<tag>.<index>/<request>`):
+/// a session moves between replicas and outlives a restart, and another
+/// process numbers its events from the start, so an id it gave names other
+/// events here. A stream resumed from another process's event is the
+/// session's stream from now on ([`Resume::Elsewhere`]), never a replay of
+/// whichever events here happen to carry that number.
 ///
 /// A new GET without `Last-Event-ID` is still sent what rmcp keeps of the
 /// session's recent events (rmcp replays them so that a client misses no
@@ -315,31 +346,55 @@ impl SessionManager for CappedSessions {
 mod event_ids {
     use rmcp::transport::streamable_http_server::session::ServerSseMessage;
 
+    /// This process's tag: 8 random hex digits.
+    pub fn new_tag() -> String {
+        let mut bytes = [0u8; 4];
+        getrandom::fill(&mut bytes).expect("the operating system provides random bytes");
+        bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+    }
+
     /// The standalone stream's index, as rmcp numbers it: ids without a request part.
     fn standalone(id: &str) -> Option<usize> {
         id.parse().ok()
     }
 
-    /// `event` with the id the client sees.
-    pub fn as_shown(mut event: ServerSseMessage) -> ServerSseMessage {
-        if let Some(index) = event.event_id.as_deref().and_then(standalone) {
-            event.event_id = Some(index.saturating_add(1).to_string());
-        }
+    /// `event` with the id the client sees, tagged with `tag`.
+    pub fn as_shown(tag: &str, mut event: ServerSseMessage) -> ServerSseMessage {
+        event.event_id = event.event_id.map(|id| match standalone(&id) {
+            Some(index) => format!("{tag}.{}", index.saturating_add(1)),
+            None => format!("{tag}.{id}"),
+        });
         event
     }
 
-    /// The id to hand rmcp for a client that last saw `last_seen`: the
-    /// first event it has not seen, as rmcp numbers it. The standalone
-    /// stream's shown id N is rmcp's N - 1, so N is already the next one
-    /// (and the priming event's 0 asks for everything). Anything else is
+    /// Where a stream resumes for a client that last saw an event.
+    #[derive(Debug, PartialEq, Eq)]
+    pub enum Resume {
+        /// From this event, as rmcp numbers it: the first the client has not seen.
+        From(String),
+        /// The event was another process's: nothing here to replay.
+        Elsewhere { standalone: bool },
+    }
+
+    /// Where to resume for a client that last saw `last_seen`, in the
+    /// process tagged `tag`. The standalone stream's shown id N is rmcp's
+    /// N - 1, so N is already the next one (and the priming event's 0, which
+    /// rmcp's HTTP layer sends untagged, asks for everything); a request's
+    /// `<index>/<request>` resumes at index + 1. Anything else untagged is
     /// handed on unchanged, for rmcp to refuse.
-    pub fn first_unseen(last_seen: &str) -> String {
-        if standalone(last_seen).is_some() {
-            return last_seen.to_string();
+    pub fn resume(tag: &str, last_seen: &str) -> Resume {
+        let Some((seen_tag, id)) = last_seen.split_once('.') else {
+            return Resume::From(last_seen.to_string());
+        };
+        if seen_tag != tag {
+            return Resume::Elsewhere { standalone: !id.contains('/') };
         }
-        match last_seen.split_once('/').and_then(|(index, request)| Some((index.parse::<usize>().ok()?, request))) {
-            Some((index, request)) => format!("{}/{request}", index.saturating_add(1)),
-            None => last_seen.to_string(),
+        if standalone(id).is_some() {
+            return Resume::From(id.to_string());
+        }
+        match id.split_once('/').and_then(|(index, request)| Some((index.parse::<usize>().ok()?, request))) {
+            Some((index, request)) => Resume::From(format!("{}/{request}", index.saturating_add(1))),
+            None => Resume::From(id.to_string()),
         }
     }
 
@@ -352,22 +407,28 @@ mod event_ids {
         }
 
         #[test]
-        fn the_standalone_stream_is_shown_from_1_and_requests_keep_their_ids() {
-            assert_eq!(as_shown(event("0")).event_id.as_deref(), Some("1"));
-            assert_eq!(as_shown(event("41")).event_id.as_deref(), Some("42"));
-            assert_eq!(as_shown(event("0/3")).event_id.as_deref(), Some("0/3"));
-            assert_eq!(as_shown(ServerSseMessage::retry(std::time::Duration::from_secs(1))).event_id, None);
+        fn the_standalone_stream_is_shown_from_1_and_every_id_is_tagged() {
+            assert_eq!(as_shown("ab12cd34", event("0")).event_id.as_deref(), Some("ab12cd34.1"));
+            assert_eq!(as_shown("ab12cd34", event("41")).event_id.as_deref(), Some("ab12cd34.42"));
+            assert_eq!(as_shown("ab12cd34", event("0/3")).event_id.as_deref(), Some("ab12cd34.0/3"));
+            assert_eq!(as_shown("ab12cd34", ServerSseMessage::retry(std::time::Duration::from_secs(1))).event_id, None);
+            let tag = new_tag();
+            assert!(tag.len() == 8 && tag.bytes().all(|byte| byte.is_ascii_hexdigit()), "{tag}");
         }
 
         #[test]
-        fn resuming_asks_rmcp_for_the_first_event_not_seen() {
+        fn resuming_asks_rmcp_for_the_first_event_not_seen_and_only_of_this_process() {
+            let from = |id: &str| Resume::From(id.to_string());
             // Shown 1 is rmcp's 0: the next is rmcp's 1.
-            assert_eq!(first_unseen("1"), "1");
-            // The priming event: everything.
-            assert_eq!(first_unseen("0"), "0");
-            assert_eq!(first_unseen("1/7"), "2/7");
-            assert_eq!(first_unseen("nonsense"), "nonsense");
-            assert_eq!(first_unseen("x/7"), "x/7");
+            assert_eq!(resume("ab12cd34", "ab12cd34.1"), from("1"));
+            // The priming event, untagged: everything.
+            assert_eq!(resume("ab12cd34", "0"), from("0"));
+            assert_eq!(resume("ab12cd34", "ab12cd34.1/7"), from("2/7"));
+            assert_eq!(resume("ab12cd34", "nonsense"), from("nonsense"));
+            assert_eq!(resume("ab12cd34", "ab12cd34.x/7"), from("x/7"));
+            // Another process's events: nothing of them here.
+            assert_eq!(resume("ab12cd34", "ffffffff.3"), Resume::Elsewhere { standalone: true });
+            assert_eq!(resume("ab12cd34", "ffffffff.1/7"), Resume::Elsewhere { standalone: false });
         }
     }
 }
