@@ -402,30 +402,42 @@ def answer_of(response: httpx2.Response) -> dict:
     return answer
 
 
+INITIALIZE = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+              "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+
+
 def open_session(url: str) -> str:
-    initialize = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
-                  "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
-    opened = session_post(url, initialize)
+    opened = session_post(url, INITIALIZE)
     session = opened.headers["mcp-session-id"]
     assert session_post(url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, session).status_code == 202
     return session
+
+
+@contextmanager
+def two_replicas(tmp_path: Path, packs: list[str], *extra: str):
+    """Replicas a and b sharing one request-state key, each serving its own
+    copy of its pack (`packs`, one each) with `extra`: yields their URLs and
+    their plugin directories."""
+    (tmp_path / "state.key").write_text(secrets.token_hex(32))
+    (tmp_path / "prompt-host.toml").write_text(CONFIG)
+    replicas = []
+    try:
+        for name, pack in zip(["a", "b"], packs):
+            (tmp_path / name / "plugins").mkdir(parents=True)
+            shutil.copyfile(BUILT / f"{pack}.wasm", tmp_path / name / "plugins" / f"{pack}.wasm")
+            replicas.append(Replica(tmp_path / name / "plugins", tmp_path / name, "127.0.0.1:0",
+                                    "--config", str(tmp_path / "prompt-host.toml"), *extra))
+        yield [replica.start() for replica in replicas], [tmp_path / name / "plugins" for name in ["a", "b"]]
+    finally:
+        for replica in replicas:
+            replica.close()
 
 
 def test_a_restored_session_declares_what_its_client_was_told_not_what_the_replica_serves(tmp_path):
     # Issue "A fleet that follows its registry" (review): a restore replayed
     # the initialize against the packs the replica served then, so a
     # session told of no skills was answered skills/list on another replica.
-    (tmp_path / "state.key").write_text(secrets.token_hex(32))
-    (tmp_path / "prompt-host.toml").write_text(CONFIG)
-    urls = []
-    replicas = []
-    try:
-        for name, pack in [("a", "code_review"), ("b", "project_insights")]:
-            (tmp_path / name / "plugins").mkdir(parents=True)
-            shutil.copyfile(BUILT / f"{pack}.wasm", tmp_path / name / "plugins" / f"{pack}.wasm")
-            replicas.append(Replica(tmp_path / name / "plugins", tmp_path / name, "127.0.0.1:0",
-                                    "--config", str(tmp_path / "prompt-host.toml")))
-            urls.append(replicas[-1].start())
+    with two_replicas(tmp_path, ["code_review", "project_insights"]) as (urls, _):
         told_nothing, told_skills = open_session(urls[0]), open_session(urls[1])
         skills = {"jsonrpc": "2.0", "id": 5, "method": "skills/list"}
         # Opened where no pack carries a skill: no skills on the replica that has them.
@@ -437,23 +449,10 @@ def test_a_restored_session_declares_what_its_client_was_told_not_what_the_repli
         # And restored where no pack carries one: declared, an empty list.
         listed = answer_of(session_post(urls[0], skills, told_skills))
         assert listed["result"]["skills"] == [], listed
-    finally:
-        for replica in replicas:
-            replica.close()
 
 
 def test_a_restore_takes_a_place_under_the_session_cap(tmp_path):
-    (tmp_path / "state.key").write_text(secrets.token_hex(32))
-    (tmp_path / "prompt-host.toml").write_text(CONFIG)
-    (tmp_path / "plugins").mkdir()
-    shutil.copyfile(BUILT / "code_review.wasm", tmp_path / "plugins/code_review.wasm")
-    replicas = []
-    try:
-        for name in ["a", "b"]:
-            (tmp_path / name).mkdir()
-            replicas.append(Replica(tmp_path / "plugins", tmp_path / name, "127.0.0.1:0", "--max-sessions", "1",
-                                    "--config", str(tmp_path / "prompt-host.toml")))
-        a, b = (replica.start() for replica in replicas)
+    with two_replicas(tmp_path, ["code_review", "code_review"], "--max-sessions", "1") as ((a, b), _):
         from_a, on_b = open_session(a), open_session(b)
         ping = {"jsonrpc": "2.0", "id": 7, "method": "ping"}
         # b holds its one session, in use: no room to restore a's there.
@@ -462,9 +461,6 @@ def test_a_restore_takes_a_place_under_the_session_cap(tmp_path):
                                                       "(--max-sessions); retry later, or end a session with DELETE\n")
         assert answer_of(session_post(b, ping, on_b))["result"] == {}
         assert answer_of(session_post(a, ping, from_a))["result"] == {}
-    finally:
-        for replica in replicas:
-            replica.close()
 
 
 def test_a_session_whose_initialized_notification_went_to_another_replica_still_hears_list_changed(tmp_path):
@@ -472,26 +468,14 @@ def test_a_session_whose_initialized_notification_went_to_another_replica_still_
     # under round robin the client's notifications/initialized reached
     # another replica, and the replica that opened the session never
     # started its list_changed notifier.
-    (tmp_path / "state.key").write_text(secrets.token_hex(32))
-    (tmp_path / "prompt-host.toml").write_text(CONFIG)
-    replicas, urls = [], []
-    try:
-        for name in ["a", "b"]:
-            (tmp_path / name / "plugins").mkdir(parents=True)
-            shutil.copyfile(BUILT / "code_review.wasm", tmp_path / name / "plugins/code_review.wasm")
-            replicas.append(Replica(tmp_path / name / "plugins", tmp_path / name, "127.0.0.1:0",
-                                    "--config", str(tmp_path / "prompt-host.toml")))
-            urls.append(replicas[-1].start())
-        initialize = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
-                      "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                                 "clientInfo": {"name": "t", "version": "1"}}}
-        session = session_post(urls[0], initialize).headers["mcp-session-id"]
+    with two_replicas(tmp_path, ["code_review", "code_review"]) as (urls, plugins):
+        session = session_post(urls[0], INITIALIZE).headers["mcp-session-id"]
         assert session_post(urls[1], {"jsonrpc": "2.0", "method": "notifications/initialized"}, session).status_code == 202
         headers = {"Accept": "text/event-stream", "MCP-Protocol-Version": "2025-11-25", "Mcp-Session-Id": session}
         with httpx2.stream("GET", urls[0], headers=headers, timeout=httpx2.Timeout(10, read=30)) as stream:
             assert stream.status_code == 200
             lines = stream.iter_lines()
-            shutil.copyfile(BUILT / "dev_assistant.wasm", tmp_path / "a" / "plugins/dev_assistant.wasm")
+            shutil.copyfile(BUILT / "dev_assistant.wasm", plugins[0] / "dev_assistant.wasm")
             # Keep-alive comments come every 15 s: a notification that never
             # comes fails the test at the first one past the deadline.
             deadline = time.monotonic() + 10
@@ -501,6 +485,3 @@ def test_a_session_whose_initialized_notification_went_to_another_replica_still_
                     assert json.loads(line[len("data: "):]) == {"jsonrpc": "2.0",
                                                                 "method": "notifications/prompts/list_changed"}
                     break
-    finally:
-        for replica in replicas:
-            replica.close()
