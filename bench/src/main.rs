@@ -137,6 +137,9 @@ fn parse_arguments(args: &[String]) -> anyhow::Result<Option<Arguments>> {
     Ok(Some(given))
 }
 
+/// How the `--compare` binary is named in the tables.
+const COMPARE_NAME: &str = "prompt-host (--compare binary)";
+
 /// Where the binaries and plugins are.
 struct Setup {
     bin_dir: PathBuf,
@@ -184,6 +187,12 @@ impl Setup {
             std::fs::copy(self.plugin(pack), dir.join(format!("{pack}.wasm")))?;
         }
         Ok(dir)
+    }
+
+    /// The `--compare` binary, if given, in place of `host`'s program.
+    fn compare_server(&self, host: &(&'static str, PathBuf, Vec<String>)) -> Option<(&'static str, PathBuf, Vec<String>)> {
+        let program = self.compare.clone()?;
+        Some((COMPARE_NAME, program, host.2.clone()))
     }
 
     /// The command line of each server answering `code_review` over stdio.
@@ -583,12 +592,11 @@ fn check_reply(server: &mut StdioServer, name: &str) -> anyhow::Result<()> {
 
 fn stdio_get(setup: &Setup, rounds: usize, report: &mut Report) -> anyhow::Result<()> {
     let mut servers = setup.code_review_servers()?;
-    if let Some(program) = &setup.compare {
-        let host_args = servers[2].2.clone();
-        servers.push(("prompt-host (--compare binary)", program.clone(), host_args));
+    servers.extend(setup.compare_server(&servers[2]));
+    // Warm the compiled caches, so no round pays for compilation.
+    for (name, program, args) in &servers[2..] {
+        check_reply(&mut StdioServer::start(program, args)?, name)?;
     }
-    // Warm the compiled cache, so no round pays for compilation.
-    check_reply(&mut StdioServer::start(&servers[2].1, &servers[2].2)?, servers[2].0)?;
     for driver in Driver::ALL {
         let mut results: Vec<[Vec<Load>; 2]> = servers.iter().map(|_| [Vec::new(), Vec::new()]).collect();
         let mut peak_rss = 0;
@@ -748,9 +756,10 @@ fn wait_for_port(port: u16) -> anyhow::Result<()> {
 }
 
 fn http_get(setup: &Setup, rounds: usize, report: &mut Report) -> anyhow::Result<()> {
-    let servers = setup.code_review_servers()?;
+    let mut servers = setup.code_review_servers()?;
+    servers.extend(setup.compare_server(&servers[2]));
     let runtime = tokio::runtime::Runtime::new()?;
-    let mut results: Vec<Vec<Load>> = vec![Vec::new(); 2];
+    let mut results: Vec<Vec<Load>> = vec![Vec::new(); servers.len() - 1];
     for _ in 0..rounds {
         for (index, (_, program, args)) in servers[1..].iter().enumerate() {
             let (child, port) = http_server(program, args)?;
@@ -776,14 +785,18 @@ fn http_get(setup: &Setup, rounds: usize, report: &mut Report) -> anyhow::Result
 /// after round; each server is started afresh in each round and serves both
 /// loads.
 fn http_sdk_get(setup: &Setup, rounds: usize, report: &mut Report) -> anyhow::Result<()> {
-    let servers = setup.code_review_servers()?;
+    let mut servers = setup.code_review_servers()?;
+    servers.extend(setup.compare_server(&servers[2]));
     let (rmcp, host) = (&servers[1], &servers[2]);
     // Each server: its name, program, arguments, and the flag that takes the address.
-    let http_servers = [
+    let mut http_servers = vec![
         (host.0.to_string(), &host.1, &host.2, "--http"),
         (format!("{}, same HTTP front", rmcp.0), &rmcp.1, &rmcp.2, "--http"),
         (format!("{}, rmcp's own Streamable HTTP server", rmcp.0), &rmcp.1, &rmcp.2, "--rmcp-http"),
     ];
+    if let Some(compare) = servers.get(3) {
+        http_servers.push((compare.0.to_string(), &compare.1, &compare.2, "--http"));
+    }
     let mut results: Vec<[Vec<Load>; SDK_HTTP_LOADS.len()]> = http_servers.iter().map(|_| Default::default()).collect();
     for _ in 0..rounds {
         for (index, (name, program, args, flag)) in http_servers.iter().enumerate() {
@@ -1251,8 +1264,34 @@ fn other_languages(setup: &Setup, report: &mut Report) -> anyhow::Result<()> {
             label("prompts/get over stdio, 1 in flight, 500 requests (median of 6 runs): req/s, p50"),
             format!("{:.0}, {}", load.per_second, micros(load.p50)),
         ));
+        if let Some(compare) = &setup.compare {
+            let cache = setup.dir(&format!("{pack}-compare-cache"))?;
+            let [this, other] = alternated_loads(&[setup.bin("prompt-host"), compare.clone()], &host_args(&config, &dir, &cache), &asked)?;
+            report.facts.push((
+                label("the same, this build and the --compare binary alternated (median of 6 runs each): p50, server CPU / context switches per request"),
+                format!("{}, {} against {}, {}", micros(this.p50), this.cost(), micros(other.p50), other.cost()),
+            ));
+        }
     }
     Ok(())
+}
+
+/// Six rounds of 500 `asked` over stdio, 1 in flight, one message per
+/// write, on each of two binaries in turn (each started afresh
+/// each round, its compiled cache warmed first); the median of each.
+fn alternated_loads(binaries: &[PathBuf; 2], args: &[String], asked: &Asked) -> anyhow::Result<[Load; 2]> {
+    for binary in binaries {
+        StdioServer::start(binary, args)?.call("prompts/get", json!({ "name": asked.prompt, "arguments": asked.arguments }))?;
+    }
+    let mut loads = [Vec::new(), Vec::new()];
+    for _ in 0..6 {
+        for (binary, loads) in binaries.iter().zip(&mut loads) {
+            let mut server = StdioServer::start(binary, args)?;
+            let params = json!({ "name": asked.prompt, "arguments": asked.arguments });
+            loads.push(server.load_method(500, "prompts/get", &params, asked.expected)?);
+        }
+    }
+    Ok(loads.map(|loads| Load::median(&loads)))
 }
 
 /// What a grant costs a call: the fixture `grants_probe` over stdio, 1 in
@@ -1324,7 +1363,7 @@ fn waiting_calls(setup: &Setup, rounds: usize, report: &mut Report) -> anyhow::R
     let asked = Asked { prompt: "fetch", arguments: json!({ "url": url, "times": "3" }), expected: ANSWER };
     let mut hosts = vec![("prompt-host", setup.bin("prompt-host"))];
     if let Some(compare) = &setup.compare {
-        hosts.push(("prompt-host (--compare binary)", compare.clone()));
+        hosts.push((COMPARE_NAME, compare.clone()));
     }
     let mut results: Vec<Vec<(Load, u64)>> = vec![Vec::new(); hosts.len()];
     for _ in 0..rounds {
@@ -1448,7 +1487,7 @@ fn sealed_sessions(setup: &Setup, rounds: usize, report: &mut Report) -> anyhow:
     args.extend(["--config".to_string(), config.display().to_string()]);
     let mut hosts = vec![("prompt-host (sealed session ids)", servers[2].1.clone())];
     if let Some(compare) = &setup.compare {
-        hosts.push(("prompt-host (--compare binary)", compare.clone()));
+        hosts.push((COMPARE_NAME, compare.clone()));
     }
     let runtime = tokio::runtime::Runtime::new()?;
     let mut loads: Vec<Vec<Load>> = vec![Vec::new(); hosts.len()];
@@ -1902,8 +1941,10 @@ impl Report {
         for (name, load) in &self.http {
             out += &format!("| {name} | {:.0} | {} | {} | {} |\n", load.per_second, micros(load.p50), micros(load.p99), load.cost());
         }
-        if let [rmcp, host] = self.http.as_slice() {
-            out += &format!("\nprompt-host ÷ rmcp reference over HTTP: **{:.2}**.\n", host.1.per_second / rmcp.1.per_second);
+        if let [rmcp, hosts @ ..] = self.http.as_slice() {
+            for host in hosts {
+                out += &format!("\n{} ÷ rmcp reference over HTTP: **{:.2}**.\n", host.0, host.1.per_second / rmcp.1.per_second);
+            }
         }
         if !self.http_sdk.is_empty() {
             out += "\n### prompts/get of `code_review` over Streamable HTTP, the official TypeScript SDK clients (median of rounds)\n\n";
@@ -1920,7 +1961,9 @@ impl Report {
                     );
                 }
             }
-            if let [(_, host), (_, front), (_, own)] = self.http_sdk.as_slice() {
+            let (front, own) = (&self.http_sdk[1].1, &self.http_sdk[2].1);
+            let hosts = std::iter::once(&self.http_sdk[0]).chain(self.http_sdk.get(3));
+            for (name, host) in hosts {
                 let ratios = |other: &[(usize, Load)], bold: &str| {
                     host.iter()
                         .zip(other)
@@ -1930,8 +1973,8 @@ impl Report {
                         .collect::<Vec<_>>()
                         .join(", ")
                 };
-                out += &format!("\nprompt-host ÷ rmcp reference on rmcp's own Streamable HTTP server: {}.\n", ratios(own, "**"));
-                out += &format!("prompt-host ÷ rmcp reference behind the same front: {}.\n", ratios(front, ""));
+                out += &format!("\n{name} ÷ rmcp reference on rmcp's own Streamable HTTP server: {}.\n", ratios(own, "**"));
+                out += &format!("{name} ÷ rmcp reference behind the same front: {}.\n", ratios(front, ""));
             }
         }
         out += "\n### Catalog, start-up, memory, reloads, isolation\n\n| measure | result |\n|---|---|\n";
