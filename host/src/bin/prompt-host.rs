@@ -7,6 +7,12 @@ use std::process::ExitCode;
 use clap::Parser;
 use prompt_host::cli::{Cli, LogFormat};
 
+/// jemalloc rather than the system's malloc: less CPU per request under
+/// load, for a little more memory (Cargo.toml, BENCHMARKS.md).
+#[cfg(feature = "jemalloc")]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // stdout belongs to the protocol: every log line goes to stderr.
