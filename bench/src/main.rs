@@ -1961,9 +1961,10 @@ impl Report {
                     );
                 }
             }
-            let (front, own) = (&self.http_sdk[1].1, &self.http_sdk[2].1);
-            let hosts = std::iter::once(&self.http_sdk[0]).chain(self.http_sdk.get(3));
-            for (name, host) in hosts {
+            let [host, (_, front), (_, own), compared @ ..] = self.http_sdk.as_slice() else {
+                unreachable!("the http-sdk section measures three servers, and the --compare binary if given")
+            };
+            for (name, host) in std::iter::once(host).chain(compared) {
                 let ratios = |other: &[(usize, Load)], bold: &str| {
                     host.iter()
                         .zip(other)

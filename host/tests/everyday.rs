@@ -60,7 +60,7 @@ fn the_version_says_what_packs_it_accepts_and_what_it_was_built_with() {
     let text = String::from_utf8(output.stdout).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines[..2], ["prompt-host 0.1.0", "accepts packs built against prompt-host:prompts 0.1.x, 0.2.x, 0.3.x or 0.4.x"]);
-    assert!(lines[2].starts_with("built with wasmtime 48.0.8, rmcp 3.9.0, commit "), "{text}");
+    assert!(lines[2].starts_with("built with wasmtime 48.0.8, rmcp 3.11.0, commit "), "{text}");
     assert_eq!(lines.len(), 3, "{text}");
 }
 

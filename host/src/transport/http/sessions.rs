@@ -322,7 +322,7 @@ impl SessionManager for CappedSessions {
     }
 }
 
-/// The event ids clients see, mended around two behaviours of rmcp 3.9's
+/// The event ids clients see, mended around two behaviours of rmcp 3.9 to 3.11's
 /// in-memory sessions, and told apart from another process's. rmcp numbers
 /// a session's standalone (GET) stream from 0, while its HTTP layer gives
 /// that stream's priming event the id 0 as well; and it replays from the
