@@ -68,6 +68,16 @@ pub struct ClientGone(pub CancellationToken);
 #[derive(Clone, Debug, Default)]
 pub struct DeclaredContent(pub Arc<std::sync::OnceLock<ServedContent>>);
 
+/// An HTTP session's handler and peer, filled in at its `initialize`: the
+/// HTTP sessions put an empty one in the `initialize` they pass to rmcp, so
+/// that the hot methods of the session can be answered without rmcp's
+/// session worker. The handler is a clone of the session's: it shares the
+/// use cases, not the session's own state (`SessionEnd`, fresh in each
+/// clone), which the hot methods (`list_prompts`, `complete`, and a
+/// `get_prompt` that cannot elicit) do not read.
+#[derive(Clone, Default)]
+pub struct HotSession(pub Arc<std::sync::OnceLock<(Arc<PromptServer>, Peer<RoleServer>)>>);
+
 /// Whether the client of `context` can fill in a form: it declared
 /// elicitation as `form`, or as an empty `elicitation` (which means form);
 /// a client that declared only `url` cannot.
@@ -269,6 +279,9 @@ impl ServerHandler for PromptServer {
         // that holds its session.
         self.start_notifying(context.peer.clone());
         context.peer.set_peer_info(request.clone());
+        if let Some(slot) = context.extensions.get::<HotSession>() {
+            let _ = slot.0.set((Arc::new(self.clone()), context.peer.clone()));
+        }
         self.negotiate_initialize(&request)
     }
 

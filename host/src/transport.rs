@@ -8,6 +8,7 @@
 pub mod authorization;
 mod connections;
 mod front;
+pub(crate) mod hot_methods;
 pub mod http;
 pub mod malformed;
 pub mod operations;

@@ -450,3 +450,99 @@ fn a_resumed_event_stream_sends_only_the_events_after_the_last_one_seen() {
     let mut up_to_date = resume("4", changed("5"));
     assert_eq!(up_to_date.next_within(Duration::from_millis(300)), None, "nothing after event 5");
 }
+
+/// A POST of `body` on the session whose request headers are `headers`.
+fn post_on(headers: &str, body: &str) -> String {
+    format!(
+        "POST /mcp HTTP/1.1\r\n{headers}Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+/// Starts `prompts/get` of the hostile pack's `sleep` (which runs until its
+/// deadline) on the session of `headers`, and returns its connection once
+/// the call is running (the metrics count it in flight).
+fn start_sleeping(host: &HttpHost, headers: &str, id: u64) -> TcpStream {
+    let mut call = host.connect();
+    let body = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"prompts/get","params":{{"name":"sleep"}}}}"#);
+    call.write_all(post_on(headers, &body).as_bytes()).unwrap();
+    support::wait_for_in_flight(support::metrics_address(&host.stderr), 1);
+    call
+}
+
+/// The hostile pack served over HTTP, each call's deadline `deadline_ms`.
+fn hostile_host(deadline_ms: &str) -> (tempfile::TempDir, HttpHost) {
+    let dir = support::plugin_dir(&["hostile"]);
+    let host = HttpHost::start(&["--plugins", dir.path().to_str().unwrap(), "--deadline-ms", deadline_ms, "--metrics", "127.0.0.1:0"]);
+    (dir, host)
+}
+
+/// The rest of a response: its status, content type and body, once the
+/// server closes the connection (within `PATIENCE`, far less than the
+/// call's deadline).
+fn rest_of(mut call: TcpStream) -> (u16, String, String) {
+    let answer = read_answer(&mut call);
+    (answer.status, answer.header("content-type").unwrap_or_default().to_string(), answer.body)
+}
+
+#[test]
+fn hot_requests_are_answered_as_json_and_the_others_as_event_streams() {
+    let (_dir, host) = hostile_host("1000");
+    let (_session, headers) = initialized_session(&host);
+    let listed = send(&mut host.connect(), &post_on(&headers, r#"{"jsonrpc":"2.0","id":8,"method":"prompts/list"}"#));
+    assert_eq!((listed.status, listed.header("content-type")), (200, Some("application/json")));
+    assert!(listed.body.starts_with(r#"{"jsonrpc":"2.0","id":8,"result":{"prompts":[{"name":""#), "{}", listed.body);
+    let completed = r#"{"jsonrpc":"2.0","id":9,"method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"spin"},"argument":{"name":"x","value":""}}}"#;
+    let completed = send(&mut host.connect(), &post_on(&headers, completed));
+    assert_eq!((completed.status, completed.header("content-type")), (200, Some("application/json")));
+    assert!(completed.body.starts_with(r#"{"jsonrpc":"2.0","id":9,"#), "{}", completed.body);
+    // Not hot: through rmcp's session, as an event stream.
+    let pinged = send(&mut host.connect(), &post_on(&headers, r#"{"jsonrpc":"2.0","id":10,"method":"ping"}"#));
+    assert_eq!((pinged.status, pinged.header("content-type")), (200, Some("text/event-stream")));
+    assert!(pinged.body.contains(r#"data: {"jsonrpc":"2.0","id":10,"result":{}}"#), "{}", pinged.body);
+}
+
+#[test]
+fn a_hot_request_the_client_cancels_ends_unanswered_and_the_session_serves_on() {
+    let (_dir, host) = hostile_host("60000");
+    let (_session, headers) = initialized_session(&host);
+    let call = start_sleeping(&host, &headers, 7);
+
+    let cancel = r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"no longer needed"}}"#;
+    assert_eq!(send(&mut host.connect(), &post_on(&headers, cancel)).status, 202);
+    // rmcp sends no answer to a request its client cancelled; nor does the
+    // host: an event stream without an event.
+    assert_eq!(rest_of(call), (200, "text/event-stream".to_string(), "0\r\n\r\n".to_string()));
+
+    let listed = send(&mut host.connect(), &post_on(&headers, r#"{"jsonrpc":"2.0","id":8,"method":"prompts/list"}"#));
+    assert!(listed.body.starts_with(r#"{"jsonrpc":"2.0","id":8,"result":{"prompts":["#), "{}", listed.body);
+}
+
+#[test]
+fn a_cancellation_naming_another_request_or_session_cancels_nothing_here() {
+    let (_dir, host) = hostile_host("1500");
+    let (_session, headers) = initialized_session(&host);
+    let (_other, other_headers) = initialized_session(&host);
+    let call = start_sleeping(&host, &headers, 7);
+    for (on, id) in [(&headers, 8), (&other_headers, 7)] {
+        let cancel = format!(r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{id}}}}}"#);
+        assert_eq!(send(&mut host.connect(), &post_on(on, &cancel)).status, 202);
+    }
+    // Still running: it meets its deadline, and that is its answer.
+    let (status, content_type, body) = rest_of(call);
+    assert_eq!((status, content_type.as_str()), (200, "application/json"));
+    assert!(
+        body.starts_with(r#"{"jsonrpc":"2.0","id":7,"error":{"code":-32603,"message":"plugin 'hostile' exceeded its 1500 ms deadline"#),
+        "{body}"
+    );
+}
+
+#[test]
+fn ending_a_session_ends_its_hot_requests() {
+    let (_dir, host) = hostile_host("60000");
+    let (session, headers) = initialized_session(&host);
+    let call = start_sleeping(&host, &headers, 7);
+    assert_eq!(host.delete(&session).status, 200);
+    assert_eq!(rest_of(call), (200, "text/event-stream".to_string(), "0\r\n\r\n".to_string()));
+}

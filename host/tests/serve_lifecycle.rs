@@ -240,7 +240,8 @@ fn read_until(stream: &mut TcpStream, text: &str) -> String {
 #[test]
 fn sigterm_lets_a_call_in_flight_over_http_answer_before_the_exit() {
     let plugins = support::plugin_dir(&["hostile"]);
-    let (mut child, stderr, addr) = spawn_http("127.0.0.1:0", &["--plugins", plugins.path().to_str().unwrap(), "--deadline-ms", "1500"]);
+    let (mut child, stderr, addr) =
+        spawn_http("127.0.0.1:0", &["--plugins", plugins.path().to_str().unwrap(), "--deadline-ms", "1500", "--metrics", "127.0.0.1:0"]);
     let host = addr.to_string();
     let (status, answer) = http_exchange(addr, &http_post(&host, "", HTTP_INITIALIZE));
     assert_eq!(status, 200, "{answer}");
@@ -258,8 +259,8 @@ fn sigterm_lets_a_call_in_flight_over_http_answer_before_the_exit() {
     call.set_read_timeout(Some(std::time::Duration::from_secs(30))).unwrap();
     let get = r#"{"jsonrpc":"2.0","id":7,"method":"prompts/get","params":{"name":"sleep"}}"#;
     call.write_all(http_post(&host, &headers, get).as_bytes()).unwrap();
-    // The response's headers come when rmcp has the call.
-    read_until(&mut call, "\r\n\r\n");
+    // Stopped once the call is running in its pack.
+    support::wait_for_in_flight(support::metrics_address(&stderr), 1);
     send_signal(child.id(), "TERM");
     let answer = read_until(&mut call, "exceeded its 1500 ms deadline");
     assert!(answer.contains(r#""id":7"#) && answer.contains(r#""code":-32603"#), "{answer}");

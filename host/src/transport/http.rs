@@ -7,7 +7,9 @@
 //! rmcp itself refuses a `Host` or `Origin` not allowed (DNS rebinding
 //! protection; the front logs each refusal and answers how to allow it),
 //! answers 404 for an unknown session, and keeps one session (one handler)
-//! per client.
+//! per client. The hot methods of a started session, once rmcp has checked
+//! the request, are answered here, as JSON, by the session's handler on the
+//! POST's own task, not by rmcp's session worker (see [`sessions`]).
 //!
 //! `/healthz` and `/readyz` are answered here too, without a session or the
 //! token (see [`super::operations`]).
@@ -57,7 +59,7 @@ use crate::handler::DeclaredContent;
 use crate::identity::{self, Principal};
 use crate::input::RequestStateSeal;
 use prompt_host_kernel::log_budget::{Admission, LogBudget, LogWindow};
-use sessions::CappedSessions;
+use sessions::{CappedSessions, HotAnswerSlot};
 
 /// The path MCP is served at.
 pub const MCP_PATH: &str = "/mcp";
@@ -298,6 +300,7 @@ impl HttpListener {
             .with_cancellation_token(stopping.sessions.child_token());
         let served = |server: S| {
             let sessions = Arc::new(CappedSessions::new(config.max_sessions, sessions::EVICTABLE_AFTER));
+            CappedSessions::close_idle_in_background(&sessions, sessions::IDLE_CLOSE_AFTER, stopping.sessions.child_token());
             let restorable = Arc::new(Restorable::default());
             let mut rmcp_config = rmcp_config.clone();
             rmcp_config.session_store = Some(restorable.clone());
@@ -851,6 +854,10 @@ impl RequestChecks {
         let session = parts.headers.get(SESSION_ID_HEADER).and_then(|id| id.to_str().ok());
         let client_gone = session.and_then(|id| sessions.closing(id)).map_or_else(CancellationToken::new, |closing| closing.child_token());
         parts.extensions.insert(crate::handler::ClientGone(client_gone.clone()));
+        // Where a hot request's call comes back to be answered here.
+        if is_post && names_session {
+            parts.extensions.insert(HotAnswerSlot::default());
+        }
         // A call that asks its client for input (an elicitation) holds the
         // connection until answered, as a stream: it takes a stream's place.
         parts.extensions.insert(crate::app::StreamPlace {
@@ -894,7 +901,16 @@ impl RequestChecks {
         let named_session = parts.headers.get(SESSION_ID_HEADER).and_then(|id| id.to_str().ok()).map(str::to_string);
         let retry = restores.as_ref().map(|_| parts.clone());
         let (host, origin) = (header_text(&parts.headers, hyper::header::HOST), header_text(&parts.headers, hyper::header::ORIGIN));
+        let hot = parts.extensions.get::<HotAnswerSlot>().cloned();
         let mut response = service.handle(Request::from_parts(parts, Full::new(body.clone()))).await;
+        // A hot request, checked by rmcp and handed back (`sessions`): its
+        // call runs here, and its answer is the response, as JSON. One
+        // cancelled gets rmcp's response, an event stream without events.
+        if let Some(call) = hot.as_ref().and_then(HotAnswerSlot::take)
+            && let Some(answer) = call.answer().await
+        {
+            response = json_answer(&answer);
+        }
         if let (Some(id), Some(parts)) = (&restores, retry)
             && response.status() == StatusCode::INTERNAL_SERVER_ERROR
         {
@@ -962,6 +978,14 @@ impl RequestChecks {
             }
         })
     }
+}
+
+/// `message` as a response of its own, `application/json`.
+fn json_answer(message: &rmcp::model::ServerJsonRpcMessage) -> Response<Body> {
+    let bytes = serde_json::to_vec(message).expect("a JSON-RPC message serializes");
+    let mut response = Response::new(Full::new(Bytes::from(bytes)).boxed());
+    response.headers_mut().insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static("application/json"));
+    response
 }
 
 /// How long a request body may take before it must arrive at

@@ -479,6 +479,23 @@ pub fn http_exchange(addr: std::net::SocketAddr, request: &str) -> (u16, String)
     http_status(&String::from_utf8_lossy(&bytes))
 }
 
+/// Waits until the server whose metrics are served at `metrics` counts
+/// `count` requests in flight (`prompt_host_requests_in_flight`): a call
+/// is then running in its pack.
+pub fn wait_for_in_flight(metrics: std::net::SocketAddr, count: u64) {
+    let began = std::time::Instant::now();
+    let expected = format!("prompt_host_requests_in_flight {count}");
+    loop {
+        let (status, scraped) = http_exchange(metrics, &format!("GET /metrics HTTP/1.1\r\nHost: {metrics}\r\nConnection: close\r\n\r\n"));
+        assert_eq!(status, 200, "{scraped}");
+        if scraped.lines().any(|line| line == expected) {
+            return;
+        }
+        assert!(began.elapsed() < RESPONSE_TIMEOUT, "never {expected}: {scraped}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 /// Reads from `stream` until what it has read contains `text`; returns it all.
 pub fn read_until_text(stream: &mut std::net::TcpStream, text: &str) -> String {
     let (mut seen, mut buffer) = (Vec::new(), [0u8; 4096]);

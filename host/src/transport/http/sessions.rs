@@ -1,21 +1,52 @@
 //! A cap on HTTP sessions: rmcp's in-memory session manager, counting its
 //! sessions and when each was last used, so that a client cannot open
 //! sessions without bound and idle ones make room for new ones.
+//!
+//! The hot methods of a session (`prompts/get`, `prompts/list`,
+//! `completion/complete`) are answered here rather than through rmcp's
+//! session worker and a task per request, which costs about half the
+//! thread hand-offs: once rmcp has checked the request (its headers, its
+//! session), `create_stream` hands the call to the front
+//! ([`HotAnswerSlot`]), which runs it on the POST's own task, through the
+//! session's own handler (`hot_methods`), and sends its answer as JSON,
+//! the other form the transport allows: a stream with one event would owe
+//! the client a priming event and a way to resume, and the answer would
+//! have to be kept for that. What rmcp's worker did for these requests is
+//! done here: a `notifications/cancelled` naming one ends it, unanswered;
+//! the session's end ends them; a call whose client is gone runs on, its
+//! answer discarded, as rmcp's tasks do; and, as hot requests never reach
+//! the worker, idle sessions are closed here ([`CappedSessions::close_idle`])
+//! instead of by rmcp's keep-alive.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use futures_core::Stream;
-use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::model::{ClientJsonRpcMessage, GetExtensions, ServerJsonRpcMessage};
 use rmcp::transport::WorkerTransport;
 use rmcp::transport::streamable_http_server::session::local::{LocalSessionManager, LocalSessionManagerError, LocalSessionWorker};
 use rmcp::transport::streamable_http_server::session::{RestoreOutcome, ServerSseMessage, SessionId, SessionManager};
 use tokio_util::sync::CancellationToken;
 
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use rmcp::model::{ClientNotification, RequestId};
+use tokio_util::sync::WaitForCancellationFutureOwned;
+
+use crate::handler::HotSession;
+use crate::transport::hot_methods::{HotCall, hot_call};
+
 /// A session unused for this long may be closed to make room for a new one
-/// when the cap is reached. (rmcp closes any session idle for 5 minutes.)
+/// when the cap is reached.
 pub const EVICTABLE_AFTER: Duration = Duration::from_secs(60);
+
+/// A session unused for this long is closed, whatever the room: rmcp's own
+/// keep-alive (5 minutes), which it measures by what reaches its session
+/// worker, is off, as hot requests do not.
+pub const IDLE_CLOSE_AFTER: Duration = Duration::from_secs(300);
 
 /// Why a session operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -45,20 +76,62 @@ pub struct CappedSessions {
     owners: std::sync::Mutex<HashMap<SessionId, String>>,
     /// The tag of the event ids this process gives (`event_ids`).
     event_tag: String,
+    /// Each open session's handler and peer, once its `initialize` is
+    /// answered, and its hot requests running: they are answered here
+    /// (`create_stream`).
+    hot: std::sync::Mutex<HashMap<SessionId, Arc<HotRequests>>>,
+}
+
+/// A session's handler and peer, once known, and its hot requests running,
+/// each with the token that cancels it.
+#[derive(Default)]
+struct HotRequests {
+    session: HotSession,
+    running: std::sync::Mutex<HashMap<RequestId, Vec<(u64, CancellationToken)>>>,
+    next_serial: std::sync::atomic::AtomicU64,
+}
+
+impl HotRequests {
+    /// Notes a hot request with `id` running, cancelled through `cancel`.
+    fn started(&self, id: RequestId, cancel: CancellationToken) -> u64 {
+        let serial = self.next_serial.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.running.lock().expect("never poisoned").entry(id).or_default().push((serial, cancel));
+        serial
+    }
+
+    fn ended(&self, id: &RequestId, serial: u64) {
+        let mut running = self.running.lock().expect("never poisoned");
+        if let Some(calls) = running.get_mut(id) {
+            calls.retain(|(each, _)| *each != serial);
+            if calls.is_empty() {
+                running.remove(id);
+            }
+        }
+    }
+
+    /// Cancels every hot request with `id` (a client may reuse an id).
+    fn cancel(&self, id: &RequestId) {
+        let cancelled = self.running.lock().expect("never poisoned").remove(id);
+        cancelled.into_iter().flatten().for_each(|(_, token)| token.cancel());
+    }
 }
 
 impl CappedSessions {
     /// At most `max` sessions; one unused for `evictable_after` may be
     /// closed to make room.
     pub fn new(max: usize, evictable_after: Duration) -> CappedSessions {
+        let mut inner = LocalSessionManager::default();
+        // Idle sessions are closed by `close_idle` instead.
+        inner.session_config.keep_alive = None;
         CappedSessions {
-            inner: LocalSessionManager::default(),
+            inner,
             max,
             evictable_after,
             last_used: tokio::sync::Mutex::new(HashMap::new()),
             closing: Default::default(),
             owners: Default::default(),
             event_tag: event_ids::new_tag(),
+            hot: Default::default(),
         }
     }
 
@@ -137,7 +210,12 @@ impl CappedSessions {
     /// Cancels the token of the session `id`, closed.
     fn closed(&self, id: &SessionId) {
         self.owners.lock().expect("never poisoned").remove(id);
-        if let Some(token) = self.closing.lock().expect("never poisoned").remove(id) {
+        // `closing` first: an `initialize` that still finds it puts its
+        // session's entry in `hot` before this removes it.
+        let closing = self.closing.lock().expect("never poisoned").remove(id);
+        self.hot.lock().expect("never poisoned").remove(id);
+        // Cancels the session's hot requests too (their tokens are its children).
+        if let Some(token) = closing {
             token.cancel();
         }
     }
@@ -159,8 +237,7 @@ impl CappedSessions {
         last_used.len() < self.max || last_used.values().any(|used| used.elapsed() >= self.evictable_after)
     }
 
-    /// Forgets sessions rmcp has ended on its own (its keep-alive, a worker
-    /// that stopped), which would otherwise count against the cap.
+    /// Forgets sessions rmcp has ended on its own (a worker that stopped), which would otherwise count against the cap.
     async fn forget_ended(&self, last_used: &mut HashMap<SessionId, Instant>) {
         let mut ended = Vec::new();
         for id in last_used.keys() {
@@ -194,6 +271,63 @@ impl CappedSessions {
             tracing::warn!(%session, "closing an idle session failed: {error}");
         }
         true
+    }
+
+    /// Hands the call that answers `message` to the front, through the slot
+    /// the front put in its request, if it is a hot request of a session
+    /// whose `initialize` is answered; else hands `message` back, for rmcp.
+    #[allow(clippy::result_large_err, reason = "the message handed back is the caller's, moved, not copied")]
+    fn hot_answer(&self, id: &SessionId, message: ClientJsonRpcMessage) -> Result<(), ClientJsonRpcMessage> {
+        let ClientJsonRpcMessage::Request(request) = &message else { return Err(message) };
+        let http = request.request.extensions().get::<hyper::http::request::Parts>();
+        let Some(slot) = http.and_then(|http| http.extensions.get::<HotAnswerSlot>()).cloned() else { return Err(message) };
+        let Some(requests) = self.hot.lock().expect("never poisoned").get(id).cloned() else { return Err(message) };
+        let Some((server, peer)) = requests.session.0.get() else { return Err(message) };
+        // A child of the session's: cancelled when it closes, even if it
+        // closed a moment ago.
+        let Some(closing) = self.closing(id) else { return Err(message) };
+        let cancelled = closing.child_token();
+        let (request, call) = hot_call(server, peer, message, &cancelled)?;
+        *slot.0.lock().expect("never poisoned") = Some(HotAnswer::new(requests.clone(), request, call, cancelled));
+        Ok(())
+    }
+
+    /// Closes every session unused for `idle_for`: what rmcp's keep-alive
+    /// did (see [`IDLE_CLOSE_AFTER`]).
+    pub async fn close_idle(&self, idle_for: Duration) {
+        let idle: Vec<SessionId> = {
+            let mut last_used = self.last_used.lock().await;
+            let idle: Vec<SessionId> = last_used.iter().filter(|(_, used)| used.elapsed() >= idle_for).map(|(id, _)| id.clone()).collect();
+            for id in &idle {
+                last_used.remove(id);
+                self.closed(id);
+            }
+            crate::metrics::sessions_open(last_used.len());
+            idle
+        };
+        for id in idle {
+            let session = crate::identity::session_label(&id);
+            tracing::debug!(%session, idle_s = idle_for.as_secs(), "closing an HTTP session unused for too long");
+            if let Err(error) = self.inner.close_session(&id).await {
+                tracing::warn!(%session, "closing an idle session failed: {error}");
+            }
+        }
+    }
+
+    /// Closes idle sessions ([`Self::close_idle`]) every tenth of
+    /// `idle_for`, until `stop` is cancelled or the sessions are dropped.
+    pub fn close_idle_in_background(sessions: &Arc<CappedSessions>, idle_for: Duration, stop: CancellationToken) {
+        let sessions = Arc::downgrade(sessions);
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    () = stop.cancelled() => return,
+                    () = tokio::time::sleep(idle_for / 10) => {}
+                }
+                let Some(sessions) = sessions.upgrade() else { return };
+                sessions.close_idle(idle_for).await;
+            }
+        });
     }
 
     /// Room for one more session under the cap: sessions rmcp has ended
@@ -253,8 +387,17 @@ impl SessionManager for CappedSessions {
         Ok(outcome)
     }
 
-    async fn initialize_session(&self, id: &SessionId, message: ClientJsonRpcMessage) -> Result<ServerJsonRpcMessage, Self::Error> {
+    async fn initialize_session(&self, id: &SessionId, mut message: ClientJsonRpcMessage) -> Result<ServerJsonRpcMessage, Self::Error> {
         self.touch(id).await;
+        if let ClientJsonRpcMessage::Request(request) = &mut message {
+            // Under `closing`'s lock: see `closed`.
+            let closing = self.closing.lock().expect("never poisoned");
+            if closing.contains_key(id) {
+                let hot = Arc::new(HotRequests::default());
+                request.request.extensions_mut().insert(hot.session.clone());
+                self.hot.lock().expect("never poisoned").insert(id.clone(), hot);
+            }
+        }
         Ok(self.inner.initialize_session(id, message).await?)
     }
 
@@ -277,12 +420,24 @@ impl SessionManager for CappedSessions {
         message: ClientJsonRpcMessage,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
         self.touch(id).await;
+        let message = match self.hot_answer(id, message) {
+            Ok(()) => return Ok(futures::stream::empty().left_stream()),
+            Err(message) => message,
+        };
         let tag = self.event_tag.clone();
-        Ok(self.inner.create_stream(id, message).await?.map(move |event| event_ids::as_shown(&tag, event)))
+        Ok(self.inner.create_stream(id, message).await?.map(move |event| event_ids::as_shown(&tag, event)).right_stream())
     }
 
     async fn accept_message(&self, id: &SessionId, message: ClientJsonRpcMessage) -> Result<(), Self::Error> {
         self.touch(id).await;
+        // Handed on to rmcp all the same: it cancels a request of its own.
+        if let ClientJsonRpcMessage::Notification(notification) = &message
+            && let ClientNotification::CancelledNotification(cancelled) = &notification.notification
+            && let Some(request) = &cancelled.params.request_id
+            && let Some(hot) = self.hot.lock().expect("never poisoned").get(id)
+        {
+            hot.cancel(request);
+        }
         Ok(self.inner.accept_message(id, message).await?)
     }
 
@@ -318,6 +473,66 @@ impl SessionManager for CappedSessions {
             }
             // A request's stream of another process: its answer is there.
             event_ids::Resume::Elsewhere { standalone: false } => Err(SessionsError::RequestElsewhere),
+        }
+    }
+}
+
+/// Where the front finds the call that answers a hot request: the front
+/// puts an empty one in each POST that names a session, and
+/// `create_stream` fills it in for a hot request.
+#[derive(Clone, Default)]
+pub struct HotAnswerSlot(Arc<std::sync::Mutex<Option<HotAnswer>>>);
+
+impl HotAnswerSlot {
+    /// The call, if the request was a hot one.
+    pub fn take(&self) -> Option<HotAnswer> {
+        self.0.lock().expect("never poisoned").take()
+    }
+}
+
+/// A hot request's call, until it answers or is cancelled. Dropped before
+/// (its client gone), or cancelled, the call runs on as a task of its own,
+/// its answer discarded, as rmcp's own task for a request would: it
+/// finishes what it began (its access-log line, its metrics), within its
+/// deadline, holding its pack's slots meanwhile.
+pub struct HotAnswer {
+    call: Option<HotCall>,
+    cancelled: Pin<Box<WaitForCancellationFutureOwned>>,
+    requests: Arc<HotRequests>,
+    request: RequestId,
+    serial: u64,
+}
+
+impl HotAnswer {
+    fn new(requests: Arc<HotRequests>, request: RequestId, call: HotCall, cancel: CancellationToken) -> HotAnswer {
+        let serial = requests.started(request.clone(), cancel.clone());
+        HotAnswer { call: Some(call), cancelled: Box::pin(cancel.cancelled_owned()), requests, request, serial }
+    }
+
+    /// The answer, or `None` once the request is cancelled (rmcp sends no
+    /// answer to a request its client cancelled).
+    pub async fn answer(mut self) -> Option<ServerJsonRpcMessage> {
+        std::future::poll_fn(|cx| self.poll_answer(cx)).await
+    }
+
+    fn poll_answer(&mut self, cx: &mut Context<'_>) -> Poll<Option<ServerJsonRpcMessage>> {
+        let Some(call) = self.call.as_mut() else { return Poll::Ready(None) };
+        if self.cancelled.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(None);
+        }
+        let answer = std::task::ready!(call.as_mut().poll(cx));
+        self.call = None;
+        Poll::Ready(Some(answer))
+    }
+}
+
+impl Drop for HotAnswer {
+    fn drop(&mut self) {
+        self.requests.ended(&self.request, self.serial);
+        if let Some(call) = self.call.take()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            runtime.spawn(call);
         }
     }
 }
@@ -490,5 +705,40 @@ mod tests {
         let (second, _transport) = sessions.create_session().await.unwrap();
         assert!(sessions.has_session(&second).await.unwrap());
         assert_eq!(sessions.last_used.lock().await.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn only_sessions_unused_for_the_idle_period_are_closed() {
+        let sessions = CappedSessions::new(4, Duration::from_secs(3600));
+        let (idle, _transport) = sessions.create_session().await.unwrap();
+        let (used, _transport) = sessions.create_session().await.unwrap();
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        // As every request on a session does, hot ones included.
+        sessions.touch(&used).await;
+        let idle_token = sessions.closing(&idle).expect("open");
+        sessions.close_idle(Duration::from_millis(500)).await;
+        assert!(!sessions.has_session(&idle).await.unwrap());
+        assert!(idle_token.is_cancelled());
+        assert!(sessions.has_session(&used).await.unwrap());
+        assert_eq!(sessions.last_used.lock().await.len(), 1);
+        // rmcp's own keep-alive would close a session whose requests were all hot.
+        assert_eq!(sessions.inner.session_config.keep_alive, None);
+    }
+
+    #[test]
+    fn a_cancellation_cancels_every_hot_request_with_its_id_and_no_other() {
+        let requests = HotRequests::default();
+        let (first, second, other) = (CancellationToken::new(), CancellationToken::new(), CancellationToken::new());
+        let reused = RequestId::Number(7);
+        let first_serial = requests.started(reused.clone(), first.clone());
+        requests.started(reused.clone(), second.clone());
+        let other_serial = requests.started(RequestId::Number(8), other.clone());
+        requests.cancel(&reused);
+        assert!(first.is_cancelled() && second.is_cancelled() && !other.is_cancelled());
+        // A call cancelled, then ended, leaves nothing; the other stays noted until it ends.
+        requests.ended(&reused, first_serial);
+        assert_eq!(requests.running.lock().unwrap().keys().collect::<Vec<_>>(), [&RequestId::Number(8)]);
+        requests.ended(&RequestId::Number(8), other_serial);
+        assert!(requests.running.lock().unwrap().is_empty());
     }
 }

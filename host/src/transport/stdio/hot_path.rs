@@ -10,15 +10,12 @@
 
 use std::collections::HashMap;
 use std::io;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::task::Poll;
 
 use futures::SinkExt;
-use rmcp::model::{
-    ClientNotification, ClientRequest, ErrorData, GetExtensions, GetMeta, JsonRpcMessage, JsonRpcRequest, RequestId, ServerJsonRpcMessage,
-};
-use rmcp::service::{RequestContext, RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::model::{ClientNotification, JsonRpcMessage, RequestId, ServerJsonRpcMessage};
+use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::async_rw::TransportWriter;
 use rmcp::{Peer, RoleServer};
 use tokio::io::AsyncWrite;
@@ -27,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::{TaskTracker, task_tracker::TaskTrackerToken};
 
 use crate::handler::PromptServer;
+use crate::transport::hot_methods::{HotCall, hot_call, logged_id};
 
 /// The hot methods (`prompts/get`, `prompts/list`, `completion/complete`),
 /// answered by the transport on the thread that read them.
@@ -83,53 +81,17 @@ pub(super) enum HotOutcome {
     Running,
 }
 
-type HotCall = Pin<Box<dyn Future<Output = ServerJsonRpcMessage> + Send>>;
-
 impl HotPath {
     pub(super) fn new(server: Arc<PromptServer>) -> HotPath {
         HotPath { server, peer: Arc::default(), initialize_answered: false, tasks: TaskTracker::new(), abandon_at: None, handled: 0 }
     }
 
     /// The call that answers `message`, if it is a hot request and the
-    /// session has started, and the token that cancels it (its context's
-    /// token is that token's child).
+    /// session has started, and the token that cancels it.
     fn call(&self, message: RxJsonRpcMessage<RoleServer>) -> Result<(RequestId, HotCall, CancellationToken), RxJsonRpcMessage<RoleServer>> {
         let Some(peer) = self.peer.get() else { return Err(message) };
-        let JsonRpcMessage::Request(JsonRpcRequest {
-            request: ClientRequest::GetPromptRequest(_) | ClientRequest::ListPromptsRequest(_) | ClientRequest::CompleteRequest(_),
-            ..
-        }) = &message
-        else {
-            return Err(message);
-        };
-        let JsonRpcMessage::Request(JsonRpcRequest { id, mut request, .. }) = message else { unreachable!("matched above") };
-        // As rmcp does: the request's `_meta` and extensions move to its
-        // context.
         let cancelled = CancellationToken::new();
-        let mut context = RequestContext::new(id.clone(), peer.clone());
-        context.ct = cancelled.child_token();
-        context.meta = std::mem::take(request.get_meta_mut());
-        context.extensions = std::mem::take(request.extensions_mut());
-        if matches!(request, ClientRequest::GetPromptRequest(_)) && crate::handler::may_elicit(&context) {
-            *request.extensions_mut() = std::mem::take(&mut context.extensions);
-            *request.get_meta_mut() = std::mem::take(&mut context.meta);
-            return Err(JsonRpcMessage::Request(JsonRpcRequest::new(id, request)));
-        }
-        let server = self.server.clone();
-        let answer_id = id.clone();
-        let call = Box::pin(async move {
-            let dispatched = std::panic::AssertUnwindSafe(rmcp::Service::handle_request(&*server, request, context));
-            match futures::FutureExt::catch_unwind(dispatched).await {
-                Ok(Ok(result)) => JsonRpcMessage::response(result, answer_id),
-                Ok(Err(error)) => JsonRpcMessage::error(error, Some(answer_id)),
-                // On rmcp's path a panic ends its request's task, unanswered;
-                // here it would end the session's: it is answered instead.
-                Err(_) => {
-                    tracing::error!(id = ?logged_id(&answer_id), "the host failed while answering a request (a panic): answered as an internal error");
-                    JsonRpcMessage::error(ErrorData::internal_error("the host failed while answering this request", None), Some(answer_id))
-                }
-            }
-        });
+        let (id, call) = hot_call(&self.server, peer, message, &cancelled)?;
         Ok((id, call, cancelled))
     }
 
@@ -213,19 +175,7 @@ pub(super) fn logged_ids(ids: &[RequestId]) -> Vec<RequestId> {
     ids.iter().take(LOGGED_IDS).map(logged_id).collect()
 }
 
-/// A request id in a log line, cut to [`LOGGED_ID_CHARS`] characters: log
-/// it with `?`, which escapes what the client wrote.
-fn logged_id(id: &RequestId) -> RequestId {
-    match id {
-        RequestId::String(text) if text.chars().count() > LOGGED_ID_CHARS => {
-            RequestId::String(format!("{}…", text.chars().take(LOGGED_ID_CHARS).collect::<String>()).into())
-        }
-        id => id.clone(),
-    }
-}
-
 const LOGGED_IDS: usize = 10;
-const LOGGED_ID_CHARS: usize = 64;
 
 /// The requests read and not yet answered, each holding a token of
 /// `tracker`, so that stopping can wait until they are answered.
