@@ -279,10 +279,13 @@ impl ServerHandler for PromptServer {
         // that holds its session.
         self.start_notifying(context.peer.clone());
         context.peer.set_peer_info(request.clone());
-        if let Some(slot) = context.extensions.get::<HotSession>() {
+        let negotiated = self.negotiate_initialize(&request);
+        if negotiated.is_ok()
+            && let Some(slot) = context.extensions.get::<HotSession>()
+        {
             let _ = slot.0.set((Arc::new(self.clone()), context.peer.clone()));
         }
-        self.negotiate_initialize(&request)
+        negotiated
     }
 
     fn get_info(&self) -> ServerConfig {

@@ -903,18 +903,19 @@ impl RequestChecks {
         let (host, origin) = (header_text(&parts.headers, hyper::header::HOST), header_text(&parts.headers, hyper::header::ORIGIN));
         let hot = parts.extensions.get::<HotAnswerSlot>().cloned();
         let mut response = service.handle(Request::from_parts(parts, Full::new(body.clone()))).await;
-        // A hot request, checked by rmcp and handed back (`sessions`): its
+        if let (Some(id), Some(parts)) = (&restores, retry)
+            && response.status() == StatusCode::INTERNAL_SERVER_ERROR
+        {
+            response = restore_failed(served, id, Request::from_parts(parts, Full::new(body.clone()))).await;
+        }
+        // A hot request, checked by rmcp and handed back (`sessions`), by the
+        // first attempt or by the retry above (the two share the slot): its
         // call runs here, and its answer is the response, as JSON. One
         // cancelled gets rmcp's response, an event stream without events.
         if let Some(call) = hot.as_ref().and_then(HotAnswerSlot::take)
             && let Some(answer) = call.answer().await
         {
             response = json_answer(&answer);
-        }
-        if let (Some(id), Some(parts)) = (&restores, retry)
-            && response.status() == StatusCode::INTERNAL_SERVER_ERROR
-        {
-            response = restore_failed(served, id, Request::from_parts(parts, Full::new(body.clone()))).await;
         }
         if response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE {
             response = answer_unparsed(response, &body).await;

@@ -277,11 +277,13 @@ impl CappedSessions {
     /// the front put in its request, if it is a hot request of a session
     /// whose `initialize` is answered; else hands `message` back, for rmcp.
     #[allow(clippy::result_large_err, reason = "the message handed back is the caller's, moved, not copied")]
-    fn hot_answer(&self, id: &SessionId, message: ClientJsonRpcMessage) -> Result<(), ClientJsonRpcMessage> {
-        let ClientJsonRpcMessage::Request(request) = &message else { return Err(message) };
-        let http = request.request.extensions().get::<hyper::http::request::Parts>();
-        let Some(slot) = http.and_then(|http| http.extensions.get::<HotAnswerSlot>()).cloned() else { return Err(message) };
+    fn hot_answer(&self, id: &SessionId, mut message: ClientJsonRpcMessage) -> Result<(), ClientJsonRpcMessage> {
         let Some(requests) = self.hot.lock().expect("never poisoned").get(id).cloned() else { return Err(message) };
+        let ClientJsonRpcMessage::Request(request) = &mut message else { return Err(message) };
+        // Out of the request: the call's context keeps its parts, and a slot
+        // among them would keep the call that the slot holds.
+        let http = request.request.extensions_mut().get_mut::<hyper::http::request::Parts>();
+        let Some(slot) = http.and_then(|http| http.extensions.remove::<HotAnswerSlot>()) else { return Err(message) };
         let Some((server, peer)) = requests.session.0.get() else { return Err(message) };
         // A child of the session's: cancelled when it closes, even if it
         // closed a moment ago.
