@@ -1,12 +1,15 @@
 //! The hot methods (`prompts/get`, `prompts/list`, `completion/complete`),
 //! answered by a transport itself rather than through rmcp's per-request
 //! tasks: stdio on the thread that read the request (`stdio::hot_path`),
-//! HTTP on the POST's own task (`http::sessions`, answered by the front). One home for what a
-//! hot request is and how it is dispatched, so both transports answer it
-//! as rmcp's own loop would.
+//! HTTP on the POST's own task (`http::sessions`, answered by the front).
+//! One home for what a hot request is, how it is dispatched, and how a
+//! `notifications/cancelled` finds it ([`CancellableRequests`]), so both
+//! transports answer it as rmcp's own loop would.
 
+use std::collections::HashMap;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use rmcp::model::{ClientRequest, ErrorData, GetExtensions, GetMeta, JsonRpcMessage, JsonRpcRequest, RequestId, ServerJsonRpcMessage};
 use rmcp::service::{RequestContext, RxJsonRpcMessage};
@@ -70,6 +73,71 @@ pub(crate) fn hot_call(
     Ok((id, call))
 }
 
+/// The hot requests running, each with the token that cancels it and what
+/// it holds until it is over (`T`). A client may reuse an id while a
+/// request with it runs, so an id names every request running with it,
+/// each told apart by a serial number. Whoever removes a request's entry
+/// decides: the call ([`Self::ended`]: its answer is sent) or a
+/// cancellation ([`Self::cancel`]: it is not).
+pub(crate) struct CancellableRequests<T> {
+    running: std::sync::Mutex<HashMap<RequestId, Vec<Running<T>>>>,
+    next_serial: AtomicU64,
+}
+
+/// One request running: its serial number, its token, what it holds.
+struct Running<T> {
+    serial: u64,
+    cancel: CancellationToken,
+    held: T,
+}
+
+/// A request running, as [`CancellableRequests::started`] noted it.
+pub(crate) struct Noted {
+    id: RequestId,
+    serial: u64,
+}
+
+impl<T> Default for CancellableRequests<T> {
+    fn default() -> Self {
+        CancellableRequests { running: Default::default(), next_serial: AtomicU64::new(0) }
+    }
+}
+
+impl<T> CancellableRequests<T> {
+    /// Notes a request with `id` running, cancelled through `cancel`,
+    /// holding `held` until it is over.
+    pub(crate) fn started(&self, id: RequestId, cancel: CancellationToken, held: T) -> Noted {
+        let serial = self.next_serial.fetch_add(1, Ordering::Relaxed);
+        self.running.lock().expect("never poisoned").entry(id.clone()).or_default().push(Running { serial, cancel, held });
+        Noted { id, serial }
+    }
+
+    /// What the request `noted` held, if it was still running (not
+    /// cancelled); it is running no more.
+    pub(crate) fn ended(&self, noted: &Noted) -> Option<T> {
+        let mut running = self.running.lock().expect("never poisoned");
+        let requests = running.get_mut(&noted.id)?;
+        let at = requests.iter().position(|request| request.serial == noted.serial)?;
+        let request = requests.swap_remove(at);
+        if requests.is_empty() {
+            running.remove(&noted.id);
+        }
+        Some(request.held)
+    }
+
+    /// Cancels every request running with `id`.
+    pub(crate) fn cancel(&self, id: &RequestId) {
+        let cancelled = self.running.lock().expect("never poisoned").remove(id);
+        cancelled.into_iter().flatten().for_each(|request| request.cancel.cancel());
+    }
+
+    /// The id of each request running, once per request.
+    pub(crate) fn ids(&self) -> Vec<RequestId> {
+        let running = self.running.lock().expect("never poisoned");
+        running.iter().flat_map(|(id, requests)| std::iter::repeat_n(id.clone(), requests.len())).collect()
+    }
+}
+
 /// A request id in a log line, cut to [`LOGGED_ID_CHARS`] characters: log
 /// it with `?`, which escapes what the client wrote.
 pub(super) fn logged_id(id: &RequestId) -> RequestId {
@@ -82,3 +150,25 @@ pub(super) fn logged_id(id: &RequestId) -> RequestId {
 }
 
 const LOGGED_ID_CHARS: usize = 64;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cancellation_cancels_every_hot_request_with_its_id_and_no_other() {
+        let requests = CancellableRequests::default();
+        let (first, second, other) = (CancellationToken::new(), CancellationToken::new(), CancellationToken::new());
+        let reused = RequestId::Number(7);
+        let first_noted = requests.started(reused.clone(), first.clone(), ());
+        requests.started(reused.clone(), second.clone(), ());
+        let other_noted = requests.started(RequestId::Number(8), other.clone(), ());
+        requests.cancel(&reused);
+        assert!(first.is_cancelled() && second.is_cancelled() && !other.is_cancelled());
+        // A call cancelled, then ended, leaves nothing; the other stays noted until it ends.
+        assert_eq!(requests.ended(&first_noted), None);
+        assert_eq!(requests.ids(), [RequestId::Number(8)]);
+        assert_eq!(requests.ended(&other_noted), Some(()));
+        assert!(requests.ids().is_empty());
+    }
+}

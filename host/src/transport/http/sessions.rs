@@ -19,25 +19,21 @@
 //! instead of by rmcp's keep-alive.
 
 use std::collections::HashMap;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use futures_core::Stream;
-use rmcp::model::{ClientJsonRpcMessage, GetExtensions, ServerJsonRpcMessage};
+use rmcp::model::{ClientJsonRpcMessage, ClientNotification, GetExtensions, RequestId, ServerJsonRpcMessage};
 use rmcp::transport::WorkerTransport;
 use rmcp::transport::streamable_http_server::session::local::{LocalSessionManager, LocalSessionManagerError, LocalSessionWorker};
 use rmcp::transport::streamable_http_server::session::{RestoreOutcome, ServerSseMessage, SessionId, SessionManager};
-use tokio_util::sync::CancellationToken;
-
-use std::pin::Pin;
-use std::sync::Arc;
-use std::task::{Context, Poll};
-
-use rmcp::model::{ClientNotification, RequestId};
-use tokio_util::sync::WaitForCancellationFutureOwned;
+use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
 use crate::handler::HotSession;
-use crate::transport::hot_methods::{HotCall, hot_call};
+use crate::transport::hot_methods::{CancellableRequests, HotCall, Noted, hot_call};
 
 /// A session unused for this long may be closed to make room for a new one
 /// when the cap is reached.
@@ -87,33 +83,7 @@ pub struct CappedSessions {
 #[derive(Default)]
 struct HotRequests {
     session: HotSession,
-    running: std::sync::Mutex<HashMap<RequestId, Vec<(u64, CancellationToken)>>>,
-    next_serial: std::sync::atomic::AtomicU64,
-}
-
-impl HotRequests {
-    /// Notes a hot request with `id` running, cancelled through `cancel`.
-    fn started(&self, id: RequestId, cancel: CancellationToken) -> u64 {
-        let serial = self.next_serial.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        self.running.lock().expect("never poisoned").entry(id).or_default().push((serial, cancel));
-        serial
-    }
-
-    fn ended(&self, id: &RequestId, serial: u64) {
-        let mut running = self.running.lock().expect("never poisoned");
-        if let Some(calls) = running.get_mut(id) {
-            calls.retain(|(each, _)| *each != serial);
-            if calls.is_empty() {
-                running.remove(id);
-            }
-        }
-    }
-
-    /// Cancels every hot request with `id` (a client may reuse an id).
-    fn cancel(&self, id: &RequestId) {
-        let cancelled = self.running.lock().expect("never poisoned").remove(id);
-        cancelled.into_iter().flatten().for_each(|(_, token)| token.cancel());
-    }
+    running: CancellableRequests<()>,
 }
 
 impl CappedSessions {
@@ -188,9 +158,7 @@ impl CappedSessions {
         drop(last_used);
         let session = crate::identity::session_label(&oldest);
         tracing::info!(%session, "closing a user's longest-idle HTTP session to make room for its new one");
-        if let Err(error) = self.inner.close_session(&oldest).await {
-            tracing::warn!(%session, "closing an idle session failed: {error}");
-        }
+        self.close_in_rmcp(&oldest).await;
         true
     }
 
@@ -267,9 +235,7 @@ impl CappedSessions {
         // Named by its label: whoever reads the log cannot use the session.
         let session = crate::identity::session_label(&oldest);
         tracing::info!(%session, "closing the longest-idle HTTP session to make room for a new one");
-        if let Err(error) = self.inner.close_session(&oldest).await {
-            tracing::warn!(%session, "closing an idle session failed: {error}");
-        }
+        self.close_in_rmcp(&oldest).await;
         true
     }
 
@@ -310,9 +276,14 @@ impl CappedSessions {
         for id in idle {
             let session = crate::identity::session_label(&id);
             tracing::debug!(%session, idle_s = idle_for.as_secs(), "closing an HTTP session unused for too long");
-            if let Err(error) = self.inner.close_session(&id).await {
-                tracing::warn!(%session, "closing an idle session failed: {error}");
-            }
+            self.close_in_rmcp(&id).await;
+        }
+    }
+
+    /// Has rmcp close the session `id`, already forgotten here (`closed`).
+    async fn close_in_rmcp(&self, id: &SessionId) {
+        if let Err(error) = self.inner.close_session(id).await {
+            tracing::warn!(session = %crate::identity::session_label(id), "closing an idle session failed: {error}");
         }
     }
 
@@ -438,7 +409,7 @@ impl SessionManager for CappedSessions {
             && let Some(request) = &cancelled.params.request_id
             && let Some(hot) = self.hot.lock().expect("never poisoned").get(id)
         {
-            hot.cancel(request);
+            hot.running.cancel(request);
         }
         Ok(self.inner.accept_message(id, message).await?)
     }
@@ -501,14 +472,13 @@ pub struct HotAnswer {
     call: Option<HotCall>,
     cancelled: Pin<Box<WaitForCancellationFutureOwned>>,
     requests: Arc<HotRequests>,
-    request: RequestId,
-    serial: u64,
+    noted: Noted,
 }
 
 impl HotAnswer {
     fn new(requests: Arc<HotRequests>, request: RequestId, call: HotCall, cancel: CancellationToken) -> HotAnswer {
-        let serial = requests.started(request.clone(), cancel.clone());
-        HotAnswer { call: Some(call), cancelled: Box::pin(cancel.cancelled_owned()), requests, request, serial }
+        let noted = requests.running.started(request, cancel.clone(), ());
+        HotAnswer { call: Some(call), cancelled: Box::pin(cancel.cancelled_owned()), requests, noted }
     }
 
     /// The answer, or `None` once the request is cancelled (rmcp sends no
@@ -530,7 +500,7 @@ impl HotAnswer {
 
 impl Drop for HotAnswer {
     fn drop(&mut self) {
-        self.requests.ended(&self.request, self.serial);
+        self.requests.running.ended(&self.noted);
         if let Some(call) = self.call.take()
             && let Ok(runtime) = tokio::runtime::Handle::try_current()
         {
@@ -725,22 +695,5 @@ mod tests {
         assert_eq!(sessions.last_used.lock().await.len(), 1);
         // rmcp's own keep-alive would close a session whose requests were all hot.
         assert_eq!(sessions.inner.session_config.keep_alive, None);
-    }
-
-    #[test]
-    fn a_cancellation_cancels_every_hot_request_with_its_id_and_no_other() {
-        let requests = HotRequests::default();
-        let (first, second, other) = (CancellationToken::new(), CancellationToken::new(), CancellationToken::new());
-        let reused = RequestId::Number(7);
-        let first_serial = requests.started(reused.clone(), first.clone());
-        requests.started(reused.clone(), second.clone());
-        let other_serial = requests.started(RequestId::Number(8), other.clone());
-        requests.cancel(&reused);
-        assert!(first.is_cancelled() && second.is_cancelled() && !other.is_cancelled());
-        // A call cancelled, then ended, leaves nothing; the other stays noted until it ends.
-        requests.ended(&reused, first_serial);
-        assert_eq!(requests.running.lock().unwrap().keys().collect::<Vec<_>>(), [&RequestId::Number(8)]);
-        requests.ended(&RequestId::Number(8), other_serial);
-        assert!(requests.running.lock().unwrap().is_empty());
     }
 }

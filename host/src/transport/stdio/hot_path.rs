@@ -24,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::{TaskTracker, task_tracker::TaskTrackerToken};
 
 use crate::handler::PromptServer;
-use crate::transport::hot_methods::{HotCall, hot_call, logged_id};
+use crate::transport::hot_methods::{CancellableRequests, HotCall, Noted, hot_call, logged_id};
 
 /// The hot methods (`prompts/get`, `prompts/list`, `completion/complete`),
 /// answered by the transport on the thread that read them.
@@ -200,25 +200,11 @@ pub(super) struct Calls {
     pub(super) tracker: TaskTracker,
     /// The requests rmcp answers, open.
     open: std::sync::Mutex<HashMap<RequestId, TaskTrackerToken>>,
-    /// The hot calls running as tasks. Whoever removes a call's entry
-    /// decides: the call itself (it writes its answer) or its cancellation
-    /// (which cancels every hot call with the id it names).
-    running: std::sync::Mutex<HashMap<RequestId, Vec<RunningTask>>>,
-    next_serial: std::sync::atomic::AtomicU64,
-}
-
-/// A hot call running as a task, as [`Calls::task_started`] noted it.
-pub(super) struct HotTask {
-    id: RequestId,
-    serial: u64,
-}
-
-/// A hot call running as a task: its serial number, the token that cancels
-/// it, and its request's token.
-pub(super) struct RunningTask {
-    serial: u64,
-    cancel: CancellationToken,
-    _open: TaskTrackerToken,
+    /// The hot calls running as tasks, each holding its request's token.
+    /// Whoever removes a call's entry decides: the call itself (it writes
+    /// its answer) or its cancellation (which cancels every hot call with
+    /// the id it names).
+    running: CancellableRequests<TaskTrackerToken>,
 }
 
 impl Calls {
@@ -246,8 +232,7 @@ impl Calls {
             let open = self.open.lock().expect("never poisoned");
             open.keys().cloned().collect()
         };
-        let running = self.running.lock().expect("never poisoned");
-        ids.extend(running.iter().flat_map(|(id, tasks)| std::iter::repeat_n(id.clone(), tasks.len())));
+        ids.extend(self.running.ids());
         ids
     }
 
@@ -262,8 +247,7 @@ impl Calls {
                     // rmcp sends no answer to a request of its own the
                     // client cancelled, and a hot call cancelled writes none.
                     drop(self.take_open(id));
-                    let cancelled = self.running.lock().expect("never poisoned").remove(id);
-                    cancelled.into_iter().flatten().for_each(|task| task.cancel.cancel());
+                    self.running.cancel(id);
                 }
             }
             JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_) => {}
@@ -272,24 +256,14 @@ impl Calls {
 
     /// Notes a hot call with `id` running as a task, cancelled through
     /// `cancel`, its request open while `open` is held.
-    pub(super) fn task_started(&self, id: RequestId, cancel: CancellationToken, open: TaskTrackerToken) -> HotTask {
-        let serial = self.next_serial.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let task = RunningTask { serial, cancel, _open: open };
-        self.running.lock().expect("never poisoned").entry(id.clone()).or_default().push(task);
-        HotTask { id, serial }
+    pub(super) fn task_started(&self, id: RequestId, cancel: CancellationToken, open: TaskTrackerToken) -> Noted {
+        self.running.started(id, cancel, open)
     }
 
     /// `call`, now done, if it is still running (and so writes its answer,
     /// its request finished when this is dropped), not cancelled; it is
     /// running no more.
-    pub(super) fn task_done(&self, call: HotTask) -> Option<RunningTask> {
-        let mut running = self.running.lock().expect("never poisoned");
-        let tasks = running.get_mut(&call.id)?;
-        let at = tasks.iter().position(|task| task.serial == call.serial)?;
-        let task = tasks.swap_remove(at);
-        if tasks.is_empty() {
-            running.remove(&call.id);
-        }
-        Some(task)
+    pub(super) fn task_done(&self, call: Noted) -> Option<TaskTrackerToken> {
+        self.running.ended(&call)
     }
 }
