@@ -69,6 +69,17 @@ fn burn_alone(origin: &Origin) -> Duration {
     started.elapsed()
 }
 
+/// The other pack's CPU-bound call's time alone, and a deadline of 4 times
+/// it (at least 60 ms) for it, served beside the probe under
+/// `probe_limits`, warmed up.
+fn burn_within_four_times_alone(origin: &Origin, probe_limits: &str) -> (Duration, Duration, tempfile::TempDir, Server) {
+    let alone = burn_alone(origin);
+    let deadline = (alone * 4).max(Duration::from_millis(60));
+    let (dir, mut server) = serve_waiting(origin, probe_limits, &format!("deadline_ms = {}", deadline.as_millis()));
+    assert_eq!(outcome(&mut server, "other-burn", burn()), "burned", "warming up");
+    (alone, deadline, dir, server)
+}
+
 /// Sends `count` calls of `prompt` at once, and reads their answers (or errors), in order.
 fn at_once(server: &mut Server, count: usize, prompt: &str, arguments: Value) -> Vec<u64> {
     (0..count).map(|_| server.send_request("prompts/get", json!({ "name": prompt, "arguments": arguments }))).collect()
@@ -156,13 +167,35 @@ fn a_call_waiting_on_its_origin_delays_no_other_pack() {
 fn a_pack_that_alternates_spinning_and_waiting_gets_no_more_than_its_share() {
     let _alone = one_at_a_time();
     let origin = Origin::start(ALL, None);
-    let alone = burn_alone(&origin);
-    let deadline = (alone * 4).max(Duration::from_millis(60));
-    let (_dir, mut server) =
-        serve_waiting(&origin, "deadline_ms = 3000\nfuel = 100000000000", &format!("deadline_ms = {}", deadline.as_millis()));
-    assert_eq!(outcome(&mut server, "other-burn", burn()), "burned", "warming up");
+    let (alone, deadline, _dir, mut server) = burn_within_four_times_alone(&origin, "deadline_ms = 3000\nfuel = 100000000000");
     let alternating = at_once(&mut server, 16, "alternate", json!({ "spin_ms": "5", "wait_ms": "1", "for_ms": "1500" }));
     std::thread::sleep(Duration::from_millis(200));
     let beside = burn_beside(&mut server, alone, deadline);
     assert_eq!(outcomes(&mut server, alternating), vec!["alternated"; 16], "the burn took {beside:?} beside them, {alone:?} alone");
+}
+
+/// The slow lane goes round the packs a tick at a time: 16 calls of one
+/// pack spin to their 3 s deadline, and another pack's CPU-bound call,
+/// long once it has run 10 ms, shares the lane's one thread with one of
+/// them at a time: it takes about twice its time alone, and finishes
+/// within 4 times it (at least 60 ms). When a long call kept its turns
+/// through its ticks, the CPU-bound call waited for a spinning call's
+/// deadline, and failed at its own; so did a quick call that a stalled
+/// virtual CPU had made look long, which is how the benchmark's spinners
+/// section found it.
+#[test]
+fn a_long_call_beside_calls_that_spin_to_their_deadline_shares_the_lane() {
+    let _alone = one_at_a_time();
+    let origin = Origin::start(ALL, None);
+    let (alone, deadline, _dir, mut server) = burn_within_four_times_alone(&origin, "deadline_ms = 3000\nfuel = 100000000000000");
+    let spinning = at_once(&mut server, 16, "burn", json!({ "iterations": "4000000000" }));
+    // Past the 10 ms of running each needs to be long, on two threads.
+    std::thread::sleep(Duration::from_millis(300));
+    let beside = burn_beside(&mut server, alone, deadline);
+    let spun = outcomes(&mut server, spinning);
+    assert_eq!(
+        spun,
+        vec!["plugin 'grants_probe' exceeded its 3000 ms deadline"; 16],
+        "the burn took {beside:?} beside them, {alone:?} alone"
+    );
 }

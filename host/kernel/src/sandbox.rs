@@ -392,8 +392,8 @@ impl Sandbox {
             if Instant::now() >= state.deadline {
                 return Err(DeadlineReached.into());
             }
-            // A yield for the tick, not a wait: a long call keeps its turns
-            // (and one that became long takes them before it runs on).
+            // A long call gives its slow-lane turns back at this yield, and
+            // queues for them again at once (`cpu_turn`).
             state.cpu.tick();
             // tokio's yield_now puts the task at the back of the run queue;
             // a plain wake would land it in the worker's LIFO slot, and a

@@ -8,14 +8,21 @@
 //! time spent inside each poll of the call's future (WebAssembly and the
 //! host's own work for it). A call that waits (for an HTTP response, a
 //! clock, its turn) is not polled, so it neither adds to its time nor holds
-//! a turn while it waits: it gives its turns back when it starts to wait,
-//! and takes them again, behind whoever queued meanwhile, before it runs
-//! again. A pack cannot use waiting to run more than its share; its deadline
-//! and its budgets still bound the whole call, waiting included.
+//! a turn while it waits. A pack cannot use waiting to run more than its
+//! share; its deadline and its budgets still bound the whole call, waiting
+//! included.
 //!
-//! The epoch callback yields at every tick; those yields are not waits (the
-//! call is ready to run on), so a long call keeps its turns through them
-//! ([`CpuTurn::tick`]).
+//! The turns are for one poll: a long call gives them back whenever a poll
+//! ends (it waits, its step is done, or the epoch's tick yielded it), and
+//! takes them again, behind whoever queued meanwhile, before it runs on (at
+//! a tick it queues at once: it is ready to run). So
+//! the lane goes round the plugins one tick at a time, and a long call waits
+//! for about one tick of each plugin queued ahead of it, never for another
+//! plugin's whole call. That matters beyond fairness: a poll's time is
+//! wall-clock time, so a quick call whose thread the machine stalled (a
+//! hypervisor taking the virtual CPU, say) can count 10 ms in one poll and
+//! become long; it then waits a tick or so behind a spinning pack, not
+//! that pack's call to its deadline.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -47,10 +54,9 @@ pub struct CpuTurn {
 struct TurnState {
     /// How long the call has run, over all its polls so far.
     ran: Duration,
-    /// Its turns, while it is a long call that runs (or is ready to), until
-    /// the step it runs returns or waits.
+    /// Its turns, while it is a long call in a poll.
     held: Option<Turns>,
-    /// The last time the call stopped, it was for the epoch's tick, not to wait.
+    /// The last poll ended at the epoch's tick, not to wait.
     ticked: bool,
 }
 
@@ -84,16 +90,7 @@ impl CpuTurn {
 
     fn poll<F: Future>(&self, cx: &mut Context<'_>, call: Pin<&mut F>, waiting: &mut Option<TurnWait>) -> Poll<F::Output> {
         if waiting.is_some() || self.needs_turns() {
-            let wait = waiting.get_or_insert_with(|| {
-                let (own, lane) = (self.plugin_turn.clone(), self.lane.clone());
-                // The plugin's own turn first, so each plugin has at most
-                // one call queued for the lane: the lane's turns go round the plugins.
-                Box::pin(async move {
-                    let own = own.acquire_owned().await.expect("a quota never closes its semaphore");
-                    let lane = lane.acquire_owned().await.expect("the slow lane never closes");
-                    [own, lane]
-                })
-            });
+            let wait = waiting.get_or_insert_with(|| self.wait_for_turns());
             let turns = ready!(wait.as_mut().poll(cx));
             *waiting = None;
             self.state.lock().unwrap().held = Some(turns);
@@ -101,16 +98,42 @@ impl CpuTurn {
         let started = Instant::now();
         let polled = call.poll(cx);
         let ran = started.elapsed();
-        let given_back = {
+        let (given_back, ticked) = {
             let mut state = self.state.lock().unwrap();
             state.ran += ran;
-            let waits = polled.is_pending() && !std::mem::take(&mut state.ticked);
-            // Waiting on the host, or done with this step (the next, if
-            // any, takes them again): the turns are for running.
-            if waits || polled.is_ready() { state.held.take() } else { None }
+            // Whether it waits, is done or was yielded at a tick: the turns
+            // are for running.
+            (state.held.take(), std::mem::take(&mut state.ticked))
         };
         drop(given_back);
+        if polled.is_pending() && ticked && self.needs_turns() {
+            // Yielded at a tick, the call is ready to run on: it queues at
+            // once, behind whoever was queued when it gave its turns back.
+            // Queued only when next polled, it would come behind the calls
+            // the turns it gave back woke, which tokio polls first (a task
+            // woken by the running one takes the worker's next poll): one
+            // pack's calls could hand the lane to each other for many ticks.
+            // Turns it gets at once wait with it for its next poll (and go
+            // back if the call is dropped first).
+            let mut wait = self.wait_for_turns();
+            if let Poll::Ready(turns) = wait.as_mut().poll(cx) {
+                wait = Box::pin(std::future::ready(turns));
+            }
+            *waiting = Some(wait);
+        }
         polled
+    }
+
+    /// The wait for a long call's two turns: the plugin's own first, so
+    /// each plugin has at most one call queued for the lane, and the lane's
+    /// turns go round the plugins.
+    fn wait_for_turns(&self) -> TurnWait {
+        let (own, lane) = (self.plugin_turn.clone(), self.lane.clone());
+        Box::pin(async move {
+            let own = own.acquire_owned().await.expect("a quota never closes its semaphore");
+            let lane = lane.acquire_owned().await.expect("the slow lane never closes");
+            [own, lane]
+        })
     }
 
     fn needs_turns(&self) -> bool {
@@ -181,6 +204,43 @@ mod tests {
         // Done (its last poll was Ready): it gave them back at once.
         assert_eq!((own.available_permits(), lane.available_permits()), (1, 1));
         assert!(!turn.holds_turns());
+    }
+
+    /// A call that spins, yielding at each tick as the epoch callback
+    /// makes it, for `ticks` ticks of 1 ms.
+    async fn spin_and_yield(turn: Arc<CpuTurn>, ticks: usize) {
+        for _ in 0..ticks {
+            let until = Instant::now() + Duration::from_millis(1);
+            while Instant::now() < until {
+                std::hint::spin_loop();
+            }
+            turn.tick();
+            tokio::task::yield_now().await;
+        }
+    }
+
+    /// The lane goes round by ticks: another plugin's long call, queued
+    /// while a long call spins, runs at its next tick, not at its end.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_long_call_gives_its_turns_at_each_tick_to_whoever_queued() {
+        let lane = Arc::new(Semaphore::new(1));
+        let spinner = Arc::new(CpuTurn::new(Arc::new(Semaphore::new(1)), lane.clone()));
+        spinner.count_as_run(LONG_CALL);
+        let spinning = tokio::spawn({
+            let spinner = spinner.clone();
+            async move { spinner.run(spin_and_yield(spinner.clone(), 400)).await }
+        });
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let other = Arc::new(CpuTurn::new(Arc::new(Semaphore::new(1)), lane.clone()));
+        other.count_as_run(LONG_CALL);
+        let started = Instant::now();
+        other.run(spin_and_yield(other.clone(), 5)).await;
+        let took = started.elapsed();
+        // Five ticks of its own and about as many of the spinner's: far
+        // from the spinner's 400.
+        assert!(!spinning.is_finished(), "the spinner ended first: the other call took {took:?}");
+        assert!(took < Duration::from_millis(200), "{took:?}");
+        spinning.abort();
     }
 
     #[tokio::test]
