@@ -116,8 +116,9 @@ pub struct CallQuota {
     limit: usize,
     /// A long call of the plugin takes this before it queues for the slow
     /// lane, so each plugin has at most one call in the lane or queued for
-    /// it: the lane's turns go round the plugins, and a plugin that spins
-    /// delays another plugin's long call by at most one of its own.
+    /// it: the lane's turns go round the plugins a tick at a time, and a
+    /// plugin that spins delays another plugin's long call by at most one
+    /// tick of one of its calls per round.
     slow_turn: Arc<Semaphore>,
 }
 
