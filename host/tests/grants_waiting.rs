@@ -69,12 +69,15 @@ fn burn_alone(origin: &Origin) -> Duration {
     started.elapsed()
 }
 
-/// The other pack's CPU-bound call's time alone, and a deadline of 4 times
-/// it (at least 60 ms) for it, served beside the probe under
-/// `probe_limits`, warmed up.
-fn burn_within_four_times_alone(origin: &Origin, probe_limits: &str) -> (Duration, Duration, tempfile::TempDir, Server) {
+/// The other pack's CPU-bound call's time alone, and a deadline of `times`
+/// times it (at least 60 ms) for it, served beside the probe under
+/// `probe_limits`, warmed up. The deadline is far above what the tests
+/// expect (about twice the time alone): a virtual CPU that the hypervisor
+/// takes for a quarter of the time or more, as seen on the project's VMs,
+/// moves that, and must not fail a test.
+fn burn_within(origin: &Origin, probe_limits: &str, times: u32) -> (Duration, Duration, tempfile::TempDir, Server) {
     let alone = burn_alone(origin);
-    let deadline = (alone * 4).max(Duration::from_millis(60));
+    let deadline = (alone * times).max(Duration::from_millis(60));
     let (dir, mut server) = serve_waiting(origin, probe_limits, &format!("deadline_ms = {}", deadline.as_millis()));
     assert_eq!(outcome(&mut server, "other-burn", burn()), "burned", "warming up");
     (alone, deadline, dir, server)
@@ -160,16 +163,20 @@ fn a_call_waiting_on_its_origin_delays_no_other_pack() {
 /// are long calls that take their plugin's one slow turn each time they run
 /// again after a sleep; another pack's CPU-bound call, sharing the lane's
 /// one thread with one of them at a time, takes about twice its time alone,
-/// and finishes within 4 times it (at least 60 ms). Were a wait to start a
-/// call's count again, the 16 would never be long, would share both threads
-/// with it, and it would take about 8 times as long as alone.
+/// and finishes within 8 times it (at least 60 ms). That a wait does not
+/// start a call's count again is `cpu_turn`'s unit test
+/// `a_call_that_waits_keeps_what_it_ran`: this test does not tell, since
+/// calls that stay quick wait for their timers on busy workers (with the
+/// count restarted at each wait, the CPU-bound call took 1.2 to 1.5 times
+/// its time alone beside 48 of them).
 #[test]
 fn a_pack_that_alternates_spinning_and_waiting_gets_no_more_than_its_share() {
     let _alone = one_at_a_time();
     let origin = Origin::start(ALL, None);
-    let (alone, deadline, _dir, mut server) = burn_within_four_times_alone(&origin, "deadline_ms = 3000\nfuel = 100000000000");
+    let (alone, deadline, _dir, mut server) = burn_within(&origin, "deadline_ms = 3000\nfuel = 100000000000", 8);
     let alternating = at_once(&mut server, 16, "alternate", json!({ "spin_ms": "5", "wait_ms": "1", "for_ms": "1500" }));
-    std::thread::sleep(Duration::from_millis(200));
+    // Past the 10 ms of running each needs to be long, on two threads.
+    std::thread::sleep(Duration::from_millis(300));
     let beside = burn_beside(&mut server, alone, deadline);
     assert_eq!(outcomes(&mut server, alternating), vec!["alternated"; 16], "the burn took {beside:?} beside them, {alone:?} alone");
 }
@@ -178,16 +185,17 @@ fn a_pack_that_alternates_spinning_and_waiting_gets_no_more_than_its_share() {
 /// pack spin to their 3 s deadline, and another pack's CPU-bound call,
 /// long once it has run 10 ms, shares the lane's one thread with one of
 /// them at a time: it takes about twice its time alone, and finishes
-/// within 4 times it (at least 60 ms). When a long call kept its turns
+/// within 15 times it (at least 60 ms). When a long call kept its turns
 /// through its ticks, the CPU-bound call waited for a spinning call's
-/// deadline, and failed at its own; so did a quick call that a stalled
-/// virtual CPU had made look long, which is how the benchmark's spinners
-/// section found it.
+/// deadline, 2.7 s on, and failed at its own; so did a quick call that a
+/// stalled virtual CPU had made look long, which is how the benchmark's
+/// spinners section found it.
 #[test]
 fn a_long_call_beside_calls_that_spin_to_their_deadline_shares_the_lane() {
     let _alone = one_at_a_time();
     let origin = Origin::start(ALL, None);
-    let (alone, deadline, _dir, mut server) = burn_within_four_times_alone(&origin, "deadline_ms = 3000\nfuel = 100000000000000");
+    let (alone, deadline, _dir, mut server) = burn_within(&origin, "deadline_ms = 3000\nfuel = 100000000000000", 15);
+    assert!(deadline < Duration::from_secs(2), "on a machine this slow ({alone:?} alone) the test cannot tell a wait for a spinner's end");
     let spinning = at_once(&mut server, 16, "burn", json!({ "iterations": "4000000000" }));
     // Past the 10 ms of running each needs to be long, on two threads.
     std::thread::sleep(Duration::from_millis(300));

@@ -396,10 +396,7 @@ impl Sandbox {
             // A long call gives its slow-lane turns back at this yield, and
             // queues for them again at once (`cpu_turn`).
             state.cpu.tick();
-            // tokio's yield_now puts the task at the back of the run queue;
-            // a plain wake would land it in the worker's LIFO slot, and a
-            // spinning plugin would run again at once, starving the others.
-            Ok(UpdateDeadline::YieldCustom(1, Box::pin(tokio::task::yield_now())))
+            Ok(UpdateDeadline::YieldCustom(1, Box::pin(cpu_turn::to_the_back_of_the_queue())))
         });
 
         Instance {
