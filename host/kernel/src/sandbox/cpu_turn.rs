@@ -154,14 +154,14 @@ impl CpuTurn {
 }
 
 /// Yields the running task to the back of its worker's run queue, behind
-/// every task ready to run (what a call does at each tick of the epoch).
+/// the tasks queued there (what a call does at each tick of the epoch).
 ///
 /// It wakes itself while it is polled: tokio then queues the task at the
 /// back of the worker's local queue, where an idle worker can take it (a
 /// task woken by another on the worker goes to its LIFO slot instead, and
-/// runs next). tokio's own `yield_now` defers the wake until the worker's
-/// queue is empty or its periodic check of timers and I/O (every 61
-/// tasks), and no other worker can take a deferred task: while one pack's
+/// runs next). tokio's own `yield_now` defers the wake until the worker
+/// finds no other work or makes its periodic check of timers and I/O
+/// (every 61 tasks), and no other worker can take a deferred task: while one pack's
 /// calls handed each other the lane on a worker, a call yielded there
 /// waited up to 61 of their ticks (61 ms) at each of its own.
 pub fn to_the_back_of_the_queue() -> impl Future<Output = ()> + Send {
@@ -243,7 +243,7 @@ mod tests {
 
     /// Two tasks that hand each other the worker, as one pack's long calls
     /// hand each other the lane, for as long as the test runs: how many
-    /// times they have run.
+    /// times they have been woken.
     fn ping_pong() -> (Arc<std::sync::atomic::AtomicUsize>, [tokio::task::JoinHandle<()>; 2]) {
         let ran = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let (ping, pong) = (Arc::new(tokio::sync::Notify::new()), Arc::new(tokio::sync::Notify::new()));
@@ -296,9 +296,10 @@ mod tests {
     /// The lane goes round by ticks: another plugin's long call, queued
     /// while a long call spins, runs at its next tick, not at its end.
     /// (That a call yielded at a tick queues at once, ahead of the tasks
-    /// its release woke, shows with many calls of one pack:
-    /// `a_pack_that_alternates_spinning_and_waiting_gets_no_more_than_its_share`
-    /// in host/tests/grants_waiting.rs.)
+    /// its release woke, mattered while a tick yielded through tokio's
+    /// `yield_now`, and `a_pack_that_alternates_spinning_and_waiting_gets_no_more_than_its_share`
+    /// failed without it then; since the yield goes to the back of the
+    /// run queue, no test here tells it apart.)
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_long_call_gives_its_turns_at_each_tick_to_whoever_queued() {
         let lane = Arc::new(Semaphore::new(1));
