@@ -29,7 +29,7 @@ type Section = fn(&Setup, usize, &mut Report) -> anyhow::Result<()>;
 
 /// The sections, by the names `--only` takes, in the order a full run
 /// measures them.
-const SECTIONS: [(&str, Section); 19] = [
+const SECTIONS: [(&str, Section); 20] = [
     ("stdio", |setup, rounds, report| stdio_get(setup, rounds, report)),
     ("sandbox", |setup, _, report| sandbox_alone(setup, report)),
     ("http", |setup, rounds, report| http_get(setup, rounds, report)),
@@ -41,6 +41,7 @@ const SECTIONS: [(&str, Section); 19] = [
     ("reload", |setup, _, report| file_to_list_changed(setup, report)),
     ("spinners", |setup, _, report| tail_under_spinners(setup, 8, report)),
     ("fair", |setup, _, report| tail_under_spinners(setup, 64, report)),
+    ("busy", |setup, _, report| quick_beside_busy(setup, report)),
     ("idle", |setup, _, report| idle_wakeups(setup, report)),
     ("copy", |setup, _, report| copy_budget_memory(setup, report)),
     ("metrics", |setup, rounds, report| metrics_overhead(setup, rounds, report)),
@@ -1708,14 +1709,73 @@ fn file_to_list_changed(setup: &Setup, report: &mut Report) -> anyhow::Result<()
     Ok(())
 }
 
+/// Calls of another pack kept in flight beside the quick `code_review`
+/// calls whose latency is measured, each sent again as it ends.
+struct Beside {
+    /// The section's directory name, and the other pack's file.
+    section: &'static str,
+    pack: &'static str,
+    /// How many are kept in flight.
+    calls: u64,
+    /// Each one's `prompts/get` params.
+    params: Value,
+    /// Each one's answer contains one of these.
+    ends: &'static [&'static str],
+}
+
 /// prompts/get of code_review for 6 s while `spinners` calls of the hostile
 /// pack spin to their deadline, each sent again when it ends. Past the
 /// hostile pack's quota of concurrent calls (16 by default), spinners wait
 /// for it and are refused as busy: what another pack sees then is the
 /// fairness the quota buys.
 fn tail_under_spinners(setup: &Setup, spinners: u64, report: &mut Report) -> anyhow::Result<()> {
-    let dir = setup.plugin_dir("spinners", &["code_review", "hostile"])?;
-    let cache = setup.dir("spinners-cache")?;
+    let beside = Beside {
+        section: "spinners",
+        pack: "hostile",
+        calls: spinners,
+        params: json!({ "name": "spin" }),
+        ends: &["exceeded its 1000 ms deadline", "of its concurrent calls stayed busy"],
+    };
+    let (load, ended, _) = quick_calls_beside(setup, &beside)?;
+    report.facts.push((
+        format!(
+            "prompts/get of code_review while {spinners} calls of another pack spin to their 1000 ms deadline ({ended} spinners ended meanwhile): p50 / p99"
+        ),
+        format!("{} / {}", micros(load.p50), micros(load.p99)),
+    ));
+    Ok(())
+}
+
+/// prompts/get of code_review for 6 s while 16 calls of another pack, each
+/// a few milliseconds of CPU (short of a long call), are kept in flight:
+/// both worker threads busy, every call yielded at each epoch tick. How
+/// soon a fresh request runs beside calls that yielded (the runtime's
+/// `event_interval`, SECURITY.md).
+fn quick_beside_busy(setup: &Setup, report: &mut Report) -> anyhow::Result<()> {
+    let beside = Beside {
+        section: "busy",
+        pack: "grants_probe",
+        calls: 16,
+        params: json!({ "name": "burn", "arguments": { "iterations": "2500000" } }),
+        ends: &["burned"],
+    };
+    let (load, ended, alone) = quick_calls_beside(setup, &beside)?;
+    report.facts.push((
+        format!(
+            "prompts/get of code_review while 16 calls of another pack, each {:.1} ms alone, are kept in flight ({ended} ended meanwhile): p50 / p99",
+            alone.as_secs_f64() * 1000.0
+        ),
+        format!("{} / {}", micros(load.p50), micros(load.p99)),
+    ));
+    Ok(())
+}
+
+/// The latency of code_review, sent one at a time for 6 s over stdio (one
+/// message per write), while the calls `beside` are kept in flight; with
+/// how many of those ended meanwhile, and how long one took alone, warm.
+fn quick_calls_beside(setup: &Setup, beside: &Beside) -> anyhow::Result<(Load, u64, Duration)> {
+    let dir = setup.plugin_dir(beside.section, &["code_review", beside.pack])?;
+    let cache = setup.dir(&format!("{}-cache", beside.section))?;
     let args = [
         "serve",
         "--plugins",
@@ -1729,18 +1789,35 @@ fn tail_under_spinners(setup: &Setup, spinners: u64, report: &mut Report) -> any
     ]
     .map(String::from);
     let mut server = StdioServer::start(&setup.bin("prompt-host"), &args)?;
-    let spin = |server: &mut StdioServer, id: u64| {
-        server.send(&json!({ "jsonrpc": "2.0", "id": id, "method": "prompts/get", "params": { "name": "spin" } }).to_string())
+    const OTHER_IDS: u64 = 1_000_000;
+    let mut next_other = OTHER_IDS;
+    let mut send_other = |server: &mut StdioServer| -> anyhow::Result<u64> {
+        let id = next_other;
+        next_other += 1;
+        let request = json!({ "jsonrpc": "2.0", "id": id, "method": "prompts/get", "params": beside.params });
+        server.send(&request.to_string())?;
+        server.stdin.flush()?;
+        Ok(id)
     };
-    const SPIN_IDS: u64 = 1_000_000;
-    let mut next_spin = SPIN_IDS;
-    for _ in 0..spinners {
-        spin(&mut server, next_spin)?;
-        next_spin += 1;
+    // Two alone, first: the second, warm, is timed.
+    let mut alone = Duration::ZERO;
+    for _ in 0..2 {
+        let started = Instant::now();
+        let sent = send_other(&mut server)?;
+        let line = loop {
+            let line = server.read_line()?;
+            if response_id(&line) == Some(sent) {
+                break line;
+            }
+        };
+        alone = started.elapsed();
+        ensure!(beside.ends.iter().any(|end| line.contains(end)), "a call of {} alone ended otherwise: {line}", beside.pack);
     }
-    server.stdin.flush()?;
+    for _ in 0..beside.calls {
+        send_other(&mut server)?;
+    }
     let mut latencies = Vec::new();
-    let mut spins_done = 0;
+    let mut ended = 0;
     let until = Instant::now() + Duration::from_secs(6);
     let mut id = 1000;
     while Instant::now() < until {
@@ -1751,15 +1828,10 @@ fn tail_under_spinners(setup: &Setup, spinners: u64, report: &mut Report) -> any
         loop {
             let line = server.read_line()?;
             match response_id(&line) {
-                Some(found) if found >= SPIN_IDS => {
-                    ensure!(
-                        line.contains("exceeded its 1000 ms deadline") || line.contains("of its concurrent calls stayed busy"),
-                        "a spinner ended otherwise: {line}"
-                    );
-                    spins_done += 1;
-                    spin(&mut server, next_spin)?;
-                    next_spin += 1;
-                    server.stdin.flush()?;
+                Some(found) if found >= OTHER_IDS => {
+                    ensure!(beside.ends.iter().any(|end| line.contains(end)), "a call of {} ended otherwise: {line}", beside.pack);
+                    ended += 1;
+                    send_other(&mut server)?;
                 }
                 Some(found) if found == id => {
                     ensure!(line.contains("Please review"), "{line}");
@@ -1770,14 +1842,7 @@ fn tail_under_spinners(setup: &Setup, spinners: u64, report: &mut Report) -> any
             }
         }
     }
-    let load = Load::new(Duration::from_secs(6), latencies);
-    report.facts.push((
-        format!(
-            "prompts/get of code_review while {spinners} calls of another pack spin to their 1000 ms deadline ({spins_done} spinners ended meanwhile): p50 / p99"
-        ),
-        format!("{} / {}", micros(load.p50), micros(load.p99)),
-    ));
-    Ok(())
+    Ok((Load::new(Duration::from_secs(6), latencies), ended, alone))
 }
 
 /// Context switches a second across all of prompt-host's threads, read from
