@@ -96,6 +96,25 @@ pub const CALL_STACK: usize = 2 << 20;
 /// WebAssembly stack leaves of it.
 pub const MAX_WASM_STACK: usize = CALL_STACK - (512 << 10);
 
+/// How often, in scheduler ticks, each worker of the runtime that runs
+/// calls checks its I/O and timers (tokio's `event_interval`; its default
+/// is 61), which is also when it wakes the calls it holds back. A call
+/// yielded at the epoch's tick is held back by its worker until that worker
+/// finds no other work or makes this check, and no other worker can take it
+/// meanwhile: so a fresh request runs before it, but while long calls hand
+/// each other the slow lane on that worker, it waits this many of their
+/// ticks (SECURITY.md, "Known limit"). 16 rather than 61 shortens that
+/// wait, for a little less of the fresh-first order (BENCHMARKS.md).
+pub const RUNTIME_EVENT_INTERVAL: u32 = 16;
+
+/// The multi-threaded tokio runtime calls are made to run on: tokio's
+/// defaults (a worker thread per core), with [`RUNTIME_EVENT_INTERVAL`].
+pub fn runtime_builder() -> tokio::runtime::Builder {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    builder.enable_all().event_interval(RUNTIME_EVENT_INTERVAL);
+    builder
+}
+
 impl Default for SandboxConfig {
     fn default() -> Self {
         SandboxConfig {
@@ -396,14 +415,12 @@ impl Sandbox {
             // A long call gives its slow-lane turns back at this yield, and
             // queues for them again at once (`cpu_turn`).
             state.cpu.tick();
-            // tokio's yield_now defers the wake until the worker finds no
-            // other work (or checks its timers and I/O, every 61 tasks), so
-            // a fresh request runs before the calls that yielded. Woken by
-            // itself, the call would go to the back of the worker's queue,
-            // and fresh requests would wait behind every spinning call's
-            // tick (measured, beside 16 calls of 5 to 10 ms: a quick call's
-            // p50 20 ms against 6 ms). The price is in SECURITY.md: an idle
-            // worker cannot take a deferred call.
+            // tokio's yield_now holds the call back on its worker until the
+            // worker finds no other work or checks its I/O (every
+            // RUNTIME_EVENT_INTERVAL of its ticks), so a fresh request runs
+            // before the calls that yielded. Woken by itself, the call would
+            // go to the back of the worker's queue, and fresh requests would
+            // wait behind every yielded call's tick (BENCHMARKS.md).
             Ok(UpdateDeadline::YieldCustom(1, Box::pin(tokio::task::yield_now())))
         });
 
@@ -845,6 +862,52 @@ mod tests {
         let parked_ticks = ticks();
         std::thread::sleep(TICKER_LINGER);
         assert_eq!(ticks(), parked_ticks, "the epoch advanced while the ticker was parked");
+    }
+
+    /// A call yielded at the epoch's tick, on a worker that other tasks
+    /// keep busy (two that wake each other, as long calls hand each other
+    /// the slow lane), runs again once the worker checks its I/O: within
+    /// [`RUNTIME_EVENT_INTERVAL`] of the worker's ticks. In a tick the
+    /// worker polls a task from its queue and up to 3 that a poll woke,
+    /// and each poll here goes round its loop at most twice (the other's
+    /// wake may be stored already): at most 8 rounds a tick. Measured:
+    /// 120 rounds with an interval of 16, 480 with tokio's default of 61.
+    /// One worker, so nothing else can take the call; rounds are counted,
+    /// not timed.
+    #[test]
+    fn a_call_yielded_on_a_busy_worker_runs_again_within_the_event_interval() {
+        use std::sync::atomic::AtomicBool;
+        use tokio::sync::Notify;
+        let runtime = runtime_builder().worker_threads(1).build().unwrap();
+        let (rounds, done) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicBool::new(false)));
+        let (ping, pong) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+        for (own, other) in [(ping.clone(), pong.clone()), (pong, ping)] {
+            let (rounds, done) = (rounds.clone(), done.clone());
+            runtime.spawn(async move {
+                while !done.load(Ordering::SeqCst) {
+                    rounds.fetch_add(1, Ordering::SeqCst);
+                    other.notify_one();
+                    own.notified().await;
+                }
+                other.notify_one();
+            });
+        }
+        let yielding = runtime.spawn({
+            let rounds = rounds.clone();
+            async move {
+                let mut gaps = Vec::new();
+                for _ in 0..200 {
+                    let before = rounds.load(Ordering::SeqCst);
+                    tokio::task::yield_now().await;
+                    gaps.push(rounds.load(Ordering::SeqCst) - before);
+                }
+                done.store(true, Ordering::SeqCst);
+                gaps
+            }
+        });
+        let gaps = runtime.block_on(yielding).unwrap();
+        let longest = *gaps.iter().max().unwrap();
+        assert!(longest <= u64::from(RUNTIME_EVENT_INTERVAL) * 8, "the other tasks went round {longest} times while it was held back");
     }
 
     #[test]

@@ -34,8 +34,9 @@ fn main() -> ExitCode {
     // other keeps answering. A single-threaded runtime measured less CPU per
     // request under the official TypeScript SDK client, but a request then
     // waited behind each spinning call's time slice (p99 5.4 ms with 8
-    // spinners, against tens of µs): BENCHMARKS.md.
-    let runtime = tokio::runtime::Runtime::new().expect("failed to start the async runtime");
+    // spinners, against tens of µs): BENCHMARKS.md. The sandbox sets how
+    // often a worker checks its I/O, since a call it yielded waits for that.
+    let runtime = prompt_host_kernel::sandbox::runtime_builder().build().expect("failed to start the async runtime");
     let result = runtime.block_on(prompt_host::cli::run(cli.command));
     // Everything to be written has been: do not wait for what is left, such
     // as a read of stdin blocked in a thread, or a call abandoned at shutdown.
