@@ -163,8 +163,10 @@ fn a_call_waiting_on_its_origin_delays_no_other_pack() {
 /// are long calls that take their plugin's one slow turn each time they run
 /// again after a sleep; another pack's CPU-bound call, sharing the lane's
 /// one thread with one of them at a time, takes about twice its time alone,
-/// and finishes within 8 times it (at least 60 ms). That a wait does not
-/// start a call's count again is `cpu_turn`'s unit test
+/// and finishes within 8 times it (at least 60 ms). What it catches is a
+/// wait for the alternating calls' end, about 1.2 s after the CPU-bound
+/// call starts; a guard fails it on a machine too slow to tell. That a
+/// wait does not start a call's count again is `cpu_turn`'s unit test
 /// `a_call_that_waits_keeps_what_it_ran`: this test does not tell, since
 /// calls that stay quick wait for their timers on busy workers (with the
 /// count restarted at each wait, the CPU-bound call took 1.2 to 1.5 times
@@ -174,6 +176,10 @@ fn a_pack_that_alternates_spinning_and_waiting_gets_no_more_than_its_share() {
     let _alone = one_at_a_time();
     let origin = Origin::start(ALL, None);
     let (alone, deadline, _dir, mut server) = burn_within(&origin, "deadline_ms = 3000\nfuel = 100000000000", 8);
+    assert!(
+        deadline < Duration::from_millis(1200),
+        "on a machine this slow ({alone:?} alone) the test cannot tell a wait for the alternating calls' end"
+    );
     let alternating = at_once(&mut server, 16, "alternate", json!({ "spin_ms": "5", "wait_ms": "1", "for_ms": "1500" }));
     // Past the 10 ms of running each needs to be long, on two threads.
     std::thread::sleep(Duration::from_millis(300));

@@ -98,15 +98,15 @@ impl CpuTurn {
         let started = Instant::now();
         let polled = call.poll(cx);
         let ran = started.elapsed();
-        let (given_back, ticked) = {
+        let (given_back, ticked, long) = {
             let mut state = self.state.lock().unwrap();
             state.ran += ran;
             // Whether it waits, is done or was yielded at a tick: the turns
             // are for running.
-            (state.held.take(), std::mem::take(&mut state.ticked))
+            (state.held.take(), std::mem::take(&mut state.ticked), state.ran >= LONG_CALL)
         };
         drop(given_back);
-        if polled.is_pending() && ticked && self.needs_turns() {
+        if polled.is_pending() && ticked && long {
             // Yielded at a tick, the call is ready to run on: it queues at
             // once, behind whoever was queued when it gave its turns back.
             // Queued only when next polled, it would come behind the calls
@@ -184,16 +184,22 @@ mod tests {
     }
 
     /// A wait does not start a call's count again: a call 1 ms short of
-    /// long, that runs 2 ms and waits, runs as a long call after its wait
-    /// (else a pack whose calls spin and sleep by turns would never be
-    /// long, and would take both worker threads from quick calls).
+    /// long, quick as it starts, that runs 2 ms and waits, runs as a long
+    /// call after its wait (else a pack whose calls spin and sleep by turns
+    /// would never be long, and would take both worker threads from quick
+    /// calls).
     #[tokio::test]
     async fn a_call_that_waits_keeps_what_it_ran() {
         let (own, lane) = (Arc::new(Semaphore::new(1)), Arc::new(Semaphore::new(1)));
         let turn = Arc::new(CpuTurn::new(own, lane.clone()));
         turn.count_as_run(LONG_CALL - Duration::from_millis(1));
-        let seen = turn.run(spin_then_wait(turn.clone(), Duration::from_millis(2), Duration::from_millis(5), 2, lane)).await;
-        assert_eq!(seen, [(true, 0), (true, 0)]);
+        let call = async {
+            let as_it_starts = (turn.holds_turns(), lane.available_permits());
+            let after_each_wait = spin_then_wait(turn.clone(), Duration::from_millis(2), Duration::from_millis(5), 2, lane.clone()).await;
+            (as_it_starts, after_each_wait)
+        };
+        let seen = turn.run(call).await;
+        assert_eq!(seen, ((false, 1), vec![(true, 0), (true, 0)]));
     }
 
     #[tokio::test]
