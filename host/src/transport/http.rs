@@ -9,7 +9,7 @@
 //! answers 404 for an unknown session, and keeps one session (one handler)
 //! per client. The hot methods of a started session, once rmcp has checked
 //! the request, are answered here, as JSON, by the session's handler on the
-//! POST's own task, not by rmcp's session worker (see [`sessions`]).
+//! POST's own task, not by rmcp's session worker (see its `sessions` module).
 //!
 //! `/healthz` and `/readyz` are answered here too, without a session or the
 //! token (see [`super::operations`]).
