@@ -680,7 +680,7 @@ fn soak(setup: &Setup, server: &str, in_flight: u64, total: u64) -> anyhow::Resu
 /// the handler's checks, a fresh sandboxed instance, the call, and the
 /// conversion of the reply, one call at a time on tokio's default
 /// multi-threaded runtime (the server's but for its event interval, which
-/// calls this short never meet). What part of the floor's time per request this takes is what no
+/// one call at a time never waits for: its worker has no other work). What part of the floor's time per request this takes is what no
 /// transport can win back.
 fn sandbox_alone(setup: &Setup, report: &mut Report) -> anyhow::Result<()> {
     let (calls_per_second, p50) = sandbox_calls(setup, 20_000)?;

@@ -109,13 +109,15 @@ pub const MAX_WASM_STACK: usize = CALL_STACK - (512 << 10);
 /// of fresh requests queued meanwhile, and the others go to the back of
 /// the worker's queue, where any worker can take them (SECURITY.md, "Known
 /// limit"). 16 rather than 61 shortens that
-/// wait, for a little less of the fresh-first order (BENCHMARKS.md).
+/// wait, for a fifth more time to a fresh request beside busy workers
+/// (BENCHMARKS.md, the `busy` row).
 pub const RUNTIME_EVENT_INTERVAL: u32 = 16;
 
 /// The multi-threaded tokio runtime calls are made to run on: tokio's
 /// defaults (a worker thread per core), with [`RUNTIME_EVENT_INTERVAL`].
-/// The fairness SECURITY.md states for the slow lane assumes it: whoever
-/// embeds the sandbox builds its runtime here.
+/// The bound SECURITY.md states on that wait assumes it: an embedder that
+/// runs calls side by side builds its runtime here (the kernel's examples,
+/// one call at a time, need not).
 pub fn runtime_builder() -> tokio::runtime::Builder {
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     builder.enable_all().event_interval(RUNTIME_EVENT_INTERVAL);
@@ -879,9 +881,13 @@ mod tests {
     /// the one before, and each poll here goes round its loop at most twice
     /// (the other's wake may be stored already): at most 8 rounds a tick,
     /// over the ticks between two checks. Measured: 120 rounds with an
-    /// interval of 16, 480 with tokio's default of 61. One worker, so that
-    /// rounds count that worker's ticks (with two, the busy tasks move
-    /// between them); counted, not timed. The busy tasks stop after a
+    /// interval of 16, 480 with tokio's default of 61: the held-back call
+    /// runs in the tick of the check itself, so the bound is the ticks
+    /// before it, the interval less one, times 8. That arithmetic is
+    /// tokio's (1.54: `MAX_LIFO_POLLS_PER_TICK`, and the held-back calls
+    /// woken into the LIFO slot); a tokio that changes it may move the
+    /// count. One worker, so that rounds count that worker's ticks (with
+    /// two, the busy tasks move between them); counted, not timed. The busy tasks stop after a
     /// million rounds, so a call never queued again fails the test rather
     /// than hanging it.
     #[test]
