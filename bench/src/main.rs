@@ -680,8 +680,9 @@ fn soak(setup: &Setup, server: &str, in_flight: u64, total: u64) -> anyhow::Resu
 /// the handler's checks, a fresh sandboxed instance, the call, and the
 /// conversion of the reply, one call at a time on tokio's default
 /// multi-threaded runtime (the server's but for its event interval, which
-/// one call at a time never waits for: its worker has no other work). What part of the floor's time per request this takes is what no
-/// transport can win back.
+/// one call at a time never waits for: its worker has no other work). What
+/// part of the floor's time per request this takes is what no transport
+/// can win back.
 fn sandbox_alone(setup: &Setup, report: &mut Report) -> anyhow::Result<()> {
     let (calls_per_second, p50) = sandbox_calls(setup, 20_000)?;
     report.facts.push((
@@ -1810,17 +1811,13 @@ fn quick_calls_beside(setup: &Setup, beside: &Beside) -> anyhow::Result<(Load, u
     };
     // Two alone, first, if asked: the second, warm, is timed.
     let mut alone = Duration::ZERO;
-    for _ in 0..if beside.time_alone { 2 } else { 0 } {
-        let started = Instant::now();
-        let sent = send_other(&mut server)?;
-        let line = loop {
-            let line = server.read_line()?;
-            if response_id(&line) == Some(sent) {
-                break line;
-            }
-        };
-        alone = started.elapsed();
-        ensure!(beside.ends.iter().any(|end| line.contains(end)), "a call of {} alone ended otherwise: {line}", beside.pack);
+    if beside.time_alone {
+        for _ in 0..2 {
+            let started = Instant::now();
+            let answer = server.call("prompts/get", beside.params.clone())?.to_string();
+            alone = started.elapsed();
+            ensure!(beside.ends.iter().any(|end| answer.contains(end)), "a call of {} alone ended otherwise: {answer}", beside.pack);
+        }
     }
     for _ in 0..beside.calls {
         send_other(&mut server)?;

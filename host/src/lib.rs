@@ -17,9 +17,9 @@
 //! every command and option, and each command run; the binary only parses
 //! the arguments, sets up logging with [`logging`]'s filter, and calls
 //! [`cli::run`] on the runtime the sandbox builds,
-//! `prompt_host_kernel::sandbox::runtime_builder`) and [`serve`] (the server assembled from its
-//! configuration, one registry per tenant, its MCP servers, and the
-//! transport it serves them over until a stop signal).
+//! `prompt_host_kernel::sandbox::runtime_builder`) and [`serve`] (the
+//! server assembled from its configuration, one registry per tenant, its
+//! MCP servers, and the transport it serves them over until a stop signal).
 //!
 //! A request flows top to bottom through these modules, and each depends only
 //! on those below it:

@@ -108,9 +108,8 @@ pub const MAX_WASM_STACK: usize = CALL_STACK - (512 << 10);
 /// epoch tick). At the check, the call held back longest runs next, ahead
 /// of fresh requests queued meanwhile, and the others go to the back of
 /// the worker's queue, where any worker can take them (SECURITY.md, "Known
-/// limit"). 16 rather than 61 shortens that
-/// wait, for a fifth more time to a fresh request beside busy workers
-/// (BENCHMARKS.md, the `busy` row).
+/// limit"). 16 rather than 61 shortens that wait, for a fifth more time
+/// to a fresh request beside busy workers (BENCHMARKS.md, the `busy` row).
 pub const RUNTIME_EVENT_INTERVAL: u32 = 16;
 
 /// The multi-threaded tokio runtime calls are made to run on: tokio's
@@ -887,9 +886,9 @@ mod tests {
     /// tokio's (1.54: `MAX_LIFO_POLLS_PER_TICK`, and the held-back calls
     /// woken into the LIFO slot); a tokio that changes it may move the
     /// count. One worker, so that rounds count that worker's ticks (with
-    /// two, the busy tasks move between them); counted, not timed. The busy tasks stop after a
-    /// million rounds, so a call never queued again fails the test rather
-    /// than hanging it.
+    /// two, the busy tasks move between them); counted, not timed. The busy
+    /// tasks stop after a million rounds, so a call never queued again
+    /// fails the test rather than hanging it.
     #[test]
     fn a_call_yielded_on_a_busy_worker_runs_again_within_the_event_interval() {
         use std::sync::atomic::AtomicBool;
